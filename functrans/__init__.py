@@ -1,0 +1,14 @@
+"""functrans: trace pure NumPy-style functions into Jaxprs and transform them.
+
+>>> import functrans as ft
+>>> import functrans.numpy as fnp
+"""
+
+from functrans import core  # noqa: F401  (first: everything stands on it)
+
+import primitives  # noqa: F401,E402,I001  (registers the primitive set)
+from functrans import numpy, tree_util  # noqa: F401,E402
+from functrans.api import ShapeDtypeStruct, make_jaxpr  # noqa: E402
+
+__all__ = ["make_jaxpr", "ShapeDtypeStruct", "numpy", "tree_util"]
+__version__ = "0.1.0"

@@ -1,0 +1,815 @@
+"""The IR and tracing: avals, Var, Literal, Eqn, Jaxpr, tracers, traces, bind.
+
+Everything in functrans is built from this module (see DESIGN.md, "Layers").
+
+* The IR is four small immutable records (``Var``, ``Literal``, ``Eqn``,
+  ``Jaxpr``) plus ``ClosedJaxpr``, which pairs a Jaxpr with the values of its
+  constants.  ``str(jaxpr)`` prints it, ``check_jaxpr`` type-checks it,
+  ``jaxpr.to_dot()`` draws it, and Jaxprs compare and hash structurally so
+  that transforms and ``jit`` can cache on them.
+* ``Primitive`` is a name plus rules; primitives are declared in the
+  top-level ``primitives`` package, each once with all of its rules.
+* ``bind`` is the single entry point of every operation: with no tracer among
+  the operands it runs the primitive's NumPy impl at once; otherwise it
+  records an equation into the innermost active trace and returns tracers.
+
+There is one kind of trace, a Jaxpr builder.  Transforms are interpreters that
+walk a Jaxpr and bind again under a fresh builder (``eval_jaxpr``), so every
+transform yields a Jaxpr and composition is function composition.  A tracer
+of an outer trace used inside an inner one becomes an input (a constvar) of
+the inner Jaxpr: this closure conversion is what keeps nested transforms free
+of perturbation confusion.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from functrans import dtypes
+from functrans.errors import (
+    ConcretizationError,
+    FunctransError,
+    JaxprTypeError,
+    LeakedTracerError,
+    MissingRuleError,
+    UnknownPrimitiveError,
+)
+
+# --------------------------------------------------------------------------
+# Abstract values
+# --------------------------------------------------------------------------
+
+
+class ShapedArray:
+    """The abstract value (aval) of an array: its shape and dtype.
+
+    ``weak_type`` marks a value that came from a Python scalar; under NumPy 2
+    promotion it yields to the dtype of any array it meets.
+    """
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any, weak_type: bool = False):
+        self.shape = shape
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def strip_weak(self) -> ShapedArray:
+        return ShapedArray(self.shape, self.dtype) if self.weak_type else self
+
+    def update(self, shape=None, dtype=None) -> ShapedArray:
+        return ShapedArray(
+            self.shape if shape is None else shape, self.dtype if dtype is None else dtype
+        )
+
+    def str_short(self) -> str:
+        """``f64[3,4]``: the form used in printed Jaxprs and error messages."""
+        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __eq__(self, other):
+        return (
+            type(other) is ShapedArray
+            and self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.weak_type == other.weak_type
+        )
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self):
+        return f"ShapedArray({self.str_short()}{', weak' if self.weak_type else ''})"
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing in for an array argument (for tracing and AOT)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: Sequence[int], dtype: Any):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self):
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+
+_PYTHON_SCALARS = (bool, int, float, complex)
+
+
+def get_aval(x: Any) -> ShapedArray:
+    """The aval of a concrete value or a tracer.
+
+    Python scalars are weak; NumPy arrays and NumPy scalars are not.  Other
+    array-likes (lists, CuPy arrays) go through their ``shape``/``dtype`` or
+    through ``np.asarray``.
+    """
+    if isinstance(x, Tracer):
+        return x.aval
+    t = type(x)
+    if t in dtypes.PYTHON_SCALAR_DTYPES:
+        return ShapedArray((), dtypes.PYTHON_SCALAR_DTYPES[t], weak_type=t is not bool)
+    if isinstance(x, (np.ndarray, np.generic, ShapeDtypeStruct)):
+        return ShapedArray(x.shape, x.dtype)
+    for base in _PYTHON_SCALARS:  # subclasses such as IntEnum
+        if isinstance(x, base):
+            return get_aval(base(x))
+    if hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "__array__"):
+        return ShapedArray(tuple(x.shape), x.dtype)
+    arr = np.asarray(x)
+    if arr.dtype == object:
+        raise TypeError(f"{type(x).__name__} is not a valid array value: {x!r:.80}")
+    return ShapedArray(arr.shape, arr.dtype)
+
+
+# --------------------------------------------------------------------------
+# The IR
+# --------------------------------------------------------------------------
+
+
+class Var:
+    """A variable of a Jaxpr: an aval and an identity (names are given when printing)."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Var({self.aval.str_short()})"
+
+
+class Literal:
+    """A scalar constant written inline in an equation."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val: Any, aval: ShapedArray):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Literal({self.val!r})"
+
+    def key(self):
+        return (self.aval, np.asarray(self.val).item())
+
+
+Atom = "Var | Literal"
+
+
+class Eqn:
+    """``outputs = primitive[params](*inputs)``.  Params are hashable values."""
+
+    __slots__ = ("primitive", "inputs", "outputs", "params")
+
+    def __init__(self, primitive: Primitive, inputs: tuple, outputs: tuple, params: dict):
+        self.primitive = primitive
+        self.inputs = inputs
+        self.outputs = outputs
+        self.params = params
+
+    def __repr__(self):
+        return f"Eqn({self.primitive.name}, {len(self.inputs)} in, {len(self.outputs)} out)"
+
+
+class Jaxpr:
+    """A typed, straight-line program: constvars, invars, equations, outvars.
+
+    Two Jaxprs are equal when they are the same program up to the renaming of
+    their variables (and the identity of ``Primitive`` objects), so a Jaxpr
+    can key a cache.
+    """
+
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "_key")
+
+    def __init__(self, constvars, invars, outvars, eqns):
+        self.constvars = tuple(constvars)
+        self.invars = tuple(invars)
+        self.outvars = tuple(outvars)
+        self.eqns = tuple(eqns)
+        self._key = None
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.outvars]
+
+    def _structure(self):
+        if self._key is None:
+            ids: dict[int, int] = {}
+
+            def ref(a):
+                if type(a) is Literal:
+                    return ("lit", a.key())
+                return ids[id(a)]
+
+            def bind_all(vs):
+                for v in vs:
+                    ids[id(v)] = len(ids)
+                return tuple(v.aval for v in vs)
+
+            head = (bind_all(self.constvars), bind_all(self.invars))
+            body = []
+            for e in self.eqns:
+                ins = tuple(ref(a) for a in e.inputs)
+                body.append((e.primitive, ins, bind_all(e.outputs), _params_key(e.params)))
+            self._key = (head, tuple(body), tuple(ref(a) for a in self.outvars))
+        return self._key
+
+    def __eq__(self, other):
+        return type(other) is Jaxpr and (self is other or self._structure() == other._structure())
+
+    def __hash__(self):
+        return hash(self._structure())
+
+    def __str__(self):
+        return pp_jaxpr(self)
+
+    __repr__ = __str__
+
+    def to_dot(self) -> str:
+        return jaxpr_to_dot(self)
+
+
+def _params_key(params: dict) -> tuple:
+    return tuple(sorted(params.items()))
+
+
+class ClosedJaxpr:
+    """A Jaxpr together with the values of its constvars."""
+
+    __slots__ = ("jaxpr", "consts")
+
+    def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+
+    def __eq__(self, other):
+        # Consts compare by identity: two closed Jaxprs are interchangeable
+        # only if they close over the very same arrays.
+        return (
+            type(other) is ClosedJaxpr
+            and self.jaxpr == other.jaxpr
+            and len(self.consts) == len(other.consts)
+            and all(a is b for a, b in zip(self.consts, other.consts))
+        )
+
+    def __hash__(self):
+        return hash((self.jaxpr, tuple(map(id, self.consts))))
+
+    def __str__(self):
+        return pp_jaxpr(self.jaxpr)
+
+    __repr__ = __str__
+
+    def to_dot(self) -> str:
+        return jaxpr_to_dot(self.jaxpr)
+
+    def __call__(self, *args):
+        return eval_jaxpr(self.jaxpr, self.consts, *args)
+
+
+# --------------------------------------------------------------------------
+# Printing
+# --------------------------------------------------------------------------
+
+
+def _var_names():
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    for n in itertools.count(1):
+        for chars in itertools.product(letters, repeat=n):
+            yield "".join(chars)
+
+
+class _Namer:
+    def __init__(self):
+        self.names: dict[int, str] = {}
+        self.fresh = _var_names()
+
+    def binder(self, v: Var) -> str:
+        name = self.names[id(v)] = next(self.fresh)
+        return f"{name}:{v.aval.str_short()}"
+
+    def atom(self, a) -> str:
+        if type(a) is Literal:
+            return _pp_literal(a)
+        return self.names.get(id(a), "?")
+
+
+def _pp_literal(lit: Literal) -> str:
+    val = np.asarray(lit.val).item()
+    if lit.aval.weak_type or lit.aval.dtype in (np.float64, np.int64, np.bool_):
+        return repr(val)
+    return f"{val!r}:{dtypes.short_name(lit.aval.dtype)}"
+
+
+def _pp_param(value, namer_indent: int) -> str:
+    if isinstance(value, ClosedJaxpr):
+        value = value.jaxpr
+    if isinstance(value, Jaxpr):
+        inner = pp_jaxpr(value).replace("\n", "\n" + " " * (namer_indent + 2))
+        return inner
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, tuple) and any(isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value):
+        return "(" + ", ".join(_pp_param(v, namer_indent) for v in value) + ")"
+    return repr(value)
+
+
+def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0) -> str:
+    """``{ lambda a:f64[3] ; b:f64[3]. let c:f64[3] = sin b in (c,) }``, one
+    equation per line."""
+    n = _Namer()
+    consts = " ".join(n.binder(v) for v in jaxpr.constvars)
+    args = " ".join(n.binder(v) for v in jaxpr.invars)
+    pad = " " * (indent + 4)
+    lines = [f"{{ lambda {consts}{' ' if consts else ''}; {args}. let"]
+    for e in jaxpr.eqns:
+        ins = " ".join(n.atom(a) for a in e.inputs)
+        outs = " ".join(n.binder(v) for v in e.outputs) or "_"
+        params = ""
+        if e.params:
+            params = "[" + " ".join(
+                f"{k}={_pp_param(v, indent + 4)}" for k, v in sorted(e.params.items())
+            ) + "]"
+        lines.append(f"{pad}{outs} = {e.primitive.name}{params} {ins}".rstrip())
+    outs = ", ".join(n.atom(a) for a in jaxpr.outvars)
+    lines.append(f"{' ' * (indent + 2)}in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}")
+    return "\n".join(lines)
+
+
+def jaxpr_to_dot(jaxpr: Jaxpr) -> str:
+    """Graphviz DOT text: a box per equation, an ellipse per input/output."""
+    n = _Namer()
+    lines = ["digraph jaxpr {", "  rankdir=TB;", '  node [fontname="monospace"];']
+    src: dict[int, str] = {}
+    for kind, vs in (("const", jaxpr.constvars), ("in", jaxpr.invars)):
+        for v in vs:
+            label = n.binder(v)
+            node = f"{kind}_{n.names[id(v)]}"
+            src[id(v)] = node
+            lines.append(f'  {node} [label="{label}", shape=ellipse];')
+    for i, e in enumerate(jaxpr.eqns):
+        node = f"eqn{i}"
+        outs = ", ".join(n.binder(v) for v in e.outputs)
+        lines.append(f'  {node} [label="{e.primitive.name}\\n{outs}", shape=box];')
+        for a in e.inputs:
+            if type(a) is Literal:
+                lit = f"lit{i}_{len(lines)}"
+                lines.append(f'  {lit} [label="{_pp_literal(a)}", shape=plaintext];')
+                lines.append(f"  {lit} -> {node};")
+            else:
+                lines.append(f"  {src[id(a)]} -> {node};")
+        for v in e.outputs:
+            src[id(v)] = node
+    for j, a in enumerate(jaxpr.outvars):
+        lines.append(f'  out{j} [label="out {j}", shape=ellipse];')
+        if type(a) is not Literal:
+            lines.append(f"  {src[id(a)]} -> out{j};")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# Primitives
+# --------------------------------------------------------------------------
+
+#: Every declared primitive by name; tests walk it to check rule coverage.
+registry: dict[str, Primitive] = {}
+
+#: The rule slots a primitive may fill, and the transform that needs each.
+RULES = {
+    "jvp": "jvp",
+    "transpose": "transpose",
+    "batch": "vmap",
+    "cuda": "the GPU backend",
+}
+
+
+class Primitive:
+    """A named operation and its rules.
+
+    ``abstract_eval(*avals, **params)`` returns the output aval (a list of
+    them when ``multiple_results``); ``impl(*arrays, **params)`` computes
+    with NumPy.  The other rules are optional slots, filled where the
+    primitive is declared and looked up by transforms with ``rule``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        abstract_eval: Callable,
+        impl: Callable,
+        multiple_results: bool = False,
+        jvp: Callable | None = None,
+        transpose: Callable | None = None,
+        batch: Callable | None = None,
+        cuda: Any = None,
+        linear: bool = False,
+    ):
+        if name in registry:
+            raise ValueError(f"primitive {name!r} is declared twice")
+        self.name = name
+        self.abstract_eval = abstract_eval
+        self.impl = impl
+        self.multiple_results = multiple_results
+        self.jvp = jvp
+        self.transpose = transpose
+        self.batch = batch
+        self.cuda = cuda
+        #: True when the primitive is linear in (some of) its operands, so that
+        #: it needs a transpose rule.
+        self.linear = linear
+        registry[name] = self
+
+    def bind(self, *args, **params):
+        return bind(self, *args, **params)
+
+    def rule(self, kind: str) -> Callable:
+        """The ``kind`` rule (``"jvp"``, ``"transpose"``, ``"batch"``, ``"cuda"``),
+        or a ``MissingRuleError`` naming the primitive and the transform."""
+        r = getattr(self, kind)
+        if r is None:
+            raise MissingRuleError(
+                f"primitive '{self.name}' has no {kind} rule, so {RULES[kind]} cannot "
+                f"process it; add a {kind}= rule where '{self.name}' is declared"
+            )
+        return r
+
+    def __repr__(self):
+        return self.name
+
+
+def lookup_primitive(name: str) -> Primitive:
+    try:
+        return registry[name]
+    except KeyError:
+        raise UnknownPrimitiveError(
+            f"unknown primitive {name!r}; known primitives: {', '.join(sorted(registry))}"
+        ) from None
+
+
+# --------------------------------------------------------------------------
+# Tracers and traces
+# --------------------------------------------------------------------------
+
+
+class Tracer:
+    """A stand-in for an array while a function is being traced.
+
+    It carries its aval, the trace that made it and its variable in that
+    trace's Jaxpr; under value-carrying tracing it also carries the concrete
+    value (``val``), so Python control flow on it works.  Array behaviour
+    (operators, methods, ``__array_ufunc__``) is installed by
+    ``functrans.numpy``, which owns the NumPy-facing API.
+    """
+
+    __slots__ = ("aval", "_trace", "_var", "val")
+    # Make NumPy hand mixed ndarray/tracer operations to the tracer.
+    __array_priority__ = 1000
+
+    def __init__(self, trace: JaxprTrace, var: Var, val: Any = None):
+        self.aval = var.aval
+        self._trace = trace
+        self._var = var
+        self.val = val
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __len__(self):
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object (a 0-d traced array)")
+        return self.aval.shape[0]
+
+    def _concrete(self, what: str):
+        if self.val is not None:
+            self._trace.concretized = True
+            return self.val
+        self._trace.concretization_failed(what)
+
+    def __bool__(self):
+        return bool(self._concrete("bool()"))
+
+    def __int__(self):
+        return int(self._concrete("int()"))
+
+    def __float__(self):
+        return float(self._concrete("float()"))
+
+    def __complex__(self):
+        return complex(self._concrete("complex()"))
+
+    def __index__(self):
+        return int(self._concrete("use as an index (__index__)"))
+
+    def __array__(self, dtype=None, copy=None):
+        val = self._concrete("np.asarray()")
+        return np.asarray(val, dtype=dtype)
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self):
+        val = "" if self.val is None else f" = {self.val!r}"
+        return f"Tracer<{self.aval.str_short()}>{val}"
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d traced array")
+        return (self[i] for i in range(self.aval.shape[0]))
+
+
+_trace_stack: list[JaxprTrace] = []
+_LIBRARY_DIRS = tuple(
+    os.path.dirname(os.path.abspath(p)) + os.sep
+    for p in (__file__, os.path.join(os.path.dirname(__file__), "..", "primitives", "x"))
+)
+
+
+def user_frame_summary() -> str:
+    """``file.py:12`` of the innermost stack frame outside functrans, for errors."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        fname = os.path.abspath(frame.f_code.co_filename)
+        if not fname.startswith(_LIBRARY_DIRS) and "importlib" not in fname:
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"
+
+
+class JaxprTrace:
+    """Builds a Jaxpr from the binds made while a Python function runs.
+
+    ``fun_name`` names the user's function in errors.  With ``concrete=True``
+    every tracer also carries its value (computed eagerly from its inputs'
+    values), so ``bool()``/``int()`` on it work; a Jaxpr built that way is
+    specialised to those values and ``concretized`` says whether it was.
+    """
+
+    def __init__(self, fun_name: str, concrete: bool = False, reason: str = ""):
+        self.fun_name = fun_name
+        self.concrete = concrete
+        self.concretized = False
+        self.reason = reason
+        self.level = len(_trace_stack)
+        self.active = False
+        self.eqns: list[Eqn] = []
+        self.invars: list[Var] = []
+        self.constvars: list[Var] = []
+        self.constvals: list[Any] = []
+        self._const_ids: dict[int, Var] = {}
+        self._keepalive: list[Any] = []
+
+    # -- entering and leaving -------------------------------------------
+
+    def __enter__(self):
+        self.level = len(_trace_stack)
+        _trace_stack.append(self)
+        self.active = True
+        return self
+
+    def __exit__(self, *exc):
+        popped = _trace_stack.pop()
+        assert popped is self, "trace stack out of order"
+        self.active = False
+
+    # -- making tracers ----------------------------------------------------
+
+    def new_arg(self, aval: ShapedArray, val: Any = None) -> Tracer:
+        var = Var(aval)
+        self.invars.append(var)
+        return Tracer(self, var, val if self.concrete else None)
+
+    def _input_var(self, x):
+        """The Var or Literal standing for operand ``x`` in this trace."""
+        if isinstance(x, Tracer):
+            if x._trace is self:
+                return x._var
+            return self._const_var(x, x.aval, lifted=True)
+        t = type(x)
+        if t in dtypes.PYTHON_SCALAR_DTYPES:
+            return Literal(x, get_aval(x))
+        if isinstance(x, np.generic) or (isinstance(x, np.ndarray) and x.ndim == 0):
+            return Literal(x, ShapedArray((), x.dtype))
+        return self._const_var(x, get_aval(x), lifted=False)
+
+    def _const_var(self, x, aval, lifted):
+        var = self._const_ids.get(id(x))
+        if var is None:
+            if lifted and not x._trace.active:
+                raise _leaked(x)
+            var = Var(aval)
+            self._const_ids[id(x)] = var
+            self._keepalive.append(x)  # ids stay valid while the trace lives
+            self.constvars.append(var)
+            self.constvals.append(x)
+        return var
+
+    def _value_of(self, x, atom):
+        if isinstance(x, Tracer):
+            return x.val
+        return atom.val if type(atom) is Literal else x
+
+    # -- recording ---------------------------------------------------------
+
+    def process(self, prim: Primitive, args: Sequence[Any], params: dict):
+        invars = [self._input_var(x) for x in args]
+        try:
+            out = prim.abstract_eval(*[v.aval for v in invars], **params)
+        except FunctransError as e:
+            raise type(e)(f"{self.fun_name}: {e}") from None
+        out_avals = out if prim.multiple_results else (out,)
+        outvars = tuple(Var(a) for a in out_avals)
+        self.eqns.append(Eqn(prim, tuple(invars), outvars, params))
+        vals = None
+        if self.concrete:
+            ins = [self._value_of(x, v) for x, v in zip(args, invars)]
+            if all(v is not None for v in ins):
+                res = prim.impl(*ins, **params)
+                vals = res if prim.multiple_results else (res,)
+        tracers = [
+            Tracer(self, v, None if vals is None else vals[i]) for i, v in enumerate(outvars)
+        ]
+        return tracers if prim.multiple_results else tracers[0]
+
+    def to_jaxpr(self, outs: Sequence[Any]) -> ClosedJaxpr:
+        outvars = [self._input_var(x) for x in outs]
+        jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns)
+        return ClosedJaxpr(jaxpr, self.constvals)
+
+    # -- errors --------------------------------------------------------------
+
+    def concretization_failed(self, what: str):
+        where = user_frame_summary()
+        raise ConcretizationError(
+            f"{self.fun_name}: {what} needs a concrete value, but the value here is "
+            f"traced{self.reason} (at {where}). Python control flow cannot branch on "
+            "traced values: use functrans.lax.cond / functrans.numpy.where for "
+            "branches, functrans.lax.fori_loop / while_loop for loops, or mark the "
+            "argument static with static_argnums."
+        )
+
+
+def _leaked(t: Tracer) -> LeakedTracerError:
+    return LeakedTracerError(
+        f"a tracer {t.aval.str_short()} created while tracing "
+        f"'{t._trace.fun_name}' was used after that trace ended (at "
+        f"{user_frame_summary()}). It leaked out of the function, for example "
+        "through a global, a closure or a list it appended to; return the value "
+        "from the function instead."
+    )
+
+
+def current_trace() -> JaxprTrace | None:
+    return _trace_stack[-1] if _trace_stack else None
+
+
+def bind(prim: Primitive, *args, **params):
+    """Apply ``prim`` to ``args``: at once with NumPy if no operand is a
+    tracer, otherwise by recording an equation into the innermost trace."""
+    for x in args:
+        if isinstance(x, Tracer):
+            if not x._trace.active:
+                raise _leaked(x)
+            return _trace_stack[-1].process(prim, args, params)
+    return prim.impl(*args, **params)
+
+
+# --------------------------------------------------------------------------
+# Tracing a function and evaluating a Jaxpr
+# --------------------------------------------------------------------------
+
+
+def fun_name(f: Callable) -> str:
+    return getattr(f, "__name__", None) or type(f).__name__
+
+
+def trace_to_jaxpr(
+    f: Callable,
+    args: Sequence[Any],
+    name: str | None = None,
+    concrete: bool = False,
+    reason: str = "",
+) -> tuple[ClosedJaxpr, list[Any], bool]:
+    """Trace ``f`` on flat array arguments (arrays, scalars or ShapeDtypeStructs).
+
+    Returns the Jaxpr, ``f``'s raw outputs (tracers of the finished trace,
+    or whatever else ``f`` returned) for the caller to flatten, and whether
+    the Jaxpr depends on concrete values.  ``f`` takes the tracers
+    positionally and returns a flat sequence of outputs.
+    """
+    trace = JaxprTrace(name or fun_name(f), concrete=concrete, reason=reason)
+    with trace:
+        tracers = [
+            trace.new_arg(_arg_aval(x), None if isinstance(x, ShapeDtypeStruct) else x)
+            for x in args
+        ]
+        outs = list(f(*tracers))
+        closed = trace.to_jaxpr(outs)
+    return closed, outs, trace.concretized
+
+
+def _arg_aval(x) -> ShapedArray:
+    if isinstance(x, Tracer):
+        return x.aval
+    return get_aval(x)
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list[Any]:
+    """Run ``jaxpr`` by binding each equation: concrete NumPy arrays in give
+    arrays out; tracers in re-emit the program into the current trace."""
+    env: dict[int, Any] = {}
+    for v, x in zip(jaxpr.constvars, consts):
+        env[id(v)] = x
+    for v, x in zip(jaxpr.invars, args):
+        env[id(v)] = x
+
+    def read(a):
+        return a.val if type(a) is Literal else env[id(a)]
+
+    for e in jaxpr.eqns:
+        out = bind(e.primitive, *map(read, e.inputs), **e.params)
+        if e.primitive.multiple_results:
+            for v, x in zip(e.outputs, out):
+                env[id(v)] = x
+        else:
+            env[id(e.outputs[0])] = out
+    return [read(a) for a in jaxpr.outvars]
+
+
+def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
+    """Re-derive every aval from the primitives' shape rules; raise
+    ``JaxprTypeError`` naming the first equation that disagrees."""
+    if isinstance(jaxpr, ClosedJaxpr):
+        for v, c in zip(jaxpr.jaxpr.constvars, jaxpr.consts):
+            if get_aval(c).strip_weak() != v.aval.strip_weak():
+                raise JaxprTypeError(
+                    f"constvar of type {v.aval.str_short()} bound to a value of type "
+                    f"{get_aval(c).str_short()}"
+                )
+        jaxpr = jaxpr.jaxpr
+    defined: set[int] = set()
+
+    def define(vs: Iterable[Var]):
+        for v in vs:
+            if id(v) in defined:
+                raise JaxprTypeError(f"variable {v} is bound twice\n{jaxpr}")
+            defined.add(id(v))
+
+    def check_atom(a, where):
+        if type(a) is Literal:
+            if get_aval(a.val).strip_weak().dtype != a.aval.dtype or a.aval.shape != ():
+                raise JaxprTypeError(f"literal {a.val!r} has a wrong type in {where}")
+        elif id(a) not in defined:
+            raise JaxprTypeError(f"{where} uses a variable before it is defined\n{jaxpr}")
+
+    define(jaxpr.constvars)
+    define(jaxpr.invars)
+    for i, e in enumerate(jaxpr.eqns):
+        where = f"equation {i} ({e.primitive.name})"
+        for a in e.inputs:
+            check_atom(a, where)
+        try:
+            out = e.primitive.abstract_eval(*[a.aval for a in e.inputs], **e.params)
+        except FunctransError as err:
+            raise JaxprTypeError(f"{where} fails its shape rule: {err}\n{jaxpr}") from None
+        expected = out if e.primitive.multiple_results else [out]
+        got = [v.aval for v in e.outputs]
+        if [a.strip_weak() for a in expected] != [a.strip_weak() for a in got]:
+            raise JaxprTypeError(
+                f"{where} produces {[a.str_short() for a in got]} but its shape rule "
+                f"gives {[a.str_short() for a in expected]}\n{jaxpr}"
+            )
+        define(e.outputs)
+    for a in jaxpr.outvars:
+        check_atom(a, "the output list")

@@ -1,0 +1,60 @@
+"""Dtype helpers: short names for printing, Python-scalar weakness, promotion.
+
+functrans follows NumPy 2 (NEP 50): float64 is the default float, and a Python
+scalar is *weak*: it takes the dtype of the array it meets (``f32 * 2.0`` is
+f32).  An aval remembers weakness with ``weak_type=True``; promotion then
+hands NumPy the Python type (``float``) instead of a dtype, so NumPy's own
+resolution decides every result dtype and traced code agrees with eager code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_SHORT = {
+    "bool": "bool",
+    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "f16", "float32": "f32", "float64": "f64",
+    "complex64": "c64", "complex128": "c128",
+}
+
+#: The dtype NumPy gives each Python scalar type, and the type that stands for
+#: a weak operand of that dtype kind in NumPy's promotion functions.
+PYTHON_SCALAR_DTYPES = {
+    bool: np.dtype(bool),
+    int: np.dtype(np.int64),
+    float: np.dtype(np.float64),
+    complex: np.dtype(np.complex128),
+}
+# NumPy's promotion takes weak operands as Python values (np.result_type) or
+# as Python types (ufunc.resolve_dtypes).  A weak bool is no weaker than bool.
+_WEAK_VALUE = {"i": 0, "u": 0, "f": 0.0, "c": 0j}
+_WEAK_TYPE = {"i": int, "u": int, "f": float, "c": complex}
+
+
+def short_name(dtype: np.dtype) -> str:
+    """``f64`` for float64, ``i32`` for int32 ...: the form used in printed Jaxprs."""
+    return _SHORT.get(dtype.name, dtype.name)
+
+
+def ufunc_operand(dtype: np.dtype, weak_type: bool):
+    """What to hand ``ufunc.resolve_dtypes`` for an operand: its dtype, or the
+    Python type when the operand is a weak Python scalar."""
+    return _WEAK_TYPE.get(dtype.kind, dtype) if weak_type else dtype
+
+
+def result_type(*avals) -> np.dtype:
+    """NumPy 2 result dtype of operands given as avals (weakness respected)."""
+    return np.result_type(
+        *(_WEAK_VALUE.get(a.dtype.kind, a.dtype) if a.weak_type else a.dtype for a in avals)
+    )
+
+
+def is_inexact(dtype: np.dtype) -> bool:
+    """True for float and complex dtypes: the ones that carry derivatives."""
+    return dtype.kind in "fc"
+
+
+def is_integer(dtype: np.dtype) -> bool:
+    return dtype.kind in "iu"

@@ -1,0 +1,48 @@
+"""Every error class a user of functrans can meet, in one place.
+
+Messages follow one pattern: the user's function, the argument (position or
+pytree path), what was found (shape/dtype in ``f64[3]`` form) and one concrete
+next step.  The classes also derive from the builtin exception NumPy would
+raise in the same situation, so ``except ValueError`` keeps working.
+"""
+
+from __future__ import annotations
+
+
+class FunctransError(Exception):
+    """Base class of the errors functrans raises on purpose."""
+
+
+class ShapeError(FunctransError, ValueError):
+    """Operand shapes that an operation cannot combine."""
+
+
+class DTypeError(FunctransError, TypeError):
+    """An operand dtype that an operation does not accept."""
+
+
+class AxisError(FunctransError, ValueError, IndexError):
+    """An axis argument out of range for the operand's rank."""
+
+
+class ConcretizationError(FunctransError, TypeError):
+    """A Python value (bool, int, float, len, array) was asked of a traced value."""
+
+
+class LeakedTracerError(FunctransError, RuntimeError):
+    """A tracer was used after the trace that made it had ended."""
+
+
+class JaxprTypeError(FunctransError, TypeError):
+    """A Jaxpr whose equations do not type-check against their shape rules."""
+
+
+class MissingRuleError(FunctransError, NotImplementedError):
+    """A transform met a primitive that lacks the rule it needs."""
+
+
+class UnknownPrimitiveError(FunctransError, KeyError):
+    """A primitive name that the registry does not know."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])

@@ -1,0 +1,5 @@
+"""The primitive set of functrans: each primitive declared once with all of its
+rules, one module per family.  Importing this package registers them all in
+``functrans.core.registry``."""
+
+from primitives import elementwise, indexing, linalg, reductions, shape  # noqa: F401

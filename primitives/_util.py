@@ -1,0 +1,55 @@
+"""Helpers shared by the primitive families: shape checks and array outputs."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from functrans.core import ShapedArray
+from functrans.errors import AxisError, DTypeError, ShapeError
+
+
+def as_array(x) -> np.ndarray:
+    """NumPy hands back scalars for 0-d results; functrans always returns arrays."""
+    return x if type(x) is np.ndarray else np.asarray(x)
+
+
+def broadcast_shapes(name: str, *avals: ShapedArray) -> tuple[int, ...]:
+    """NumPy's broadcasting of the operands' shapes, or a ShapeError naming them."""
+    shape = avals[0].shape
+    if all(a.shape == shape for a in avals):
+        return shape
+    ndim = max(a.ndim for a in avals)
+    out = [1] * ndim
+    for a in avals:
+        for i, d in enumerate(a.shape, ndim - a.ndim):
+            if d != 1:
+                if out[i] not in (1, d):
+                    types = " and ".join(b.str_short() for b in avals)
+                    raise ShapeError(
+                        f"{name}: shapes {types} do not broadcast (axis {i - ndim} has "
+                        f"sizes {out[i]} and {d}); reshape, slice or expand one operand so "
+                        "trailing axes match or are 1"
+                    )
+                out[i] = d
+    return tuple(out)
+
+
+def check_axes(name: str, aval: ShapedArray, axes: Sequence[int]) -> None:
+    """Axes must be normalised (0 <= axis < ndim) and distinct by the time they
+    reach a primitive; the NumPy layer normalises negative axes."""
+    for ax in axes:
+        if not isinstance(ax, (int, np.integer)) or not 0 <= ax < aval.ndim:
+            raise AxisError(
+                f"{name}: axis {ax} is out of bounds for an operand of type "
+                f"{aval.str_short()} (rank {aval.ndim})"
+            )
+    if len(set(axes)) != len(axes):
+        raise AxisError(f"{name}: repeated axis in {tuple(axes)}")
+
+
+def check_dtype(name: str, aval: ShapedArray, kinds: str, what: str) -> None:
+    """Raise a DTypeError unless ``aval``'s dtype kind is one of ``kinds``."""
+    if aval.dtype.kind not in kinds:
+        raise DTypeError(f"{name}: expected {what}, got {aval.str_short()}")
