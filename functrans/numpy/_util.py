@@ -1,0 +1,64 @@
+"""Argument handling shared by the ``functrans.numpy`` modules: axis
+normalisation, array conversion and the test for traced values."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from functrans.core import Tracer, bind
+from functrans.errors import AxisError
+from primitives.elementwise import convert_element_type_p
+from primitives.shape import concatenate_p, expand_dims_p
+
+
+def is_traced(*xs: Any) -> bool:
+    return any(isinstance(x, Tracer) for x in xs)
+
+
+def normalize_axis(name: str, axis: Any, ndim: int) -> int:
+    """``axis`` as a non-negative int, or an AxisError naming ``name``."""
+    try:
+        ax = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{name}: axis must be an integer, got {axis!r}") from None
+    if not -ndim <= ax < ndim:
+        raise AxisError(f"{name}: axis {axis} is out of bounds for an array of rank {ndim}")
+    return ax % ndim
+
+
+def normalize_axes(name: str, axis: Any, ndim: int) -> tuple[int, ...]:
+    """``None`` -> every axis; an int or a tuple -> sorted distinct non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    out = tuple(normalize_axis(name, a, ndim) for a in axes)
+    if len(set(out)) != len(out):
+        raise AxisError(f"{name}: repeated axis in {axis!r}")
+    return tuple(sorted(out))
+
+
+def asarray(x: Any, dtype: Any = None) -> Any:
+    """Like ``np.asarray``, but tracers (also inside lists and tuples) stay traced."""
+    if isinstance(x, Tracer):
+        if dtype is not None and np.dtype(dtype) != x.dtype:
+            return bind(convert_element_type_p, x, new_dtype=np.dtype(dtype))
+        return x
+    if isinstance(x, (list, tuple)) and _contains_tracer(x):
+        parts = [asarray(e) for e in x]
+        rows = [bind(expand_dims_p, p, dimensions=(0,)) if isinstance(p, Tracer)
+                else np.expand_dims(np.asarray(p), 0) for p in parts]
+        out = bind(concatenate_p, *rows, dimension=0)
+        return asarray(out, dtype)
+    return np.asarray(x, dtype=dtype)
+
+
+def _contains_tracer(x: Any) -> bool:
+    if isinstance(x, Tracer):
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(_contains_tracer(e) for e in x)
+    return False
+
