@@ -8,7 +8,29 @@ from functrans import core  # noqa: F401  (first: everything stands on it)
 
 import primitives  # noqa: F401,E402,I001  (registers the primitive set)
 from functrans import numpy, tree_util  # noqa: F401,E402
-from functrans.api import ShapeDtypeStruct, make_jaxpr  # noqa: E402
+from functrans.api import (  # noqa: E402
+    ShapeDtypeStruct,
+    grad,
+    hvp,
+    jvp,
+    linear_transpose,
+    linearize,
+    make_jaxpr,
+    value_and_grad,
+    vjp,
+)
 
-__all__ = ["make_jaxpr", "ShapeDtypeStruct", "numpy", "tree_util"]
+__all__ = [
+    "ShapeDtypeStruct",
+    "grad",
+    "hvp",
+    "jvp",
+    "linear_transpose",
+    "linearize",
+    "make_jaxpr",
+    "numpy",
+    "tree_util",
+    "value_and_grad",
+    "vjp",
+]
 __version__ = "0.1.0"

@@ -7,15 +7,33 @@ unflattens the results.  Errors name the user's function and argument paths.
 from __future__ import annotations
 
 import functools
+import itertools
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from functrans import core
-from functrans.core import ClosedJaxpr, ShapeDtypeStruct, Tracer
+from functrans.backends import numpy as numpy_backend
+from functrans.core import ClosedJaxpr, Jaxpr, ShapeDtypeStruct, ShapedArray, Tracer
+from functrans.core import UndefinedPrimal, Zero
+from functrans.dtypes import float0, is_inexact
+from functrans.errors import ConcretizationError, DTypeError
+from functrans.transforms.jvp import jvp_jaxpr, tangent_aval
+from functrans.transforms.linearize import partial_eval
+from functrans.transforms.transpose import backward_pass
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
-__all__ = ["make_jaxpr", "ShapeDtypeStruct"]
+__all__ = [
+    "ShapeDtypeStruct",
+    "grad",
+    "hvp",
+    "jvp",
+    "linear_transpose",
+    "linearize",
+    "make_jaxpr",
+    "value_and_grad",
+    "vjp",
+]
 
 
 def _normalize_argnums(name: str, argnums: int | Sequence[int], nargs: int) -> tuple[int, ...]:
@@ -83,9 +101,369 @@ def make_jaxpr(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callabl
         nums = _normalize_argnums(f"make_jaxpr({name})", static_argnums, len(args))
         static = {i: args[i] for i in nums}
         dynamic = tuple(a for i, a in enumerate(args) if i not in static)
-        leaves, in_tree = check_leaves(f"make_jaxpr({name})", "argument ", dynamic)
+        # Check with static arguments blanked out (None is an empty node), so
+        # that error paths give each argument's position in the call.
+        positioned = tuple(None if i in static else a for i, a in enumerate(args))
+        check_leaves(f"make_jaxpr({name})", "argument ", positioned)
+        leaves, in_tree = tree_flatten(dynamic)
         flat, _ = flat_fun(f, f"make_jaxpr({name})", in_tree, static, kwargs)
         closed, _, _ = core.trace_to_jaxpr(flat, leaves, name=name)
         return closed
 
     return make
+
+
+# --------------------------------------------------------------------------
+# Differentiation
+# --------------------------------------------------------------------------
+
+
+def _has_values(leaves: Sequence[Any]) -> bool:
+    return all(not isinstance(x, Tracer) or x.val is not None for x in leaves)
+
+
+def trace_flat(flat: Callable, leaves: Sequence[Any], name: str, out_cell: list) -> ClosedJaxpr:
+    """Trace ``flat`` abstractly.  If it needs a concrete value (Python ``if``
+    on an argument) and the arguments have values, trace again carrying the
+    values: the Jaxpr is then specialised to them, as in eager autodiff."""
+    try:
+        closed, _, _ = core.trace_to_jaxpr(flat, leaves, name=name)
+    except ConcretizationError:
+        if not _has_values(leaves) or _in_jit():
+            raise
+        out_cell.clear()
+        closed, _, _ = core.trace_to_jaxpr(flat, leaves, name=name, concrete=True)
+    return closed
+
+
+def _in_jit() -> bool:
+    return any(t.reason for t in core._trace_stack)
+
+
+def open_jaxpr(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
+    """``closed`` with its constvars turned into leading inputs, and their values."""
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr((), j.constvars + j.invars, j.outvars, j.eqns), ()), closed.consts
+
+
+def apply_jaxpr(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
+    """Evaluate ``closed``: with NumPy on concrete inputs, by binding into the
+    current trace when an input is traced (a transform nested in another)."""
+    if any(isinstance(x, Tracer) for x in itertools.chain(closed.consts, args)):
+        return core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    return numpy_backend.eval_jaxpr(closed, *args)
+
+
+def _zeros_like_leaf(x: Any) -> np.ndarray:
+    aval = core.get_aval(x)
+    dtype = aval.dtype if is_inexact(aval.dtype) else float0
+    return np.zeros(aval.shape, dtype)
+
+
+def _materialize(ct: Any, aval: ShapedArray) -> Any:
+    return np.zeros(aval.shape, aval.dtype) if type(ct) is Zero else ct
+
+
+class _Linearized:
+    """A function traced, differentiated and split into its forward (known)
+    part, evaluated at once, and its linear (tangent) part, kept as a Jaxpr."""
+
+    def __init__(self, flat: Callable, leaves: list, name: str, out_cell: list, active):
+        closed = trace_flat(flat, leaves, name, out_cell)
+        self.out_avals = closed.out_avals
+        opened, consts = open_jaxpr(closed)
+        n_c, n_in = len(consts), len(leaves)
+        self.active = [a and is_inexact(core.get_aval(x).dtype) for a, x in zip(active, leaves)]
+        jv, out_nz = jvp_jaxpr(opened, [False] * n_c + self.active, instantiate_outs=True)
+        n_t = sum(self.active)
+        known, self.linear, _, n_res = partial_eval(
+            jv, [False] * (n_c + n_in) + [True] * n_t, [False] * len(out_nz) + [True] * len(out_nz)
+        )
+        vals = apply_jaxpr(known, list(consts) + list(leaves))
+        self.outs, self.residuals = vals[: len(out_nz)], vals[len(out_nz) :]
+        self.tangent_avals = [
+            tangent_aval(core.get_aval(x)) for x, a in zip(leaves, self.active) if a
+        ]
+
+    def jvp(self, tangents: Sequence[Any]) -> list[Any]:
+        return apply_jaxpr(self.linear, list(self.residuals) + list(tangents))
+
+    def vjp(self, cts: Sequence[Any]) -> list[Any]:
+        """Cotangents of the active inputs (instantiated) from output cotangents."""
+        undefined = [UndefinedPrimal(a) for a in self.tangent_avals]
+        out = backward_pass(self.linear.jaxpr, (), list(self.residuals) + undefined, cts)
+        return [_materialize(c, a) for c, a in zip(out, self.tangent_avals)]
+
+
+def _check_grad_inputs(label: str, nums: tuple, diff: tuple, allow_int: bool) -> None:
+    paths, leaves, _ = tree_flatten_with_path(diff)
+    for path, leaf in zip(paths, leaves):
+        dtype = core.get_aval(leaf).dtype
+        if dtype.kind == "c":
+            raise DTypeError(
+                f"{label}: argument {nums[path[0]]}{keystr(path[1:])} is complex "
+                f"({core.get_aval(leaf).str_short()}); grad of complex inputs needs "
+                "holomorphic=True, which is not supported yet; split it into real and "
+                "imaginary parts"
+            )
+        if not is_inexact(dtype) and not allow_int:
+            raise DTypeError(
+                f"{label}: argument {nums[path[0]]}{keystr(path[1:])} has integer or bool "
+                f"type {core.get_aval(leaf).str_short()}; differentiate with respect to "
+                "float arguments (x.astype(float)), or pass allow_int=True to get float0 "
+                "zeros for it"
+            )
+
+
+def _replace_args(args: tuple, nums: tuple, new: Sequence[Any]) -> list:
+    out = list(args)
+    for i, x in zip(nums, new):
+        out[i] = x
+    return out
+
+
+def value_and_grad(
+    f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, allow_int: bool = False
+) -> Callable:
+    """``f``'s value and its gradient with respect to the ``argnums`` arguments.
+
+    >>> import functrans as ft, numpy as np
+    >>> ft.value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
+    (array(5.), array([2., 4.]))
+    """
+    name = core.fun_name(f)
+    label = f"grad({name})"
+
+    @functools.wraps(f)
+    def value_and_grad_f(*args, **kwargs):
+        nums = _normalize_argnums(label, argnums, len(args))
+        diff = tuple(args[i] for i in nums)
+        leaves, in_tree = check_leaves(label, "argument ", diff)
+        _check_grad_inputs(label, nums, diff, allow_int)
+        aux_cell: list = []
+
+        def flat(*xs):
+            out = f(*_replace_args(args, nums, tree_unflatten(in_tree, xs)), **kwargs)
+            if has_aux:
+                if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                    raise TypeError(
+                        f"{label}: with has_aux=True, {name} must return a pair "
+                        f"(value, aux), got {type(out).__name__}"
+                    )
+                out, aux = out
+                aux_leaves, aux_tree = tree_flatten(aux)
+                aux_cell.append(aux_tree)
+            else:
+                aux_leaves = []
+            _check_scalar_output(label, name, out)
+            return [out] + list(aux_leaves)
+
+        lin = _Linearized(flat, leaves, name, aux_cell, [True] * len(leaves))
+        value = lin.outs[0]
+        one = np.ones((), core.get_aval(value).dtype)
+        cts = [one] + [Zero(a.strip_weak()) for a in lin.out_avals[1:]]
+        grads = iter(lin.vjp(cts))
+        flat_grads = [next(grads) if a else _zeros_like_leaf(x) for x, a in zip(leaves, lin.active)]
+        g = tree_unflatten(in_tree, flat_grads)
+        g = g[0] if isinstance(argnums, int) else g
+        if has_aux:
+            return (value, tree_unflatten(aux_cell[-1], lin.outs[1:])), g
+        return value, g
+
+    value_and_grad_f.__name__ = value_and_grad_f.__qualname__ = f"value_and_grad_of_{name}"
+    return value_and_grad_f
+
+
+def _check_scalar_output(label: str, name: str, out: Any) -> None:
+    if isinstance(out, (tuple, list, dict)) or out is None:
+        raise TypeError(
+            f"{label}: {name} must return a scalar, got a {type(out).__name__}; "
+            "use jacrev for several outputs, or has_aux=True to return extra values"
+        )
+    aval = core.get_aval(out)
+    if aval.shape != () or not is_inexact(aval.dtype) or aval.dtype.kind == "c":
+        raise TypeError(
+            f"{label}: {name} must return a real float scalar, got {aval.str_short()}; "
+            "sum it, or use jacrev for a vector output"
+        )
+
+
+def grad(
+    f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, allow_int: bool = False
+) -> Callable:
+    """The gradient of scalar-valued ``f`` with respect to argument(s) ``argnums``.
+
+    >>> import functrans as ft, numpy as np
+    >>> ft.grad(lambda x: np.sin(x) * x)(0.0)
+    array(0.)
+    """
+    vg = value_and_grad(f, argnums, has_aux, allow_int)
+
+    @functools.wraps(f)
+    def grad_f(*args, **kwargs):
+        value, g = vg(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    grad_f.__name__ = grad_f.__qualname__ = f"grad_of_{core.fun_name(f)}"
+    return grad_f
+
+
+def _tuple_arg(label: str, what: str, x: Any) -> tuple:
+    if not isinstance(x, (tuple, list)):
+        raise TypeError(f"{label}: {what} must be a tuple or list, got {type(x).__name__}")
+    return tuple(x)
+
+
+def _check_like(label: str, what: str, xs: Sequence[Any], avals: Sequence[ShapedArray], paths):
+    """Each of ``xs`` must have the shape and dtype of the matching aval."""
+    for x, aval, path in zip(xs, avals, paths):
+        got = core.get_aval(x)
+        if got.shape != aval.shape or (got.dtype != aval.dtype and not got.weak_type):
+            raise TypeError(
+                f"{label}: {what}{keystr(path)} has type {got.str_short()} but "
+                f"{aval.str_short()} is expected; pass an array of that shape and dtype"
+            )
+
+
+def _flat_of(f: Callable, label: str, name: str, in_tree, kwargs: dict):
+    out_cell: list = []
+
+    def flat(*xs):
+        out = f(*tree_unflatten(in_tree, xs), **kwargs)
+        out_leaves, out_tree = check_leaves(label, "output", out)
+        out_cell.append(out_tree)
+        return out_leaves
+
+    return flat, out_cell
+
+
+def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+    """Forward mode: ``(f(*primals), J·tangents)``, both shaped like ``f``'s output.
+
+    >>> import functrans as ft, numpy as np
+    >>> ft.jvp(np.sin, (0.0,), (2.0,))
+    (array(0.), array(2.))
+    """
+    name = core.fun_name(f)
+    label = f"jvp({name})"
+    primals = _tuple_arg(label, "primals", primals)
+    tangents = _tuple_arg(label, "tangents", tangents)
+    leaves, in_tree = check_leaves(label, "primal ", primals)
+    paths, t_leaves, t_tree = tree_flatten_with_path(tangents)
+    if t_tree != in_tree:
+        raise TypeError(
+            f"{label}: tangents must have the structure of primals: got {t_tree} for {in_tree}"
+        )
+    avals = [tangent_aval(core.get_aval(x)) for x in leaves]
+    _check_like(label, "tangent ", t_leaves, avals, paths)
+    flat, out_cell = _flat_of(f, label, name, in_tree, {})
+    lin = _Linearized(flat, leaves, name, out_cell, [True] * len(leaves))
+    touts = lin.jvp([t for t, a in zip(t_leaves, lin.active) if a])
+    out_tree = out_cell[-1]
+    return tree_unflatten(out_tree, lin.outs), tree_unflatten(out_tree, touts)
+
+
+def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
+    """``(f(*primals), f_jvp)``: the forward pass runs once; ``f_jvp(*tangents)``
+    applies the linear map ``tangents -> J·tangents`` as often as needed."""
+    name = core.fun_name(f)
+    label = f"linearize({name})"
+    leaves, in_tree = check_leaves(label, "primal ", primals)
+    flat, out_cell = _flat_of(f, label, name, in_tree, {})
+    lin = _Linearized(flat, leaves, name, out_cell, [True] * len(leaves))
+    out_tree = out_cell[-1]
+    avals = [tangent_aval(core.get_aval(x)) for x in leaves]
+
+    def f_jvp(*tangents):
+        paths, t_leaves, t_tree = tree_flatten_with_path(tangents)
+        if t_tree != in_tree:
+            raise TypeError(f"{label}: tangents must have the structure {in_tree}, got {t_tree}")
+        _check_like(label, "tangent ", t_leaves, avals, paths)
+        touts = lin.jvp([t for t, a in zip(t_leaves, lin.active) if a])
+        return tree_unflatten(out_tree, touts)
+
+    return tree_unflatten(out_tree, lin.outs), f_jvp
+
+
+def vjp(f: Callable, *primals: Any, has_aux: bool = False):
+    """Reverse mode: ``(f(*primals), vjp_fn)`` where ``vjp_fn(cotangent)``
+    returns a tuple with one cotangent per primal (``cotangent·J``)."""
+    name = core.fun_name(f)
+    label = f"vjp({name})"
+    leaves, in_tree = check_leaves(label, "primal ", primals)
+    aux_cell: list = []
+    out_cell: list = []
+
+    def flat(*xs):
+        out = f(*tree_unflatten(in_tree, xs))
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError(
+                    f"{label}: with has_aux=True, {name} must return a pair (out, aux), "
+                    f"got {type(out).__name__}"
+                )
+            out, aux = out
+            aux_leaves, aux_tree = tree_flatten(aux)
+            aux_cell.append((aux_tree, len(aux_leaves)))
+        else:
+            aux_leaves = []
+        out_leaves, out_tree = check_leaves(label, "output", out)
+        out_cell.append((out_tree, len(out_leaves)))
+        return list(out_leaves) + list(aux_leaves)
+
+    lin = _Linearized(flat, leaves, name, out_cell, [True] * len(leaves))
+    out_tree, n_out = out_cell[-1]
+    out_avals = [a.strip_weak() for a in lin.out_avals[:n_out]]
+
+    def vjp_fn(cotangent):
+        paths, ct_leaves, ct_tree = tree_flatten_with_path(cotangent)
+        if ct_tree != out_tree:
+            raise TypeError(
+                f"{label}: the cotangent must have the structure of {name}'s output "
+                f"{out_tree}, got {ct_tree}"
+            )
+        _check_like(label, "cotangent", ct_leaves, out_avals, paths)
+        cts = [c if is_inexact(a.dtype) else Zero(a) for c, a in zip(ct_leaves, out_avals)]
+        cts += [Zero(a.strip_weak()) for a in lin.out_avals[n_out:]]
+        grads = iter(lin.vjp(cts))
+        flat_ct = [next(grads) if a else _zeros_like_leaf(x) for x, a in zip(leaves, lin.active)]
+        return tuple(tree_unflatten(in_tree, flat_ct))
+
+    out = tree_unflatten(out_tree, lin.outs[:n_out])
+    if has_aux:
+        aux_tree, _ = aux_cell[-1]
+        return out, vjp_fn, tree_unflatten(aux_tree, lin.outs[n_out:])
+    return out, vjp_fn
+
+
+def hvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
+    """Hessian-vector product ``H(primals)·tangents`` of scalar ``f``, by forward
+    mode over reverse mode, without forming the Hessian.  The result is shaped
+    like ``primals[0]`` when there is one primal, else a tuple."""
+    primals = _tuple_arg(f"hvp({core.fun_name(f)})", "primals", primals)
+    argnums = 0 if len(primals) == 1 else tuple(range(len(primals)))
+    return jvp(grad(f, argnums), primals, tangents)[1]
+
+
+def linear_transpose(f: Callable, *primals: Any) -> Callable:
+    """The transpose of linear ``f`` (traced at ``primals``' shapes and dtypes):
+    ``f_t(cotangent)`` returns one cotangent per primal."""
+    name = core.fun_name(f)
+    label = f"linear_transpose({name})"
+    leaves, in_tree = check_leaves(label, "primal ", primals)
+    avals = [core.get_aval(x).strip_weak() for x in leaves]
+    flat, out_cell = _flat_of(f, label, name, in_tree, {})
+    closed, _, _ = core.trace_to_jaxpr(flat, avals, name=name)
+    out_tree = out_cell[-1]
+    out_avals = [a.strip_weak() for a in closed.out_avals]
+
+    def f_transpose(cotangent):
+        paths, ct_leaves, ct_tree = tree_flatten_with_path(cotangent)
+        if ct_tree != out_tree:
+            raise TypeError(f"{label}: the cotangent must have the structure {out_tree}")
+        _check_like(label, "cotangent", ct_leaves, out_avals, paths)
+        undefined = [UndefinedPrimal(a) for a in avals]
+        cts = backward_pass(closed.jaxpr, closed.consts, undefined, ct_leaves)
+        return tuple(tree_unflatten(in_tree, [_materialize(c, a) for c, a in zip(cts, avals)]))
+
+    return f_transpose

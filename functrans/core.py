@@ -139,6 +139,43 @@ def get_aval(x: Any) -> ShapedArray:
     return ShapedArray(arr.shape, arr.dtype)
 
 
+class Zero:
+    """A symbolic zero tangent or cotangent of type ``aval``.
+
+    Rules receive and return ``Zero`` instead of arrays of zeros, so that an
+    input without a tangent costs nothing; ``instantiate`` makes a real array
+    only where one is needed.
+    """
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Zero({self.aval.str_short()})"
+
+
+class UndefinedPrimal:
+    """Marks a linear input of a transpose rule: its value is unknown, only its
+    aval; the rule returns the cotangent for it."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+def instantiate(x: Any) -> Any:
+    """``x``, or a (broadcast, read-only) array of zeros when ``x`` is a Zero."""
+    if type(x) is Zero:
+        return np.broadcast_to(np.zeros((), x.aval.dtype), x.aval.shape)
+    return x
+
+
 # --------------------------------------------------------------------------
 # The IR
 # --------------------------------------------------------------------------
@@ -169,7 +206,10 @@ class Literal:
         return f"Literal({self.val!r})"
 
     def key(self):
-        return (self.aval, np.asarray(self.val).item())
+        # Compare by bit pattern, not by ``==``: ``-0.0`` and ``0.0`` are different
+        # programs, and a ``nan`` literal must equal (and hash like) itself.
+        val = np.asarray(self.val)
+        return (self.aval, val.dtype, val.tobytes())
 
 
 Atom = "Var | Literal"
@@ -513,6 +553,10 @@ class Tracer:
 
     def _concrete(self, what: str):
         if self.val is not None:
+            # The value may derive from tracers of enclosing value-carrying
+            # traces (nested transforms), whose Jaxprs are then specialised too.
+            for t in _trace_stack[: self._trace.level + 1]:
+                t.concretized = t.concretized or t.concrete
             self._trace.concretized = True
             return self.val
         self._trace.concretization_failed(what)
@@ -721,7 +765,8 @@ def trace_to_jaxpr(
     concrete: bool = False,
     reason: str = "",
 ) -> tuple[ClosedJaxpr, list[Any], bool]:
-    """Trace ``f`` on flat array arguments (arrays, scalars or ShapeDtypeStructs).
+    """Trace ``f`` on flat arguments: arrays, scalars, tracers, or avals
+    (ShapedArray / ShapeDtypeStruct) for arguments with no value.
 
     Returns the Jaxpr, ``f``'s raw outputs (tracers of the finished trace,
     or whatever else ``f`` returned) for the caller to flatten, and whether
@@ -731,18 +776,27 @@ def trace_to_jaxpr(
     trace = JaxprTrace(name or fun_name(f), concrete=concrete, reason=reason)
     with trace:
         tracers = [
-            trace.new_arg(_arg_aval(x), None if isinstance(x, ShapeDtypeStruct) else x)
-            for x in args
+            trace.new_arg(_arg_aval(x), _arg_val(x)) for x in args
         ]
         outs = list(f(*tracers))
         closed = trace.to_jaxpr(outs)
     return closed, outs, trace.concretized
 
 
-def _arg_aval(x) -> ShapedArray:
+_ABSTRACT = (ShapedArray, ShapeDtypeStruct)
+
+
+def _arg_val(x) -> Any:
+    """An argument's value for value-carrying tracing: none for an aval, and a
+    tracer of an enclosing trace carries its own (possibly absent) value."""
     if isinstance(x, Tracer):
-        return x.aval
-    return get_aval(x)
+        return x.val
+    return None if isinstance(x, _ABSTRACT) else x
+
+
+def _arg_aval(x) -> ShapedArray:
+    """Avals of trace arguments; a ShapedArray stands for itself (weakness kept)."""
+    return x if type(x) is ShapedArray else get_aval(x)
 
 
 def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list[Any]:

@@ -58,3 +58,8 @@ def is_inexact(dtype: np.dtype) -> bool:
 
 def is_integer(dtype: np.dtype) -> bool:
     return dtype.kind in "iu"
+
+
+#: The dtype of gradients with respect to integer and bool inputs (with
+#: ``allow_int=True``): it holds no values, as in JAX.
+float0 = np.dtype([("float0", np.void, 0)])

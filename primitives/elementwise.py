@@ -7,28 +7,40 @@ row's NumPy ufunc (``ufunc.resolve_dtypes``, weak Python scalars passed as
 their Python type), so a traced program always has the dtypes the same code
 has eagerly.  Keeping broadcasting and promotion inside the primitive, rather
 than as separate ``broadcast``/``convert`` equations, keeps Jaxprs short and
-tracing cheap; transforms undo broadcasting in one helper.
+tracing cheap; transposes undo broadcasting in one helper, ``unbroadcast``.
 
-A row is ``(name, numpy)``: the NumPy function doing the work and, where
-the work is not a ufunc, ``dtype_like``, the ufunc whose dtype resolution it
-shares.  ``_declare`` turns a row into a Primitive.
+A row is ``(name, numpy, deriv)``: the NumPy function doing the work and its
+derivative, written with the library's own ops so that it is differentiable
+in turn.  A unary ``deriv(x, y)`` gives dy/dx from the input and the output;
+a binary row gives one ``deriv(x, y, out)`` per operand.  ``ZERO`` marks
+piecewise-constant functions and those with integer or bool results;
+``LINEAR`` marks the linear ones, whose rules are written out below the table.
+``dtype_like`` names the ufunc whose dtype resolution a non-ufunc shares.
+``_declare`` turns a row into a Primitive with its impl, shape/dtype rule and
+JVP rule.
 """
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+import math
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from functrans.core import Primitive, ShapedArray, bind
-from functrans.dtypes import result_type, ufunc_operand
+from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, get_aval
+from functrans.dtypes import is_inexact, result_type, ufunc_operand
 from functrans.errors import DTypeError
+from primitives import reductions, shape
 from primitives._util import as_array, broadcast_shapes, check_dtype
+
+ZERO = "zero derivative"
+LINEAR = "linear"
 
 
 class Row(NamedTuple):
     name: str
     numpy: Callable
+    deriv: Any  # a function, a tuple of functions (binary), ZERO or LINEAR
     dtype_like: np.ufunc | None = None  # when ``numpy`` is not itself a ufunc
 
 
@@ -55,14 +67,74 @@ def _ufunc_dtype_rule(name: str, ufunc: np.ufunc) -> Callable:
     return rule
 
 
-def _declare(row: Row, dtype_rule: Callable | None = None) -> Primitive:
+# -- helpers for the rules -----------------------------------------------------
+
+
+def fit(t, aval: ShapedArray):
+    """Broadcast and convert a tangent to ``aval`` (the output's shape and dtype)."""
+    t_aval = get_aval(t)
+    if t_aval.shape != aval.shape:
+        nd = len(aval.shape)
+        dims = tuple(range(nd - t_aval.ndim, nd))
+        t = bind(shape.broadcast_in_dim_p, t, shape=aval.shape, broadcast_dimensions=dims)
+    if t_aval.dtype != aval.dtype:
+        t = bind(convert_element_type_p, t, new_dtype=aval.dtype)
+    return t
+
+
+def unbroadcast(ct, aval: ShapedArray):
+    """Undo NumPy broadcasting: sum ``ct`` down to ``aval``'s shape and dtype."""
+    ct_shape = get_aval(ct).shape
+    if ct_shape != aval.shape:
+        lead = len(ct_shape) - aval.ndim
+        axes = tuple(range(lead)) + tuple(
+            i + lead for i, d in enumerate(aval.shape) if d == 1 and ct_shape[i + lead] != 1
+        )
+        if axes:
+            ct = bind(reductions.reduce_sum_p, ct, axes=axes)
+        if get_aval(ct).shape != aval.shape:
+            ct = bind(shape.reshape_p, ct, new_sizes=aval.shape)
+    if get_aval(ct).dtype != aval.dtype:
+        ct = bind(convert_element_type_p, ct, new_dtype=aval.dtype)
+    return ct
+
+
+def _out_zero(out) -> Zero:
+    return Zero(get_aval(out).strip_weak())
+
+
+def _jvp_from_derivs(prim: Primitive, derivs) -> Callable:
+    """The JVP rule ``t_out = sum_i deriv_i * t_i`` of a row with derivatives."""
+
+    def jvp(primals, tangents):
+        out = bind(prim, *primals)
+        aval = get_aval(out).strip_weak()
+        if derivs is ZERO or not is_inexact(aval.dtype):
+            return out, Zero(aval)
+        t_out = None
+        for t, d in zip(tangents, derivs):
+            if type(t) is not Zero:
+                term = mul(t, d(*primals, out))
+                t_out = term if t_out is None else add(t_out, term)
+        return out, Zero(aval) if t_out is None else fit(t_out, aval)
+
+    return jvp
+
+
+def _declare(row: Row, dtype_rule: Callable | None = None, **rules) -> Primitive:
     dtype_rule = dtype_rule or _ufunc_dtype_rule(row.name, row.dtype_like or row.numpy)
     name, fn = row.name, row.numpy
 
     def abstract_eval(*avals):
         return ShapedArray(broadcast_shapes(name, *avals), dtype_rule(*avals))
 
-    return Primitive(name, abstract_eval=abstract_eval, impl=lambda *xs: as_array(fn(*xs)))
+    prim = Primitive(
+        name, abstract_eval=abstract_eval, impl=lambda *xs: as_array(fn(*xs)), **rules
+    )
+    if prim.jvp is None:
+        derivs = row.deriv if row.deriv is ZERO or isinstance(row.deriv, tuple) else (row.deriv,)
+        prim.jvp = _jvp_from_derivs(prim, derivs)
+    return prim
 
 
 def _logistic(x):
@@ -79,74 +151,165 @@ def _round_dtype(aval):
     return aval.dtype if aval.dtype.kind in "iu" else _rint_dtype(aval)
 
 
+def _tie_weight(x, y, out):
+    """d max(x, y)/dx: 1 where x wins, 0.5 at a tie (JAX's convention), else 0."""
+    return select(eq(x, y), 0.5, select(eq(out, x), 1.0, 0.0))
+
+
+_LN2 = math.log(2.0)
+
 # fmt: off
 UNARY = [
-    Row("neg",      np.negative),
-    Row("exp",      np.exp),
-    Row("exp2",     np.exp2),
-    Row("log",      np.log),
-    Row("log2",     np.log2),
-    Row("log1p",    np.log1p),
-    Row("expm1",    np.expm1),
-    Row("sin",      np.sin),
-    Row("cos",      np.cos),
-    Row("tan",      np.tan),
-    Row("arcsin",   np.arcsin),
-    Row("arccos",   np.arccos),
-    Row("arctan",   np.arctan),
-    Row("sinh",     np.sinh),
-    Row("cosh",     np.cosh),
-    Row("tanh",     np.tanh),
-    Row("arcsinh",  np.arcsinh),
-    Row("arccosh",  np.arccosh),
-    Row("arctanh",  np.arctanh),
-    Row("sqrt",     np.sqrt),
-    Row("cbrt",     np.cbrt),
-    Row("abs",      np.absolute),
-    Row("sign",     np.sign),
-    Row("floor",    np.floor),
-    Row("ceil",     np.ceil),
-    Row("round",    np.round),
-    Row("is_finite", np.isfinite),
-    Row("logistic", _logistic, dtype_like=np.exp),
-    Row("not",      np.invert),   # logical not on bool, bitwise not on integers
+    Row("neg",       np.negative,  LINEAR),
+    Row("exp",       np.exp,       lambda x, y: y),
+    Row("exp2",      np.exp2,      lambda x, y: mul(y, _LN2)),
+    Row("log",       np.log,       lambda x, y: div(1.0, x)),
+    Row("log2",      np.log2,      lambda x, y: div(1.0 / _LN2, x)),
+    Row("log1p",     np.log1p,     lambda x, y: div(1.0, add(x, 1.0))),
+    Row("expm1",     np.expm1,     lambda x, y: add(y, 1.0)),
+    Row("sin",       np.sin,       lambda x, y: cos(x)),
+    Row("cos",       np.cos,       lambda x, y: neg(sin(x))),
+    Row("tan",       np.tan,       lambda x, y: add(1.0, mul(y, y))),
+    Row("arcsin",    np.arcsin,    lambda x, y: div(1.0, sqrt(sub(1.0, mul(x, x))))),
+    Row("arccos",    np.arccos,    lambda x, y: div(-1.0, sqrt(sub(1.0, mul(x, x))))),
+    Row("arctan",    np.arctan,    lambda x, y: div(1.0, add(1.0, mul(x, x)))),
+    Row("sinh",      np.sinh,      lambda x, y: cosh(x)),
+    Row("cosh",      np.cosh,      lambda x, y: sinh(x)),
+    Row("tanh",      np.tanh,      lambda x, y: sub(1.0, mul(y, y))),
+    Row("arcsinh",   np.arcsinh,   lambda x, y: div(1.0, sqrt(add(mul(x, x), 1.0)))),
+    Row("arccosh",   np.arccosh,   lambda x, y: div(1.0, sqrt(sub(mul(x, x), 1.0)))),
+    Row("arctanh",   np.arctanh,   lambda x, y: div(1.0, sub(1.0, mul(x, x)))),
+    Row("sqrt",      np.sqrt,      lambda x, y: div(0.5, y)),
+    Row("cbrt",      np.cbrt,      lambda x, y: div(1.0, mul(3.0, mul(y, y)))),
+    Row("abs",       np.absolute,  lambda x, y: select(ge(x, 0), 1.0, -1.0)),  # 1 at 0
+    Row("sign",      np.sign,      ZERO),
+    Row("floor",     np.floor,     ZERO),
+    Row("ceil",      np.ceil,      ZERO),
+    Row("round",     np.round,     ZERO),
+    Row("is_finite", np.isfinite,  ZERO),
+    Row("logistic",  _logistic,    lambda x, y: mul(y, sub(1.0, y)), dtype_like=np.exp),
+    Row("not",       np.invert,    ZERO),   # logical not on bool, bitwise not on integers
 ]
 
 BINARY = [
-    Row("add",      np.add),
-    Row("sub",      np.subtract),
-    Row("mul",      np.multiply),
-    Row("div",      np.true_divide),
-    Row("floordiv", np.floor_divide),
-    Row("rem",      np.remainder),
-    Row("pow",      np.power),
-    Row("max",      np.maximum),
-    Row("min",      np.minimum),
-    Row("atan2",    np.arctan2),
-    Row("eq",       np.equal),
-    Row("ne",       np.not_equal),
-    Row("lt",       np.less),
-    Row("le",       np.less_equal),
-    Row("gt",       np.greater),
-    Row("ge",       np.greater_equal),
-    Row("and",      np.bitwise_and),  # logical on bool operands
-    Row("or",       np.bitwise_or),
-    Row("xor",      np.bitwise_xor),
+    Row("add",      np.add,           LINEAR),
+    Row("sub",      np.subtract,      LINEAR),
+    Row("mul",      np.multiply,      (lambda x, y, out: y,
+                                       lambda x, y, out: x)),
+    Row("div",      np.true_divide,   (lambda x, y, out: div(1.0, y),
+                                       lambda x, y, out: neg(div(out, y)))),
+    Row("floordiv", np.floor_divide,  ZERO),
+    Row("rem",      np.remainder,     (lambda x, y, out: 1.0,
+                                       lambda x, y, out: neg(floordiv(x, y)))),
+    Row("pow",      np.power,         (lambda x, y, out: _pow_dx(x, y),
+                                       lambda x, y, out: _pow_dy(x, out))),
+    Row("max",      np.maximum,       (_tie_weight,
+                                       lambda x, y, out: _tie_weight(y, x, out))),
+    Row("min",      np.minimum,       (_tie_weight,
+                                       lambda x, y, out: _tie_weight(y, x, out))),
+    Row("atan2",    np.arctan2,       (lambda x, y, out: div(y, add(mul(x, x), mul(y, y))),
+                                       lambda x, y, out: div(neg(x), add(mul(x, x), mul(y, y))))),
+    Row("eq",       np.equal,         ZERO),
+    Row("ne",       np.not_equal,     ZERO),
+    Row("lt",       np.less,          ZERO),
+    Row("le",       np.less_equal,    ZERO),
+    Row("gt",       np.greater,       ZERO),
+    Row("ge",       np.greater_equal, ZERO),
+    Row("and",      np.bitwise_and,   ZERO),  # logical on bool operands
+    Row("or",       np.bitwise_or,    ZERO),
+    Row("xor",      np.bitwise_xor,   ZERO),
 ]
 # fmt: on
 
+
+def _pow_dx(x, y):
+    # y * x**(y-1), taken as 0 where y == 0 so that 0**0 has derivative 0 in x.
+    return select(eq(y, 0), 0.0, mul(y, pow(x, sub(y, 1))))
+
+
+def _pow_dy(x, out):
+    # log(x) * x**y, taken as 0 at x == 0 (where x**y is 0 or 1 and constant in y).
+    safe_x = select(eq(x, 0), 1.0, x)
+    return select(eq(x, 0), 0.0, mul(log(safe_x), out))
+
+
+# -- rules of the linear rows ------------------------------------------------------
+
+
+def _neg_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    out = neg(x)
+    return out, _out_zero(out) if type(t) is Zero else neg(t)
+
+
+def _neg_transpose(ct, x):
+    return [Zero(x.aval) if type(ct) is Zero else neg(ct)]
+
+
+def _add_jvp(primals, tangents, negate_y=False):
+    x, y = primals
+    out = sub(x, y) if negate_y else add(x, y)
+    aval = get_aval(out).strip_weak()
+    tx, ty = tangents
+    if type(ty) is not Zero and negate_y:
+        ty = neg(ty)
+    if type(tx) is Zero and type(ty) is Zero:
+        return out, Zero(aval)
+    if type(tx) is Zero or type(ty) is Zero:
+        return out, fit(ty if type(tx) is Zero else tx, aval)
+    return out, fit(add(tx, ty), aval)
+
+
+def _add_transpose(ct, x, y, negate_y=False):
+    cts = []
+    for operand, sign in ((x, False), (y, negate_y)):
+        if type(operand) is not UndefinedPrimal:
+            cts.append(None)
+        elif type(ct) is Zero:
+            cts.append(Zero(operand.aval))
+        else:
+            cts.append(unbroadcast(neg(ct) if sign else ct, operand.aval))
+    return cts
+
+
+def _mul_transpose(ct, x, y):
+    """mul is linear in whichever operand is undefined (never both: a tangent
+    times a tangent cannot come out of a JVP rule)."""
+    if type(x) is UndefinedPrimal:
+        return [Zero(x.aval) if type(ct) is Zero else unbroadcast(mul(ct, y), x.aval), None]
+    return [None, Zero(y.aval) if type(ct) is Zero else unbroadcast(mul(x, ct), y.aval)]
+
+
+def _div_transpose(ct, x, y):
+    assert type(y) is not UndefinedPrimal, "div is linear in its numerator only"
+    return [Zero(x.aval) if type(ct) is Zero else unbroadcast(div(ct, y), x.aval), None]
+
+
+_RULES = {
+    "neg": dict(jvp=_neg_jvp, transpose=_neg_transpose, linear=True),
+    "add": dict(jvp=_add_jvp, transpose=_add_transpose, linear=True),
+    "sub": dict(
+        jvp=lambda p, t: _add_jvp(p, t, negate_y=True),
+        transpose=lambda ct, x, y: _add_transpose(ct, x, y, negate_y=True),
+        linear=True,
+    ),
+    "mul": dict(transpose=_mul_transpose, linear=True),
+    "div": dict(transpose=_div_transpose, linear=True),
+}
 _DTYPE_RULES = {"round": _round_dtype}
 
 #: Primitive objects by name, for the unary and binary rows.
-unary = {row.name: _declare(row, _DTYPE_RULES.get(row.name)) for row in UNARY}
-binary = {row.name: _declare(row) for row in BINARY}
+unary = {r.name: _declare(r, _DTYPE_RULES.get(r.name), **_RULES.get(r.name, {})) for r in UNARY}
+binary = {r.name: _declare(r, **_RULES.get(r.name, {})) for r in BINARY}
 
 
 # -- integer_pow: x ** y for a static Python int y ------------------------
 
 
 def _integer_pow_impl(x, *, y):
-    if y == 2:
+    # x * x is cheaper than np.power, but bool * bool stays bool where
+    # np.power (and the shape rule) give an integer.
+    if y == 2 and np.asarray(x).dtype != np.bool_:
         return as_array(np.multiply(x, x))
     return as_array(np.power(x, y))
 
@@ -161,8 +324,21 @@ def _integer_pow_abstract_eval(x, *, y):
     return ShapedArray(x.shape, _pow_dtype(x, weak_int))
 
 
+def _integer_pow_jvp(primals, tangents, *, y):
+    (x,), (t,) = primals, tangents
+    out = integer_pow(x, y)
+    aval = get_aval(out).strip_weak()
+    if type(t) is Zero or y == 0 or not is_inexact(aval.dtype):
+        return out, Zero(aval)
+    d = y if y == 1 else mul(y, x if y == 2 else integer_pow(x, y - 1))
+    return out, fit(t if y == 1 else mul(t, d), aval)
+
+
 integer_pow_p = Primitive(
-    "integer_pow", abstract_eval=_integer_pow_abstract_eval, impl=_integer_pow_impl
+    "integer_pow",
+    abstract_eval=_integer_pow_abstract_eval,
+    impl=_integer_pow_impl,
+    jvp=_integer_pow_jvp,
 )
 
 
@@ -175,10 +351,41 @@ def _select_abstract_eval(pred, on_true, on_false):
     return ShapedArray(shape, result_type(on_true, on_false))
 
 
+def _select_jvp(primals, tangents):
+    pred, on_true, on_false = primals
+    _, t_true, t_false = tangents
+    out = select(pred, on_true, on_false)
+    aval = get_aval(out).strip_weak()
+    if type(t_true) is Zero and type(t_false) is Zero or not is_inexact(aval.dtype):
+        return out, Zero(aval)
+    zero = np.zeros((), aval.dtype)
+    t_true = zero if type(t_true) is Zero else t_true
+    t_false = zero if type(t_false) is Zero else t_false
+    return out, fit(select(pred, t_true, t_false), aval)
+
+
+def _select_transpose(ct, pred, on_true, on_false):
+    assert type(pred) is not UndefinedPrimal, "select is not linear in its predicate"
+    cts = [None]
+    for branch, keep in ((on_true, True), (on_false, False)):
+        if type(branch) is not UndefinedPrimal:
+            cts.append(None)
+        elif type(ct) is Zero:
+            cts.append(Zero(branch.aval))
+        else:
+            zero = np.zeros((), get_aval(ct).dtype)
+            masked = select(pred, ct, zero) if keep else select(pred, zero, ct)
+            cts.append(unbroadcast(masked, branch.aval))
+    return cts
+
+
 select_p = Primitive(
     "select",
     abstract_eval=_select_abstract_eval,
     impl=lambda pred, on_true, on_false: as_array(np.where(pred, on_true, on_false)),
+    jvp=_select_jvp,
+    transpose=_select_transpose,
+    linear=True,
 )
 
 
@@ -193,8 +400,28 @@ def _convert_impl(x, *, new_dtype):
     return np.asarray(x).astype(new_dtype)
 
 
+def _convert_jvp(primals, tangents, *, new_dtype):
+    (x,), (t,) = primals, tangents
+    out = bind(convert_element_type_p, x, new_dtype=new_dtype)
+    aval = get_aval(out)
+    if type(t) is Zero or not is_inexact(new_dtype):
+        return out, Zero(aval)
+    return out, bind(convert_element_type_p, t, new_dtype=new_dtype)
+
+
+def _convert_transpose(ct, x, *, new_dtype):
+    if type(ct) is Zero or not is_inexact(x.aval.dtype):
+        return [Zero(x.aval)]
+    return [unbroadcast(ct, x.aval)]
+
+
 convert_element_type_p = Primitive(
-    "convert_element_type", abstract_eval=_convert_abstract_eval, impl=_convert_impl
+    "convert_element_type",
+    abstract_eval=_convert_abstract_eval,
+    impl=_convert_impl,
+    jvp=_convert_jvp,
+    transpose=_convert_transpose,
+    linear=True,
 )
 
 

@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from functrans.core import Primitive, ShapedArray
+from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, get_aval
+from functrans.core import instantiate
+from functrans.dtypes import is_inexact
 from functrans.errors import DTypeError, ShapeError
+from primitives import elementwise as ew
 from primitives._util import as_array, broadcast_shapes, check_dtype
 
 SCATTER_MODES = ("set", "add", "mul", "min", "max")
@@ -100,7 +103,26 @@ def _gather_impl(x, *indices, spec):
     return as_array(np.asarray(x)[_numpy_index(spec, indices)])
 
 
-gather_p = Primitive("gather", abstract_eval=_gather_abstract_eval, impl=_gather_impl)
+def _gather_jvp(primals, tangents, *, spec):
+    x, *indices = primals
+    out = bind(gather_p, x, *indices, spec=spec)
+    aval = get_aval(out).strip_weak()
+    if type(tangents[0]) is Zero or not is_inexact(aval.dtype):
+        return out, Zero(aval)
+    return out, bind(gather_p, tangents[0], *indices, spec=spec)
+
+
+def _gather_transpose(ct, x, *indices, spec):
+    if type(ct) is Zero:
+        return [Zero(x.aval)] + [None] * len(indices)
+    zeros = np.zeros(x.aval.shape, x.aval.dtype)
+    return [bind(scatter_p, zeros, ct, *indices, spec=spec, mode="add")] + [None] * len(indices)
+
+
+gather_p = Primitive(
+    "gather", abstract_eval=_gather_abstract_eval, impl=_gather_impl,
+    jvp=_gather_jvp, transpose=_gather_transpose, linear=True,
+)
 
 # -- scatter ---------------------------------------------------------------------------
 
@@ -128,17 +150,65 @@ _UFUNC_AT = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.max
 def _scatter_impl(x, updates, *indices, spec, mode):
     out = np.array(x, copy=True)
     idx = _numpy_index(spec, indices)
+    # Updates take the operand's dtype first (as in JAX), so every mode and
+    # every kind of index combines values of the same dtype.
+    updates = np.asarray(updates).astype(out.dtype, copy=False)
     if mode == "set":
         out[idx] = updates
     elif not indices:
         # Basic indexing never repeats a position: the in-place op is exact.
         out[idx] = _UFUNC_AT[mode](out[idx], updates)
     else:
-        _UFUNC_AT[mode].at(out, idx, np.asarray(updates).astype(out.dtype, copy=False))
+        _UFUNC_AT[mode].at(out, idx, updates)
     return out
 
 
-scatter_p = Primitive("scatter", abstract_eval=_scatter_abstract_eval, impl=_scatter_impl)
+def _scatter_jvp(primals, tangents, *, spec, mode):
+    """add/set are linear in (x, updates).  mul/min/max are differentiated
+    assuming the indexed positions are distinct (as JAX does)."""
+    x, u, *indices = primals
+    tx, tu = tangents[:2]
+    out = bind(scatter_p, x, u, *indices, spec=spec, mode=mode)
+    aval = get_aval(out).strip_weak()
+    if type(tx) is Zero and type(tu) is Zero or not is_inexact(aval.dtype):
+        return out, Zero(aval)
+    tx = instantiate(Zero(aval)) if type(tx) is Zero else ew.fit(tx, aval)
+    tu_aval = get_aval(u).update(dtype=aval.dtype)
+    tu = instantiate(Zero(tu_aval)) if type(tu) is Zero else ew.fit(tu, tu_aval)
+    if mode in ("add", "set"):
+        return out, bind(scatter_p, tx, tu, *indices, spec=spec, mode=mode)
+    x_at = bind(gather_p, x, *indices, spec=spec)
+    if mode == "mul":
+        scaled = bind(scatter_p, tx, u, *indices, spec=spec, mode="mul")
+        return out, bind(scatter_p, scaled, ew.mul(x_at, tu), *indices, spec=spec, mode="add")
+    wins = ew.gt(u, x_at) if mode == "max" else ew.lt(u, x_at)
+    t_at = ew.select(wins, tu, bind(gather_p, tx, *indices, spec=spec))
+    return out, bind(scatter_p, tx, t_at, *indices, spec=spec, mode="set")
+
+
+def _scatter_transpose(ct, x, u, *indices, spec, mode):
+    n_idx = [None] * len(indices)
+    if mode == "mul":
+        assert type(u) is not UndefinedPrimal, "scatter-mul is linear in its operand only"
+        return [bind(scatter_p, ct, u, *indices, spec=spec, mode="mul"), None] + n_idx
+    assert mode in ("add", "set"), f"scatter-{mode} is not linear"
+    if type(ct) is Zero:
+        return [Zero(x.aval) if type(x) is UndefinedPrimal else None,
+                Zero(u.aval) if type(u) is UndefinedPrimal else None] + n_idx
+    ct_x = ct_u = None
+    if type(x) is UndefinedPrimal:
+        ct_x = ct if mode == "add" else bind(
+            scatter_p, ct, np.zeros((), get_aval(ct).dtype), *indices, spec=spec, mode="set"
+        )
+    if type(u) is UndefinedPrimal:
+        ct_u = ew.unbroadcast(bind(gather_p, ct, *indices, spec=spec), u.aval)
+    return [ct_x, ct_u] + n_idx
+
+
+scatter_p = Primitive(
+    "scatter", abstract_eval=_scatter_abstract_eval, impl=_scatter_impl,
+    jvp=_scatter_jvp, transpose=_scatter_transpose, linear=True,
+)
 
 # -- dynamic_slice / dynamic_update_slice --------------------------------------------
 
@@ -171,8 +241,27 @@ def _dynamic_slice_impl(x, *starts, slice_sizes):
     return x[tuple(slice(b, b + n) for b, n in zip(begin, slice_sizes))]
 
 
+def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
+    x, *starts = primals
+    out = bind(dynamic_slice_p, x, *starts, slice_sizes=slice_sizes)
+    aval = get_aval(out).strip_weak()
+    if type(tangents[0]) is Zero or not is_inexact(aval.dtype):
+        return out, Zero(aval)
+    return out, bind(dynamic_slice_p, tangents[0], *starts, slice_sizes=slice_sizes)
+
+
+def _dynamic_slice_transpose(ct, x, *starts, slice_sizes):
+    none = [None] * len(starts)
+    if type(ct) is Zero:
+        return [Zero(x.aval)] + none
+    zeros = np.zeros(x.aval.shape, x.aval.dtype)
+    return [bind(dynamic_update_slice_p, zeros, ew.fit(ct, x.aval.update(shape=slice_sizes)),
+                 *starts)] + none
+
+
 dynamic_slice_p = Primitive(
-    "dynamic_slice", abstract_eval=_dynamic_slice_abstract_eval, impl=_dynamic_slice_impl
+    "dynamic_slice", abstract_eval=_dynamic_slice_abstract_eval, impl=_dynamic_slice_impl,
+    jvp=_dynamic_slice_jvp, transpose=_dynamic_slice_transpose, linear=True,
 )
 
 
@@ -193,8 +282,39 @@ def _dynamic_update_slice_impl(x, update, *starts):
     return out
 
 
+def _dynamic_update_slice_jvp(primals, tangents):
+    x, u, *starts = primals
+    tx, tu = tangents[:2]
+    out = bind(dynamic_update_slice_p, x, u, *starts)
+    aval = get_aval(out).strip_weak()
+    if type(tx) is Zero and type(tu) is Zero or not is_inexact(aval.dtype):
+        return out, Zero(aval)
+    tx = instantiate(Zero(aval)) if type(tx) is Zero else ew.fit(tx, aval)
+    u_aval = get_aval(u).update(dtype=aval.dtype)
+    tu = instantiate(Zero(u_aval)) if type(tu) is Zero else ew.fit(tu, u_aval)
+    return out, bind(dynamic_update_slice_p, tx, tu, *starts)
+
+
+def _dynamic_update_slice_transpose(ct, x, u, *starts):
+    none = [None] * len(starts)
+    u_aval = u.aval if type(u) is UndefinedPrimal else get_aval(u)
+    if type(ct) is Zero:
+        return [Zero(x.aval) if type(x) is UndefinedPrimal else None,
+                Zero(u.aval) if type(u) is UndefinedPrimal else None] + none
+    ct_x = ct_u = None
+    if type(x) is UndefinedPrimal:
+        hole = np.zeros(u_aval.shape, get_aval(ct).dtype)
+        ct_x = bind(dynamic_update_slice_p, ct, hole, *starts)
+    if type(u) is UndefinedPrimal:
+        ct_u = ew.fit(bind(dynamic_slice_p, ct, *starts, slice_sizes=u_aval.shape), u.aval)
+    return [ct_x, ct_u] + none
+
+
 dynamic_update_slice_p = Primitive(
     "dynamic_update_slice",
     abstract_eval=_dynamic_update_slice_abstract_eval,
     impl=_dynamic_update_slice_impl,
+    jvp=_dynamic_update_slice_jvp,
+    transpose=_dynamic_update_slice_transpose,
+    linear=True,
 )

@@ -15,8 +15,11 @@ from typing import Callable
 
 import numpy as np
 
-from functrans.core import Primitive, ShapedArray
+from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, get_aval
+from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
+from primitives import elementwise as ew
+from primitives import indexing, shape
 from primitives._util import as_array, check_axes, check_dtype
 
 
@@ -26,7 +29,7 @@ def _reduced_dtype(fn: Callable, dtype: np.dtype) -> np.dtype:
     return np.asarray(fn(np.zeros(1, dtype))).dtype
 
 
-def _reduce(name: str, fn: Callable, identity: bool = True) -> Primitive:
+def _reduce(name: str, fn: Callable, identity: bool = True, **rules) -> Primitive:
     """A reduction primitive doing ``fn(x, axis=axes)``.  Reductions without an
     identity (max, min) refuse empty reduced axes, as NumPy does."""
 
@@ -43,15 +46,110 @@ def _reduce(name: str, fn: Callable, identity: bool = True) -> Primitive:
     def impl(x, *, axes):
         return as_array(fn(x, axis=axes))
 
-    return Primitive(name, abstract_eval=abstract_eval, impl=impl)
+    return Primitive(name, abstract_eval=abstract_eval, impl=impl, **rules)
 
 
-reduce_sum_p = _reduce("reduce_sum", np.sum)
-reduce_prod_p = _reduce("reduce_prod", np.prod)
+def zero_jvp(prim: Primitive) -> Callable:
+    """The JVP rule of a primitive whose outputs have no derivative (integer or
+    bool results, piecewise-constant functions)."""
+
+    def jvp(primals, tangents, **params):
+        out = bind(prim, *primals, **params)
+        return out, Zero(get_aval(out).strip_weak())
+
+    return jvp
+
+
+def kept_dims(ndim: int, axes) -> tuple[int, ...]:
+    return tuple(i for i in range(ndim) if i not in axes)
+
+
+def expand_reduced(y, x_shape, axes):
+    """Broadcast a reduction's result back over the reduced axes of ``x``."""
+    return bind(
+        shape.broadcast_in_dim_p, y, shape=x_shape,
+        broadcast_dimensions=kept_dims(len(x_shape), axes),
+    )
+
+
+def _reduce_sum_jvp(primals, tangents, *, axes):
+    (x,), (t,) = primals, tangents
+    out = reduce_sum(x, axes)
+    return out, ew.fit(reduce_sum(t, axes), get_aval(out).strip_weak())
+
+
+def _reduce_sum_transpose(ct, x, *, axes):
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    return [ew.fit(expand_reduced(ct, x.aval.shape, axes), x.aval)]
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    """d prod(x) = sum_j t_j * prod_{k != j} x_k, with the products of the
+    others taken from exclusive cumulative products (exact at zeros)."""
+    (x,), (t,) = primals, tangents
+    out = reduce_prod(x, axes)
+    aval = get_aval(out).strip_weak()
+    if not is_inexact(aval.dtype):
+        return out, Zero(aval)
+    if not axes:
+        return out, ew.fit(t, aval)
+    x_shape = get_aval(x).shape
+    n = int(np.prod([x_shape[a] for a in axes], dtype=np.int64))
+    perm = kept_dims(len(x_shape), axes) + tuple(axes)
+    flat_shape = tuple(x_shape[a] for a in perm[: len(perm) - len(axes)]) + (n,)
+    xs = bind(shape.reshape_p, bind(shape.transpose_p, x, permutation=perm), new_sizes=flat_shape)
+    ts = bind(shape.reshape_p, bind(shape.transpose_p, t, permutation=perm), new_sizes=flat_shape)
+    last = len(flat_shape) - 1
+    others = ew.mul(exclusive_cumprod(xs, last, False), exclusive_cumprod(xs, last, True))
+    return out, ew.fit(reduce_sum(ew.mul(ts, others), (last,)), aval)
+
+
+def exclusive_cumprod(x, axis: int, reverse: bool):
+    """Products of the elements strictly before (after, if ``reverse``) each
+    position along ``axis``."""
+    one = np.ones((), get_aval(x).dtype)
+    return shifted(bind(cumprod_p, x, axis=axis, reverse=reverse), axis, 1, reverse, one)
+
+
+def _extremum_jvp(prim):
+    """max/min: the tangent of the winner; ties share it equally (JAX's rule)."""
+
+    def jvp(primals, tangents, *, axes):
+        (x,), (t,) = primals, tangents
+        out = bind(prim, x, axes=axes)
+        aval = get_aval(out).strip_weak()
+        if not is_inexact(aval.dtype):
+            return out, Zero(aval)
+        x_aval = get_aval(x)
+        location = ew.select(ew.eq(x, expand_reduced(out, x_aval.shape, axes)), 1.0, 0.0)
+        location = ew.convert_element_type(location, aval.dtype)
+        counts = reduce_sum(location, axes)
+        return out, ew.fit(ew.div(reduce_sum(ew.mul(t, location), axes), counts), aval)
+
+    return jvp
+
+
+def reduce_sum(x, axes):
+    return bind(reduce_sum_p, x, axes=tuple(axes))
+
+
+def reduce_prod(x, axes):
+    return bind(reduce_prod_p, x, axes=tuple(axes))
+
+
+reduce_sum_p = _reduce(
+    "reduce_sum", np.sum, jvp=_reduce_sum_jvp, transpose=_reduce_sum_transpose, linear=True
+)
+reduce_prod_p = _reduce("reduce_prod", np.prod, jvp=_reduce_prod_jvp)
 reduce_max_p = _reduce("reduce_max", np.max, identity=False)
+reduce_max_p.jvp = _extremum_jvp(reduce_max_p)
 reduce_min_p = _reduce("reduce_min", np.min, identity=False)
+reduce_min_p.jvp = _extremum_jvp(reduce_min_p)
 reduce_and_p = _reduce("reduce_and", np.all)
+reduce_and_p.jvp = zero_jvp(reduce_and_p)
 reduce_or_p = _reduce("reduce_or", np.any)
+reduce_or_p.jvp = zero_jvp(reduce_or_p)
 
 
 def _arg_reduce(name: str, fn: Callable) -> Primitive:
@@ -71,10 +169,12 @@ def _arg_reduce(name: str, fn: Callable) -> Primitive:
 
 
 argmax_p = _arg_reduce("argmax", np.argmax)
+argmax_p.jvp = zero_jvp(argmax_p)
 argmin_p = _arg_reduce("argmin", np.argmin)
+argmin_p.jvp = zero_jvp(argmin_p)
 
 
-def _cumulative(name: str, fn: Callable, dtype_of: Callable | None) -> Primitive:
+def _cumulative(name: str, fn: Callable, dtype_of: Callable | None, **rules) -> Primitive:
     """A scan along ``axis`` (from the end when ``reverse``), shape-preserving.
     ``dtype_of`` gives the result dtype (NumPy's accumulate rule), or None to keep it."""
 
@@ -90,10 +190,86 @@ def _cumulative(name: str, fn: Callable, dtype_of: Callable | None) -> Primitive
             return np.flip(fn(np.flip(x, axis), axis=axis), axis)
         return as_array(fn(x, axis=axis))
 
-    return Primitive(name, abstract_eval=abstract_eval, impl=impl)
+    return Primitive(name, abstract_eval=abstract_eval, impl=impl, **rules)
 
 
-cumsum_p = _cumulative("cumsum", np.cumsum, lambda d: _reduced_dtype(np.sum, d))
-cumprod_p = _cumulative("cumprod", np.cumprod, lambda d: _reduced_dtype(np.prod, d))
+def _cumsum_jvp(primals, tangents, *, axis, reverse):
+    (x,), (t,) = primals, tangents
+    out = bind(cumsum_p, x, axis=axis, reverse=reverse)
+    aval = get_aval(out).strip_weak()
+    return out, ew.fit(bind(cumsum_p, t, axis=axis, reverse=reverse), aval)
+
+
+def _cumsum_transpose(ct, x, *, axis, reverse):
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    return [ew.fit(bind(cumsum_p, ct, axis=axis, reverse=not reverse), x.aval)]
+
+
+def shifted(x, axis: int, step: int, reverse: bool, fill):
+    """``x`` moved ``step`` places along ``axis`` (towards the end, or the start
+    when ``reverse``), the vacated places holding ``fill``."""
+    edge = (-step, step, 0) if reverse else (step, -step, 0)
+    config = tuple(edge if i == axis else (0, 0, 0) for i in range(get_aval(x).ndim))
+    return bind(shape.pad_p, x, fill, padding_config=config)
+
+
+def _cumprod_jvp(primals, tangents, *, axis, reverse):
+    """Hillis-Steele scan over (value, tangent) pairs with the product rule:
+    log2(n) rounds of shifted multiplies, exact at zeros and differentiable."""
+    (x,), (t,) = primals, tangents
+    out = bind(cumprod_p, x, axis=axis, reverse=reverse)
+    aval = get_aval(out).strip_weak()
+    if not is_inexact(aval.dtype):
+        return out, Zero(aval)
+    y, dy = ew.fit(x, aval), ew.fit(t, aval)
+    n, step = aval.shape[axis], 1
+    one, zero = np.ones((), aval.dtype), np.zeros((), aval.dtype)
+    while step < n:
+        y_prev = shifted(y, axis, step, reverse, one)
+        dy_prev = shifted(dy, axis, step, reverse, zero)
+        dy = ew.add(ew.mul(dy, y_prev), ew.mul(y, dy_prev))
+        y = ew.mul(y, y_prev)
+        step *= 2
+    return out, dy
+
+
+def _running_extremum_jvp(prim):
+    """cummax/cummin: each output takes the tangent of the element that holds
+    the running extremum (the latest one among equal values)."""
+
+    def jvp(primals, tangents, *, axis, reverse):
+        (x,), (t,) = primals, tangents
+        out = bind(prim, x, axis=axis, reverse=reverse)
+        aval = get_aval(out).strip_weak()
+        if not is_inexact(aval.dtype) or aval.size == 0:
+            return out, Zero(aval)
+        positions = bind(shape.iota_p, dtype=np.dtype(np.int64), shape=aval.shape, dimension=axis)
+        if reverse:
+            positions = ew.sub(aval.shape[axis] - 1, positions)
+        holder = ew.select(ew.eq(x, out), positions, 0)
+        latest = bind(cummax_p, holder, axis=axis, reverse=reverse)
+        if reverse:
+            latest = ew.sub(aval.shape[axis] - 1, latest)
+        index = [
+            latest if d == axis else
+            bind(shape.iota_p, dtype=np.dtype(np.int64), shape=aval.shape, dimension=d)
+            for d in range(aval.ndim)
+        ]
+        spec = (("array",),) * aval.ndim
+        return out, ew.fit(bind(indexing.gather_p, t, *index, spec=spec), aval)
+
+    return jvp
+
+
+cumsum_p = _cumulative(
+    "cumsum", np.cumsum, lambda d: _reduced_dtype(np.sum, d),
+    jvp=_cumsum_jvp, transpose=_cumsum_transpose, linear=True,
+)
+cumprod_p = _cumulative(
+    "cumprod", np.cumprod, lambda d: _reduced_dtype(np.prod, d), jvp=_cumprod_jvp
+)
 cummax_p = _cumulative("cummax", np.maximum.accumulate, None)
+cummax_p.jvp = _running_extremum_jvp(cummax_p)
 cummin_p = _cumulative("cummin", np.minimum.accumulate, None)
+cummin_p.jvp = _running_extremum_jvp(cummin_p)

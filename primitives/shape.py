@@ -11,10 +11,48 @@ from __future__ import annotations
 
 import numpy as np
 
-from functrans.core import Primitive, ShapedArray
-from functrans.dtypes import result_type
+from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, get_aval
+from functrans.core import instantiate
+from functrans.dtypes import is_inexact, result_type
 from functrans.errors import ShapeError
+from primitives import elementwise as ew
+from primitives import reductions
 from primitives._util import as_array, check_axes
+
+
+def linear_unary_jvp(prim: Primitive):
+    """JVP of a primitive linear in its one operand: apply it to the tangent."""
+
+    def jvp(primals, tangents, **params):
+        out = bind(prim, *primals, **params)
+        aval = get_aval(out).strip_weak()
+        (t,) = tangents
+        if type(t) is Zero or not is_inexact(aval.dtype):
+            return out, Zero(aval)
+        return out, bind(prim, t, **params)
+
+    return jvp
+
+
+def linear_unary_transpose(make_ct):
+    """Transpose rule of a one-operand linear primitive from ``make_ct(ct,
+    operand_aval, **params)``; zero cotangents stay symbolic."""
+
+    def transpose(ct, x, **params):
+        if type(ct) is Zero:
+            return [Zero(x.aval)]
+        return [make_ct(ct, x.aval, **params)]
+
+    return transpose
+
+
+def _declare_linear(name, abstract_eval, impl, ct_rule) -> Primitive:
+    prim = Primitive(
+        name, abstract_eval=abstract_eval, impl=impl,
+        transpose=linear_unary_transpose(ct_rule), linear=True,
+    )
+    prim.jvp = linear_unary_jvp(prim)
+    return prim
 
 # -- broadcast_in_dim ---------------------------------------------------------
 
@@ -44,10 +82,23 @@ def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
     return np.broadcast_to(x.reshape(expanded), shape)
 
 
-broadcast_in_dim_p = Primitive(
+def _broadcast_in_dim_ct(ct, x, *, shape, broadcast_dimensions):
+    """Sum over the new axes and over the axes that were stretched from 1."""
+    new = tuple(i for i in range(len(shape)) if i not in broadcast_dimensions)
+    stretched = tuple(
+        d for i, d in enumerate(broadcast_dimensions) if x.shape[i] == 1 and shape[d] != 1
+    )
+    summed = reductions.reduce_sum(ct, tuple(sorted(new + stretched))) if new or stretched else ct
+    if get_aval(summed).shape != x.shape:
+        summed = bind(reshape_p, summed, new_sizes=x.shape)
+    return ew.fit(summed, x)
+
+
+broadcast_in_dim_p = _declare_linear(
     "broadcast_in_dim",
-    abstract_eval=_broadcast_in_dim_abstract_eval,
-    impl=_broadcast_in_dim_impl,
+    _broadcast_in_dim_abstract_eval,
+    _broadcast_in_dim_impl,
+    _broadcast_in_dim_ct,
 )
 
 # -- reshape --------------------------------------------------------------------
@@ -62,10 +113,11 @@ def _reshape_abstract_eval(x, *, new_sizes):
     return ShapedArray(tuple(new_sizes), x.dtype)
 
 
-reshape_p = Primitive(
+reshape_p = _declare_linear(
     "reshape",
-    abstract_eval=_reshape_abstract_eval,
-    impl=lambda x, *, new_sizes: np.reshape(x, new_sizes),
+    _reshape_abstract_eval,
+    lambda x, *, new_sizes: np.reshape(x, new_sizes),
+    lambda ct, x, *, new_sizes: bind(reshape_p, ct, new_sizes=x.shape),
 )
 
 # -- transpose ------------------------------------------------------------------
@@ -80,10 +132,13 @@ def _transpose_abstract_eval(x, *, permutation):
     return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype)
 
 
-transpose_p = Primitive(
+transpose_p = _declare_linear(
     "transpose",
-    abstract_eval=_transpose_abstract_eval,
-    impl=lambda x, *, permutation: np.transpose(x, permutation),
+    _transpose_abstract_eval,
+    lambda x, *, permutation: np.transpose(x, permutation),
+    lambda ct, x, *, permutation: bind(
+        transpose_p, ct, permutation=tuple(int(i) for i in np.argsort(permutation))
+    ),
 )
 
 # -- squeeze / expand_dims ----------------------------------------------------
@@ -99,10 +154,11 @@ def _squeeze_abstract_eval(x, *, dimensions):
     return ShapedArray(tuple(d for i, d in enumerate(x.shape) if i not in dimensions), x.dtype)
 
 
-squeeze_p = Primitive(
+squeeze_p = _declare_linear(
     "squeeze",
-    abstract_eval=_squeeze_abstract_eval,
-    impl=lambda x, *, dimensions: np.squeeze(x, dimensions),
+    _squeeze_abstract_eval,
+    lambda x, *, dimensions: np.squeeze(x, dimensions),
+    lambda ct, x, *, dimensions: bind(reshape_p, ct, new_sizes=x.shape),
 )
 
 
@@ -117,10 +173,11 @@ def _expand_dims_abstract_eval(x, *, dimensions):
     return ShapedArray(tuple(1 if i in dimensions else next(rest) for i in range(ndim)), x.dtype)
 
 
-expand_dims_p = Primitive(
+expand_dims_p = _declare_linear(
     "expand_dims",
-    abstract_eval=_expand_dims_abstract_eval,
-    impl=lambda x, *, dimensions: np.expand_dims(x, dimensions),
+    _expand_dims_abstract_eval,
+    lambda x, *, dimensions: np.expand_dims(x, dimensions),
+    lambda ct, x, *, dimensions: bind(reshape_p, ct, new_sizes=x.shape),
 )
 
 # -- concatenate ----------------------------------------------------------------
@@ -145,10 +202,47 @@ def _concatenate_abstract_eval(*xs, dimension):
     return ShapedArray(tuple(shape), result_type(*xs))
 
 
+def _concatenate_jvp(primals, tangents, *, dimension):
+    out = bind(concatenate_p, *primals, dimension=dimension)
+    aval = get_aval(out).strip_weak()
+    if all(type(t) is Zero for t in tangents) or not is_inexact(aval.dtype):
+        return out, Zero(aval)
+    ts = [ew.fit(instantiate(Zero(get_aval(p).update(dtype=aval.dtype))) if type(t) is Zero
+                 else t, get_aval(p).update(dtype=aval.dtype))
+          for p, t in zip(primals, tangents)]
+    return out, bind(concatenate_p, *ts, dimension=dimension)
+
+
+def _concatenate_transpose(ct, *xs, dimension):
+    cts, start = [], 0
+    for x in xs:
+        x_aval = get_aval(x) if type(x) is not UndefinedPrimal else x.aval
+        size = x_aval.shape[dimension]
+        if type(x) is UndefinedPrimal:
+            if type(ct) is Zero:
+                cts.append(Zero(x.aval))
+            else:
+                ct_aval = get_aval(ct)
+                begin = [0] * ct_aval.ndim
+                begin[dimension] = start
+                limit = list(ct_aval.shape)
+                limit[dimension] = start + size
+                piece = bind(slice_p, ct, start_indices=tuple(begin), limit_indices=tuple(limit),
+                             strides=(1,) * ct_aval.ndim)
+                cts.append(ew.fit(piece, x.aval))
+        else:
+            cts.append(None)
+        start += size
+    return cts
+
+
 concatenate_p = Primitive(
     "concatenate",
     abstract_eval=_concatenate_abstract_eval,
     impl=lambda *xs, dimension: np.concatenate(xs, axis=dimension),
+    jvp=_concatenate_jvp,
+    transpose=_concatenate_transpose,
+    linear=True,
 )
 
 # -- slice ------------------------------------------------------------------------
@@ -173,7 +267,18 @@ def _slice_impl(x, *, start_indices, limit_indices, strides):
     return np.asarray(x)[tuple(map(slice, start_indices, limit_indices, strides))]
 
 
-slice_p = Primitive("slice", abstract_eval=_slice_abstract_eval, impl=_slice_impl)
+def _slice_ct(ct, x, *, start_indices, limit_indices, strides):
+    """Scatter the slice back: pad with zeros, strides becoming interior padding."""
+    ct_shape = get_aval(ct).shape
+    config = []
+    for d, lo, st, n in zip(x.shape, start_indices, strides, ct_shape):
+        used = (n - 1) * st + 1 if n else 0
+        config.append((lo, d - lo - used, st - 1) if n else (0, d, 0))
+    return ew.fit(bind(pad_p, ct, np.zeros((), get_aval(ct).dtype),
+                       padding_config=tuple(config)), x)
+
+
+slice_p = _declare_linear("slice", _slice_abstract_eval, _slice_impl, _slice_ct)
 
 # -- pad ---------------------------------------------------------------------------
 
@@ -208,7 +313,44 @@ def _pad_impl(x, padding_value, *, padding_config):
     return out[crop]
 
 
-pad_p = Primitive("pad", abstract_eval=_pad_abstract_eval, impl=_pad_impl)
+def _pad_jvp(primals, tangents, *, padding_config):
+    (x, pv), (tx, tpv) = primals, tangents
+    out = bind(pad_p, x, pv, padding_config=padding_config)
+    aval = get_aval(out).strip_weak()
+    if type(tx) is Zero and type(tpv) is Zero or not is_inexact(aval.dtype):
+        return out, Zero(aval)
+    tx = instantiate(Zero(get_aval(x).strip_weak())) if type(tx) is Zero else tx
+    tpv = np.zeros((), aval.dtype) if type(tpv) is Zero else tpv
+    return out, bind(pad_p, tx, tpv, padding_config=padding_config)
+
+
+def _pad_transpose(ct, x, pv, *, padding_config):
+    """Crop the edges (negative padding), then take every (interior+1)-th
+    element; the padding value gets the sum of the rest."""
+    if type(ct) is Zero:
+        return [Zero(x.aval) if type(x) is UndefinedPrimal else None,
+                Zero(pv.aval) if type(pv) is UndefinedPrimal else None]
+    dtype = get_aval(ct).dtype
+    unpadded = bind(pad_p, ct, np.zeros((), dtype),
+                    padding_config=tuple((-lo, -hi, 0) for lo, hi, _ in padding_config))
+    x_aval = x.aval if type(x) is UndefinedPrimal else get_aval(x)
+    shape = get_aval(unpadded).shape
+    t_x = bind(slice_p, unpadded, start_indices=(0,) * len(shape), limit_indices=shape,
+               strides=tuple(it + 1 for _, _, it in padding_config))
+    cts = [ew.fit(t_x, x_aval) if type(x) is UndefinedPrimal else None]
+    if type(pv) is UndefinedPrimal:
+        axes = tuple(range(len(shape)))
+        rest = ew.sub(reductions.reduce_sum(ct, axes), reductions.reduce_sum(t_x, axes))
+        cts.append(ew.fit(rest, pv.aval))
+    else:
+        cts.append(None)
+    return cts
+
+
+pad_p = Primitive(
+    "pad", abstract_eval=_pad_abstract_eval, impl=_pad_impl,
+    jvp=_pad_jvp, transpose=_pad_transpose, linear=True,
+)
 
 # -- rev -----------------------------------------------------------------------------
 
@@ -218,10 +360,11 @@ def _rev_abstract_eval(x, *, dimensions):
     return x.strip_weak()
 
 
-rev_p = Primitive(
+rev_p = _declare_linear(
     "rev",
-    abstract_eval=_rev_abstract_eval,
-    impl=lambda x, *, dimensions: np.flip(x, dimensions),
+    _rev_abstract_eval,
+    lambda x, *, dimensions: np.flip(x, dimensions),
+    lambda ct, x, *, dimensions: bind(rev_p, ct, dimensions=dimensions),
 )
 
 # -- iota ------------------------------------------------------------------------------
@@ -240,4 +383,12 @@ def _iota_impl(*, dtype, shape, dimension):
     return as_array(np.broadcast_to(values.reshape(expanded), shape))
 
 
-iota_p = Primitive("iota", abstract_eval=_iota_abstract_eval, impl=_iota_impl)
+iota_p = Primitive(
+    "iota",
+    abstract_eval=_iota_abstract_eval,
+    impl=_iota_impl,
+    # No operands, so never a tangent: the rule only restates that.
+    jvp=lambda primals, tangents, **params: (
+        bind(iota_p, **params), Zero(_iota_abstract_eval(**params))
+    ),
+)

@@ -1,0 +1,78 @@
+"""A tour of functrans: ``python -m functrans``.
+
+Each section is a small function registered with ``@section``; they run in
+order and print under a heading, so the tour grows one section per feature.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+
+import functrans as ft
+import functrans.numpy as fnp
+
+SECTIONS: list[tuple[str, Callable[[], None]]] = []
+
+
+def section(title: str) -> Callable[[Callable[[], None]], Callable[[], None]]:
+    def register(fn: Callable[[], None]) -> Callable[[], None]:
+        SECTIONS.append((title, fn))
+        return fn
+
+    return register
+
+
+def f(x):
+    """The running example: plain NumPy code, traced without changes."""
+    return np.sum(np.sin(x) * x + x**2)
+
+
+@section("Tracing plain NumPy code into a Jaxpr")
+def tracing() -> None:
+    print("def f(x):\n    return np.sum(np.sin(x) * x + x**2)\n")
+    jaxpr = ft.make_jaxpr(f)(np.ones(3))
+    print("ft.make_jaxpr(f)(np.ones(3)):")
+    print(jaxpr)
+    print(f"\n{len(jaxpr.eqns)} equations; jaxpr.to_dot() gives {len(jaxpr.to_dot())} "
+          "characters of Graphviz DOT text.")
+
+
+@section("Running the Jaxpr")
+def running() -> None:
+    x = np.linspace(0.0, 1.0, 5)
+    jaxpr = ft.make_jaxpr(f)(x)
+    (out,) = jaxpr(x)
+    print(f"x = {x}")
+    print(f"jaxpr(x) = {out!r}   f(x) with NumPy = {f(x)!r}")
+
+
+@section("functrans.numpy, eagerly: NumPy's results, as NumPy arrays")
+def eager() -> None:
+    x = np.array([[0.5, -1.0, 2.0], [3.0, 0.25, -4.0]])
+    cases = [
+        ("fnp.sin(x)", fnp.sin(x), np.sin(x)),
+        ("fnp.sum(x, axis=0)", fnp.sum(x, axis=0), np.sum(x, axis=0)),
+        ("fnp.exp(x).max()", fnp.max(fnp.exp(x)), np.exp(x).max()),
+        ("fnp.float32(x) * 2.0", fnp.asarray(x, np.float32) * 2.0, x.astype(np.float32) * 2.0),
+    ]
+    width = max(len(name) for name, _, _ in cases)
+    for name, ours, ref in cases:
+        same = type(ours) is np.ndarray and ours.dtype == ref.dtype and np.allclose(ours, ref)
+        print(f"{name:<{width}}  {np.asarray(ours).dtype}{list(np.shape(ours))}  "
+              f"{'matches NumPy' if same else 'DIFFERS FROM NUMPY'}")
+
+
+def main() -> None:
+    start = time.perf_counter()
+    print(f"functrans {ft.__version__} on NumPy {np.__version__}")
+    for title, fn in SECTIONS:
+        print(f"\n== {title} ==\n")
+        fn()
+    print(f"\n(tour ran in {time.perf_counter() - start:.2f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""The array behaviour of tracers: operators, methods, properties, indexing,
+``.at``, and NumPy's dispatch protocols.
+
+``functrans.core.Tracer`` is deliberately bare; ``install()``, run when
+``functrans.numpy`` is imported, gives it the behaviour of an ndarray by
+forwarding every operator and method to the ``functrans.numpy`` function of
+the same meaning (``x + y`` is ``fnp.add(x, y)``, ``x.sum(0)`` is
+``fnp.sum(x, 0)``), so traced code and eager code share one implementation.
+Python scalars reach the functions untouched, so ``f32_tracer * 2.0`` stays
+float32 as in NumPy 2, and ``x ** 2`` becomes ``integer_pow``.
+
+``__array_ufunc__`` and ``__array_function__`` make plain NumPy code trace
+too: ``np.sin(tracer)`` and ``np.sum(tracer, axis=0)`` run
+``fnp.sin``/``fnp.sum``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from functrans.core import Tracer, convert_element_type
+from functrans.numpy._indexing import IndexUpdateHelper, getitem
+
+#: ``__op__``/``__rop__`` pairs and the ``functrans.numpy`` function behind each.
+_BINARY_OPERATORS = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "matmul": "matmul",
+    "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+}  # fmt: skip
+_COMPARISONS = {
+    "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+    "gt": "greater", "ge": "greater_equal",
+}  # fmt: skip
+_UNARY_OPERATORS = {"neg": "negative", "pos": "positive", "abs": "absolute", "invert": "invert"}
+
+#: Methods whose signature is the function's with the array first.
+_METHODS = [
+    "sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin", "any", "all",
+    "cumsum", "cumprod", "clip", "round", "dot", "squeeze", "ravel", "swapaxes", "take",
+]  # fmt: skip
+
+#: What to call instead of a ufunc method (``np.add.reduce`` -> ``fnp.sum``).
+_UFUNC_METHODS = {
+    ("add", "reduce"): "sum", ("multiply", "reduce"): "prod",
+    ("maximum", "reduce"): "max", ("minimum", "reduce"): "min",
+    ("logical_and", "reduce"): "all", ("logical_or", "reduce"): "any",
+    ("add", "accumulate"): "cumsum", ("multiply", "accumulate"): "cumprod",
+}  # fmt: skip
+
+
+def _reflected(fn: Callable) -> Callable:
+    def method(self, other):
+        return fn(other, self)
+
+    method.__name__ = f"r{fn.__name__}"
+    return method
+
+
+def _reshape(self, *shape, order="C"):
+    """``x.reshape(2, 3)`` or ``x.reshape((2, 3))``, as on ndarrays."""
+    return _fnp().reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
+
+
+def _transpose(self, *axes):
+    """``x.transpose()``, ``x.transpose(1, 0)`` or ``x.transpose((1, 0))``."""
+    return _fnp().transpose(self, axes[0] if len(axes) == 1 else axes or None)
+
+
+def _astype(self, dtype, copy=True):
+    """``x.astype(dtype)``: a conversion unless ``x`` already has that dtype."""
+    if dtype == self.dtype and not self.weak_type:
+        return self
+    return convert_element_type(self, dtype)
+
+
+def _divmod(self, other):
+    return _fnp().floor_divide(self, other), _fnp().remainder(self, other)
+
+
+def _rdivmod(self, other):
+    return _fnp().floor_divide(other, self), _fnp().remainder(other, self)
+
+
+def _round(self, ndigits=None):
+    return _fnp().round(self, ndigits or 0)
+
+
+# -- the NumPy protocols -------------------------------------------------------------
+
+
+def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
+    """``np.sin(tracer)`` -> ``fnp.sin(tracer)``; other ufunc methods and
+    keywords (``out=``, ``dtype=``, ...) are refused with the way out."""
+    name = ufunc.__name__
+    if method != "__call__":
+        instead = _UFUNC_METHODS.get((name, method))
+        fix = (f"use functrans.numpy.{instead}" if instead else
+               f"write it with functrans.numpy.{name} and explicit axes or broadcasting")
+        raise TypeError(
+            f"numpy.{name}.{method} is not supported on traced arrays: only calls of "
+            f"the ufunc itself are; {fix}"
+        )
+    if kwargs:
+        raise TypeError(
+            f"numpy.{name}: keyword arguments {', '.join(sorted(kwargs))} are not "
+            f"supported on traced arrays (traced arrays are never written into); call "
+            f"functrans.numpy.{name} and use its result, converted with .astype() if needed"
+        )
+    fn = _lookup(_fnp(), name)
+    if fn is None:
+        raise TypeError(
+            f"numpy.{name} was applied to a traced array, but functrans.numpy has no "
+            f"{name}; write it with the functrans.numpy functions that exist"
+        )
+    return fn(*inputs)
+
+
+def _array_function(self, func, types, args, kwargs):
+    """``np.sum(tracer, axis=0)`` -> ``fnp.sum(tracer, axis=0)``; the same for
+    ``numpy.linalg`` and other submodules that ``functrans.numpy`` mirrors."""
+    namespace = _fnp()
+    module = getattr(func, "__module__", None) or "numpy"
+    for part in module.split(".")[1:]:
+        namespace = getattr(namespace, part, None)
+    fn = _lookup(namespace, func.__name__)
+    if fn is None:
+        where = module.replace("numpy", "functrans.numpy", 1)
+        raise TypeError(
+            f"{module}.{func.__name__} was applied to a traced array, but {where} has "
+            f"no function {func.__name__}; write it with the functrans.numpy functions "
+            "that exist"
+        )
+    return fn(*args, **kwargs)
+
+
+def _lookup(namespace: Any, name: str) -> Callable | None:
+    fn = getattr(namespace, name, None) if not name.startswith("_") else None
+    return fn if callable(fn) and not isinstance(fn, type) else None
+
+
+def _fnp():
+    # functrans.numpy imports this module, so it is looked up at call time.
+    import functrans.numpy as fnp
+
+    return fnp
+
+
+# -- installing -----------------------------------------------------------------------------
+
+
+def install() -> None:
+    """Give ``Tracer`` its operators, methods and properties."""
+    fnp = _fnp()
+    for op, name in _BINARY_OPERATORS.items():
+        fn = getattr(fnp, name)
+        setattr(Tracer, f"__{op}__", fn)
+        setattr(Tracer, f"__r{op}__", _reflected(fn))
+    for op, name in {**_COMPARISONS, **_UNARY_OPERATORS}.items():
+        setattr(Tracer, f"__{op}__", getattr(fnp, name))
+    for name in _METHODS:
+        setattr(Tracer, name, getattr(fnp, name))
+    Tracer.__divmod__, Tracer.__rdivmod__, Tracer.__round__ = _divmod, _rdivmod, _round
+    Tracer.reshape, Tracer.transpose, Tracer.astype = _reshape, _transpose, _astype
+    Tracer.flatten = fnp.ravel  # tracers are immutable: a copy is the array itself
+    Tracer.T = property(fnp.transpose)
+    Tracer.mT = property(lambda self: fnp.swapaxes(self, -1, -2))
+    Tracer.at = property(IndexUpdateHelper)
+    Tracer.__getitem__ = getitem
+    Tracer.__array_ufunc__ = _array_ufunc
+    Tracer.__array_function__ = _array_function

@@ -1,0 +1,206 @@
+"""Array creation under NumPy's names: array, asarray, zeros, ones, full, the
+``*_like`` functions, empty, arange, linspace, eye, identity.
+
+Shapes, sizes and dtypes are static, so these return concrete NumPy arrays
+even inside a traced function; a traced array of the result's shape and
+dtype comes out only where a traced value flows in (``array`` of a list of
+tracers, ``full``/``full_like`` of a traced fill value, ``linspace`` between
+traced end points).  ``empty`` and ``empty_like`` give zeros: uninitialised
+memory would make results depend on chance.
+
+>>> import functrans.numpy as fnp
+>>> fnp.zeros((2, 2), dtype=fnp.int32)
+array([[0, 0],
+       [0, 0]], dtype=int32)
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from functrans import dtypes
+from functrans.core import bind, get_aval
+from functrans.numpy._elementwise import add, divide, multiply, subtract
+from functrans.numpy._util import asarray as _asarray
+from functrans.numpy._util import is_traced
+from primitives.elementwise import convert_element_type, floor, select_p
+from primitives.shape import broadcast_in_dim_p, reshape_p, transpose_p
+
+__all__ = [
+    "array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
+    "full_like", "empty_like", "arange", "linspace", "eye", "identity",
+]  # fmt: skip
+
+
+def asarray(a, dtype=None, *, copy=None):
+    """``numpy.asarray``; tracers, and lists or tuples holding them, stay traced.
+
+    >>> asarray([1, 2], dtype=np.float32)
+    array([1., 2.], dtype=float32)
+    """
+    if copy is not None and not is_traced(a):
+        return np.asarray(a, dtype=dtype, copy=copy)
+    return _asarray(a, dtype)
+
+
+def array(object, dtype=None, *, copy=True, ndmin=0):
+    """``numpy.array``: a copy of ``object`` (lists of tracers are stacked),
+    with at least ``ndmin`` axes.
+
+    >>> array([[1, 2]], ndmin=3).shape
+    (1, 1, 2)
+    """
+    x = _asarray(object, dtype)
+    if not is_traced(x):
+        return np.array(x, copy=copy, ndmin=ndmin)
+    if x.ndim >= ndmin:
+        return x
+    return bind(reshape_p, x, new_sizes=(1,) * (ndmin - x.ndim) + x.shape)
+
+
+def zeros(shape, dtype=None):
+    """``numpy.zeros`` (float64 unless ``dtype`` says otherwise)."""
+    return np.zeros(shape, dtype)
+
+
+def ones(shape, dtype=None):
+    """``numpy.ones`` (float64 unless ``dtype`` says otherwise)."""
+    return np.ones(shape, dtype)
+
+
+empty = zeros
+
+
+def full(shape, fill_value, dtype=None):
+    """``numpy.full``: ``fill_value`` (broadcast) in every position; traced when
+    ``fill_value`` is.
+
+    >>> full(3, 2.5)
+    array([2.5, 2.5, 2.5])
+    """
+    if not is_traced(fill_value):
+        return np.full(shape, fill_value, dtype)
+    return _broadcast_to(_asarray(fill_value, dtype), _shape_tuple(shape))
+
+
+def _shape_tuple(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, (tuple, list)):
+        return tuple(operator.index(d) for d in shape)
+    return (operator.index(shape),)
+
+
+def _broadcast_to(x, shape: tuple[int, ...]):
+    nd = len(shape)
+    dims = tuple(range(nd - x.ndim, nd))
+    return bind(broadcast_in_dim_p, x, shape=shape, broadcast_dimensions=dims)
+
+
+def _like(a, dtype, shape):
+    """The (shape, dtype) a ``*_like`` result gets from its template ``a``."""
+    template = _asarray(a)
+    return (template.shape if shape is None else shape), (template.dtype if dtype is None
+                                                            else dtype)
+
+
+def zeros_like(a, dtype=None, shape=None):
+    """``numpy.zeros_like``; concrete even when ``a`` is traced.
+
+    >>> zeros_like(np.ones(2, np.int32))
+    array([0, 0], dtype=int32)
+    """
+    return np.zeros(*_like(a, dtype, shape))
+
+
+def ones_like(a, dtype=None, shape=None):
+    """``numpy.ones_like``; concrete even when ``a`` is traced."""
+    return np.ones(*_like(a, dtype, shape))
+
+
+empty_like = zeros_like
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+    """``numpy.full_like``: ``fill_value`` cast to ``a``'s dtype (or ``dtype``);
+    traced only when ``fill_value`` is.
+
+    >>> full_like(np.zeros(2, np.int32), 2.7)
+    array([2, 2], dtype=int32)
+    """
+    shape, dtype = _like(a, dtype, shape)
+    return full(shape, fill_value, dtype)
+
+
+def arange(start, stop=None, step=None, dtype=None):
+    """``numpy.arange``: the values ``start, start + step, ...`` below ``stop``.
+
+    >>> arange(1, 7, 2)
+    array([1, 3, 5])
+    """
+    args = (start,) if stop is None and step is None else (start, stop, step or 1)
+    return np.arange(*args, dtype=dtype)
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """``numpy.linspace``: ``num`` evenly spaced values from ``start`` to ``stop``;
+    traced when ``start`` or ``stop`` is.
+
+    >>> linspace(0.0, 1.0, 5)
+    array([0.  , 0.25, 0.5 , 0.75, 1.  ])
+    """
+    if not is_traced(start, stop):
+        return np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"linspace: num must be non-negative, got {num}")
+    start, stop = _asarray(start), _asarray(stop)
+    # NumPy computes in the operands' dtype, made inexact (float64 for integers).
+    inexact = dtypes.result_type(get_aval(start), get_aval(stop), get_aval(0.0))
+    start, stop = _convert(start, inexact), _convert(stop, inexact)
+    ndim = len(np.broadcast_shapes(start.shape, stop.shape))
+    steps = np.arange(num, dtype=inexact).reshape((num,) + (1,) * ndim)
+    delta = subtract(stop, start)
+    div = num - 1 if endpoint else num
+    step = divide(delta, div) if div > 0 else np.nan
+    # NB: NumPy switches to (y / div) * delta where the step underflows to 0;
+    # a traced step has no value to branch on, so this always scales by step.
+    y = add(multiply(steps, delta if div == 0 else step), start)
+    if endpoint and num > 1:
+        last = (np.arange(num) == num - 1).reshape(steps.shape)
+        y = bind(select_p, last, stop, y)
+    y = _move_first_axis(y, operator.index(axis))
+    if dtype is not None and np.issubdtype(dtype, np.integer):
+        y = floor(y)
+    if dtype is not None:
+        y = _convert(y, dtype)
+    return (y, step) if retstep else y
+
+
+def _convert(x, dtype):
+    return x if x.dtype == dtype else convert_element_type(x, dtype)
+
+
+def _move_first_axis(y, axis: int):
+    axis = axis % y.ndim
+    if axis == 0:
+        return y
+    perm = list(range(1, y.ndim))
+    perm.insert(axis, 0)
+    return bind(transpose_p, y, permutation=tuple(perm))
+
+
+def eye(N, M=None, k=0, dtype=float):
+    """``numpy.eye``: ones on the ``k``-th diagonal of an ``N`` by ``M`` array.
+
+    >>> eye(2, 3, k=1)
+    array([[0., 1., 0.],
+           [0., 0., 1.]])
+    """
+    return np.eye(N, M, k, dtype)
+
+
+def identity(n, dtype=None):
+    """``numpy.identity``: the ``n`` by ``n`` identity matrix."""
+    return np.identity(n, dtype)

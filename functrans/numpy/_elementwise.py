@@ -1,0 +1,327 @@
+"""Elementwise math under NumPy's names: the ufuncs, ``where`` and ``clip``.
+
+Each function is one bind of an elementwise primitive (``primitives/
+elementwise.py``), which broadcasts like a NumPy ufunc and promotes like
+NumPy 2, or a short composition of them (``square`` is ``integer_pow`` 2,
+``logical_and`` is ``and`` of bool operands, ``clip`` is ``maximum`` then
+``minimum``).  Python scalars are handed to the primitives untouched, so they
+stay weak: ``f32 * 2.0`` is f32, as in NumPy.  On plain arrays the functions
+run eagerly and return ``numpy.ndarray``:
+
+>>> import numpy as np
+>>> import functrans.numpy as fnp
+>>> fnp.multiply(np.ones(2, np.float32), 2.0)
+array([2., 2.], dtype=float32)
+>>> fnp.power(np.arange(3), 2)
+array([0, 1, 4])
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from functrans.core import Primitive, bind
+from functrans.errors import ConcretizationError, DTypeError
+from functrans.numpy._util import asarray, is_traced
+from primitives.elementwise import (
+    binary,
+    convert_element_type,
+    integer_pow_p,
+    select_p,
+    unary,
+)
+
+__all__ = [
+    "negative", "positive", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1",
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+    "arcsinh", "arccosh", "arctanh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
+    "sqrt", "cbrt", "square", "reciprocal", "abs", "absolute", "sign", "floor", "ceil",
+    "round", "around", "isfinite", "isnan", "isinf",
+    "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder",
+    "mod", "power", "pow", "maximum", "minimum", "arctan2", "atan2",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_invert", "invert",
+    "logical_and", "logical_or", "logical_xor", "logical_not",
+    "where", "clip",
+]  # fmt: skip
+
+_SEQUENCES = (list, tuple)
+
+
+def _unary(name: str, prim: Primitive) -> Callable:
+    def fn(x, /):
+        if type(x) in _SEQUENCES:
+            x = asarray(x)
+        return bind(prim, x)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``numpy.{name}``, elementwise, with NumPy's dtypes."
+    return fn
+
+
+def _binary(name: str, prim: Primitive) -> Callable:
+    def fn(x1, x2, /):
+        if type(x1) in _SEQUENCES:
+            x1 = asarray(x1)
+        if type(x2) in _SEQUENCES:
+            x2 = asarray(x2)
+        return bind(prim, x1, x2)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``numpy.{name}``, elementwise with broadcasting, with NumPy 2's dtypes."
+    return fn
+
+
+# -- one line per NumPy function over a unary primitive -------------------------
+
+negative = _unary("negative", unary["neg"])
+exp = _unary("exp", unary["exp"])
+exp2 = _unary("exp2", unary["exp2"])
+log = _unary("log", unary["log"])
+log2 = _unary("log2", unary["log2"])
+log1p = _unary("log1p", unary["log1p"])
+expm1 = _unary("expm1", unary["expm1"])
+sin = _unary("sin", unary["sin"])
+cos = _unary("cos", unary["cos"])
+tan = _unary("tan", unary["tan"])
+arcsin = asin = _unary("arcsin", unary["arcsin"])
+arccos = acos = _unary("arccos", unary["arccos"])
+arctan = atan = _unary("arctan", unary["arctan"])
+sinh = _unary("sinh", unary["sinh"])
+cosh = _unary("cosh", unary["cosh"])
+tanh = _unary("tanh", unary["tanh"])
+arcsinh = asinh = _unary("arcsinh", unary["arcsinh"])
+arccosh = acosh = _unary("arccosh", unary["arccosh"])
+arctanh = atanh = _unary("arctanh", unary["arctanh"])
+sqrt = _unary("sqrt", unary["sqrt"])
+cbrt = _unary("cbrt", unary["cbrt"])
+abs = absolute = _unary("absolute", unary["abs"])
+sign = _unary("sign", unary["sign"])
+floor = _unary("floor", unary["floor"])
+ceil = _unary("ceil", unary["ceil"])
+isfinite = _unary("isfinite", unary["is_finite"])
+invert = bitwise_not = bitwise_invert = _unary("invert", unary["not"])
+
+# -- one line per NumPy function over a binary primitive ------------------------
+
+add = _binary("add", binary["add"])
+subtract = _binary("subtract", binary["sub"])
+multiply = _binary("multiply", binary["mul"])
+divide = true_divide = _binary("divide", binary["div"])
+floor_divide = _binary("floor_divide", binary["floordiv"])
+remainder = mod = _binary("remainder", binary["rem"])
+maximum = _binary("maximum", binary["max"])
+minimum = _binary("minimum", binary["min"])
+arctan2 = atan2 = _binary("arctan2", binary["atan2"])
+equal = _binary("equal", binary["eq"])
+not_equal = _binary("not_equal", binary["ne"])
+less = _binary("less", binary["lt"])
+less_equal = _binary("less_equal", binary["le"])
+greater = _binary("greater", binary["gt"])
+greater_equal = _binary("greater_equal", binary["ge"])
+bitwise_and = _binary("bitwise_and", binary["and"])
+bitwise_or = _binary("bitwise_or", binary["or"])
+bitwise_xor = _binary("bitwise_xor", binary["xor"])
+
+_pow = _binary("power", binary["pow"])
+_rint = _unary("round", unary["round"])
+_LOG10_E = 1.0 / math.log(10.0)
+
+# -- compositions -----------------------------------------------------------------
+
+
+def power(x1, x2, /):
+    """``numpy.power``; a Python int exponent becomes ``integer_pow``, whose
+    derivative needs no logarithm.
+
+    >>> power(np.array([1.5, 2.0]), 2)
+    array([2.25, 4.  ])
+    """
+    if type(x2) is int:
+        if type(x1) in _SEQUENCES:
+            x1 = asarray(x1)
+        return bind(integer_pow_p, x1, y=x2)
+    return _pow(x1, x2)
+
+
+pow = power
+
+
+def square(x, /):
+    """``numpy.square``: ``x ** 2`` (bool gives int8, as in NumPy).
+
+    >>> square(np.array([-3, 2]))
+    array([9, 4])
+    """
+    x = asarray(x)
+    if x.dtype == np.bool_:
+        x = convert_element_type(x, np.int8)
+    return bind(integer_pow_p, x, y=2)
+
+
+def reciprocal(x, /):
+    """``numpy.reciprocal``: ``1 / x``, truncated back to the dtype for integers
+    (bool gives int8), as in NumPy.
+
+    >>> reciprocal(np.array([2.0, 4.0]))
+    array([0.5 , 0.25])
+    """
+    x = asarray(x)
+    if x.dtype.kind in "fc":
+        return divide(1, x)
+    target = np.int8 if x.dtype == np.bool_ else x.dtype
+    return convert_element_type(divide(1, x), target)
+
+
+def positive(x, /):
+    """``numpy.positive``: a copy of ``x`` (refused for bool, as in NumPy)."""
+    x = asarray(x)
+    if x.dtype == np.bool_:
+        raise DTypeError(
+            "positive: not defined for a bool array (NumPy refuses it too); "
+            "convert with .astype(int) first"
+        )
+    return x if is_traced(x) else x.copy()
+
+
+def log10(x, /):
+    """``numpy.log10``, as ``log(x) / log(10)``.
+
+    >>> log10(np.array([1.0, 100.0]))
+    array([0., 2.])
+    """
+    return multiply(log(x), _LOG10_E)
+
+
+def isnan(x, /):
+    """``numpy.isnan``: true where ``x != x``.
+
+    >>> isnan(np.array([1.0, np.nan]))
+    array([False,  True])
+    """
+    x = _array_arg(x)
+    return not_equal(x, x)
+
+
+def isinf(x, /):
+    """``numpy.isinf``: true where ``|x|`` is infinite (either part, for complex).
+
+    >>> isinf(np.array([1.0, -np.inf]))
+    array([False,  True])
+    """
+    return equal(absolute(x), math.inf)
+
+
+def round(a, decimals: int = 0, out: None = None):
+    """``numpy.round``: round half to even, to ``decimals`` digits.
+
+    >>> round(np.array([0.5, 1.5, 2.25]), 1)
+    array([0.5, 1.5, 2.2])
+    """
+    _no_out("round", out)
+    x = asarray(a)
+    if decimals == 0 or (decimals > 0 and x.dtype.kind in "iu"):
+        return _rint(x)
+    if x.dtype == np.bool_:
+        raise DTypeError(
+            f"round: decimals={decimals} is not defined for a bool array (NumPy refuses "
+            "it too); convert with .astype(float) first"
+        )
+    # NumPy's own recipe: scale by a power of ten, round to integer, scale back.
+    if decimals > 0:
+        scale = 10.0**decimals
+        return divide(_rint(multiply(x, scale)), scale)
+    inexact = x.dtype.kind in "fc"
+    scale = 10.0**-decimals if inexact else 10**-decimals
+    rounded = multiply(_rint(divide(x, scale)), scale)
+    return rounded if inexact else convert_element_type(rounded, x.dtype)
+
+
+around = round
+
+
+def _to_bool(x):
+    x = asarray(x)
+    return x if x.dtype == np.bool_ else convert_element_type(x, np.bool_)
+
+
+def logical_and(x1, x2, /):
+    """``numpy.logical_and``: ``and`` of the operands' truth values.
+
+    >>> logical_and(np.array([0.0, 2.0]), 1)
+    array([False,  True])
+    """
+    return bitwise_and(_to_bool(x1), _to_bool(x2))
+
+
+def logical_or(x1, x2, /):
+    """``numpy.logical_or``: ``or`` of the operands' truth values."""
+    return bitwise_or(_to_bool(x1), _to_bool(x2))
+
+
+def logical_xor(x1, x2, /):
+    """``numpy.logical_xor``: ``xor`` of the operands' truth values."""
+    return bitwise_xor(_to_bool(x1), _to_bool(x2))
+
+
+def logical_not(x, /):
+    """``numpy.logical_not``: ``not`` of the operand's truth value."""
+    return invert(_to_bool(x))
+
+
+def where(condition, x=None, y=None, /):
+    """``numpy.where``: ``x`` where ``condition`` holds, else ``y``, broadcast.
+
+    The one-argument form (``nonzero``) works on concrete arrays only: the
+    length of its result depends on the data.
+
+    >>> where(np.array([True, False]), 1.0, np.zeros(2, np.float32))
+    array([1., 0.], dtype=float32)
+    """
+    if x is None and y is None:
+        if is_traced(condition):
+            raise ConcretizationError(
+                "where: the one-argument form where(condition) returns indices whose "
+                "number depends on the data, so it cannot be traced; use the "
+                "three-argument form where(condition, x, y)"
+            )
+        return np.nonzero(condition)
+    if x is None or y is None:
+        raise ValueError("where: pass both x and y, or neither (for the indices form)")
+    return bind(select_p, _to_bool(condition), _array_arg(x), _array_arg(y))
+
+
+def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+    """``numpy.clip``, as ``minimum(maximum(a, a_min), a_max)``; either bound
+    may be None.  (``min=``/``max=`` are NumPy 2's names for the bounds.)
+
+    >>> clip(np.array([-2.0, 0.5, 3.0]), 0, 1)
+    array([0. , 0.5, 1. ])
+    """
+    _no_out("clip", out)
+    lo = min if a_min is None else a_min
+    hi = max if a_max is None else a_max
+    x = _array_arg(a)
+    if lo is not None:
+        x = maximum(x, lo)
+    if hi is not None:
+        x = minimum(x, hi)
+    return x
+
+
+# -- helpers ------------------------------------------------------------------------
+
+def _array_arg(x: Any) -> Any:
+    """Lists and tuples (maybe holding tracers) as arrays; scalars stay weak."""
+    return asarray(x) if type(x) in _SEQUENCES else x
+
+
+def _no_out(name: str, out: Any) -> None:
+    if out is not None:
+        raise TypeError(
+            f"{name}: out= is not supported (functrans never writes into arrays); "
+            "use the returned array instead"
+        )

@@ -1,0 +1,255 @@
+"""Reductions and cumulative scans under NumPy's names: sum, prod, mean, var,
+std, max, min, argmax, argmin, all, any, cumsum, cumprod.
+
+The reduction primitives (``primitives/reductions.py``) take normalised axes
+and drop them; this module turns NumPy's ``axis=None/int/tuple``,
+``keepdims`` and ``dtype`` into those calls (``keepdims`` is an
+``expand_dims`` after the reduction).  ``mean``, ``var`` and ``std`` are
+compositions of ``sum``, following NumPy's own formulas and dtypes (the mean
+of integers is float64, the variance of complex numbers is real).
+
+>>> import numpy as np
+>>> import functrans.numpy as fnp
+>>> fnp.sum(np.arange(6).reshape(2, 3), axis=0)
+array([3, 5, 7])
+>>> fnp.mean(np.arange(4), keepdims=True)
+array([1.5])
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from functrans.core import Primitive, bind
+from functrans.numpy._elementwise import _no_out, absolute, divide, multiply, sqrt, subtract
+from functrans.numpy._util import asarray, normalize_axes, normalize_axis
+from primitives.elementwise import convert_element_type
+from primitives.reductions import (
+    argmax_p,
+    argmin_p,
+    cumprod_p,
+    cumsum_p,
+    reduce_and_p,
+    reduce_max_p,
+    reduce_min_p,
+    reduce_or_p,
+    reduce_prod_p,
+    reduce_sum_p,
+)
+from primitives.shape import expand_dims_p, reshape_p
+
+__all__ = [
+    "sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin",
+    "argmax", "argmin", "all", "any", "cumsum", "cumprod",
+]  # fmt: skip
+
+
+def _reduce(name: str, prim: Primitive, a: Any, axis: Any, keepdims: bool, dtype: Any = None):
+    """``prim`` over ``axis`` of ``a`` (converted to ``dtype`` first, and the
+    result too: NumPy accumulates in the requested dtype)."""
+    x = asarray(a)
+    axes = normalize_axes(name, axis, x.ndim)
+    if dtype is not None:
+        x = _convert(x, dtype)
+    out = bind(prim, x, axes=axes)
+    if dtype is not None:
+        out = _convert(out, dtype)
+    return bind(expand_dims_p, out, dimensions=axes) if keepdims else out
+
+
+def _convert(x, dtype):
+    return x if x.dtype == dtype else convert_element_type(x, dtype)
+
+
+# -- plain reductions -----------------------------------------------------------
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False):
+    """``numpy.sum``; bool and small integers sum in the default integer, as in NumPy.
+
+    >>> sum(np.ones((2, 3), np.float32), axis=(0, 1))
+    array(6., dtype=float32)
+    """
+    _no_out("sum", out)
+    return _reduce("sum", reduce_sum_p, a, axis, keepdims, dtype)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False):
+    """``numpy.prod``.
+
+    >>> prod(np.array([[1, 2], [3, 4]]), axis=1)
+    array([ 2, 12])
+    """
+    _no_out("prod", out)
+    return _reduce("prod", reduce_prod_p, a, axis, keepdims, dtype)
+
+
+def max(a, axis=None, out=None, keepdims=False):
+    """``numpy.max``: refuses an empty reduced axis (no identity), as NumPy does.
+
+    >>> max(np.array([[1, 5], [3, 2]]), axis=0)
+    array([3, 5])
+    """
+    _no_out("max", out)
+    return _reduce("max", reduce_max_p, a, axis, keepdims)
+
+
+def min(a, axis=None, out=None, keepdims=False):
+    """``numpy.min``: refuses an empty reduced axis (no identity), as NumPy does."""
+    _no_out("min", out)
+    return _reduce("min", reduce_min_p, a, axis, keepdims)
+
+
+amax = max
+amin = min
+
+
+def all(a, axis=None, out=None, keepdims=False):
+    """``numpy.all``: whether every element along ``axis`` is true (nonzero).
+
+    >>> all(np.array([[1, 0], [2, 3]]), axis=1)
+    array([False,  True])
+    """
+    _no_out("all", out)
+    return _reduce("all", reduce_and_p, _truth(a), axis, keepdims)
+
+
+def any(a, axis=None, out=None, keepdims=False):
+    """``numpy.any``: whether some element along ``axis`` is true (nonzero)."""
+    _no_out("any", out)
+    return _reduce("any", reduce_or_p, _truth(a), axis, keepdims)
+
+
+def _truth(a):
+    x = asarray(a)
+    return _convert(x, np.bool_)
+
+
+# -- mean, var, std -------------------------------------------------------------------
+
+
+def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    n = 1
+    for ax in axes:
+        n *= shape[ax]
+    return n
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False):
+    """``numpy.mean``: the sum divided by the count (float64 for integers).
+
+    >>> mean(np.array([[1, 2], [3, 5]]), axis=0)
+    array([2. , 3.5])
+    """
+    _no_out("mean", out)
+    x = asarray(a)
+    axes = normalize_axes("mean", axis, x.ndim)
+    # NumPy sums bool and integers in float64 and float16 in float32, but
+    # hands float16 back.
+    acc, result = dtype, dtype
+    if dtype is None and x.dtype.kind in "biu":
+        acc = result = np.float64
+    elif dtype is None and x.dtype == np.float16:
+        acc, result = np.float32, np.float16
+    total = _reduce("mean", reduce_sum_p, x, axes, keepdims, acc)
+    quotient = divide(total, _count(x.shape, axes))
+    return _convert(quotient, total.dtype if result is None else result)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """``numpy.var``: the mean squared deviation, divided by ``n - ddof``; real
+    for complex input.
+
+    >>> var(np.array([1.0, 2.0, 3.0, 4.0]), ddof=1)
+    array(1.66666667)
+    """
+    _no_out("var", out)
+    x = asarray(a)
+    axes = normalize_axes("var", axis, x.ndim)
+    acc = np.float64 if dtype is None and x.dtype.kind in "biu" else dtype
+    dev = subtract(x, mean(x, axes, acc, keepdims=True))
+    squares = _abs2(dev) if dev.dtype.kind == "c" else multiply(dev, dev)
+    total = _reduce("var", reduce_sum_p, squares, axes, keepdims, acc)
+    dof = builtins.max(_count(x.shape, axes) - ddof, 0)
+    return _convert(divide(total, dof), total.dtype)
+
+
+def _abs2(z):
+    r = absolute(z)
+    return multiply(r, r)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """``numpy.std``: the square root of ``var``.
+
+    >>> std(np.array([1.0, 3.0]))
+    array(1.)
+    """
+    _no_out("std", out)
+    return sqrt(var(a, axis, dtype, ddof=ddof, keepdims=keepdims))
+
+
+# -- argmax, argmin ---------------------------------------------------------------
+
+
+def _arg_reduce(name: str, prim: Primitive, a: Any, axis: Any, keepdims: bool):
+    x = asarray(a)
+    if axis is None:
+        flat = bind(reshape_p, x, new_sizes=(x.size,))
+        out = bind(prim, flat, axis=0, index_dtype=np.dtype(np.intp))
+        return bind(reshape_p, out, new_sizes=(1,) * x.ndim) if keepdims else out
+    ax = normalize_axis(name, axis, x.ndim)
+    out = bind(prim, x, axis=ax, index_dtype=np.dtype(np.intp))
+    return bind(expand_dims_p, out, dimensions=(ax,)) if keepdims else out
+
+
+def argmax(a, axis=None, out=None, *, keepdims=False):
+    """``numpy.argmax``: the index of the first maximum (of the flattened array
+    when ``axis`` is None).
+
+    >>> argmax(np.array([[1, 5], [7, 2]]))
+    array(2)
+    """
+    _no_out("argmax", out)
+    return _arg_reduce("argmax", argmax_p, a, axis, keepdims)
+
+
+def argmin(a, axis=None, out=None, *, keepdims=False):
+    """``numpy.argmin``: the index of the first minimum (of the flattened array
+    when ``axis`` is None)."""
+    _no_out("argmin", out)
+    return _arg_reduce("argmin", argmin_p, a, axis, keepdims)
+
+
+# -- cumulative sums and products -------------------------------------------------------
+
+
+def _cumulative(name: str, prim: Primitive, a: Any, axis: Any, dtype: Any):
+    x = asarray(a)
+    if axis is None:
+        x, axis = bind(reshape_p, x, new_sizes=(x.size,)), 0
+    ax = normalize_axis(name, axis, x.ndim)
+    if dtype is None:
+        return bind(prim, x, axis=ax, reverse=False)
+    return _convert(bind(prim, _convert(x, dtype), axis=ax, reverse=False), dtype)
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    """``numpy.cumsum``: running sums along ``axis`` (of the flattened array
+    when ``axis`` is None).
+
+    >>> cumsum(np.array([[1, 2], [3, 4]]))
+    array([ 1,  3,  6, 10])
+    """
+    _no_out("cumsum", out)
+    return _cumulative("cumsum", cumsum_p, a, axis, dtype)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    """``numpy.cumprod``: running products along ``axis`` (of the flattened
+    array when ``axis`` is None)."""
+    _no_out("cumprod", out)
+    return _cumulative("cumprod", cumprod_p, a, axis, dtype)

@@ -1,0 +1,547 @@
+"""Shape manipulation for ``functrans.numpy``: reshape, transpose, squeeze,
+broadcasting, joining, splitting, tiling and flipping.
+
+Every function converts NumPy's friendly arguments (negative axes, ``-1`` in
+shapes, ``axis=None``, lists) into the normalised params of the shape
+primitives in ``primitives/shape.py`` and binds them.  Where NumPy's result
+is the input unchanged, no equation is emitted, so traced programs stay
+short.  The lower-case ``_reshape``/``_transpose``/... helpers below are the
+building blocks shared with the indexing and contraction modules.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from functrans.core import bind
+from functrans.errors import AxisError, ConcretizationError, DTypeError, ShapeError
+from functrans.numpy._util import asarray, is_traced, normalize_axes, normalize_axis
+from primitives.elementwise import convert_element_type_p
+from primitives.indexing import gather_p
+from primitives.shape import (
+    broadcast_in_dim_p,
+    concatenate_p,
+    expand_dims_p,
+    reshape_p,
+    rev_p,
+    slice_p,
+    squeeze_p,
+    transpose_p,
+)
+
+__all__ = [
+    "reshape", "ravel", "transpose", "moveaxis", "swapaxes", "squeeze", "expand_dims",
+    "broadcast_to", "broadcast_arrays", "concatenate", "stack", "hstack", "vstack",
+    "dstack", "column_stack", "split", "array_split", "hsplit", "vsplit", "tile",
+    "repeat", "flip", "fliplr", "flipud", "atleast_1d", "atleast_2d", "atleast_3d",
+]  # fmt: skip
+
+# -- primitive wrappers that skip identities ------------------------------------
+
+
+def _reshape(x, shape: tuple[int, ...]):
+    return x if tuple(x.shape) == shape else bind(reshape_p, x, new_sizes=shape)
+
+
+def _transpose(x, perm: tuple[int, ...]):
+    return x if perm == tuple(range(x.ndim)) else bind(transpose_p, x, permutation=perm)
+
+
+def _broadcast(x, shape: tuple[int, ...], dims: tuple[int, ...]):
+    """``broadcast_in_dim``: ``x``'s axis ``i`` becomes axis ``dims[i]`` of ``shape``."""
+    if tuple(x.shape) == shape:
+        return x
+    return bind(broadcast_in_dim_p, x, shape=shape, broadcast_dimensions=dims)
+
+
+def _slice_axis(x, axis: int, start: int, stop: int, step: int = 1):
+    """``x[..., start:stop:step, ...]`` along ``axis`` (start <= stop, step >= 1)."""
+    if (start, stop, step) == (0, x.shape[axis], 1):
+        return x
+    starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
+    starts[axis], limits[axis], strides[axis] = start, stop, step
+    return bind(
+        slice_p, x, start_indices=tuple(starts), limit_indices=tuple(limits),
+        strides=tuple(strides),
+    )  # fmt: skip
+
+
+def _take_axis(x, indices, axis: int):
+    """``x[:, ..., indices, ...]`` with ``indices`` (an integer array) at ``axis``."""
+    spec = tuple(("slice", 0, d, 1) for d in x.shape[:axis]) + (("array",),) + tuple(
+        ("slice", 0, d, 1) for d in x.shape[axis + 1 :]
+    )
+    return bind(gather_p, x, indices, spec=spec)
+
+
+def _convert(x, dtype):
+    dtype = np.dtype(dtype)
+    return x if x.dtype == dtype else bind(convert_element_type_p, x, new_dtype=dtype)
+
+
+def _size(shape: Sequence[int]) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _shape_tuple(name: str, shape: Any) -> tuple[int, ...]:
+    """An int or a sequence of ints as a tuple of Python ints."""
+    try:
+        if isinstance(shape, (tuple, list)):
+            return tuple(operator.index(d) for d in shape)
+        return (operator.index(shape),)
+    except TypeError:
+        raise TypeError(f"{name}: shape must be an int or a tuple of ints, got {shape!r}") from None
+
+
+# -- reshape, ravel ----------------------------------------------------------------
+
+
+def _resolve_shape(name: str, size: int, shape: tuple[int, ...], where: str) -> tuple[int, ...]:
+    """``shape`` with its one ``-1`` filled in; a ShapeError if sizes disagree."""
+    unknown = [i for i, d in enumerate(shape) if d == -1]
+    if len(unknown) > 1 or any(d < -1 for d in shape):
+        raise ShapeError(
+            f"{name}: shape {shape} may hold non-negative sizes and at most one -1"
+        )
+    known = _size([d for d in shape if d != -1])
+    if unknown and known and size % known == 0:
+        shape = shape[: unknown[0]] + (size // known,) + shape[unknown[0] + 1 :]
+    if _size(shape) != size or -1 in shape:
+        raise ShapeError(
+            f"{name}: cannot reshape {where} of size {size} into shape {shape}; the "
+            f"new shape must hold exactly {size} elements"
+        )
+    return shape
+
+
+def reshape(a, /, shape, order="C", *, copy=None):
+    """``np.reshape``: the same data with a new shape (one entry may be -1).
+
+    >>> reshape(np.arange(6), (2, -1)).shape
+    (2, 3)
+    """
+    a = asarray(a)
+    if order != "C":
+        raise NotImplementedError(
+            f"reshape: only order='C' is supported, got order={order!r}; transpose "
+            "before and after the reshape to get another memory order"
+        )
+    shape = _resolve_shape("reshape", a.size, _shape_tuple("reshape", shape),
+                           f"an array {tuple(a.shape)}")
+    return _reshape(a, shape)
+
+
+def ravel(a, order="C"):
+    """``np.ravel``: the elements as a 1-d array, in C order."""
+    a = asarray(a)
+    if order != "C":
+        raise NotImplementedError(
+            f"ravel: only order='C' is supported, got order={order!r}; transpose first "
+            "to flatten in another order"
+        )
+    return _reshape(a, (a.size,))
+
+
+# -- transposes ----------------------------------------------------------------------
+
+
+def transpose(a, axes=None):
+    """``np.transpose``: permute the axes (reverse them when ``axes`` is None)."""
+    a = asarray(a)
+    if axes is None:
+        return _transpose(a, tuple(range(a.ndim))[::-1])
+    perm = tuple(normalize_axis("transpose", ax, a.ndim) for ax in axes)
+    if sorted(perm) != list(range(a.ndim)):
+        raise AxisError(
+            f"transpose: axes {tuple(axes)} are not a permutation of the {a.ndim} axes of "
+            f"an array of shape {tuple(a.shape)}"
+        )
+    return _transpose(a, perm)
+
+
+def _axis_list(name: str, axes, ndim: int, what: str) -> list[int]:
+    axes = list(axes) if isinstance(axes, (tuple, list)) else [axes]
+    out = [normalize_axis(name, ax, ndim) for ax in axes]
+    if len(set(out)) != len(out):
+        raise AxisError(f"{name}: repeated axis in `{what}` argument {axes}")
+    return out
+
+
+def moveaxis(a, source, destination):
+    """``np.moveaxis``: move axes ``source`` to positions ``destination``."""
+    a = asarray(a)
+    src = _axis_list("moveaxis", source, a.ndim, "source")
+    dst = _axis_list("moveaxis", destination, a.ndim, "destination")
+    if len(src) != len(dst):
+        raise ValueError(
+            f"moveaxis: `source` and `destination` must have the same number of "
+            f"elements, got {len(src)} and {len(dst)}"
+        )
+    rest = [i for i in range(a.ndim) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        rest.insert(d, s)
+    return _transpose(a, tuple(rest))
+
+
+def swapaxes(a, axis1, axis2):
+    """``np.swapaxes``: exchange two axes."""
+    a = asarray(a)
+    perm = list(range(a.ndim))
+    i, j = normalize_axis("swapaxes", axis1, a.ndim), normalize_axis("swapaxes", axis2, a.ndim)
+    perm[i], perm[j] = perm[j], perm[i]
+    return _transpose(a, tuple(perm))
+
+
+# -- adding and removing unit axes --------------------------------------------------
+
+
+def squeeze(a, axis=None):
+    """``np.squeeze``: remove axes of size 1 (all of them when ``axis`` is None)."""
+    a = asarray(a)
+    if axis is None:
+        dims = tuple(i for i, d in enumerate(a.shape) if d == 1)
+    else:
+        dims = normalize_axes("squeeze", axis, a.ndim)
+        wrong = [i for i in dims if a.shape[i] != 1]
+        if wrong:
+            raise ShapeError(
+                f"squeeze: cannot remove axis {wrong[0]} of an array of shape "
+                f"{tuple(a.shape)}: it has size {a.shape[wrong[0]]}, not 1; squeeze only "
+                "size-1 axes or index the axis instead"
+            )
+    return bind(squeeze_p, a, dimensions=dims) if dims else a
+
+
+def expand_dims(a, axis):
+    """``np.expand_dims``: insert size-1 axes at positions ``axis`` of the result."""
+    a = asarray(a)
+    ndim = a.ndim + (len(axis) if isinstance(axis, (tuple, list)) else 1)
+    dims = normalize_axes("expand_dims", axis, ndim)
+    return bind(expand_dims_p, a, dimensions=dims) if dims else a
+
+
+def _atleast(a, ndim: int, place):
+    a = asarray(a)
+    if a.ndim >= ndim:
+        return a
+    return _reshape(a, place(tuple(a.shape)))
+
+
+_ATLEAST_PLACES = {
+    1: lambda s: (1,) * (1 - len(s)) + s,
+    2: lambda s: (1,) * (2 - len(s)) + s,
+    3: lambda s: {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}[len(s)],
+}
+
+
+def _atleast_n(arys, ndim: int):
+    outs = tuple(_atleast(a, ndim, _ATLEAST_PLACES[ndim]) for a in arys)
+    return outs[0] if len(outs) == 1 else outs
+
+
+def atleast_1d(*arys):
+    """``np.atleast_1d``: 0-d inputs become shape (1,)."""
+    return _atleast_n(arys, 1)
+
+
+def atleast_2d(*arys):
+    """``np.atleast_2d``: inputs of lower rank get leading unit axes."""
+    return _atleast_n(arys, 2)
+
+
+def atleast_3d(*arys):
+    """``np.atleast_3d``: (n,) becomes (1, n, 1) and (m, n) becomes (m, n, 1)."""
+    return _atleast_n(arys, 3)
+
+
+# -- broadcasting --------------------------------------------------------------------
+
+
+def _broadcast_shape(name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ShapeError(
+            f"{name}: shapes {', '.join(map(str, shapes))} do not broadcast; trailing "
+            "axes must be equal or 1"
+        ) from None
+
+
+def _broadcast_to(x, shape: tuple[int, ...]):
+    return _broadcast(x, shape, tuple(range(len(shape) - x.ndim, len(shape))))
+
+
+def broadcast_to(array, shape, subok=False):
+    """``np.broadcast_to``: ``array`` repeated along new or size-1 axes."""
+    x = asarray(array)
+    shape = _shape_tuple("broadcast_to", shape)
+    ok = len(shape) >= x.ndim and all(
+        d in (1, n) for d, n in zip(x.shape, shape[len(shape) - x.ndim :])
+    )
+    if not ok or any(n < 0 for n in shape):
+        raise ShapeError(
+            f"broadcast_to: cannot broadcast an array of shape {tuple(x.shape)} to shape "
+            f"{shape}; each trailing axis must match or be 1"
+        )
+    return _broadcast_to(x, shape)
+
+
+def broadcast_arrays(*args, subok=False):
+    """``np.broadcast_arrays``: a tuple of the arguments broadcast to one shape."""
+    xs = [asarray(a) for a in args]
+    shape = _broadcast_shape("broadcast_arrays", *(tuple(x.shape) for x in xs))
+    return tuple(_broadcast_to(x, shape) for x in xs)
+
+
+# -- joining ------------------------------------------------------------------------------
+
+
+def _cast_all(name: str, xs: list, dtype, casting: str) -> list:
+    if dtype is None:
+        return xs
+    for x in xs:
+        if not np.can_cast(x.dtype, dtype, casting):
+            raise DTypeError(
+                f"{name}: cannot cast {x.dtype} to dtype={np.dtype(dtype)} under "
+                f"casting={casting!r}; pass casting='unsafe' to allow it"
+            )
+    return [_convert(x, dtype) for x in xs]
+
+
+def _as_list(name: str, arrays) -> list:
+    if isinstance(arrays, (np.ndarray,)) or is_traced(arrays):
+        arrays = list(arrays)
+    xs = [asarray(a) for a in arrays]
+    if not xs:
+        raise ValueError(f"{name}: need at least one array to join")
+    return xs
+
+
+def _no_out(name: str, out) -> None:
+    if out is not None:
+        raise TypeError(f"{name}: out= is not supported (arrays are immutable); use the result")
+
+
+def _concat(xs: list, axis: int):
+    if len(xs) == 1:
+        return xs[0]
+    return bind(concatenate_p, *xs, dimension=axis)
+
+
+def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    """``np.concatenate``: join arrays along an existing axis (flattened when
+    ``axis`` is None), with NumPy's dtype promotion."""
+    _no_out("concatenate", out)
+    xs = _as_list("concatenate", arrays)
+    if axis is None:
+        xs = [_reshape(x, (x.size,)) for x in xs]
+        axis = 0
+    if any(x.ndim == 0 for x in xs):
+        raise ShapeError("concatenate: zero-dimensional arrays cannot be concatenated; "
+                         "use stack, or reshape them to 1-d first")
+    ax = normalize_axis("concatenate", axis, xs[0].ndim)
+    for i, x in enumerate(xs):
+        if x.ndim != xs[0].ndim or any(
+            a != b for j, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if j != ax
+        ):
+            raise ShapeError(
+                f"concatenate: array {i} has shape {tuple(x.shape)}, but array 0 has "
+                f"shape {tuple(xs[0].shape)}; all must agree except along axis {ax}"
+            )
+    return _concat(_cast_all("concatenate", xs, dtype, casting), ax)
+
+
+def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    """``np.stack``: join equally shaped arrays along a new axis."""
+    _no_out("stack", out)
+    xs = _as_list("stack", arrays)
+    shape = tuple(xs[0].shape)
+    for i, x in enumerate(xs):
+        if tuple(x.shape) != shape:
+            raise ShapeError(
+                f"stack: all input arrays must have the same shape; array 0 has shape "
+                f"{shape} and array {i} has shape {tuple(x.shape)}"
+            )
+    ax = normalize_axis("stack", axis, len(shape) + 1)
+    xs = _cast_all("stack", xs, dtype, casting)
+    out_shape = shape[:ax] + (len(xs),) + shape[ax:]
+    if ax < len(shape):
+        # Joining along the existing axis and splitting it again lays the
+        # arrays out in the same order, in two equations instead of n + 1.
+        return _reshape(_concat(xs, ax), out_shape)
+    return _concat([_reshape(x, shape + (1,)) for x in xs], ax)
+
+
+def hstack(tup, *, dtype=None, casting="same_kind"):
+    """``np.hstack``: join along axis 1 (axis 0 for 1-d arrays)."""
+    xs = [atleast_1d(x) for x in _as_list("hstack", tup)]
+    return concatenate(xs, 0 if xs[0].ndim == 1 else 1, dtype=dtype, casting=casting)
+
+
+def vstack(tup, *, dtype=None, casting="same_kind"):
+    """``np.vstack``: join along axis 0 after making every array at least 2-d."""
+    xs = [atleast_2d(x) for x in _as_list("vstack", tup)]
+    return concatenate(xs, 0, dtype=dtype, casting=casting)
+
+
+def dstack(tup):
+    """``np.dstack``: join along axis 2 after making every array at least 3-d."""
+    return concatenate([atleast_3d(x) for x in _as_list("dstack", tup)], 2)
+
+
+def column_stack(tup):
+    """``np.column_stack``: 1-d arrays become columns, then join along axis 1."""
+    xs = _as_list("column_stack", tup)
+    xs = [_reshape(x, (x.size, 1)) if x.ndim < 2 else x for x in xs]
+    return concatenate(xs, 1)
+
+
+# -- splitting -------------------------------------------------------------------------------
+
+
+def _split_bounds(name: str, n: int, sections) -> list[tuple[int, int]]:
+    if is_traced(sections):
+        raise ConcretizationError(
+            f"{name}: indices_or_sections must be concrete, got a traced value; the "
+            "shapes of the pieces must be known while tracing"
+        )
+    if np.ndim(sections) == 0:
+        count = operator.index(sections)
+        if count <= 0:
+            raise ValueError(f"{name}: number of sections must be larger than 0, got {count}")
+        each, extra = divmod(n, count)
+        sizes = [each + 1] * extra + [each] * (count - extra)
+        edges = np.cumsum([0] + sizes).tolist()
+    else:
+        edges = [0] + [int(i) for i in sections] + [n]
+    bounds = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        lo, hi, _ = slice(lo, hi).indices(n)
+        bounds.append((lo, max(lo, hi)))
+    return bounds
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    """``np.array_split``: a list of pieces along ``axis``; a section count need
+    not divide the axis evenly."""
+    a = asarray(ary)
+    ax = normalize_axis("array_split", axis, a.ndim)
+    bounds = _split_bounds("array_split", a.shape[ax], indices_or_sections)
+    return [_slice_axis(a, ax, lo, hi) for lo, hi in bounds]
+
+
+def split(ary, indices_or_sections, axis=0):
+    """``np.split``: like array_split, but a section count must divide the axis."""
+    a = asarray(ary)
+    if np.ndim(indices_or_sections) == 0 and not is_traced(indices_or_sections):
+        n = a.shape[normalize_axis("split", axis, a.ndim)]
+        count = operator.index(indices_or_sections)
+        if count > 0 and n % count:
+            raise ValueError(
+                f"split: array split does not result in an equal division: axis of size "
+                f"{n} into {count} sections; use array_split for unequal pieces"
+            )
+    return array_split(a, indices_or_sections, axis)
+
+
+def hsplit(ary, indices_or_sections):
+    """``np.hsplit``: split along axis 1 (axis 0 for 1-d arrays)."""
+    a = asarray(ary)
+    if a.ndim == 0:
+        raise ValueError("hsplit: only works on arrays of 1 or more dimensions")
+    return split(a, indices_or_sections, 1 if a.ndim > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+    """``np.vsplit``: split along axis 0 of an array of rank 2 or more."""
+    a = asarray(ary)
+    if a.ndim < 2:
+        raise ValueError("vsplit: only works on arrays of 2 or more dimensions")
+    return split(a, indices_or_sections, 0)
+
+
+# -- repetition ---------------------------------------------------------------------------------
+
+
+def tile(A, reps):
+    """``np.tile``: ``A`` repeated ``reps`` times along each axis."""
+    a = asarray(A)
+    reps = _shape_tuple("tile", reps)
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: reps must be non-negative, got {reps}")
+    nd = max(len(reps), a.ndim)
+    reps = (1,) * (nd - len(reps)) + reps
+    shape = (1,) * (nd - a.ndim) + tuple(a.shape)
+    if all(r == 1 for r in reps):
+        return _reshape(a, shape)
+    # Broadcast to (r0, s0, r1, s1, ...) and merge each pair of axes.
+    pairs = tuple(d for rs in zip(reps, shape) for d in rs)
+    dims = tuple(2 * (nd - a.ndim + i) + 1 for i in range(a.ndim))
+    tiled = bind(broadcast_in_dim_p, a, shape=pairs, broadcast_dimensions=dims)
+    return _reshape(tiled, tuple(r * s for r, s in zip(reps, shape)))
+
+
+def repeat(a, repeats, axis=None):
+    """``np.repeat``: each element repeated ``repeats`` times along ``axis``
+    (the flattened array when ``axis`` is None).  Per-element ``repeats``
+    must be concrete, since they decide the result's shape."""
+    a = asarray(a)
+    if axis is None:
+        a, axis = _reshape(a, (a.size,)), 0
+    ax = normalize_axis("repeat", axis, a.ndim)
+    if is_traced(repeats):
+        raise ConcretizationError(
+            "repeat: repeats must be concrete, got a traced value; the result's shape "
+            "depends on it. Pass a Python int or a NumPy array"
+        )
+    reps = np.asarray(repeats)
+    if reps.dtype.kind not in "iub" or (reps < 0).any():
+        raise ValueError(f"repeat: repeats must be non-negative integers, got {repeats!r}")
+    if reps.size == 1:
+        return _repeat_each(a, ax, int(reps.reshape(())))
+    if reps.shape != (a.shape[ax],):
+        raise ShapeError(
+            f"repeat: repeats of shape {reps.shape} do not match axis {ax} of size "
+            f"{a.shape[ax]}; give one count per element or a single count"
+        )
+    return _take_axis(a, np.repeat(np.arange(a.shape[ax]), reps), ax)
+
+
+def _repeat_each(a, ax: int, r: int):
+    if r == 1:
+        return a
+    n = a.shape[ax]
+    spread = tuple(a.shape[: ax + 1]) + (r,) + tuple(a.shape[ax + 1 :])
+    dims = tuple(i if i <= ax else i + 1 for i in range(a.ndim))
+    wide = bind(broadcast_in_dim_p, a, shape=spread, broadcast_dimensions=dims)
+    return _reshape(wide, tuple(a.shape[:ax]) + (n * r,) + tuple(a.shape[ax + 1 :]))
+
+
+# -- flipping -----------------------------------------------------------------------------------
+
+
+def flip(m, axis=None):
+    """``np.flip``: reverse the order of elements along ``axis`` (all axes when None)."""
+    m = asarray(m)
+    dims = tuple(d for d in normalize_axes("flip", axis, m.ndim) if m.shape[d] > 1)
+    return bind(rev_p, m, dimensions=dims) if dims else m
+
+
+def fliplr(m):
+    """``np.fliplr``: reverse axis 1."""
+    m = asarray(m)
+    if m.ndim < 2:
+        raise ValueError("fliplr: input must be at least 2-d")
+    return flip(m, 1)
+
+
+def flipud(m):
+    """``np.flipud``: reverse axis 0."""
+    m = asarray(m)
+    if m.ndim < 1:
+        raise ValueError("flipud: input must be at least 1-d")
+    return flip(m, 0)

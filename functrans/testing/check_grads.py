@@ -1,0 +1,160 @@
+"""``check_grads``: compare a function's derivatives against finite differences.
+
+Forward mode is checked against central differences along random directions;
+reverse mode against forward mode by the dot-product identity
+``<ct, J v> == <J^T ct, v>``.  Both are checked again on the derivative
+functions themselves, up to ``order``, so second derivatives (``jvp`` of
+``jvp``, ``vjp`` of ``jvp`` ...) are covered too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from functrans.api import jvp, vjp
+from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map
+
+_DEFAULT_TOL = {np.dtype(np.float64): 1e-5, np.dtype(np.float32): 2e-2,
+                np.dtype(np.complex128): 1e-5, np.dtype(np.complex64): 2e-2}
+_DEFAULT_EPS = {np.dtype(np.float64): 1e-4, np.dtype(np.float32): 1e-2,
+                np.dtype(np.complex128): 1e-4, np.dtype(np.complex64): 1e-2}
+
+
+def _inexact_leaves(tree) -> list:
+    return [np.asarray(x) for x in tree_flatten(tree)[0]]
+
+
+def _lowest_precision(trees) -> np.dtype:
+    dts = [x.dtype for t in trees for x in _inexact_leaves(t) if x.dtype.kind in "fc"]
+    return min(dts, key=lambda d: d.itemsize) if dts else np.dtype(np.float64)
+
+
+def _random_like(rng: np.random.Generator, tree):
+    def draw(x):
+        x = np.asarray(x)
+        if x.dtype.kind not in "fc":
+            return np.zeros(x.shape, x.dtype)
+        v = rng.standard_normal(x.shape)
+        if x.dtype.kind == "c":
+            v = v + 1j * rng.standard_normal(x.shape)
+        return v.astype(x.dtype)
+
+    return tree_map(draw, tree)
+
+
+def _axpy(a: float, x, y):
+    return tree_map(lambda xi, yi: (yi + a * xi).astype(np.asarray(yi).dtype)
+                    if np.asarray(yi).dtype.kind in "fc" else yi, x, y)
+
+
+def _vdot(x, y) -> complex:
+    return sum(np.vdot(np.asarray(a), np.asarray(b)) for a, b in
+               zip(tree_flatten(x)[0], tree_flatten(y)[0]))
+
+
+def _assert_close(what: str, got, want, atol: float, rtol: float) -> None:
+    paths, g_leaves, _ = tree_flatten_with_path(got)
+    w_leaves = tree_flatten(want)[0]
+    for path, g, w in zip(paths, g_leaves, w_leaves):
+        g, w = np.asarray(g, dtype=np.complex128), np.asarray(w, dtype=np.complex128)
+        err = np.abs(g - w)
+        bound = atol + rtol * np.abs(w)
+        if g.shape != w.shape or not np.all(err <= bound):
+            worst = float(np.max(err - bound)) if g.shape == w.shape and err.size else float("nan")
+            raise AssertionError(
+                f"check_grads: {what}, output{keystr(path)}: mismatch beyond "
+                f"atol={atol:g}, rtol={rtol:g} (worst excess {worst:.3g})\n"
+                f"  got:      {np.array2string(g.real if not np.iscomplexobj(w) else g, 6)}\n"
+                f"  expected: {np.array2string(w.real if not np.iscomplexobj(w) else w, 6)}"
+            )
+
+
+def _central_difference(eps: float) -> Callable:
+    def diff(plus, minus):
+        plus, minus = np.asarray(plus), np.asarray(minus)
+        if plus.dtype.kind not in "fc":  # integer and bool outputs have zero tangents
+            return np.zeros(plus.shape)
+        return (plus - minus) / (2 * eps)
+
+    return diff
+
+
+def check_jvp(f: Callable, args: Sequence[Any], *, atol, rtol, eps, rng, order_label="") -> None:
+    """``jvp`` of ``f`` along a random direction against central differences."""
+    tangents = _random_like(rng, tuple(args))
+    _, t_out = jvp(f, tuple(args), tangents)
+    plus = f(*_axpy(eps, tangents, tuple(args)))
+    minus = f(*_axpy(-eps, tangents, tuple(args)))
+    fd = tree_map(_central_difference(eps), plus, minus)
+    _assert_close(f"{order_label}forward mode (jvp) vs finite differences", t_out, fd, atol, rtol)
+
+
+def check_vjp(f: Callable, args: Sequence[Any], *, atol, rtol, rng, order_label="") -> None:
+    """``vjp`` of ``f`` against ``jvp`` by the dot-product identity."""
+    tangents = _random_like(rng, tuple(args))
+    out, t_out = jvp(f, tuple(args), tangents)
+    ct = _random_like(rng, out)
+    _, vjp_fn = vjp(f, *args)
+    ct_in = vjp_fn(ct)
+    lhs = _vdot(ct, t_out)
+    rhs = _vdot(ct_in, tangents)
+    _assert_close(
+        f"{order_label}reverse mode (vjp) vs forward mode, <ct, J v> == <J^T ct, v>",
+        np.asarray(rhs), np.asarray(lhs), atol, rtol,
+    )
+
+
+def check_grads(
+    f: Callable,
+    args: Sequence[Any],
+    order: int = 2,
+    modes: Sequence[str] = ("fwd", "rev"),
+    atol: float | None = None,
+    rtol: float | None = None,
+    eps: float | None = None,
+    seed: int = 0,
+) -> None:
+    """Check ``f``'s derivatives at ``args`` up to ``order``; raise an
+    AssertionError naming the order, the mode and the worst mismatch.
+
+    >>> import numpy as np
+    >>> from functrans.testing import check_grads
+    >>> check_grads(lambda x: np.sin(x) * x, (np.array([0.5, 1.5]),), order=2)
+    """
+    args = tuple(args)
+    for mode in modes:
+        if mode not in ("fwd", "rev"):
+            raise ValueError(f"check_grads: modes must be 'fwd' and/or 'rev', got {mode!r}")
+    dtype = _lowest_precision([args, f(*args)])
+    tol = _DEFAULT_TOL.get(dtype, 1e-5)
+    atol = tol if atol is None else atol
+    rtol = tol if rtol is None else rtol
+    eps = _DEFAULT_EPS.get(dtype, 1e-4) if eps is None else eps
+    rng = np.random.default_rng(seed)
+    _check(f, args, order, tuple(modes), atol, rtol, eps, rng, 1)
+
+
+def _check(f, args, order, modes, atol, rtol, eps, rng, level) -> None:
+    label = f"order {level}: "
+    if "fwd" in modes:
+        check_jvp(f, args, atol=atol, rtol=rtol, eps=eps, rng=rng, order_label=label)
+    if "rev" in modes:
+        check_vjp(f, args, atol=atol, rtol=rtol, rng=rng, order_label=label)
+    if order <= 1:
+        return
+    if "fwd" in modes:
+        v = _random_like(rng, args)
+
+        def f_jvp(*primals):
+            return jvp(f, primals, v)[1]
+
+        _check(f_jvp, args, order - 1, modes, atol, rtol, eps, rng, level + 1)
+    if "rev" in modes:
+        ct = _random_like(rng, f(*args))
+
+        def f_vjp(*primals):
+            return vjp(f, *primals)[1](ct)
+
+        _check(f_vjp, args, order - 1, modes, atol, rtol, eps, rng, level + 1)

@@ -1,0 +1,23 @@
+"""Dead-code elimination: drop the equations no requested output depends on."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from functrans.core import Jaxpr, Literal
+
+
+def dce(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr:
+    """``jaxpr`` keeping only the outputs flagged in ``used_outputs`` (all by
+    default) and the equations they need.  Inputs are kept as they are."""
+    outvars = [a for a, u in zip(jaxpr.outvars, used_outputs or [True] * len(jaxpr.outvars)) if u]
+    live = {id(a) for a in outvars if type(a) is not Literal}
+    kept = []
+    for e in reversed(jaxpr.eqns):
+        if any(id(v) in live for v in e.outputs):
+            kept.append(e)
+            live.update(id(a) for a in e.inputs if type(a) is not Literal)
+    kept.reverse()
+    if len(kept) == len(jaxpr.eqns) and len(outvars) == len(jaxpr.outvars):
+        return jaxpr
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, kept)

@@ -1,0 +1,83 @@
+"""Forward mode: the JVP of a Jaxpr as a new Jaxpr.
+
+``jvp_eval`` interprets a Jaxpr on (primal, tangent) pairs, calling each
+primitive's JVP rule; tangents may be symbolic ``Zero``s, and an equation
+whose inputs all have zero tangents is just re-bound, so inputs without
+tangents cost nothing.  Run under a trace, it yields the JVP Jaxpr
+(``jvp_jaxpr``); the rules are written with ``bind``, so the result can be
+differentiated again.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from functrans.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Zero, bind, instantiate
+from functrans.core import trace_to_jaxpr
+from functrans.dtypes import is_inexact
+
+
+def tangent_aval(aval: ShapedArray) -> ShapedArray:
+    return aval.strip_weak()
+
+
+def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangents: Sequence[Any]):
+    """Run ``jaxpr`` forward on primals and tangents; returns (outs, tangent outs)."""
+    penv: dict[int, Any] = {}
+    tenv: dict[int, Any] = {}
+    for v, c in zip(jaxpr.constvars, consts):
+        penv[id(v)] = c
+    for v, p, t in zip(jaxpr.invars, primals, tangents):
+        penv[id(v)] = p
+        if type(t) is not Zero:
+            tenv[id(v)] = t
+
+    def read_p(a):
+        return a.val if type(a) is Literal else penv[id(a)]
+
+    def read_t(a):
+        t = None if type(a) is Literal else tenv.get(id(a))
+        return Zero(tangent_aval(a.aval)) if t is None else t
+
+    for e in jaxpr.eqns:
+        ps = [read_p(a) for a in e.inputs]
+        ts = [read_t(a) for a in e.inputs]
+        if all(type(t) is Zero for t in ts):
+            outs = bind(e.primitive, *ps, **e.params)
+            touts = None
+        else:
+            outs, touts = e.primitive.rule("jvp")(ps, ts, **e.params)
+        if not e.primitive.multiple_results:
+            outs, touts = [outs], None if touts is None else [touts]
+        for i, v in enumerate(e.outputs):
+            penv[id(v)] = outs[i]
+            if touts is not None and type(touts[i]) is not Zero:
+                tenv[id(v)] = touts[i]
+    return [read_p(a) for a in jaxpr.outvars], [read_t(a) for a in jaxpr.outvars]
+
+
+def jvp_jaxpr(
+    closed: ClosedJaxpr, nonzeros: Sequence[bool], instantiate_outs: bool | Sequence[bool]
+) -> tuple[ClosedJaxpr, list[bool]]:
+    """The JVP of ``closed`` as a Jaxpr taking ``(*primals, *tangents)`` (a
+    tangent only for each input flagged in ``nonzeros``) and returning
+    ``(*outs, *tangent_outs)`` (one per output flagged in the returned list:
+    those with a nonzero tangent, plus those asked for in ``instantiate_outs``)."""
+    in_avals = closed.in_avals
+    n_out = len(closed.jaxpr.outvars)
+    if isinstance(instantiate_outs, bool):
+        instantiate_outs = [instantiate_outs] * n_out
+    nonzeros = [nz and is_inexact(a.dtype) for nz, a in zip(nonzeros, in_avals)]
+    out_nz: list[bool] = []
+
+    def fun(*args):
+        primals = args[: len(in_avals)]
+        rest = iter(args[len(in_avals) :])
+        tangents = [next(rest) if nz else Zero(tangent_aval(a)) for nz, a in zip(nonzeros, in_avals)]
+        outs, touts = jvp_eval(closed.jaxpr, closed.consts, primals, tangents)
+        out_nz[:] = [type(t) is not Zero or inst for t, inst in zip(touts, instantiate_outs)]
+        return outs + [instantiate(t) for t, nz in zip(touts, out_nz) if nz]
+
+    tangent_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzeros) if nz]
+    new, _, _ = trace_to_jaxpr(fun, list(in_avals) + tangent_avals, name="jvp")
+    return new, out_nz

@@ -1,0 +1,70 @@
+"""The known/unknown split behind ``linearize`` and reverse mode.
+
+``partial_eval`` splits a Jaxpr whose inputs are partly known (the primals)
+and partly unknown (the tangents) into a *known* Jaxpr, computing every
+equation that depends on known inputs only plus the *residuals* the rest
+needs, and an *unknown* Jaxpr, taking the residuals and the unknown inputs.
+Applied to a JVP Jaxpr, the known part is the forward pass and the unknown
+part is linear in the tangents: reverse mode transposes it.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from functrans.core import ClosedJaxpr, Jaxpr, Literal, Var
+from functrans.transforms.dce import dce
+
+
+def partial_eval(
+    closed: ClosedJaxpr, unknowns: Sequence[bool], instantiate: Sequence[bool] | bool = False
+) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool], int]:
+    """Split ``closed`` by ``unknowns`` (one flag per input).
+
+    Returns ``(known, unknown, out_unknowns, num_res)``: ``known`` maps the
+    known inputs to the known outputs followed by ``num_res`` residuals;
+    ``unknown`` maps ``(*residuals, *unknown inputs)`` to the unknown outputs.
+    An output flagged in ``instantiate`` is always produced by ``unknown``
+    (passed through as a residual when it is known).
+    """
+    jaxpr = closed.jaxpr
+    n_out = len(jaxpr.outvars)
+    if isinstance(instantiate, bool):
+        instantiate = [instantiate] * n_out
+    unknown_ids = {id(v) for v, u in zip(jaxpr.invars, unknowns) if u}
+    known_eqns, unknown_eqns = [], []
+    for e in jaxpr.eqns:
+        if any(type(a) is not Literal and id(a) in unknown_ids for a in e.inputs):
+            unknown_eqns.append(e)
+            unknown_ids.update(id(v) for v in e.outputs)
+        else:
+            known_eqns.append(e)
+
+    def is_unknown(a):
+        return type(a) is not Literal and id(a) in unknown_ids
+
+    out_unknowns = [is_unknown(a) or inst for a, inst in zip(jaxpr.outvars, instantiate)]
+    # Residuals: known values the unknown side reads (in first-use order).
+    residuals: dict[int, Var] = {}
+    for e in unknown_eqns:
+        for a in e.inputs:
+            if type(a) is Var and not is_unknown(a):
+                residuals.setdefault(id(a), a)
+    for a, u in zip(jaxpr.outvars, out_unknowns):
+        if u and type(a) is Var and not is_unknown(a):
+            residuals.setdefault(id(a), a)
+    res = list(residuals.values())
+    known_outs = [a for a, u in zip(jaxpr.outvars, out_unknowns) if not u]
+    known = Jaxpr(
+        jaxpr.constvars,
+        [v for v, u in zip(jaxpr.invars, unknowns) if not u],
+        known_outs + res,
+        known_eqns,
+    )
+    unknown = Jaxpr(
+        (),
+        res + [v for v, u in zip(jaxpr.invars, unknowns) if u],
+        [a for a, u in zip(jaxpr.outvars, out_unknowns) if u],
+        unknown_eqns,
+    )
+    return ClosedJaxpr(dce(known), closed.consts), ClosedJaxpr(unknown, ()), out_unknowns, len(res)

@@ -1,0 +1,99 @@
+"""Transposition of linear Jaxprs: the backward pass of reverse mode.
+
+``backward_pass`` runs a Jaxpr whose inputs are partly ``UndefinedPrimal``
+(the linear inputs) backwards: equations that do not touch a linear input
+are evaluated forward first (they compute coefficients from residuals), then
+the linear equations are visited in reverse, each primitive's transpose rule
+mapping output cotangents to input cotangents.  Cotangents of a value used
+several times are summed; zero cotangents stay symbolic.  Run under a trace,
+it yields the transposed Jaxpr (``transpose_jaxpr``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from functrans.core import ClosedJaxpr, Jaxpr, Literal, UndefinedPrimal, Zero, bind
+from functrans.core import instantiate, lookup_primitive, trace_to_jaxpr
+
+
+def add_cotangents(a: Any, b: Any) -> Any:
+    """Sum of two cotangents of one value (fan-out), skipping symbolic zeros."""
+    if type(a) is Zero:
+        return b
+    if type(b) is Zero:
+        return a
+    return bind(lookup_primitive("add"), a, b)
+
+
+def backward_pass(
+    jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], cts_out: Sequence[Any]
+) -> list[Any]:
+    """Cotangents of the ``UndefinedPrimal`` entries of ``args`` (``Zero`` where
+    nothing flows), given cotangents of the outputs."""
+    env: dict[int, Any] = {}
+    linear: set[int] = set()
+    for v, c in zip(jaxpr.constvars, consts):
+        env[id(v)] = c
+    for v, x in zip(jaxpr.invars, args):
+        if type(x) is UndefinedPrimal:
+            linear.add(id(v))
+        else:
+            env[id(v)] = x
+
+    def is_linear(a):
+        return type(a) is not Literal and id(a) in linear
+
+    def read(a):
+        return a.val if type(a) is Literal else env[id(a)]
+
+    linear_eqns = []
+    for e in jaxpr.eqns:
+        if any(is_linear(a) for a in e.inputs):
+            linear.update(id(v) for v in e.outputs)
+            linear_eqns.append(e)
+        else:
+            outs = bind(e.primitive, *map(read, e.inputs), **e.params)
+            for v, x in zip(e.outputs, outs if e.primitive.multiple_results else [outs]):
+                env[id(v)] = x
+
+    cts: dict[int, Any] = {}
+    for a, ct in zip(jaxpr.outvars, cts_out):
+        if is_linear(a) and type(ct) is not Zero:
+            cts[id(a)] = add_cotangents(cts.get(id(a), Zero(a.aval)), ct)
+
+    for e in reversed(linear_eqns):
+        ct_outs = [cts.pop(id(v), Zero(v.aval)) for v in e.outputs]
+        if all(type(c) is Zero for c in ct_outs):
+            continue
+        ins = [UndefinedPrimal(a.aval) if is_linear(a) else read(a) for a in e.inputs]
+        ct = ct_outs if e.primitive.multiple_results else ct_outs[0]
+        ct_ins = e.primitive.rule("transpose")(ct, *ins, **e.params)
+        for a, c in zip(e.inputs, ct_ins):
+            if is_linear(a) and c is not None and type(c) is not Zero:
+                cts[id(a)] = add_cotangents(cts.get(id(a), Zero(a.aval)), c)
+
+    return [
+        cts.pop(id(v), Zero(v.aval)) if type(x) is UndefinedPrimal else None
+        for v, x in zip(jaxpr.invars, args)
+        if type(x) is UndefinedPrimal
+    ]
+
+
+def transpose_jaxpr(closed: ClosedJaxpr, linear: Sequence[bool]) -> ClosedJaxpr:
+    """The transpose of ``closed`` in its inputs flagged ``linear``, as a Jaxpr
+    taking ``(*nonlinear inputs, *output cotangents)`` and returning one
+    (instantiated) cotangent per linear input."""
+    in_avals = closed.in_avals
+    nonlin_avals = [a for a, lin in zip(in_avals, linear) if not lin]
+
+    def fun(*args):
+        it = iter(args[: len(nonlin_avals)])
+        full = [UndefinedPrimal(a) if lin else next(it) for a, lin in zip(in_avals, linear)]
+        cts = backward_pass(closed.jaxpr, closed.consts, full, args[len(nonlin_avals) :])
+        return [instantiate(c) for c in cts]
+
+    out_avals = [a.strip_weak() for a in closed.out_avals]
+    new, _, _ = trace_to_jaxpr(fun, nonlin_avals + out_avals, name="transpose")
+    return new
+

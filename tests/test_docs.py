@@ -1,0 +1,64 @@
+"""The documentation stays true: README examples run, docs/ir.md lists every
+primitive, the tour runs, and CI runs the README's commands.  (The examples
+in docs/*.md run as doctests through pytest's --doctest-glob.)"""
+
+import doctest
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from functrans.core import registry
+
+ROOT = Path(__file__).resolve().parents[1]
+FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
+
+
+def _load(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_examples_run():
+    failed, attempted = doctest.testfile(
+        str(ROOT / "README.md"), module_relative=False, optionflags=FLAGS
+    )
+    assert attempted > 0 and failed == 0
+
+
+def test_ir_page_lists_every_primitive():
+    page = (ROOT / "docs" / "ir.md").read_text()
+    listed = set(re.findall(r"^\| `([a-z_0-9]+)` \|", page, flags=re.M))
+    missing, unknown = set(registry) - listed, listed - set(registry)
+    assert not missing, f"docs/ir.md lacks {sorted(missing)}: run python docs/gen_ir_table.py --write"
+    assert not unknown, f"docs/ir.md lists unknown primitives {sorted(unknown)}"
+
+
+def test_ir_page_tables_are_generated():
+    gen = _load(ROOT / "docs" / "gen_ir_table.py")
+    page = (ROOT / "docs" / "ir.md").read_text()
+    assert gen.replace_block(page, gen.tables()) == page, (
+        "docs/ir.md is out of date: run python docs/gen_ir_table.py --write"
+    )
+
+
+def test_tour_runs():
+    proc = subprocess.run(
+        [sys.executable, "-m", "functrans"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "{ lambda ; a:f64[3]. let" in proc.stdout
+    assert "DIFFERS" not in proc.stdout
+
+
+def test_ci_runs_the_readme_commands():
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"## Set up and run.*?```sh\n(.*?)```", readme, flags=re.S).group(1)
+    commands = [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
+    assert len(commands) == 2
+    install, test = commands[1].split(" && ")
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert f"python -m {install}" in ci and f"{test} ||" in ci
