@@ -28,6 +28,7 @@ FAMILIES = {
     "primitives.shape": "Shape",
     "primitives.indexing": "Indexing",
     "primitives.linalg": "Contraction",
+    "primitives.custom": "Custom rules and checkpointing",
 }
 
 #: Notes for elementwise rows whose NumPy function does not say it all.
@@ -76,6 +77,16 @@ MEANINGS = {
     "dynamic_slice": "`x[s0:s0+n0, ...]` with traced starts clamped into range and "
     "static `slice_sizes`",
     "dynamic_update_slice": "a copy of `x` with `update` written at traced (clamped) starts",
+    "stop_gradient": "`x` unchanged; its derivative is zero",
+    "custom_jvp_call": "run the sub-Jaxpr `call` (its first `num_consts` operands are the "
+    "constants it closes over); derivatives come from the user's rule `jvp` "
+    "(`custom_jvp` function `name`)",
+    "custom_vjp_call": "run the sub-Jaxpr `call`; reverse mode uses the user's `fwd` and "
+    "`bwd` rules (`custom_vjp` function `name`)",
+    "custom_lin": "the linear half of a `custom_vjp_call`'s derivative: `num_res` "
+    "residuals, then tangents giving `out_avals`; transposed by calling `bwd`, never run",
+    "checkpoint": "run the sub-Jaxpr `jaxpr`; reverse mode recomputes its intermediates "
+    "instead of storing them",
     "dot_general": "contract `lhs` and `rhs`: `dimension_numbers = ((lhs_contract, "
     "rhs_contract), (lhs_batch, rhs_batch))`; result axes are batch, lhs free, rhs free",
 }
@@ -89,16 +100,15 @@ def signature_cells(prim) -> tuple[str, str]:
         return "x", ""
     if prim.name in elementwise.binary:
         return "x, y", ""
-    operands, params = [], []
-    for p in inspect.signature(prim.abstract_eval).parameters.values():
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            operands.append(p.name)
-        elif p.kind is p.VAR_POSITIONAL:
-            operands.append(f"*{p.name}")
-        elif p.kind is p.KEYWORD_ONLY:
-            params.append(p.name)
-        else:
-            params.append(f"**{p.name}")
+    rule = inspect.signature(prim.abstract_eval).parameters.values()
+    operands = [
+        f"*{p.name}".replace("*avals", "*operands") if p.kind is p.VAR_POSITIONAL else p.name
+        for p in rule
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    if any(p.kind is p.VAR_KEYWORD for p in rule):
+        rule = inspect.signature(prim.impl).parameters.values()  # names every param
+    params = [p.name for p in rule if p.kind is p.KEYWORD_ONLY]
     return ", ".join(operands), ", ".join(params)
 
 

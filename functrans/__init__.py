@@ -7,7 +7,7 @@
 from functrans import core  # noqa: F401  (first: everything stands on it)
 
 import primitives  # noqa: F401,E402,I001  (registers the primitive set)
-from functrans import numpy, tree_util  # noqa: F401,E402
+from functrans import lax, numpy, tree_util  # noqa: F401,E402
 from functrans.api import (  # noqa: E402
     ShapeDtypeStruct,
     grad,
@@ -19,12 +19,17 @@ from functrans.api import (  # noqa: E402
     value_and_grad,
     vjp,
 )
+from functrans.custom_derivatives import checkpoint, custom_jvp, custom_vjp  # noqa: E402
 
 __all__ = [
     "ShapeDtypeStruct",
+    "checkpoint",
+    "custom_jvp",
+    "custom_vjp",
     "grad",
     "hvp",
     "jvp",
+    "lax",
     "linear_transpose",
     "linearize",
     "make_jaxpr",

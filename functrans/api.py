@@ -18,9 +18,9 @@ from functrans.core import ClosedJaxpr, Jaxpr, ShapeDtypeStruct, ShapedArray, Tr
 from functrans.core import UndefinedPrimal, Zero
 from functrans.dtypes import float0, is_inexact
 from functrans.errors import ConcretizationError, DTypeError
-from functrans.transforms.jvp import jvp_jaxpr, tangent_aval
-from functrans.transforms.linearize import partial_eval
-from functrans.transforms.transpose import backward_pass
+from functrans.transforms.jvp import tangent_aval
+from functrans.transforms.linearize import linearize_jaxpr
+from functrans.transforms.transpose import backward_pass, transpose_jaxpr
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 __all__ = [
@@ -151,7 +151,9 @@ def apply_jaxpr(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
     current trace when an input is traced (a transform nested in another)."""
     if any(isinstance(x, Tracer) for x in itertools.chain(closed.consts, args)):
         return core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    return numpy_backend.eval_jaxpr(closed, *args)
+    # An output may be a literal or a Python scalar: results are always arrays.
+    return [x if type(x) is np.ndarray else np.asarray(x)
+            for x in numpy_backend.eval_jaxpr(closed, *args)]
 
 
 def _zeros_like_leaf(x: Any) -> np.ndarray:
@@ -172,15 +174,12 @@ class _Linearized:
         closed = trace_flat(flat, leaves, name, out_cell)
         self.out_avals = closed.out_avals
         opened, consts = open_jaxpr(closed)
-        n_c, n_in = len(consts), len(leaves)
         self.active = [a and is_inexact(core.get_aval(x).dtype) for a, x in zip(active, leaves)]
-        jv, out_nz = jvp_jaxpr(opened, [False] * n_c + self.active, instantiate_outs=True)
-        n_t = sum(self.active)
-        known, self.linear, _, n_res = partial_eval(
-            jv, [False] * (n_c + n_in) + [True] * n_t, [False] * len(out_nz) + [True] * len(out_nz)
+        known, self.linear, n_out = linearize_jaxpr(
+            opened, (False,) * len(consts) + tuple(self.active)
         )
         vals = apply_jaxpr(known, list(consts) + list(leaves))
-        self.outs, self.residuals = vals[: len(out_nz)], vals[len(out_nz) :]
+        self.outs, self.residuals = vals[:n_out], vals[n_out:]
         self.tangent_avals = [
             tangent_aval(core.get_aval(x)) for x, a in zip(leaves, self.active) if a
         ]
@@ -189,10 +188,13 @@ class _Linearized:
         return apply_jaxpr(self.linear, list(self.residuals) + list(tangents))
 
     def vjp(self, cts: Sequence[Any]) -> list[Any]:
-        """Cotangents of the active inputs (instantiated) from output cotangents."""
-        undefined = [UndefinedPrimal(a) for a in self.tangent_avals]
-        out = backward_pass(self.linear.jaxpr, (), list(self.residuals) + undefined, cts)
-        return [_materialize(c, a) for c, a in zip(out, self.tangent_avals)]
+        """Cotangents of the active inputs (instantiated) from output cotangents,
+        where a ``Zero`` output cotangent is symbolic."""
+        nonzero = tuple(type(c) is not Zero for c in cts)
+        n_res, n_t = len(self.residuals), len(self.tangent_avals)
+        transposed = transpose_jaxpr(self.linear, (False,) * n_res + (True,) * n_t, nonzero)
+        given = [c for c in cts if type(c) is not Zero]
+        return apply_jaxpr(transposed, list(self.residuals) + given)
 
 
 def _check_grad_inputs(label: str, nums: tuple, diff: tuple, allow_int: bool) -> None:

@@ -2,4 +2,4 @@
 rules, one module per family.  Importing this package registers them all in
 ``functrans.core.registry``."""
 
-from primitives import elementwise, indexing, linalg, reductions, shape  # noqa: F401
+from primitives import custom, elementwise, indexing, linalg, reductions, shape  # noqa: F401

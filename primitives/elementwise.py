@@ -138,9 +138,15 @@ def _declare(row: Row, dtype_rule: Callable | None = None, **rules) -> Primitive
 
 
 def _logistic(x):
-    # 1/(1+exp(-x)) without overflow for large |x|.
+    # 1/(1+exp(-x)) without overflow for large |x|, in the dtype exp gives x
+    # (bool and integers become floats first: -x is undefined on bool).
+    x = np.asarray(x)
+    if x.dtype.kind not in "fc":
+        x = x.astype(np.exp(np.zeros((), x.dtype)).dtype)
+    if x.dtype.kind == "c":  # no overflow trick: complex numbers are not ordered
+        return 1 / (1 + np.exp(-x))
     e = np.exp(-np.abs(x))
-    return np.where(np.asarray(x) >= 0, 1 / (1 + e), e / (1 + e)).astype(e.dtype, copy=False)
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(e.dtype, copy=False)
 
 
 _rint_dtype = _ufunc_dtype_rule("round", np.rint)

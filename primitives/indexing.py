@@ -238,7 +238,7 @@ def _dynamic_slice_abstract_eval(x, *starts, slice_sizes):
 def _dynamic_slice_impl(x, *starts, slice_sizes):
     x = np.asarray(x)
     begin = _clamped_starts(x.shape, slice_sizes, starts)
-    return x[tuple(slice(b, b + n) for b, n in zip(begin, slice_sizes))]
+    return as_array(x[tuple(slice(b, b + n) for b, n in zip(begin, slice_sizes))])
 
 
 def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):

@@ -264,7 +264,8 @@ def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
 
 
 def _slice_impl(x, *, start_indices, limit_indices, strides):
-    return np.asarray(x)[tuple(map(slice, start_indices, limit_indices, strides))]
+    # as_array: indexing a 0-d array with () gives a NumPy scalar.
+    return as_array(np.asarray(x)[tuple(map(slice, start_indices, limit_indices, strides))])
 
 
 def _slice_ct(ct, x, *, start_indices, limit_indices, strides):
@@ -310,7 +311,7 @@ def _pad_impl(x, padding_value, *, padding_config):
     out[tuple(slice(max(lo, 0), max(lo, 0) + g - max(lo, 0) - max(hi, 0), it + 1)
               for g, (lo, hi, it) in zip(grown, padding_config))] = x
     crop = tuple(slice(-min(lo, 0), g + min(hi, 0)) for g, (lo, hi, _) in zip(grown, padding_config))
-    return out[crop]
+    return as_array(out[crop])
 
 
 def _pad_jvp(primals, tangents, *, padding_config):
@@ -363,7 +364,7 @@ def _rev_abstract_eval(x, *, dimensions):
 rev_p = _declare_linear(
     "rev",
     _rev_abstract_eval,
-    lambda x, *, dimensions: np.flip(x, dimensions),
+    lambda x, *, dimensions: as_array(np.flip(x, dimensions)),
     lambda ct, x, *, dimensions: bind(rev_p, ct, dimensions=dimensions),
 )
 

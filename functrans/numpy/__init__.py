@@ -6,4 +6,53 @@ runs eagerly and returns ``numpy.ndarray``; on tracers it records primitives,
 so it is differentiable, batchable and jittable.  ``_array_methods`` gives
 tracers their array behaviour (operators, methods, indexing, ``.at``,
 ``__array_ufunc__``/``__array_function__``) from the same functions.
+
+>>> import numpy as np
+>>> import functrans.numpy as fnp
+>>> fnp.sum(fnp.sin(np.zeros((2, 3))), axis=1)
+array([0., 0.])
 """
+
+from numpy import (
+    bool_,
+    complex64,
+    complex128,
+    e,
+    float16,
+    float32,
+    float64,
+    inf,
+    int8,
+    int16,
+    int32,
+    int64,
+    nan,
+    ndarray,
+    newaxis,
+    pi,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+
+from functrans.numpy import _contract, _creation, _elementwise, _indexing, _reductions, _shape
+from functrans.numpy._contract import *  # noqa: F403
+from functrans.numpy._creation import *  # noqa: F403
+from functrans.numpy._elementwise import *  # noqa: F403
+from functrans.numpy._indexing import *  # noqa: F403
+from functrans.numpy._reductions import *  # noqa: F403
+from functrans.numpy._shape import *  # noqa: F403
+
+__all__ = [
+    "bool_", "complex64", "complex128", "e", "float16", "float32", "float64", "inf",
+    "int8", "int16", "int32", "int64", "nan", "ndarray", "newaxis", "pi",
+    "uint8", "uint16", "uint32", "uint64",
+    *_contract.__all__, *_creation.__all__, *_elementwise.__all__, *_indexing.__all__,
+    *_reductions.__all__, *_shape.__all__,
+]  # fmt: skip
+
+# Last: the tracer behaviour forwards to the functions above.
+from functrans.numpy import _array_methods  # noqa: E402
+
+_array_methods.install()

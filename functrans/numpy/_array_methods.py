@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from functrans.core import Tracer, convert_element_type
+import functrans.numpy as fnp  # mid-import here: its attributes are read at call time
+from functrans.core import Tracer
 from functrans.numpy._indexing import IndexUpdateHelper, getitem
+from primitives.elementwise import convert_element_type
 
 #: ``__op__``/``__rop__`` pairs and the ``functrans.numpy`` function behind each.
 _BINARY_OPERATORS = {
@@ -58,12 +60,12 @@ def _reflected(fn: Callable) -> Callable:
 
 def _reshape(self, *shape, order="C"):
     """``x.reshape(2, 3)`` or ``x.reshape((2, 3))``, as on ndarrays."""
-    return _fnp().reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
+    return fnp.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
 
 
 def _transpose(self, *axes):
     """``x.transpose()``, ``x.transpose(1, 0)`` or ``x.transpose((1, 0))``."""
-    return _fnp().transpose(self, axes[0] if len(axes) == 1 else axes or None)
+    return fnp.transpose(self, axes[0] if len(axes) == 1 else axes or None)
 
 
 def _astype(self, dtype, copy=True):
@@ -74,15 +76,15 @@ def _astype(self, dtype, copy=True):
 
 
 def _divmod(self, other):
-    return _fnp().floor_divide(self, other), _fnp().remainder(self, other)
+    return fnp.floor_divide(self, other), fnp.remainder(self, other)
 
 
 def _rdivmod(self, other):
-    return _fnp().floor_divide(other, self), _fnp().remainder(other, self)
+    return fnp.floor_divide(other, self), fnp.remainder(other, self)
 
 
 def _round(self, ndigits=None):
-    return _fnp().round(self, ndigits or 0)
+    return fnp.round(self, ndigits or 0)
 
 
 # -- the NumPy protocols -------------------------------------------------------------
@@ -106,7 +108,7 @@ def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
             f"supported on traced arrays (traced arrays are never written into); call "
             f"functrans.numpy.{name} and use its result, converted with .astype() if needed"
         )
-    fn = _lookup(_fnp(), name)
+    fn = _lookup(fnp, name)
     if fn is None:
         raise TypeError(
             f"numpy.{name} was applied to a traced array, but functrans.numpy has no "
@@ -118,7 +120,7 @@ def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
 def _array_function(self, func, types, args, kwargs):
     """``np.sum(tracer, axis=0)`` -> ``fnp.sum(tracer, axis=0)``; the same for
     ``numpy.linalg`` and other submodules that ``functrans.numpy`` mirrors."""
-    namespace = _fnp()
+    namespace: Any = fnp
     module = getattr(func, "__module__", None) or "numpy"
     for part in module.split(".")[1:]:
         namespace = getattr(namespace, part, None)
@@ -138,19 +140,11 @@ def _lookup(namespace: Any, name: str) -> Callable | None:
     return fn if callable(fn) and not isinstance(fn, type) else None
 
 
-def _fnp():
-    # functrans.numpy imports this module, so it is looked up at call time.
-    import functrans.numpy as fnp
-
-    return fnp
-
-
 # -- installing -----------------------------------------------------------------------------
 
 
 def install() -> None:
     """Give ``Tracer`` its operators, methods and properties."""
-    fnp = _fnp()
     for op, name in _BINARY_OPERATORS.items():
         fn = getattr(fnp, name)
         setattr(Tracer, f"__{op}__", fn)

@@ -190,6 +190,10 @@ def positive(x, /):
 def log10(x, /):
     """``numpy.log10``, as ``log(x) / log(10)``.
 
+    NB: for complex ``x`` at 0 or infinity, where ``log(x)`` has an infinite
+    real part, the imaginary part comes out NaN (the scaling multiplies the
+    infinity by a zero imaginary part); NumPy's is finite.
+
     >>> log10(np.array([1.0, 100.0]))
     array([0., 2.])
     """

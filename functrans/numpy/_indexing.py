@@ -21,7 +21,7 @@ import numpy as np
 
 from functrans.core import Tracer, bind, get_aval
 from functrans.errors import ConcretizationError, DTypeError, ShapeError
-from functrans.numpy._shape import _broadcast_shape, _reshape
+from functrans.numpy._shape import _broadcast_to, _reshape, _transpose
 from functrans.numpy._util import asarray, normalize_axis
 from primitives import elementwise
 from primitives.indexing import gather_p, indexed_shape, scatter_p
@@ -32,11 +32,14 @@ __all__ = ["take", "getitem", "IndexUpdateHelper"]
 
 class Index(NamedTuple):
     """A parsed index: unit axes to insert into the operand first (for scalar
-    booleans), the gather/scatter ``spec`` and its integer-array operands."""
+    booleans), the gather/scatter ``spec``, its integer-array operands, and
+    the permutation taking the gathered axes to NumPy's order where the spec
+    alone cannot say it (else None)."""
 
     inserted: tuple[int, ...]
     spec: tuple[tuple, ...]
     arrays: tuple[Any, ...]
+    perm: tuple[int, ...] | None
 
 
 # -- parsing --------------------------------------------------------------------------
@@ -110,7 +113,8 @@ def _expand_ellipsis(name: str, entries: list, ndim: int) -> list:
         raise IndexError(f"{name}: an index can only have a single ellipsis ('...')")
     if not dots:
         return entries + fill
-    return entries[: dots[0]] + fill + entries[dots[0] + 1 :]
+    # An empty ``...`` stays: it still separates advanced indices (see _adv_perm).
+    return entries[: dots[0]] + (fill or [Ellipsis]) + entries[dots[0] + 1 :]
 
 
 def canonical_slice(s: slice, d: int) -> tuple:
@@ -143,8 +147,11 @@ def parse_index(name: str, shape: tuple[int, ...], idx: Any) -> Index:
     entries = [_entry(name, e) for e in (idx if isinstance(idx, tuple) else (idx,))]
     entries = _expand_ellipsis(name, entries, len(shape))
     shape = list(shape)
-    inserted, spec, arrays, axis = [], [], [], 0
+    inserted, spec, arrays, axis, split = [], [], [], 0, None
     for e in entries:
+        if e is Ellipsis:
+            split = len(spec)
+            continue
         if e is None:
             spec.append(("none",))
             continue
@@ -170,8 +177,22 @@ def parse_index(name: str, shape: tuple[int, ...], idx: Any) -> Index:
             spec.append(("array",))
             arrays.append(e)
         axis += 1
-    _check_broadcast(name, arrays)
-    return Index(tuple(inserted), tuple(spec), tuple(arrays))
+    adv_ndim = len(_check_broadcast(name, arrays))
+    perm = _adv_perm(spec, split, adv_ndim) if arrays else None
+    return Index(tuple(inserted), tuple(spec), tuple(arrays), perm)
+
+
+def _adv_perm(spec, split: int | None, adv_ndim: int) -> tuple[int, ...] | None:
+    """NumPy puts the advanced-index axes first when an (even empty) ``...``
+    separates the advanced entries; the spec has no ``...``, so gather puts
+    them where the adjacent entries stand.  The permutation moving them first."""
+    adv = [i for i, e in enumerate(spec) if e[0] in ("int", "array")]
+    if split is None or not adv[0] < split <= adv[-1] or adv[-1] - adv[0] >= len(adv):
+        return None
+    first = adv[0]  # entries before it are slices and Nones: one result axis each
+    out_ndim = sum(e[0] in ("slice", "none") for e in spec) + adv_ndim
+    return (tuple(range(first, first + adv_ndim)) + tuple(range(first))
+            + tuple(range(first + adv_ndim, out_ndim)))
 
 
 def _check_mask(name: str, mask: np.ndarray, shape: list[int], axis: int) -> None:
@@ -184,10 +205,10 @@ def _check_mask(name: str, mask: np.ndarray, shape: list[int], axis: int) -> Non
             )
 
 
-def _check_broadcast(name: str, arrays) -> None:
+def _check_broadcast(name: str, arrays) -> tuple[int, ...]:
     shapes = [tuple(a.shape) for a in arrays]
     try:
-        np.broadcast_shapes(*shapes)
+        return np.broadcast_shapes(*shapes)
     except ValueError:
         raise IndexError(
             f"{name}: shape mismatch: indexing arrays could not be broadcast together "
@@ -212,9 +233,14 @@ def getitem(x, idx):
     index = parse_index("getitem", tuple(x.shape), idx)
     if index.inserted:
         x = bind(expand_dims_p, x, dimensions=index.inserted)
-    if index.arrays:
-        return bind(gather_p, x, *index.arrays, spec=index.spec)
-    return _basic_getitem(x, index.spec)
+    return _gather(x, index)
+
+
+def _gather(x, index: Index):
+    if not index.arrays:
+        return _basic_getitem(x, index.spec)
+    out = bind(gather_p, x, *index.arrays, spec=index.spec)
+    return out if index.perm is None else _transpose(out, index.perm)
 
 
 def _basic_getitem(x, spec):
@@ -337,7 +363,12 @@ def _scatter(x, idx, values, mode: str):
     if index.inserted:
         target = bind(expand_dims_p, x, dimensions=index.inserted)
     shape = indexed_shape(name, get_aval(target), index.spec, [get_aval(a) for a in index.arrays])
-    values = _fit_values(name, asarray(values), shape, x)
+    if index.perm is None:
+        values = _fit_values(name, asarray(values), shape, x)
+    else:  # values come in NumPy's axis order: bring them to the spec's
+        numpy_shape = tuple(shape[p] for p in index.perm)
+        values = _broadcast_to(_fit_values(name, asarray(values), numpy_shape, x), numpy_shape)
+        values = _transpose(values, tuple(np.argsort(index.perm).tolist()))
     out = bind(scatter_p, target, values, *index.arrays, spec=index.spec, mode=mode)
     return _reshape(out, tuple(x.shape))
 
@@ -353,7 +384,11 @@ def _fit_values(name: str, values, shape: tuple[int, ...], x):
     extra = values.ndim - len(shape)
     if extra > 0 and all(d == 1 for d in values.shape[:extra]):
         values = _reshape(values, tuple(values.shape[extra:]))
-    if _broadcast_shape(name, tuple(values.shape), shape) != shape:
+    try:
+        fits = np.broadcast_shapes(tuple(values.shape), shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
         raise ShapeError(
             f"{name}: values of shape {tuple(values.shape)} do not broadcast to the indexed "
             f"shape {shape}"
@@ -380,10 +415,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
         a, axis = _reshape(a, (a.size,)), 0
     ax = normalize_axis("take", axis, a.ndim)
     idx = _take_indices(asarray(indices), a.shape[ax], mode)
-    index = parse_index("take", tuple(a.shape), (slice(None),) * ax + (idx,))
-    if index.arrays:
-        return bind(gather_p, a, *index.arrays, spec=index.spec)
-    return _basic_getitem(a, index.spec)
+    return _gather(a, parse_index("take", tuple(a.shape), (slice(None),) * ax + (idx,)))
 
 
 def _take_indices(idx, n: int, mode: str):

@@ -133,11 +133,18 @@ def _elements(
             max_value=_int_bound(max_value, dtype, False),
         )
     if dtype.kind == "f":
-        return hnp.from_dtype(
+        bounded = min_value is not None or max_value is not None
+        finite = hnp.from_dtype(
             dtype, min_value=_float_bound(min_value, dtype, True),
             max_value=_float_bound(max_value, dtype, False),
-            allow_nan=allow_nan, allow_infinity=allow_infinity,
+            allow_nan=allow_nan and not bounded,
+            allow_infinity=allow_infinity and not bounded,
         )
+        # With bounds, NaN and infinities come in addition to the range.
+        special = [np.nan] * (allow_nan and bounded) + [np.inf, -np.inf] * (
+            allow_infinity and bounded
+        )
+        return finite | st.sampled_from(special) if special else finite
     if dtype.kind == "c":
         part = _elements(np.dtype(f"f{dtype.itemsize // 2}"), min_value, max_value,
                          allow_nan, allow_infinity)

@@ -10,10 +10,12 @@ part is linear in the tangents: reverse mode transposes it.
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 from functrans.core import ClosedJaxpr, Jaxpr, Literal, Var
 from functrans.transforms.dce import dce
+from functrans.transforms.jvp import jvp_jaxpr
 
 
 def partial_eval(
@@ -68,3 +70,23 @@ def partial_eval(
         unknown_eqns,
     )
     return ClosedJaxpr(dce(known), closed.consts), ClosedJaxpr(unknown, ()), out_unknowns, len(res)
+
+
+@functools.lru_cache(maxsize=512)
+def linearize_jaxpr(closed: ClosedJaxpr, active: tuple[bool, ...]):
+    """JVP of ``closed`` in its ``active`` inputs, split into the forward pass
+    and the linear part: ``(known, linear, num_outs)``.
+
+    ``known`` maps the inputs to the outputs followed by residuals; ``linear``
+    maps ``(*residuals, *tangents of active inputs)`` to one tangent per
+    output.  The result depends only on the Jaxpr's structure (``closed``
+    must have no consts: see ``open_jaxpr``), so it is cached on it: calling a
+    transformed function again retraces the user's function, and reuses this
+    work when the trace comes out the same.
+    """
+    jv, out_nz = jvp_jaxpr(closed, list(active), instantiate_outs=True)
+    n_in, n_t, n_out = len(active), sum(active), len(out_nz)
+    known, linear, _, _ = partial_eval(
+        jv, [False] * n_in + [True] * n_t, [False] * n_out + [True] * n_out
+    )
+    return known, linear, n_out

@@ -11,6 +11,7 @@ it yields the transposed Jaxpr (``transpose_jaxpr``).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 from functrans.core import ClosedJaxpr, Jaxpr, Literal, UndefinedPrimal, Zero, bind
@@ -80,20 +81,29 @@ def backward_pass(
     ]
 
 
-def transpose_jaxpr(closed: ClosedJaxpr, linear: Sequence[bool]) -> ClosedJaxpr:
+@functools.lru_cache(maxsize=512)
+def transpose_jaxpr(
+    closed: ClosedJaxpr, linear: tuple[bool, ...], ct_nonzero: tuple[bool, ...] | None = None
+) -> ClosedJaxpr:
     """The transpose of ``closed`` in its inputs flagged ``linear``, as a Jaxpr
     taking ``(*nonlinear inputs, *output cotangents)`` and returning one
-    (instantiated) cotangent per linear input."""
+    (instantiated) cotangent per linear input.  Outputs not flagged in
+    ``ct_nonzero`` take no cotangent input: theirs is a symbolic zero.
+    Cached on the Jaxpr's structure, like ``linearize_jaxpr``."""
     in_avals = closed.in_avals
+    out_avals = [a.strip_weak() for a in closed.out_avals]
+    ct_nonzero = ct_nonzero or (True,) * len(out_avals)
     nonlin_avals = [a for a, lin in zip(in_avals, linear) if not lin]
 
     def fun(*args):
         it = iter(args[: len(nonlin_avals)])
         full = [UndefinedPrimal(a) if lin else next(it) for a, lin in zip(in_avals, linear)]
-        cts = backward_pass(closed.jaxpr, closed.consts, full, args[len(nonlin_avals) :])
+        given = iter(args[len(nonlin_avals) :])
+        cts_out = [next(given) if nz else Zero(a) for a, nz in zip(out_avals, ct_nonzero)]
+        cts = backward_pass(closed.jaxpr, closed.consts, full, cts_out)
         return [instantiate(c) for c in cts]
 
-    out_avals = [a.strip_weak() for a in closed.out_avals]
-    new, _, _ = trace_to_jaxpr(fun, nonlin_avals + out_avals, name="transpose")
+    ct_avals = [a for a, nz in zip(out_avals, ct_nonzero) if nz]
+    new, _, _ = trace_to_jaxpr(fun, nonlin_avals + ct_avals, name="transpose")
     return new
 

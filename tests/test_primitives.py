@@ -1,0 +1,784 @@
+"""Every primitive in ``functrans.core.registry`` against independent NumPy code.
+
+``SPECS`` holds one row per primitive: how to draw its operands and params
+(shapes of rank 0 to 4 with size-0 and size-1 axes, broadcasting, dtypes,
+value ranges away from domain errors) and a reference written with NumPy
+directly, never with the primitive's own impl.  One hypothesis test runs each
+row three ways: eagerly (``prim.bind``), traced (``trace_to_jaxpr`` +
+``check_jaxpr``, then both evaluators) and abstractly (``abstract_eval``).
+``test_every_primitive_has_a_spec`` makes a new primitive without a row fail.
+
+``ERRORS`` lists bad shapes, axes, dtypes and params for every shape rule,
+checked on the rule itself and when traced inside a user function.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from numpy.exceptions import ComplexWarning
+
+import functrans  # noqa: F401  (registers the primitives)
+from functrans import core
+from functrans.backends import numpy as numpy_backend
+from functrans.core import ShapeDtypeStruct, ShapedArray, get_aval, registry
+from functrans.errors import AxisError, DTypeError, FunctransError, ShapeError
+from functrans.testing import strategies as fts
+
+ALL = ("bool", "int32", "int64", "float32", "float64", "complex128")
+REAL = ("bool", "int32", "int64", "float32", "float64")
+NUMERIC = ("int32", "int64", "float32", "float64", "complex128")
+INDEX = ("int32", "int64")
+
+
+class Spec(NamedTuple):
+    """``draw(draw_fn) -> (operands, params)`` and ``reference(*operands, **params)``."""
+
+    draw: Callable[[Callable], tuple[tuple, dict]]
+    reference: Callable[..., Any]
+    exact: bool = False  # compare values bit for bit (no float tolerance)
+
+
+# --------------------------------------------------------------------------
+# Drawing operands
+# --------------------------------------------------------------------------
+
+_PY = {"b": bool, "i": int, "f": float, "c": complex}
+
+
+def operand(draw, dtypes=ALL, shape=None, lo=-10, hi=10, scalar_ok=True, **kw) -> Any:
+    """An array of a drawn dtype; a 0-d one is sometimes a (weak) Python scalar."""
+    dtype = np.dtype(draw(st.sampled_from(dtypes)))
+    shape = draw(fts.shapes()) if shape is None else shape
+    x = draw(fts.arrays(dtype=dtype, shape=shape, min_value=lo, max_value=hi, **kw))
+    if scalar_ok and x.shape == () and dtype.kind in _PY and draw(st.booleans()):
+        return _PY[dtype.kind](x.item())
+    return x
+
+
+def distinct_axes(draw, ndim: int, min_size=0, max_size=None) -> tuple[int, ...]:
+    """Distinct axes of a rank-``ndim`` array, in a drawn (unsorted) order."""
+    perm = draw(st.permutations(range(ndim)))
+    n = draw(st.integers(min_size, ndim if max_size is None else min(max_size, ndim)))
+    return tuple(perm[:n])
+
+
+# --------------------------------------------------------------------------
+# Elementwise rows: (reference, value range) per primitive
+# --------------------------------------------------------------------------
+
+
+def _logistic_ref(x):
+    x = np.asarray(x)
+    dtype = np.exp(np.zeros((), x.dtype)).dtype  # NumPy's float type for exp(x)
+    x = x.astype(dtype)
+    return 1 / (1 + np.exp(-x))
+
+
+# name: (NumPy reference, low, high): ranges keep away from domain errors.
+UNARY = {
+    "neg": (np.negative, -10, 10),
+    "exp": (np.exp, -10, 10),
+    "exp2": (np.exp2, -10, 10),
+    "log": (np.log, 0.1, 100),
+    "log2": (np.log2, 0.1, 100),
+    "log1p": (np.log1p, -0.9, 100),
+    "expm1": (np.expm1, -10, 10),
+    "sin": (np.sin, -10, 10),
+    "cos": (np.cos, -10, 10),
+    "tan": (np.tan, -10, 10),
+    "arcsin": (np.arcsin, -0.99, 0.99),
+    "arccos": (np.arccos, -0.99, 0.99),
+    "arctan": (np.arctan, -10, 10),
+    "sinh": (np.sinh, -10, 10),
+    "cosh": (np.cosh, -10, 10),
+    "tanh": (np.tanh, -10, 10),
+    "arcsinh": (np.arcsinh, -10, 10),
+    "arccosh": (np.arccosh, 1, 100),
+    "arctanh": (np.arctanh, -0.99, 0.99),
+    "sqrt": (np.sqrt, 0, 100),
+    "cbrt": (np.cbrt, -100, 100),
+    "abs": (np.absolute, -10, 10),
+    "sign": (np.sign, -10, 10),
+    "floor": (np.floor, -10, 10),
+    "ceil": (np.ceil, -10, 10),
+    "round": (np.round, -10, 10),
+    "is_finite": (np.isfinite, -10, 10),
+    "logistic": (_logistic_ref, -30, 30),
+    "not": (np.invert, -10, 10),
+}
+
+# name: (NumPy reference, (low, high) of the first operand, (low, high) of the second)
+BINARY = {
+    "add": (np.add, (-10, 10), (-10, 10)),
+    "sub": (np.subtract, (-10, 10), (-10, 10)),
+    "mul": (np.multiply, (-10, 10), (-10, 10)),
+    "div": (np.true_divide, (-10, 10), (-10, 10)),
+    "floordiv": (np.floor_divide, (-10, 10), (-10, 10)),
+    "rem": (np.remainder, (-10, 10), (-10, 10)),
+    "pow": (np.power, (-4, 4), (0, 4)),  # integers to negative powers raise
+    "max": (np.maximum, (-10, 10), (-10, 10)),
+    "min": (np.minimum, (-10, 10), (-10, 10)),
+    "atan2": (np.arctan2, (-10, 10), (-10, 10)),
+    "eq": (np.equal, (-2, 2), (-2, 2)),  # small ranges so that ties happen
+    "ne": (np.not_equal, (-2, 2), (-2, 2)),
+    "lt": (np.less, (-2, 2), (-2, 2)),
+    "le": (np.less_equal, (-2, 2), (-2, 2)),
+    "gt": (np.greater, (-2, 2), (-2, 2)),
+    "ge": (np.greater_equal, (-2, 2), (-2, 2)),
+    "and": (np.bitwise_and, (-10, 10), (-10, 10)),
+    "or": (np.bitwise_or, (-10, 10), (-10, 10)),
+    "xor": (np.bitwise_xor, (-10, 10), (-10, 10)),
+}
+
+
+def unary_spec(ref, lo, hi, allow_special=False) -> Spec:
+    def draw_args(draw):
+        kw = {"allow_nan": True, "allow_infinity": True} if allow_special else {}
+        return (operand(draw, lo=lo, hi=hi, **kw),), {}
+
+    return Spec(draw_args, ref)
+
+
+def binary_spec(ref, range0, range1) -> Spec:
+    def draw_args(draw):
+        s0, s1 = draw(fts.broadcastable_shapes(2))
+        x = operand(draw, shape=s0, lo=range0[0], hi=range0[1])
+        y = operand(draw, shape=s1, lo=range1[0], hi=range1[1])
+        return (x, y), {}
+
+    return Spec(draw_args, ref)
+
+
+def integer_pow_spec() -> Spec:
+    def draw_args(draw):
+        x = operand(draw, lo=-3, hi=3)
+        # NumPy refuses integers to negative integer powers.
+        lowest = 0 if np.asarray(x).dtype.kind in "biu" else -3
+        return (x,), {"y": draw(st.integers(lowest, 4))}
+
+    return Spec(draw_args, lambda x, *, y: np.power(x, y))
+
+
+def select_spec() -> Spec:
+    def draw_args(draw):
+        sp, st_, sf = draw(fts.broadcastable_shapes(3))
+        pred = draw(fts.arrays(dtype=bool, shape=sp))
+        return (pred, operand(draw, shape=st_), operand(draw, shape=sf)), {}
+
+    return Spec(draw_args, np.where)
+
+
+def convert_spec() -> Spec:
+    def draw_args(draw):
+        x = operand(draw, lo=-100, hi=100)
+        new = np.dtype(draw(st.sampled_from(ALL + ("uint8", "float16", "complex64"))))
+        return (x,), {"new_dtype": new}
+
+    return Spec(draw_args, lambda x, *, new_dtype: np.array(x).astype(new_dtype), exact=True)
+
+
+# --------------------------------------------------------------------------
+# Reductions and scans
+# --------------------------------------------------------------------------
+
+
+def _reduce_ref(ufunc, prepare=lambda x: x):
+    """Move the reduced axes last, flatten them into one and reduce that: a
+    different path from reducing over a tuple of axes."""
+
+    def ref(x, *, axes):
+        x = prepare(np.asarray(x))
+        kept = [i for i in range(x.ndim) if i not in axes]
+        n = math.prod(x.shape[a] for a in axes)
+        flat = np.transpose(x, kept + list(axes)).reshape([x.shape[i] for i in kept] + [n])
+        return ufunc.reduce(flat, axis=-1)
+
+    return ref
+
+
+def reduce_spec(ufunc, dtypes=ALL, identity=True, prepare=lambda x: x) -> Spec:
+    def draw_args(draw):
+        shape = list(draw(fts.shapes()))
+        axes = distinct_axes(draw, len(shape))
+        if not identity:  # max/min of nothing is an error
+            shape = [max(d, 1) if i in axes else d for i, d in enumerate(shape)]
+        x = draw(fts.arrays(dtype=st.sampled_from(dtypes), shape=tuple(shape),
+                            min_value=-5, max_value=5))
+        return (x,), {"axes": axes}
+
+    return Spec(draw_args, _reduce_ref(ufunc, prepare))
+
+
+def arg_reduce_spec(fn) -> Spec:
+    def draw_args(draw):
+        shape = draw(fts.shapes(min_rank=1))
+        axis = draw(st.integers(0, len(shape) - 1))
+        shape = shape[:axis] + (max(shape[axis], 1),) + shape[axis + 1:]
+        x = draw(fts.arrays(shape=shape, min_value=-3, max_value=3))
+        return (x,), {"axis": axis, "index_dtype": np.dtype(draw(st.sampled_from(INDEX)))}
+
+    def ref(x, *, axis, index_dtype):
+        return fn(np.moveaxis(x, axis, -1), axis=-1).astype(index_dtype)
+
+    return Spec(draw_args, ref, exact=True)
+
+
+def cumulative_spec(op, dtype_of, dtypes=ALL) -> Spec:
+    def draw_args(draw):
+        shape = draw(fts.shapes(min_rank=1))
+        x = draw(fts.arrays(dtype=st.sampled_from(dtypes), shape=shape, min_value=-3,
+                            max_value=3))
+        axis = draw(st.integers(0, x.ndim - 1))
+        return (x,), {"axis": axis, "reverse": draw(st.booleans())}
+
+    def ref(x, *, axis, reverse):
+        # A Python loop along the axis, accumulating in the result dtype.
+        m = np.moveaxis(np.asarray(x), axis, 0).astype(dtype_of(x.dtype))
+        out = np.empty_like(m)
+        acc = None
+        for i in reversed(range(len(m))) if reverse else range(len(m)):
+            acc = m[i] if acc is None else op(acc, m[i])
+            out[i] = acc
+        return np.moveaxis(out, 0, axis)
+
+    return Spec(draw_args, ref)
+
+
+def _cumsum_dtype(dtype):
+    return np.cumsum(np.zeros(1, dtype)).dtype
+
+
+def _cumprod_dtype(dtype):
+    return np.cumprod(np.zeros(1, dtype)).dtype
+
+
+# --------------------------------------------------------------------------
+# Shape primitives
+# --------------------------------------------------------------------------
+
+
+def any_array(draw, shape=None, **kw) -> np.ndarray:
+    shape = draw(fts.shapes(**kw)) if shape is None else shape
+    return draw(fts.arrays(shape=shape, min_value=-10, max_value=10))
+
+
+def broadcast_in_dim_spec() -> Spec:
+    def draw_args(draw):
+        shape = draw(fts.shapes())
+        dims = tuple(sorted(distinct_axes(draw, len(shape))))
+        x_shape = tuple(draw(st.sampled_from((shape[d], 1))) for d in dims)
+        return (any_array(draw, x_shape),), {"shape": shape, "broadcast_dimensions": dims}
+
+    def ref(x, *, shape, broadcast_dimensions):
+        out = np.empty(shape, x.dtype)
+        for idx in np.ndindex(*shape):
+            out[idx] = x[tuple(0 if x.shape[i] == 1 else idx[d]
+                               for i, d in enumerate(broadcast_dimensions))]
+        return out
+
+    return Spec(draw_args, ref, exact=True)
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def reshape_spec() -> Spec:
+    def draw_args(draw):
+        x = any_array(draw)
+        rank = draw(st.integers(0, 4))
+        if x.size == 0:
+            sizes = [draw(st.integers(0, 3)) for _ in range(max(rank, 1))]
+            sizes[draw(st.integers(0, len(sizes) - 1))] = 0
+        else:
+            sizes, rest = [], x.size
+            for _ in range(rank - 1):
+                sizes.append(draw(st.sampled_from(_divisors(rest))))
+                rest //= sizes[-1]
+            if rank or rest != 1:
+                sizes.append(rest)
+            sizes = draw(st.permutations(sizes))
+        return (x,), {"new_sizes": tuple(sizes)}
+
+    def ref(x, *, new_sizes):
+        out = np.empty(new_sizes, x.dtype)
+        out.flat[:] = list(x.flat)  # C order, element by element
+        return out
+
+    return Spec(draw_args, ref, exact=True)
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def transpose_spec() -> Spec:
+    def draw_args(draw):
+        x = any_array(draw)
+        return (x,), {"permutation": tuple(draw(st.permutations(range(x.ndim))))}
+
+    def ref(x, *, permutation):
+        letters = _LETTERS[: x.ndim]
+        return np.einsum(f"{letters}->{''.join(letters[p] for p in permutation)}", x)
+
+    return Spec(draw_args, ref, exact=True)
+
+
+def squeeze_spec() -> Spec:
+    def draw_args(draw):
+        x = any_array(draw, max_side=2)
+        ones = [i for i, d in enumerate(x.shape) if d == 1]
+        dims = tuple(draw(st.permutations(ones))[: draw(st.integers(0, len(ones)))])
+        return (x,), {"dimensions": dims}
+
+    def ref(x, *, dimensions):
+        return x.reshape([d for i, d in enumerate(x.shape) if i not in dimensions])
+
+    return Spec(draw_args, ref, exact=True)
+
+
+def expand_dims_spec() -> Spec:
+    def draw_args(draw):
+        x = any_array(draw, max_rank=3)
+        k = draw(st.integers(0, 2))
+        dims = tuple(draw(st.permutations(range(x.ndim + k)))[:k])
+        return (x,), {"dimensions": dims}
+
+    def ref(x, *, dimensions):
+        rest = iter(x.shape)
+        ndim = x.ndim + len(dimensions)
+        return x.reshape([1 if i in dimensions else next(rest) for i in range(ndim)])
+
+    return Spec(draw_args, ref, exact=True)
+
+
+def concatenate_spec() -> Spec:
+    def draw_args(draw):
+        shape = draw(fts.shapes(min_rank=1))
+        dim = draw(st.integers(0, len(shape) - 1))
+        xs = []
+        for _ in range(draw(st.integers(1, 3))):
+            s = shape[:dim] + (draw(st.integers(0, 3)),) + shape[dim + 1:]
+            xs.append(draw(fts.arrays(shape=s, min_value=-10, max_value=10)))
+        return tuple(xs), {"dimension": dim}
+
+    def ref(*xs, dimension):
+        shape = list(xs[0].shape)
+        shape[dimension] = sum(x.shape[dimension] for x in xs)
+        out = np.empty(shape, np.result_type(*xs))
+        start = 0
+        for x in xs:
+            n = x.shape[dimension]
+            out[(slice(None),) * dimension + (slice(start, start + n),)] = x
+            start += n
+        return out
+
+    return Spec(draw_args, ref, exact=True)
+
+
+def slice_spec() -> Spec:
+    def draw_args(draw):
+        x = any_array(draw)
+        starts, limits, strides = [], [], []
+        for d in x.shape:
+            lo = draw(st.integers(0, d))
+            starts.append(lo)
+            limits.append(draw(st.integers(lo, d)))
+            strides.append(draw(st.integers(1, 3)))
+        params = {"start_indices": tuple(starts), "limit_indices": tuple(limits),
+                  "strides": tuple(strides)}
+        return (x,), params
+
+    def ref(x, *, start_indices, limit_indices, strides):
+        ranges = [np.arange(*r) for r in zip(start_indices, limit_indices, strides)]
+        return x[np.ix_(*ranges)] if ranges else x.copy()
+
+    return Spec(draw_args, ref, exact=True)
+
+
+def _pad_value(draw, x):
+    v = np.asarray(draw(fts.arrays(dtype=x.dtype, shape=(), min_value=-9, max_value=9)))
+    if x.dtype.kind in "bif" and draw(st.booleans()):
+        # A Python scalar of the operand's kind: a weak operand.
+        return _PY[x.dtype.kind](v.item())
+    return v
+
+
+def pad_spec() -> Spec:
+    def draw_args(draw):
+        x = any_array(draw, max_side=4)
+        config = []
+        for d in x.shape:
+            lo, hi, interior = draw(st.integers(-3, 3)), draw(st.integers(-3, 3)), \
+                draw(st.integers(0, 2))
+            size = lo + hi + d + max(d - 1, 0) * interior
+            config.append((lo, hi - min(size, 0), interior))  # no negative sizes
+        return (x, _pad_value(draw, x)), {"padding_config": tuple(config)}
+
+    return Spec(draw_args, _pad_ref, exact=True)
+
+
+def _pad_ref(x, value, *, padding_config):
+    """Each output position maps to an operand position or to the padding:
+    operand element i of an axis lands at ``lo + i * (interior + 1)``."""
+    sources = []
+    for d, (lo, hi, interior) in zip(x.shape, padding_config):
+        n = lo + hi + d + max(d - 1, 0) * interior
+        src = np.full(n, -1)
+        for i in range(d):
+            j = lo + i * (interior + 1)
+            if 0 <= j < n:
+                src[j] = i
+        sources.append(src)
+    shape = tuple(len(s) for s in sources)
+    out = np.empty(shape, x.dtype)
+    for idx in np.ndindex(*shape):
+        at = tuple(s[j] for s, j in zip(sources, idx))
+        out[idx] = value if min(at, default=0) < 0 else x[at]
+    return out
+
+
+def rev_spec() -> Spec:
+    def draw_args(draw):
+        x = any_array(draw)
+        return (x,), {"dimensions": distinct_axes(draw, x.ndim)}
+
+    def ref(x, *, dimensions):
+        return x[tuple(slice(None, None, -1) if i in dimensions else slice(None)
+                       for i in range(x.ndim))]
+
+    return Spec(draw_args, ref, exact=True)
+
+
+def iota_spec() -> Spec:
+    def draw_args(draw):
+        shape = draw(fts.shapes(min_rank=1))
+        dtype = np.dtype(draw(st.sampled_from(NUMERIC)))
+        return (), {"dtype": dtype, "shape": shape,
+                    "dimension": draw(st.integers(0, len(shape) - 1))}
+
+    def ref(*, dtype, shape, dimension):
+        out = np.empty(shape, dtype)
+        for idx in np.ndindex(*shape):
+            out[idx] = idx[dimension]
+        return out
+
+    return Spec(draw_args, ref, exact=True)
+
+
+# --------------------------------------------------------------------------
+# Indexing
+# --------------------------------------------------------------------------
+
+
+def draw_index(draw, shape) -> tuple[tuple, list[np.ndarray]]:
+    """A gather/scatter ``spec`` for an operand of ``shape`` and its index arrays:
+    slices (negative steps, None ends, out-of-range ends), in-range integers,
+    integer arrays (broadcast together) and newaxis entries."""
+    spec, array_axes = [], []
+    for d in shape:
+        if draw(st.integers(0, 4)) == 0:
+            spec.append(("none",))
+        kind = draw(st.sampled_from(("slice", "int", "array") if d else ("slice",)))
+        if kind == "slice":
+            end = st.none() | st.integers(-d - 2, d + 2)
+            step = st.none() | st.sampled_from((-2, -1, 1, 2, 3))
+            spec.append(("slice", draw(end), draw(end), draw(step)))
+        elif kind == "int":
+            spec.append(("int", draw(st.integers(-d, d - 1))))
+        else:
+            spec.append(("array",))
+            array_axes.append(d)
+    if draw(st.integers(0, 4)) == 0:
+        spec.append(("none",))
+    arrays = []
+    if array_axes:
+        shapes = draw(fts.broadcastable_shapes(len(array_axes), max_rank=2, max_side=3))
+        for d, s in zip(array_axes, shapes):
+            dtype = draw(st.sampled_from(INDEX))
+            arrays.append(draw(fts.arrays(dtype=dtype, shape=s, min_value=-d,
+                                          max_value=d - 1)))
+    return tuple(spec), arrays
+
+
+def numpy_index(spec, arrays) -> tuple:
+    """The NumPy index that a gather/scatter spec describes."""
+    arrays = iter(arrays)
+    table = {
+        "slice": lambda e: slice(*e[1:]),
+        "int": lambda e: e[1],
+        "none": lambda e: None,
+        "array": lambda e: next(arrays),
+    }
+    return tuple(table[e[0]](e) for e in spec)
+
+
+def gather_spec() -> Spec:
+    def draw_args(draw):
+        x = any_array(draw)
+        spec, arrays = draw_index(draw, x.shape)
+        return (x, *arrays), {"spec": spec}
+
+    def ref(x, *indices, spec):
+        return np.asarray(x[numpy_index(spec, indices)])
+
+    return Spec(draw_args, ref, exact=True)
+
+
+_UFUNCS = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
+
+
+def scatter_spec() -> Spec:
+    def draw_args(draw):
+        x = any_array(draw)
+        spec, arrays = draw_index(draw, x.shape)
+        target = x[numpy_index(spec, arrays)].shape
+        # Updates broadcast to the indexed shape: a suffix with some axes 1.
+        tail = target[draw(st.integers(0, len(target))):]
+        shape = tuple(draw(st.sampled_from((d, 1))) for d in tail)
+        kinds = ALL if x.dtype.kind == "c" else REAL  # no complex into real
+        updates = operand(draw, dtypes=kinds, shape=shape, lo=-5, hi=5)
+        mode = draw(st.sampled_from(("set", "add", "mul", "min", "max")))
+        return (x, updates, *arrays), {"spec": spec, "mode": mode}
+
+    return Spec(draw_args, _scatter_ref, exact=True)
+
+
+def _scatter_ref(x, updates, *indices, spec, mode):
+    """Element by element in C order over the indexed positions (so the last
+    write to a repeated position wins, as in NumPy); updates take the
+    operand's dtype first, as in JAX."""
+    out = np.array(x, copy=True)
+    flat = out.reshape(-1)
+    positions = np.arange(out.size).reshape(out.shape)[numpy_index(spec, indices)]
+    u = np.broadcast_to(np.asarray(updates).astype(out.dtype), np.shape(positions))
+    for j in np.ndindex(*np.shape(positions)):
+        p = positions[j]
+        flat[p] = u[j] if mode == "set" else _UFUNCS[mode](flat[p], u[j])
+    return out
+
+
+def _starts(draw, shape, sizes):
+    """Start indices, some out of range (they are clamped), as 0-d integer
+    arrays or Python ints."""
+    starts = []
+    for d, n in zip(shape, sizes):
+        s = draw(st.integers(-3, d + 3))
+        starts.append(s if draw(st.booleans()) else np.asarray(s, draw(st.sampled_from(INDEX))))
+    return starts
+
+
+def _clamp(shape, sizes, starts):
+    return [min(max(int(s), 0), d - n) for s, d, n in zip(starts, shape, sizes)]
+
+
+def dynamic_slice_spec() -> Spec:
+    def draw_args(draw):
+        x = any_array(draw)
+        sizes = tuple(draw(st.integers(0, d)) for d in x.shape)
+        return (x, *_starts(draw, x.shape, sizes)), {"slice_sizes": sizes}
+
+    def ref(x, *starts, slice_sizes):
+        begin = _clamp(x.shape, slice_sizes, starts)
+        ranges = [np.arange(b, b + n) for b, n in zip(begin, slice_sizes)]
+        return x[np.ix_(*ranges)] if ranges else x.copy()
+
+    return Spec(draw_args, ref, exact=True)
+
+
+def dynamic_update_slice_spec() -> Spec:
+    def draw_args(draw):
+        x = any_array(draw)
+        u_shape = tuple(draw(st.integers(0, d)) for d in x.shape)
+        update = draw(fts.arrays(dtype=x.dtype, shape=u_shape, min_value=-10, max_value=10))
+        return (x, update, *_starts(draw, x.shape, u_shape)), {}
+
+    def ref(x, update, *starts):
+        out = np.array(x, copy=True)
+        begin = _clamp(x.shape, update.shape, starts)
+        for idx in np.ndindex(*update.shape):
+            out[tuple(b + i for b, i in zip(begin, idx))] = update[idx]
+        return out
+
+    return Spec(draw_args, ref, exact=True)
+
+
+# --------------------------------------------------------------------------
+# dot_general
+# --------------------------------------------------------------------------
+
+
+def dot_general_spec() -> Spec:
+    def draw_args(draw):
+        nb, nc = draw(st.integers(0, 2)), draw(st.integers(0, 2))
+        nl = draw(st.integers(0, 4 - nb - nc)) if nb + nc < 4 else 0
+        nr = draw(st.integers(0, 4 - nb - nc)) if nb + nc < 4 else 0
+        size = st.integers(0, 3)
+        batch = [draw(size) for _ in range(nb)]
+        contract = [draw(size) for _ in range(nc)]
+
+        def layout(nfree):
+            perm = draw(st.permutations(range(nb + nc + nfree)))
+            b, c = tuple(perm[:nb]), tuple(perm[nb:nb + nc])
+            shape = [0] * len(perm)
+            for ax, n in zip(b, batch):
+                shape[ax] = n
+            for ax, n in zip(c, contract):
+                shape[ax] = n
+            for ax in sorted(perm[nb + nc:]):
+                shape[ax] = draw(size)
+            return b, c, tuple(shape)
+
+        lb, lc, lshape = layout(nl)
+        rb, rc, rshape = layout(nr)
+        lhs = draw(fts.arrays(shape=lshape, min_value=-5, max_value=5))
+        rhs = draw(fts.arrays(shape=rshape, min_value=-5, max_value=5))
+        return (lhs, rhs), {"dimension_numbers": ((lc, rc), (lb, rb))}
+
+    def ref(lhs, rhs, *, dimension_numbers):
+        (lc, rc), (lb, rb) = dimension_numbers
+        letters = iter(_LETTERS)
+        ls, rs = [None] * lhs.ndim, [None] * rhs.ndim
+        for i, j in zip(lb + lc, rb + rc):
+            ls[i] = rs[j] = next(letters)
+        for subs in (ls, rs):
+            for i, s in enumerate(subs):
+                subs[i] = s or next(letters)
+        out = [ls[i] for i in lb] + [s for i, s in enumerate(ls) if i not in lb + lc] + \
+              [s for i, s in enumerate(rs) if i not in rb + rc]
+        return np.einsum(f"{''.join(ls)},{''.join(rs)}->{''.join(out)}", lhs, rhs)
+
+    return Spec(draw_args, ref)
+
+
+# --------------------------------------------------------------------------
+# The table
+# --------------------------------------------------------------------------
+
+
+def _as_bool(x):
+    return x.astype(bool)
+
+
+SPECS: dict[str, Spec] = {
+    **{name: unary_spec(ref, lo, hi, allow_special=name == "is_finite")
+       for name, (ref, lo, hi) in UNARY.items()},
+    **{name: binary_spec(*row) for name, row in BINARY.items()},
+    "integer_pow": integer_pow_spec(),
+    "select": select_spec(),
+    "convert_element_type": convert_spec(),
+    "reduce_sum": reduce_spec(np.add),
+    "reduce_prod": reduce_spec(np.multiply),
+    "reduce_max": reduce_spec(np.maximum, identity=False),
+    "reduce_min": reduce_spec(np.minimum, identity=False),
+    "reduce_and": reduce_spec(np.logical_and, prepare=_as_bool),
+    "reduce_or": reduce_spec(np.logical_or, prepare=_as_bool),
+    "argmax": arg_reduce_spec(np.argmax),
+    "argmin": arg_reduce_spec(np.argmin),
+    "cumsum": cumulative_spec(np.add, _cumsum_dtype),
+    "cumprod": cumulative_spec(np.multiply, _cumprod_dtype),
+    "cummax": cumulative_spec(np.maximum, lambda d: d, dtypes=REAL),
+    "cummin": cumulative_spec(np.minimum, lambda d: d, dtypes=REAL),
+    "broadcast_in_dim": broadcast_in_dim_spec(),
+    "reshape": reshape_spec(),
+    "transpose": transpose_spec(),
+    "squeeze": squeeze_spec(),
+    "expand_dims": expand_dims_spec(),
+    "concatenate": concatenate_spec(),
+    "slice": slice_spec(),
+    "pad": pad_spec(),
+    "rev": rev_spec(),
+    "iota": iota_spec(),
+    "gather": gather_spec(),
+    "scatter": scatter_spec(),
+    "dynamic_slice": dynamic_slice_spec(),
+    "dynamic_update_slice": dynamic_update_slice_spec(),
+    "dot_general": dot_general_spec(),
+}
+
+
+def test_every_primitive_has_a_spec():
+    missing = sorted(set(registry) - set(SPECS))
+    assert not missing, f"primitives without a row in SPECS: {missing}"
+    assert not set(SPECS) - set(registry), "SPECS names primitives that do not exist"
+
+
+# --------------------------------------------------------------------------
+# The checks
+# --------------------------------------------------------------------------
+
+_RTOL = {"e": 2e-3, "f": 2e-6, "d": 1e-12}
+
+
+def assert_matches(got, want, exact: bool, what: str):
+    want = np.asarray(want)
+    assert type(got) is np.ndarray, f"{what}: got a {type(got).__name__}, not an ndarray"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, NumPy gives {want.dtype}"
+    assert got.shape == want.shape, f"{what}: shape {got.shape}, NumPy gives {want.shape}"
+    if exact or want.dtype.kind in "biu":
+        np.testing.assert_array_equal(got, want, err_msg=what, strict=True)
+    else:
+        part = want.real.dtype.char if want.dtype.kind == "c" else want.dtype.char
+        rtol = _RTOL.get(part, 1e-12)
+        scale = float(np.max(np.abs(want[np.isfinite(want)]), initial=1.0))
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale, err_msg=what)
+
+
+def traced(prim, params):
+    def user_fun(*xs):
+        out = prim.bind(*xs, **params)
+        return out if prim.multiple_results else [out]
+
+    return user_fun
+
+
+def check_spec(name: str, args: tuple, params: dict):
+    prim, spec = registry[name], SPECS[name]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ComplexWarning)
+        try:
+            want = spec.reference(*args, **params)
+        except TypeError:
+            # NumPy has no loop for these dtypes: the primitive refuses them too.
+            avals = [get_aval(a) for a in args]
+            with pytest.raises(DTypeError, match=name):
+                prim.abstract_eval(*avals, **params)
+            with pytest.raises(DTypeError, match="user_fun"):
+                core.trace_to_jaxpr(traced(prim, params), args)
+            return
+        wants = list(want) if prim.multiple_results else [want]
+
+        # (a) eagerly
+        got = prim.bind(*args, **params)
+        gots = list(got) if prim.multiple_results else [got]
+        for g, w in zip(gots, wants):
+            assert_matches(g, w, spec.exact, f"eager {name}")
+
+        # (b) traced, type-checked, evaluated by both evaluators
+        closed, _, concretized = core.trace_to_jaxpr(traced(prim, params), args)
+        assert not concretized
+        core.check_jaxpr(closed)
+        for how, outs in (("backends.numpy", numpy_backend.eval_jaxpr(closed, *args)),
+                          ("core", core.eval_jaxpr(closed.jaxpr, closed.consts, *args))):
+            for o, g in zip(outs, gots):
+                assert_matches(o, g, True, f"{how}.eval_jaxpr of {name}")
+
+        # (c) the shape rule agrees with what the impl made
+        avals = prim.abstract_eval(*[get_aval(a) for a in args], **params)
+        avals = list(avals) if prim.multiple_results else [avals]
+        for aval, g, v in zip(avals, gots, closed.jaxpr.outvars):
+            assert (aval.shape, aval.dtype) == (g.shape, g.dtype), (aval, g.shape, g.dtype)
+            assert v.aval.strip_weak() == aval.strip_weak()
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+@given(data=st.data())
+def test_primitive_matches_numpy(name, data):
+    args, params = SPECS[name].draw(data.draw)
+    check_spec(name, args, params)
