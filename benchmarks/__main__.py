@@ -80,7 +80,9 @@ def table_line(cells: list[str], widths: list[int]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--quick", action="store_true", help="fewer, shorter repeats")
     parser.add_argument("--only", metavar="PATTERNS", help="comma-separated workload patterns")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON path ({DEFAULT_OUT})")

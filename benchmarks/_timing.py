@@ -15,8 +15,9 @@ from __future__ import annotations
 import gc
 import statistics
 import timeit
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 #: Settings per mode: seconds per repeat, repeats, repeats for calls under 100 us.
 MODES = {
@@ -104,8 +105,10 @@ def measure(workload: Workload, mode: str = "full") -> list[dict[str, Any]]:
 
 
 def format_time(seconds: float) -> str:
-    """``12.3 us``, ``4.56 ms``, ``1.23 s``: three significant digits."""
+    """``0.253 us``, ``12.3 us``, ``4.56 ms``, ``1.23 s``: three significant digits."""
     for scale, unit in ((1e-6, "us"), (1e-3, "ms"), (1.0, "s")):
-        if seconds < scale * 1000 or unit == "s":
-            return f"{seconds / scale:.3g} {unit}"
+        if seconds < scale * 999.5 or unit == "s":
+            value = seconds / scale
+            decimals = 3 if value < 0.9995 else 2 if value < 9.995 else 1 if value < 99.95 else 0
+            return f"{value:.{decimals}f} {unit}"
     raise AssertionError("unreachable")

@@ -18,6 +18,7 @@ from functrans.api import (  # noqa: E402
     make_jaxpr,
     value_and_grad,
     vjp,
+    vmap,
 )
 from functrans.custom_derivatives import checkpoint, custom_jvp, custom_vjp  # noqa: E402
 
@@ -37,5 +38,6 @@ __all__ = [
     "tree_util",
     "value_and_grad",
     "vjp",
+    "vmap",
 ]
 __version__ = "0.1.0"

@@ -7,7 +7,7 @@ order and print under a heading, so the tour grows one section per feature.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -66,6 +66,24 @@ def eager() -> None:
                 and np.array_equal(got, want))
         verdict = "equal to NumPy's" if same else f"DIFFERS FROM NUMPY: {want!r}"
         print(f"{name:<22} {np.array_repr(got, precision=4):<44} {verdict}")
+
+
+@section("Gradient: reverse mode is JVP, partial evaluation and transposition")
+def gradient() -> None:
+    x = np.array([0.0, 1.0, 2.0])
+    by_hand = np.sin(x) + x * np.cos(x) + 2 * x
+    print(f"ft.grad(f)(x)             = {ft.grad(f)(x)!r}")
+    print(f"sin x + x cos x + 2x      = {by_hand!r}")
+    n = len(ft.make_jaxpr(ft.grad(f))(x).eqns)
+    print(f"(ft.make_jaxpr(ft.grad(f))(x) has {n} equations)")
+
+
+@section("Hessian-vector product: forward over reverse, no Hessian formed")
+def hessian_vector() -> None:
+    x, v = np.array([0.0, 1.0, 2.0]), np.array([1.0, 0.5, -1.0])
+    by_hand = (2 * np.cos(x) - x * np.sin(x) + 2) * v
+    print(f"ft.hvp(f, (x,), (v,))     = {ft.hvp(f, (x,), (v,))!r}")
+    print(f"(2cos x - x sin x + 2) v  = {by_hand!r}")
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ import itertools
 from typing import Any, Callable, Sequence
 
 import numpy as np
+import optree
 
 from functrans import core
 from functrans.backends import numpy as numpy_backend
@@ -21,6 +22,8 @@ from functrans.errors import ConcretizationError, DTypeError
 from functrans.transforms.jvp import tangent_aval
 from functrans.transforms.linearize import linearize_jaxpr
 from functrans.transforms.transpose import backward_pass, transpose_jaxpr
+from functrans.transforms.vmap import batch_jaxpr
+from primitives import shape as shape_prims
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 __all__ = [
@@ -33,6 +36,7 @@ __all__ = [
     "make_jaxpr",
     "value_and_grad",
     "vjp",
+    "vmap",
 ]
 
 
@@ -469,3 +473,135 @@ def linear_transpose(f: Callable, *primals: Any) -> Callable:
         return tuple(tree_unflatten(in_tree, [_materialize(c, a) for c, a in zip(cts, avals)]))
 
     return f_transpose
+
+
+# --------------------------------------------------------------------------
+# Batching
+# --------------------------------------------------------------------------
+
+
+def _axis_spec_leaves(label: str, what: str, spec: Any, tree: Any, path: tuple = ()) -> list:
+    """One axis (int or None) per leaf of ``tree``, from ``spec``, a tree prefix
+    of it (JAX's in_axes / out_axes semantics)."""
+    if spec is None or isinstance(spec, int):
+        return [spec] * len(tree_flatten(tree)[0])
+    if isinstance(spec, list):
+        spec = tuple(spec)
+    s = optree.tree_flatten_one_level(spec, none_is_leaf=False, namespace="functrans")
+    t = optree.tree_flatten_one_level(tree, none_is_leaf=False, namespace="functrans")
+    if type(spec) is not type(tree) or s.entries != t.entries or s.metadata != t.metadata:
+        raise ValueError(
+            f"{label}: {what} must be a tree prefix of the {'arguments' if not path else 'value'}"
+            f" it maps: at {what}{keystr(path)} it is a {type(spec).__name__} with keys "
+            f"{list(s.entries)}, but the value there is a {type(tree).__name__} with keys "
+            f"{list(t.entries)}; give one axis per argument (or None) with the same structure"
+        )
+    out: list = []
+    for key, sub_spec, sub_tree in zip(t.entries, s.children, t.children):
+        out += _axis_spec_leaves(label, what, sub_spec, sub_tree, path + (key,))
+    return out
+
+
+def _move_out_axis(label: str, path, x, dim: int | None, axis: int | None, size: int):
+    if axis is None:
+        if dim is not None:
+            raise ValueError(
+                f"{label}: out_axes is None for output{keystr(path)}, but that output varies "
+                "along the mapped axis; give it an out axis, or return an unmapped value there"
+            )
+        return x
+    aval = core.get_aval(x)
+    rank = aval.ndim + (dim is None)
+    if not -rank <= axis < rank:
+        raise ValueError(
+            f"{label}: out_axes {axis} is out of range for output{keystr(path)} of rank {rank}"
+        )
+    return shape_prims.moveaxis(shape_prims.to_front(x, dim, size), 0, axis % rank)
+
+
+def vmap(
+    f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None
+) -> Callable:
+    """Map ``f`` over an axis of its arguments, as if by a loop, without one.
+
+    ``in_axes``: an int, None (not mapped) or a tree prefix of the positional
+    arguments giving one of those per leaf; ``out_axes`` likewise for the
+    output.  Keyword arguments are passed unmapped.
+
+    >>> import functrans as ft, numpy as np
+    >>> ft.vmap(lambda x, y: x @ y, in_axes=(0, None))(np.eye(2)[None].repeat(3, 0), np.ones(2))
+    array([[1., 1.],
+           [1., 1.],
+           [1., 1.]])
+    """
+    name = core.fun_name(f)
+    label = f"vmap({name})"
+
+    @functools.wraps(f)
+    def vmapped(*args, **kwargs):
+        spec = tuple(in_axes) if isinstance(in_axes, list) else in_axes
+        if isinstance(spec, tuple) and len(spec) != len(args):
+            raise ValueError(
+                f"{label}: in_axes has {len(spec)} entries but {name} got {len(args)} "
+                "positional arguments; give one entry per argument"
+            )
+        leaves, in_tree = check_leaves(label, "argument ", args)
+        paths = tree_flatten_with_path(args)[0]
+        dims = _axis_spec_leaves(label, "in_axes", spec, args)
+        size = _mapped_size(label, leaves, dims, paths, axis_size)
+        dims = [None if d is None else d % core.get_aval(x).ndim for x, d in zip(leaves, dims)]
+        member = [
+            _member_aval(core.get_aval(x), d) if d is not None else x for x, d in zip(leaves, dims)
+        ]
+        flat, out_cell = flat_fun(f, label, in_tree, {}, kwargs)
+        closed = trace_flat(flat, member, name, out_cell)
+        opened, consts = open_jaxpr(closed)
+        batched, out_dims = batch_jaxpr(
+            opened, (None,) * len(consts) + tuple(dims), size
+        )
+        outs = apply_jaxpr(batched, list(consts) + list(leaves))
+        out_tree = out_cell[-1]
+        out_paths = tree_flatten_with_path(tree_unflatten(out_tree, outs))[0]
+        axes = _axis_spec_leaves(label, "out_axes", out_axes, tree_unflatten(out_tree, outs))
+        moved = [_move_out_axis(label, p, x, d, a, size)
+                 for p, x, d, a in zip(out_paths, outs, out_dims, axes)]
+        return tree_unflatten(out_tree, [
+            x if isinstance(x, Tracer) or type(x) is np.ndarray else np.asarray(x) for x in moved
+        ])
+
+    vmapped.__name__ = vmapped.__qualname__ = f"vmap_of_{name}"
+    return vmapped
+
+
+def _member_aval(aval: ShapedArray, dim: int) -> ShapedArray:
+    return ShapedArray(aval.shape[:dim] + aval.shape[dim + 1 :], aval.dtype)
+
+
+def _mapped_size(label: str, leaves, dims, paths, axis_size: int | None) -> int:
+    sizes = {}
+    for x, d, path in zip(leaves, dims, paths):
+        if d is None:
+            continue
+        aval = core.get_aval(x)
+        if not -aval.ndim <= d < aval.ndim:
+            raise ValueError(
+                f"{label}: in_axes {d} is out of range for argument{keystr(path)} of type "
+                f"{aval.str_short()} (rank {aval.ndim}); use an axis in "
+                f"[{-aval.ndim}, {aval.ndim}) or None"
+            )
+        sizes[path] = aval.shape[d]
+    if not sizes:
+        if axis_size is None:
+            raise ValueError(
+                f"{label}: no argument is mapped (every in_axes entry is None), so the batch "
+                "size is unknown; pass axis_size="
+            )
+        return axis_size
+    distinct = set(sizes.values()) | ({axis_size} if axis_size is not None else set())
+    if len(distinct) > 1:
+        listing = ", ".join(f"argument{keystr(p)} has size {n}" for p, n in sizes.items())
+        extra = f" and axis_size={axis_size}" if axis_size is not None else ""
+        raise ValueError(
+            f"{label}: mapped axes must all have the same size, but {listing}{extra}"
+        )
+    return distinct.pop()

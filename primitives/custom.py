@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from functrans.core import ClosedJaxpr, Primitive, UndefinedPrimal, Zero, bind, eval_jaxpr
-from functrans.core import get_aval, instantiate
+from functrans.core import ClosedJaxpr, Primitive, ShapedArray, UndefinedPrimal, Zero, bind
+from functrans.core import eval_jaxpr, get_aval, instantiate, trace_to_jaxpr
 from functrans.errors import FunctransError
+from primitives._util import as_array
+from primitives import shape
 
 # -- stop_gradient ----------------------------------------------------------------
 
@@ -29,8 +31,9 @@ def _stop_gradient_jvp(primals, tangents):
 stop_gradient_p = Primitive(
     "stop_gradient",
     abstract_eval=lambda x: x.strip_weak(),
-    impl=lambda x: x,
+    impl=as_array,  # a Python scalar in, a 0-d array out, like every primitive
     jvp=_stop_gradient_jvp,
+    batch=lambda vals, dims, *, axis_size: (bind(stop_gradient_p, vals[0]), dims[0]),
 )
 
 
@@ -66,6 +69,38 @@ class FlatRule:
         return getattr(self.key[0], "__name__", "rule")
 
 
+def member_aval(x) -> ShapedArray:
+    """The aval of one batch member of ``x`` (batch axis first)."""
+    aval = get_aval(x)
+    return ShapedArray(aval.shape[1:], aval.dtype)
+
+
+def batch_front(fn: Callable, member_avals, size: int) -> Callable:
+    """``fn`` (flat list in, flat list out) lifted to batch-axis-first
+    arguments and results, by tracing it at ``member_avals`` and batching."""
+    from functrans.transforms.vmap import batch_eval
+
+    closed, _, _ = trace_to_jaxpr(lambda *xs: fn(*xs), member_avals, name="batched rule")
+
+    def batched(*args):
+        outs, dims = batch_eval(closed.jaxpr, closed.consts, args, [0] * len(args), size)
+        return [shape.to_front(o, d, size) for o, d in zip(outs, dims)]
+
+    return batched
+
+
+def _front_all(vals, dims, size):
+    return [shape.to_front(v, d, size) for v, d in zip(vals, dims)]
+
+
+def _batched_call(call: ClosedJaxpr, size: int) -> ClosedJaxpr:
+    member = list(call.in_avals)
+    batched = batch_front(lambda *xs: run_jaxpr(call, xs), member, size)
+    avals = [ShapedArray((size,) + a.shape, a.dtype) for a in member]
+    new, _, _ = trace_to_jaxpr(batched, avals, name="vmap")
+    return new
+
+
 def _closed_over_tangent(name: str) -> FunctransError:
     return FunctransError(
         f"{name}: differentiating with respect to a value the function closes over "
@@ -86,11 +121,34 @@ def _custom_jvp_call_jvp(primals, tangents, *, call, jvp, num_consts, name):
     return outs, t_outs
 
 
+def _custom_jvp_call_batch(vals, dims, *, axis_size, call, jvp, num_consts, name):
+    """Batch the function and its rule alike: every operand batch-axis first."""
+    vals = _front_all(vals, dims, axis_size)
+    member = [member_aval(v) for v in vals[num_consts:]]
+    n = len(member)
+
+    def flat_rule(*xs):
+        outs, t_outs = jvp(xs[:n], xs[n:])
+        return list(outs) + list(t_outs)
+
+    def batched_jvp(primals, tangents):
+        rule = batch_front(flat_rule, member + [a.strip_weak() for a in member], axis_size)
+        outs = rule(*primals, *tangents)
+        return outs[: len(outs) // 2], outs[len(outs) // 2 :]
+
+    outs = bind(
+        custom_jvp_call_p, *vals, call=_batched_call(call, axis_size),
+        jvp=FlatRule(batched_jvp, ("batched", jvp, axis_size)), num_consts=num_consts, name=name,
+    )
+    return outs, [0] * len(outs)
+
+
 custom_jvp_call_p = Primitive(
     "custom_jvp_call",
     abstract_eval=_call_abstract_eval,
     impl=lambda *args, call, jvp, num_consts, name: run_jaxpr(call, args),
     jvp=_custom_jvp_call_jvp,
+    batch=_custom_jvp_call_batch,
     multiple_results=True,
 )
 
@@ -111,11 +169,47 @@ def _custom_vjp_call_jvp(primals, tangents, *, call, fwd, bwd, num_consts, name)
     return outs, t_outs
 
 
+def _custom_vjp_call_batch(vals, dims, *, axis_size, call, fwd, bwd, num_consts, name):
+    vals = _front_all(vals, dims, axis_size)
+    member = [member_aval(v) for v in vals[num_consts:]]
+    n_res: list[int] = []
+
+    def flat_fwd(*xs):
+        outs, res = fwd(xs)
+        n_res[:] = [len(res)]
+        return list(outs) + list(res)
+
+    def batched_fwd(primals):
+        outs = batch_front(flat_fwd, member, axis_size)(*primals)
+        n_out = len(outs) - n_res[0]
+        return outs[:n_out], outs[n_out:]
+
+    def batched_bwd(residuals, cts):
+        res_avals = [member_aval(r) for r in residuals]
+        ct_avals = [member_aval(c) for c in cts]
+
+        def flat_bwd(*xs):
+            cts_in = bwd(xs[: len(res_avals)], xs[len(res_avals) :])
+            return [instantiate(Zero(a.strip_weak())) if c is None else c
+                    for c, a in zip(cts_in, member)]
+
+        return batch_front(flat_bwd, res_avals + ct_avals, axis_size)(*residuals, *cts)
+
+    outs = bind(
+        custom_vjp_call_p, *vals, call=_batched_call(call, axis_size),
+        fwd=FlatRule(batched_fwd, ("batched", fwd, axis_size)),
+        bwd=FlatRule(batched_bwd, ("batched", bwd, axis_size)),
+        num_consts=num_consts, name=name,
+    )
+    return outs, [0] * len(outs)
+
+
 custom_vjp_call_p = Primitive(
     "custom_vjp_call",
     abstract_eval=_call_abstract_eval,
     impl=lambda *args, call, fwd, bwd, num_consts, name: run_jaxpr(call, args),
     jvp=_custom_vjp_call_jvp,
+    batch=_custom_vjp_call_batch,
     multiple_results=True,
 )
 
@@ -137,11 +231,33 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, name):
     ]
 
 
+def _custom_lin_batch(vals, dims, *, axis_size, num_res, bwd, out_avals, name):
+    vals = _front_all(vals, dims, axis_size)
+    tangent_avals = [member_aval(v) for v in vals[num_res:]]
+
+    def batched_bwd(residuals, cts):
+        res_avals = [member_aval(r) for r in residuals]
+
+        def flat_bwd(*xs):
+            cts_in = bwd(xs[:num_res], xs[num_res:])
+            return [instantiate(Zero(a)) if c is None else c
+                    for c, a in zip(cts_in, tangent_avals)]
+
+        return batch_front(flat_bwd, res_avals + list(out_avals), axis_size)(*residuals, *cts)
+
+    batched_avals = tuple(ShapedArray((axis_size,) + a.shape, a.dtype) for a in out_avals)
+    outs = bind(custom_lin_p, *vals, num_res=num_res,
+                bwd=FlatRule(batched_bwd, ("batched", bwd, axis_size)),
+                out_avals=batched_avals, name=name)
+    return outs, [0] * len(outs)
+
+
 custom_lin_p = Primitive(
     "custom_lin",
     abstract_eval=lambda *avals, num_res, bwd, out_avals, name: list(out_avals),
     impl=_custom_lin_impl,
     transpose=_custom_lin_transpose,
+    batch=_custom_lin_batch,
     multiple_results=True,
     linear=True,
 )
@@ -178,12 +294,20 @@ def _checkpoint_transpose(cts, *args, jaxpr, name):
     return [next(cts_in) if type(a) is UndefinedPrimal else None for a in args]
 
 
+def _checkpoint_batch(vals, dims, *, axis_size, jaxpr, name):
+    from functrans.transforms.vmap import batch_jaxpr
+
+    batched, out_dims = batch_jaxpr(jaxpr, tuple(dims), axis_size)
+    return bind(checkpoint_p, *vals, jaxpr=batched, name=name), list(out_dims)
+
+
 checkpoint_p = Primitive(
     "checkpoint",
     abstract_eval=lambda *avals, jaxpr, name: [a.strip_weak() for a in jaxpr.out_avals],
     impl=lambda *args, jaxpr, name: run_jaxpr(jaxpr, args),
     jvp=_checkpoint_jvp,
     transpose=_checkpoint_transpose,
+    batch=_checkpoint_batch,
     multiple_results=True,
     linear=True,
 )

@@ -22,6 +22,7 @@ JVP rule.
 
 from __future__ import annotations
 
+import builtins
 import math
 from typing import Any, Callable, NamedTuple
 
@@ -121,6 +122,36 @@ def _jvp_from_derivs(prim: Primitive, derivs) -> Callable:
     return jvp
 
 
+def elementwise_batch(prim: Primitive) -> Callable:
+    """Batching rule of a broadcasting primitive.  When every batched operand
+    has its batch axis at the same place and no unbatched operand reaches
+    that axis, the primitive applies as it is; otherwise batch axes move to
+    the front and batched operands of lower rank gain unit axes so that
+    NumPy broadcasting lines the rest up."""
+
+    def batch(vals, dims, *, axis_size, **params):
+        ranks = [get_aval(v).ndim - (d is not None) for v, d in zip(vals, dims)]
+        rank = builtins.max(ranks)
+        batch_axes = {d for d in dims if d is not None}
+        if len(batch_axes) == 1:
+            (d,) = batch_axes
+            if all(r == rank if dd is not None else r <= rank - d
+                   for r, dd in zip(ranks, dims)):
+                return bind(prim, *vals, **params), d
+        moved = []
+        for v, d, r in zip(vals, dims, ranks):
+            if d is not None:
+                v = shape.moveaxis(v, d, 0)
+                if r < rank:
+                    v_shape = get_aval(v).shape
+                    v = bind(shape.reshape_p, v,
+                             new_sizes=v_shape[:1] + (1,) * (rank - r) + v_shape[1:])
+            moved.append(v)
+        return bind(prim, *moved, **params), 0
+
+    return batch
+
+
 def _declare(row: Row, dtype_rule: Callable | None = None, **rules) -> Primitive:
     dtype_rule = dtype_rule or _ufunc_dtype_rule(row.name, row.dtype_like or row.numpy)
     name, fn = row.name, row.numpy
@@ -131,6 +162,7 @@ def _declare(row: Row, dtype_rule: Callable | None = None, **rules) -> Primitive
     prim = Primitive(
         name, abstract_eval=abstract_eval, impl=lambda *xs: as_array(fn(*xs)), **rules
     )
+    prim.batch = elementwise_batch(prim)
     if prim.jvp is None:
         derivs = row.deriv if row.deriv is ZERO or isinstance(row.deriv, tuple) else (row.deriv,)
         prim.jvp = _jvp_from_derivs(prim, derivs)
@@ -346,6 +378,7 @@ integer_pow_p = Primitive(
     impl=_integer_pow_impl,
     jvp=_integer_pow_jvp,
 )
+integer_pow_p.batch = elementwise_batch(integer_pow_p)
 
 
 # -- select: np.where(pred, on_true, on_false) ----------------------------
@@ -393,6 +426,7 @@ select_p = Primitive(
     transpose=_select_transpose,
     linear=True,
 )
+select_p.batch = elementwise_batch(select_p)
 
 
 # -- convert_element_type ---------------------------------------------------
@@ -429,6 +463,7 @@ convert_element_type_p = Primitive(
     transpose=_convert_transpose,
     linear=True,
 )
+convert_element_type_p.batch = elementwise_batch(convert_element_type_p)
 
 
 def convert_element_type(x, dtype) -> np.ndarray:

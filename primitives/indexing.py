@@ -24,6 +24,7 @@ from functrans.core import instantiate
 from functrans.dtypes import is_inexact
 from functrans.errors import DTypeError, ShapeError
 from primitives import elementwise as ew
+from primitives import shape
 from primitives._util import as_array, broadcast_shapes, check_dtype
 
 SCATTER_MODES = ("set", "add", "mul", "min", "max")
@@ -210,6 +211,110 @@ scatter_p = Primitive(
     jvp=_scatter_jvp, transpose=_scatter_transpose, linear=True,
 )
 
+# -- batching: indices that differ per batch member -----------------------------------
+#
+# With batched index operands, NumPy's mixed index becomes a fully advanced
+# one: for every axis of x, an integer array giving the source coordinate of
+# each output element, laid out in NumPy's output order.  The batch axis
+# itself is indexed by an iota.  Gathers and scatters in that form batch with
+# no per-member work.
+
+
+def _place(x, at: int, rank: int, batched: bool):
+    """Reshape ``x`` (batch axis first if ``batched``) so that its per-member
+    axes end at output axis ``at + ndim`` of a rank-``rank`` result."""
+    x_shape = get_aval(x).shape
+    lead = x_shape[:1] if batched else ()
+    body = x_shape[1:] if batched else x_shape
+    new = lead + (1,) * at + body + (1,) * (rank - at - len(body))
+    return x if new == x_shape else bind(shape.reshape_p, x, new_sizes=new)
+
+
+def _normalized(i, size: int):
+    return ew.select(ew.lt(i, 0), ew.add(i, size), i)
+
+
+def coordinates(spec, x_shape, indices, index_dims, out_rank: int) -> list:
+    """Source coordinates along each axis of ``x`` for ``x[index]``, each
+    broadcastable to the (batch axis first) per-member result of rank
+    ``out_rank``."""
+    has_arrays = any(e[0] == "array" for e in spec)
+    adv = [i for i, e in enumerate(spec) if e[0] == "array" or (has_arrays and e[0] == "int")]
+    contiguous = _contiguous_in_spec(spec) if adv else False
+    members = [get_aval(ix).shape[d is not None:] for ix, d in zip(indices, index_dims)]
+    adv_rank = max((len(m) for m in members), default=0)
+    # Advanced axes go where the first advanced entry is, or first of all.
+    out_dim = 0 if contiguous or not adv else adv_rank
+    adv_start = 0
+    coords, axis, arrays = [], 0, iter(zip(indices, index_dims))
+    for pos, entry in enumerate(spec):
+        if contiguous and pos == adv[0]:
+            adv_start = out_dim
+            out_dim += adv_rank
+        if entry[0] == "none":
+            out_dim += 1
+            continue
+        size = x_shape[axis]
+        axis += 1
+        if entry[0] == "slice":
+            rng = np.arange(*slice(*entry[1:]).indices(size))
+            coords.append(_place(rng, out_dim, out_rank, False))
+            out_dim += 1
+        elif entry[0] == "int":
+            coords.append(np.asarray(entry[1] % size if size else 0))
+        else:
+            ix, d = next(arrays)
+            batched = d is not None
+            ix = shape.moveaxis(ix, d, 0) if batched else ix
+            at = adv_start + adv_rank - (get_aval(ix).ndim - batched)
+            coords.append(_place(_normalized(ix, size), at, out_rank, batched))
+    return coords
+
+
+def _gather_batch(vals, dims, *, axis_size, spec):
+    (x, *indices), (dx, *idims) = vals, dims
+    x_aval = get_aval(x)
+    if all(d is None for d in idims):
+        # Only x is batched: index it with a leading full slice.
+        x = shape.moveaxis(x, dx, 0)
+        out = bind(gather_p, x, *indices, spec=(("slice", None, None, None),) + tuple(spec))
+        noncontiguous = indices and not _contiguous_in_spec(spec)
+        adv_rank = max((get_aval(ix).ndim for ix in indices), default=0)
+        return out, adv_rank if noncontiguous else 0
+    member = x_aval if dx is None else x_aval.update(
+        shape=x_aval.shape[:dx] + x_aval.shape[dx + 1:])
+    members = [get_aval(ix).update(shape=get_aval(ix).shape[:d] + get_aval(ix).shape[d + 1:])
+               if d is not None else get_aval(ix) for ix, d in zip(indices, idims)]
+    out_rank = len(indexed_shape("gather", member, spec, members))
+    coords = coordinates(spec, member.shape, indices, idims, out_rank)
+    if dx is not None:
+        coords.insert(0, _place(np.arange(axis_size), 0, out_rank, True))
+        x = shape.moveaxis(x, dx, 0)
+    return bind(gather_p, x, *coords, spec=(("array",),) * len(coords)), 0
+
+
+gather_p.batch = _gather_batch
+
+
+def _scatter_batch(vals, dims, *, axis_size, spec, mode):
+    (x, u, *indices), (dx, du, *idims) = vals, dims
+    x = shape.to_front(x, dx, axis_size)
+    member = get_aval(x).update(shape=get_aval(x).shape[1:])
+    members = [get_aval(ix).update(shape=get_aval(ix).shape[:d] + get_aval(ix).shape[d + 1:])
+               if d is not None else get_aval(ix) for ix, d in zip(indices, idims)]
+    out_rank = len(indexed_shape("scatter", member, spec, members))
+    coords = coordinates(spec, member.shape, indices, idims, out_rank)
+    coords.insert(0, _place(np.arange(axis_size), 0, out_rank, True))
+    if du is not None:
+        u = shape.moveaxis(u, du, 0)
+        u = _place(u, out_rank - (get_aval(u).ndim - 1), out_rank, True)
+    out = bind(scatter_p, x, u, *coords, spec=(("array",),) * len(coords), mode=mode)
+    return out, 0
+
+
+scatter_p.batch = _scatter_batch
+
+
 # -- dynamic_slice / dynamic_update_slice --------------------------------------------
 
 
@@ -259,9 +364,34 @@ def _dynamic_slice_transpose(ct, x, *starts, slice_sizes):
                  *starts)] + none
 
 
+def _window_coordinates(starts, start_dims, x_shape, sizes, axis_size):
+    """Coordinates (batch axis first) of the clamped windows of ``sizes`` at
+    per-member ``starts``, as for a fully advanced index."""
+    rank = len(x_shape)
+    coords = [_place(np.arange(axis_size), 0, rank, True)]
+    for k, (s, d, size, n) in enumerate(zip(starts, start_dims, x_shape, sizes)):
+        begin = ew.min(ew.max(s, 0), size - n)
+        if d is not None:
+            begin = _place(begin, rank, rank, True)  # (B, 1, ..., 1)
+        coords.append(ew.add(begin, _place(np.arange(n), k, rank, False)))
+    return coords
+
+
+def _dynamic_slice_batch(vals, dims, *, axis_size, slice_sizes):
+    (x, *starts), (dx, *sdims) = vals, dims
+    if all(d is None for d in sdims):
+        starts = starts[:dx] + [np.asarray(0)] + starts[dx:]
+        sizes = tuple(slice_sizes[:dx]) + (axis_size,) + tuple(slice_sizes[dx:])
+        return bind(dynamic_slice_p, x, *starts, slice_sizes=sizes), dx
+    x = shape.to_front(x, dx, axis_size)
+    coords = _window_coordinates(starts, sdims, get_aval(x).shape[1:], slice_sizes, axis_size)
+    return bind(gather_p, x, *coords, spec=(("array",),) * len(coords)), 0
+
+
 dynamic_slice_p = Primitive(
     "dynamic_slice", abstract_eval=_dynamic_slice_abstract_eval, impl=_dynamic_slice_impl,
-    jvp=_dynamic_slice_jvp, transpose=_dynamic_slice_transpose, linear=True,
+    jvp=_dynamic_slice_jvp, transpose=_dynamic_slice_transpose, batch=_dynamic_slice_batch,
+    linear=True,
 )
 
 
@@ -310,11 +440,22 @@ def _dynamic_update_slice_transpose(ct, x, u, *starts):
     return [ct_x, ct_u] + none
 
 
+def _dynamic_update_slice_batch(vals, dims, *, axis_size):
+    (x, u, *starts), (dx, du, *sdims) = vals, dims
+    x, u = shape.to_front(x, dx, axis_size), shape.to_front(u, du, axis_size)
+    if all(d is None for d in sdims):
+        return bind(dynamic_update_slice_p, x, u, np.asarray(0), *starts), 0
+    u_shape = get_aval(u).shape[1:]
+    coords = _window_coordinates(starts, sdims, get_aval(x).shape[1:], u_shape, axis_size)
+    return bind(scatter_p, x, u, *coords, spec=(("array",),) * len(coords), mode="set"), 0
+
+
 dynamic_update_slice_p = Primitive(
     "dynamic_update_slice",
     abstract_eval=_dynamic_update_slice_abstract_eval,
     impl=_dynamic_update_slice_impl,
     jvp=_dynamic_update_slice_jvp,
     transpose=_dynamic_update_slice_transpose,
+    batch=_dynamic_update_slice_batch,
     linear=True,
 )

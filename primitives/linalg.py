@@ -120,7 +120,31 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers):
     return [None, _transpose_operand(ct, lhs, l_ndim, rhs.aval, (rc, rb), (lc, lb), False)]
 
 
+def _dot_general_batch(vals, dims, *, axis_size, dimension_numbers):
+    """Both batched: the batch axes become a new leading batch dimension.  One
+    batched: its batch axis becomes one more free axis, with no transpose."""
+    (lhs, rhs), (dl, dr) = vals, dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    if dl is not None and dr is not None:
+        lhs, rhs = shape.moveaxis(lhs, dl, 0), shape.moveaxis(rhs, dr, 0)
+        dims = ((tuple(a + 1 for a in lc), tuple(a + 1 for a in rc)),
+                ((0,) + tuple(a + 1 for a in lb), (0,) + tuple(a + 1 for a in rb)))
+        return bind(dot_general_p, lhs, rhs, dimension_numbers=dims), 0
+    if dl is not None:
+        shift = [tuple(shape.batched_axis(a, dl) for a in axes) for axes in (lc, lb)]
+        dims = ((shift[0], tuple(rc)), (shift[1], tuple(rb)))
+        free = _free_axes(get_aval(lhs).ndim, shift[0], shift[1])
+        return bind(dot_general_p, lhs, rhs, dimension_numbers=dims), len(lb) + free.index(dl)
+    shift = [tuple(shape.batched_axis(a, dr) for a in axes) for axes in (rc, rb)]
+    dims = ((tuple(lc), shift[0]), (tuple(lb), shift[1]))
+    n_lhs_free = get_aval(lhs).ndim - len(lc) - len(lb)
+    free = _free_axes(get_aval(rhs).ndim, shift[0], shift[1])
+    out = bind(dot_general_p, lhs, rhs, dimension_numbers=dims)
+    return out, len(lb) + n_lhs_free + free.index(dr)
+
+
 dot_general_p = Primitive(
     "dot_general", abstract_eval=_dot_general_abstract_eval, impl=_dot_general_impl,
-    jvp=_dot_general_jvp, transpose=_dot_general_transpose, linear=True,
+    jvp=_dot_general_jvp, transpose=_dot_general_transpose, batch=_dot_general_batch,
+    linear=True,
 )

@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, get_aval
+from functrans.core import Primitive, ShapedArray, Zero, bind, get_aval, registry
 from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
 from primitives import elementwise as ew
@@ -46,7 +46,19 @@ def _reduce(name: str, fn: Callable, identity: bool = True, **rules) -> Primitiv
     def impl(x, *, axes):
         return as_array(fn(x, axis=axes))
 
-    return Primitive(name, abstract_eval=abstract_eval, impl=impl, **rules)
+    return Primitive(name, abstract_eval=abstract_eval, impl=impl, batch=_reduce_batch(name),
+                     **rules)
+
+
+def _reduce_batch(name: str) -> Callable:
+    """Reduce the shifted axes; the batch axis moves left past reduced ones."""
+
+    def batch(vals, dims, *, axis_size, axes):
+        (x,), (d,) = vals, dims
+        new_axes = tuple(sorted(shape.batched_axis(a, d) for a in axes))
+        return bind(registry[name], x, axes=new_axes), d - sum(a < d for a in axes)
+
+    return batch
 
 
 def zero_jvp(prim: Primitive) -> Callable:
@@ -165,7 +177,12 @@ def _arg_reduce(name: str, fn: Callable) -> Primitive:
     def impl(x, *, axis, index_dtype):
         return as_array(fn(x, axis=axis)).astype(index_dtype, copy=False)
 
-    return Primitive(name, abstract_eval=abstract_eval, impl=impl)
+    def batch(vals, dims, *, axis_size, axis, index_dtype):
+        (x,), (d,) = vals, dims
+        out = bind(registry[name], x, axis=shape.batched_axis(axis, d), index_dtype=index_dtype)
+        return out, d - (axis < d)
+
+    return Primitive(name, abstract_eval=abstract_eval, impl=impl, batch=batch)
 
 
 argmax_p = _arg_reduce("argmax", np.argmax)
@@ -190,7 +207,11 @@ def _cumulative(name: str, fn: Callable, dtype_of: Callable | None, **rules) -> 
             return np.flip(fn(np.flip(x, axis), axis=axis), axis)
         return as_array(fn(x, axis=axis))
 
-    return Primitive(name, abstract_eval=abstract_eval, impl=impl, **rules)
+    def batch(vals, dims, *, axis_size, axis, reverse):
+        (x,), (d,) = vals, dims
+        return bind(registry[name], x, axis=shape.batched_axis(axis, d), reverse=reverse), d
+
+    return Primitive(name, abstract_eval=abstract_eval, impl=impl, batch=batch, **rules)
 
 
 def _cumsum_jvp(primals, tangents, *, axis, reverse):

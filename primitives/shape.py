@@ -17,7 +17,7 @@ from functrans.dtypes import is_inexact, result_type
 from functrans.errors import ShapeError
 from primitives import elementwise as ew
 from primitives import reductions
-from primitives._util import as_array, check_axes
+from primitives._util import as_array, check_axes, check_dtype
 
 
 def linear_unary_jvp(prim: Primitive):
@@ -46,13 +46,49 @@ def linear_unary_transpose(make_ct):
     return transpose
 
 
-def _declare_linear(name, abstract_eval, impl, ct_rule) -> Primitive:
+def _declare_linear(name, abstract_eval, impl, ct_rule, batch) -> Primitive:
     prim = Primitive(
         name, abstract_eval=abstract_eval, impl=impl,
-        transpose=linear_unary_transpose(ct_rule), linear=True,
+        transpose=linear_unary_transpose(ct_rule), batch=batch, linear=True,
     )
     prim.jvp = linear_unary_jvp(prim)
     return prim
+
+
+# -- batch-axis helpers for the batching rules of every family -------------------
+
+
+def moveaxis(x, src: int, dst: int):
+    """``x`` with axis ``src`` moved to ``dst`` (no equation when it is there)."""
+    if src == dst:
+        return x
+    perm = list(range(get_aval(x).ndim))
+    perm.insert(dst, perm.pop(src))
+    return bind(transpose_p, x, permutation=tuple(perm))
+
+
+def to_front(x, dim: int | None, size: int):
+    """``x`` with its batch axis first; an unbatched ``x`` is broadcast to have one."""
+    if dim is None:
+        aval = get_aval(x)
+        return bind(broadcast_in_dim_p, x, shape=(size,) + aval.shape,
+                    broadcast_dimensions=tuple(range(1, aval.ndim + 1)))
+    return moveaxis(x, dim, 0)
+
+
+def batched_axis(axis: int, dim: int) -> int:
+    """Where per-example axis ``axis`` sits once a batch axis is at ``dim``."""
+    return axis + (axis >= dim)
+
+
+def _unary_batch(rule):
+    """Batching rule of a one-operand primitive from ``rule(x, dim, **params)
+    -> (out, out_dim)``."""
+
+    def batch(vals, dims, *, axis_size, **params):
+        return rule(vals[0], dims[0], **params)
+
+    return batch
 
 # -- broadcast_in_dim ---------------------------------------------------------
 
@@ -94,11 +130,19 @@ def _broadcast_in_dim_ct(ct, x, *, shape, broadcast_dimensions):
     return ew.fit(summed, x)
 
 
+def _broadcast_in_dim_batch(x, d, *, shape, broadcast_dimensions):
+    size = get_aval(x).shape[d]
+    out = bind(broadcast_in_dim_p, moveaxis(x, d, 0), shape=(size,) + tuple(shape),
+               broadcast_dimensions=(0,) + tuple(b + 1 for b in broadcast_dimensions))
+    return out, 0
+
+
 broadcast_in_dim_p = _declare_linear(
     "broadcast_in_dim",
     _broadcast_in_dim_abstract_eval,
     _broadcast_in_dim_impl,
     _broadcast_in_dim_ct,
+    _unary_batch(_broadcast_in_dim_batch),
 )
 
 # -- reshape --------------------------------------------------------------------
@@ -118,6 +162,8 @@ reshape_p = _declare_linear(
     _reshape_abstract_eval,
     lambda x, *, new_sizes: np.reshape(x, new_sizes),
     lambda ct, x, *, new_sizes: bind(reshape_p, ct, new_sizes=x.shape),
+    _unary_batch(lambda x, d, *, new_sizes: (bind(
+        reshape_p, moveaxis(x, d, 0), new_sizes=(get_aval(x).shape[d],) + tuple(new_sizes)), 0)),
 )
 
 # -- transpose ------------------------------------------------------------------
@@ -139,6 +185,8 @@ transpose_p = _declare_linear(
     lambda ct, x, *, permutation: bind(
         transpose_p, ct, permutation=tuple(int(i) for i in np.argsort(permutation))
     ),
+    _unary_batch(lambda x, d, *, permutation: (bind(
+        transpose_p, x, permutation=(d,) + tuple(batched_axis(p, d) for p in permutation)), 0)),
 )
 
 # -- squeeze / expand_dims ----------------------------------------------------
@@ -159,6 +207,9 @@ squeeze_p = _declare_linear(
     _squeeze_abstract_eval,
     lambda x, *, dimensions: np.squeeze(x, dimensions),
     lambda ct, x, *, dimensions: bind(reshape_p, ct, new_sizes=x.shape),
+    _unary_batch(lambda x, d, *, dimensions: (
+        bind(squeeze_p, x, dimensions=tuple(batched_axis(a, d) for a in dimensions)),
+        d - sum(a < d for a in dimensions))),
 )
 
 
@@ -178,6 +229,8 @@ expand_dims_p = _declare_linear(
     _expand_dims_abstract_eval,
     lambda x, *, dimensions: np.expand_dims(x, dimensions),
     lambda ct, x, *, dimensions: bind(reshape_p, ct, new_sizes=x.shape),
+    _unary_batch(lambda x, d, *, dimensions: (bind(
+        expand_dims_p, moveaxis(x, d, 0), dimensions=tuple(a + 1 for a in dimensions)), 0)),
 )
 
 # -- concatenate ----------------------------------------------------------------
@@ -236,12 +289,18 @@ def _concatenate_transpose(ct, *xs, dimension):
     return cts
 
 
+def _concatenate_batch(vals, dims, *, axis_size, dimension):
+    moved = [to_front(x, d, axis_size) for x, d in zip(vals, dims)]
+    return bind(concatenate_p, *moved, dimension=dimension + 1), 0
+
+
 concatenate_p = Primitive(
     "concatenate",
     abstract_eval=_concatenate_abstract_eval,
     impl=lambda *xs, dimension: np.concatenate(xs, axis=dimension),
     jvp=_concatenate_jvp,
     transpose=_concatenate_transpose,
+    batch=_concatenate_batch,
     linear=True,
 )
 
@@ -279,7 +338,20 @@ def _slice_ct(ct, x, *, start_indices, limit_indices, strides):
                        padding_config=tuple(config)), x)
 
 
-slice_p = _declare_linear("slice", _slice_abstract_eval, _slice_impl, _slice_ct)
+def _slice_batch(x, d, *, start_indices, limit_indices, strides):
+    size = get_aval(x).shape[d]
+
+    def insert(t, v):
+        return tuple(t[:d]) + (v,) + tuple(t[d:])
+
+    out = bind(slice_p, x, start_indices=insert(start_indices, 0),
+               limit_indices=insert(limit_indices, size), strides=insert(strides, 1))
+    return out, d
+
+
+slice_p = _declare_linear(
+    "slice", _slice_abstract_eval, _slice_impl, _slice_ct, _unary_batch(_slice_batch)
+)
 
 # -- pad ---------------------------------------------------------------------------
 
@@ -348,9 +420,27 @@ def _pad_transpose(ct, x, pv, *, padding_config):
     return cts
 
 
+def _pad_batch(vals, dims, *, axis_size, padding_config):
+    (x, pv), (dx, dpv) = vals, dims
+    if dpv is None:
+        config = tuple(padding_config[:dx]) + ((0, 0, 0),) + tuple(padding_config[dx:])
+        return bind(pad_p, x, pv, padding_config=config), dx
+    # A batched padding value: pad with zeros, then fill the padded places
+    # (marked by padding a mask of ones with zeros) from the per-member values.
+    x = to_front(x, dx, axis_size)
+    config = ((0, 0, 0),) + tuple(padding_config)
+    dtype = get_aval(x).dtype
+    padded = bind(pad_p, x, np.zeros((), dtype), padding_config=config)
+    inside = bind(pad_p, np.ones(get_aval(x).shape, bool), False, padding_config=config)
+    out_shape = get_aval(padded).shape
+    fill = bind(broadcast_in_dim_p, moveaxis(pv, dpv, 0), shape=out_shape,
+                broadcast_dimensions=(0,))
+    return ew.select(inside, padded, fill), 0
+
+
 pad_p = Primitive(
     "pad", abstract_eval=_pad_abstract_eval, impl=_pad_impl,
-    jvp=_pad_jvp, transpose=_pad_transpose, linear=True,
+    jvp=_pad_jvp, transpose=_pad_transpose, batch=_pad_batch, linear=True,
 )
 
 # -- rev -----------------------------------------------------------------------------
@@ -366,6 +456,8 @@ rev_p = _declare_linear(
     _rev_abstract_eval,
     lambda x, *, dimensions: as_array(np.flip(x, dimensions)),
     lambda ct, x, *, dimensions: bind(rev_p, ct, dimensions=dimensions),
+    _unary_batch(lambda x, d, *, dimensions: (
+        bind(rev_p, x, dimensions=tuple(batched_axis(a, d) for a in dimensions)), d)),
 )
 
 # -- iota ------------------------------------------------------------------------------
@@ -374,7 +466,9 @@ rev_p = _declare_linear(
 def _iota_abstract_eval(*, dtype, shape, dimension):
     if not 0 <= dimension < len(shape):
         raise ShapeError(f"iota: dimension {dimension} is out of range for shape {shape}")
-    return ShapedArray(tuple(shape), dtype)
+    out = ShapedArray(tuple(shape), dtype)
+    check_dtype("iota", out, "iufc", "a numeric dtype")  # np.arange has no bool counting
+    return out
 
 
 def _iota_impl(*, dtype, shape, dimension):
@@ -392,4 +486,5 @@ iota_p = Primitive(
     jvp=lambda primals, tangents, **params: (
         bind(iota_p, **params), Zero(_iota_abstract_eval(**params))
     ),
+    batch=lambda vals, dims, **params: (bind(iota_p, **params), None),
 )

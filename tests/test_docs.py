@@ -33,7 +33,9 @@ def test_ir_page_lists_every_primitive():
     page = (ROOT / "docs" / "ir.md").read_text()
     listed = set(re.findall(r"^\| `([a-z_0-9]+)` \|", page, flags=re.M))
     missing, unknown = set(registry) - listed, listed - set(registry)
-    assert not missing, f"docs/ir.md lacks {sorted(missing)}: run python docs/gen_ir_table.py --write"
+    assert not missing, (
+        f"docs/ir.md lacks {sorted(missing)}: run python docs/gen_ir_table.py --write"
+    )
     assert not unknown, f"docs/ir.md lists unknown primitives {sorted(unknown)}"
 
 
@@ -62,3 +64,21 @@ def test_ci_runs_the_readme_commands():
     install, test = commands[1].split(" && ")
     ci = (ROOT / ".ci" / "run").read_text()
     assert f"python -m {install}" in ci and f"{test} ||" in ci
+
+
+def test_walkthrough_quotes_match_the_code():
+    """Every block after ``<!-- quote: path -->`` appears verbatim in that file
+    (a line ``...`` separates pieces, which must appear in order)."""
+    page = (ROOT / "docs" / "walkthrough.md").read_text()
+    quotes = re.findall(r"<!-- quote: (\S+) -->\n```python\n(.*?)```", page, flags=re.S)
+    assert quotes
+    for path, block in quotes:
+        source = (ROOT / path).read_text()
+        pos = 0
+        for piece in re.split(r"^\.\.\.\n", block, flags=re.M):
+            found = source.find(piece, pos)
+            assert found >= 0, (
+                f"docs/walkthrough.md quotes {path}, but this no longer appears there "
+                f"(update the quote):\n{piece}"
+            )
+            pos = found + len(piece)

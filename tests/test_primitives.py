@@ -43,6 +43,7 @@ class Spec(NamedTuple):
     draw: Callable[[Callable], tuple[tuple, dict]]
     reference: Callable[..., Any]
     exact: bool = False  # compare values bit for bit (no float tolerance)
+    raises: tuple[type, str] | None = None  # evaluation must raise this, with this message
 
 
 # --------------------------------------------------------------------------
@@ -658,6 +659,71 @@ def dot_general_spec() -> Spec:
 
 
 # --------------------------------------------------------------------------
+# stop_gradient and the call primitives that carry a sub-Jaxpr
+# --------------------------------------------------------------------------
+
+
+def stop_gradient_spec() -> Spec:
+    return Spec(lambda draw: ((operand(draw),), {}), lambda x: np.array(x), exact=True)
+
+
+def _sub_program(draw):
+    """Operands ``c, x, y`` (broadcastable) and the open Jaxpr of
+    ``[sin(x) * y + c, cos(x)]`` for a closed-over ``c``, its leading operand."""
+    from functrans.api import open_jaxpr
+    from primitives.elementwise import add, cos, mul, sin
+
+    sx, sy, sc = draw(fts.broadcastable_shapes(3, max_rank=3, max_side=4))
+    x, y, c = (operand(draw, dtypes=NUMERIC, shape=s, lo=-3, hi=3, scalar_ok=False)
+               for s in (sx, sy, sc))
+
+    def program(x, y):
+        return [add(mul(sin(x), y), c), cos(x)]
+
+    c = np.atleast_1d(c)  # a 0-d constant would be written inline as a literal
+    closed, _, _ = core.trace_to_jaxpr(program, [get_aval(x), get_aval(y)])
+    call, consts = open_jaxpr(closed)
+    assert len(consts) == 1 and consts[0] is c
+    return (c, x, y), call
+
+
+def _unused_rule(*args):
+    raise AssertionError("evaluation must not call a differentiation rule")
+
+
+def call_spec(name: str) -> Spec:
+    def draw_args(draw):
+        args, call = _sub_program(draw)
+        params = {"call": call, "num_consts": 1, "name": "program"}
+        if name == "custom_jvp_call":
+            params["jvp"] = _unused_rule
+        elif name == "custom_vjp_call":
+            params.update(fwd=_unused_rule, bwd=_unused_rule)
+        else:  # checkpoint: the sub-Jaxpr under another name
+            params = {"jaxpr": params["call"], "name": "program"}
+        return args, params
+
+    def ref(c, x, y, **params):
+        return [np.sin(x) * y + c, np.cos(x)]
+
+    return Spec(draw_args, ref)
+
+
+def custom_lin_spec() -> Spec:
+    """``custom_lin`` is the linear half of a custom VJP: it has a shape rule but
+    no forward evaluation, which must say so."""
+
+    def draw_args(draw):
+        residual, tangent = operand(draw, scalar_ok=False), operand(draw, dtypes=NUMERIC)
+        out_avals = (get_aval(tangent).strip_weak(),)
+        params = {"num_res": 1, "bwd": _unused_rule, "out_avals": out_avals, "name": "f"}
+        return (residual, tangent), params
+
+    return Spec(draw_args, None, raises=(TypeError, r"custom_vjp\(f\): forward-mode "
+                                         r"differentiation .* is not possible"))
+
+
+# --------------------------------------------------------------------------
 # The table
 # --------------------------------------------------------------------------
 
@@ -700,6 +766,11 @@ SPECS: dict[str, Spec] = {
     "dynamic_slice": dynamic_slice_spec(),
     "dynamic_update_slice": dynamic_update_slice_spec(),
     "dot_general": dot_general_spec(),
+    "stop_gradient": stop_gradient_spec(),
+    "custom_jvp_call": call_spec("custom_jvp_call"),
+    "custom_vjp_call": call_spec("custom_vjp_call"),
+    "checkpoint": call_spec("checkpoint"),
+    "custom_lin": custom_lin_spec(),
 }
 
 
@@ -740,6 +811,8 @@ def traced(prim, params):
 
 def check_spec(name: str, args: tuple, params: dict):
     prim, spec = registry[name], SPECS[name]
+    if spec.raises:
+        return check_raising_spec(prim, spec, args, params)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", ComplexWarning)
         try:
@@ -777,8 +850,279 @@ def check_spec(name: str, args: tuple, params: dict):
             assert v.aval.strip_weak() == aval.strip_weak()
 
 
+def check_raising_spec(prim, spec, args, params):
+    """A primitive that records and type-checks but refuses to evaluate."""
+    error, match = spec.raises
+    with pytest.raises(error, match=match):
+        prim.bind(*args, **params)
+    closed, _, _ = core.trace_to_jaxpr(traced(prim, params), args)
+    core.check_jaxpr(closed)
+    avals = prim.abstract_eval(*[get_aval(a) for a in args], **params)
+    avals = list(avals) if prim.multiple_results else [avals]
+    assert [v.aval for v in closed.jaxpr.outvars] == avals
+    with pytest.raises(error, match=match):
+        numpy_backend.eval_jaxpr(closed, *args)
+    with pytest.raises(error, match=match):
+        core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
 @pytest.mark.parametrize("name", sorted(SPECS))
 @given(data=st.data())
 def test_primitive_matches_numpy(name, data):
     args, params = SPECS[name].draw(data.draw)
     check_spec(name, args, params)
+
+
+# --------------------------------------------------------------------------
+# Fixed cases: NumPy's own spellings, and past bugs
+# --------------------------------------------------------------------------
+
+
+@given(data=st.data())
+def test_pad_matches_np_pad_for_non_negative_padding(data):
+    x = data.draw(fts.arrays(shape=fts.shapes(min_rank=1, max_side=4), min_value=-9,
+                             max_value=9))
+    config = tuple((data.draw(st.integers(0, 3)), data.draw(st.integers(0, 3)), 0)
+                   for _ in x.shape)
+    value = np.zeros((), x.dtype)
+    got = registry["pad"].bind(x, value, padding_config=config)
+    widths = np.array([(lo, hi) for lo, hi, _ in config], dtype=int).reshape(x.ndim, 2)
+    want = np.pad(x, widths, constant_values=value)
+    assert_matches(got, want, True, "pad")
+
+
+def test_scatter_add_accumulates_repeated_indices_like_np_add_at():
+    x = np.zeros((4, 2))
+    idx = np.array([0, 3, 0, 0])
+    updates = np.arange(8.0).reshape(4, 2)
+    got = registry["scatter"].bind(x, updates, idx, spec=(("array",), ("slice", None, None, None)),
+                                   mode="add")
+    want = x.copy()
+    np.add.at(want, (idx, slice(None)), updates)
+    assert_matches(got, want, True, "scatter add")
+
+
+@pytest.mark.parametrize("mode", ["add", "mul", "min", "max", "set"])
+def test_scatter_converts_updates_to_the_operand_dtype_first(mode):
+    # Basic and advanced indices must agree: -0.6 becomes 0 before it is added.
+    x = np.array([3, 3, 3], np.int32)
+    updates = np.array([-0.6, 2.7])
+    basic = registry["scatter"].bind(x, updates, spec=(("slice", 0, 2, None),), mode=mode)
+    advanced = registry["scatter"].bind(x, updates, np.array([0, 1]), spec=(("array",),),
+                                        mode=mode)
+    want = x.copy()
+    cast = updates.astype(np.int32)
+    want[:2] = cast if mode == "set" else _UFUNCS[mode](want[:2], cast)
+    assert_matches(basic, want, True, "basic index")
+    assert_matches(advanced, want, True, "advanced index")
+
+
+@pytest.mark.parametrize("batch", [0, 2])
+def test_dot_general_with_empty_axes(batch):
+    lhs, rhs = np.ones((batch, 0, 3)), np.ones((batch, 3, 2))
+    dims = (((2,), (1,)), ((0,), (0,)))
+    got = registry["dot_general"].bind(lhs, rhs, dimension_numbers=dims)
+    assert_matches(got, np.einsum("bij,bjk->bik", lhs, rhs), True, "dot_general")
+    got = registry["dot_general"].bind(np.ones((0, 3)), np.ones((3, 4)),
+                                       dimension_numbers=(((1,), (0,)), ((), ())))
+    assert_matches(got, np.zeros((0, 4)), True, "dot_general")
+
+
+@pytest.mark.parametrize("name, params", [
+    ("slice", {"start_indices": (), "limit_indices": (), "strides": ()}),
+    ("rev", {"dimensions": ()}),
+    ("dynamic_slice", {"slice_sizes": ()}),
+    ("gather", {"spec": ()}),
+    ("reshape", {"new_sizes": ()}),
+    ("transpose", {"permutation": ()}),
+    ("squeeze", {"dimensions": ()}),
+    ("reduce_sum", {"axes": ()}),
+])
+def test_rank_0_results_are_arrays_not_numpy_scalars(name, params):
+    out = registry[name].bind(np.array(2.5), **params)
+    assert type(out) is np.ndarray and out.shape == () and out == 2.5
+
+
+def test_pad_of_a_rank_0_array_is_an_array():
+    out = registry["pad"].bind(np.array(2.5), np.array(0.0), padding_config=())
+    assert type(out) is np.ndarray and out == 2.5
+
+
+@pytest.mark.parametrize("x", [np.array([True, False]), np.array([-40, 0, 40], np.int8),
+                               np.array([1 + 2j, -3j]), np.array([-800.0, 0.0, 800.0])])
+def test_logistic_of_bool_int_complex_and_extreme_floats(x):
+    got = registry["logistic"].bind(x)
+    want = _logistic_ref(x)
+    assert_matches(got, want, False, "logistic")
+    assert got.dtype == registry["logistic"].abstract_eval(get_aval(x)).dtype
+
+
+# --------------------------------------------------------------------------
+# Errors of the shape rules
+# --------------------------------------------------------------------------
+
+
+def sa(shape, dtype="float64") -> ShapedArray:
+    return ShapedArray(tuple(shape), dtype)
+
+
+F3, F4, F23 = sa((3,)), sa((4,)), sa((2, 3))
+I0 = sa((), "int64")
+_FULL = ("slice", None, None, None)
+
+# (primitive, operand avals, params, error class, message pattern)
+ERRORS = [
+    ("add", [F3, F4], {}, ShapeError, r"add: shapes f64\[3\] and f64\[4\] do not broadcast"),
+    ("mul", [F23, sa((3, 3))], {}, ShapeError, r"axis -2 has sizes 2 and 3"),
+    ("neg", [sa((3,), bool)], {}, DTypeError, r"neg: not defined for operands of type bool\[3\]"),
+    ("sub", [sa((), bool), sa((), bool)], {}, DTypeError, r"sub: not defined .*bool\[\]"),
+    ("not", [F3], {}, DTypeError, r"not: not defined for operands of type f64\[3\]"),
+    ("floordiv", [sa((2,), complex), sa((2,), complex)], {}, DTypeError, r"c128\[2\]"),
+    ("cbrt", [sa((), complex)], {}, DTypeError, r"cbrt: .*convert with \.astype"),
+    ("integer_pow", [F3], {"y": 2.5}, DTypeError, r"exponent must be a Python int, got 2\.5"),
+    ("select", [F3, F3, F3], {}, DTypeError, r"select: expected a bool predicate, got f64\[3\]"),
+    ("select", [sa((3,), bool), F3, F4], {}, ShapeError, r"select: shapes .* do not broadcast"),
+    ("reduce_sum", [F3], {"axes": (1,)}, AxisError,
+     r"reduce_sum: axis 1 is out of bounds for an operand of type f64\[3\] \(rank 1\)"),
+    ("reduce_prod", [F23], {"axes": (-1,)}, AxisError, r"axis -1 is out of bounds"),
+    ("reduce_and", [F23], {"axes": (0, 0)}, AxisError, r"reduce_and: repeated axis in \(0, 0\)"),
+    ("reduce_max", [sa((0, 2))], {"axes": (0,)}, ShapeError,
+     r"reduce_max: reducing an axis of size 0 of f64\[0,2\]"),
+    ("reduce_min", [sa((2, 0))], {"axes": (1,)}, ShapeError, r"reduce_min: .*no identity"),
+    ("argmax", [F3], {"axis": 1, "index_dtype": np.dtype("int64")}, AxisError, r"argmax: axis 1"),
+    ("argmin", [sa((2, 0))], {"axis": 1, "index_dtype": np.dtype("int64")}, ShapeError,
+     r"argmin: axis 1 of f64\[2,0\] is empty"),
+    ("cumsum", [F3], {"axis": 1, "reverse": False}, AxisError, r"cumsum: axis 1 is out of"),
+    ("cummax", [sa((3,), complex)], {"axis": 0, "reverse": False}, DTypeError,
+     r"cummax: expected a real array, got c128\[3\]"),
+    ("broadcast_in_dim", [F3], {"shape": (4,), "broadcast_dimensions": (0,)}, ShapeError,
+     r"cannot broadcast f64\[3\] to shape \(4,\): axis 0 has size 3"),
+    ("broadcast_in_dim", [F23], {"shape": (2, 3), "broadcast_dimensions": (1, 0)}, ShapeError,
+     r"broadcast_dimensions \(1, 0\) must be 2 increasing axes"),
+    ("broadcast_in_dim", [F3], {"shape": (3,), "broadcast_dimensions": ()}, ShapeError,
+     r"must be 1 increasing axes of the result shape \(3,\)"),
+    ("reshape", [F23], {"new_sizes": (4,)}, ShapeError,
+     r"reshape: cannot reshape f64\[2,3\] \(6 elements\) into shape \(4,\)"),
+    ("reshape", [F23], {"new_sizes": (-1, 6)}, ShapeError, r"into shape \(-1, 6\)"),
+    ("transpose", [F23], {"permutation": (0, 0)}, ShapeError,
+     r"transpose: permutation \(0, 0\) is not a permutation of the axes of f64\[2,3\]"),
+    ("transpose", [F23], {"permutation": (0,)}, ShapeError, r"not a permutation"),
+    ("squeeze", [F23], {"dimensions": (0,)}, ShapeError,
+     r"squeeze: cannot squeeze axes \(0,\) of f64\[2,3\]: only axes of size 1"),
+    ("squeeze", [F23], {"dimensions": (2,)}, AxisError, r"squeeze: axis 2 is out of bounds"),
+    ("expand_dims", [F3], {"dimensions": (2,)}, ShapeError,
+     r"expand_dims: dimensions \(2,\) are not distinct axes of a rank-2 result"),
+    ("expand_dims", [F3], {"dimensions": (0, 0)}, ShapeError, r"not distinct axes"),
+    ("concatenate", [], {"dimension": 0}, ShapeError, r"concatenate: needs at least one"),
+    ("concatenate", [F23, sa((3, 3))], {"dimension": 1}, ShapeError,
+     r"operands f64\[2,3\], f64\[3,3\] must have equal shapes except along axis 1"),
+    ("concatenate", [F3, F23], {"dimension": 0}, ShapeError, r"must have equal shapes"),
+    ("concatenate", [F3, F3], {"dimension": 1}, AxisError, r"concatenate: axis 1 is out of"),
+    ("slice", [F23], {"start_indices": (0,), "limit_indices": (1,), "strides": (1,)},
+     ShapeError, r"slice: needs 2 start, limit and stride values for f64\[2,3\]"),
+    ("slice", [F3], {"start_indices": (1,), "limit_indices": (4,), "strides": (1,)},
+     ShapeError, r"start \(1,\), limit \(4,\), strides \(1,\) are out of range for f64\[3\]"),
+    ("slice", [F3], {"start_indices": (2,), "limit_indices": (1,), "strides": (1,)},
+     ShapeError, r"out of range"),
+    ("slice", [F3], {"start_indices": (0,), "limit_indices": (3,), "strides": (0,)},
+     ShapeError, r"out of range"),
+    ("pad", [F3, F3], {"padding_config": ((0, 0, 0),)}, ShapeError,
+     r"pad: needs a scalar padding value .* got f64\[3\]"),
+    ("pad", [F23, sa(())], {"padding_config": ((0, 0, 0),)}, ShapeError,
+     r"one \(low, high, interior\) triple per axis of f64\[2,3\]"),
+    ("pad", [F3, sa(())], {"padding_config": ((0, 0, -1),)}, ShapeError,
+     r"pad: padding \(\(0, 0, -1\),\) is invalid for f64\[3\]"),
+    ("pad", [F3, sa(())], {"padding_config": ((-2, -2, 0),)}, ShapeError, r"is invalid"),
+    ("rev", [F23], {"dimensions": (2,)}, AxisError, r"rev: axis 2 is out of bounds"),
+    ("rev", [F23], {"dimensions": (1, 1)}, AxisError, r"rev: repeated axis"),
+    ("gather", [F23], {"spec": (_FULL,)}, ShapeError,
+     r"gather: index .* does not match operand f64\[2,3\] and 0 index arrays"),
+    ("gather", [F3, sa((2,))], {"spec": (("array",),)}, DTypeError,
+     r"gather: expected integer index arrays, got f64\[2\]"),
+    ("gather", [F3], {"spec": (("int", 3),)}, ShapeError,
+     r"gather: index 3 is out of bounds for axis 0 with size 3"),
+    ("gather", [F23, sa((2,), "int64"), sa((3,), "int64")], {"spec": (("array",), ("array",))},
+     ShapeError, r"gather: shapes i64\[2\] and i64\[3\] do not broadcast"),
+    ("scatter", [F3, F4, sa((2,), "int32")], {"spec": (("array",),), "mode": "add"},
+     ShapeError, r"scatter: shapes f64\[2\] and f64\[4\] do not broadcast"),
+    ("scatter", [F3, sa((2, 2)), sa((2,), "int32")], {"spec": (("array",),), "mode": "add"},
+     ShapeError, r"scatter: updates f64\[2,2\] do not broadcast to the indexed shape f64\[2\]"),
+    ("scatter", [F3, sa((3,), complex)], {"spec": (_FULL,), "mode": "set"}, DTypeError,
+     r"scatter: cannot write complex updates c128\[3\] into f64\[3\]"),
+    ("scatter", [F3, F3], {"spec": (_FULL,), "mode": "sub"}, ValueError,
+     r"scatter: mode must be one of \('set', 'add', 'mul', 'min', 'max'\), got 'sub'"),
+    ("dynamic_slice", [F23, I0], {"slice_sizes": (1, 1)}, ShapeError,
+     r"dynamic_slice: needs 2 scalar start indices for f64\[2,3\]"),
+    ("dynamic_slice", [F3, sa((1,), "int64")], {"slice_sizes": (1,)}, ShapeError,
+     r"needs 1 scalar start indices"),
+    ("dynamic_slice", [F3, sa(())], {"slice_sizes": (1,)}, DTypeError,
+     r"dynamic_slice: expected integer start indices, got f64\[\]"),
+    ("dynamic_slice", [F3, I0], {"slice_sizes": (4,)}, ShapeError,
+     r"dynamic_slice: slice_sizes \(4,\) must fit inside f64\[3\]"),
+    ("dynamic_update_slice", [F3, F4, I0], {}, ShapeError,
+     r"dynamic_update_slice: update f64\[4\] must have the rank of and fit inside f64\[3\]"),
+    ("dynamic_update_slice", [F23, F3, I0, I0], {}, ShapeError, r"must have the rank of"),
+    ("dynamic_update_slice", [F3, F3], {}, ShapeError, r"needs 1 scalar start indices"),
+    ("dot_general", [F23, sa((4, 5))], {"dimension_numbers": (((1,), (0,)), ((), ()))},
+     ShapeError, r"dot_general: contracting axes \(1,\) of f64\[2,3\] and \(0,\) of "
+     r"f64\[4,5\] must have equal sizes"),
+    ("dot_general", [sa((2, 3, 4)), sa((5, 4, 3))],
+     {"dimension_numbers": (((2,), (1,)), ((0,), (0,)))}, ShapeError, r"batch axes \(0,\)"),
+    ("dot_general", [F23, F3], {"dimension_numbers": (((2,), (0,)), ((), ()))}, AxisError,
+     r"dot_general: axis 2 is out of bounds for an operand of type f64\[2,3\]"),
+    ("dot_general", [F23, F23], {"dimension_numbers": (((0,), (0,)), ((0,), (0,)))}, AxisError,
+     r"dot_general: repeated axis"),
+    ("dot_general", [F23, F3], {"dimension_numbers": (((1,), ()), ((), ()))}, ShapeError,
+     r"contracting axes \(1,\) of f64\[2,3\] and \(\) of f64\[3\]"),
+    ("iota", [], {"dtype": np.dtype("int64"), "shape": (3,), "dimension": 1}, ShapeError,
+     r"iota: dimension 1 is out of range for shape \(3,\)"),
+    ("iota", [], {"dtype": np.dtype(bool), "shape": (3,), "dimension": 0}, DTypeError,
+     r"iota: expected a numeric dtype, got bool\[3\]"),
+]
+
+
+def _ids(rows):
+    return [f"{row[0]}-{i}" for i, row in enumerate(rows)]
+
+
+@pytest.mark.parametrize("name, avals, params, error, match", ERRORS, ids=_ids(ERRORS))
+def test_shape_rule_errors(name, avals, params, error, match):
+    with pytest.raises(error, match=match):
+        registry[name].abstract_eval(*avals, **params)
+
+
+@pytest.mark.parametrize(
+    "name, avals, params, error, match", [e for e in ERRORS if e[1]],
+    ids=_ids([e for e in ERRORS if e[1]]),
+)
+def test_shape_rule_errors_at_trace_time_name_the_function(name, avals, params, error, match):
+    prim = registry[name]
+
+    def my_fun(*xs):
+        return [prim.bind(*xs, **params)]
+
+    args = [ShapeDtypeStruct(a.shape, a.dtype) for a in avals]
+    with pytest.raises(error, match=match) as info:
+        core.trace_to_jaxpr(my_fun, args)
+    if issubclass(error, FunctransError):
+        assert str(info.value).startswith("my_fun: ")
+
+
+def test_trace_time_error_names_the_user_function_and_the_types():
+    from primitives.elementwise import add
+
+    def my_fun(x, y):
+        return [add(x, y)]
+
+    args = [ShapeDtypeStruct((3,), np.float64), ShapeDtypeStruct((4,), np.float64)]
+    with pytest.raises(ShapeError, match=r"my_fun") as info:
+        functrans.make_jaxpr(my_fun)(*args)
+    assert "f64[3]" in str(info.value) and "f64[4]" in str(info.value)
+    with pytest.raises(ShapeError, match=r"^my_fun: add: shapes f64\[3\] and f64\[4\]"):
+        core.trace_to_jaxpr(my_fun, args)
+
+
+def test_error_classes_derive_from_the_builtin_numpy_would_raise():
+    assert issubclass(ShapeError, ValueError)
+    assert issubclass(DTypeError, TypeError)
+    assert issubclass(AxisError, IndexError) and issubclass(AxisError, ValueError)

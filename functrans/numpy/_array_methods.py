@@ -16,7 +16,8 @@ too: ``np.sin(tracer)`` and ``np.sum(tracer, axis=0)`` run
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import functrans.numpy as fnp  # mid-import here: its attributes are read at call time
 from functrans.core import Tracer
@@ -81,10 +82,6 @@ def _divmod(self, other):
 
 def _rdivmod(self, other):
     return fnp.floor_divide(other, self), fnp.remainder(other, self)
-
-
-def _round(self, ndigits=None):
-    return fnp.round(self, ndigits or 0)
 
 
 # -- the NumPy protocols -------------------------------------------------------------
@@ -153,7 +150,7 @@ def install() -> None:
         setattr(Tracer, f"__{op}__", getattr(fnp, name))
     for name in _METHODS:
         setattr(Tracer, name, getattr(fnp, name))
-    Tracer.__divmod__, Tracer.__rdivmod__, Tracer.__round__ = _divmod, _rdivmod, _round
+    Tracer.__divmod__, Tracer.__rdivmod__ = _divmod, _rdivmod
     Tracer.reshape, Tracer.transpose, Tracer.astype = _reshape, _transpose, _astype
     Tracer.flatten = fnp.ravel  # tracers are immutable: a copy is the array itself
     Tracer.T = property(fnp.transpose)

@@ -217,7 +217,10 @@ def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="
                     f"einsum: cannot cast operand of dtype {x.dtype} to dtype={np.dtype(dtype)}"
                     f" under casting={casting!r}"
                 )
-    xs = [_operand(x, dtype) for x in arrays]
+    # NumPy computes in the operands' common dtype: a bool operand summed on
+    # its own next to an int one counts, it does not take the logical or.
+    common = np.result_type(*(x.dtype for x in arrays)) if dtype is None else dtype
+    xs = [_operand(x, common) for x in arrays]
     inputs, output = _parse_subscripts(subscripts, xs)
     sizes = _label_sizes(inputs, xs)
     xs, inputs = map(list, zip(*(_squeeze_labels(x, labels, sizes)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from functrans import dtypes
-from functrans.core import bind, get_aval
+from functrans.core import Tracer, bind, get_aval
 from functrans.numpy._elementwise import add, divide, multiply, subtract
 from functrans.numpy._util import asarray as _asarray
 from functrans.numpy._util import is_traced
@@ -63,12 +63,12 @@ def array(object, dtype=None, *, copy=True, ndmin=0):
 
 def zeros(shape, dtype=None):
     """``numpy.zeros`` (float64 unless ``dtype`` says otherwise)."""
-    return np.zeros(shape, dtype)
+    return np.zeros(_shape_tuple(shape), dtype)
 
 
 def ones(shape, dtype=None):
     """``numpy.ones`` (float64 unless ``dtype`` says otherwise)."""
-    return np.ones(shape, dtype)
+    return np.ones(_shape_tuple(shape), dtype)
 
 
 empty = zeros
@@ -81,15 +81,27 @@ def full(shape, fill_value, dtype=None):
     >>> full(3, 2.5)
     array([2.5, 2.5, 2.5])
     """
+    shape = _shape_tuple(shape)
     if not is_traced(fill_value):
         return np.full(shape, fill_value, dtype)
-    return _broadcast_to(_asarray(fill_value, dtype), _shape_tuple(shape))
+    return _broadcast_to(_asarray(fill_value, dtype), shape)
 
 
 def _shape_tuple(shape: Any) -> tuple[int, ...]:
+    """A shape as a tuple of ints.  A traced size must carry its value
+    (``__index__`` raises the concretization error otherwise): array shapes
+    are static."""
     if isinstance(shape, (tuple, list)):
         return tuple(operator.index(d) for d in shape)
     return (operator.index(shape),)
+
+
+def _static(x: Any) -> Any:
+    """A bound or a count as a Python number; a traced one must carry its
+    value, since it decides the result's shape."""
+    if not isinstance(x, Tracer):
+        return x
+    return operator.index(x) if x.dtype.kind in "biu" else float(x)
 
 
 def _broadcast_to(x, shape: tuple[int, ...]):
@@ -140,7 +152,7 @@ def arange(start, stop=None, step=None, dtype=None):
     array([1, 3, 5])
     """
     args = (start,) if stop is None and step is None else (start, stop, step or 1)
-    return np.arange(*args, dtype=dtype)
+    return np.arange(*map(_static, args), dtype=dtype)
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
@@ -153,12 +165,13 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if not is_traced(start, stop):
         return np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
     num = operator.index(num)
+    if isinstance(start, (list, tuple)) or isinstance(stop, (list, tuple)):
+        start, stop = _asarray(start), _asarray(stop)
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, got {num}")
-    start, stop = _asarray(start), _asarray(stop)
-    # NumPy computes in the operands' dtype, made inexact (float64 for integers).
+    # NumPy computes in the operands' dtype (Python scalars weak), made inexact.
     inexact = dtypes.result_type(get_aval(start), get_aval(stop), get_aval(0.0))
-    start, stop = _convert(start, inexact), _convert(stop, inexact)
+    start, stop = _asarray(start, inexact), _asarray(stop, inexact)
     ndim = len(np.broadcast_shapes(start.shape, stop.shape))
     steps = np.arange(num, dtype=inexact).reshape((num,) + (1,) * ndim)
     delta = subtract(stop, start)
@@ -198,9 +211,9 @@ def eye(N, M=None, k=0, dtype=float):
     array([[0., 1., 0.],
            [0., 0., 1.]])
     """
-    return np.eye(N, M, k, dtype)
+    return np.eye(_static(N), _static(M), _static(k), dtype)
 
 
 def identity(n, dtype=None):
     """``numpy.identity``: the ``n`` by ``n`` identity matrix."""
-    return np.identity(n, dtype)
+    return np.identity(_static(n), dtype)
