@@ -51,6 +51,11 @@ _UFUNC_METHODS = {
 }  # fmt: skip
 
 
+#: Ufunc keywords accepted at their default values (NumPy passes them on as given).
+_UFUNC_DEFAULTS = {"dtype": None, "where": True, "casting": "same_kind", "order": "K",
+                   "subok": True, "signature": None}
+
+
 def _reflected(fn: Callable) -> Callable:
     def method(self, other):
         return fn(other, self)
@@ -99,9 +104,10 @@ def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
             f"numpy.{name}.{method} is not supported on traced arrays: only calls of "
             f"the ufunc itself are; {fix}"
         )
-    if kwargs:
+    refused = sorted(k for k, v in kwargs.items() if not _is_default(k, v))
+    if refused:
         raise TypeError(
-            f"numpy.{name}: keyword arguments {', '.join(sorted(kwargs))} are not "
+            f"numpy.{name}: keyword arguments {', '.join(refused)} are not "
             f"supported on traced arrays (traced arrays are never written into); call "
             f"functrans.numpy.{name} and use its result, converted with .astype() if needed"
         )
@@ -112,6 +118,11 @@ def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
             f"{name}; write it with the functrans.numpy functions that exist"
         )
     return fn(*inputs)
+
+
+def _is_default(keyword: str, value: Any) -> bool:
+    default = _UFUNC_DEFAULTS.get(keyword, object())
+    return value is default or (type(value) is str and value == default)
 
 
 def _array_function(self, func, types, args, kwargs):

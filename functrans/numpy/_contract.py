@@ -237,8 +237,8 @@ def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="
 
 def _einsum_args(operands) -> tuple[str, list]:
     """The subscripts string and the arrays, from either calling form."""
-    if not operands:
-        raise ValueError("einsum: needs a subscripts string and at least one operand")
+    if len(operands) < 2:
+        raise ValueError("einsum: needs subscripts and at least one operand")
     if isinstance(operands[0], str):
         return operands[0], [asarray(x) for x in operands[1:]]
     arrays, terms = list(operands[0::2]), list(operands[1::2])

@@ -76,6 +76,30 @@ def _binary(name: str, prim: Primitive) -> Callable:
     return fn
 
 
+def _array_arg(x: Any) -> Any:
+    """Lists and tuples (maybe holding tracers) as arrays; scalars stay weak."""
+    return asarray(x) if type(x) in _SEQUENCES else x
+
+
+def _to_bool(x: Any) -> Any:
+    x = asarray(x)
+    return x if x.dtype == np.bool_ else convert_element_type(x, np.bool_)
+
+
+def _copy(x: Any) -> Any:
+    """A fresh array equal to ``x``; a tracer is already immutable."""
+    x = asarray(x)
+    return x if is_traced(x) else x.copy()
+
+
+def _no_out(name: str, out: Any) -> None:
+    if out is not None:
+        raise TypeError(
+            f"{name}: out= is not supported (functrans never writes into arrays); "
+            "use the returned array instead"
+        )
+
+
 # -- one line per NumPy function over a unary primitive -------------------------
 
 negative = _unary("negative", unary["neg"])
@@ -185,7 +209,7 @@ def positive(x, /):
             "positive: not defined for a bool array (NumPy refuses it too); "
             "convert with .astype(int) first"
         )
-    return x if is_traced(x) else x.copy()
+    return _copy(x)
 
 
 def log10(x, /):
@@ -223,6 +247,10 @@ def isinf(x, /):
 def round(a, decimals: int = 0, out: None = None):
     """``numpy.round``: round half to even, to ``decimals`` digits.
 
+    NB: with ``decimals != 0``, a complex element with an infinite part gives
+    NaN parts (the scaling is a complex multiplication); NumPy scales the
+    real and imaginary parts separately.
+
     >>> round(np.array([0.5, 1.5, 2.25]), 1)
     array([0.5, 1.5, 2.2])
     """
@@ -246,11 +274,6 @@ def round(a, decimals: int = 0, out: None = None):
 
 
 around = round
-
-
-def _to_bool(x):
-    x = asarray(x)
-    return x if x.dtype == np.bool_ else convert_element_type(x, np.bool_)
 
 
 def logical_and(x1, x2, /):
@@ -309,24 +332,11 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
     _no_out("clip", out)
     lo = min if a_min is None else a_min
     hi = max if a_max is None else a_max
+    if lo is None and hi is None:
+        return _copy(a)  # as NumPy 2 does
     x = _array_arg(a)
     if lo is not None:
         x = maximum(x, lo)
     if hi is not None:
         x = minimum(x, hi)
     return x
-
-
-# -- helpers ------------------------------------------------------------------------
-
-def _array_arg(x: Any) -> Any:
-    """Lists and tuples (maybe holding tracers) as arrays; scalars stay weak."""
-    return asarray(x) if type(x) in _SEQUENCES else x
-
-
-def _no_out(name: str, out: Any) -> None:
-    if out is not None:
-        raise TypeError(
-            f"{name}: out= is not supported (functrans never writes into arrays); "
-            "use the returned array instead"
-        )

@@ -50,20 +50,13 @@ def _entry(name: str, e: Any):
     (concrete or traced) or a concrete bool array."""
     if e is None or e is Ellipsis or isinstance(e, slice):
         return e
-    if isinstance(e, Tracer):
-        return _traced_entry(name, e)
     if isinstance(e, (bool, np.bool_)):
         return np.asarray(e)
     if isinstance(e, (int, np.integer)):
         return operator.index(e)
-    if isinstance(e, (list, tuple)):
-        arr = asarray(e)
-        if isinstance(arr, Tracer):
-            return _traced_entry(name, arr)
-        if arr.size == 0 and arr.dtype.kind == "f":  # x[[]] is an empty integer index
-            arr = arr.astype(np.intp)
-    else:
-        arr = np.asarray(e)
+    arr = _index_array(e)
+    if isinstance(arr, Tracer):
+        return _traced_entry(name, arr)
     if arr.dtype.kind not in "iub":
         raise IndexError(
             f"{name}: only integers, slices, None, ..., and integer or boolean arrays are "
@@ -71,6 +64,17 @@ def _entry(name: str, e: Any):
         )
     if arr.ndim == 0 and arr.dtype.kind != "b":
         return int(arr)  # NumPy treats a 0-d integer array like an int
+    return arr
+
+
+def _index_array(e: Any):
+    """``e`` as an array; a list may hold tracers, and ``[]`` is an empty
+    integer index rather than NumPy's default float64."""
+    if not isinstance(e, (list, tuple)):
+        return e if isinstance(e, Tracer) else np.asarray(e)
+    arr = asarray(e)
+    if not isinstance(arr, Tracer) and arr.size == 0 and arr.dtype.kind == "f":
+        arr = arr.astype(np.intp)
     return arr
 
 
@@ -117,7 +121,7 @@ def _expand_ellipsis(name: str, entries: list, ndim: int) -> list:
     return entries[: dots[0]] + (fill or [Ellipsis]) + entries[dots[0] + 1 :]
 
 
-def canonical_slice(s: slice, d: int) -> tuple:
+def _canonical_slice(s: slice, d: int) -> tuple:
     """``s`` on an axis of size ``d`` as ``("slice", start, stop, step)`` with
     in-range bounds (stop is None for a negative step reaching index 0)."""
     r = range(*s.indices(d))
@@ -161,7 +165,7 @@ def parse_index(name: str, shape: tuple[int, ...], idx: Any) -> Index:
             inserted.append(axis)
             e = np.zeros(int(e), np.intp)
         if isinstance(e, slice):
-            spec.append(canonical_slice(e, shape[axis]))
+            spec.append(_canonical_slice(e, shape[axis]))
         elif isinstance(e, int):
             if not -shape[axis] <= e < shape[axis]:
                 raise _out_of_bounds(name, e, axis, shape[axis])
@@ -414,22 +418,21 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     if axis is None:
         a, axis = _reshape(a, (a.size,)), 0
     ax = normalize_axis("take", axis, a.ndim)
-    idx = _take_indices(asarray(indices), a.shape[ax], mode)
+    idx = _take_indices(_index_array(indices), a.shape[ax], mode)
     return _gather(a, parse_index("take", tuple(a.shape), (slice(None),) * ax + (idx,)))
 
 
 def _take_indices(idx, n: int, mode: str):
     """Integer ``indices`` for take, wrapped or clipped into ``[0, n)`` per ``mode``."""
-    if idx.dtype.kind == "b":
-        idx = idx.astype(np.intp) if isinstance(idx, np.ndarray) else \
-            elementwise.convert_element_type(idx, np.intp)
+    if idx.dtype.kind == "b":  # NumPy's take reads booleans as 0 and 1
+        idx = elementwise.convert_element_type(idx, np.intp)
     if idx.dtype.kind not in "iu":
         raise DTypeError(f"take: indices must be integers, got dtype {idx.dtype}")
     if mode == "raise":
         return idx
     if mode not in ("wrap", "clip"):
         raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
-    if n == 0:
+    if n == 0 and idx.size:
         raise IndexError("take: cannot do a non-empty take from an empty axis")
     if mode == "wrap":
         return elementwise.rem(idx, np.asarray(n, idx.dtype))

@@ -216,6 +216,8 @@ def test_ufunc_keywords_are_refused():
         functrans.make_jaxpr(lambda x: np.add(x, x, out=np.ones(3)))(np.ones(3))
     with pytest.raises(TypeError, match="numpy.sin: keyword arguments dtype"):
         functrans.make_jaxpr(lambda x: np.sin(x, dtype=np.float32))(np.ones(3))
+    # Keywords at their defaults change nothing, so they are accepted.
+    check_traced(lambda x: np.sin(x, dtype=None, where=True, casting="same_kind"), np.ones(3))
 
 
 def test_missing_functions_are_named():

@@ -198,7 +198,7 @@ def test_einsum_jaxpr_is_one_contraction():
     assert [e.primitive.name for e in jaxpr.eqns] == ["dot_general"]
 
 
-# -- errors -----------------------------------------------------------------------------------------
+# -- errors ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -25,8 +25,11 @@ def values_of(dtype, shape):
     return hnp.arrays(dtype, shape, elements=elements)
 
 
-def arrays(shapes=SHAPES, dtypes=st.sampled_from(DTYPES)):
-    return st.tuples(dtypes, shapes).flatmap(lambda ds: values_of(*ds))
+DTYPE_STRATEGY = st.sampled_from(DTYPES)
+
+
+def arrays(shapes=SHAPES):
+    return st.tuples(DTYPE_STRATEGY, shapes).flatmap(lambda ds: values_of(*ds))
 
 
 def assert_same(got, expected):
@@ -146,7 +149,7 @@ def test_broadcast_to(x, data):
 
 @given(hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=4, max_side=3), st.data())
 def test_broadcast_arrays(shapes, data):
-    xs = [data.draw(values_of(data.draw(st.sampled_from(DTYPES)), s)) for s in shapes.input_shapes]
+    xs = [data.draw(values_of(data.draw(DTYPE_STRATEGY), s)) for s in shapes.input_shapes]
     check(fs.broadcast_arrays, np.broadcast_arrays, *xs)
 
 
@@ -163,7 +166,7 @@ def join_cases(draw, min_dims=1):
         s = list(shape)
         if s:
             s[axis] = draw(st.integers(0, 3))
-        xs.append(draw(values_of(draw(st.sampled_from(DTYPES)), tuple(s))))
+        xs.append(draw(values_of(draw(DTYPE_STRATEGY), tuple(s))))
     return xs, axis
 
 
@@ -185,8 +188,8 @@ def test_concatenate_dtype_and_casting():
 @given(st.data())
 def test_stack(data):
     shape = data.draw(SHAPES.filter(lambda s: len(s) < 4))
-    dtypes = st.sampled_from(DTYPES)
-    xs = [data.draw(values_of(data.draw(dtypes), shape)) for _ in range(data.draw(st.integers(1, 3)))]
+    count = data.draw(st.integers(1, 3))
+    xs = [data.draw(values_of(data.draw(DTYPE_STRATEGY), shape)) for _ in range(count)]
     axis = data.draw(st.integers(-len(shape) - 1, len(shape)))
     check(lambda *xs: fs.stack(xs, axis), lambda *xs: np.stack(xs, axis), *xs)
 
