@@ -24,6 +24,7 @@ from functrans.api import (  # noqa: E402
     vmap,
 )
 from functrans.custom_derivatives import checkpoint, custom_jvp, custom_vjp  # noqa: E402
+from functrans.jit import jit  # noqa: E402
 
 __all__ = [
     "ShapeDtypeStruct",
@@ -35,6 +36,7 @@ __all__ = [
     "hvp",
     "jacfwd",
     "jacrev",
+    "jit",
     "jvp",
     "lax",
     "linear_transpose",

@@ -471,6 +471,8 @@ class Primitive:
         transpose: Callable | None = None,
         batch: Callable | None = None,
         cuda: Any = None,
+        simplify: Callable | None = None,
+        numpy_fn: Callable | None = None,
         linear: bool = False,
     ):
         if name in registry:
@@ -483,6 +485,11 @@ class Primitive:
         self.transpose = transpose
         self.batch = batch
         self.cuda = cuda
+        #: Optional algebraic simplification (functrans.transforms.simplify).
+        self.simplify = simplify
+        #: For param-less elementwise primitives: the NumPy function itself,
+        #: which generated code may call directly (it may return NumPy scalars).
+        self.numpy_fn = numpy_fn
         #: True when the primitive is linear in (some of) its operands, so that
         #: it needs a transpose rule.
         self.linear = linear

@@ -53,3 +53,10 @@ def check_dtype(name: str, aval: ShapedArray, kinds: str, what: str) -> None:
     """Raise a DTypeError unless ``aval``'s dtype kind is one of ``kinds``."""
     if aval.dtype.kind not in kinds:
         raise DTypeError(f"{name}: expected {what}, got {aval.str_short()}")
+
+
+def same_type(eqn, a) -> bool:
+    """For simplify rules: True when atom ``a`` can stand for the equation's
+    output unchanged (same shape and dtype)."""
+    out, aval = eqn.outputs[0].aval, a.aval
+    return aval.shape == out.shape and aval.dtype == out.dtype

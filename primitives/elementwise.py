@@ -32,7 +32,7 @@ from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, 
 from functrans.dtypes import is_inexact, result_type, ufunc_operand
 from functrans.errors import DTypeError
 from primitives import reductions, shape
-from primitives._util import as_array, broadcast_shapes, check_dtype
+from primitives._util import as_array, broadcast_shapes, check_dtype, same_type
 
 ZERO = "zero derivative"
 LINEAR = "linear"
@@ -160,7 +160,8 @@ def _declare(row: Row, dtype_rule: Callable | None = None, **rules) -> Primitive
         return ShapedArray(broadcast_shapes(name, *avals), dtype_rule(*avals))
 
     prim = Primitive(
-        name, abstract_eval=abstract_eval, impl=lambda *xs: as_array(fn(*xs)), **rules
+        name, abstract_eval=abstract_eval, impl=lambda *xs: as_array(fn(*xs)), numpy_fn=fn,
+        **rules,
     )
     prim.batch = elementwise_batch(prim)
     if prim.jvp is None:
@@ -323,16 +324,40 @@ def _div_transpose(ct, x, y):
     return [Zero(x.aval) if type(ct) is Zero else unbroadcast(div(ct, y), x.aval), None]
 
 
+def _drop_identity(identity, positions=(0, 1)):
+    """Simplify rule: ``x op identity`` (and ``identity op x`` for positions
+    0 and 1) is ``x`` when that changes neither shape nor dtype."""
+
+    def rule(eqn, ctx):
+        for keep in positions:
+            other = eqn.inputs[1 - keep]
+            x = eqn.inputs[keep]
+            value = ctx.scalar(other)
+            if value is not None and value == identity and same_type(eqn, x):
+                return x
+        return None
+
+    return rule
+
+
+def _neg_simplify(eqn, ctx):
+    inner = ctx.producer(eqn.inputs[0])
+    if inner is not None and inner.primitive is eqn.primitive and same_type(eqn, inner.inputs[0]):
+        return inner.inputs[0]
+    return None
+
+
 _RULES = {
-    "neg": dict(jvp=_neg_jvp, transpose=_neg_transpose, linear=True),
-    "add": dict(jvp=_add_jvp, transpose=_add_transpose, linear=True),
+    "neg": dict(jvp=_neg_jvp, transpose=_neg_transpose, simplify=_neg_simplify, linear=True),
+    "add": dict(jvp=_add_jvp, transpose=_add_transpose, simplify=_drop_identity(0), linear=True),
     "sub": dict(
         jvp=lambda p, t: _add_jvp(p, t, negate_y=True),
         transpose=lambda ct, x, y: _add_transpose(ct, x, y, negate_y=True),
+        simplify=_drop_identity(0, positions=(0,)),
         linear=True,
     ),
-    "mul": dict(transpose=_mul_transpose, linear=True),
-    "div": dict(transpose=_div_transpose, linear=True),
+    "mul": dict(transpose=_mul_transpose, simplify=_drop_identity(1), linear=True),
+    "div": dict(transpose=_div_transpose, simplify=_drop_identity(1, positions=(0,)), linear=True),
 }
 _DTYPE_RULES = {"round": _round_dtype}
 
@@ -461,6 +486,7 @@ convert_element_type_p = Primitive(
     impl=_convert_impl,
     jvp=_convert_jvp,
     transpose=_convert_transpose,
+    simplify=lambda eqn, ctx: eqn.inputs[0] if same_type(eqn, eqn.inputs[0]) else None,
     linear=True,
 )
 convert_element_type_p.batch = elementwise_batch(convert_element_type_p)

@@ -17,7 +17,7 @@ from functrans.dtypes import is_inexact, result_type
 from functrans.errors import ShapeError
 from primitives import elementwise as ew
 from primitives import reductions
-from primitives._util import as_array, check_axes, check_dtype
+from primitives._util import as_array, check_axes, same_type, check_dtype
 
 
 def linear_unary_jvp(prim: Primitive):
@@ -46,10 +46,15 @@ def linear_unary_transpose(make_ct):
     return transpose
 
 
-def _declare_linear(name, abstract_eval, impl, ct_rule, batch) -> Primitive:
+def _identity_simplify(eqn, ctx):
+    """A shape op that leaves its operand's shape alone is the operand."""
+    return eqn.inputs[0] if same_type(eqn, eqn.inputs[0]) else None
+
+
+def _declare_linear(name, abstract_eval, impl, ct_rule, batch, simplify=_identity_simplify):
     prim = Primitive(
         name, abstract_eval=abstract_eval, impl=impl,
-        transpose=linear_unary_transpose(ct_rule), batch=batch, linear=True,
+        transpose=linear_unary_transpose(ct_rule), batch=batch, simplify=simplify, linear=True,
     )
     prim.jvp = linear_unary_jvp(prim)
     return prim
@@ -157,6 +162,16 @@ def _reshape_abstract_eval(x, *, new_sizes):
     return ShapedArray(tuple(new_sizes), x.dtype)
 
 
+def _reshape_simplify(eqn, ctx):
+    x = eqn.inputs[0]
+    if same_type(eqn, x):
+        return x
+    inner = ctx.producer(x)
+    if inner is not None and inner.primitive is reshape_p:
+        return reshape_p, inner.inputs, eqn.params
+    return None
+
+
 reshape_p = _declare_linear(
     "reshape",
     _reshape_abstract_eval,
@@ -164,6 +179,7 @@ reshape_p = _declare_linear(
     lambda ct, x, *, new_sizes: bind(reshape_p, ct, new_sizes=x.shape),
     _unary_batch(lambda x, d, *, new_sizes: (bind(
         reshape_p, moveaxis(x, d, 0), new_sizes=(get_aval(x).shape[d],) + tuple(new_sizes)), 0)),
+    _reshape_simplify,
 )
 
 # -- transpose ------------------------------------------------------------------
@@ -178,6 +194,21 @@ def _transpose_abstract_eval(x, *, permutation):
     return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype)
 
 
+def _transpose_simplify(eqn, ctx):
+    perm = tuple(eqn.params["permutation"])
+    x = eqn.inputs[0]
+    if perm == tuple(range(len(perm))):
+        return x
+    inner = ctx.producer(x)
+    if inner is not None and inner.primitive is transpose_p:
+        first = inner.params["permutation"]
+        combined = tuple(first[p] for p in perm)
+        if combined == tuple(range(len(combined))):
+            return inner.inputs[0]
+        return transpose_p, inner.inputs, {"permutation": combined}
+    return None
+
+
 transpose_p = _declare_linear(
     "transpose",
     _transpose_abstract_eval,
@@ -187,6 +218,7 @@ transpose_p = _declare_linear(
     ),
     _unary_batch(lambda x, d, *, permutation: (bind(
         transpose_p, x, permutation=(d,) + tuple(batched_axis(p, d) for p in permutation)), 0)),
+    _transpose_simplify,
 )
 
 # -- squeeze / expand_dims ----------------------------------------------------

@@ -274,8 +274,7 @@ def _parse_subscripts(subscripts: str, xs) -> tuple[list[list[str]], list[str]]:
     inputs = [_term_labels(subscripts, t, x.ndim, i) for i, (t, x) in enumerate(zip(terms, xs))]
     n_ell = max((sum(c not in _LETTERS for c in labels) for labels in inputs), default=0)
     ell = [chr(0x100 + k) for k in range(n_ell)]
-    inputs = [[ell[n_ell - labels.count("."):][labels[:j].count(".")] if c == "." else c
-               for j, c in enumerate(labels)] for labels in inputs]
+    inputs = [_name_ellipsis(labels, ell) for labels in inputs]
     if not arrow:
         once = sorted(c for c in set(lhs) if c in _LETTERS and lhs.count(c) == 1)
         return inputs, ell + once
@@ -291,6 +290,13 @@ def _parse_subscripts(subscripts: str, xs) -> tuple[list[list[str]], list[str]]:
         output[at:at] = ell
     _check_output(subscripts, inputs, output)
     return inputs, output
+
+
+def _name_ellipsis(labels: list[str], ell: list[str]) -> list[str]:
+    """An operand's "." axes named by the last of the ``...`` labels: ``...``
+    axes broadcast against each other aligned from the right."""
+    mine = iter(ell[len(ell) - labels.count(".") :])
+    return [next(mine) if c == "." else c for c in labels]
 
 
 def _term_labels(subscripts: str, term: str, ndim: int | None, i: int | None) -> list[str]:

@@ -91,7 +91,7 @@ def _shape_tuple(shape: Any) -> tuple[int, ...]:
     """A shape as a tuple of ints.  A traced size must carry its value
     (``__index__`` raises the concretization error otherwise): array shapes
     are static."""
-    if isinstance(shape, (tuple, list)):
+    if isinstance(shape, (tuple, list, np.ndarray)):
         return tuple(operator.index(d) for d in shape)
     return (operator.index(shape),)
 
@@ -113,8 +113,8 @@ def _broadcast_to(x, shape: tuple[int, ...]):
 def _like(a, dtype, shape):
     """The (shape, dtype) a ``*_like`` result gets from its template ``a``."""
     template = _asarray(a)
-    return (template.shape if shape is None else shape), (template.dtype if dtype is None
-                                                            else dtype)
+    shape = template.shape if shape is None else shape
+    return shape, template.dtype if dtype is None else dtype
 
 
 def zeros_like(a, dtype=None, shape=None):

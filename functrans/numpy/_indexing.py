@@ -27,7 +27,7 @@ from primitives import elementwise
 from primitives.indexing import gather_p, indexed_shape, scatter_p
 from primitives.shape import expand_dims_p, rev_p, slice_p, squeeze_p
 
-__all__ = ["take", "getitem", "IndexUpdateHelper"]
+__all__ = ["take"]  # getitem and IndexUpdateHelper back Tracer.__getitem__ and .at
 
 
 class Index(NamedTuple):
@@ -181,8 +181,7 @@ def parse_index(name: str, shape: tuple[int, ...], idx: Any) -> Index:
             spec.append(("array",))
             arrays.append(e)
         axis += 1
-    adv_ndim = len(_check_broadcast(name, arrays))
-    perm = _adv_perm(spec, split, adv_ndim) if arrays else None
+    perm = _adv_perm(spec, split, len(_check_broadcast(name, arrays))) if arrays else None
     return Index(tuple(inserted), tuple(spec), tuple(arrays), perm)
 
 

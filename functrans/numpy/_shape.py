@@ -58,16 +58,14 @@ def _broadcast(x, shape: tuple[int, ...], dims: tuple[int, ...]):
     return bind(broadcast_in_dim_p, x, shape=shape, broadcast_dimensions=dims)
 
 
-def _slice_axis(x, axis: int, start: int, stop: int, step: int = 1):
-    """``x[..., start:stop:step, ...]`` along ``axis`` (start <= stop, step >= 1)."""
-    if (start, stop, step) == (0, x.shape[axis], 1):
+def _slice_axis(x, axis: int, start: int, stop: int):
+    """``x[..., start:stop, ...]`` along ``axis`` (0 <= start <= stop <= size)."""
+    if (start, stop) == (0, x.shape[axis]):
         return x
-    starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
-    starts[axis], limits[axis], strides[axis] = start, stop, step
-    return bind(
-        slice_p, x, start_indices=tuple(starts), limit_indices=tuple(limits),
-        strides=tuple(strides),
-    )  # fmt: skip
+    starts, limits = [0] * x.ndim, list(x.shape)
+    starts[axis], limits[axis] = start, stop
+    return bind(slice_p, x, start_indices=tuple(starts), limit_indices=tuple(limits),
+                strides=(1,) * x.ndim)
 
 
 def _take_axis(x, indices, axis: int):
@@ -150,7 +148,11 @@ def ravel(a, order="C"):
 
 
 def transpose(a, axes=None):
-    """``np.transpose``: permute the axes (reverse them when ``axes`` is None)."""
+    """``np.transpose``: permute the axes (reverse them when ``axes`` is None).
+
+    >>> transpose(np.ones((2, 3, 4)), (1, -1, 0)).shape
+    (3, 4, 2)
+    """
     a = asarray(a)
     if axes is None:
         return _transpose(a, tuple(range(a.ndim))[::-1])
@@ -172,7 +174,11 @@ def _axis_list(name: str, axes, ndim: int, what: str) -> list[int]:
 
 
 def moveaxis(a, source, destination):
-    """``np.moveaxis``: move axes ``source`` to positions ``destination``."""
+    """``np.moveaxis``: move axes ``source`` to positions ``destination``.
+
+    >>> moveaxis(np.ones((2, 3, 4)), 0, -1).shape
+    (3, 4, 2)
+    """
     a = asarray(a)
     src = _axis_list("moveaxis", source, a.ndim, "source")
     dst = _axis_list("moveaxis", destination, a.ndim, "destination")
@@ -200,7 +206,11 @@ def swapaxes(a, axis1, axis2):
 
 
 def squeeze(a, axis=None):
-    """``np.squeeze``: remove axes of size 1 (all of them when ``axis`` is None)."""
+    """``np.squeeze``: remove axes of size 1 (all of them when ``axis`` is None).
+
+    >>> squeeze(np.ones((1, 3, 1)), axis=-1).shape
+    (1, 3)
+    """
     a = asarray(a)
     if axis is None:
         dims = tuple(i for i, d in enumerate(a.shape) if d == 1)
@@ -217,7 +227,11 @@ def squeeze(a, axis=None):
 
 
 def expand_dims(a, axis):
-    """``np.expand_dims``: insert size-1 axes at positions ``axis`` of the result."""
+    """``np.expand_dims``: insert size-1 axes at positions ``axis`` of the result.
+
+    >>> expand_dims(np.ones((2, 3)), (0, -1)).shape
+    (1, 2, 3, 1)
+    """
     a = asarray(a)
     ndim = a.ndim + (len(axis) if isinstance(axis, (tuple, list)) else 1)
     dims = normalize_axes("expand_dims", axis, ndim)
@@ -276,7 +290,12 @@ def _broadcast_to(x, shape: tuple[int, ...]):
 
 
 def broadcast_to(array, shape, subok=False):
-    """``np.broadcast_to``: ``array`` repeated along new or size-1 axes."""
+    """``np.broadcast_to``: ``array`` repeated along new or size-1 axes.
+
+    >>> broadcast_to(np.arange(3), (2, 3))
+    array([[0, 1, 2],
+           [0, 1, 2]])
+    """
     x = asarray(array)
     shape = _shape_tuple("broadcast_to", shape)
     ok = len(shape) >= x.ndim and all(
@@ -334,7 +353,11 @@ def _concat(xs: list, axis: int):
 
 def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
     """``np.concatenate``: join arrays along an existing axis (flattened when
-    ``axis`` is None), with NumPy's dtype promotion."""
+    ``axis`` is None), with NumPy's dtype promotion.
+
+    >>> concatenate([np.zeros(2, np.int32), np.ones(1, np.float32)])
+    array([0., 0., 1.])
+    """
     _no_out("concatenate", out)
     xs = _as_list("concatenate", arrays)
     if axis is None:
@@ -356,7 +379,11 @@ def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind")
 
 
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
-    """``np.stack``: join equally shaped arrays along a new axis."""
+    """``np.stack``: join equally shaped arrays along a new axis.
+
+    >>> stack([np.zeros(3), np.ones(3)], axis=1).shape
+    (3, 2)
+    """
     _no_out("stack", out)
     xs = _as_list("stack", arrays)
     shape = tuple(xs[0].shape)
@@ -435,7 +462,11 @@ def array_split(ary, indices_or_sections, axis=0):
 
 
 def split(ary, indices_or_sections, axis=0):
-    """``np.split``: like array_split, but a section count must divide the axis."""
+    """``np.split``: like array_split, but a section count must divide the axis.
+
+    >>> split(np.arange(5), [2, 3])
+    [array([0, 1]), array([2]), array([3, 4])]
+    """
     a = asarray(ary)
     if np.ndim(indices_or_sections) == 0 and not is_traced(indices_or_sections):
         n = a.shape[normalize_axis("split", axis, a.ndim)]
@@ -468,7 +499,12 @@ def vsplit(ary, indices_or_sections):
 
 
 def tile(A, reps):
-    """``np.tile``: ``A`` repeated ``reps`` times along each axis."""
+    """``np.tile``: ``A`` repeated ``reps`` times along each axis.
+
+    >>> tile(np.array([1, 2]), (2, 2))
+    array([[1, 2, 1, 2],
+           [1, 2, 1, 2]])
+    """
     a = asarray(A)
     reps = _shape_tuple("tile", reps)
     if any(r < 0 for r in reps):
@@ -488,7 +524,12 @@ def tile(A, reps):
 def repeat(a, repeats, axis=None):
     """``np.repeat``: each element repeated ``repeats`` times along ``axis``
     (the flattened array when ``axis`` is None).  Per-element ``repeats``
-    must be concrete, since they decide the result's shape."""
+    must be concrete, since they decide the result's shape.
+
+    >>> repeat(np.array([[1, 2], [3, 4]]), [2, 0], axis=0)
+    array([[1, 2],
+           [1, 2]])
+    """
     a = asarray(a)
     if axis is None:
         a, axis = _reshape(a, (a.size,)), 0
@@ -525,7 +566,11 @@ def _repeat_each(a, ax: int, r: int):
 
 
 def flip(m, axis=None):
-    """``np.flip``: reverse the order of elements along ``axis`` (all axes when None)."""
+    """``np.flip``: reverse the order of elements along ``axis`` (all axes when None).
+
+    >>> flip(np.arange(3))
+    array([2, 1, 0])
+    """
     m = asarray(m)
     dims = tuple(d for d in normalize_axes("flip", axis, m.ndim) if m.shape[d] > 1)
     return bind(rev_p, m, dimensions=dims) if dims else m

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from functrans.core import Jaxpr, Literal
+from functrans.core import ClosedJaxpr, Jaxpr, Literal
 
 
 def dce(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr:
@@ -21,3 +21,16 @@ def dce(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr:
     if len(kept) == len(jaxpr.eqns) and len(outvars) == len(jaxpr.outvars):
         return jaxpr
     return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, kept)
+
+
+def dce_closed(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """``dce`` of all outputs that also drops the constants nothing reads."""
+    jaxpr = dce(closed.jaxpr)
+    used = {id(a) for e in jaxpr.eqns for a in e.inputs} | {id(a) for a in jaxpr.outvars}
+    keep = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts) if id(v) in used]
+    if len(keep) == len(jaxpr.constvars) and jaxpr is closed.jaxpr:
+        return closed
+    constvars = [v for v, _ in keep]
+    return ClosedJaxpr(
+        Jaxpr(constvars, jaxpr.invars, jaxpr.outvars, jaxpr.eqns), [c for _, c in keep]
+    )

@@ -8,7 +8,7 @@ import string
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -84,6 +84,7 @@ def test_inner_outer_vdot(data):
         check(fc.vdot, np.vdot, a, b.reshape(b.shape[::-1]) if a.size == b.size else a)
 
 
+@settings(max_examples=200)  # cheap, and the space of cases is large
 @given(st.data())
 def test_matmul(data):
     batch = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=3))
@@ -106,6 +107,7 @@ def test_matmul_equations():
     assert names(np.ones((1, 2, 3)), np.ones((5, 3, 4))) == ["broadcast_in_dim", "dot_general"]
 
 
+@settings(max_examples=200)  # cheap, and the space of cases is large
 @given(st.data())
 def test_tensordot(data):
     shape_a = data.draw(hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=3))
@@ -130,24 +132,32 @@ def test_tensordot(data):
 @st.composite
 def einsum_cases(draw):
     """A random einsum call: 1-3 operands over up to 5 labels, with repeated
-    labels (diagonals), size-1 axes that broadcast, and an implicit or
-    explicit output."""
+    labels (diagonals), size-1 axes that broadcast, ``...`` axes, and an
+    implicit or explicit output."""
     labels = string.ascii_letters[draw(st.integers(0, 20)) :][:5]
     sizes = {c: draw(st.integers(0, 3)) for c in labels}
+    n = draw(st.integers(1, 3))
+    ellipsis = draw(st.booleans())
+    batch = draw(hnp.mutually_broadcastable_shapes(num_shapes=n, max_dims=2, max_side=3))
     terms, arrays = [], []
-    for _ in range(draw(st.integers(1, 3))):
+    for i in range(n):
         term = draw(st.lists(st.sampled_from(labels), max_size=4))
         shape = tuple(1 if sizes[c] and term.count(c) == 1 and draw(st.integers(0, 5)) == 0
                       else sizes[c] for c in term)
+        if ellipsis:
+            term, shape = ["..."] + term, batch.input_shapes[i] + shape
         terms.append("".join(term))
         arrays.append(draw(values_of(draw(dtypes), shape)))
-    used = sorted(set("".join(terms)))
+    used = sorted(set("".join(terms)) - {"."})
     if draw(st.booleans()):
         return ",".join(terms), arrays
     out = draw(st.permutations(used))[: draw(st.integers(0, len(used)))]
+    if ellipsis:
+        out.insert(draw(st.integers(0, len(out))), "...")
     return ",".join(terms) + "->" + "".join(out), arrays
 
 
+@settings(max_examples=200)  # cheap, and the space of cases is large
 @given(einsum_cases())
 def test_einsum(case):
     subscripts, arrays = case

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -119,6 +119,7 @@ def run_traced(f, *args):
 # -- getitem -------------------------------------------------------------------------
 
 
+@settings(max_examples=200)  # cheap, and the space of cases is large
 @given(index_cases())
 def test_getitem_matches_numpy(case):
     x, idx = case
@@ -238,6 +239,7 @@ def _unique_targets(x, idx) -> bool:
     return np.unique(positions).size == np.size(positions)
 
 
+@settings(max_examples=200)  # cheap, and the space of cases is large
 @given(index_cases(), st.sampled_from(["set", "add", "mul", "min", "max"]), st.data())
 def test_at_matches_numpy(case, mode, data):
     x, idx = case
@@ -314,6 +316,7 @@ def test_at_with_scalar_boolean_index_keeps_shape():
 # -- take -----------------------------------------------------------------------------------
 
 
+@settings(max_examples=200)  # cheap, and the space of cases is large
 @given(st.data())
 def test_take_matches_numpy(data):
     x = data.draw(values_of(data.draw(st.sampled_from(DTYPES)),

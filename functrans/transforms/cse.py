@@ -1,0 +1,40 @@
+"""Common-subexpression elimination: an equation that repeats an earlier one
+(same primitive, same inputs, same params) reuses the earlier results."""
+
+from __future__ import annotations
+
+from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, _params_key
+
+
+def cse(closed: ClosedJaxpr) -> ClosedJaxpr:
+    jaxpr = closed.jaxpr
+    rename: dict[int, object] = {}
+    seen: dict[tuple, Eqn] = {}
+    eqns = []
+
+    def sub(a):
+        return a if type(a) is Literal else rename.get(id(a), a)
+
+    def key_of(a):
+        return ("lit", a.key()) if type(a) is Literal else id(a)
+
+    for e in jaxpr.eqns:
+        inputs = tuple(sub(a) for a in e.inputs)
+        try:
+            key = (e.primitive, tuple(key_of(a) for a in inputs), _params_key(e.params))
+            hash(key)
+        except TypeError:  # unhashable params: keep the equation as it is
+            key = None
+        earlier = seen.get(key) if key is not None else None
+        if earlier is not None:
+            for v, w in zip(e.outputs, earlier.outputs):
+                rename[id(v)] = w
+            continue
+        new = e if inputs == e.inputs else Eqn(e.primitive, inputs, e.outputs, e.params)
+        if key is not None:
+            seen[key] = new
+        eqns.append(new)
+    if not rename:
+        return closed
+    outvars = [sub(a) for a in jaxpr.outvars]
+    return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns), closed.consts)

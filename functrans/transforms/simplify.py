@@ -1,0 +1,77 @@
+"""Algebraic simplification, driven by the primitives' own ``simplify`` rules.
+
+A rule sees one equation through a ``Context`` (the known scalar value of an
+input, the equation that produced an input) and returns a replacement for
+the equation's single output: an existing atom (``x * 1 -> x``), a new
+equation as ``(primitive, inputs, params)`` (``transpose(transpose(x))`` ->
+one transpose), or None to keep it.  A replacement must have the output's
+exact shape and dtype, so a rule never changes a result: it only skips work.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Tracer
+
+
+class Context:
+    """What a rule may ask about the Jaxpr around an equation."""
+
+    def __init__(self, consts: dict[int, Any], producers: dict[int, Eqn]):
+        self._consts = consts
+        self._producers = producers
+
+    def scalar(self, a) -> Any:
+        """The value of ``a`` if it is a constant with a single repeated value
+        (a literal, or a broadcast constant array), else None."""
+        if type(a) is Literal:
+            return a.val
+        x = self._consts.get(id(a))
+        if x is None or isinstance(x, Tracer):
+            return None
+        x = np.asarray(x)
+        if x.size == 1 or (x.size and all(s == 0 for s in x.strides)):
+            return x.reshape(-1)[0]
+        return None
+
+    def producer(self, a) -> Eqn | None:
+        return None if type(a) is Literal else self._producers.get(id(a))
+
+
+def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
+    jaxpr = closed.jaxpr
+    consts = {id(v): c for v, c in zip(jaxpr.constvars, closed.consts)}
+    producers: dict[int, Eqn] = {}
+    ctx = Context(consts, producers)
+    replace: dict[int, Any] = {}
+    eqns = []
+    changed = False
+
+    def sub(a):
+        return a if type(a) is Literal else replace.get(id(a), a)
+
+    for e in jaxpr.eqns:
+        inputs = tuple(sub(a) for a in e.inputs)
+        if inputs != e.inputs:
+            e = Eqn(e.primitive, inputs, e.outputs, e.params)
+        rule = e.primitive.simplify
+        result = rule(e, ctx) if rule is not None and len(e.outputs) == 1 else None
+        if isinstance(result, tuple):
+            prim, ins, params = result
+            e = Eqn(prim, tuple(ins), e.outputs, params)
+            changed = True
+        elif result is not None:
+            replace[id(e.outputs[0])] = result
+            changed = True
+            continue
+        for v in e.outputs:
+            producers[id(v)] = e
+        eqns.append(e)
+    if not changed:
+        return closed
+    outvars = [sub(a) for a in jaxpr.outvars]
+    return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns), closed.consts)
+
