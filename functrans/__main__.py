@@ -78,12 +78,43 @@ def gradient() -> None:
     print(f"(ft.make_jaxpr(ft.grad(f))(x) has {n} equations)")
 
 
-@section("Hessian-vector product: forward over reverse, no Hessian formed")
+@section("Hessian: forward over reverse (jacfwd of jacrev)")
+def hessian() -> None:
+    x = np.array([0.0, 1.0, 2.0])
+    h = ft.hessian(f)(x)
+    by_hand = np.diag(2 * np.cos(x) - x * np.sin(x) + 2)
+    print(f"ft.hessian(f)(x) =\n{h!r}")
+    print(f"equal to diag(2cos x - x sin x + 2): {np.allclose(h, by_hand)}")
+
+
+@section("Hessian-vector product, without forming the Hessian")
 def hessian_vector() -> None:
     x, v = np.array([0.0, 1.0, 2.0]), np.array([1.0, 0.5, -1.0])
     by_hand = (2 * np.cos(x) - x * np.sin(x) + 2) * v
     print(f"ft.hvp(f, (x,), (v,))     = {ft.hvp(f, (x,), (v,))!r}")
     print(f"(2cos x - x sin x + 2) v  = {by_hand!r}")
+
+
+@section("vmap: one gradient per row, no Python loop")
+def batched() -> None:
+    xs = np.array([[0.0, 1.0, 2.0], [1.0, 2.0, 3.0]])
+    per_row = ft.vmap(ft.grad(f))(xs)
+    print(f"ft.vmap(ft.grad(f))(xs) =\n{per_row!r}")
+    print(f"equal to [grad(f)(row) for row in xs]: "
+          f"{np.allclose(per_row, [ft.grad(f)(row) for row in xs])}")
+
+
+@section("jit: optimised once per signature, then cached")
+def compiled() -> None:
+    x = np.array([0.0, 1.0, 2.0])
+    grad_f = ft.jit(ft.grad(f))
+    lowered = grad_f.lower(x)
+    n_plain = len(ft.make_jaxpr(ft.grad(f))(x).eqns)
+    print(f"grad(f) traces to {n_plain} equations; jit optimises them to "
+          f"{len(lowered.jaxpr.eqns)}:")
+    print(lowered.jaxpr)
+    grad_f(x), grad_f(x + 1.0)
+    print(f"\ntwo calls at f64[3]: {grad_f.cache_info()}")
 
 
 def main() -> None:

@@ -158,9 +158,7 @@ def apply_jaxpr(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
     current trace when an input is traced (a transform nested in another)."""
     if any(isinstance(x, Tracer) for x in itertools.chain(closed.consts, args)):
         return core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    # An output may be a literal or a Python scalar: results are always arrays.
-    return [x if type(x) is np.ndarray else np.asarray(x)
-            for x in numpy_backend.eval_jaxpr(closed, *args)]
+    return numpy_backend.compiled(closed)(*args)
 
 
 def _zeros_like_leaf(x: Any) -> np.ndarray:

@@ -238,7 +238,7 @@ class Jaxpr:
     can key a cache.
     """
 
-    __slots__ = ("constvars", "invars", "outvars", "eqns", "_key")
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "_key", "_hash")
 
     def __init__(self, constvars, invars, outvars, eqns):
         self.constvars = tuple(constvars)
@@ -246,6 +246,7 @@ class Jaxpr:
         self.outvars = tuple(outvars)
         self.eqns = tuple(eqns)
         self._key = None
+        self._hash = None
 
     @property
     def in_avals(self) -> list[ShapedArray]:
@@ -281,7 +282,9 @@ class Jaxpr:
         return type(other) is Jaxpr and (self is other or self._structure() == other._structure())
 
     def __hash__(self):
-        return hash(self._structure())
+        if self._hash is None:
+            self._hash = hash(self._structure())
+        return self._hash
 
     def __str__(self):
         return pp_jaxpr(self)
@@ -562,8 +565,9 @@ class Tracer:
         if self.val is not None:
             # The value may derive from tracers of enclosing value-carrying
             # traces (nested transforms), whose Jaxprs are then specialised too.
-            for t in _trace_stack[: self._trace.level + 1]:
-                t.concretized = t.concretized or t.concrete
+            if self._trace.active:
+                for t in _trace_stack[: self._trace.level]:
+                    t.concretized = t.concretized or t.concrete
             self._trace.concretized = True
             return self.val
         self._trace.concretization_failed(what)
@@ -671,7 +675,9 @@ class JaxprTrace:
         if t in dtypes.PYTHON_SCALAR_DTYPES:
             return Literal(x, get_aval(x))
         if isinstance(x, np.generic) or (isinstance(x, np.ndarray) and x.ndim == 0):
-            return Literal(x, ShapedArray((), x.dtype))
+            # x[()] is an immutable NumPy scalar: a Jaxpr (hashed, cached) must not
+            # change when the caller later writes into its 0-d array.
+            return Literal(x[()], ShapedArray((), x.dtype))
         return self._const_var(x, get_aval(x), lifted=False)
 
     def _const_var(self, x, aval, lifted):
@@ -828,10 +834,22 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list[Any]:
     return [read(a) for a in jaxpr.outvars]
 
 
+def _sub_jaxprs(params: dict) -> Iterable[Jaxpr | ClosedJaxpr]:
+    for value in params.values():
+        for v in value if isinstance(value, tuple) else (value,):
+            if isinstance(v, (Jaxpr, ClosedJaxpr)):
+                yield v
+
+
 def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
     """Re-derive every aval from the primitives' shape rules; raise
     ``JaxprTypeError`` naming the first equation that disagrees."""
     if isinstance(jaxpr, ClosedJaxpr):
+        if len(jaxpr.consts) != len(jaxpr.jaxpr.constvars):
+            raise JaxprTypeError(
+                f"{len(jaxpr.jaxpr.constvars)} constvars bound to {len(jaxpr.consts)} "
+                f"values\n{jaxpr}"
+            )
         for v, c in zip(jaxpr.jaxpr.constvars, jaxpr.consts):
             if get_aval(c).strip_weak() != v.aval.strip_weak():
                 raise JaxprTypeError(
@@ -860,6 +878,11 @@ def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
         where = f"equation {i} ({e.primitive.name})"
         for a in e.inputs:
             check_atom(a, where)
+        for sub in _sub_jaxprs(e.params):  # the programs of control flow, custom rules
+            try:
+                check_jaxpr(sub)
+            except JaxprTypeError as err:
+                raise JaxprTypeError(f"in a sub-Jaxpr of {where}: {err}") from None
         try:
             out = e.primitive.abstract_eval(*[a.aval for a in e.inputs], **e.params)
         except FunctransError as err:

@@ -45,6 +45,12 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers):
 def _dot_general_impl(lhs, rhs, *, dimension_numbers):
     (lc, rc), (lb, rb) = dimension_numbers
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    if not lb and tuple(lc) == (lhs.ndim - 1,) and tuple(rc) == (0,) and rhs.ndim <= 2:
+        return as_array(np.dot(lhs, rhs))  # the everyday matrix/vector product
+    nb_axes = len(lb)
+    if (tuple(lb) == tuple(rb) == tuple(range(nb_axes)) and lhs.ndim == rhs.ndim == nb_axes + 2
+            and tuple(lc) == (nb_axes + 1,) and tuple(rc) == (nb_axes,)):
+        return as_array(np.matmul(lhs, rhs))  # batched matrix product
     lf = _free_axes(lhs.ndim, lc, lb)
     rf = _free_axes(rhs.ndim, rc, rb)
     batch = tuple(lhs.shape[i] for i in lb)

@@ -279,6 +279,23 @@ def test_check_jaxpr_catches_consts_of_the_wrong_type():
         check_jaxpr(ClosedJaxpr(closed.jaxpr, [np.ones(3, np.float32)]))
 
 
+def test_check_jaxpr_catches_a_missing_const():
+    closed = trace(lambda x: [add(x, np.ones(3))], np.ones(3))
+    with pytest.raises(JaxprTypeError, match=r"1 constvars bound to 0 values"):
+        check_jaxpr(ClosedJaxpr(closed.jaxpr, []))
+
+
+def test_check_jaxpr_checks_the_jaxprs_in_params():
+    x, y = Var(F64_3), Var(F32_3)
+    bad = ClosedJaxpr(Jaxpr([], [x], [y], [Eqn(sin_p, (x,), (y,), {})]), [])
+    a, b = Var(F64_3), Var(F32_3)
+    outer = Jaxpr([], [a], [b], [Eqn(registry["checkpoint"], (a,), (b,),
+                                     {"jaxpr": bad, "name": "f"})])
+    with pytest.raises(JaxprTypeError, match=r"in a sub-Jaxpr of equation 0 \(checkpoint\): "
+                                             r"equation 0 \(sin\) produces \['f32\[3\]'\]"):
+        check_jaxpr(outer)
+
+
 def test_the_printed_form_is_part_of_check_errors():
     x, y = Var(F64_3), Var(F32_3)
     with pytest.raises(JaxprTypeError) as info:
@@ -609,6 +626,16 @@ def test_a_value_carrying_tracer_shows_its_value():
         return [x]
 
     trace_to_jaxpr(f, [np.array(2.0)], concrete=True)
+
+
+def test_a_0d_array_operand_is_written_as_a_literal_of_its_value_then():
+    c = np.array(2.0)
+    closed = trace(lambda x: [mul(x, c)], np.ones(2))
+    key = hash(closed.jaxpr)
+    assert isinstance(closed.eqns[0].inputs[1], Literal) and not closed.consts
+    c[()] = 5.0  # writing into the array later changes nothing traced
+    np.testing.assert_array_equal(numpy_backend.eval_jaxpr(closed, np.ones(2))[0], [2.0, 2.0])
+    assert hash(closed.jaxpr) == key and str(closed.eqns[0].inputs[1].val) == "2.0"
 
 
 def test_a_non_tracer_array_operand_is_captured_as_a_constant():

@@ -79,8 +79,8 @@ def distinct_axes(draw, ndim: int, min_size=0, max_size=None) -> tuple[int, ...]
 def _logistic_ref(x):
     x = np.asarray(x)
     dtype = np.exp(np.zeros((), x.dtype)).dtype  # NumPy's float type for exp(x)
-    x = x.astype(dtype)
-    return 1 / (1 + np.exp(-x))
+    with np.errstate(over="ignore"):  # exp(-x) = inf gives the right limit, 0
+        return 1 / (1 + np.exp(-x.astype(dtype)))
 
 
 # name: (NumPy reference, low, high): ranges keep away from domain errors.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import subprocess
 import sys
 
@@ -18,6 +19,11 @@ def test_importing_functrans_does_not_import_hypothesis():
     code = ("import sys, functrans, functrans.testing; "
             "assert 'hypothesis' not in sys.modules, 'hypothesis was imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_docstring_examples_run():
+    failed, attempted = doctest.testmod(fts, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert attempted > 0 and failed == 0
 
 
 @given(fts.shapes())

@@ -79,6 +79,13 @@ class Compiled:
         return self.fn(*args)
 
 
+@functools.lru_cache(maxsize=1024)
+def compiled(closed: ClosedJaxpr) -> Compiled:
+    """The compiled form of ``closed``, cached: the transforms hand back the
+    same (cached) Jaxprs call after call, so their code is generated once."""
+    return Compiled(closed)
+
+
 def _identifier(name: str) -> str:
     ident = "".join(c if c.isalnum() else "_" for c in name).strip("_") or "compiled"
     if ident[0].isdigit() or keyword.iskeyword(ident):

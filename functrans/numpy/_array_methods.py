@@ -75,7 +75,8 @@ def _transpose(self, *axes):
 
 
 def _astype(self, dtype, copy=True):
-    """``x.astype(dtype)``: a conversion unless ``x`` already has that dtype."""
+    """``x.astype(dtype)``: a conversion unless ``x`` already has that dtype
+    (``copy`` is NumPy's; a tracer is never written into, so it changes nothing)."""
     if dtype == self.dtype and not self.weak_type:
         return self
     return convert_element_type(self, dtype)

@@ -25,7 +25,7 @@ from functrans import dtypes
 from functrans.core import Tracer, bind, get_aval
 from functrans.numpy._elementwise import add, divide, multiply, subtract
 from functrans.numpy._util import asarray as _asarray
-from functrans.numpy._util import is_traced
+from functrans.numpy._util import is_traced, normalize_axis
 from primitives.elementwise import convert_element_type, floor, select_p
 from primitives.shape import broadcast_in_dim_p, reshape_p, transpose_p
 
@@ -151,8 +151,7 @@ def arange(start, stop=None, step=None, dtype=None):
     >>> arange(1, 7, 2)
     array([1, 3, 5])
     """
-    args = (start,) if stop is None and step is None else (start, stop, step or 1)
-    return np.arange(*map(_static, args), dtype=dtype)
+    return np.arange(_static(start), _static(stop), _static(step), dtype=dtype)
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
@@ -165,10 +164,22 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if not is_traced(start, stop):
         return np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
     num = operator.index(num)
-    if isinstance(start, (list, tuple)) or isinstance(stop, (list, tuple)):
-        start, stop = _asarray(start), _asarray(stop)
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, got {num}")
+    y, step = _traced_linspace(start, stop, num, endpoint)
+    y = _move_first_axis(y, axis)
+    if dtype is not None and np.issubdtype(dtype, np.integer):
+        y = floor(y)
+    if dtype is not None:
+        y = _convert(y, dtype)
+    return (y, step) if retstep else y
+
+
+def _traced_linspace(start, stop, num: int, endpoint: bool):
+    """NumPy's recipe, ``arange(num) * step + start`` with ``stop`` written
+    into the last place, over traced end points; returns ``(y, step)``."""
+    if isinstance(start, (list, tuple)) or isinstance(stop, (list, tuple)):
+        start, stop = _asarray(start), _asarray(stop)
     # NumPy computes in the operands' dtype (Python scalars weak), made inexact.
     inexact = dtypes.result_type(get_aval(start), get_aval(stop), get_aval(0.0))
     start, stop = _asarray(start, inexact), _asarray(stop, inexact)
@@ -183,20 +194,15 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if endpoint and num > 1:
         last = (np.arange(num) == num - 1).reshape(steps.shape)
         y = bind(select_p, last, stop, y)
-    y = _move_first_axis(y, operator.index(axis))
-    if dtype is not None and np.issubdtype(dtype, np.integer):
-        y = floor(y)
-    if dtype is not None:
-        y = _convert(y, dtype)
-    return (y, step) if retstep else y
+    return y, step
 
 
 def _convert(x, dtype):
     return x if x.dtype == dtype else convert_element_type(x, dtype)
 
 
-def _move_first_axis(y, axis: int):
-    axis = axis % y.ndim
+def _move_first_axis(y, axis: Any):
+    axis = normalize_axis("linspace", axis, y.ndim)
     if axis == 0:
         return y
     perm = list(range(1, y.ndim))

@@ -48,10 +48,14 @@ __all__ = [
 
 
 def _reduce(name: str, prim: Primitive, a: Any, axis: Any, keepdims: bool, dtype: Any = None):
-    """``prim`` over ``axis`` of ``a`` (converted to ``dtype`` first, and the
-    result too: NumPy accumulates in the requested dtype)."""
+    """``prim`` over NumPy's ``axis`` of ``a``."""
     x = asarray(a)
-    axes = normalize_axes(name, axis, x.ndim)
+    return _reduce_axes(prim, x, normalize_axes(name, axis, x.ndim), keepdims, dtype)
+
+
+def _reduce_axes(prim: Primitive, x: Any, axes: tuple[int, ...], keepdims: bool, dtype: Any):
+    """``prim`` over normalised ``axes`` of ``x`` (converted to ``dtype`` first,
+    and the result too: NumPy accumulates in the requested dtype)."""
     if dtype is not None:
         x = _convert(x, dtype)
     out = bind(prim, x, axes=axes)
@@ -154,7 +158,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False):
         acc = result = np.float64
     elif dtype is None and x.dtype == np.float16:
         acc, result = np.float32, np.float16
-    total = _reduce("mean", reduce_sum_p, x, axes, keepdims, acc)
+    total = _reduce_axes(reduce_sum_p, x, axes, keepdims, acc)
     quotient = divide(total, _count(x.shape, axes))
     return _convert(quotient, total.dtype if result is None else result)
 
@@ -172,7 +176,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
     acc = np.float64 if dtype is None and x.dtype.kind in "biu" else dtype
     dev = subtract(x, mean(x, axes, acc, keepdims=True))
     squares = _abs2(dev) if dev.dtype.kind == "c" else multiply(dev, dev)
-    total = _reduce("var", reduce_sum_p, squares, axes, keepdims, acc)
+    total = _reduce_axes(reduce_sum_p, squares, axes, keepdims, acc)
     dof = builtins.max(_count(x.shape, axes) - ddof, 0)
     return _convert(divide(total, dof), total.dtype)
 

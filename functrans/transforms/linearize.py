@@ -16,6 +16,7 @@ from typing import Sequence
 from functrans.core import ClosedJaxpr, Jaxpr, Literal, Var
 from functrans.transforms.dce import dce
 from functrans.transforms.jvp import jvp_jaxpr
+from functrans.transforms.optimize import optimize
 
 
 def partial_eval(
@@ -89,4 +90,4 @@ def linearize_jaxpr(closed: ClosedJaxpr, active: tuple[bool, ...]):
     known, linear, _, _ = partial_eval(
         jv, [False] * n_in + [True] * n_t, [False] * n_out + [True] * n_out
     )
-    return known, linear, n_out
+    return optimize(known), optimize(linear), n_out

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 from functrans.core import ClosedJaxpr, Jaxpr, Literal, UndefinedPrimal, Zero, bind
 from functrans.core import instantiate, lookup_primitive, trace_to_jaxpr
+from functrans.transforms.optimize import optimize
 
 
 def add_cotangents(a: Any, b: Any) -> Any:
@@ -105,5 +106,5 @@ def transpose_jaxpr(
 
     ct_avals = [a for a, nz in zip(out_avals, ct_nonzero) if nz]
     new, _, _ = trace_to_jaxpr(fun, nonlin_avals + ct_avals, name="transpose")
-    return new
+    return optimize(new)
 

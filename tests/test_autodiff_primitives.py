@@ -1,0 +1,337 @@
+"""The derivative rules of every primitive, driven by ``tests/_diff_specs.py``.
+
+* Every registered primitive has a row, a JVP rule, a batching rule, and a
+  transpose rule when it is linear.
+* ``check_grads`` (finite differences for forward mode, the dot-product
+  identity for reverse mode, up to second order) on each differentiable
+  primitive, bound on its float operands with the others held fixed; the
+  derivatives have the primal's shapes and dtypes.
+* Primitives with a zero derivative give zero tangents and cotangents.
+* The call primitives (custom_jvp_call, custom_vjp_call, custom_lin,
+  checkpoint) through ``ft.custom_jvp``, ``ft.custom_vjp`` and ``ft.checkpoint``.
+* Random compositions of primitives: ``<vjp(ct), t> == <ct, jvp(t)>``,
+  ``linearize`` agrees with ``jvp`` and ``grad`` with ``vjp``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import functrans as ft
+import functrans.numpy as fnp
+from _diff_specs import (
+    BOUND,
+    DIFFERENTIABLE,
+    SPECS,
+    VIA_API,
+    ZERO_DERIVATIVE,
+    bind_with,
+    zero_derivative,
+)
+from functrans.core import Zero, get_aval, registry
+from functrans.testing import check_grads
+from functrans.testing import strategies as fts
+
+
+def test_every_primitive_has_a_row_and_its_rules():
+    missing = sorted(set(registry) - set(SPECS))
+    assert not missing, f"primitives without a row in tests/_diff_specs.py: {missing}"
+    assert not set(SPECS) - set(registry), "_diff_specs names primitives that do not exist"
+    for name, prim in registry.items():
+        assert prim.jvp is not None, f"{name} has no jvp rule"
+        assert prim.batch is not None, f"{name} has no batching rule"
+        if prim.linear:
+            assert prim.transpose is not None, f"{name} is linear but has no transpose rule"
+
+
+def test_zero_derivative_primitives_have_rows():
+    assert ZERO_DERIVATIVE <= set(SPECS)
+    assert set(VIA_API) <= set(SPECS)
+
+
+def _random(rng, x):
+    x = np.asarray(x)
+    return rng.standard_normal(x.shape).astype(x.dtype)
+
+
+def _assert_zero(x, what):
+    x = np.asarray(x)
+    assert not np.any(x), f"{what} should be zero, got {x}"
+
+
+# --------------------------------------------------------------------------
+# check_grads on every differentiable primitive
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
+@settings(max_examples=8)
+@given(data=st.data())
+def test_check_grads(name, data):
+    case = SPECS[name].draw(data.draw)
+    f = bind_with(name, case, case.diff)
+    diff = [case.values[i] for i in case.diff]
+    out = f(*diff)
+    rng = np.random.default_rng(0)
+    tangents = tuple(_random(rng, x) for x in diff)
+    primal, t_out = ft.jvp(f, tuple(diff), tangents)
+    # Tangents have the primal output's shape and (float) dtype.
+    assert np.shape(t_out) == np.shape(out)
+    np.testing.assert_array_equal(primal, out)
+    _, vjp_fn = ft.vjp(f, *diff)
+    cts = vjp_fn(_random(rng, out) if out.dtype.kind == "f" else np.zeros_like(out))
+    for x, ct in zip(diff, cts):
+        assert ct.shape == np.shape(x)
+        assert ct.dtype == get_aval(x).dtype, (ct.dtype, get_aval(x))
+    if zero_derivative(name, case):
+        _assert_zero(t_out, "tangent")
+        for ct in cts:
+            _assert_zero(ct, "cotangent")
+        return
+    assert t_out.dtype == out.dtype
+    check_grads(f, diff, order=2, modes=("fwd", "rev"))
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_DERIVATIVE))
+@settings(max_examples=8)
+@given(data=st.data())
+def test_zero_derivative(name, data):
+    """Through the transforms (for float operands) and by calling the JVP rule
+    directly with nonzero tangents for every float operand."""
+    case = SPECS[name].draw(data.draw)
+    prim = registry[name]
+    rng = np.random.default_rng(0)
+    tangents = [_random(rng, a.value) if a.kind == "float" else Zero(get_aval(a.value))
+                for a in case.args]
+    out, t_out = prim.rule("jvp")(list(case.values), tangents, **case.params)
+    np.testing.assert_array_equal(out, prim.bind(*case.values, **case.params))
+    if type(t_out) is not Zero:
+        assert np.shape(t_out) == np.shape(out)
+        _assert_zero(t_out, "tangent")
+    if not case.diff:
+        return
+    f = bind_with(name, case, case.diff)
+    diff = [case.values[i] for i in case.diff]
+    _, t = ft.jvp(f, tuple(diff), tuple(_random(rng, x) for x in diff))
+    _assert_zero(t, "tangent")
+    out, vjp_fn = ft.vjp(f, *diff)
+    ct = _random(rng, out) if out.dtype.kind == "f" else np.zeros_like(out)
+    for x, c in zip(diff, vjp_fn(ct)):
+        assert c.shape == np.shape(x)
+        _assert_zero(c, "cotangent")
+
+
+# --------------------------------------------------------------------------
+# The call primitives, through the API that binds them
+# --------------------------------------------------------------------------
+
+
+def _sin_times(x, y):
+    return np.sin(x) * y
+
+
+def _sin_times_jvp(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    return _sin_times(x, y), np.cos(x) * y * tx + np.sin(x) * ty
+
+
+def _sin_times_fwd(x, y):
+    return _sin_times(x, y), (x, y)
+
+
+def _sin_times_bwd(res, ct):
+    x, y = res
+    return _unbroadcast(np.cos(x) * y * ct, x), _unbroadcast(np.sin(x) * ct, y)
+
+
+def _unbroadcast(ct, x):
+    """Sum ``ct`` down to ``x``'s shape (for broadcast operands)."""
+    shape = np.shape(x)
+    lead = np.ndim(ct) - len(shape)
+    ct = fnp.sum(ct, axis=tuple(range(lead))) if lead else ct
+    axes = tuple(i for i, d in enumerate(shape) if d == 1 and np.shape(ct)[i] != 1)
+    return fnp.sum(ct, axis=axes, keepdims=True) if axes else ct
+
+
+def make_custom(kind: str):
+    """``sin(sin(x) * y + c) + c`` for a closed-over ``c``, with ``sin(x) * y``
+    a custom_jvp or custom_vjp function (whose rules give the true
+    derivative), or the whole body checkpointed; and the same function
+    without any of that, as a reference."""
+    shift = np.array(0.5)
+    if kind == "custom_jvp":
+        inner = ft.custom_jvp(_sin_times)
+        inner.defjvp(_sin_times_jvp)
+    elif kind == "custom_vjp":
+        inner = ft.custom_vjp(_sin_times)
+        inner.defvjp(_sin_times_fwd, _sin_times_bwd)
+    else:
+        inner = _sin_times
+
+    def f(x, y):
+        return np.sin(inner(x, y) + shift) + shift
+
+    def reference(x, y):
+        return np.sin(_sin_times(x, y) + shift) + shift
+
+    return (ft.checkpoint(f) if kind == "checkpoint" else f), reference
+
+
+@st.composite
+def two_operands(draw):
+    sx, sy = draw(fts.broadcastable_shapes(2, max_rank=3, max_side=3))
+    x = draw(fts.arrays(dtype=np.float64, shape=sx, min_value=-2, max_value=2))
+    y = draw(fts.arrays(dtype=np.float64, shape=sy, min_value=-2, max_value=2))
+    return x, y
+
+
+def _check_vjp_against_differences(f, args, eps=1e-5):
+    rng = np.random.default_rng(1)
+    tangents = [rng.standard_normal(np.shape(x)) for x in args]
+    plus = f(*[x + eps * t for x, t in zip(args, tangents)])
+    minus = f(*[x - eps * t for x, t in zip(args, tangents)])
+    out, vjp_fn = ft.vjp(f, *args)
+    ct = rng.standard_normal(np.shape(out))
+    fd = float(np.vdot(ct, (plus - minus) / (2 * eps)))
+    rev = sum(float(np.vdot(c, t)) for c, t in zip(vjp_fn(ct), tangents))
+    assert np.isclose(rev, fd, rtol=1e-6, atol=1e-6), (rev, fd)
+
+
+_BOUND_NAME = {"custom_jvp": "custom_jvp_call", "custom_vjp": "custom_vjp_call",
+               "checkpoint": "checkpoint"}
+
+
+@pytest.mark.parametrize("name", sorted(VIA_API))
+@settings(max_examples=8)
+@given(args=two_operands())
+def test_check_grads_of_call_primitives(name, args):
+    api = VIA_API[name]
+    f, reference = make_custom(api)
+    assert _BOUND_NAME[api] in {e.primitive.name for e in ft.make_jaxpr(f)(*args).eqns}
+    if api == "custom_vjp":
+        # Reverse mode only, so check_grads (which compares vjp with jvp) does
+        # not apply: compare the vjp with central differences directly.
+        _check_vjp_against_differences(f, args)
+    else:
+        check_grads(f, args, order=2, modes=("fwd", "rev"))
+    got = ft.grad(lambda x, y: fnp.sum(f(x, y)), (0, 1))(*args)
+    want = ft.grad(lambda x, y: fnp.sum(reference(x, y)), (0, 1))(*args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_custom_lin_is_bound_by_custom_vjp_and_transposed_by_bwd():
+    f, _ = make_custom("custom_vjp")
+    x, y = np.array([0.3, -1.2]), np.array([2.0, 0.5])
+    from functrans.api import open_jaxpr
+    from functrans.transforms.linearize import linearize_jaxpr
+
+    closed = ft.make_jaxpr(f)(x, y)
+    opened, consts = open_jaxpr(closed)
+    _, linear, _ = linearize_jaxpr(opened, (False,) * len(consts) + (True, True))
+    assert "custom_lin" in {e.primitive.name for e in linear.eqns}
+    gx, gy = ft.grad(lambda x, y: np.sum(f(x, y)), (0, 1))(x, y)
+    inner = np.sin(x) * y + 0.5
+    np.testing.assert_allclose(gx, np.cos(inner) * np.cos(x) * y)
+    np.testing.assert_allclose(gy, np.cos(inner) * np.sin(x))
+
+
+# --------------------------------------------------------------------------
+# Random programs: forward and reverse mode are the same linear map
+# --------------------------------------------------------------------------
+
+# Each op maps the state ``x`` (shape (n, m)) to a new state of that shape; it
+# may read the first input ``x0`` and the second input ``w`` (shape (m,)).
+OPS = {
+    "sin": lambda x, x0, w: np.sin(x),
+    "tanh": lambda x, x0, w: fnp.tanh(x),
+    "square": lambda x, x0, w: x * x,
+    "exp": lambda x, x0, w: np.exp(0.3 * x),
+    "log": lambda x, x0, w: np.log(1.5 + np.sin(x)),
+    "sqrt": lambda x, x0, w: np.sqrt(x * x + 1.0),
+    "times_input": lambda x, x0, w: x * x0,
+    "plus_cos_input": lambda x, x0, w: x + np.cos(x0),
+    "divide": lambda x, x0, w: x / (2.0 + np.sin(x0)),
+    "scale_columns": lambda x, x0, w: x * w,
+    "pow": lambda x, x0, w: (1.0 + x * x) ** (0.5 * np.tanh(w)),
+    "integer_pow": lambda x, x0, w: x ** 3,
+    "center_rows": lambda x, x0, w: x - fnp.mean(x, axis=1, keepdims=True),
+    "sum_columns": lambda x, x0, w: x + fnp.sum(x, axis=0),
+    "prod_columns": lambda x, x0, w: x * fnp.prod(1.0 + 0.1 * x, axis=0, keepdims=True),
+    "max_rows": lambda x, x0, w: x - fnp.max(x, axis=1, keepdims=True),
+    "maximum": lambda x, x0, w: np.maximum(x, 0.3 * x0),
+    "relu_leaky": lambda x, x0, w: fnp.where(x > 0, x, 0.1 * x),
+    "abs": lambda x, x0, w: np.abs(x) + x,
+    "cumsum": lambda x, x0, w: np.cumsum(x, axis=1),
+    "cumprod": lambda x, x0, w: fnp.cumprod(0.5 * x, axis=0),
+    "flip": lambda x, x0, w: x[::-1],
+    "roll": lambda x, x0, w: fnp.concatenate([x[1:], x[:1]], axis=0),
+    "transpose_scale": lambda x, x0, w: (x.T * fnp.sum(x0, axis=1)).T,
+    "matmul_const": lambda x, x0, w: np.linspace(-1, 1, x.shape[0] ** 2).reshape(
+        x.shape[0], x.shape[0]) @ x,
+    "gram": lambda x, x0, w: x @ (x0.T @ x0) / 4.0,
+    "einsum": lambda x, x0, w: fnp.einsum("ij,j->ij", x, w) + x,
+    "permute_flat": lambda x, x0, w: fnp.reshape(
+        fnp.reshape(x, (-1,))[np.arange(x.size)[::-1]], x.shape),
+    "stop_gradient": lambda x, x0, w: x * ft.lax.stop_gradient(x),
+    "float32_round_trip": lambda x, x0, w: x.astype(np.float32).astype(np.float64) * 0.5 + x,
+}
+
+
+@st.composite
+def programs(draw):
+    n, m = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    ops = draw(st.lists(st.sampled_from(sorted(OPS)), min_size=1, max_size=6))
+    x0 = draw(fts.arrays(dtype=np.float64, shape=(n, m), min_value=-1.5, max_value=1.5))
+    w = draw(fts.arrays(dtype=np.float64, shape=(m,), min_value=-1.5, max_value=1.5))
+    return ops, x0, w
+
+
+def program(ops):
+    def f(x0, w):
+        x = x0
+        for op in ops:
+            x = OPS[op](x, x0, w)
+        return x
+
+    f.__name__ = "_then_".join(ops)
+    return f
+
+
+def _vdot(xs, ys):
+    return sum(float(np.vdot(np.asarray(x), np.asarray(y))) for x, y in zip(xs, ys))
+
+
+@settings(max_examples=40)
+@given(prog=programs())
+def test_random_programs_forward_and_reverse_agree(prog):
+    ops, x0, w = prog
+    f = program(ops)
+    rng = np.random.default_rng(len(ops))
+    tx, tw = rng.standard_normal(x0.shape), rng.standard_normal(w.shape)
+    out, t_out = ft.jvp(f, (x0, w), (tx, tw))
+    ct = rng.standard_normal(np.shape(out))
+    out_v, vjp_fn = ft.vjp(f, x0, w)
+    ct_x, ct_w = vjp_fn(ct)
+    np.testing.assert_allclose(out_v, out, rtol=1e-12)
+    lhs, rhs = _vdot([ct], [t_out]), _vdot([ct_x, ct_w], [tx, tw])
+    assert np.isclose(lhs, rhs, rtol=1e-8, atol=1e-8), (ops, lhs, rhs)
+    # linearize: the same primal and the same linear map as jvp.
+    out_l, f_jvp = ft.linearize(f, x0, w)
+    np.testing.assert_allclose(out_l, out, rtol=1e-12)
+    np.testing.assert_allclose(f_jvp(tx, tw), t_out, rtol=1e-9, atol=1e-12)
+    # grad of <ct, f> is the vjp of ct, and value_and_grad agrees with both.
+
+    def loss(x0, w):
+        return fnp.sum(f(x0, w) * ct)
+
+    g_x, g_w = ft.grad(loss, argnums=(0, 1))(x0, w)
+    np.testing.assert_allclose(g_x, ct_x, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(g_w, ct_w, rtol=1e-9, atol=1e-12)
+    value, (v_x, v_w) = ft.value_and_grad(loss, argnums=(0, 1))(x0, w)
+    np.testing.assert_allclose(value, np.sum(out * ct), rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(v_x, g_x)
+    np.testing.assert_array_equal(v_w, g_w)
