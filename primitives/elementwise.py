@@ -95,6 +95,9 @@ def unbroadcast(ct, aval: ShapedArray):
             ct = bind(reductions.reduce_sum_p, ct, axes=axes)
         if get_aval(ct).shape != aval.shape:
             ct = bind(shape.reshape_p, ct, new_sizes=aval.shape)
+    ct_dtype = get_aval(ct).dtype
+    if ct_dtype.kind == "c" and aval.dtype.kind != "c":
+        ct = real(ct)  # a real input's cotangent is the real part (JAX's convention)
     if get_aval(ct).dtype != aval.dtype:
         ct = bind(convert_element_type_p, ct, new_dtype=aval.dtype)
     return ct
@@ -228,6 +231,10 @@ UNARY = [
     Row("is_finite", np.isfinite,  ZERO),
     Row("logistic",  _logistic,    lambda x, y: mul(y, sub(1.0, y)), dtype_like=np.exp),
     Row("not",       np.invert,    ZERO),   # logical not on bool, bitwise not on integers
+    # np.asarray first: np.real(True) is the Python int 1 (bool's .real), not a bool.
+    Row("real",      lambda x: np.real(np.asarray(x)), LINEAR, dtype_like=np.absolute),
+    Row("imag",      lambda x: np.imag(np.asarray(x)), LINEAR, dtype_like=np.absolute),
+    Row("conj",      np.conjugate, LINEAR),
 ]
 
 BINARY = [
@@ -273,6 +280,49 @@ def _pow_dy(x, out):
 
 
 # -- rules of the linear rows ------------------------------------------------------
+
+
+def _real_part_dtype(aval):
+    """real/imag: the float dtype of a complex dtype, other dtypes unchanged."""
+    return np.dtype(aval.dtype.char.lower()) if aval.dtype.kind == "c" else aval.dtype
+
+
+def _linear_unary_jvp(op):
+    def jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        out = op(x)
+        aval = get_aval(out).strip_weak()
+        if type(t) is Zero or not is_inexact(aval.dtype):
+            return out, Zero(aval)
+        return out, op(t)
+
+    return jvp
+
+
+def _real_transpose(ct, x):
+    if type(ct) is Zero or x.aval.dtype.kind != "c":
+        return [Zero(x.aval) if type(ct) is Zero else ct]
+    return [bind(convert_element_type_p, ct, new_dtype=x.aval.dtype)]
+
+
+def _imag_transpose(ct, x):
+    if type(ct) is Zero or x.aval.dtype.kind != "c":
+        return [Zero(x.aval)]
+    # The transpose of z -> Im z (real-linear) is c -> -i c.
+    return [mul(bind(convert_element_type_p, ct, new_dtype=x.aval.dtype), -1j)]
+
+
+def _abs_jvp(primals, tangents):
+    """|x|' is sign(x) for real x (1 at 0, JAX's convention) and
+    Re(conj(z) t) / |z| for complex z."""
+    (x,), (t,) = primals, tangents
+    out = abs(x)
+    aval = get_aval(out).strip_weak()
+    if type(t) is Zero or not is_inexact(aval.dtype):
+        return out, Zero(aval)
+    if get_aval(x).dtype.kind == "c":
+        return out, fit(div(real(mul(conj(x), t)), out), aval)
+    return out, fit(mul(t, select(ge(x, 0), 1.0, -1.0)), aval)
 
 
 def _neg_jvp(primals, tangents):
@@ -348,6 +398,14 @@ def _neg_simplify(eqn, ctx):
 
 
 _RULES = {
+    "abs": dict(jvp=_abs_jvp),
+    "real": dict(jvp=_linear_unary_jvp(lambda x: real(x)), transpose=_real_transpose,
+                 linear=True),
+    "imag": dict(jvp=_linear_unary_jvp(lambda x: imag(x)), transpose=_imag_transpose,
+                 linear=True),
+    "conj": dict(jvp=_linear_unary_jvp(lambda x: conj(x)),
+                 transpose=lambda ct, x: [Zero(x.aval) if type(ct) is Zero else conj(ct)],
+                 linear=True),
     "neg": dict(jvp=_neg_jvp, transpose=_neg_transpose, simplify=_neg_simplify, linear=True),
     "add": dict(jvp=_add_jvp, transpose=_add_transpose, simplify=_drop_identity(0), linear=True),
     "sub": dict(
@@ -359,7 +417,7 @@ _RULES = {
     "mul": dict(transpose=_mul_transpose, simplify=_drop_identity(1), linear=True),
     "div": dict(transpose=_div_transpose, simplify=_drop_identity(1, positions=(0,)), linear=True),
 }
-_DTYPE_RULES = {"round": _round_dtype}
+_DTYPE_RULES = {"round": _round_dtype, "real": _real_part_dtype, "imag": _real_part_dtype}
 
 #: Primitive objects by name, for the unary and binary rows.
 unary = {r.name: _declare(r, _DTYPE_RULES.get(r.name), **_RULES.get(r.name, {})) for r in UNARY}
@@ -510,7 +568,7 @@ def _op(prim: Primitive) -> Callable:
 # fmt: off
 (neg, exp, exp2, log, log2, log1p, expm1, sin, cos, tan, arcsin, arccos, arctan,
  sinh, cosh, tanh, arcsinh, arccosh, arctanh, sqrt, cbrt, abs, sign, floor, ceil,
- round, is_finite, logistic, not_) = map(_op, unary.values())
+ round, is_finite, logistic, not_, real, imag, conj) = map(_op, unary.values())
 (add, sub, mul, div, floordiv, rem, pow, max, min, atan2, eq, ne, lt, le, gt, ge,
  and_, or_, xor) = map(_op, binary.values())
 # fmt: on

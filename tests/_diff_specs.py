@@ -237,11 +237,11 @@ def not_spec() -> Spec:
     return Spec(draw_case)
 
 
-def binary_spec(range_x=(-2, 2), range_y=(-2, 2), away_y=0.0, f32=False) -> Spec:
+def binary_spec(range_x=(-2, 2), range_y=(-2, 2), away_x=0.0, away_y=0.0, f32=False) -> Spec:
     def draw_case(draw):
         sx, sy = broadcast_pair(draw)
         dtype = float_dtype(draw, f32)
-        x = maybe_python_scalar(draw, real(draw, sx, *range_x, dtype))
+        x = maybe_python_scalar(draw, real(draw, sx, *range_x, dtype, away=away_x))
         y = maybe_python_scalar(draw, real(draw, sy, *range_y, dtype, away=away_y))
         return Case((x, y), {})
 
@@ -674,7 +674,7 @@ SPECS: dict[str, Spec] = {
     "pow": binary_spec(range_x=(0.5, 2.5), range_y=(-2, 2)),
     "max": extremum_spec(),
     "min": extremum_spec(),
-    "atan2": binary_spec(range_x=(-2, 2), range_y=(-2, 2), away_y=0.3),
+    "atan2": binary_spec(away_x=0.3),  # off the branch cut (x = 0, y < 0) of arctan2(x, y)
     **{name: binary_spec() for name in ("eq", "ne", "lt", "le", "gt", "ge")},
     **{name: logical_spec() for name in ("and", "or", "xor")},
     "integer_pow": integer_pow_spec(),

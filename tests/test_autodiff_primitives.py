@@ -149,10 +149,10 @@ def _sin_times_bwd(res, ct):
 
 def _unbroadcast(ct, x):
     """Sum ``ct`` down to ``x``'s shape (for broadcast operands)."""
-    shape = np.shape(x)
-    lead = np.ndim(ct) - len(shape)
+    shape = x.shape
+    lead = ct.ndim - len(shape)
     ct = fnp.sum(ct, axis=tuple(range(lead))) if lead else ct
-    axes = tuple(i for i, d in enumerate(shape) if d == 1 and np.shape(ct)[i] != 1)
+    axes = tuple(i for i, d in enumerate(shape) if d == 1 and ct.shape[i] != 1)
     return fnp.sum(ct, axis=axes, keepdims=True) if axes else ct
 
 

@@ -114,6 +114,9 @@ UNARY = {
     "is_finite": (np.isfinite, -10, 10),
     "logistic": (_logistic_ref, -30, 30),
     "not": (np.invert, -10, 10),
+    "real": (np.real, -10, 10),
+    "imag": (np.imag, -10, 10),
+    "conj": (np.conjugate, -10, 10),
 }
 
 # name: (NumPy reference, (low, high) of the first operand, (low, high) of the second)
@@ -821,6 +824,8 @@ def check_spec(name: str, args: tuple, params: dict):
         except TypeError:
             # NumPy has no loop for these dtypes: the primitive refuses them too.
             avals = [get_aval(a) for a in args]
+            with pytest.raises(TypeError):
+                prim.bind(*args, **params)
             with pytest.raises(DTypeError, match=name):
                 prim.abstract_eval(*avals, **params)
             with pytest.raises(DTypeError, match="user_fun"):
@@ -996,6 +1001,10 @@ ERRORS = [
     ("cumsum", [F3], {"axis": 1, "reverse": False}, AxisError, r"cumsum: axis 1 is out of"),
     ("cummax", [sa((3,), complex)], {"axis": 0, "reverse": False}, DTypeError,
      r"cummax: expected a real array, got c128\[3\]"),
+    ("cummin", [sa((2,), complex)], {"axis": 0, "reverse": True}, DTypeError,
+     r"cummin: expected a real array, got c128\[2\]"),
+    ("cumprod", [F23], {"axis": 2, "reverse": False}, AxisError, r"cumprod: axis 2 is out of"),
+    ("reduce_or", [F23], {"axes": (0, 2)}, AxisError, r"reduce_or: axis 2 is out of bounds"),
     ("broadcast_in_dim", [F3], {"shape": (4,), "broadcast_dimensions": (0,)}, ShapeError,
      r"cannot broadcast f64\[3\] to shape \(4,\): axis 0 has size 3"),
     ("broadcast_in_dim", [F23], {"shape": (2, 3), "broadcast_dimensions": (1, 0)}, ShapeError,
@@ -1107,6 +1116,17 @@ def test_shape_rule_errors_at_trace_time_name_the_function(name, avals, params, 
         core.trace_to_jaxpr(my_fun, args)
     if issubclass(error, FunctransError):
         assert str(info.value).startswith("my_fun: ")
+
+
+# Shape rules that accept every operand, and the elementwise rows, whose dtype
+# errors the spec test checks against NumPy's refusals.
+NEVER_FAIL = {"convert_element_type", "stop_gradient", "custom_jvp_call", "custom_vjp_call",
+              "custom_lin", "checkpoint"}
+
+
+def test_every_shape_rule_has_error_cases():
+    covered = {row[0] for row in ERRORS} | set(UNARY) | set(BINARY) | NEVER_FAIL
+    assert not set(registry) - covered, f"no ERRORS rows for {sorted(set(registry) - covered)}"
 
 
 def test_trace_time_error_names_the_user_function_and_the_types():

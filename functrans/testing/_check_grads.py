@@ -2,7 +2,7 @@
 
 Forward mode is checked against central differences along random directions;
 reverse mode against forward mode by the dot-product identity
-``<ct, J v> == <J^T ct, v>``.  Both are checked again on the derivative
+``<ct, J v> == <J^T ct, v>`` with ``<a, b> = Re sum(a * b)``.  Both are checked again on the derivative
 functions themselves, up to ``order``, so second derivatives (``jvp`` of
 ``jvp``, ``vjp`` of ``jvp`` ...) are covered too.
 """
@@ -49,9 +49,12 @@ def _axpy(a: float, x, y):
                     if np.asarray(yi).dtype.kind in "fc" else yi, x, y)
 
 
-def _vdot(x, y) -> complex:
-    return sum(np.vdot(np.asarray(a), np.asarray(b)) for a, b in
-               zip(tree_flatten(x)[0], tree_flatten(y)[0]))
+def _pairing(x, y) -> float:
+    """``Re sum(x * y)``: the real bilinear pairing under which reverse mode is
+    the transpose of forward mode (no conjugation: JAX's convention for
+    complex numbers)."""
+    return float(sum(np.real(np.sum(np.asarray(a) * np.asarray(b))) for a, b in
+                     zip(tree_flatten(x)[0], tree_flatten(y)[0])))
 
 
 def _assert_close(what: str, got, want, atol: float, rtol: float) -> None:
@@ -98,8 +101,8 @@ def check_vjp(f: Callable, args: Sequence[Any], *, atol, rtol, rng, order_label=
     ct = _random_like(rng, out)
     _, vjp_fn = vjp(f, *args)
     ct_in = vjp_fn(ct)
-    lhs = _vdot(ct, t_out)
-    rhs = _vdot(ct_in, tangents)
+    lhs = _pairing(ct, t_out)
+    rhs = _pairing(ct_in, tangents)
     _assert_close(
         f"{order_label}reverse mode (vjp) vs forward mode, <ct, J v> == <J^T ct, v>",
         np.asarray(rhs), np.asarray(lhs), atol, rtol,
