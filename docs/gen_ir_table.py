@@ -39,6 +39,8 @@ ELEMENTWISE_NOTES = {
     "or": "`np.bitwise_or`: logical or on bool",
     "xor": "`np.bitwise_xor`: logical xor on bool",
     "round": "`np.round` (half to even); integer dtypes are kept",
+    "real": "`np.real(x)`: the real part (real inputs pass through)",
+    "imag": "`np.imag(x)`: the imaginary part (zeros for real inputs)",
 }
 
 #: One line per primitive that is not an elementwise table row.
@@ -118,14 +120,15 @@ def meaning(prim) -> str:
     rows = {r.name: r for r in elementwise.UNARY + elementwise.BINARY}
     if prim.name in ELEMENTWISE_NOTES:
         return ELEMENTWISE_NOTES[prim.name]
-    if prim.name in rows:
-        fn = rows[prim.name].numpy
+    fn = rows[prim.name].numpy if prim.name in rows else None
+    if fn is not None and fn.__name__.isidentifier() and not fn.__name__.startswith("_"):
         args = "x" if prim.name in elementwise.unary else "x, y"
         return f"`np.{fn.__name__}({args})`"
     if prim.name in MEANINGS:
         return MEANINGS[prim.name]
-    raise SystemExit(
-        f"primitive {prim.name!r} has no description: add a line for it to MEANINGS "
+    raise LookupError(
+        f"primitive {prim.name!r} has no description: add a line for it to "
+        f"{'ELEMENTWISE_NOTES' if fn is not None else 'MEANINGS'} "
         "in docs/gen_ir_table.py, then run `python docs/gen_ir_table.py --write`"
     )
 

@@ -123,7 +123,7 @@ def main() -> None:
     for title, fn in SECTIONS:
         print(f"\n== {title} ==\n")
         fn()
-    print(f"\n(tour ran in {time.perf_counter() - start:.2f} s)")
+    print(f"\n(sections ran in {time.perf_counter() - start:.2f} s)")
 
 
 if __name__ == "__main__":

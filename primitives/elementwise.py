@@ -269,8 +269,13 @@ BINARY = [
 
 
 def _pow_dx(x, y):
-    # y * x**(y-1), taken as 0 where y == 0 so that 0**0 has derivative 0 in x.
-    return select(eq(y, 0), 0.0, mul(y, pow(x, sub(y, 1))))
+    # y * x**(y-1), taken as 0 at 0**0 (where x**(y-1) is inf), with the base
+    # replaced there so that no inf reaches higher derivatives.  Only there:
+    # at y == 0 with x != 0 the formula stands, so its derivative in y
+    # (x**-1 at y == 0) is right.
+    zero_base = and_(eq(y, 0), eq(x, 0))
+    safe_x = select(zero_base, 1.0, x)
+    return select(zero_base, 0.0, mul(y, pow(safe_x, sub(y, 1))))
 
 
 def _pow_dy(x, out):

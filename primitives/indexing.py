@@ -202,8 +202,22 @@ def _scatter_transpose(ct, x, u, *indices, spec, mode):
             scatter_p, ct, np.zeros((), get_aval(ct).dtype), *indices, spec=spec, mode="set"
         )
     if type(u) is UndefinedPrimal:
-        ct_u = ew.unbroadcast(bind(gather_p, ct, *indices, spec=spec), u.aval)
+        ct_at = bind(gather_p, ct, *indices, spec=spec)
+        if mode == "set" and indices:
+            x_shape = x.aval.shape if type(x) is UndefinedPrimal else get_aval(x).shape
+            kept = _last_writes(x_shape, get_aval(ct_at).shape, spec, indices)
+            ct_at = ew.select(kept, ct_at, np.zeros((), get_aval(ct_at).dtype))
+        ct_u = ew.unbroadcast(ct_at, u.aval)
     return [ct_x, ct_u] + n_idx
+
+
+def _last_writes(x_shape, target_shape, spec, indices):
+    """True at the positions of the indexed target whose write a scatter-set
+    keeps: where index arrays repeat an element of x, only the last write to it
+    lands, so only that update has a derivative."""
+    ids = np.arange(int(np.prod(target_shape, dtype=np.int64))).reshape(target_shape)
+    owner = bind(scatter_p, np.full(x_shape, -1, np.int64), ids, *indices, spec=spec, mode="set")
+    return ew.eq(bind(gather_p, owner, *indices, spec=spec), ids)
 
 
 scatter_p = Primitive(

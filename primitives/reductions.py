@@ -151,12 +151,12 @@ def reduce_prod(x, axes):
 
 
 reduce_sum_p = _reduce(
-    "reduce_sum", np.sum, jvp=_reduce_sum_jvp, transpose=_reduce_sum_transpose, linear=True
+    "reduce_sum", np.add.reduce, jvp=_reduce_sum_jvp, transpose=_reduce_sum_transpose, linear=True
 )
-reduce_prod_p = _reduce("reduce_prod", np.prod, jvp=_reduce_prod_jvp)
-reduce_max_p = _reduce("reduce_max", np.max, identity=False)
+reduce_prod_p = _reduce("reduce_prod", np.multiply.reduce, jvp=_reduce_prod_jvp)
+reduce_max_p = _reduce("reduce_max", np.maximum.reduce, identity=False)
 reduce_max_p.jvp = _extremum_jvp(reduce_max_p)
-reduce_min_p = _reduce("reduce_min", np.min, identity=False)
+reduce_min_p = _reduce("reduce_min", np.minimum.reduce, identity=False)
 reduce_min_p.jvp = _extremum_jvp(reduce_min_p)
 reduce_and_p = _reduce("reduce_and", np.all)
 reduce_and_p.jvp = zero_jvp(reduce_and_p)
@@ -284,11 +284,11 @@ def _running_extremum_jvp(prim):
 
 
 cumsum_p = _cumulative(
-    "cumsum", np.cumsum, lambda d: _reduced_dtype(np.sum, d),
+    "cumsum", np.cumsum, lambda d: _reduced_dtype(np.add.reduce, d),
     jvp=_cumsum_jvp, transpose=_cumsum_transpose, linear=True,
 )
 cumprod_p = _cumulative(
-    "cumprod", np.cumprod, lambda d: _reduced_dtype(np.prod, d), jvp=_cumprod_jvp
+    "cumprod", np.cumprod, lambda d: _reduced_dtype(np.multiply.reduce, d), jvp=_cumprod_jvp
 )
 cummax_p = _cumulative("cummax", np.maximum.accumulate, None)
 cummax_p.jvp = _running_extremum_jvp(cummax_p)

@@ -483,6 +483,15 @@ def _rev_abstract_eval(x, *, dimensions):
     return x.strip_weak()
 
 
+def _rev_simplify(eqn, ctx):
+    """rev keeps the shape but not the order: it is its operand only when every
+    reversed axis has at most one element."""
+    x = eqn.inputs[0]
+    if same_type(eqn, x) and all(x.aval.shape[d] <= 1 for d in eqn.params["dimensions"]):
+        return x
+    return None
+
+
 rev_p = _declare_linear(
     "rev",
     _rev_abstract_eval,
@@ -490,6 +499,7 @@ rev_p = _declare_linear(
     lambda ct, x, *, dimensions: bind(rev_p, ct, dimensions=dimensions),
     _unary_batch(lambda x, d, *, dimensions: (
         bind(rev_p, x, dimensions=tuple(batched_axis(a, d) for a in dimensions)), d)),
+    _rev_simplify,
 )
 
 # -- iota ------------------------------------------------------------------------------

@@ -29,15 +29,16 @@ from hypothesis import strategies as st
 from functrans.core import ShapedArray, get_aval, registry
 from functrans.testing import strategies as fts
 
-F64, F32 = np.dtype(np.float64), np.dtype(np.float32)
+F64, F32, C128 = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.complex128)
 INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 MAX_RANK, MAX_SIDE = 3, 4
 
 
 class Arg(NamedTuple):
-    """An operand and where it came from: ``kind`` is ``"float"``, ``"bool"``,
-    ``"int"`` or ``"index"`` (an integer that must stay in ``[lo, hi]``);
-    float operands lie in ``[lo, hi]`` with ``|x| >= away``."""
+    """An operand and where it came from: ``kind`` is ``"float"`` (real or
+    complex), ``"bool"``, ``"int"`` or ``"index"`` (an integer that must stay
+    in ``[lo, hi]``); float operands lie in ``[lo, hi]`` with ``|x| >= away``
+    (both parts of a complex one)."""
 
     value: Any
     kind: str
@@ -96,7 +97,10 @@ def variant(rng: np.random.Generator, arg: Arg) -> np.ndarray:
     if arg.away:
         mag = rng.uniform(arg.away, arg.hi, x.shape)
         return np.where(rng.random(x.shape) < 0.5, -mag, mag).astype(x.dtype)
-    return rng.uniform(arg.lo, arg.hi, x.shape).astype(x.dtype)
+    value = rng.uniform(arg.lo, arg.hi, x.shape)
+    if x.dtype.kind == "c":
+        value = value + 1j * rng.uniform(arg.lo, arg.hi, x.shape)
+    return value.astype(x.dtype)
 
 
 # --------------------------------------------------------------------------
@@ -106,15 +110,19 @@ def variant(rng: np.random.Generator, arg: Arg) -> np.ndarray:
 SHAPES = fts.shapes(max_rank=MAX_RANK, max_side=MAX_SIDE)
 
 
-def float_dtype(draw, float32: bool = True) -> np.dtype:
+def float_dtype(draw, float32: bool = True, complex_: bool = False) -> np.dtype:
     """float64 mostly, float32 now and then where the primitive is smooth
-    enough for float32 finite differences."""
-    return draw(st.sampled_from((F64, F64, F64, F32) if float32 else (F64,)))
+    enough for float32 finite differences, complex128 where asked."""
+    return draw(st.sampled_from((F64, F64, F64) + (F32,) * float32 + (C128,) * complex_))
 
 
 def real(draw, shape, lo=-2.0, hi=2.0, dtype=F64, away=0.0) -> Arg:
     """A float operand in ``[lo, hi]``; with ``away`` > 0, ``|x| >= away``
     (``lo`` is then ``-hi``)."""
+    if dtype.kind == "c":
+        assert not away
+        return Arg(draw(fts.arrays(dtype=dtype, shape=shape, min_value=lo, max_value=hi)),
+                   "float", lo, hi)
     if away:
         mag = draw(fts.arrays(dtype=dtype, shape=shape, min_value=away, max_value=hi))
         neg = draw(fts.arrays(dtype=bool, shape=shape))
@@ -187,16 +195,16 @@ def suffix_shape(draw, shape) -> tuple[int, ...]:
 # Elementwise
 # --------------------------------------------------------------------------
 
-# name: (low, high, away from zero, float32 allowed)
+# name: (low, high, away from zero, float32 allowed, complex allowed)
 UNARY = {
-    "neg": (-3, 3, 0, True),
-    "exp": (-2, 2, 0, True),
+    "neg": (-3, 3, 0, True, True),
+    "exp": (-2, 2, 0, True, True),
     "exp2": (-2, 2, 0, False),
     "log": (0.3, 4, 0, False),
     "log2": (0.3, 4, 0, False),
     "log1p": (-0.6, 4, 0, False),
     "expm1": (-2, 2, 0, False),
-    "sin": (-3, 3, 0, True),
+    "sin": (-3, 3, 0, True, True),
     "cos": (-3, 3, 0, False),
     "tan": (-1.2, 1.2, 0, False),
     "arcsin": (-0.9, 0.9, 0, False),
@@ -218,12 +226,15 @@ UNARY = {
     "ceil": (-3, 3, 0, False),
     "round": (-3, 3, 0, False),
     "is_finite": (-3, 3, 0, False),
+    "real": (-3, 3, 0, True, True),
+    "imag": (-3, 3, 0, True, True),
+    "conj": (-3, 3, 0, True, True),
 }
 
 
-def unary_spec(lo, hi, away, f32) -> Spec:
+def unary_spec(lo, hi, away, f32, c128=False) -> Spec:
     def draw_case(draw):
-        x = real(draw, draw(SHAPES), lo, hi, float_dtype(draw, f32), away)
+        x = real(draw, draw(SHAPES), lo, hi, float_dtype(draw, f32, c128), away)
         return Case((x,), {})
 
     return Spec(draw_case)
@@ -237,10 +248,11 @@ def not_spec() -> Spec:
     return Spec(draw_case)
 
 
-def binary_spec(range_x=(-2, 2), range_y=(-2, 2), away_x=0.0, away_y=0.0, f32=False) -> Spec:
+def binary_spec(range_x=(-2, 2), range_y=(-2, 2), away_x=0.0, away_y=0.0, f32=False,
+                c128=False) -> Spec:
     def draw_case(draw):
         sx, sy = broadcast_pair(draw)
-        dtype = float_dtype(draw, f32)
+        dtype = float_dtype(draw, f32, c128)
         x = maybe_python_scalar(draw, real(draw, sx, *range_x, dtype, away=away_x))
         y = maybe_python_scalar(draw, real(draw, sy, *range_y, dtype, away=away_y))
         return Case((x, y), {})
@@ -565,16 +577,17 @@ def _distinct_positions(shape, spec, arrays) -> bool:
 
 
 def scatter_spec() -> Spec:
-    """Every mode.  ``add`` may write a position several times; the other modes
-    are differentiated assuming distinct positions (as in JAX), so they get
-    indices without repeats; min/max operands are drawn from interleaved
-    grids so that an update never ties with the value it meets."""
+    """Every mode.  ``add`` and ``set`` may write a position several times
+    (``set`` keeps the last write, and only it has a derivative); mul, min
+    and max are differentiated assuming distinct positions (as in JAX), so
+    they get indices without repeats; min/max operands are drawn from
+    interleaved grids so that an update never ties with the value it meets."""
 
     def draw_case(draw):
         shape = draw(SHAPES)
         spec, arrays = index_spec(draw, shape)
         mode = draw(st.sampled_from(("set", "add", "mul", "min", "max")))
-        if mode != "add" and not _distinct_positions(shape, spec, arrays):
+        if mode not in ("add", "set") and not _distinct_positions(shape, spec, arrays):
             mode = "add"
         target = np.empty(shape)[numpy_index(spec, [a.value for a in arrays])].shape
         u_shape = suffix_shape(draw, target)
@@ -665,9 +678,9 @@ VIA_API = {
 SPECS: dict[str, Spec] = {
     **{name: unary_spec(*row) for name, row in UNARY.items()},
     "not": not_spec(),
-    "add": binary_spec(f32=True),
+    "add": binary_spec(f32=True, c128=True),
     "sub": binary_spec(),
-    "mul": binary_spec(f32=True),
+    "mul": binary_spec(f32=True, c128=True),
     "div": binary_spec(away_y=0.5),
     "floordiv": binary_spec(away_y=0.5),
     "rem": rem_spec(),

@@ -54,7 +54,10 @@ def test_zero_derivative_primitives_have_rows():
 
 def _random(rng, x):
     x = np.asarray(x)
-    return rng.standard_normal(x.shape).astype(x.dtype)
+    value = rng.standard_normal(x.shape)
+    if x.dtype.kind == "c":
+        value = value + 1j * rng.standard_normal(x.shape)
+    return value.astype(x.dtype)
 
 
 def _assert_zero(x, what):
@@ -82,7 +85,7 @@ def test_check_grads(name, data):
     assert np.shape(t_out) == np.shape(out)
     np.testing.assert_array_equal(primal, out)
     _, vjp_fn = ft.vjp(f, *diff)
-    cts = vjp_fn(_random(rng, out) if out.dtype.kind == "f" else np.zeros_like(out))
+    cts = vjp_fn(_random(rng, out) if out.dtype.kind in "fc" else np.zeros_like(out))
     for x, ct in zip(diff, cts):
         assert ct.shape == np.shape(x)
         assert ct.dtype == get_aval(x).dtype, (ct.dtype, get_aval(x))
@@ -118,7 +121,7 @@ def test_zero_derivative(name, data):
     _, t = ft.jvp(f, tuple(diff), tuple(_random(rng, x) for x in diff))
     _assert_zero(t, "tangent")
     out, vjp_fn = ft.vjp(f, *diff)
-    ct = _random(rng, out) if out.dtype.kind == "f" else np.zeros_like(out)
+    ct = _random(rng, out) if out.dtype.kind in "fc" else np.zeros_like(out)
     for x, c in zip(diff, vjp_fn(ct)):
         assert c.shape == np.shape(x)
         _assert_zero(c, "cotangent")
@@ -318,7 +321,9 @@ def test_random_programs_forward_and_reverse_agree(prog):
     ct_x, ct_w = vjp_fn(ct)
     np.testing.assert_allclose(out_v, out, rtol=1e-12)
     lhs, rhs = _vdot([ct], [t_out]), _vdot([ct_x, ct_w], [tx, tw])
-    assert np.isclose(lhs, rhs, rtol=1e-8, atol=1e-8), (ops, lhs, rhs)
+    # A float32 round trip rounds tangents and cotangents differently.
+    tol = 1e-5 if "float32_round_trip" in ops else 1e-8
+    assert np.isclose(lhs, rhs, rtol=tol, atol=tol), (ops, lhs, rhs)
     # linearize: the same primal and the same linear map as jvp.
     out_l, f_jvp = ft.linearize(f, x0, w)
     np.testing.assert_allclose(out_l, out, rtol=1e-12)

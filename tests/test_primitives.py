@@ -114,8 +114,9 @@ UNARY = {
     "is_finite": (np.isfinite, -10, 10),
     "logistic": (_logistic_ref, -30, 30),
     "not": (np.invert, -10, 10),
-    "real": (np.real, -10, 10),
-    "imag": (np.imag, -10, 10),
+    # A Python bool is a bool scalar here (not the int that True.real is).
+    "real": (lambda x: np.real(np.asarray(x)), -10, 10),
+    "imag": (lambda x: np.imag(np.asarray(x)), -10, 10),
     "conj": (np.conjugate, -10, 10),
 }
 

@@ -33,6 +33,8 @@ def normalize_axes(name: str, axis: Any, ndim: int) -> tuple[int, ...]:
     """``None`` -> every axis; an int or a tuple -> sorted distinct non-negative axes."""
     if axis is None:
         return tuple(range(ndim))
+    if type(axis) is int and -ndim <= axis < ndim:  # the common case, kept cheap
+        return (axis % ndim,)
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     out = tuple(normalize_axis(name, a, ndim) for a in axes)
     if len(set(out)) != len(out):
