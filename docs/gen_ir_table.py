@@ -29,6 +29,7 @@ FAMILIES = {
     "primitives.indexing": "Indexing",
     "primitives.linalg": "Contraction",
     "primitives.custom": "Custom rules and checkpointing",
+    "primitives.control_flow": "Control flow",
 }
 
 #: Notes for elementwise rows whose NumPy function does not say it all.
@@ -89,6 +90,16 @@ MEANINGS = {
     "residuals, then tangents giving `out_avals`; transposed by calling `bwd`, never run",
     "checkpoint": "run the sub-Jaxpr `jaxpr`; reverse mode recomputes its intermediates "
     "instead of storing them",
+    "cond": "run `branches[index]` (index clamped into range) on the operands; "
+    "`lax.cond` and `lax.switch`",
+    "scan": "loop `length` times over the leading axis of the `xs` operands (backwards "
+    "when `reverse`): `jaxpr` maps (consts, carry, x) to (carry, y); gives the final "
+    "carry and the stacked ys. Operands: `num_consts` consts, `num_carry` carries, xs",
+    "while_loop": "`while cond_jaxpr(carry): carry = body_jaxpr(carry)`; the operands are "
+    "`cond_nconsts` and `body_nconsts` constants, then the initial carry",
+    "while_reverse": "the backward pass of a `while_loop`: runs `fwd_jaxpr` while "
+    "`cond_jaxpr` holds, recording each carry, then applies `bwd_jaxpr` over the records "
+    "in reverse, summing the first `num_acc` outputs",
     "dot_general": "contract `lhs` and `rhs`: `dimension_numbers = ((lhs_contract, "
     "rhs_contract), (lhs_batch, rhs_batch))`; result axes are batch, lhs free, rhs free",
 }

@@ -61,6 +61,18 @@ def _check_tree(label: str, what: str, got, expected) -> None:
         raise TypeError(f"{label}: {what} must have the structure {expected}, got {got}")
 
 
+def _check_shapes(label: str, name: str, what: str, leaves: Sequence[Any], avals) -> None:
+    """A rule's outputs must have the shapes of the function's outputs: a
+    tangent of another shape would be broadcast or dropped silently."""
+    for i, (x, want) in enumerate(zip(leaves, avals)):
+        got = core.get_aval(x)
+        if got.shape != want.shape:
+            raise TypeError(
+                f"{label}: the JVP rule's {what} {i} has type {got.str_short()}, but {name}'s "
+                f"output {i} is {want.str_short()}; return values shaped like {name}'s outputs"
+            )
+
+
 class custom_jvp:
     """A function with a user-defined JVP rule, used by every transform.
 
@@ -109,6 +121,8 @@ class custom_jvp:
             t_leaves, t_out_tree = tree_flatten(t_out)
             _check_tree(label, "the JVP rule's primal output", out_tree, t.out_tree)
             _check_tree(label, "the JVP rule's tangent output", t_out_tree, t.out_tree)
+            _check_shapes(label, name, "primal output", out_leaves, t.call.out_avals)
+            _check_shapes(label, name, "tangent output", t_leaves, t.call.out_avals)
             return out_leaves, t_leaves
 
         outs = custom_jvp_call_p.bind(

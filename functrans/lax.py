@@ -1,14 +1,29 @@
-"""Low-level operations beyond NumPy's API: ``stop_gradient`` now; control flow
-(``cond``, ``while_loop``, ``scan`` ...) joins it as those primitives land."""
+"""Low-level operations beyond NumPy's API: structured control flow (``cond``,
+``switch``, ``while_loop``, ``fori_loop``, ``scan``) and ``stop_gradient``.
+
+Python ``if``/``for`` work on concrete values outside ``jit``; these
+functions are what to use when the condition or trip count is traced (inside
+``jit``, or to keep one compiled program for every value).  Each traces its
+functions into sub-Jaxprs of one primitive, so every transform sees through
+it, including reverse mode through ``while_loop``.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Sequence
 
-from functrans.tree_util import tree_map
+import numpy as np
+
+from functrans import core
+from functrans.api import check_leaves, open_jaxpr
+from functrans.core import ShapedArray, Tracer
+from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map
+from functrans.tree_util import tree_unflatten
+from primitives.control_flow import cond_p, scan_p, while_p
 from primitives.custom import stop_gradient_p
+from primitives.elementwise import convert_element_type
 
-__all__ = ["stop_gradient"]
+__all__ = ["cond", "fori_loop", "scan", "stop_gradient", "switch", "while_loop"]
 
 
 def stop_gradient(x: Any) -> Any:
@@ -19,3 +34,233 @@ def stop_gradient(x: Any) -> Any:
     array(3.)
     """
     return tree_map(stop_gradient_p.bind, x)
+
+
+class _Traced:
+    """``fun`` traced at the avals of a pytree of arguments: an open Jaxpr
+    (constants first), the constants, and the output tree."""
+
+    def __init__(self, label: str, fun: Callable, avals: list, in_tree):
+        out_cell: list = []
+
+        def flat(*xs):
+            out = fun(*tree_unflatten(in_tree, xs))
+            leaves, tree = check_leaves(label, "output", out)
+            out_cell.append(tree)
+            return leaves
+
+        closed, _, _ = core.trace_to_jaxpr(flat, avals, name=core.fun_name(fun))
+        self.jaxpr, self.consts = open_jaxpr(closed)
+        self.out_tree = out_cell[-1]
+        self.out_avals = [a.strip_weak() for a in closed.out_avals]
+
+
+def _avals(leaves) -> list[ShapedArray]:
+    return [core.get_aval(x) for x in leaves]
+
+
+def _check_same(label: str, what: tuple[str, str], tree_a, avals_a, tree_b, avals_b) -> None:
+    """Two traced functions must agree on output structure, shapes and dtypes."""
+    if tree_a != tree_b:
+        raise TypeError(
+            f"{label}: {what[0]} and {what[1]} must return the same structure, but they "
+            f"return {tree_a} and {tree_b}"
+        )
+    paths = tree_flatten_with_path(tree_unflatten(tree_a, list(range(len(avals_a)))))[0]
+    for path, a, b in zip(paths, avals_a, avals_b):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise TypeError(
+                f"{label}: output{keystr(path)} is {a.str_short()} in {what[0]} but "
+                f"{b.str_short()} in {what[1]}; both must have the same shape and dtype"
+            )
+
+
+def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
+    """``branches[index](*operands)``, with ``index`` clamped into range (as in
+    JAX) and traced or not.
+
+    >>> import functrans as ft, numpy as np
+    >>> ft.lax.switch(5, [np.sin, np.cos], 0.0)
+    array(1.)
+    """
+    label = "lax.switch"
+    branches = list(branches)
+    if not branches:
+        raise ValueError(f"{label}: needs at least one branch")
+    aval = core.get_aval(index)
+    if aval.shape != () or aval.dtype.kind not in "iub":
+        raise TypeError(f"{label}: the index must be an integer scalar, got {aval.str_short()}")
+    return _branch(label, convert_element_type(index, np.int32), branches, operands,
+                   [f"branches[{i}]" for i in range(len(branches))])
+
+
+def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, with a
+    traced or concrete boolean scalar ``pred``.
+
+    >>> import functrans as ft, numpy as np
+    >>> ft.grad(lambda x: ft.lax.cond(x > 0, np.sin, np.cos, x))(0.5)
+    array(0.87758256)
+    """
+    label = "lax.cond"
+    aval = core.get_aval(pred)
+    if aval.shape != () or aval.dtype != np.bool_:
+        raise TypeError(
+            f"{label}: the predicate must be a bool scalar, got {aval.str_short()}; "
+            "compare it (x > 0) or reduce it (.any()) first"
+        )
+    index = convert_element_type(pred, np.int32)
+    return _branch(label, index, [false_fun, true_fun], operands, ["false_fun", "true_fun"])
+
+
+def _branch(label, index, funs, operands, names):
+    leaves, in_tree = check_leaves(label, "operand ", tuple(operands))
+    avals = _avals(leaves)
+    traced = [_Traced(label, f, avals, in_tree) for f in funs]
+    for t, name in zip(traced[1:], names[1:]):
+        _check_same(label, (names[0], name), traced[0].out_tree, traced[0].out_avals,
+                    t.out_tree, t.out_avals)
+    # Every branch takes every branch's constants, then the operands.
+    all_consts = [c for t in traced for c in t.consts]
+    branches = []
+    offset = 0
+    for t in traced:
+        before = [core.get_aval(c) for c in all_consts[:offset]]
+        after = [core.get_aval(c) for c in all_consts[offset + len(t.consts):]]
+        branches.append(_with_ignored_inputs(t.jaxpr, before, len(t.consts), after))
+        offset += len(t.consts)
+    outs = cond_p.bind(index, *all_consts, *leaves, branches=tuple(branches))
+    return tree_unflatten(traced[0].out_tree, outs)
+
+
+def _with_ignored_inputs(closed, before, n_own, after):
+    """An open Jaxpr taking extra inputs it ignores, around its own constants."""
+    j = closed.jaxpr
+    pre = [core.Var(a) for a in before]
+    post = [core.Var(a) for a in after]
+    own, rest = list(j.invars[:n_own]), list(j.invars[n_own:])
+    return core.ClosedJaxpr(
+        core.Jaxpr(j.constvars, pre + own + post + rest, j.outvars, j.eqns), closed.consts
+    )
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
+    """Repeat ``val = body_fun(val)`` while ``cond_fun(val)``; differentiable in
+    both modes (reverse mode records each iteration's carry while it runs).
+
+    >>> import functrans as ft, numpy as np
+    >>> def newton_sqrt(a):
+    ...     return ft.lax.while_loop(lambda x: abs(x * x - a) > 1e-12,
+    ...                              lambda x: 0.5 * (x + a / x), a)
+    >>> ft.grad(newton_sqrt)(4.0)  # 0.5 / sqrt(4)
+    array(0.25)
+    """
+    label = "lax.while_loop"
+    leaves, in_tree = check_leaves(label, "init_val", init_val)
+    avals = [a.strip_weak() if a.weak_type else a for a in _avals(leaves)]
+    args_tree = tree_flatten((init_val,))[1]
+    cond_t = _Traced(label, cond_fun, avals, args_tree)
+    body_t = _Traced(label, body_fun, avals, args_tree)
+    (pred,) = cond_t.out_avals if len(cond_t.out_avals) == 1 else (None,)
+    if pred is None or pred.shape != () or pred.dtype != np.bool_:
+        got = "several outputs" if pred is None else pred.str_short()
+        raise TypeError(f"{label}: cond_fun must return a bool scalar, got {got}")
+    _check_same(label, ("init_val", "body_fun's result"), in_tree, avals,
+                body_t.out_tree, body_t.out_avals)
+    outs = while_p.bind(
+        *cond_t.consts, *body_t.consts, *leaves, cond_jaxpr=cond_t.jaxpr,
+        body_jaxpr=body_t.jaxpr, cond_nconsts=len(cond_t.consts),
+        body_nconsts=len(body_t.consts),
+    )
+    return tree_unflatten(in_tree, outs)
+
+
+def scan(
+    f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False,
+    unroll: int = 1,
+) -> tuple[Any, Any]:
+    """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns
+    the final carry and the ``y``s stacked.  Reverse mode stores each
+    iteration's carry (stacked) instead of recomputing it.
+
+    >>> import functrans as ft, numpy as np
+    >>> ft.lax.scan(lambda c, x: (c + x, c + x), 0.0, np.arange(4.0))
+    (array(6.), array([0., 1., 3., 6.]))
+    """
+    label = "lax.scan"
+    if not isinstance(unroll, int) or unroll < 1:
+        raise ValueError(f"{label}: unroll must be a positive int, got {unroll!r}")
+    init_leaves, init_tree = check_leaves(label, "init", init)
+    x_leaves, x_tree = check_leaves(label, "xs", xs)
+    length = _scan_length(label, xs, x_leaves, length)
+    carry_avals = [a.strip_weak() for a in _avals(init_leaves)]
+    x_avals = [ShapedArray(a.shape[1:], a.dtype) for a in _avals(x_leaves)]
+    in_leaves, in_tree = tree_flatten((init, xs))
+    body = _Traced(label, f, carry_avals + x_avals, in_tree)
+    out = tree_unflatten(body.out_tree, list(range(len(body.out_avals))))
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise TypeError(f"{label}: f must return a pair (carry, y), got {body.out_tree}")
+    carry_tree = tree_flatten(out[0])[1]
+    n_carry = len(carry_avals)
+    _check_same(label, ("init", "f's carry"), init_tree, carry_avals, carry_tree,
+                body.out_avals[:n_carry])
+    outs = scan_p.bind(
+        *body.consts, *init_leaves, *x_leaves, jaxpr=body.jaxpr, num_consts=len(body.consts),
+        num_carry=n_carry, length=length, reverse=bool(reverse),
+    )
+    y_tree = tree_flatten(out[1])[1]
+    return tree_unflatten(init_tree, outs[:n_carry]), tree_unflatten(y_tree, outs[n_carry:])
+
+
+def _scan_length(label: str, xs, x_leaves, length) -> int:
+    lengths = {}
+    paths = tree_flatten_with_path(xs)[0]
+    for path, x in zip(paths, x_leaves):
+        aval = core.get_aval(x)
+        if aval.ndim == 0:
+            raise ValueError(f"{label}: xs{keystr(path)} is a scalar; xs leaves need a leading axis")
+        lengths[keystr(path)] = aval.shape[0]
+    sizes = set(lengths.values())
+    if len(sizes) > 1:
+        listing = ", ".join(f"xs{p} has length {n}" for p, n in lengths.items())
+        raise ValueError(f"{label}: the leading axes of xs must agree, but {listing}")
+    if length is not None:
+        if sizes and sizes != {length}:
+            raise ValueError(
+                f"{label}: length={length} does not match the leading axis of xs ({sizes.pop()})"
+            )
+        return int(length)
+    if not sizes:
+        raise ValueError(f"{label}: with no xs, pass length=")
+    return sizes.pop()
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
+    """``for i in range(lower, upper): val = body_fun(i, val)``.  Concrete bounds
+    make a ``scan`` (reverse mode stores the carries); traced bounds make a
+    ``while_loop``.
+
+    >>> import functrans as ft
+    >>> ft.lax.fori_loop(0, 5, lambda i, x: x + i, 0.0)
+    array(10.)
+    """
+    if not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
+        lo, hi = int(lower), int(upper)
+
+        def step(carry, _):
+            i, val = carry
+            return (i + 1, body_fun(i, val)), None
+
+        (_, val), _ = scan(step, (np.int64(lo), init_val), None, length=max(hi - lo, 0))
+        return val
+
+    def cond_fun(carry):
+        return carry[0] < carry[1]
+
+    def body(carry):
+        i, hi, val = carry
+        return i + 1, hi, body_fun(i, val)
+
+    start = convert_element_type(lower, np.int64)
+    stop = convert_element_type(upper, np.int64)
+    return while_loop(cond_fun, body, (start, stop, init_val))[2]

@@ -2,4 +2,12 @@
 rules, one module per family.  Importing this package registers them all in
 ``functrans.core.registry``."""
 
-from primitives import custom, elementwise, indexing, linalg, reductions, shape  # noqa: F401
+from primitives import (  # noqa: F401
+    control_flow,
+    custom,
+    elementwise,
+    indexing,
+    linalg,
+    reductions,
+    shape,
+)

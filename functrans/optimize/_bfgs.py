@@ -1,0 +1,70 @@
+"""BFGS with a dense inverse-Hessian approximation, as SciPy's ``BFGS``:
+``H_0 = I``, the Moré-Thuente strong-Wolfe line search, the same first trial
+step and the same stopping tests (``gtol`` on the ``norm``-norm of the
+gradient, optional ``xrtol`` on the step)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from functrans.optimize._common import norm2, search, search_failure, vecnorm
+from functrans.optimize._problem import Monitor, Point, Problem
+from functrans.optimize._result import CALLBACK_STOP, MAXITER, MESSAGES, SUCCESS
+
+DEFAULTS = {
+    "gtol": 1e-5, "norm": np.inf, "maxiter": None, "xrtol": 0.0,
+    "c1": 1e-4, "c2": 0.9, "hess_inv0": None, "disp": False,
+}
+TOL_OPTIONS = ("gtol",)
+GNORM_LABEL = "max|g|"
+
+
+def initial_step(f: float, f_prev: float, slope: float) -> float:
+    """Interpolate the last decrease (Nocedal & Wright eq. 3.60), capped at 1."""
+    step = min(1.0, 1.01 * 2.0 * (f - f_prev) / slope) if slope != 0 else 1.0
+    return step if step > 0 else 1.0
+
+
+def bfgs_update(h: np.ndarray, s: np.ndarray, y: np.ndarray) -> None:
+    """``H <- (I - r s y') H (I - r y s') + r s s'`` with ``r = 1/(y's)``, in
+    place and in O(n^2): ``H - r (s Hy' + Hy s') + (r^2 y'Hy + r) s s'``."""
+    r = 1.0 / y.dot(s)
+    hy = h @ y
+    h -= r * (np.outer(s, hy) + np.outer(hy, s))
+    h += (r * r * y.dot(hy) + r) * np.outer(s, s)
+
+
+def minimize_bfgs(problem: Problem, p: Point, opts: dict, monitor: Monitor) -> dict:
+    n = p.x.size
+    maxiter = n * 200 if opts["maxiter"] is None else opts["maxiter"]
+    h = np.eye(n) if opts["hess_inv0"] is None else np.array(opts["hess_inv0"], dtype=float)
+    f_prev = p.f + norm2(p.g) / 2  # makes the first trial step about 1 long
+    gnorm = vecnorm(p.g, opts["norm"])
+    monitor.row(0, p.f, gnorm, None)
+    k, status, message = 0, SUCCESS, None
+    while gnorm > opts["gtol"]:
+        if k >= maxiter:
+            status = MAXITER
+            break
+        d = -(h @ p.g)
+        slope = float(p.g.dot(d))
+        ls = search(problem, p, d, slope, initial_step(p.f, f_prev, slope),
+                    c1=opts["c1"], c2=opts["c2"], step_min=1e-100, step_max=1e100)
+        if ls.payload is None:
+            status, message = search_failure(problem, ls)
+            break
+        q = ls.payload
+        s, y = q.x - p.x, q.g - p.g
+        f_prev, p = p.f, q
+        k += 1
+        gnorm = vecnorm(p.g, opts["norm"])
+        step = norm2(s)
+        if monitor.iteration(k, p, gnorm, step):
+            status = CALLBACK_STOP
+            break
+        if gnorm <= opts["gtol"] or step <= opts["xrtol"] * (opts["xrtol"] + norm2(p.x)):
+            break
+        if y.dot(s) > 0:  # always, after a Wolfe step; skip the update otherwise
+            bfgs_update(h, s, y)
+    return {"point": p, "nit": k, "status": status,
+            "message": message or MESSAGES[status], "hess_inv": h}

@@ -1,0 +1,54 @@
+"""Pieces the methods share: the line search along a direction, the
+outcome of a failed search, and the norms of the stopping tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from functrans.optimize._linesearch import LineSearch, strong_wolfe
+from functrans.optimize._problem import Point, Problem
+from functrans.optimize._result import NONFINITE, PRECISION_LOSS
+
+
+def search(problem: Problem, p: Point, d: np.ndarray, slope: float, step: float,
+           **kwargs) -> LineSearch:
+    """Strong-Wolfe search from ``p`` along ``d`` (``slope = g·d``); payloads
+    are ``Point``s."""
+    x = p.x
+
+    def evaluate(t: float):
+        q = problem.point(x + t * d)
+        return q.f, float(q.g.dot(d)), q
+
+    return strong_wolfe(evaluate, p.f, slope, step, **kwargs)
+
+
+def search_failure(problem: Problem, ls: LineSearch) -> tuple[int, str]:
+    """Status and message when a line search gave no usable step."""
+    if ls.status == "unbounded":
+        return NONFINITE, (
+            f"{problem.name} reached -inf along the search direction: the objective "
+            "looks unbounded below"
+        )
+    if ls.status == "nonfinite":
+        return NONFINITE, (
+            f"NaN result encountered: {problem.name} or its gradient was NaN or inf at "
+            "the trial points of the line search, and smaller steps found no finite "
+            "point with lower value"
+        )
+    return PRECISION_LOSS, (
+        "Desired error not necessarily achieved due to precision loss (the line "
+        "search found no step with sufficient decrease)."
+    )
+
+
+def vecnorm(v: np.ndarray, ord: float) -> float:
+    if ord == np.inf:
+        return float(np.max(np.abs(v)))
+    if ord == -np.inf:
+        return float(np.min(np.abs(v)))
+    return float(np.sum(np.abs(v) ** ord) ** (1.0 / ord))
+
+
+def norm2(v: np.ndarray) -> float:
+    return float(np.sqrt(v.dot(v)))

@@ -1,0 +1,246 @@
+"""One minimisation problem on a flat float64 vector.
+
+``Problem`` flattens the pytree ``x0`` into one vector, checks it, and builds
+the jitted derivatives once (``value_and_grad`` always, ``hessian`` or
+``hvp`` when the method asks), with the arrays in ``args`` as traced,
+non-differentiated arguments: the solver loop then only calls compiled code.
+It also counts evaluations.  ``Monitor`` runs the user's callback and the
+``disp`` table.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from functrans import core
+from functrans.api import hessian, hvp, value_and_grad
+from functrans.jit import jit
+from functrans.optimize._result import OptimizeResult
+from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+
+# Leaves of ``args`` that are traced; Python ints, bools and other objects are
+# baked into the compiled functions as constants (they often size or index).
+_TRACED_ARG_TYPES = (np.ndarray, np.generic, float, complex)
+
+
+class Point(NamedTuple):
+    """An evaluated point: the flat ``x``, ``f(x)``, the flat gradient, and the
+    auxiliary output of ``fun`` there (``None`` without ``has_aux``)."""
+
+    x: np.ndarray
+    f: float
+    g: np.ndarray
+    aux: Any
+
+
+class Problem:
+    def __init__(self, fun: Callable, x0: Any, args: tuple, has_aux: bool, need: frozenset):
+        self.name = core.fun_name(fun)
+        self.label = f"minimize({self.name})"
+        self.fun, self.has_aux = fun, has_aux
+        self.x0 = self._flatten_x0(x0)
+        self._dynamic, self._rebuild_args = self._split_args(args)
+        self.nfev = self.njev = self.nhev = 0
+
+        flat_value_and_aux = self._flat_fun()
+
+        def flat_value(v, *dyn):
+            out = flat_value_and_aux(v, *dyn)
+            return out[0] if has_aux else out
+
+        flat_value.__name__ = self.name
+        self._vg = jit(value_and_grad(flat_value_and_aux, has_aux=has_aux))
+        self._hess = jit(hessian(flat_value)) if "hess" in need else None
+        if "hvp" in need:
+
+            def flat_hvp(v, t, *dyn):
+                return hvp(lambda u: flat_value(u, *dyn), (v,), (t,))
+
+            self._hvp = jit(flat_hvp)
+
+    # -- x0 and args ---------------------------------------------------------------
+
+    def _flatten_x0(self, x0: Any) -> np.ndarray:
+        paths, leaves, self.treedef = tree_flatten_with_path(x0)
+        if not leaves:
+            raise ValueError(f"{self.label}: x0 holds no arrays; pass an array or a pytree of them")
+        arrays = []
+        for path, leaf in zip(paths, leaves):
+            where = f"x0{keystr(path)}"
+            a = np.asarray(leaf)
+            if a.dtype.kind not in "iuf":
+                raise TypeError(
+                    f"{self.label}: {where} has dtype {a.dtype}; minimize works on real "
+                    "numbers: pass a float array (split complex parameters into real and "
+                    "imaginary parts)"
+                )
+            bad = ~np.isfinite(a)
+            if bad.any():
+                raise ValueError(
+                    f"{self.label}: {where} is not finite ({a[bad].flat[0]} at index "
+                    f"{np.argwhere(bad)[0].tolist() if a.ndim else '()'}); start from finite values"
+                )
+            arrays.append(a)
+        self.shapes = [a.shape for a in arrays]
+        self.sizes = [a.size for a in arrays]
+        flat = np.concatenate([a.astype(np.float64).ravel() for a in arrays])
+        if flat.size == 0:
+            raise ValueError(f"{self.label}: x0 has no elements")
+        self._paths = paths
+        return flat
+
+    def unravel(self, v: Any) -> Any:
+        """The flat vector (array or tracer) back in ``x0``'s pytree shape."""
+        if len(self.shapes) == 1:
+            leaves = [v.reshape(self.shapes[0])]
+        else:
+            leaves, start = [], 0
+            for shape, size in zip(self.shapes, self.sizes):
+                leaves.append(v[start:start + size].reshape(shape))
+                start += size
+        return tree_unflatten(self.treedef, leaves)
+
+    def leaf_of(self, index: int) -> str:
+        """``x0['w'][2, 1]``: where flat index ``index`` lives in x0."""
+        for path, shape, size in zip(self._paths, self.shapes, self.sizes):
+            if index < size:
+                at = np.unravel_index(index, shape) if shape else ()
+                return f"x0{keystr(path)}" + (f"[{', '.join(map(str, at))}]" if at else "")
+            index -= size
+        raise IndexError(index)
+
+    @staticmethod
+    def _split_args(args: tuple):
+        leaves, tree = tree_flatten(args)
+        traced = [isinstance(x, _TRACED_ARG_TYPES) and not isinstance(x, bool) for x in leaves]
+        dynamic = tuple(np.asarray(x) for x, t in zip(leaves, traced) if t)
+
+        def rebuild(dyn):
+            it = iter(dyn)
+            return tree_unflatten(tree, [next(it) if t else x for x, t in zip(leaves, traced)])
+
+        return dynamic, rebuild
+
+    def _flat_fun(self) -> Callable:
+        name, label, has_aux = self.name, self.label, self.has_aux
+        fun, unravel, rebuild = self.fun, self.unravel, self._rebuild_args
+
+        def flat(v, *dyn):
+            out = fun(unravel(v), *rebuild(dyn))
+            if has_aux:
+                if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                    raise TypeError(
+                        f"{label}: with has_aux=True, {name} must return a pair (value, aux), "
+                        f"got {type(out).__name__}"
+                    )
+                value = out[0]
+            else:
+                value = out
+            if isinstance(value, (tuple, list, dict)) or value is None:
+                hint = "; pass has_aux=True to return (value, aux)" if not has_aux else ""
+                raise TypeError(
+                    f"{label}: {name} must return a scalar, got a {type(value).__name__}{hint}"
+                )
+            aval = core.get_aval(value)
+            if aval.shape != ():
+                raise TypeError(
+                    f"{label}: {name} must return a scalar, got an array of shape "
+                    f"{aval.shape} ({aval.str_short()}); reduce it to one number, for example "
+                    "with a sum or a norm (least squares: the sum of squared residuals)"
+                )
+            return out
+
+        flat.__name__ = name
+        return flat
+
+    # -- evaluations -----------------------------------------------------------------
+
+    def point(self, x: np.ndarray) -> Point:
+        self.nfev += 1
+        self.njev += 1
+        value, g = self._vg(x, *self._dynamic)
+        f, aux = value if self.has_aux else (value, None)
+        return Point(x, float(f), g, aux)
+
+    def start(self) -> Point:
+        """Evaluate at ``x0``; refuse to start where fun or its gradient is not finite."""
+        p = self.point(self.x0)
+        if not np.isfinite(p.f):
+            raise ValueError(
+                f"{self.label}: {self.name}(x0) is {p.f}; start from a point where the "
+                "objective is finite"
+            )
+        bad = np.flatnonzero(~np.isfinite(p.g))
+        if bad.size:
+            raise ValueError(
+                f"{self.label}: the gradient of {self.name} at x0 is not finite "
+                f"({p.g[bad[0]]} with respect to {self.leaf_of(int(bad[0]))}"
+                f"{f' and {bad.size - 1} more entries' if bad.size > 1 else ''}); start "
+                "from a point where the objective is differentiable"
+            )
+        return p
+
+    def hessian(self, x: np.ndarray) -> np.ndarray:
+        self.nhev += 1
+        h = np.asarray(self._hess(x, *self._dynamic))
+        return 0.5 * (h + h.T)  # exact symmetry, for the Cholesky factorisations
+
+    def hvp(self, x: np.ndarray, t: np.ndarray) -> np.ndarray:
+        self.nhev += 1
+        return self._hvp(x, t, *self._dynamic)
+
+    @property
+    def jitted(self) -> dict:
+        """The compiled functions, by name (for tests and ``cache_info()``)."""
+        out = {"value_and_grad": self._vg}
+        if self._hess is not None:
+            out["hessian"] = self._hess
+        if hasattr(self, "_hvp"):
+            out["hvp"] = self._hvp
+        return out
+
+
+class Monitor:
+    """Per-iteration bookkeeping shared by the methods: the user's callback
+    (SciPy's two styles: ``callback(intermediate_result)`` with an
+    ``OptimizeResult``, or ``callback(xk)``), ``StopIteration`` from it, and
+    the ``disp`` table."""
+
+    def __init__(self, problem: Problem, callback: Callable | None, disp: bool, gnorm_label: str):
+        self.problem, self.callback, self.disp = problem, callback, disp
+        self.stopped = False
+        self._t0 = time.perf_counter()
+        self._new_style = False
+        if callback is not None:
+            try:
+                params = set(inspect.signature(callback).parameters)
+            except (TypeError, ValueError):
+                params = set()
+            self._new_style = params == {"intermediate_result"}
+        if disp:
+            print(f"{'iter':>6}  {'f':>14}  {gnorm_label:>10}  {'step':>10}  {'time':>8}")
+
+    def row(self, k: int, f: float, gnorm: float, step: float | None) -> None:
+        if self.disp:
+            step_text = f"{step:10.3e}" if step is not None else f"{'-':>10}"
+            elapsed = time.perf_counter() - self._t0
+            print(f"{k:6d}  {f:14.7e}  {gnorm:10.3e}  {step_text}  {elapsed:7.3f}s", flush=True)
+
+    def iteration(self, k: int, p: Point, gnorm: float, step: float | None) -> bool:
+        """Report iteration ``k``; True when the callback asked to stop."""
+        self.row(k, p.f, gnorm, step)
+        if self.callback is None:
+            return False
+        x = self.problem.unravel(p.x.copy())
+        try:
+            if self._new_style:
+                self.callback(intermediate_result=OptimizeResult(x=x, fun=p.f))
+            else:
+                self.callback(x)
+        except StopIteration:
+            self.stopped = True
+        return self.stopped

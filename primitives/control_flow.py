@@ -1,0 +1,813 @@
+"""Control-flow primitives whose bodies are sub-Jaxprs: ``cond`` (also
+``switch``), ``scan`` and ``while_loop``, plus ``while_reverse``, the
+recorded backward pass through a while loop.
+
+Sub-Jaxprs are "open": each takes its constants as leading operands, so the
+equations carry every value they read.  The rules transform the sub-Jaxprs
+with the transforms themselves (imported inside the rules: transforms sit
+below primitives in the layering).
+
+Reverse mode follows one pattern for all three.  The JVP rule emits two
+equations: the primal computation, which also returns what the tangent
+computation needs from it, and a tangent computation that is linear in the
+tangents.  Partial evaluation then keeps the first in the forward pass and
+moves the second, with those values as residuals, to the linear side, where
+it is transposed:
+
+* ``cond``: the tangent cond re-runs the taken branch's primal part (one
+  branch: cheap) and its transpose is a cond of transposed branches;
+* ``scan``: the primal scan also stacks each iteration's input carry, so the
+  tangent scan reads them instead of recomputing; its transpose is a scan in
+  the other direction;
+* ``while_loop``: the trip count is unknown until run time, so the tangent
+  loop's transpose is ``while_reverse``, which at evaluation time runs the
+  primal loop recording each iteration's carry, then replays the transposed
+  body over the records in reverse.  Memory is O(trips x carry size).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from functrans.core import ClosedJaxpr, Jaxpr, Primitive, ShapedArray, UndefinedPrimal, Var
+from functrans.core import Zero, bind, eval_jaxpr, get_aval, instantiate, trace_to_jaxpr
+from functrans.dtypes import is_inexact
+from functrans.errors import ShapeError
+from primitives import elementwise as ew
+from primitives import shape
+
+# --------------------------------------------------------------------------
+# Helpers over sub-Jaxprs
+# --------------------------------------------------------------------------
+
+
+def run(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
+    """Evaluate a sub-Jaxpr: compiled NumPy code on concrete arrays, binds
+    into the current trace otherwise."""
+    from functrans.api import apply_jaxpr
+
+    return apply_jaxpr(closed, list(args))
+
+
+def _jvp(closed: ClosedJaxpr, nonzeros, instantiate_outs):
+    from functrans.transforms.jvp import jvp_jaxpr
+
+    return jvp_jaxpr(closed, nonzeros, instantiate_outs)
+
+
+def _select_outputs(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
+    from functrans.transforms.dce import dce
+
+    return ClosedJaxpr(dce(closed.jaxpr, keep), closed.consts)
+
+
+def _transpose(closed: ClosedJaxpr, linear: Sequence[bool]) -> ClosedJaxpr:
+    from functrans.transforms.transpose import transpose_jaxpr
+
+    return transpose_jaxpr(closed, tuple(linear))
+
+
+def _batched(closed: ClosedJaxpr, dims: Sequence[int | None], size: int) -> ClosedJaxpr:
+    """``closed`` batched with inputs at ``dims`` and every output batch-axis first."""
+    from functrans.transforms.vmap import batch_eval, batched_aval
+
+    def fun(*args):
+        outs, out_dims = batch_eval(closed.jaxpr, closed.consts, args, dims, size)
+        return [shape.to_front(o, d, size) for o, d in zip(outs, out_dims)]
+
+    avals = [batched_aval(a, d, size) for a, d in zip(closed.in_avals, dims)]
+    new, _, _ = trace_to_jaxpr(fun, avals, name="vmap")
+    return new
+
+
+def _out_batched(closed: ClosedJaxpr, dims: Sequence[int | None], size: int) -> list[bool]:
+    """Which outputs of ``closed`` vary over the batch when its inputs are at ``dims``."""
+    from functrans.transforms.vmap import batch_jaxpr
+
+    return [d is not None for d in batch_jaxpr(closed, tuple(dims), size)[1]]
+
+
+def _trace(fun, avals, name: str) -> ClosedJaxpr:
+    closed, _, _ = trace_to_jaxpr(fun, avals, name=name)
+    return closed
+
+
+def _tangent_avals(avals):
+    return [a.strip_weak() for a in avals]
+
+
+def _zeros_for(avals):
+    return [instantiate(Zero(a)) for a in avals]
+
+
+def _pad_consts(closed: ClosedJaxpr, before: int, avals_before) -> ClosedJaxpr:
+    """``closed`` taking ``before`` extra leading inputs it ignores."""
+    j = closed.jaxpr
+    extra = [Var(a) for a in avals_before]
+    return ClosedJaxpr(Jaxpr(j.constvars, extra + list(j.invars), j.outvars, j.eqns), closed.consts)
+
+
+# --------------------------------------------------------------------------
+# cond: cond(index, *operands, branches)
+# --------------------------------------------------------------------------
+
+
+def _cond_abstract_eval(index, *operands, branches):
+    if index.shape != () or index.dtype.kind not in "iub":
+        raise ShapeError(f"cond: the branch index must be an integer scalar, got {index.str_short()}")
+    return [a.strip_weak() for a in branches[0].out_avals]
+
+
+def _clamp_index(index, n: int) -> int:
+    return int(min(max(int(index), 0), n - 1))
+
+
+def _cond_impl(index, *operands, branches):
+    return run(branches[_clamp_index(index, len(branches))], operands)
+
+
+def _cond_jvp(primals, tangents, *, branches):
+    index, *ops = primals
+    nonzeros = [type(t) is not Zero for t in tangents[1:]]
+    outs = bind(cond_p, index, *ops, branches=branches)
+    out_avals = [a.strip_weak() for a in branches[0].out_avals]
+    out_nz = [is_inexact(a.dtype) for a in out_avals]
+    if not any(nonzeros) or not any(out_nz):
+        return outs, [Zero(a) for a in out_avals]
+    tangent_branches = []
+    for b in branches:
+        jv, _ = _jvp(b, nonzeros, out_nz)
+        n_out = len(out_avals)
+        tangent_branches.append(_select_outputs(jv, [False] * n_out + [True] * sum(out_nz)))
+    given = [t for t in tangents[1:] if type(t) is not Zero]
+    t_outs = iter(bind(cond_p, index, *ops, *given, branches=tuple(tangent_branches)))
+    return outs, [next(t_outs) if nz else Zero(a) for a, nz in zip(out_avals, out_nz)]
+
+
+def _cond_transpose(cts, index, *operands, branches):
+    linear = [type(x) is UndefinedPrimal for x in operands]
+    fixed = [x for x in operands if type(x) is not UndefinedPrimal]
+    cts = [instantiate(c) for c in cts]
+    transposed = tuple(_transpose(b, linear) for b in branches)
+    cts_in = iter(bind(cond_p, index, *fixed, *cts, branches=transposed))
+    return [None] + [next(cts_in) if lin else None for lin in linear]
+
+
+def _cond_batch(vals, dims, *, axis_size, branches):
+    index, *ops = vals
+    d_index, *op_dims = dims
+    if d_index is None:
+        batched = tuple(_batched(b, op_dims, axis_size) for b in branches)
+        outs = bind(cond_p, index, *ops, branches=batched)
+        return outs, [0] * len(outs)
+    # A per-member branch index: run every branch, then pick per member.
+    results = [run(_batched(b, op_dims, axis_size), ops) for b in branches]
+    index = shape.moveaxis(index, d_index, 0)
+    index = ew.min(ew.max(index, 0), len(branches) - 1)
+    outs = []
+    for per_branch in zip(*results):
+        out = per_branch[0]
+        for k, candidate in enumerate(per_branch[1:], start=1):
+            rank = get_aval(candidate).ndim
+            pick = bind(shape.broadcast_in_dim_p, ew.eq(index, k), shape=get_aval(candidate).shape,
+                        broadcast_dimensions=(0,)) if rank > 1 else ew.eq(index, k)
+            out = ew.select(pick, candidate, out)
+        outs.append(out)
+    return outs, [0] * len(outs)
+
+
+cond_p = Primitive(
+    "cond",
+    abstract_eval=_cond_abstract_eval,
+    impl=_cond_impl,
+    jvp=_cond_jvp,
+    transpose=_cond_transpose,
+    batch=_cond_batch,
+    multiple_results=True,
+    linear=True,
+)
+
+
+# --------------------------------------------------------------------------
+# scan: scan(*consts, *init, *xs, jaxpr, num_consts, num_carry, length, reverse)
+# body: (*consts, *carry, *x) -> (*carry, *y)
+# --------------------------------------------------------------------------
+
+
+def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse):
+    carry_avals = avals[num_consts : num_consts + num_carry]
+    body_out = jaxpr.out_avals
+    for a, b in zip(carry_avals, body_out[:num_carry]):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise ShapeError(
+                f"scan: the body turns a carry of type {a.str_short()} into {b.str_short()}; "
+                "the carry must keep its shape and dtype"
+            )
+    ys = [ShapedArray((length,) + a.shape, a.dtype) for a in body_out[num_carry:]]
+    return [a.strip_weak() for a in carry_avals] + ys
+
+
+def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse):
+    consts = list(args[:num_consts])
+    carry = list(args[num_consts : num_consts + num_carry])
+    xs = [np.asarray(x) for x in args[num_consts + num_carry :]]
+    y_avals = jaxpr.out_avals[num_carry:]
+    ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
+    for step in range(length):
+        i = length - 1 - step if reverse else step
+        outs = run(jaxpr, consts + carry + [x[i] for x in xs])
+        carry = outs[:num_carry]
+        for y, out in zip(ys, outs[num_carry:]):
+            y[i] = out
+    return [np.asarray(c) for c in carry] + ys
+
+
+def _fixpoint(initial: list[bool], step) -> list[bool]:
+    """Least fixed point of a carry property (nonzero tangent, batched) that
+    the body may turn on but never off."""
+    flags = list(initial)
+    while True:
+        new = [a or b for a, b in zip(flags, step(flags))]
+        if new == flags:
+            return flags
+        flags = new
+
+
+def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse):
+    nc, nk = num_consts, num_carry
+    consts, init, xs = primals[:nc], primals[nc : nc + nk], primals[nc + nk :]
+    t_consts, t_init, t_xs = tangents[:nc], tangents[nc : nc + nk], tangents[nc + nk :]
+    in_avals = jaxpr.in_avals
+    carry_avals = [a.strip_weak() for a in in_avals[nc : nc + nk]]
+    nz_consts = [type(t) is not Zero for t in t_consts]
+    nz_xs = [type(t) is not Zero for t in t_xs]
+
+    def carry_step(nz_carry):
+        _, out_nz = _jvp(jaxpr, nz_consts + nz_carry + nz_xs, False)
+        return out_nz[:nk]
+
+    nz_carry = _fixpoint(
+        [type(t) is not Zero and is_inexact(a.dtype) for t, a in zip(t_init, carry_avals)],
+        carry_step,
+    )
+    params = dict(num_consts=nc, num_carry=nk, length=length, reverse=reverse)
+    if not any(nz_consts + nz_carry + nz_xs):
+        outs = bind(scan_p, *primals, jaxpr=jaxpr, **params)
+        return outs, [Zero(get_aval(o).strip_weak()) for o in outs]
+    # 1. The primal scan, also stacking the carry each iteration starts from.
+    n_y = len(jaxpr.out_avals) - nk
+
+    def with_tape(*args):
+        outs = run(jaxpr, args)
+        return outs + list(args[nc : nc + nk])
+
+    taped = _trace(with_tape, in_avals, "scan body")
+    outs = bind(scan_p, *primals, jaxpr=taped, **params)
+    outs, tape = outs[: nk + n_y], outs[nk + n_y :]
+    # 2. The tangent scan: carries the tangent carries, reads primal carries
+    #    from the tape.  Its body is the JVP of the body, tangent outputs only.
+    y_avals = [a.strip_weak() for a in jaxpr.out_avals[nk:]]
+    out_nz_y = [is_inexact(a.dtype) for a in y_avals]
+    jv, _ = _jvp(jaxpr, nz_consts + nz_carry + nz_xs, nz_carry + out_nz_y)
+    tangent_body = _select_outputs(
+        jv, [False] * (nk + n_y) + [True] * (sum(nz_carry) + sum(out_nz_y))
+    )
+    # jv takes (consts, carry, xs, t_consts, t_carry, t_xs); reorder to the
+    # scan layout (consts..., carry..., xs...) = ((consts, t_consts), t_carry, (tape, xs, t_xs)).
+    n_tc, n_tk, n_tx = sum(nz_consts), sum(nz_carry), sum(nz_xs)
+    body = _reorder(
+        tangent_body,
+        [("p", i) for i in range(nc)] + [("t", i) for i in range(n_tc)],
+        [("t", n_tc + i) for i in range(n_tk)],
+        [("p", nc + i) for i in range(nk)] + [("p", nc + nk + i) for i in range(len(xs))]
+        + [("t", n_tc + n_tk + i) for i in range(n_tx)],
+        n_primal=nc + nk + len(xs),
+    )
+    given_consts = [t for t in t_consts if type(t) is not Zero]
+    given_init = [
+        instantiate(Zero(a)) if type(t) is Zero else t
+        for t, a, nz in zip(t_init, carry_avals, nz_carry) if nz
+    ]
+    given_xs = [t for t in t_xs if type(t) is not Zero]
+    t_outs = bind(
+        scan_p, *consts, *given_consts, *given_init, *tape, *xs, *given_xs, jaxpr=body,
+        num_consts=nc + n_tc, num_carry=n_tk, length=length, reverse=reverse,
+    )
+    it = iter(t_outs)
+    t_carry = [next(it) if nz else Zero(a) for a, nz in zip(carry_avals, nz_carry)]
+    t_ys = [next(it) if nz else Zero(ShapedArray((length,) + a.shape, a.dtype))
+            for a, nz in zip(y_avals, out_nz_y)]
+    return outs, t_carry + t_ys
+
+
+def _reorder(closed: ClosedJaxpr, consts, carry, xs, n_primal: int) -> ClosedJaxpr:
+    """``closed`` (inputs: n_primal primal inputs, then tangent inputs) with its
+    inputs re-listed in scan layout; entries are ("p", i) / ("t", i)."""
+    j = closed.jaxpr
+
+    def var(entry):
+        kind, i = entry
+        return j.invars[i if kind == "p" else n_primal + i]
+
+    invars = [var(e) for e in consts + carry + xs]
+    return ClosedJaxpr(Jaxpr(j.constvars, invars, j.outvars, j.eqns), closed.consts)
+
+
+def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse):
+    """Transpose a scan whose carries are all linear: a scan the other way,
+    carrying the carry cotangents and the accumulated cotangents of the
+    linear constants, and emitting the cotangents of the linear xs."""
+    nc, nk = num_consts, num_carry
+    consts, init, xs = args[:nc], args[nc : nc + nk], args[nc + nk :]
+    # Every carry is treated as linear: in a linear scan a carry that is not
+    # an undefined input is a constant zero (an instantiated zero tangent).
+    lin_c = [type(c) is UndefinedPrimal for c in consts]
+    lin_x = [type(x) is UndefinedPrimal for x in xs]
+    in_avals = jaxpr.in_avals
+    const_avals = in_avals[:nc]
+    x_avals = in_avals[nc + nk :]
+    carry_avals = [a.strip_weak() for a in in_avals[nc : nc + nk]]
+    y_avals = [a.strip_weak() for a in jaxpr.out_avals[nk:]]
+    body_t = _transpose(jaxpr, lin_c + [True] * nk + lin_x)
+    # body_t: (nonlinear consts, nonlinear xs, ct carry', ct y) ->
+    #         (ct linear consts, ct carry, ct linear xs)
+    fixed_c = [c for c, lin in zip(consts, lin_c) if not lin]
+    fixed_x = [x for x, lin in zip(xs, lin_x) if not lin]
+    lin_c_avals = [a.strip_weak() for a, lin in zip(const_avals, lin_c) if lin]
+    n_fc, n_fx, n_lc = len(fixed_c), len(fixed_x), len(lin_c_avals)
+
+    def step(*a):
+        fc = list(a[:n_fc])
+        ct_carry = list(a[n_fc : n_fc + nk])
+        acc = list(a[n_fc + nk : n_fc + nk + n_lc])
+        fx = list(a[n_fc + nk + n_lc : n_fc + nk + n_lc + n_fx])
+        ct_y = list(a[n_fc + nk + n_lc + n_fx :])
+        out = run(body_t, fc + fx + ct_carry + ct_y)
+        ct_lc, ct_k, ct_lx = out[:n_lc], out[n_lc : n_lc + nk], out[n_lc + nk :]
+        return ct_k + [ew.add(s, c) for s, c in zip(acc, ct_lc)] + ct_lx
+
+    fixed_x_avals = [a for a, lin in zip(x_avals, lin_x) if not lin]
+    step_jaxpr = _trace(
+        step,
+        [a for a, lin in zip(const_avals, lin_c) if not lin] + carry_avals + lin_c_avals
+        + fixed_x_avals + y_avals,
+        "transposed scan body",
+    )
+    ct_carry = [instantiate(c) for c in cts[:nk]]
+    ct_ys = [instantiate(c) for c in cts[nk:]]
+    outs = bind(
+        scan_p, *fixed_c, *ct_carry, *_zeros_for(lin_c_avals), *fixed_x, *ct_ys,
+        jaxpr=step_jaxpr, num_consts=n_fc, num_carry=nk + n_lc, length=length,
+        reverse=not reverse,
+    )
+    ct_init, ct_lc, ct_lx = outs[:nk], iter(outs[nk : nk + n_lc]), iter(outs[nk + n_lc :])
+    return (
+        [next(ct_lc) if lin else None for lin in lin_c]
+        + [c if type(x) is UndefinedPrimal else None for c, x in zip(ct_init, init)]
+        + [next(ct_lx) if lin else None for lin in lin_x]
+    )
+
+
+def _scan_batch(vals, dims, *, axis_size, jaxpr, num_consts, num_carry, length, reverse):
+    nc, nk = num_consts, num_carry
+    const_dims = list(dims[:nc])
+    # Batched xs: batch axis to position 1 (axis 0 is the scanned one).
+    xs, x_dims = [], []
+    for x, d in zip(vals[nc + nk :], dims[nc + nk :]):
+        if d is None:
+            xs.append(x)
+            x_dims.append(None)
+        else:
+            xs.append(shape.moveaxis(x, d, 1))
+            x_dims.append(0)
+
+    def carry_step(batched_carry):
+        carry_dims = [0 if b else None for b in batched_carry]
+        return _out_batched(jaxpr, const_dims + carry_dims + x_dims, axis_size)[:nk]
+
+    batched_carry = _fixpoint([d is not None for d in dims[nc : nc + nk]], carry_step)
+    init = [
+        shape.to_front(c, d, axis_size) if b else c
+        for c, d, b in zip(vals[nc : nc + nk], dims[nc : nc + nk], batched_carry)
+    ]
+    carry_dims = [0 if b else None for b in batched_carry]
+    body = _batched(jaxpr, const_dims + carry_dims + x_dims, axis_size)
+    # The batched body returns every output batched; unbatched carries must
+    # stay unbatched, so those are cut back to one member (they do not vary).
+    n_y = len(jaxpr.out_avals) - nk
+
+    def body_fixed(*args):
+        outs = run(body, args)
+        carry = [o if b else _first_member(o) for o, b in zip(outs[:nk], batched_carry)]
+        return carry + outs[nk:]
+
+    body_avals = list(body.in_avals)
+    body_jaxpr = _trace(body_fixed, body_avals, "vmap")
+    outs = bind(
+        scan_p, *vals[:nc], *init, *xs, jaxpr=body_jaxpr, num_consts=nc, num_carry=nk,
+        length=length, reverse=reverse,
+    )
+    return outs, [0 if b else None for b in batched_carry] + [1] * n_y
+
+
+def _first_member(x):
+    aval = get_aval(x)
+    start = (0,) * aval.ndim
+    limit = (1,) + aval.shape[1:]
+    piece = bind(shape.slice_p, x, start_indices=start, limit_indices=limit,
+                 strides=(1,) * aval.ndim)
+    return bind(shape.squeeze_p, piece, dimensions=(0,))
+
+
+scan_p = Primitive(
+    "scan",
+    abstract_eval=_scan_abstract_eval,
+    impl=_scan_impl,
+    jvp=_scan_jvp,
+    transpose=_scan_transpose,
+    batch=_scan_batch,
+    multiple_results=True,
+    linear=True,
+)
+
+
+# --------------------------------------------------------------------------
+# while_loop(*cond_consts, *body_consts, *init, cond_jaxpr, body_jaxpr,
+#            cond_nconsts, body_nconsts)
+# cond: (*cond_consts, *carry) -> bool[];  body: (*body_consts, *carry) -> carry
+# --------------------------------------------------------------------------
+
+
+def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    carry = avals[cond_nconsts + body_nconsts :]
+    (pred,) = cond_jaxpr.out_avals
+    if pred.shape != () or pred.dtype != np.bool_:
+        raise ShapeError(f"while_loop: cond_fun must return a bool scalar, got {pred.str_short()}")
+    for a, b in zip(carry, body_jaxpr.out_avals):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise ShapeError(
+                f"while_loop: body_fun turns a carry of type {a.str_short()} into "
+                f"{b.str_short()}; the carry must keep its shape and dtype"
+            )
+    return [a.strip_weak() for a in carry]
+
+
+def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cc = list(args[:cond_nconsts])
+    bc = list(args[cond_nconsts : cond_nconsts + body_nconsts])
+    carry = list(args[cond_nconsts + body_nconsts :])
+    while bool(run(cond_jaxpr, cc + carry)[0]):
+        carry = run(body_jaxpr, bc + carry)
+    return [np.asarray(c) for c in carry]
+
+
+def _while_parts(args, cond_nconsts, body_nconsts):
+    return (list(args[:cond_nconsts]), list(args[cond_nconsts : cond_nconsts + body_nconsts]),
+            list(args[cond_nconsts + body_nconsts :]))
+
+
+def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    """A primal loop, and a loop over (primal, tangent) carries returning the
+    tangents only (see the module docstring)."""
+    cc, bc, init = _while_parts(primals, cond_nconsts, body_nconsts)
+    _, t_bc, t_init = _while_parts(tangents, cond_nconsts, body_nconsts)
+    params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
+                  body_nconsts=body_nconsts)
+    outs = bind(while_p, *primals, **params)
+    carry_avals = [a.strip_weak() for a in body_jaxpr.out_avals]
+    nz_bc = [type(t) is not Zero for t in t_bc]
+
+    def carry_step(nz_carry):
+        return _jvp(body_jaxpr, nz_bc + nz_carry, False)[1]
+
+    nz_carry = _fixpoint(
+        [type(t) is not Zero and is_inexact(a.dtype) for t, a in zip(t_init, carry_avals)],
+        carry_step,
+    )
+    if not any(nz_carry):
+        return outs, [Zero(a) for a in carry_avals]
+    jv, _ = _jvp(body_jaxpr, nz_bc + nz_carry, nz_carry)
+    # jv: (bc, carry, t_bc, t_carry) -> (carry, t_carry); as a loop body the
+    # tangent consts join the consts: ((bc, t_bc), (carry, t_carry)).
+    nb, nk, n_tb = len(bc), len(init), sum(nz_bc)
+    body = _reorder(jv, [("p", i) for i in range(nb)] + [("t", i) for i in range(n_tb)],
+                    [("p", nb + i) for i in range(nk)] + [("t", n_tb + i) for i in
+                                                          range(sum(nz_carry))],
+                    [], n_primal=nb + nk)
+    tangent_avals = [a for a, nz in zip(carry_avals, nz_carry) if nz]
+    cond = _pad_after(cond_jaxpr, tangent_avals)
+    given_bc = [t for t in t_bc if type(t) is not Zero]
+    given_init = [instantiate(Zero(a)) if type(t) is Zero else t
+                  for t, a, nz in zip(t_init, carry_avals, nz_carry) if nz]
+    both = bind(while_p, *cc, *bc, *given_bc, *init, *given_init, cond_jaxpr=cond,
+                body_jaxpr=body, cond_nconsts=cond_nconsts, body_nconsts=nb + n_tb)
+    t_outs = iter(both[nk:])
+    return outs, [next(t_outs) if nz else Zero(a) for a, nz in zip(carry_avals, nz_carry)]
+
+
+def _pad_after(closed: ClosedJaxpr, avals_after) -> ClosedJaxpr:
+    """``closed`` taking extra trailing inputs it ignores."""
+    j = closed.jaxpr
+    extra = [Var(a) for a in avals_after]
+    return ClosedJaxpr(Jaxpr(j.constvars, list(j.invars) + extra, j.outvars, j.eqns), closed.consts)
+
+
+def _while_transpose(cts, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    """Carries split into known ones (which alone decide the loop and evolve
+    on their own) and linear ones; the transpose is ``while_reverse``."""
+    cc, bc, init = _while_parts(args, cond_nconsts, body_nconsts)
+    if any(type(x) is UndefinedPrimal for x in cc):
+        raise NotImplementedError("while_loop transpose: the loop condition cannot be linear")
+    lin_b = [type(x) is UndefinedPrimal for x in bc]
+    lin_k = [type(x) is UndefinedPrimal for x in init]
+    carry_avals = [a.strip_weak() for a in body_jaxpr.out_avals]
+    b_avals = body_jaxpr.in_avals[: len(bc)]
+    fixed_b = [x for x, lin in zip(bc, lin_b) if not lin]
+    fixed_k = [x for x, lin in zip(init, lin_k) if not lin]
+    fixed_b_avals = [a for a, lin in zip(b_avals, lin_b) if not lin]
+    fixed_k_avals = [a for a, lin in zip(carry_avals, lin_k) if not lin]
+    lin_b_avals = [a.strip_weak() for a, lin in zip(b_avals, lin_b) if lin]
+    lin_k_avals = [a for a, lin in zip(carry_avals, lin_k) if lin]
+
+    def full_inputs(fb, fk, lb, lk):
+        b, k = iter(fb), iter(fk)
+        lbi, lki = iter(lb), iter(lk)
+        return ([next(lbi) if lin else next(b) for lin in lin_b]
+                + [next(lki) if lin else next(k) for lin in lin_k])
+
+    known_out = _select_outputs(body_jaxpr, [not lin for lin in lin_k])
+    linear_out = _select_outputs(body_jaxpr, lin_k)
+
+    def fwd(*a):
+        fb, fk = a[: len(fixed_b)], a[len(fixed_b) :]
+        return run(known_out, full_inputs(fb, fk, _zeros_for(lin_b_avals),
+                                          _zeros_for(lin_k_avals)))
+
+    fwd_body = _trace(fwd, fixed_b_avals + fixed_k_avals, "while body")
+    # The linear part of the body as a function of (fixed consts, fixed carry,
+    # linear consts, linear carry), transposed in its last two groups.
+    def lin_part(*a):
+        nfb, nfk, nlb = len(fixed_b), len(fixed_k), len(lin_b_avals)
+        fb, fk = a[:nfb], a[nfb : nfb + nfk]
+        lb, lk = a[nfb + nfk : nfb + nfk + nlb], a[nfb + nfk + nlb :]
+        return run(linear_out, full_inputs(fb, fk, lb, lk))
+
+    lin_jaxpr = _trace(lin_part, fixed_b_avals + fixed_k_avals + lin_b_avals + lin_k_avals,
+                       "while body")
+    n_fixed = len(fixed_b_avals) + len(fixed_k_avals)
+    bwd_body = _transpose(lin_jaxpr, [False] * n_fixed + [True] * (len(lin_b_avals)
+                                                                   + len(lin_k_avals)))
+    # bwd_body: (fixed consts, fixed carry, ct linear carry') -> (ct lin consts, ct lin carry)
+    cond = _drop_inputs(cond_jaxpr, cond_nconsts, lin_k)
+    ct_k = [instantiate(c) for c, lin in zip(cts, lin_k) if lin]
+    outs = bind(
+        while_reverse_p, *cc, *fixed_b, *fixed_k, *ct_k, cond_jaxpr=cond, fwd_jaxpr=fwd_body,
+        bwd_jaxpr=bwd_body, cond_nconsts=cond_nconsts, fwd_nconsts=len(fixed_b),
+        num_acc=len(lin_b_avals),
+    )
+    ct_init, ct_b = iter(outs[: len(ct_k)]), iter(outs[len(ct_k) :])
+    return ([None] * cond_nconsts + [next(ct_b) if lin else None for lin in lin_b]
+            + [next(ct_init) if lin else None for lin in lin_k])
+
+
+def _drop_inputs(closed: ClosedJaxpr, n_consts: int, drop: Sequence[bool]) -> ClosedJaxpr:
+    """``closed`` without the carry inputs flagged in ``drop`` (it must not read them)."""
+    j = closed.jaxpr
+    kept = list(j.invars[:n_consts]) + [v for v, d in zip(j.invars[n_consts:], drop) if not d]
+    used = {id(a) for e in j.eqns for a in e.inputs} | {id(a) for a in j.outvars}
+    for v, d in zip(j.invars[n_consts:], drop):
+        if d and id(v) in used:
+            raise NotImplementedError(
+                "while_loop transpose: the loop condition reads a linear carry"
+            )
+    return ClosedJaxpr(Jaxpr(j.constvars, kept, j.outvars, j.eqns), closed.consts)
+
+
+def _while_batch(vals, dims, *, axis_size, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    """A batched predicate runs the loop until every member is done, freezing
+    the members already done."""
+    cc, bc, init = _while_parts(vals, cond_nconsts, body_nconsts)
+    cc_d, bc_d, init_d = _while_parts(dims, cond_nconsts, body_nconsts)
+    nk = len(init)
+
+    def carry_step(batched):
+        carry_dims = [0 if b else None for b in batched]
+        return _out_batched(body_jaxpr, bc_d + carry_dims, axis_size)
+
+    batched = _fixpoint([d is not None for d in init_d], carry_step)
+    pred_batched = _out_batched(cond_jaxpr, cc_d + [0 if b else None for b in batched],
+                                axis_size)[0]
+    if pred_batched:
+        batched = [True] * nk
+    init = [shape.to_front(c, d, axis_size) if b else c for c, d, b in zip(init, init_d, batched)]
+    carry_dims = [0 if b else None for b in batched]
+    cond_b = _batched(cond_jaxpr, cc_d + carry_dims, axis_size)
+    body_b = _batched(body_jaxpr, bc_d + carry_dims, axis_size)
+    params = dict(cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
+    if not pred_batched:
+        cond = _trace(lambda *a: [_first_member(run(cond_b, a)[0])], cond_b.in_avals, "vmap")
+
+        def body_fn(*a):
+            outs = run(body_b, a)
+            return [o if b else _first_member(o) for o, b in zip(outs, batched)]
+
+        body = _trace(body_fn, body_b.in_avals, "vmap")
+        outs = bind(while_p, *cc, *bc, *init, cond_jaxpr=cond, body_jaxpr=body, **params)
+        return outs, carry_dims
+    n_cc = len(cc)
+    cond = _trace(lambda *a: [_any(run(cond_b, a)[0])], cond_b.in_avals, "vmap")
+
+    def masked_body(*a):
+        # The body also reads the cond consts, to know who is still running.
+        ccs, bcs, carry = a[:n_cc], a[n_cc : n_cc + len(bc)], a[n_cc + len(bc) :]
+        active = run(cond_b, list(ccs) + list(carry))[0]
+        new = run(body_b, list(bcs) + list(carry))
+        return [_select_members(active, n, c) for n, c in zip(new, carry)]
+
+    body = _trace(masked_body, cond_b.in_avals[:n_cc] + body_b.in_avals, "vmap")
+    outs = bind(while_p, *cc, *cc, *bc, *init, cond_jaxpr=cond, body_jaxpr=body,
+                cond_nconsts=n_cc, body_nconsts=n_cc + len(bc))
+    return outs, [0] * nk
+
+
+def _any(pred):
+    from primitives.reductions import reduce_or_p
+
+    return bind(reduce_or_p, pred, axes=(0,))
+
+
+def _select_members(active, new, old):
+    """Per member (axis 0): ``new`` where ``active``, else ``old``."""
+    aval = get_aval(new)
+    mask = active if aval.ndim == 1 else bind(
+        shape.broadcast_in_dim_p, active, shape=aval.shape, broadcast_dimensions=(0,))
+    return ew.select(mask, new, old)
+
+
+while_p = Primitive(
+    "while_loop",
+    abstract_eval=_while_abstract_eval,
+    impl=_while_impl,
+    jvp=_while_jvp,
+    transpose=_while_transpose,
+    batch=_while_batch,
+    multiple_results=True,
+    linear=True,
+)
+
+
+# --------------------------------------------------------------------------
+# while_reverse(*cond_consts, *fwd_consts, *init, *ct; cond_jaxpr, fwd_jaxpr,
+#               bwd_jaxpr, cond_nconsts, fwd_nconsts, num_acc)
+# Runs c = init; while cond(c): record c; c = fwd(c).  Then, over the records
+# in reverse: (acc_ct, ct) = bwd(fwd_consts, c, ct); accumulates acc_ct.
+# Returns (ct, accumulated acc_ct).
+# --------------------------------------------------------------------------
+
+
+def _wr_parts(args, cond_nconsts, fwd_nconsts, n_carry):
+    a = list(args)
+    cc = a[:cond_nconsts]
+    fc = a[cond_nconsts : cond_nconsts + fwd_nconsts]
+    init = a[cond_nconsts + fwd_nconsts : cond_nconsts + fwd_nconsts + n_carry]
+    ct = a[cond_nconsts + fwd_nconsts + n_carry :]
+    return cc, fc, init, ct
+
+
+def _while_reverse_abstract_eval(*avals, cond_jaxpr, fwd_jaxpr, bwd_jaxpr, cond_nconsts,
+                                 fwd_nconsts, num_acc):
+    outs = bwd_jaxpr.out_avals  # (acc ct..., ct...)
+    return [a.strip_weak() for a in outs[num_acc:]] + [a.strip_weak() for a in outs[:num_acc]]
+
+
+def _while_reverse_impl(*args, cond_jaxpr, fwd_jaxpr, bwd_jaxpr, cond_nconsts, fwd_nconsts,
+                        num_acc):
+    n_carry = len(fwd_jaxpr.out_avals)
+    cc, fc, carry, ct = _wr_parts(args, cond_nconsts, fwd_nconsts, n_carry)
+    tape = []
+    while bool(run(cond_jaxpr, cc + carry)[0]):
+        tape.append(carry)
+        carry = run(fwd_jaxpr, fc + carry)
+    acc = [np.zeros(a.shape, a.dtype) for a in bwd_jaxpr.out_avals[:num_acc]]
+    for c in reversed(tape):
+        out = run(bwd_jaxpr, fc + c + ct)
+        acc = [a + d for a, d in zip(acc, out[:num_acc])]
+        ct = out[num_acc:]
+    return [np.asarray(x) for x in ct] + acc
+
+
+def _while_reverse_jvp(primals, tangents, **params):
+    """Differentiating the recorded loop gives a recorded loop again: forward
+    over (carry, tangent carry), backward over (ct, tangent ct).  As for the
+    other loops, a second equation computes the tangents only."""
+    cond_nconsts, fwd_nconsts, num_acc = (
+        params["cond_nconsts"], params["fwd_nconsts"], params["num_acc"])
+    fwd_jaxpr, bwd_jaxpr, cond_jaxpr = params["fwd_jaxpr"], params["bwd_jaxpr"], params["cond_jaxpr"]
+    n_carry = len(fwd_jaxpr.out_avals)
+    outs = bind(while_reverse_p, *primals, **params)
+    out_avals = [get_aval(o).strip_weak() for o in outs]
+    cc, fc, init, ct = _wr_parts(primals, cond_nconsts, fwd_nconsts, n_carry)
+    _, t_fc, t_init, t_ct = _wr_parts(tangents, cond_nconsts, fwd_nconsts, n_carry)
+    if all(type(t) is Zero for t in t_fc + t_init + t_ct):
+        return outs, [Zero(a) for a in out_avals]
+    fc_avals = [a.strip_weak() for a in fwd_jaxpr.in_avals[:fwd_nconsts]]
+    k_avals = [a.strip_weak() for a in fwd_jaxpr.out_avals]
+    acc_avals = [a.strip_weak() for a in bwd_jaxpr.out_avals[:num_acc]]
+    ct_avals = [a.strip_weak() for a in bwd_jaxpr.out_avals[num_acc:]]
+    nz = [is_inexact(a.dtype) for a in fc_avals + k_avals + ct_avals]
+    fc_nz, k_nz, ct_nz = nz[: len(fc)], nz[len(fc) : len(fc) + n_carry], nz[len(fc) + n_carry :]
+    acc_nz = [is_inexact(a.dtype) for a in acc_avals]
+    fwd_jv, _ = _jvp(fwd_jaxpr, fc_nz + k_nz, k_nz)
+    bwd_jv, _ = _jvp(bwd_jaxpr, fc_nz + k_nz + ct_nz, acc_nz + ct_nz)
+
+    def given(ts, avals, flags):
+        return [instantiate(Zero(a)) if type(t) is Zero else t
+                for t, a, f in zip(ts, avals, flags) if f]
+
+    def pick(xs, flags):
+        return [x for x, f in zip(xs, flags) if f]
+
+    n_fc, n_tfc, n_tk, n_tct = len(fc), sum(fc_nz), sum(k_nz), sum(ct_nz)
+
+    def fwd(*a):
+        p_fc, t_fc_ = a[:n_fc], a[n_fc : n_fc + n_tfc]
+        c, dc = a[n_fc + n_tfc : n_fc + n_tfc + n_carry], a[n_fc + n_tfc + n_carry :]
+        out = run(fwd_jv, list(p_fc) + list(c) + list(t_fc_) + list(dc))
+        return out  # (carry', tangent carry')
+
+    def bwd(*a):
+        p_fc, t_fc_ = a[:n_fc], a[n_fc : n_fc + n_tfc]
+        rest = a[n_fc + n_tfc :]
+        c, dc = rest[:n_carry], rest[n_carry : n_carry + n_tk]
+        b, db = rest[n_carry + n_tk : n_carry + n_tk + len(ct)], rest[n_carry + n_tk + len(ct) :]
+        out = run(bwd_jv, list(p_fc) + list(c) + list(b) + list(t_fc_) + list(dc) + list(db))
+        n_p = num_acc + len(ct)
+        p_out, t_out = out[:n_p], out[n_p:]
+        n_tacc = sum(acc_nz)
+        return (p_out[:num_acc] + t_out[:n_tacc]) + (p_out[num_acc:] + t_out[n_tacc:])
+
+    fc_in = list(fwd_jaxpr.in_avals[:fwd_nconsts]) + pick(fc_avals, fc_nz)
+    fwd_j = _trace(fwd, fc_in + k_avals + pick(k_avals, k_nz), "while body")
+    bwd_j = _trace(bwd, fc_in + k_avals + pick(k_avals, k_nz) + ct_avals + pick(ct_avals, ct_nz),
+                   "while body")
+    cond = _pad_after(cond_jaxpr, pick(k_avals, k_nz))
+    both = bind(
+        while_reverse_p, *cc, *fc, *given(t_fc, fc_avals, fc_nz), *init,
+        *given(t_init, k_avals, k_nz), *ct, *given(t_ct, ct_avals, ct_nz), cond_jaxpr=cond,
+        fwd_jaxpr=fwd_j, bwd_jaxpr=bwd_j, cond_nconsts=cond_nconsts,
+        fwd_nconsts=n_fc + n_tfc, num_acc=num_acc + sum(acc_nz),
+    )
+    # both: (ct, dct[nz], acc, dacc[nz])
+    n_ct = len(ct)
+    d_ct = iter(both[n_ct : n_ct + n_tct])
+    d_acc = iter(both[n_ct + n_tct + num_acc :])
+    return outs, ([next(d_ct) if f else Zero(a) for a, f in zip(ct_avals, ct_nz)]
+                  + [next(d_acc) if f else Zero(a) for a, f in zip(acc_avals, acc_nz)])
+
+
+def _while_reverse_batch(vals, dims, *, axis_size, cond_jaxpr, fwd_jaxpr, bwd_jaxpr,
+                         cond_nconsts, fwd_nconsts, num_acc):
+    """Every value batched (batch axis first); a member's steps after its own
+    loop ended are masked out of both passes."""
+    vals = [shape.to_front(v, d, axis_size) for v, d in zip(vals, dims)]
+    n_carry = len(fwd_jaxpr.out_avals)
+    cc, fc, init, ct = _wr_parts(vals, cond_nconsts, fwd_nconsts, n_carry)
+    all0 = lambda closed: _batched(closed, [0] * len(closed.in_avals), axis_size)  # noqa: E731
+    cond_b, fwd_b, bwd_b = all0(cond_jaxpr), all0(fwd_jaxpr), all0(bwd_jaxpr)
+    ncc, nf = len(cc), len(fc)
+    cond = _trace(lambda *a: [_any(run(cond_b, a)[0])], cond_b.in_avals, "vmap")
+
+    def fwd(*a):
+        ccs, fcs, carry = a[:ncc], a[ncc : ncc + nf], a[ncc + nf :]
+        active = run(cond_b, list(ccs) + list(carry))[0]
+        new = run(fwd_b, list(fcs) + list(carry))
+        return [_select_members(active, n, c) for n, c in zip(new, carry)]
+
+    def bwd(*a):
+        ccs, fcs = a[:ncc], a[ncc : ncc + nf]
+        carry, ctv = a[ncc + nf : ncc + nf + n_carry], a[ncc + nf + n_carry :]
+        active = run(cond_b, list(ccs) + list(carry))[0]
+        out = run(bwd_b, list(fcs) + list(carry) + list(ctv))
+        acc = [_select_members(active, d, np.zeros((), get_aval(d).dtype)) for d in out[:num_acc]]
+        new_ct = [_select_members(active, n, o) for n, o in zip(out[num_acc:], ctv)]
+        return acc + new_ct
+
+    fwd_j = _trace(fwd, cond_b.in_avals[:ncc] + fwd_b.in_avals, "vmap")
+    bwd_j = _trace(bwd, cond_b.in_avals[:ncc] + bwd_b.in_avals, "vmap")
+    outs = bind(
+        while_reverse_p, *cc, *cc, *fc, *init, *ct, cond_jaxpr=cond, fwd_jaxpr=fwd_j,
+        bwd_jaxpr=bwd_j, cond_nconsts=ncc, fwd_nconsts=ncc + nf, num_acc=num_acc,
+    )
+    return outs, [0] * len(outs)
+
+
+while_reverse_p = Primitive(
+    "while_reverse",
+    abstract_eval=_while_reverse_abstract_eval,
+    impl=_while_reverse_impl,
+    jvp=_while_reverse_jvp,
+    batch=_while_reverse_batch,
+    multiple_results=True,
+)
