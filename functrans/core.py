@@ -712,7 +712,7 @@ class JaxprTrace:
         if self.concrete:
             ins = [self._value_of(x, v) for x, v in zip(args, invars)]
             if all(v is not None for v in ins):
-                res = prim.impl(*ins, **params)
+                res = apply_impl(prim, ins, params)
                 vals = res if prim.multiple_results else (res,)
         tracers = [
             Tracer(self, v, None if vals is None else vals[i]) for i, v in enumerate(outvars)
@@ -752,13 +752,61 @@ def current_trace() -> JaxprTrace | None:
 
 
 def bind(prim: Primitive, *args, **params):
-    """Apply ``prim`` to ``args``: at once with NumPy if no operand is a
-    tracer, otherwise by recording an equation into the innermost trace."""
+    """Apply ``prim`` to ``args``: at once if no operand is a tracer (with
+    NumPy, or with the backend of a device array among them), otherwise by
+    recording an equation into the innermost trace."""
+    other = False
     for x in args:
-        if isinstance(x, Tracer):
-            if not x._trace.active:
-                raise _leaked(x)
-            return _trace_stack[-1].process(prim, args, params)
+        if type(x) is not np.ndarray:  # NumPy arrays take the fast path
+            if isinstance(x, Tracer):
+                if not x._trace.active:
+                    raise _leaked(x)
+                return _trace_stack[-1].process(prim, args, params)
+            other = True
+    if other:
+        return apply_impl(prim, args, params)
+    return prim.impl(*args, **params)
+
+
+# --------------------------------------------------------------------------
+# Backends of concrete arrays
+# --------------------------------------------------------------------------
+
+#: The backend of each array type other than ``numpy.ndarray`` (None: a value
+#: NumPy handles, such as a Python scalar).  A backend has ``name`` and
+#: ``apply(prim, args, params)``; ``functrans.backends.cupy`` registers
+#: ``cupy.ndarray`` when a CuPy array is first seen.
+device_backends: dict[type, Any] = {}
+
+#: Top-level modules whose array types belong to a backend module that is
+#: imported on first sight of one of them, so that importing functrans never
+#: imports CuPy.
+LAZY_BACKENDS = {"cupy": "functrans.backends.cupy", "cupyx": "functrans.backends.cupy"}
+
+
+def backend_of_type(t: type) -> Any:
+    """The backend of arrays of type ``t``, or None for NumPy's."""
+    try:
+        return device_backends[t]
+    except KeyError:
+        pass
+    module = LAZY_BACKENDS.get(getattr(t, "__module__", "").partition(".")[0])
+    if module is not None:
+        import importlib
+
+        importlib.import_module(module)  # registers its array types
+    return device_backends.setdefault(t, None)
+
+
+def apply_impl(prim: Primitive, args: Sequence[Any], params: dict):
+    """Run ``prim``'s impl for the backend of its operands: NumPy's unless one
+    of them is a device array."""
+    for x in args:
+        t = type(x)
+        if t is not np.ndarray:
+            backend = backend_of_type(t)
+            if backend is not None:
+                return backend.apply(prim, args, params)
     return prim.impl(*args, **params)
 
 

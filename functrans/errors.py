@@ -46,3 +46,17 @@ class UnknownPrimitiveError(FunctransError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
+
+
+class DeviceError(FunctransError, ValueError):
+    """Arrays on different devices (a CuPy and a NumPy array) in one operation,
+    or an unknown device name."""
+
+
+class GPUUnavailableError(FunctransError, RuntimeError):
+    """The GPU backend was asked for, but CuPy or a CUDA GPU is missing."""
+
+
+class KernelCompileError(FunctransError, RuntimeError):
+    """A generated CUDA kernel did not compile; the message shows its source
+    and the equations it came from."""

@@ -521,7 +521,10 @@ def _while_transpose(cts, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
     if any(type(x) is UndefinedPrimal for x in cc):
         raise NotImplementedError("while_loop transpose: the loop condition cannot be linear")
     lin_b = [type(x) is UndefinedPrimal for x in bc]
-    lin_k = [type(x) is UndefinedPrimal for x in init]
+    # A carry is linear if it starts undefined or the body feeds it from a
+    # linear value (a tangent carry that starts as an instantiated zero).
+    lin_k = _fixpoint([type(x) is UndefinedPrimal for x in init],
+                      lambda flags: _depends(body_jaxpr, lin_b + flags))
     carry_avals = [a.strip_weak() for a in body_jaxpr.out_avals]
     b_avals = body_jaxpr.in_avals[: len(bc)]
     fixed_b = [x for x, lin in zip(bc, lin_b) if not lin]
@@ -568,8 +571,19 @@ def _while_transpose(cts, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
         num_acc=len(lin_b_avals),
     )
     ct_init, ct_b = iter(outs[: len(ct_k)]), iter(outs[len(ct_k) :])
+    cts_k = [next(ct_init) if lin else None for lin in lin_k]
     return ([None] * cond_nconsts + [next(ct_b) if lin else None for lin in lin_b]
-            + [next(ct_init) if lin else None for lin in lin_k])
+            + [c if type(x) is UndefinedPrimal else None for c, x in zip(cts_k, init)])
+
+
+def _depends(closed: ClosedJaxpr, flags: Sequence[bool]) -> list[bool]:
+    """Which outputs of ``closed`` depend on the inputs flagged in ``flags``."""
+    j = closed.jaxpr
+    marked = {id(v) for v, f in zip(j.invars, flags) if f}
+    for e in j.eqns:
+        if any(id(a) in marked for a in e.inputs if isinstance(a, Var)):
+            marked.update(id(v) for v in e.outputs)
+    return [isinstance(a, Var) and id(a) in marked for a in j.outvars]
 
 
 def _drop_inputs(closed: ClosedJaxpr, n_consts: int, drop: Sequence[bool]) -> ClosedJaxpr:
@@ -803,11 +817,21 @@ def _while_reverse_batch(vals, dims, *, axis_size, cond_jaxpr, fwd_jaxpr, bwd_ja
     return outs, [0] * len(outs)
 
 
+def _while_reverse_transpose(cts, *args, **params):
+    raise NotImplementedError(
+        "reverse mode applied to the reverse pass of a while_loop (grad of grad, jacrev "
+        "of grad) is not supported. Use forward mode over reverse mode instead: "
+        "ft.hessian, ft.hvp and ft.jacfwd(ft.grad(f)) all work through while_loop; or "
+        "write the loop with lax.scan / lax.fori_loop with static bounds"
+    )
+
+
 while_reverse_p = Primitive(
     "while_reverse",
     abstract_eval=_while_reverse_abstract_eval,
     impl=_while_reverse_impl,
     jvp=_while_reverse_jvp,
+    transpose=_while_reverse_transpose,
     batch=_while_reverse_batch,
     multiple_results=True,
 )

@@ -43,6 +43,51 @@ class Row(NamedTuple):
     numpy: Callable
     deriv: Any  # a function, a tuple of functions (binary), ZERO or LINEAR
     dtype_like: np.ufunc | None = None  # when ``numpy`` is not itself a ufunc
+    cuda: str | dict | None = None  # the CUDA C expression (see the table)
+
+
+class Cuda:
+    """The GPU lowering of an elementwise primitive, its ``cuda`` rule.
+
+    ``expr`` is a CUDA C expression in the operand names ``args`` with
+    ``{T}``/``{R}`` for the compute type and its real part, or a dict of such
+    expressions keyed by dtype kind letters (``"*"`` for the rest; None where
+    the GPU has none), or a function of the equation's params giving either.
+    Operands are first converted to their NumPy loop dtypes: ``loop``'s
+    (a ufunc) when given, else the output dtype (``p``, a predicate, stays bool).
+    """
+
+    __slots__ = ("expr", "loop", "args", "_loops")
+
+    def __init__(self, expr, loop: np.ufunc | None = None, args: tuple[str, ...] = ("x", "y")):
+        self.expr = expr
+        self.loop = loop
+        self.args = args
+        self._loops: dict[tuple, tuple] = {}
+
+    def loop_dtypes(self, avals, out: ShapedArray) -> tuple[np.dtype, ...]:
+        """The dtypes the operands (avals, weakness respected) are computed in."""
+        key = tuple((a.dtype, a.weak_type) for a in avals) + (out.dtype,)
+        loops = self._loops.get(key)
+        if loops is None:
+            if self.loop is None:
+                loops = tuple(a.dtype if name == "p" else out.dtype
+                              for name, a in zip(self.args, avals))
+            else:
+                ops = tuple(ufunc_operand(a.dtype, a.weak_type) for a in avals)
+                loops = tuple(self.loop.resolve_dtypes(ops + (None,))[: len(avals)])
+            self._loops[key] = loops
+        return loops
+
+    def template(self, kind: str, params: dict) -> str | None:
+        """The expression for operands of dtype kind ``kind`` (None: none)."""
+        expr = self.expr(**params) if callable(self.expr) else self.expr
+        if isinstance(expr, dict):
+            for kinds, variant in expr.items():
+                if kind in kinds or kinds == "*":
+                    return variant
+            return None
+        return expr
 
 
 def _ufunc_dtype_rule(name: str, ufunc: np.ufunc) -> Callable:
@@ -162,9 +207,11 @@ def _declare(row: Row, dtype_rule: Callable | None = None, **rules) -> Primitive
     def abstract_eval(*avals):
         return ShapedArray(broadcast_shapes(name, *avals), dtype_rule(*avals))
 
+    loop = row.dtype_like or (fn if isinstance(fn, np.ufunc) else None)
+    cuda = None if row.cuda is None else Cuda(row.cuda, loop)
     prim = Primitive(
         name, abstract_eval=abstract_eval, impl=lambda *xs: as_array(fn(*xs)), numpy_fn=fn,
-        **rules,
+        cuda=cuda, **rules,
     )
     prim.batch = elementwise_batch(prim)
     if prim.jvp is None:
@@ -200,70 +247,113 @@ def _tie_weight(x, y, out):
 
 _LN2 = math.log(2.0)
 
+# The ``cuda`` column: the CUDA C expression of the row in its operands ``x``
+# (and ``y``), evaluated in the C type ``{T}`` of the operands' loop dtype
+# (NumPy's loop for the ufunc; ``{R}`` is its real part type), or a dict of
+# variants keyed by dtype kinds (b bool, i signed, u unsigned, f float,
+# c complex; None: not available on the GPU).  float32 (and float16, computed
+# in float) call the f-suffixed C functions (sinf), which the backend derives
+# from the double form; complex uses thrust::complex from CuPy's headers; the
+# ``ft_*`` helpers, with NumPy's rules for signs, zeros and NaNs, are in
+# ``functrans/backends/cuda.py``.
+
 # fmt: off
 UNARY = [
-    Row("neg",       np.negative,  LINEAR),
-    Row("exp",       np.exp,       lambda x, y: y),
-    Row("exp2",      np.exp2,      lambda x, y: mul(y, _LN2)),
-    Row("log",       np.log,       lambda x, y: div(1.0, x)),
-    Row("log2",      np.log2,      lambda x, y: div(1.0 / _LN2, x)),
-    Row("log1p",     np.log1p,     lambda x, y: div(1.0, add(x, 1.0))),
-    Row("expm1",     np.expm1,     lambda x, y: add(y, 1.0)),
-    Row("sin",       np.sin,       lambda x, y: cos(x)),
-    Row("cos",       np.cos,       lambda x, y: neg(sin(x))),
-    Row("tan",       np.tan,       lambda x, y: add(1.0, mul(y, y))),
-    Row("arcsin",    np.arcsin,    lambda x, y: div(1.0, sqrt(sub(1.0, mul(x, x))))),
-    Row("arccos",    np.arccos,    lambda x, y: div(-1.0, sqrt(sub(1.0, mul(x, x))))),
-    Row("arctan",    np.arctan,    lambda x, y: div(1.0, add(1.0, mul(x, x)))),
-    Row("sinh",      np.sinh,      lambda x, y: cosh(x)),
-    Row("cosh",      np.cosh,      lambda x, y: sinh(x)),
-    Row("tanh",      np.tanh,      lambda x, y: sub(1.0, mul(y, y))),
-    Row("arcsinh",   np.arcsinh,   lambda x, y: div(1.0, sqrt(add(mul(x, x), 1.0)))),
-    Row("arccosh",   np.arccosh,   lambda x, y: div(1.0, sqrt(sub(mul(x, x), 1.0)))),
-    Row("arctanh",   np.arctanh,   lambda x, y: div(1.0, sub(1.0, mul(x, x)))),
-    Row("sqrt",      np.sqrt,      lambda x, y: div(0.5, y)),
-    Row("cbrt",      np.cbrt,      lambda x, y: div(1.0, mul(3.0, mul(y, y)))),
-    Row("abs",       np.absolute,  lambda x, y: select(ge(x, 0), 1.0, -1.0)),  # 1 at 0
-    Row("sign",      np.sign,      ZERO),
-    Row("floor",     np.floor,     ZERO),
-    Row("ceil",      np.ceil,      ZERO),
-    Row("round",     np.round,     ZERO),
-    Row("is_finite", np.isfinite,  ZERO),
-    Row("logistic",  _logistic,    lambda x, y: mul(y, sub(1.0, y)), dtype_like=np.exp),
-    Row("not",       np.invert,    ZERO),   # logical not on bool, bitwise not on integers
+    Row("neg",       np.negative,  LINEAR, cuda="-x"),
+    Row("exp",       np.exp,       lambda x, y: y, cuda="exp(x)"),
+    Row("exp2",      np.exp2,      lambda x, y: mul(y, _LN2),
+        cuda={"c": "exp(x * {R}(0.6931471805599453))", "f": "exp2(x)"}),
+    Row("log",       np.log,       lambda x, y: div(1.0, x), cuda="log(x)"),
+    Row("log2",      np.log2,      lambda x, y: div(1.0 / _LN2, x),
+        cuda={"c": "log(x) / {R}(0.6931471805599453)", "f": "log2(x)"}),
+    Row("log1p",     np.log1p,     lambda x, y: div(1.0, add(x, 1.0)),
+        cuda={"c": "log({T}(1) + x)", "f": "log1p(x)"}),
+    Row("expm1",     np.expm1,     lambda x, y: add(y, 1.0),
+        cuda={"c": "exp(x) - {T}(1)", "f": "expm1(x)"}),
+    Row("sin",       np.sin,       lambda x, y: cos(x), cuda="sin(x)"),
+    Row("cos",       np.cos,       lambda x, y: neg(sin(x)), cuda="cos(x)"),
+    Row("tan",       np.tan,       lambda x, y: add(1.0, mul(y, y)), cuda="tan(x)"),
+    Row("arcsin",    np.arcsin,    lambda x, y: div(1.0, sqrt(sub(1.0, mul(x, x)))),
+        cuda="asin(x)"),
+    Row("arccos",    np.arccos,    lambda x, y: div(-1.0, sqrt(sub(1.0, mul(x, x)))),
+        cuda="acos(x)"),
+    Row("arctan",    np.arctan,    lambda x, y: div(1.0, add(1.0, mul(x, x))), cuda="atan(x)"),
+    Row("sinh",      np.sinh,      lambda x, y: cosh(x), cuda="sinh(x)"),
+    Row("cosh",      np.cosh,      lambda x, y: sinh(x), cuda="cosh(x)"),
+    Row("tanh",      np.tanh,      lambda x, y: sub(1.0, mul(y, y)), cuda="tanh(x)"),
+    Row("arcsinh",   np.arcsinh,   lambda x, y: div(1.0, sqrt(add(mul(x, x), 1.0))),
+        cuda="asinh(x)"),
+    Row("arccosh",   np.arccosh,   lambda x, y: div(1.0, sqrt(sub(mul(x, x), 1.0))),
+        cuda="acosh(x)"),
+    Row("arctanh",   np.arctanh,   lambda x, y: div(1.0, sub(1.0, mul(x, x))),
+        cuda="atanh(x)"),
+    Row("sqrt",      np.sqrt,      lambda x, y: div(0.5, y), cuda="sqrt(x)"),
+    Row("cbrt",      np.cbrt,      lambda x, y: div(1.0, mul(3.0, mul(y, y))), cuda="cbrt(x)"),
+    Row("abs",       np.absolute,  lambda x, y: select(ge(x, 0), 1.0, -1.0),  # 1 at 0
+        cuda={"bu": "x", "i": "(x < 0 ? -x : x)", "f": "fabs(x)", "c": "abs(x)"}),
+    Row("sign",      np.sign,      ZERO,
+        cuda={"u": "(x > 0)", "i": "((x > 0) - (x < 0))",
+              "f": "(x > 0 ? {T}(1) : (x < 0 ? {T}(-1) : (x == 0 ? {T}(0) : x)))",
+              "c": "(x == {T}(0) ? {T}(0) : x / abs(x))"}),
+    Row("floor",     np.floor,     ZERO, cuda={"biu": "x", "f": "floor(x)"}),
+    Row("ceil",      np.ceil,      ZERO, cuda={"biu": "x", "f": "ceil(x)"}),
+    Row("round",     np.round,     ZERO,
+        cuda={"biu": "x", "f": "rint(x)", "c": "{T}(rint(x.real()), rint(x.imag()))"}),
+    Row("is_finite", np.isfinite,  ZERO,
+        cuda={"biu": "true", "f": "isfinite(x)",
+              "c": "(isfinite(x.real()) && isfinite(x.imag()))"}),
+    Row("logistic",  _logistic,    lambda x, y: mul(y, sub(1.0, y)), dtype_like=np.exp,
+        cuda={"f": "(x >= 0 ? {T}(1) / ({T}(1) + exp(-x)) : exp(x) / ({T}(1) + exp(x)))",
+              "c": "{T}(1) / ({T}(1) + exp(-x))"}),
+    Row("not",       np.invert,    ZERO,   # logical not on bool, bitwise not on integers
+        cuda={"b": "!x", "iu": "~x"}),
     # np.asarray first: np.real(True) is the Python int 1 (bool's .real), not a bool.
-    Row("real",      lambda x: np.real(np.asarray(x)), LINEAR, dtype_like=np.absolute),
-    Row("imag",      lambda x: np.imag(np.asarray(x)), LINEAR, dtype_like=np.absolute),
-    Row("conj",      np.conjugate, LINEAR),
+    Row("real",      lambda x: np.real(np.asarray(x)), LINEAR, dtype_like=np.absolute,
+        cuda={"c": "x.real()", "*": "x"}),
+    Row("imag",      lambda x: np.imag(np.asarray(x)), LINEAR, dtype_like=np.absolute,
+        cuda={"c": "x.imag()", "*": "{T}(0)"}),
+    Row("conj",      np.conjugate, LINEAR, cuda={"c": "conj(x)", "*": "x"}),
 ]
 
 BINARY = [
-    Row("add",      np.add,           LINEAR),
-    Row("sub",      np.subtract,      LINEAR),
+    Row("add",      np.add,           LINEAR, cuda={"b": "(x || y)", "*": "x + y"}),
+    Row("sub",      np.subtract,      LINEAR, cuda="x - y"),
     Row("mul",      np.multiply,      (lambda x, y, out: y,
-                                       lambda x, y, out: x)),
+                                       lambda x, y, out: x),
+        cuda={"b": "(x && y)", "*": "x * y"}),
     Row("div",      np.true_divide,   (lambda x, y, out: div(1.0, y),
-                                       lambda x, y, out: neg(div(out, y)))),
-    Row("floordiv", np.floor_divide,  ZERO),
+                                       lambda x, y, out: neg(div(out, y))),
+        cuda="x / y"),
+    Row("floordiv", np.floor_divide,  ZERO,
+        cuda={"i": "ft_floordiv_s(x, y)", "u": "ft_floordiv_u(x, y)",
+              "f": "ft_floordiv_f(x, y)"}),
     Row("rem",      np.remainder,     (lambda x, y, out: 1.0,
-                                       lambda x, y, out: neg(floordiv(x, y)))),
+                                       lambda x, y, out: neg(floordiv(x, y))),
+        cuda={"i": "ft_rem_s(x, y)", "u": "ft_rem_u(x, y)", "f": "ft_rem_f(x, y)"}),
     Row("pow",      np.power,         (lambda x, y, out: _pow_dx(x, y),
-                                       lambda x, y, out: _pow_dy(x, out))),
+                                       lambda x, y, out: _pow_dy(x, out)),
+        cuda={"iu": "ft_ipow(x, y)", "fc": "pow(x, y)"}),
     Row("max",      np.maximum,       (_tie_weight,
-                                       lambda x, y, out: _tie_weight(y, x, out))),
+                                       lambda x, y, out: _tie_weight(y, x, out)),
+        cuda={"b": "(x || y)", "iu": "(x >= y ? x : y)", "f": "((x >= y || x != x) ? x : y)",
+              "c": "ft_cmax(x, y)"}),
     Row("min",      np.minimum,       (_tie_weight,
-                                       lambda x, y, out: _tie_weight(y, x, out))),
+                                       lambda x, y, out: _tie_weight(y, x, out)),
+        cuda={"b": "(x && y)", "iu": "(x <= y ? x : y)", "f": "((x <= y || x != x) ? x : y)",
+              "c": "ft_cmin(x, y)"}),
     Row("atan2",    np.arctan2,       (lambda x, y, out: div(y, add(mul(x, x), mul(y, y))),
-                                       lambda x, y, out: div(neg(x), add(mul(x, x), mul(y, y))))),
-    Row("eq",       np.equal,         ZERO),
-    Row("ne",       np.not_equal,     ZERO),
-    Row("lt",       np.less,          ZERO),
-    Row("le",       np.less_equal,    ZERO),
-    Row("gt",       np.greater,       ZERO),
-    Row("ge",       np.greater_equal, ZERO),
-    Row("and",      np.bitwise_and,   ZERO),  # logical on bool operands
-    Row("or",       np.bitwise_or,    ZERO),
-    Row("xor",      np.bitwise_xor,   ZERO),
+                                       lambda x, y, out: div(neg(x), add(mul(x, x), mul(y, y)))),
+        cuda="atan2(x, y)"),
+    Row("eq",       np.equal,         ZERO, cuda="x == y"),
+    Row("ne",       np.not_equal,     ZERO, cuda="x != y"),
+    Row("lt",       np.less,          ZERO, cuda={"c": "ft_clt(x, y)", "*": "x < y"}),
+    Row("le",       np.less_equal,    ZERO, cuda={"c": "ft_cle(x, y)", "*": "x <= y"}),
+    Row("gt",       np.greater,       ZERO, cuda={"c": "ft_clt(y, x)", "*": "x > y"}),
+    Row("ge",       np.greater_equal, ZERO, cuda={"c": "ft_cle(y, x)", "*": "x >= y"}),
+    # and, or, xor are logical on bool operands.
+    Row("and",      np.bitwise_and,   ZERO, cuda={"b": "(x && y)", "iu": "x & y"}),
+    Row("or",       np.bitwise_or,    ZERO, cuda={"b": "(x || y)", "iu": "x | y"}),
+    Row("xor",      np.bitwise_xor,   ZERO, cuda={"b": "(x != y)", "iu": "x ^ y"}),
 ]
 # fmt: on
 
@@ -460,11 +550,23 @@ def _integer_pow_jvp(primals, tangents, *, y):
     return out, fit(t if y == 1 else mul(t, d), aval)
 
 
+def _integer_pow_cuda(y: int):
+    """A product of ``|y|`` factors for small exponents, else squaring in a
+    loop (``ft_ipow``); negative powers of floats are reciprocals."""
+    if y == 0:
+        return "{T}(1)"
+    if abs(y) <= 4:
+        product = " * ".join(["x"] * abs(y))
+        return product if y > 0 else {"fc": f"{{T}}(1) / ({product})", "*": f"ft_ipow(x, {y})"}
+    return {"fc": f"ft_ipow_f(x, {y})", "*": f"ft_ipow(x, {y})"}
+
+
 integer_pow_p = Primitive(
     "integer_pow",
     abstract_eval=_integer_pow_abstract_eval,
     impl=_integer_pow_impl,
     jvp=_integer_pow_jvp,
+    cuda=Cuda(_integer_pow_cuda, args=("x",)),
 )
 integer_pow_p.batch = elementwise_batch(integer_pow_p)
 
@@ -512,6 +614,7 @@ select_p = Primitive(
     impl=lambda pred, on_true, on_false: as_array(np.where(pred, on_true, on_false)),
     jvp=_select_jvp,
     transpose=_select_transpose,
+    cuda=Cuda("(p ? x : y)", args=("p", "x", "y")),
     linear=True,
 )
 select_p.batch = elementwise_batch(select_p)
@@ -550,6 +653,7 @@ convert_element_type_p = Primitive(
     jvp=_convert_jvp,
     transpose=_convert_transpose,
     simplify=lambda eqn, ctx: eqn.inputs[0] if same_type(eqn, eqn.inputs[0]) else None,
+    cuda=Cuda("x", args=("x",)),  # the conversion is that of the operand to the output dtype
     linear=True,
 )
 convert_element_type_p.batch = elementwise_batch(convert_element_type_p)

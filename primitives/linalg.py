@@ -14,8 +14,8 @@ import numpy as np
 from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, get_aval
 from functrans.dtypes import is_inexact, result_type
 from primitives import elementwise as ew
-from primitives import shape
-from functrans.errors import ShapeError
+from primitives import reductions, shape
+from functrans.errors import DTypeError, ShapeError
 from primitives._util import as_array, check_axes
 
 
@@ -154,3 +154,582 @@ dot_general_p = Primitive(
     jvp=_dot_general_jvp, transpose=_dot_general_transpose, batch=_dot_general_batch,
     linear=True,
 )
+
+
+# ====================================================================================
+# Factorisations and triangular solves
+# ====================================================================================
+#
+# Every primitive below works on matrices in the last two axes and is batched
+# over any leading axes, like ``numpy.linalg``.  Operands are float32,
+# float64, complex64 or complex128 (``functrans.numpy.linalg`` converts
+# integers and bools to float64 first, as NumPy does).  Derivatives follow
+# the standard results and are written with binds of these same primitives,
+# so they can be differentiated again; solves inside a rule reuse the
+# factorisation the rule already has instead of factorising again.
+#
+# Only ``triangular_solve`` is linear (in its right-hand side); the others are
+# differentiated, not transposed: reverse mode transposes their JVPs, which
+# are made of triangular solves, products and masks.
+
+_LINALG_DTYPES = tuple(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
+
+
+def _check_matrix(name: str, a: ShapedArray, square: bool = True) -> None:
+    if a.dtype not in _LINALG_DTYPES:
+        raise DTypeError(
+            f"{name}: expected a float32, float64, complex64 or complex128 array, got "
+            f"{a.str_short()}; convert it with .astype(np.float64) first"
+        )
+    if a.ndim < 2 or (square and a.shape[-1] != a.shape[-2]):
+        what = "square matrices (..., n, n)" if square else "matrices (..., m, n)"
+        raise ShapeError(f"{name}: expected {what} in the last two axes, got {a.str_short()}")
+
+
+def _real_dtype(dtype: np.dtype) -> np.dtype:
+    return np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype
+
+
+# -- matrix helpers over the primitives (the JVP rules are written with these) -------
+
+
+def mT(x):
+    """Swap the last two axes."""
+    nd = get_aval(x).ndim
+    perm = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+    return bind(shape.transpose_p, x, permutation=perm)
+
+
+def mH(x):
+    """The conjugate transpose of the matrices in the last two axes."""
+    x = mT(x)
+    return ew.conj(x) if get_aval(x).dtype.kind == "c" else x
+
+
+def matmul(a, b):
+    """``a @ b`` for operands with equal leading (batch) axes."""
+    nd = get_aval(a).ndim
+    batch = tuple(range(nd - 2))
+    return bind(dot_general_p, a, b, dimension_numbers=(((nd - 1,), (nd - 2,)), (batch, batch)))
+
+
+def _masked(x, mask):
+    """``x`` where the constant bool ``mask`` (broadcast over leading axes) holds, else 0."""
+    return ew.select(mask, x, np.zeros((), get_aval(x).dtype))
+
+
+def tril(x, k: int = 0):
+    m, n = get_aval(x).shape[-2:]
+    return _masked(x, np.tri(m, n, k, dtype=bool))
+
+
+def triu(x, k: int = 0):
+    m, n = get_aval(x).shape[-2:]
+    return _masked(x, ~np.tri(m, n, k - 1, dtype=bool))
+
+
+def _eye_like(x, n: int | None = None):
+    aval = get_aval(x)
+    return np.eye(aval.shape[-1] if n is None else n, dtype=aval.dtype)
+
+
+def diagonal(x):
+    """The main diagonals of the (square) matrices in the last two axes, as a
+    sum over the last axis of ``x * I`` (linear, and free of gathers)."""
+    return reductions.reduce_sum(ew.mul(x, _eye_like(x)), (get_aval(x).ndim - 1,))
+
+
+def _hermitian_from_lower(x):
+    """The Hermitian matrix whose lower triangle is that of ``x``: what a
+    routine reading only the lower triangle sees."""
+    return ew.add(tril(x), mH(tril(x, -1)))
+
+
+def _batch_leading(vals, dims, axis_size, core_ranks):
+    """Batch axes of matrix operands: left where they are when every batched
+    operand has it at the same leading position and nobody is unbatched;
+    otherwise moved (or broadcast) to the front.  Returns (vals, out_dim)."""
+    batched = {d for d in dims if d is not None}
+    if len(batched) == 1 and None not in dims:
+        (d,) = batched
+        if all(d < get_aval(v).ndim - r for v, r in zip(vals, core_ranks)):
+            return list(vals), d
+    return [shape.to_front(v, d, axis_size) for v, d in zip(vals, dims)], 0
+
+
+def _leading_batch_rule(prim):
+    """Batching rule of a one-operand primitive over leading axes; every
+    output has the batch axis where the operand's ended up."""
+
+    def batch(vals, dims, *, axis_size, **params):
+        vals, d = _batch_leading(vals, dims, axis_size, (2,))
+        out = bind(prim, *vals, **params)
+        return out, [d] * len(out) if prim.multiple_results else d
+
+    return batch
+
+
+# -- triangular_solve ------------------------------------------------------------------
+
+
+def _triangular_solve_abstract_eval(a, b, *, lower, transpose_a, conjugate_a, unit_diagonal):
+    _check_matrix("triangular_solve", a)
+    _check_matrix("triangular_solve", b, square=False)
+    if a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2]:
+        raise ShapeError(
+            f"triangular_solve: a {a.str_short()} and b {b.str_short()} must have "
+            "equal leading axes and b one row per row of a"
+        )
+    return ShapedArray(b.shape, result_type(a, b))
+
+
+def _triangular_solve_impl(a, b, *, lower, transpose_a, conjugate_a, unit_diagonal):
+    a, b = np.asarray(a), np.asarray(b)
+    dtype = np.result_type(a, b)
+    n = a.shape[-1]
+    t = np.tril(a) if lower else np.triu(a)
+    if unit_diagonal:
+        t = t.copy()
+        t[..., range(n), range(n)] = 1
+    elif n and not np.all(t[..., range(n), range(n)]):
+        # Caught here, exactly: LU of a triangular matrix might not meet the
+        # zero pivot after rounding.
+        raise np.linalg.LinAlgError("Singular matrix: a triangular factor has a zero on "
+                                    "its diagonal")
+    if conjugate_a:
+        t = t.conj()
+    if transpose_a:
+        t = np.swapaxes(t, -1, -2)
+    if not b.size:
+        return np.zeros(b.shape, dtype)
+    # NB: NumPy has no triangular solver; LAPACK's gesv on the triangle is
+    # backward stable too, at O(n^3) instead of O(n^2 k).
+    return np.linalg.solve(t.astype(dtype, copy=False), b.astype(dtype, copy=False))
+
+
+def triangular_solve(a, b, *, lower: bool, transpose_a: bool = False, conjugate_a: bool = False,
+                     unit_diagonal: bool = False):
+    """``op(a)^-1 b`` for the triangle of ``a`` (``op`` transposes and/or conjugates)."""
+    return bind(triangular_solve_p, a, b, lower=lower, transpose_a=transpose_a,
+                conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)
+
+
+def solve_right(a, b, *, lower: bool, unit_diagonal: bool = False):
+    """``b a^-1`` for triangular ``a``: ``(a^T)^-1`` applied to ``b^T``, transposed back."""
+    return mT(triangular_solve(a, mT(b), lower=lower, transpose_a=True,
+                               unit_diagonal=unit_diagonal))
+
+
+def _op_a(a, *, transpose_a, conjugate_a):
+    if conjugate_a and get_aval(a).dtype.kind == "c":
+        a = ew.conj(a)
+    return mT(a) if transpose_a else a
+
+
+def _triangular_solve_jvp(primals, tangents, **params):
+    """x = op(A)^-1 b: dx = op(A)^-1 (db - op(dA) x), where dA keeps only the
+    triangle the solve reads (and not a unit diagonal)."""
+    (a, b), (ta, tb) = primals, tangents
+    x = bind(triangular_solve_p, a, b, **params)
+    aval = get_aval(x).strip_weak()
+    rhs = None if type(tb) is Zero else ew.fit(tb, aval)
+    if type(ta) is not Zero:
+        k = -1 if params["unit_diagonal"] else 0
+        ta = tril(ta, k) if params["lower"] else triu(ta, -k)
+        op_ta = _op_a(ta, transpose_a=params["transpose_a"], conjugate_a=params["conjugate_a"])
+        term = ew.fit(matmul(op_ta, x), aval)
+        rhs = ew.neg(term) if rhs is None else ew.sub(rhs, term)
+    if rhs is None:
+        return x, Zero(aval)
+    return x, bind(triangular_solve_p, a, rhs, **params)
+
+
+def _triangular_solve_transpose(ct, a, b, *, lower, transpose_a, conjugate_a, unit_diagonal):
+    assert type(a) is not UndefinedPrimal, "triangular_solve is linear in b only"
+    if type(ct) is Zero:
+        return [None, Zero(b.aval)]
+    # The transpose of b -> op(A)^-1 b is c -> op(A)^-T c (no conjugation: JAX's
+    # convention for complex numbers).
+    out = bind(triangular_solve_p, a, ct, lower=lower, transpose_a=not transpose_a,
+               conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)
+    return [None, ew.fit(out, b.aval)]
+
+
+def _triangular_solve_batch(vals, dims, *, axis_size, **params):
+    (a, b), (da, db) = vals, dims
+    if da is None:
+        # One matrix for every member: the members become extra columns of b.
+        b = shape.moveaxis(b, db, get_aval(b).ndim - 1)
+        b_shape = get_aval(b).shape  # (..., n, k, B)
+        merged = bind(shape.reshape_p, b,
+                      new_sizes=b_shape[:-2] + (b_shape[-2] * b_shape[-1],))
+        out = bind(triangular_solve_p, a, merged, **params)
+        return bind(shape.reshape_p, out, new_sizes=b_shape), len(b_shape) - 1
+    (a, b), d = _batch_leading([a, b], [da, db], axis_size, (2, 2))
+    return bind(triangular_solve_p, a, b, **params), d
+
+
+triangular_solve_p = Primitive(
+    "triangular_solve", abstract_eval=_triangular_solve_abstract_eval,
+    impl=_triangular_solve_impl, jvp=_triangular_solve_jvp,
+    transpose=_triangular_solve_transpose, batch=_triangular_solve_batch, linear=True,
+)
+
+
+# -- lu ----------------------------------------------------------------------------------
+
+
+def _lu_abstract_eval(a):
+    _check_matrix("lu", a)
+    index = ShapedArray(a.shape[:-1], np.int32)
+    return [a.strip_weak(), index, index]
+
+
+def _lu_impl(a, block: int = 32):
+    """LU with partial pivoting, ``a[perm] = L U``, blocked and right-looking
+    (LAPACK's getrf in NumPy: a loop over narrow panels, the trailing update
+    a matrix product).  Returns the packed factors (unit L below the
+    diagonal, U on and above it), LAPACK's 0-based row interchanges
+    ``pivots`` and the permutation they add up to.  A singular matrix is
+    factorised too (a zero on U's diagonal); the solves refuse it."""
+    a = np.asarray(a)
+    *batch, n, _ = a.shape
+    count = int(np.prod(batch, dtype=np.int64))
+    x = np.array(a, copy=True).reshape((count, n, n))
+    pivots = np.zeros((count, n), np.int32)
+    perm = np.tile(np.arange(n, dtype=np.int32), (count, 1))
+    members = np.arange(count)
+    for j0 in range(0, n, block):
+        j1 = min(j0 + block, n)
+        for j in range(j0, j1):
+            col = x[:, j:, j]
+            # LAPACK's i?amax: |re| + |im| for complex numbers.
+            size = np.abs(col.real) + np.abs(col.imag) if col.dtype.kind == "c" else np.abs(col)
+            p = j + np.argmax(size, axis=1)
+            pivots[:, j] = p
+            moved = p != j
+            if moved.any():
+                m, pm = members[moved], p[moved]
+                x[m, j, :], x[m, pm, :] = x[m, pm, :], x[m, j, :].copy()
+                perm[m, j], perm[m, pm] = perm[m, pm], perm[m, j].copy()
+            pivot = x[:, j, j]
+            x[:, j + 1:, j] /= np.where(pivot == 0, 1, pivot)[:, None]  # a zero column stays
+            x[:, j + 1:, j + 1:j1] -= x[:, j + 1:, j, None] * x[:, j, None, j + 1:j1]
+        if j1 < n:
+            l11 = np.tril(x[:, j0:j1, j0:j1], -1) + np.eye(j1 - j0, dtype=x.dtype)
+            x[:, j0:j1, j1:] = np.linalg.solve(l11, x[:, j0:j1, j1:])
+            x[:, j1:, j1:] -= x[:, j1:, j0:j1] @ x[:, j0:j1, j1:]
+    shape_ = tuple(batch)
+    return [x.reshape(a.shape), pivots.reshape(shape_ + (n,)), perm.reshape(shape_ + (n,))]
+
+
+def permutation_matrix(perm, dtype):
+    """``P`` with ``(P @ x)[i] = x[perm[i]]``, as one-hot rows."""
+    n = get_aval(perm).shape[-1]
+    rows = bind(shape.expand_dims_p, perm, dimensions=(get_aval(perm).ndim,))
+    return ew.convert_element_type(ew.eq(rows, np.arange(n, dtype=np.int32)), dtype)
+
+
+def lu_factors(lu):
+    """The unit lower and the upper triangular factor of packed ``lu``."""
+    return ew.add(tril(lu, -1), _eye_like(lu)), triu(lu)
+
+
+def _lu_jvp(primals, tangents):
+    """P A = L U:  L^-1 P dA U^-1 = L^-1 dL + dU U^-1, whose strictly lower part
+    is L^-1 dL and upper part dU U^-1."""
+    (a,), (t,) = primals, tangents
+    lu, pivots, perm = bind(lu_p, a)
+    zeros = [Zero(get_aval(pivots)), Zero(get_aval(perm))]
+    aval = get_aval(lu).strip_weak()
+    if type(t) is Zero:
+        return [lu, pivots, perm], [Zero(aval)] + zeros
+    l, u = lu_factors(lu)
+    pa = matmul(permutation_matrix(perm, aval.dtype), ew.fit(t, aval))
+    la = triangular_solve(l, pa, lower=True, unit_diagonal=True)
+    lau = solve_right(u, la, lower=False)
+    t_lu = ew.add(matmul(l, tril(lau, -1)), matmul(triu(lau), u))
+    return [lu, pivots, perm], [t_lu] + zeros
+
+
+lu_p = Primitive("lu", abstract_eval=_lu_abstract_eval, impl=_lu_impl, multiple_results=True,
+                 jvp=_lu_jvp)
+lu_p.batch = _leading_batch_rule(lu_p)
+
+
+# -- lu_pivots_to_permutation ----------------------------------------------------------------
+
+
+def _pivots_abstract_eval(pivots, *, permutation_size):
+    if pivots.ndim < 1 or pivots.dtype.kind not in "iu":
+        raise DTypeError(
+            f"lu_pivots_to_permutation: expected integer pivots (..., k), got "
+            f"{pivots.str_short()}"
+        )
+    if pivots.shape[-1] > permutation_size:
+        raise ShapeError(
+            f"lu_pivots_to_permutation: {pivots.shape[-1]} pivots do not fit a permutation "
+            f"of size {permutation_size}"
+        )
+    return ShapedArray(pivots.shape[:-1] + (permutation_size,), np.int32)
+
+
+def _pivots_impl(pivots, *, permutation_size):
+    pivots = np.asarray(pivots)
+    batch, k = pivots.shape[:-1], pivots.shape[-1]
+    flat = pivots.reshape((int(np.prod(batch, dtype=np.int64)), k))
+    perm = np.tile(np.arange(permutation_size, dtype=np.int32), (flat.shape[0], 1))
+    members = np.arange(flat.shape[0])
+    for i in range(k):
+        p = flat[:, i]
+        if np.any((p < 0) | (p >= permutation_size)):
+            raise IndexError(f"lu_pivots_to_permutation: pivot out of range [0, "
+                             f"{permutation_size}) at position {i}")
+        perm[members, i], perm[members, p] = perm[members, p], perm[members, i].copy()
+    return perm.reshape(batch + (permutation_size,))
+
+
+def _pivots_batch(vals, dims, *, axis_size, permutation_size):
+    (x,), (d,) = vals, dims
+    if d == get_aval(x).ndim - 1:
+        x, d = shape.moveaxis(x, d, 0), 0
+    return bind(lu_pivots_to_permutation_p, x, permutation_size=permutation_size), d
+
+
+lu_pivots_to_permutation_p = Primitive(
+    "lu_pivots_to_permutation", abstract_eval=_pivots_abstract_eval, impl=_pivots_impl,
+    batch=_pivots_batch,
+)
+lu_pivots_to_permutation_p.jvp = reductions.zero_jvp(lu_pivots_to_permutation_p)
+
+
+# -- cholesky ----------------------------------------------------------------------------------
+
+
+def _cholesky_impl(a):
+    # NumPy reads the lower triangle only, and raises LinAlgError("Matrix is
+    # not positive definite") when it is not.
+    return np.linalg.cholesky(np.asarray(a))
+
+
+def _cholesky_jvp(primals, tangents):
+    """A = L L^H: dL = L Phi(L^-1 dA L^-H), Phi keeping the strictly lower
+    triangle and half the diagonal; dA is the Hermitian matrix of the lower
+    triangle of the tangent (the part the factorisation reads)."""
+    (a,), (t,) = primals, tangents
+    l = bind(cholesky_p, a)
+    aval = get_aval(l).strip_weak()
+    if type(t) is Zero:
+        return l, Zero(aval)
+    da = _hermitian_from_lower(ew.fit(t, aval))
+    left = triangular_solve(l, da, lower=True)                    # L^-1 dA
+    middle = mH(triangular_solve(l, mH(left), lower=True))        # L^-1 dA L^-H
+    phi = ew.sub(tril(middle), ew.mul(ew.mul(middle, _eye_like(middle)), 0.5))
+    return l, matmul(l, phi)
+
+
+def _cholesky_abstract_eval(a):
+    _check_matrix("cholesky", a)
+    return a.strip_weak()
+
+
+cholesky_p = Primitive(
+    "cholesky", abstract_eval=_cholesky_abstract_eval, impl=_cholesky_impl, jvp=_cholesky_jvp,
+)
+cholesky_p.batch = _leading_batch_rule(cholesky_p)
+
+
+# -- eigh ---------------------------------------------------------------------------------------
+
+
+def _eigh_abstract_eval(a):
+    _check_matrix("eigh", a)
+    return [ShapedArray(a.shape[:-1], _real_dtype(a.dtype)), a.strip_weak()]
+
+
+def _eigh_impl(a):
+    w, v = np.linalg.eigh(np.asarray(a), UPLO="L")  # the lower triangle, as NumPy
+    return [w, v]
+
+
+def _eigh_jvp(primals, tangents):
+    """A V = V diag(w) with distinct eigenvalues: M = V^H dA V, dw = Re diag(M),
+    dV = V (F o M) with F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it.
+    Repeated eigenvalues make F infinite: the eigenvectors' derivative is
+    then undefined (NaN), while dw stays right."""
+    (a,), (t,) = primals, tangents
+    w, v = bind(eigh_p, a)
+    w_aval, v_aval = get_aval(w).strip_weak(), get_aval(v).strip_weak()
+    if type(t) is Zero:
+        return [w, v], [Zero(w_aval), Zero(v_aval)]
+    da = _hermitian_from_lower(ew.fit(t, v_aval))
+    m = matmul(mH(v), matmul(da, v))
+    dw = diagonal(m)
+    dw = ew.real(dw) if v_aval.dtype.kind == "c" else dw
+    nd = w_aval.ndim
+    row = bind(shape.expand_dims_p, w, dimensions=(nd - 1,))   # (..., 1, n): w_j
+    col = bind(shape.expand_dims_p, w, dimensions=(nd,))       # (..., n, 1): w_i
+    eye = np.eye(w_aval.shape[-1], dtype=bool)
+    gaps = ew.select(eye, np.ones((), w_aval.dtype), ew.sub(row, col))
+    f = ew.select(eye, np.zeros((), w_aval.dtype), ew.div(1.0, gaps))
+    dv = matmul(v, ew.mul(f, m))
+    return [w, v], [dw, dv]
+
+
+eigh_p = Primitive("eigh", abstract_eval=_eigh_abstract_eval, impl=_eigh_impl,
+                   multiple_results=True, jvp=_eigh_jvp)
+eigh_p.batch = _leading_batch_rule(eigh_p)
+
+
+# -- qr ------------------------------------------------------------------------------------------
+
+
+def _qr_abstract_eval(a, *, full_matrices):
+    _check_matrix("qr", a, square=False)
+    m, n = a.shape[-2:]
+    k = m if full_matrices else min(m, n)
+    lead = a.shape[:-2]
+    return [ShapedArray(lead + (m, k), a.dtype), ShapedArray(lead + (k, n), a.dtype)]
+
+
+def _qr_impl(a, *, full_matrices):
+    q, r = np.linalg.qr(np.asarray(a), mode="complete" if full_matrices else "reduced")
+    return [q, r]
+
+
+def _qr_square_jvp(q, r, da):
+    """dQ, dR of A = Q R for full column rank A with Q (m, n), R (n, n)."""
+    da_rinv = solve_right(r, da, lower=False)          # dA R^-1
+    qt_da_rinv = matmul(mH(q), da_rinv)
+    lower = tril(qt_da_rinv, -1)
+    omega = ew.sub(lower, mH(lower))                   # Q^H dQ, skew-Hermitian
+    if get_aval(q).dtype.kind == "c":
+        # Its diagonal is imaginary: R's diagonal stays real.
+        imag_diag = ew.sub(qt_da_rinv, ew.real(qt_da_rinv))
+        omega = ew.add(omega, ew.mul(imag_diag, _eye_like(qt_da_rinv)))
+    dq = ew.add(matmul(q, ew.sub(omega, qt_da_rinv)), da_rinv)
+    dr = matmul(ew.sub(qt_da_rinv, omega), r)
+    return dq, dr
+
+
+def _qr_jvp(primals, tangents, *, full_matrices):
+    """The standard result for full column rank (m >= n); a wide matrix
+    [A1 A2] is A1's square factorisation plus R2 = Q^H A2."""
+    (a,), (t,) = primals, tangents
+    q, r = bind(qr_p, a, full_matrices=full_matrices)
+    q_aval, r_aval = get_aval(q).strip_weak(), get_aval(r).strip_weak()
+    if type(t) is Zero:
+        return [q, r], [Zero(q_aval), Zero(r_aval)]
+    m, n = get_aval(a).shape[-2:]
+    if full_matrices and m > n:
+        raise NotImplementedError(
+            "qr: the derivative of mode='complete' for a tall matrix (m > n) is not "
+            "defined, since the last m - n columns of Q are not unique; use "
+            "mode='reduced'"
+        )
+    da = ew.fit(t, get_aval(a).strip_weak())
+    if m >= n:
+        dq, dr = _qr_square_jvp(q, r, da)
+        return [q, r], [dq, dr]
+    a2, da1, da2 = _columns(a, m, n), _columns(da, 0, m), _columns(da, m, n)
+    dq, dr1 = _qr_square_jvp(q, _columns(r, 0, m), da1)
+    dr2 = ew.add(matmul(mH(dq), a2), matmul(mH(q), da2))
+    nd = get_aval(a).ndim
+    return [q, r], [dq, bind(shape.concatenate_p, dr1, dr2, dimension=nd - 1)]
+
+
+def _columns(x, lo: int, hi: int):
+    """Columns ``lo:hi`` of the matrices in the last two axes."""
+    x_shape = get_aval(x).shape
+    nd = len(x_shape)
+    return bind(shape.slice_p, x, start_indices=(0,) * (nd - 1) + (lo,),
+                limit_indices=x_shape[:-1] + (hi,), strides=(1,) * nd)
+
+
+qr_p = Primitive("qr", abstract_eval=_qr_abstract_eval, impl=_qr_impl, multiple_results=True,
+                 jvp=_qr_jvp)
+qr_p.batch = _leading_batch_rule(qr_p)
+
+
+# -- svd ------------------------------------------------------------------------------------------
+
+
+def _svd_abstract_eval(a, *, full_matrices, compute_uv):
+    _check_matrix("svd", a, square=False)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    lead = a.shape[:-2]
+    s = ShapedArray(lead + (k,), _real_dtype(a.dtype))
+    if not compute_uv:
+        return [s]
+    um, vn = (m, n) if full_matrices else (k, k)
+    return [ShapedArray(lead + (m, um), a.dtype), s, ShapedArray(lead + (vn, n), a.dtype)]
+
+
+def _svd_impl(a, *, full_matrices, compute_uv):
+    a = np.asarray(a)
+    if not compute_uv:
+        return [np.linalg.svd(a, compute_uv=False)]
+    u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+    return [u, s, vh]
+
+
+def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
+    """A = U diag(s) V^H with distinct nonzero singular values (the standard
+    result, as in JAX).  ds = Re diag(U^H dA V) needs no distinctness;
+    repeated singular values make dU, dV undefined (NaN)."""
+    (a,), (t,) = primals, tangents
+    outs = bind(svd_p, a, full_matrices=full_matrices, compute_uv=compute_uv)
+    out_avals = [get_aval(o).strip_weak() for o in outs]
+    if type(t) is Zero:
+        return outs, [Zero(av) for av in out_avals]
+    m, n = get_aval(a).shape[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise NotImplementedError(
+            "svd: the derivative with full_matrices=True of a non-square matrix is not "
+            "defined, since the extra singular vectors are not unique; use "
+            "full_matrices=False"
+        )
+    # With full_matrices=True the factors of a square matrix are the reduced ones.
+    u, s, vh = outs if compute_uv else bind(svd_p, a, full_matrices=False, compute_uv=True)
+    if not compute_uv:
+        outs = [s]
+    a_aval = get_aval(a).strip_weak()
+    da = ew.fit(t, a_aval)
+    complex_ = a_aval.dtype.kind == "c"
+    v, ut = mH(vh), mH(u)
+    ds_mat = matmul(ut, matmul(da, v))
+    ds = diagonal(ds_mat)
+    ds = ew.real(ds) if complex_ else ds
+    if not compute_uv:
+        return outs, [ds]
+    nd = a_aval.ndim
+    s_row = bind(shape.expand_dims_p, s, dimensions=(nd - 2,))   # (..., 1, k)
+    s_col = mT(s_row)                                             # (..., k, 1)
+    k = min(m, n)
+    eye = np.eye(k, dtype=bool)
+    sq = ew.mul(ew.add(s_row, s_col), ew.sub(s_row, s_col))      # s_j^2 - s_i^2
+    one = np.ones((), get_aval(s).dtype)
+    f = ew.select(eye, np.zeros((), get_aval(s).dtype), ew.div(one, ew.select(eye, one, sq)))
+    s_zero = ew.eq(s, 0)
+    s_inv = ew.select(s_zero, np.zeros((), get_aval(s).dtype),
+                      ew.div(one, ew.select(s_zero, one, s)))
+    dss = ew.mul(s_row, ds_mat)       # dS diag(s): column j scaled by s_j
+    sds = ew.mul(s_col, ds_mat)       # diag(s) dS: row i scaled by s_i
+    s_inv_mat = ew.mul(bind(shape.expand_dims_p, s_inv, dimensions=(nd - 2,)),
+                       np.eye(k, dtype=get_aval(s).dtype))
+    du_dv_diag = ew.mul(ew.mul(ew.sub(ds_mat, mH(ds_mat)), s_inv_mat), 0.5)
+    du = matmul(u, ew.add(ew.mul(f, ew.add(dss, mH(dss))), du_dv_diag))
+    dv = matmul(v, ew.mul(f, ew.add(sds, mH(sds))))
+    if m > n:
+        dav = matmul(da, v)
+        du = ew.add(du, ew.div(ew.sub(dav, matmul(u, matmul(ut, dav))), s_row))
+    if n > m:
+        dahu = matmul(mH(da), u)
+        dv = ew.add(dv, ew.div(ew.sub(dahu, matmul(v, matmul(vh, dahu))), s_row))
+    return outs, [du, ds, mH(dv)]
+
+
+svd_p = Primitive("svd", abstract_eval=_svd_abstract_eval, impl=_svd_impl,
+                  multiple_results=True, jvp=_svd_jvp)
+svd_p.batch = _leading_batch_rule(svd_p)

@@ -17,7 +17,6 @@ from collections import namedtuple
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import functrans as ft
 import functrans.numpy as fnp

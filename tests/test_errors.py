@@ -24,6 +24,9 @@ HIERARCHY = {
     errors.JaxprTypeError: (TypeError,),
     errors.MissingRuleError: (NotImplementedError,),
     errors.UnknownPrimitiveError: (KeyError,),
+    errors.DeviceError: (ValueError,),
+    errors.GPUUnavailableError: (RuntimeError,),
+    errors.KernelCompileError: (RuntimeError,),
 }
 
 

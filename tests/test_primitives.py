@@ -728,6 +728,103 @@ def custom_lin_spec() -> Spec:
                                          r"differentiation .* is not possible"))
 
 
+def _open(fun, avals):
+    """The open Jaxpr (constants as leading inputs) of ``fun`` at ``avals``."""
+    from functrans.api import open_jaxpr
+
+    closed, _, _ = core.trace_to_jaxpr(fun, avals)
+    return open_jaxpr(closed)[0]
+
+
+def cond_spec() -> Spec:
+    """Three branches over one operand; the index is clamped like JAX's."""
+    from primitives.elementwise import cos, mul, sin
+
+    def draw_args(draw):
+        x = operand(draw, dtypes=("float32", "float64"), scalar_ok=False, lo=-3, hi=3)
+        aval = [get_aval(x)]
+        branches = tuple(_open(lambda a, f=f: [f(a)], aval)
+                         for f in (sin, cos, lambda a: mul(a, 2)))
+        index = np.int32(draw(st.integers(-2, 4)))
+        return (index, x), {"branches": branches}
+
+    def ref(index, x, *, branches):
+        pick = min(max(int(index), 0), 2)
+        return [[np.sin(x), np.cos(x), x * x.dtype.type(2)][pick]]
+
+    return Spec(draw_args, ref)
+
+
+def scan_spec() -> Spec:
+    """A recurrence ``h = h * w + x; y = h * x`` over a drawn length, either way."""
+    from primitives.elementwise import add, mul
+
+    def draw_args(draw):
+        shape = draw(fts.shapes(max_rank=2, max_side=3))
+        length = draw(st.integers(0, 4))
+        w = np.atleast_1d(operand(draw, dtypes=("float64",), shape=(), scalar_ok=False, lo=-1, hi=1))
+        h = operand(draw, dtypes=("float64",), shape=shape, scalar_ok=False, lo=-2, hi=2)
+        xs = operand(draw, dtypes=("float64",), shape=(length,) + shape, scalar_ok=False)
+        body = _open(lambda w_, h_, x_: [add(mul(h_, w_[0]), x_), mul(h_, x_)],
+                     [get_aval(w), get_aval(h), ShapedArray(shape, np.float64)])
+        params = dict(jaxpr=body, num_consts=1, num_carry=1, length=length,
+                      reverse=draw(st.booleans()))
+        return (w, h, xs), params
+
+    def ref(w, h, xs, *, jaxpr, num_consts, num_carry, length, reverse):
+        ys = np.empty(xs.shape)
+        for i in (reversed(range(length)) if reverse else range(length)):
+            h, ys[i] = h * w[0] + xs[i], h * xs[i]
+        return [np.asarray(h), ys]
+
+    return Spec(draw_args, ref)
+
+
+def while_spec() -> Spec:
+    """Count ``i`` up to a bound (a cond constant), halving ``x`` each time."""
+    from primitives.elementwise import add, lt, mul
+
+    def draw_args(draw):
+        x = operand(draw, dtypes=("float64", "float32"), scalar_ok=False)
+        bound = np.asarray(draw(st.integers(-1, 5)))
+        i0 = np.asarray(draw(st.integers(0, 3)))
+        carry = [get_aval(i0), get_aval(x)]
+        cond = _open(lambda n, i, _: [lt(i, n)], [get_aval(bound)] + carry)
+        body = _open(lambda i, v: [add(i, 1), mul(v, 0.5)], carry)
+        params = dict(cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=1, body_nconsts=0)
+        return (bound, i0, x), params
+
+    def ref(bound, i0, x, **params):
+        i = int(i0)
+        while i < bound:
+            i, x = i + 1, x * x.dtype.type(0.5)
+        return [np.asarray(i), x]
+
+    return Spec(draw_args, ref, exact=True)
+
+
+def while_reverse_spec() -> Spec:
+    """Record a counter's values up to 3, then double the cotangent once per
+    record: the transpose of ``x * 2**trips``."""
+    from primitives.elementwise import add, lt, mul
+
+    def draw_args(draw):
+        i0 = np.asarray(draw(st.integers(0, 4)))
+        ct = operand(draw, dtypes=("float64",), scalar_ok=False)
+        counter = [get_aval(i0)]
+        cond = _open(lambda i: [lt(i, 3)], counter)
+        fwd = _open(lambda i: [add(i, 1)], counter)
+        bwd = _open(lambda i, b: [mul(b, 2.0)], counter + [get_aval(ct)])
+        params = dict(cond_jaxpr=cond, fwd_jaxpr=fwd, bwd_jaxpr=bwd, cond_nconsts=0,
+                      fwd_nconsts=0, num_acc=0)
+        return (i0, ct), params
+
+    def ref(i0, ct, **params):
+        return [ct * 2.0 ** max(3 - int(i0), 0)]
+
+    return Spec(draw_args, ref)
+
+
 # --------------------------------------------------------------------------
 # The table
 # --------------------------------------------------------------------------
@@ -776,6 +873,10 @@ SPECS: dict[str, Spec] = {
     "custom_vjp_call": call_spec("custom_vjp_call"),
     "checkpoint": call_spec("checkpoint"),
     "custom_lin": custom_lin_spec(),
+    "cond": cond_spec(),
+    "scan": scan_spec(),
+    "while_loop": while_spec(),
+    "while_reverse": while_reverse_spec(),
 }
 
 
@@ -977,6 +1078,28 @@ F3, F4, F23 = sa((3,)), sa((4,)), sa((2, 3))
 I0 = sa((), "int64")
 _FULL = ("slice", None, None, None)
 
+def _bad_control_flow():
+    """Rows for the control-flow shape rules: a non-integer branch index, a
+    scan body that changes its carry's shape, a while cond that is not bool."""
+    from primitives.elementwise import mul, sin
+    from primitives.shape import concatenate_p
+
+    branch = _open(lambda a: [sin(a)], [F3])
+    grow = _open(lambda h, x: [concatenate_p.bind(h, x, dimension=0), x], [F3, F3])
+    cond = _open(lambda v: [mul(v, 2.0)], [F3])
+    body = _open(lambda v: [v], [F3])
+    return [
+        ("cond", [sa(()), F3], {"branches": (branch,)}, ShapeError,
+         r"cond: the branch index must be an integer scalar, got f64\[\]"),
+        ("scan", [F3, sa((2, 3))], dict(jaxpr=grow, num_consts=0, num_carry=1, length=2,
+                                        reverse=False), ShapeError,
+         r"scan: the body turns a carry of type f64\[3\] into f64\[6\]"),
+        ("while_loop", [F3], dict(cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=0,
+                                  body_nconsts=0), ShapeError,
+         r"while_loop: cond_fun must return a bool scalar, got f64\[3\]"),
+    ]
+
+
 # (primitive, operand avals, params, error class, message pattern)
 ERRORS = [
     ("add", [F3, F4], {}, ShapeError, r"add: shapes f64\[3\] and f64\[4\] do not broadcast"),
@@ -1089,7 +1212,7 @@ ERRORS = [
      r"iota: dimension 1 is out of range for shape \(3,\)"),
     ("iota", [], {"dtype": np.dtype(bool), "shape": (3,), "dimension": 0}, DTypeError,
      r"iota: expected a numeric dtype, got bool\[3\]"),
-]
+] + _bad_control_flow()
 
 
 def _ids(rows):
@@ -1122,7 +1245,7 @@ def test_shape_rule_errors_at_trace_time_name_the_function(name, avals, params, 
 # Shape rules that accept every operand, and the elementwise rows, whose dtype
 # errors the spec test checks against NumPy's refusals.
 NEVER_FAIL = {"convert_element_type", "stop_gradient", "custom_jvp_call", "custom_vjp_call",
-              "custom_lin", "checkpoint"}
+              "custom_lin", "checkpoint", "while_reverse"}
 
 
 def test_every_shape_rule_has_error_cases():

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _diff_specs import BOUND, SPECS, Case, out_aval, variant
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import functrans as ft
 import functrans.numpy as fnp
-from _diff_specs import BOUND, SPECS, Case, out_aval, variant
 from functrans.core import get_aval, registry
 from functrans.testing import strategies as fts
 
