@@ -10,4 +10,6 @@ from primitives import (  # noqa: F401
     linalg,
     reductions,
     shape,
+    sort,
+    special,
 )

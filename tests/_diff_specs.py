@@ -4,7 +4,7 @@ operands are differentiable, and whether its derivative is identically zero.
 At the end, ``OPS``: steps of random programs for whole-program tests.
 
 A row's ``draw(draw) -> Case`` draws float operands (float64, sometimes
-float32) of rank 0-3 with sides 0-4 where the primitive allows, with values
+float32 or complex128) of rank 0-3 with sides 0-4 where the primitive allows, with values
 away from the primitive's singular points and kinks (so that finite
 differences are valid), the primitive's static params, and its integer,
 bool and index operands.  Every operand is an ``Arg`` that remembers the

@@ -1,0 +1,61 @@
+"""``sort``: values sorted along one axis together with the permutation that
+sorts them (NumPy's stable ``argsort``), as two results.
+
+One primitive gives ``np.sort``, ``np.argsort`` and ``np.partition``: the
+values' tangent is the operand's tangent gathered by the permutation (the
+JVP of a permutation is the same permutation), and the permutation, an
+integer array, has a zero derivative.  Ties keep their order (a stable
+sort), so the derivative at ties is the tangent of the element that lands
+there.  NaNs sort to the end and complex numbers lexicographically, as in
+NumPy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from functrans.core import Primitive, ShapedArray, Zero, bind, get_aval
+from functrans.dtypes import is_inexact
+from primitives import indexing, shape
+from primitives._util import as_array, check_axes
+
+
+def _sort_abstract_eval(x, *, axis):
+    check_axes("sort", x, (axis,))
+    return [x.strip_weak(), ShapedArray(x.shape, np.int64)]
+
+
+def _sort_impl(x, *, axis):
+    x = np.asarray(x)
+    order = np.argsort(x, axis=axis, kind="stable").astype(np.int64, copy=False)
+    return [as_array(np.take_along_axis(x, order, axis=axis)), order]
+
+
+def take_along_axis(x, indices, axis: int):
+    """``np.take_along_axis`` for ``indices`` of ``x``'s shape (a gather whose
+    other coordinates are iotas)."""
+    aval = get_aval(indices)
+    coords = [indices if d == axis else
+              bind(shape.iota_p, dtype=aval.dtype, shape=aval.shape, dimension=d)
+              for d in range(aval.ndim)]
+    return bind(indexing.gather_p, x, *coords, spec=(("array",),) * aval.ndim)
+
+
+def _sort_jvp(primals, tangents, *, axis):
+    (x,), (t,) = primals, tangents
+    values, order = bind(sort_p, x, axis=axis)
+    aval = get_aval(values).strip_weak()
+    zero = Zero(get_aval(order))
+    if type(t) is Zero or not is_inexact(aval.dtype) or aval.size == 0:
+        return [values, order], [Zero(aval), zero]
+    return [values, order], [take_along_axis(t, order, axis), zero]
+
+
+def _sort_batch(vals, dims, *, axis_size, axis):
+    (x,), (d,) = vals, dims
+    out = bind(sort_p, x, axis=shape.batched_axis(axis, d))
+    return out, [d, d]
+
+
+sort_p = Primitive("sort", abstract_eval=_sort_abstract_eval, impl=_sort_impl,
+                   multiple_results=True, jvp=_sort_jvp, batch=_sort_batch)
