@@ -4,10 +4,13 @@
 >>> import functrans.numpy as fnp
 """
 
-from functrans import core  # noqa: F401  (first: everything stands on it)
-
 import primitives  # noqa: F401,E402,I001  (registers the primitive set)
-from functrans import lax, numpy, tree_util  # noqa: F401,E402
+from functrans import (  # noqa: F401,E402
+    core,  # noqa: F401  (first: everything stands on it)
+    lax,
+    numpy,
+    tree_util,
+)
 from functrans.api import (  # noqa: E402
     ShapeDtypeStruct,
     grad,

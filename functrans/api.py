@@ -15,16 +15,24 @@ import optree
 
 from functrans import core
 from functrans.backends import numpy as numpy_backend
-from functrans.core import ClosedJaxpr, Jaxpr, ShapeDtypeStruct, ShapedArray, Tracer
-from functrans.core import UndefinedPrimal, Zero, bind
+from functrans.core import (
+    ClosedJaxpr,
+    Jaxpr,
+    ShapedArray,
+    ShapeDtypeStruct,
+    Tracer,
+    UndefinedPrimal,
+    Zero,
+    bind,
+)
 from functrans.dtypes import float0, is_inexact
 from functrans.errors import ConcretizationError, DTypeError
 from functrans.transforms.jvp import tangent_aval
 from functrans.transforms.linearize import linearize_jaxpr
 from functrans.transforms.transpose import backward_pass, transpose_jaxpr
 from functrans.transforms.vmap import batch_jaxpr
-from primitives import shape as shape_prims
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from primitives import shape as shape_prims
 
 __all__ = [
     "ShapeDtypeStruct",

@@ -8,6 +8,8 @@ raise in the same situation, so ``except ValueError`` keeps working.
 
 from __future__ import annotations
 
+import numpy.linalg
+
 
 class FunctransError(Exception):
     """Base class of the errors functrans raises on purpose."""
@@ -15,6 +17,12 @@ class FunctransError(Exception):
 
 class ShapeError(FunctransError, ValueError):
     """Operand shapes that an operation cannot combine."""
+
+
+class LinAlgError(FunctransError, numpy.linalg.LinAlgError):
+    """A matrix a linear-algebra function cannot take (not square, too few
+    axes), like NumPy's; singular and non-positive-definite matrices raise
+    ``numpy.linalg.LinAlgError`` itself when the function runs."""
 
 
 class DTypeError(FunctransError, TypeError):

@@ -23,7 +23,7 @@ import numpy as np
 from functrans import core
 from functrans.api import _normalize_argnums, check_leaves
 from functrans.backends.numpy import Compiled
-from functrans.core import ClosedJaxpr, ShapeDtypeStruct, ShapedArray, Tracer
+from functrans.core import ClosedJaxpr, ShapedArray, ShapeDtypeStruct, Tracer
 from functrans.transforms.optimize import optimize
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 

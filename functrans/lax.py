@@ -17,8 +17,13 @@ import numpy as np
 from functrans import core
 from functrans.api import check_leaves, open_jaxpr
 from functrans.core import ShapedArray, Tracer
-from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map
-from functrans.tree_util import tree_unflatten
+from functrans.tree_util import (
+    keystr,
+    tree_flatten,
+    tree_flatten_with_path,
+    tree_map,
+    tree_unflatten,
+)
 from primitives.control_flow import cond_p, scan_p, while_p
 from primitives.custom import stop_gradient_p
 from primitives.elementwise import convert_element_type
@@ -218,7 +223,9 @@ def _scan_length(label: str, xs, x_leaves, length) -> int:
     for path, x in zip(paths, x_leaves):
         aval = core.get_aval(x)
         if aval.ndim == 0:
-            raise ValueError(f"{label}: xs{keystr(path)} is a scalar; xs leaves need a leading axis")
+            raise ValueError(
+                f"{label}: xs{keystr(path)} is a scalar; xs leaves need a leading axis"
+            )
         lengths[keystr(path)] = aval.shape[0]
     sizes = set(lengths.values())
     if len(sizes) > 1:

@@ -31,8 +31,19 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from functrans.core import ClosedJaxpr, Jaxpr, Primitive, ShapedArray, UndefinedPrimal, Var
-from functrans.core import Zero, bind, eval_jaxpr, get_aval, instantiate, trace_to_jaxpr
+from functrans.core import (
+    ClosedJaxpr,
+    Jaxpr,
+    Primitive,
+    ShapedArray,
+    UndefinedPrimal,
+    Var,
+    Zero,
+    bind,
+    get_aval,
+    instantiate,
+    trace_to_jaxpr,
+)
 from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
 from primitives import elementwise as ew
@@ -116,7 +127,9 @@ def _pad_consts(closed: ClosedJaxpr, before: int, avals_before) -> ClosedJaxpr:
 
 def _cond_abstract_eval(index, *operands, branches):
     if index.shape != () or index.dtype.kind not in "iub":
-        raise ShapeError(f"cond: the branch index must be an integer scalar, got {index.str_short()}")
+        raise ShapeError(
+            f"cond: the branch index must be an integer scalar, got {index.str_short()}"
+        )
     return [a.strip_weak() for a in branches[0].out_avals]
 
 
@@ -237,7 +250,7 @@ def _fixpoint(initial: list[bool], step) -> list[bool]:
 
 def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse):
     nc, nk = num_consts, num_carry
-    consts, init, xs = primals[:nc], primals[nc : nc + nk], primals[nc + nk :]
+    consts, xs = primals[:nc], primals[nc + nk :]
     t_consts, t_init, t_xs = tangents[:nc], tangents[nc : nc + nk], tangents[nc + nk :]
     in_avals = jaxpr.in_avals
     carry_avals = [a.strip_weak() for a in in_avals[nc : nc + nk]]
@@ -718,7 +731,8 @@ def _while_reverse_jvp(primals, tangents, **params):
     other loops, a second equation computes the tangents only."""
     cond_nconsts, fwd_nconsts, num_acc = (
         params["cond_nconsts"], params["fwd_nconsts"], params["num_acc"])
-    fwd_jaxpr, bwd_jaxpr, cond_jaxpr = params["fwd_jaxpr"], params["bwd_jaxpr"], params["cond_jaxpr"]
+    fwd_jaxpr, bwd_jaxpr = params["fwd_jaxpr"], params["bwd_jaxpr"]
+    cond_jaxpr = params["cond_jaxpr"]
     n_carry = len(fwd_jaxpr.out_avals)
     outs = bind(while_reverse_p, *primals, **params)
     out_avals = [get_aval(o).strip_weak() for o in outs]

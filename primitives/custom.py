@@ -13,11 +13,21 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from functrans.core import ClosedJaxpr, Primitive, ShapedArray, UndefinedPrimal, Zero, bind
-from functrans.core import eval_jaxpr, get_aval, instantiate, trace_to_jaxpr
+from functrans.core import (
+    ClosedJaxpr,
+    Primitive,
+    ShapedArray,
+    UndefinedPrimal,
+    Zero,
+    bind,
+    eval_jaxpr,
+    get_aval,
+    instantiate,
+    trace_to_jaxpr,
+)
 from functrans.errors import FunctransError
-from primitives._util import as_array
 from primitives import shape
+from primitives._util import as_array
 
 # -- stop_gradient ----------------------------------------------------------------
 

@@ -19,8 +19,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, get_aval
-from functrans.core import instantiate
+from functrans.core import (
+    Primitive,
+    ShapedArray,
+    UndefinedPrimal,
+    Zero,
+    bind,
+    get_aval,
+    instantiate,
+)
 from functrans.dtypes import is_inexact
 from functrans.errors import DTypeError, ShapeError
 from primitives import elementwise as ew
@@ -59,7 +66,7 @@ def indexed_shape(name: str, x: ShapedArray, spec, index_avals) -> tuple[int, ..
     advanced = bool(index_avals)
     adv_shape = broadcast_shapes(name, *index_avals) if advanced else ()
     dims, adv_positions, axis = [], [], 0
-    for pos, entry in enumerate(spec):
+    for entry in spec:
         kind = entry[0]
         if kind == "none":
             dims.append(1)

@@ -10,7 +10,7 @@ give bool.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Callable
 
 import numpy as np
@@ -23,7 +23,7 @@ from primitives import indexing, shape
 from primitives._util import as_array, check_axes, check_dtype
 
 
-@lru_cache(maxsize=None)
+@cache
 def _reduced_dtype(fn: Callable, dtype: np.dtype) -> np.dtype:
     """The dtype NumPy's reduction ``fn`` gives for an input of ``dtype``."""
     return np.asarray(fn(np.zeros(1, dtype))).dtype

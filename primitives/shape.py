@@ -11,13 +11,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, get_aval
-from functrans.core import instantiate
+from functrans.core import (
+    Primitive,
+    ShapedArray,
+    UndefinedPrimal,
+    Zero,
+    bind,
+    get_aval,
+    instantiate,
+)
 from functrans.dtypes import is_inexact, result_type
 from functrans.errors import ShapeError
 from primitives import elementwise as ew
 from primitives import reductions
-from primitives._util import as_array, check_axes, same_type, check_dtype
+from primitives._util import as_array, check_axes, check_dtype, same_type
 
 
 def linear_unary_jvp(prim: Primitive):
@@ -414,7 +421,9 @@ def _pad_impl(x, padding_value, *, padding_config):
     out = np.full(grown, padding_value, dtype=x.dtype)
     out[tuple(slice(max(lo, 0), max(lo, 0) + g - max(lo, 0) - max(hi, 0), it + 1)
               for g, (lo, hi, it) in zip(grown, padding_config))] = x
-    crop = tuple(slice(-min(lo, 0), g + min(hi, 0)) for g, (lo, hi, _) in zip(grown, padding_config))
+    crop = tuple(
+        slice(-min(lo, 0), g + min(hi, 0)) for g, (lo, hi, _) in zip(grown, padding_config)
+    )
     return as_array(out[crop])
 
 

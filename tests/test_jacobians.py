@@ -51,8 +51,10 @@ def test_jacfwd_equals_jacrev_on_random_programs(prog):
     f = program(ops)
     fwd = ft.jacfwd(f, argnums=(0, 1))(x0, w)
     rev = ft.jacrev(f, argnums=(0, 1))(x0, w)
+    # A float32 round trip rounds tangents and cotangents differently.
+    tol = 1e-6 if "float32_round_trip" in ops else 1e-10
     for a, b in zip(fwd, rev):
-        close(a, b, rtol=1e-9, atol=1e-10)
+        close(a, b, rtol=tol, atol=tol)
     assert fwd[0].shape == x0.shape + x0.shape and fwd[1].shape == x0.shape + w.shape
     if not NOT_SMOOTH & set(ops):
         close(fwd[0], jacobian_by_differences(lambda x: f(x, w), x0), rtol=1e-5, atol=1e-5)

@@ -62,7 +62,8 @@ def minimize_bfgs(problem: Problem, p: Point, opts: dict, monitor: Monitor) -> d
         if monitor.iteration(k, p, gnorm, step):
             status = CALLBACK_STOP
             break
-        if gnorm <= opts["gtol"] or step <= opts["xrtol"] * (opts["xrtol"] + norm2(p.x)):
+        xrtol = opts["xrtol"]
+        if gnorm <= opts["gtol"] or (xrtol and step <= xrtol * (xrtol + norm2(p.x))):
             break
         if y.dot(s) > 0:  # always, after a Wolfe step; skip the update otherwise
             bfgs_update(h, s, y)

@@ -9,6 +9,8 @@ from functrans.optimize._linesearch import LineSearch, strong_wolfe
 from functrans.optimize._problem import Point, Problem
 from functrans.optimize._result import NONFINITE, PRECISION_LOSS
 
+EPS = np.finfo(np.float64).eps
+
 
 def search(problem: Problem, p: Point, d: np.ndarray, slope: float, step: float,
            **kwargs) -> LineSearch:
@@ -20,7 +22,11 @@ def search(problem: Problem, p: Point, d: np.ndarray, slope: float, step: float,
         q = problem.point(x + t * d)
         return q.f, float(q.g.dot(d)), q
 
-    return strong_wolfe(evaluate, p.f, slope, step, **kwargs)
+    ls = strong_wolfe(evaluate, p.f, slope, step, **kwargs)
+    if ls.status == "decrease" and np.max(np.abs(ls.payload.x - x)) <= EPS * np.max(np.abs(x)):
+        # Short of the Wolfe conditions and x did not move: precision is lost.
+        return ls._replace(payload=None, status="failed")
+    return ls
 
 
 def search_failure(problem: Problem, ls: LineSearch) -> tuple[int, str]:

@@ -132,7 +132,7 @@ def strong_wolfe(
         at_max = step == step_max and f <= ftest and g <= gtest
         at_min = step == step_min and (f > ftest or g >= gtest)
         if stuck or at_max or at_min or k == maxiter:
-            return _best(step, f, ftest, p, stx, fx, px, k)
+            return _best(step, f, ftest, p, stx, fx, px, f0, k)
 
         # Until a step with sufficient decrease and nonnegative slope appears
         # (stage 1), steer by psi(t) = f(t) - f0 - c1 t g0 instead of f.
@@ -160,17 +160,18 @@ def strong_wolfe(
         if brackt and (new_step <= stmin or new_step >= stmax
                        or stmax - stmin <= xtol * stmax):
             # No room left between the ends: settle for the best step.
-            return _best(step, math.inf, ftest, None, stx, fx, px, k)
+            return _best(step, math.inf, ftest, None, stx, fx, px, f0, k)
         step = new_step
     raise AssertionError("unreachable")
 
 
-def _best(step, f, ftest, p, stx, fx, px, k) -> LineSearch:
+def _best(step, f, ftest, p, stx, fx, px, f0, k) -> LineSearch:
     """The search stopped short of the Wolfe conditions: keep the lower of the
-    current and the best steps if it decreased the objective enough."""
-    if f <= ftest and (px is None or f <= fx):
+    current and the best steps if it decreased the objective enough (and
+    strictly: near a minimiser rounding can make ``f == f0`` pass the test)."""
+    if f <= ftest and f < f0 and (px is None or f <= fx):
         return LineSearch(step, p, "decrease", k)
-    if px is not None:
+    if px is not None and fx < f0:
         return LineSearch(stx, px, "decrease", k)
     return LineSearch(0.0, None, "failed", k)
 
@@ -188,6 +189,6 @@ def _backtrack(evaluate, f0, gtest, stx, fx, px, bad, k, maxiter) -> LineSearch:
             return LineSearch(step, p, "unbounded", k)
         if math.isfinite(f) and math.isfinite(g) and f <= f0 + step * gtest and f <= fx:
             return LineSearch(step, p, "decrease", k)
-    if px is not None:
+    if px is not None and fx < f0:
         return LineSearch(stx, px, "decrease", k)
     return LineSearch(0.0, None, "nonfinite", k)

@@ -75,6 +75,8 @@ def minimize_newton_cg(problem: Problem, p: Point, opts: dict, monitor: Monitor)
             status = NONFINITE
             message = "CG iterations didn't converge. The Hessian is not positive definite."
             break
+        if not d.any():  # curvature at rounding level along -g: the step is 0
+            break
         slope = float(p.g.dot(d))
         step0 = 1.0 if f_prev is None else initial_step(p.f, f_prev, slope)
         ls = search(problem, p, d, slope, step0, c1=opts["c1"], c2=opts["c2"],

@@ -2,7 +2,8 @@
 
 Forward mode is checked against central differences along random directions;
 reverse mode against forward mode by the dot-product identity
-``<ct, J v> == <J^T ct, v>`` with ``<a, b> = Re sum(a * b)``.  Both are checked again on the derivative
+``<ct, J v> == <J^T ct, v>`` with ``<a, b> = Re sum(a * b)``.  Both are checked
+again on the derivative
 functions themselves, up to ``order``, so second derivatives (``jvp`` of
 ``jvp``, ``vjp`` of ``jvp`` ...) are covered too.
 """

@@ -12,8 +12,16 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from functrans.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Zero, bind, instantiate
-from functrans.core import trace_to_jaxpr
+from functrans.core import (
+    ClosedJaxpr,
+    Jaxpr,
+    Literal,
+    ShapedArray,
+    Zero,
+    bind,
+    instantiate,
+    trace_to_jaxpr,
+)
 from functrans.dtypes import is_inexact
 
 
@@ -73,7 +81,9 @@ def jvp_jaxpr(
     def fun(*args):
         primals = args[: len(in_avals)]
         rest = iter(args[len(in_avals) :])
-        tangents = [next(rest) if nz else Zero(tangent_aval(a)) for nz, a in zip(nonzeros, in_avals)]
+        tangents = [
+            next(rest) if nz else Zero(tangent_aval(a)) for nz, a in zip(nonzeros, in_avals)
+        ]
         outs, touts = jvp_eval(closed.jaxpr, closed.consts, primals, tangents)
         out_nz[:] = [type(t) is not Zero or inst for t, inst in zip(touts, instantiate_outs)]
         return outs + [instantiate(t) for t, nz in zip(touts, out_nz) if nz]

@@ -14,8 +14,17 @@ from __future__ import annotations
 import functools
 from typing import Any, Sequence
 
-from functrans.core import ClosedJaxpr, Jaxpr, Literal, UndefinedPrimal, Zero, bind
-from functrans.core import instantiate, lookup_primitive, trace_to_jaxpr
+from functrans.core import (
+    ClosedJaxpr,
+    Jaxpr,
+    Literal,
+    UndefinedPrimal,
+    Zero,
+    bind,
+    instantiate,
+    lookup_primitive,
+    trace_to_jaxpr,
+)
 from functrans.transforms.optimize import optimize
 
 
