@@ -551,14 +551,15 @@ def _integer_pow_jvp(primals, tangents, *, y):
 
 
 def _integer_pow_cuda(y: int):
-    """A product of ``|y|`` factors for small exponents, else squaring in a
-    loop (``ft_ipow``); negative powers of floats are reciprocals."""
+    """A product of ``|y|`` factors for small exponents (negative powers of
+    floats are its reciprocal); else C's pow for floats, as NumPy, and
+    squaring in a loop for integers and complex numbers."""
     if y == 0:
         return "{T}(1)"
-    if abs(y) <= 4:
-        product = " * ".join(["x"] * abs(y))
+    if builtins.abs(y) <= 4:
+        product = " * ".join(["x"] * builtins.abs(y))
         return product if y > 0 else {"fc": f"{{T}}(1) / ({product})", "*": f"ft_ipow(x, {y})"}
-    return {"fc": f"ft_ipow_f(x, {y})", "*": f"ft_ipow(x, {y})"}
+    return {"f": f"pow(x, {{T}}({y}))", "c": f"ft_ipow_f(x, {y})", "*": f"ft_ipow(x, {y})"}
 
 
 integer_pow_p = Primitive(

@@ -5,7 +5,9 @@ written as one loop over trial steps.
 ``evaluate(t)`` gives ``(f, slope, payload)`` at step ``t`` along the search
 direction; the search returns the step, its payload and a status:
 
-* ``"wolfe"``: both strong-Wolfe conditions hold;
+* ``"wolfe"``: both strong-Wolfe conditions hold (or, where the decrease
+  asked for is below f's rounding error, the approximate Wolfe conditions of
+  Hager and Zhang, SIAM J. Optim. 16 (2005) 170-192);
 * ``"decrease"``: the search could not meet the curvature condition (rounding,
   the interval collapsed, out of evaluations) but the step gives sufficient
   decrease, which is enough to make progress;
@@ -26,6 +28,10 @@ from __future__ import annotations
 
 import math
 from typing import Any, Callable, NamedTuple
+
+
+#: Relative size of rounding error assumed in computed values of f.
+F_NOISE = 1e3 * 2.0**-52
 
 
 class LineSearch(NamedTuple):
@@ -111,6 +117,7 @@ def strong_wolfe(
         return LineSearch(0.0, None, "failed", 0)
     step = min(max(step, step_min), step_max)
     gtest = c1 * g0
+    noise = F_NOISE * abs(f0)
     brackt, stage1 = False, True
     stx, fx, gx, px = 0.0, f0, g0, None  # best step so far (px: its payload)
     sty, fy, gy = 0.0, f0, g0  # other end of the interval
@@ -125,6 +132,11 @@ def strong_wolfe(
             return _backtrack(evaluate, f0, gtest, stx, fx, px, step, k, maxiter)
         ftest = f0 + step * gtest
         if f <= ftest and abs(g) <= -c2 * g0:
+            return LineSearch(step, p, "wolfe", k)
+        if -step * g0 <= noise and f <= f0 + noise and abs(g) <= -c2 * g0:
+            # The decrease asked for is below f's rounding error, so the test
+            # on f cannot decide: Hager and Zhang's approximate Wolfe
+            # conditions trust the slope instead.
             return LineSearch(step, p, "wolfe", k)
         if stage1 and f <= ftest and g >= 0:
             stage1 = False

@@ -41,7 +41,10 @@ def truncated_cg(hvp, g: np.ndarray, maxiter: int) -> np.ndarray | None:
             return d
         hp = hvp(p)
         curv = float(p.dot(hp))
-        if 0 <= curv <= 3 * EPS:
+        if 0 <= curv <= 3 * EPS * float(p.dot(p)):
+            # No curvature along p.  NB: SciPy tests curv <= 3 eps without the
+            # |p|^2, which stops CG (and so Newton-CG) once |g| is near
+            # sqrt(eps); relative to |p|^2 the test does not depend on |g|.
             return d
         if curv < 0:
             return d if i > 0 else (rr / -curv) * b

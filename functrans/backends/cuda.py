@@ -1,0 +1,620 @@
+"""CUDA C for elementwise equations, generated without CuPy or a GPU.
+
+A group of elementwise equations (one equation, for an eager call, or a
+fused group from ``functrans.transforms.fuse``) becomes one ``Kernel``: the
+``in_params``, ``out_params``, ``operation`` and ``preamble`` that
+``cupy.ElementwiseKernel`` takes, and the complete ``.cu`` text CuPy would
+compile from them (``Kernel.source``), so that any machine with ``nvcc``
+can compile-check what the GPU will run (``compile_check``).
+
+Each equation contributes one line, ``<C type> tK = <expression>;``, from
+its primitive's ``cuda`` rule (``primitives.elementwise.Cuda``): operands are
+converted to the NumPy loop dtype first, so the C code computes in the
+dtypes NumPy computes in.  Two C-level notes:
+
+* float32 calls the f-suffixed C functions (``sinf``), derived here from
+  the double form of the rule, and float literals carry an ``f``; float16
+  is computed in float within a kernel and rounded when stored or converted.
+* complex numbers are CuPy's ``thrust::complex`` (from CuPy's headers).
+
+The ``ft_*`` helpers (``HELPERS``) give NumPy's results where C's differ:
+floor division and remainder signs, division by zero for integers, integer
+powers, and the lexicographic, NaN-aware ordering of complex numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+
+from functrans.core import Eqn, Jaxpr, Literal, ShapedArray, Var, pp_jaxpr
+from functrans.dtypes import short_name
+from functrans.errors import DTypeError, KernelCompileError
+
+# -- C types --------------------------------------------------------------------
+
+# Compute types are single tokens (``ft_int8`` for ``signed char``, typedefs
+# in HELPERS), so that rules can write functional casts such as ``{T}(1)``.
+_COMPUTE_CTYPE = {
+    "bool": "bool",
+    "int8": "ft_int8", "int16": "short", "int32": "int", "int64": "ft_int64",
+    "uint8": "ft_uint8", "uint16": "ft_uint16", "uint32": "unsigned", "uint64": "ft_uint64",
+    "float16": "float", "float32": "float", "float64": "double",
+    "complex64": "thrust::complex<float>", "complex128": "thrust::complex<double>",
+}  # fmt: skip
+#: CuPy's names of the storage types (``cupy._core._scalar.get_typename``).
+_STORAGE_CTYPE = dict(
+    _COMPUTE_CTYPE, int8="signed char", int64="long long", uint8="unsigned char",
+    uint16="unsigned short", uint32="unsigned int", uint64="unsigned long long",
+    float16="float16",
+)
+SUPPORTED_DTYPES = tuple(np.dtype(n) for n in _COMPUTE_CTYPE)
+
+
+def check_dtype(dtype: np.dtype, where: str) -> None:
+    """A DTypeError unless CUDA kernels can hold ``dtype``."""
+    if np.dtype(dtype).name not in _COMPUTE_CTYPE:
+        names = ", ".join(short_name(d) for d in SUPPORTED_DTYPES)
+        raise DTypeError(
+            f"{where}: the GPU backend has no CUDA type for dtype {np.dtype(dtype).name}; "
+            f"GPU kernels take {names}; convert with .astype() first, or run on the CPU"
+        )
+
+
+def ctype(dtype: np.dtype) -> str:
+    """The C type values of ``dtype`` are computed in."""
+    return _COMPUTE_CTYPE[np.dtype(dtype).name]
+
+
+def real_ctype(dtype: np.dtype) -> str:
+    dtype = np.dtype(dtype)
+    return ctype(np.dtype(dtype.char.lower())) if dtype.kind == "c" else ctype(dtype)
+
+
+# -- literals and conversions ------------------------------------------------------
+
+_FLOAT_BITS = {
+    # value class: (float expression, double expression)
+    "inf": ("__int_as_float(0x7f800000)", "__longlong_as_double(0x7ff0000000000000LL)"),
+    "-inf": ("__int_as_float(0xff800000)", "__longlong_as_double(0xfff0000000000000ULL)"),
+    "nan": ("__int_as_float(0x7fc00000)", "__longlong_as_double(0x7ff8000000000000LL)"),
+}
+
+
+def _float_literal(value: float, single: bool) -> str:
+    if not np.isfinite(value):
+        key = "nan" if np.isnan(value) else ("inf" if value > 0 else "-inf")
+        return _FLOAT_BITS[key][0 if single else 1]
+    text = repr(float(value))
+    if "e" not in text and "." not in text:
+        text += ".0"
+    text += "f" if single else ""
+    return f"({text})" if text.startswith("-") else text
+
+
+def c_literal(value: Any, dtype: np.dtype) -> str:
+    """``value`` converted to ``dtype`` (as NumPy converts it) as a C expression."""
+    dtype = np.dtype(dtype)
+    v = np.asarray(value).astype(dtype)[()]
+    kind, name = dtype.kind, dtype.name
+    if kind == "b":
+        return "true" if v else "false"
+    if kind in "iu":
+        n = int(v)
+        if name in ("int64", "uint64"):
+            if n == -(2**63):
+                return "(-9223372036854775807LL - 1)"
+            return f"{n}{'ULL' if kind == 'u' else 'LL'}" if n >= 0 else f"({n}LL)"
+        if name == "int32":
+            return "(-2147483647 - 1)" if n == -(2**31) else (f"({n})" if n < 0 else str(n))
+        if name == "uint32":
+            return f"{n}U"
+        return f"(({ctype(dtype)}){n})"
+    if kind == "f":
+        return _float_literal(float(v), dtype.itemsize <= 4)
+    single = dtype.itemsize <= 8
+    re_, im = _float_literal(float(v.real), single), _float_literal(float(v.imag), single)
+    return f"{ctype(dtype)}({re_}, {im})"
+
+
+def cast(expr: str, src: np.dtype, dst: np.dtype) -> str:
+    """C code converting ``expr`` (computed as ``src``) to ``dst`` as NumPy's
+    ``astype`` does (complex to real keeps the real part)."""
+    src, dst = np.dtype(src), np.dtype(dst)
+    if src == dst:
+        return expr
+    if dst.kind == "b":
+        if src.kind == "c":
+            return f"(({expr}).real() != 0 || ({expr}).imag() != 0)"
+        return f"(({expr}) != 0)"
+    if dst.kind == "c":
+        return f"{ctype(dst)}({expr})"
+    if src.kind == "c":
+        expr = f"({expr}).real()"
+    if dst == np.float16:  # round to half precision, then compute in float
+        return f"float(float16(float({expr})))"
+    if ctype(src) == ctype(dst) and src.kind != "c":
+        return expr
+    return f"static_cast<{ctype(dst)}>({expr})"
+
+
+_MATH_FUNCTIONS = (
+    "sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp exp2 expm1 log log2 "
+    "log10 log1p sqrt cbrt fabs floor ceil rint fmod pow atan2 copysign"
+).split()
+_F32_NAMES = re.compile(r"\b(" + "|".join(_MATH_FUNCTIONS) + r")\(")
+
+
+def single_precision(expr: str) -> str:
+    """``sin(x)`` -> ``sinf(x)``: the float (not double) C math functions."""
+    return _F32_NAMES.sub(lambda m: m.group(1) + "f(", expr)
+
+
+def instantiate_template(template: str, dtype: np.dtype, args: dict[str, str]) -> str:
+    """A rule's expression for operands computed as ``dtype``, with the
+    operand names replaced by ``args`` (C expressions)."""
+    dtype = np.dtype(dtype)
+    text = template.replace("{T}", ctype(dtype)).replace("{R}", real_ctype(dtype))
+    if not args:
+        return text
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, args)) + r")\b")
+    text = pattern.sub(lambda m: args[m.group(1)], text)
+    if dtype.kind == "f" and dtype.itemsize <= 4:
+        text = single_precision(text)
+    return text
+
+
+# -- helpers every kernel may call -----------------------------------------------------
+
+HELPERS = r"""#ifndef FUNCTRANS_HELPERS
+#define FUNCTRANS_HELPERS
+// functrans: one-token names of the integer types, and NumPy's results
+// where C's differ.
+typedef signed char ft_int8;
+typedef unsigned char ft_uint8;
+typedef unsigned short ft_uint16;
+typedef long long ft_int64;
+typedef unsigned long long ft_uint64;
+// Integer floor division and remainder: by 0 they give 0, MIN // -1 wraps.
+template <typename T> __device__ __forceinline__ T ft_floordiv_s(T x, T y) {
+  if (y == 0) return T(0);
+  if (y == T(-1)) return T(0ULL - (unsigned long long)x);
+  T q = T(x / y);
+  return (((x > 0) != (y > 0)) && T(q * y) != x) ? T(q - 1) : q;
+}
+template <typename T> __device__ __forceinline__ T ft_floordiv_u(T x, T y) {
+  return y == 0 ? T(0) : T(x / y);
+}
+template <typename T> __device__ __forceinline__ T ft_rem_s(T x, T y) {
+  if (y == 0 || y == T(-1)) return T(0);
+  T r = T(x % y);
+  return ((x > 0) == (y > 0) || r == 0) ? r : T(r + y);
+}
+template <typename T> __device__ __forceinline__ T ft_rem_u(T x, T y) {
+  return y == 0 ? T(0) : T(x % y);
+}
+// Float floor division and remainder: NumPy's npy_divmod.
+template <typename T> __device__ __forceinline__ T ft_floordiv_f(T a, T b) {
+  if (b == 0) return a / b;
+  T mod = fmod(a, b);
+  T div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= T(1);
+  if (div == 0) return copysign(T(0), a / b);
+  T q = floor(div);
+  return (div - q > T(0.5)) ? T(q + T(1)) : q;
+}
+template <typename T> __device__ __forceinline__ T ft_rem_f(T a, T b) {
+  T mod = fmod(a, b);
+  if (b == 0) return mod;
+  if (mod == 0) return copysign(T(0), b);
+  return ((b < 0) != (mod < 0)) ? T(mod + b) : mod;
+}
+// Integer powers by squaring; a negative power of an integer truncates
+// towards zero (NumPy refuses it).
+template <typename T> __device__ __forceinline__ T ft_ipow(T x, long long n) {
+  if (n < 0) return x == T(1) ? T(1) : (x == T(-1) ? ((n & 1) ? T(-1) : T(1)) : T(0));
+  T out = T(1);
+  while (n) { if (n & 1) out = T(out * x); x = T(x * x); n >>= 1; }
+  return out;
+}
+template <typename T> __device__ __forceinline__ T ft_ipow_f(T x, long long n) {
+  unsigned long long m = n < 0 ? 0ULL - (unsigned long long)n : (unsigned long long)n;
+  T out = T(1);
+  while (m) { if (m & 1) out = out * x; x = x * x; m >>= 1; }
+  return n < 0 ? T(1) / out : out;
+}
+#ifndef FUNCTRANS_NO_COMPLEX
+// Complex order: lexicographic, NaN-aware, as NumPy's CLT/CLE.
+template <typename T>
+__device__ __forceinline__ bool ft_clt(thrust::complex<T> x, thrust::complex<T> y) {
+  return (x.real() < y.real() && !isnan(x.imag()) && !isnan(y.imag())) ||
+         (x.real() == y.real() && x.imag() < y.imag());
+}
+template <typename T>
+__device__ __forceinline__ bool ft_cle(thrust::complex<T> x, thrust::complex<T> y) {
+  return (x.real() < y.real() && !isnan(x.imag()) && !isnan(y.imag())) ||
+         (x.real() == y.real() && x.imag() <= y.imag());
+}
+template <typename T>
+__device__ __forceinline__ thrust::complex<T> ft_cmax(thrust::complex<T> x, thrust::complex<T> y) {
+  return (ft_cle(y, x) || isnan(x.real()) || isnan(x.imag())) ? x : y;
+}
+template <typename T>
+__device__ __forceinline__ thrust::complex<T> ft_cmin(thrust::complex<T> x, thrust::complex<T> y) {
+  return (ft_cle(x, y) || isnan(x.real()) || isnan(x.imag())) ? x : y;
+}
+#endif
+#endif
+"""
+
+#: What ``cupy.ElementwiseKernel`` puts before every kernel (CuPy's headers).
+CUPY_HEADERS = (
+    "#include <cupy/complex.cuh>\n#include <cupy/carray.cuh>\n"
+    "#include <cupy/atomics.cuh>\n#include <cupy/math_constants.h>\n"
+)
+_FLOAT16_DECL = '#include "cupy/float16.cuh"\n'
+
+
+# -- kernels ---------------------------------------------------------------------------
+
+
+class KernelInput(NamedTuple):
+    """One operand of a kernel: a variable (or, for eager calls, the index of
+    an operand), its dtype, the shape its array is viewed as before the call
+    (None: as it is; CuPy broadcasts it like NumPy), and whether it is a
+    scalar (a Python or NumPy scalar, passed by value) rather than an array."""
+
+    var: Any
+    dtype: np.dtype
+    view: tuple[int, ...] | None
+    scalar: bool
+    shape: tuple[int, ...]
+
+
+class Kernel:
+    """One ``cupy.ElementwiseKernel``: ``name``, ``in_params``, ``out_params``,
+    ``operation`` and ``preamble`` as CuPy takes them; ``inputs`` and
+    ``out_avals`` say how to call it; ``eqns`` are the equations it computes;
+    ``source`` is the complete ``.cu`` text CuPy compiles for arrays of
+    ``shape`` (contiguous where not broadcast)."""
+
+    def __init__(self, name, inputs, out_avals, operation, eqns, shape):
+        self.name: str = name
+        self.inputs: tuple[KernelInput, ...] = tuple(inputs)
+        self.out_avals: tuple[ShapedArray, ...] = tuple(out_avals)
+        self.operation: str = operation
+        self.preamble: str = HELPERS
+        self.eqns: tuple[Eqn, ...] = tuple(eqns)
+        self.shape: tuple[int, ...] = tuple(shape)
+        self.in_params = ", ".join(
+            f"{i.dtype.name} in{k}" for k, i in enumerate(self.inputs))
+        self.out_params = ", ".join(
+            f"{a.dtype.name} out{k}" for k, a in enumerate(self.out_avals))
+        self._source: str | None = None
+
+    @property
+    def dtypes(self) -> set[np.dtype]:
+        return {i.dtype for i in self.inputs} | {a.dtype for a in self.out_avals}
+
+    @property
+    def source(self) -> str:
+        if self._source is None:
+            self._source = _cu_source(self)
+        return self._source
+
+    def describe(self) -> str:
+        """The equations of the kernel, one per line, as in a printed Jaxpr."""
+        return describe_eqns(self.eqns)
+
+    def __repr__(self):
+        return f"Kernel({self.name}: {len(self.eqns)} equations, {len(self.inputs)} inputs)"
+
+
+def describe_eqns(eqns: Sequence[Eqn]) -> str:
+    invars, defined = [], set()
+    for e in eqns:
+        for a in e.inputs:
+            if type(a) is Var and id(a) not in defined and a not in invars:
+                invars.append(a)
+        defined.update(id(v) for v in e.outputs)
+    outs = [v for v in eqns[-1].outputs] if eqns else []
+    return pp_jaxpr(Jaxpr((), invars, outs, eqns))
+
+
+def _broadcasts(kernel: Kernel) -> bool:
+    return any(not i.scalar and (i.view or i.shape) != kernel.shape for i in kernel.inputs)
+
+
+def _cu_source(k: Kernel) -> str:
+    """The text ``cupy.ElementwiseKernel`` compiles for this kernel: CuPy's
+    headers, type declarations, the preamble, then the kernel, whose loop
+    binds each array element to its parameter's name before the operation."""
+    size = int(np.prod(k.shape, dtype=np.int64)) if k.shape else 1
+    index32 = int(size < 2**31)
+    # CuPy collapses contiguous operands of one shape to one dimension.
+    ndim = max(len(k.shape), 1) if _broadcasts(k) else 1
+    params, binds = [], []
+    for j, i in enumerate(k.inputs):
+        t = _STORAGE_CTYPE[i.dtype.name]
+        if i.scalar:
+            params.append(f"const {t} in{j}")
+            continue
+        contiguous = int(ndim == 1 or (i.view or i.shape) == k.shape)
+        params.append(f"const CArray<{t}, {ndim}, {contiguous}, {index32}> _raw_in{j}")
+        binds.append(f"const {t} &in{j} = _raw_in{j}[_ind.get()];")
+    for j, a in enumerate(k.out_avals):
+        t = _STORAGE_CTYPE[a.dtype.name]
+        params.append(f"CArray<{t}, {ndim}, 1, {index32}> _raw_out{j}")
+        binds.append(f"{t} &out{j} = _raw_out{j}[_ind.get()];")
+    params.append(f"CIndexer<{ndim}, {index32}> _ind")
+    decls = _FLOAT16_DECL + "\n" if np.dtype(np.float16) in k.dtypes else ""
+    body = "\n".join(binds + [k.operation])
+    body = "\n".join("    " + line for line in body.splitlines())
+    return (
+        f"{CUPY_HEADERS}{decls}\n{k.preamble}\n"
+        f'extern "C" __global__ void {k.name}({", ".join(params)}) {{\n'
+        f"  ;\n  #pragma unroll 1\n  CUPY_FOR(i, _ind.size()) {{\n    _ind.set(i);\n"
+        f"{body};\n  }}\n  ;\n}}\n"
+    )
+
+
+def _kernel_name(eqns: Sequence[Eqn], operation: str, signature: str) -> str:
+    names: list[str] = []
+    for e in eqns:
+        if e.primitive.name not in names:
+            names.append(e.primitive.name)
+    head = "_".join(names[:4]) + ("_etc" if len(names) > 4 else "")
+    digest = hashlib.sha1((signature + operation).encode()).hexdigest()[:10]
+    return f"ft_{head}_{digest}"
+
+
+def elementwise_kernel(
+    eqns: Sequence[Eqn],
+    invars: Sequence[Any],
+    outvars: Sequence[Var],
+    shape: tuple[int, ...],
+    scalars: Sequence[bool] = (),
+) -> Kernel:
+    """The kernel computing ``outvars`` of the elementwise equations ``eqns``
+    (in order) from ``invars``, over ``shape``.  A ``broadcast_in_dim`` of an
+    input becomes a view of it (unit axes inserted) that CuPy broadcasts.
+    ``scalars`` marks inputs passed as scalars (eager calls)."""
+    scalars = tuple(scalars) or (False,) * len(invars)
+    inputs: list[KernelInput] = []
+    value: dict[int, tuple[str, np.dtype]] = {}  # var id -> (C expression, dtype)
+
+    def add_input(var, view, scalar) -> tuple[str, np.dtype]:
+        dtype = var.aval.dtype
+        check_dtype(dtype, "GPU kernel input")
+        for j, i in enumerate(inputs):
+            if i.var is var and i.view == view:
+                break
+        else:
+            inputs.append(KernelInput(var, dtype, view, scalar, var.aval.shape))
+            j = len(inputs) - 1
+        # float16 operands are computed in float.
+        return (f"float(in{j})" if dtype == np.float16 else f"in{j}"), dtype
+
+    for var, scalar in zip(invars, scalars):
+        value[id(var)] = add_input(var, None, scalar)
+    lines: list[str] = []
+    temps = 0
+    for e in eqns:
+        prim = e.primitive
+        out = e.outputs[0]
+        check_dtype(out.aval.dtype, prim.name)
+        if prim.name == "broadcast_in_dim":
+            (x,) = e.inputs
+            if type(x) is Literal:
+                value[id(out)] = (c_literal(x.val, x.aval.dtype), x.aval.dtype)
+            elif x.aval.shape == out.aval.shape:
+                value[id(out)] = value[id(x)]
+            else:
+                view = [1] * len(e.params["shape"])
+                for i, d in enumerate(e.params["broadcast_dimensions"]):
+                    view[d] = x.aval.shape[i]
+                value[id(out)] = add_input(x, tuple(view), False)
+            continue
+        rule = prim.rule("cuda")
+        loops = rule.loop_dtypes([a.aval for a in e.inputs], out.aval)
+        kind_dtype = next(d for name, d in zip(rule.args, loops) if name != "p")
+        template = rule.template(kind_dtype.kind, e.params)
+        if template is None:
+            types = ", ".join(a.aval.str_short() for a in e.inputs)
+            raise DTypeError(
+                f"{prim.name}: the GPU backend has no CUDA code for operands of type {types} "
+                f"({kind_dtype.name} arithmetic); convert with .astype() first, or run on "
+                "the CPU"
+            )
+        args = {}
+        for name, a, loop in zip(rule.args, e.inputs, loops):
+            check_dtype(a.aval.dtype, prim.name)
+            if type(a) is Literal:
+                args[name] = c_literal(a.val, loop)
+            else:
+                expr, dtype = value[id(a)]
+                args[name] = f"({cast(expr, dtype, loop)})" if dtype != loop else expr
+        expr = instantiate_template(template, kind_dtype, args)
+        name = f"t{temps}"
+        temps += 1
+        lines.append(f"{ctype(out.aval.dtype)} {name} = {expr};")
+        value[id(out)] = (name, out.aval.dtype)
+    for j, v in enumerate(outvars):
+        if type(v) is Literal:
+            expr, dtype = c_literal(v.val, v.aval.dtype), v.aval.dtype
+        else:
+            expr, dtype = value[id(v)]
+        expr = cast(expr, dtype, v.aval.dtype)
+        if v.aval.dtype == np.float16:
+            expr = f"float16({expr})"
+        lines.append(f"out{j} = {expr};")
+    operation = "\n".join(lines)
+    signature = ",".join(f"{i.dtype.name}{i.view}{i.scalar}" for i in inputs)
+    signature += "->" + ",".join(v.aval.dtype.name for v in outvars)
+    name = _kernel_name(eqns, operation, signature)
+    return Kernel(name, inputs, [v.aval for v in outvars], operation, eqns, shape)
+
+
+def jaxpr_kernel(jaxpr: Jaxpr, shape: tuple[int, ...]) -> Kernel:
+    """The kernel of a fused group (the sub-Jaxpr of a ``fused_elementwise``)."""
+    return elementwise_kernel(jaxpr.eqns, jaxpr.invars, jaxpr.outvars, shape)
+
+
+# -- compile checks with nvcc --------------------------------------------------------------
+
+
+def cupy_include_dir() -> str | None:
+    """CuPy's header directory, found without importing CuPy."""
+    try:
+        spec = importlib.util.find_spec("cupy")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    path = os.path.join(os.path.dirname(spec.origin), "_core", "include")
+    return path if os.path.isfile(os.path.join(path, "cupy", "carray.cuh")) else None
+
+
+def find_nvcc() -> str | None:
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if root and os.path.isfile(os.path.join(root, "bin", "nvcc")):
+            return os.path.join(root, "bin", "nvcc")
+    return None
+
+
+#: Stand-ins for the parts of CuPy's headers the kernels use, for machines
+#: with nvcc but without CuPy: no complex, no float16.
+FALLBACK_HEADERS = r"""#pragma once
+#include <cstddef>
+#define FUNCTRANS_NO_COMPLEX
+#define CUPY_FOR(i, n) \
+    for (ptrdiff_t i = static_cast<ptrdiff_t>(blockIdx.x) * blockDim.x + threadIdx.x; \
+         i < (n); i += static_cast<ptrdiff_t>(blockDim.x) * gridDim.x)
+template <typename T, int ndim, bool c_contiguous = true, bool use_32bit_indexing = false>
+class CArray {
+  T* data_; ptrdiff_t size_; ptrdiff_t shape_[ndim]; ptrdiff_t strides_[ndim];
+ public:
+  __device__ const T& operator[](const ptrdiff_t (&idx)[ndim]) const {
+    ptrdiff_t diff = 0;
+    for (int d = 0; d < ndim; ++d) diff += strides_[d] * idx[d];
+    return *reinterpret_cast<const T*>(reinterpret_cast<const char*>(data_) + diff);
+  }
+  __device__ T& operator[](const ptrdiff_t (&idx)[ndim]) {
+    return const_cast<T&>(const_cast<const CArray&>(*this)[idx]);
+  }
+};
+template <int ndim, bool use_32bit_indexing = false>
+class CIndexer {
+  ptrdiff_t size_; ptrdiff_t shape_[ndim]; ptrdiff_t index_[ndim];
+ public:
+  __device__ ptrdiff_t size() const { return size_; }
+  __device__ void set(ptrdiff_t i) {
+    for (int d = ndim; --d > 0;) { index_[d] = i % shape_[d]; i /= shape_[d]; }
+    index_[0] = i;
+  }
+  __device__ const ptrdiff_t (&get() const)[ndim] { return index_; }
+};
+"""
+
+
+class Toolchain(NamedTuple):
+    nvcc: str
+    include: str | None  # CuPy's header directory; None: the fallback headers
+
+    @property
+    def complex_ok(self) -> bool:
+        return self.include is not None
+
+
+def toolchain() -> Toolchain | None:
+    nvcc = find_nvcc()
+    return None if nvcc is None else Toolchain(nvcc, cupy_include_dir())
+
+
+def skip_reason(kernel: Kernel, chain: Toolchain | None) -> str | None:
+    """Why ``kernel`` cannot be compile-checked here, or None if it can."""
+    if chain is None:
+        return "nvcc is not installed (set CUDA_PATH or put nvcc on PATH)"
+    if chain.include is None:
+        kinds = {d.kind for d in kernel.dtypes}
+        if "c" in kinds:
+            return "complex kernels need CuPy's headers (pip install cupy-cuda12x)"
+        if np.dtype(np.float16) in kernel.dtypes:
+            return "float16 kernels need CuPy's headers (pip install cupy-cuda12x)"
+    return None
+
+
+def compile_check(
+    kernels: Sequence[Kernel], arch: str = "90", chain: Toolchain | None = None,
+    timeout: float = 600.0,
+) -> list[Kernel]:
+    """Compile ``kernels`` with nvcc (one call, one file) for ``sm_<arch>``.
+
+    Returns the kernels that were checked (those ``skip_reason`` lets
+    through); raises ``KernelCompileError`` naming the first kernel that fails,
+    with its source, the equations it came from and nvcc's messages.
+    """
+    chain = chain or toolchain()
+    if chain is None:
+        raise KernelCompileError(
+            "compile_check: nvcc was not found; install the CUDA toolkit or set CUDA_PATH"
+        )
+    unique: dict[str, Kernel] = {}
+    for k in kernels:
+        if skip_reason(k, chain) is None:
+            unique.setdefault(k.name, k)
+    if not unique:
+        return []
+    parts, starts, line = [], [], 1
+    for k in unique.values():
+        text = k.source
+        if chain.include is None:
+            text = text.replace(CUPY_HEADERS, '#include "functrans_fallback.cuh"\n')
+        starts.append(line)
+        parts.append(text)
+        line += text.count("\n")
+    with tempfile.TemporaryDirectory(prefix="functrans_nvcc_") as tmp:
+        path = os.path.join(tmp, "kernels.cu")
+        with open(path, "w") as f:
+            f.write("".join(parts))
+        cmd = [chain.nvcc, "--cubin", f"-arch=sm_{arch}", "--std=c++17", "-w",
+               "-o", os.path.join(tmp, "kernels.cubin")]
+        if chain.include is None:
+            with open(os.path.join(tmp, "functrans_fallback.cuh"), "w") as f:
+                f.write(FALLBACK_HEADERS)
+            cmd.append(f"-I{tmp}")
+        else:
+            cmd.append(f"-I{chain.include}")
+        cmd.append(path)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        log = proc.stdout + proc.stderr
+        lines = [int(m.group(1)) for m in re.finditer(r"kernels\.cu\((\d+)\)", log)]
+        culprit = None
+        if lines:
+            index = max(i for i, s in enumerate(starts) if s <= lines[0])
+            culprit = list(unique.values())[index]
+        raise kernel_compile_error(culprit, log, list(unique.values()))
+    return list(unique.values())
+
+
+def kernel_compile_error(kernel: Kernel | None, log: str, kernels: list[Kernel]):
+    if kernel is None:
+        names = ", ".join(k.name for k in kernels)
+        return KernelCompileError(f"nvcc failed on the kernels {names}:\n{log.strip()}")
+    return KernelCompileError(
+        f"GPU kernel {kernel.name} does not compile.\nIt computes these equations:\n"
+        f"{kernel.describe()}\nnvcc says:\n{log.strip()}\nThe generated source:\n"
+        f"{kernel.source}"
+    )

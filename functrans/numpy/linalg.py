@@ -1,0 +1,690 @@
+"""``functrans.numpy.linalg``: NumPy's linear algebra, differentiable and batchable.
+
+Every function has ``numpy.linalg``'s signature and results and works on
+stacks of matrices in the last two axes.  They are built from a few
+primitives of ``primitives/linalg.py``: ``lu``, ``triangular_solve``,
+``cholesky``, ``eigh``, ``qr`` and ``svd``; ``solve``, ``inv``, ``det`` and
+``slogdet`` are an LU factorisation plus triangular solves, so their
+derivatives (which are again triangular solves with the same factors) never
+factorise a second time.
+
+Derivatives follow the standard results, and where those need it:
+
+* ``eigh``: distinct eigenvalues (the eigenvectors' derivative is NaN at a
+  repeated eigenvalue; the eigenvalues' derivative is always right).
+* ``svd``: distinct nonzero singular values for ``u`` and ``vh``;
+  ``compute_uv=False`` (and so the 2-norm and nuclear norm) needs neither;
+  ``full_matrices=True`` of a non-square matrix has no derivative.
+* ``qr``: full column rank; ``mode='complete'`` of a tall matrix has no
+  derivative.
+* ``det``/``slogdet``/``solve``/``inv`` at a singular matrix: the value is
+  NumPy's where NumPy gives one, but a derivative (which solves with the
+  factors) raises ``numpy.linalg.LinAlgError``.
+* ``pinv`` (and ``lstsq``): the derivative of the pseudo-inverse at constant
+  rank, which needs no distinct singular values.
+* ``norm``: the 2-norm of a zero vector has a NaN derivative, as ``sqrt`` at 0.
+
+Like NumPy's, functions read only the lower triangle of the matrix given to
+``cholesky`` and ``eigh`` (``UPLO='L'``), and their derivatives are those of
+that Hermitian matrix.  Singular matrices make ``solve`` and ``inv`` raise
+``numpy.linalg.LinAlgError`` when they run; bad shapes raise
+``functrans.errors.LinAlgError`` (a subclass) at once.
+
+>>> import numpy as np
+>>> import functrans as ft
+>>> import functrans.numpy as fnp
+>>> a = np.array([[4.0, 1.0], [1.0, 3.0]])
+>>> fnp.linalg.solve(a, np.array([1.0, 2.0]))
+array([0.09090909, 0.63636364])
+>>> ft.grad(lambda a: fnp.linalg.slogdet(a).logabsdet)(a)   # inv(a).T
+array([[ 0.27272727, -0.09090909],
+       [-0.09090909,  0.36363636]])
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from functrans.core import Tracer, bind
+from functrans.errors import DTypeError, LinAlgError
+from functrans.numpy import _contract, _elementwise, _reductions, _shape
+from functrans.numpy._shape import _broadcast_shape, _broadcast_to, _reshape
+from functrans.numpy._util import asarray, is_traced, normalize_axis
+from primitives import elementwise as ew
+from primitives import linalg as la
+
+__all__ = [
+    "solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "qr", "svd",
+    "svdvals", "pinv", "lstsq", "matrix_power", "multi_dot", "norm", "vector_norm",
+    "matrix_norm", "matrix_transpose", "LinAlgError",
+]  # fmt: skip
+
+
+class EighResult(NamedTuple):
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+class QRResult(NamedTuple):
+    Q: Any
+    R: Any
+
+
+class SlogdetResult(NamedTuple):
+    sign: Any
+    logabsdet: Any
+
+
+class SVDResult(NamedTuple):
+    U: Any
+    S: Any
+    Vh: Any
+
+
+# -- argument checks -----------------------------------------------------------------
+
+
+def _matrix(name: str, a, square: bool = True):
+    """``a`` as an array of float32/64 or complex64/128 matrices: bools and
+    integers become float64, as in NumPy; anything else is refused."""
+    a = asarray(a)
+    if a.dtype.kind in "biu":
+        a = _shape._convert(a, np.float64)
+    elif a.dtype not in la._LINALG_DTYPES:
+        raise DTypeError(
+            f"{name}: array type {a.dtype} is unsupported in linalg; convert it with "
+            ".astype(np.float64) first"
+        )
+    if a.ndim < 2:
+        raise LinAlgError(
+            f"{name}: {a.ndim}-dimensional array given; the array must be at least "
+            "two-dimensional (a matrix or a stack of matrices)"
+        )
+    if square and a.shape[-1] != a.shape[-2]:
+        raise LinAlgError(
+            f"{name}: the last two dimensions of the array must be square, got shape "
+            f"{tuple(a.shape)}"
+        )
+    return a
+
+
+def _common(a, b):
+    """Both operands in their common inexact dtype."""
+    dtype = np.result_type(a.dtype, b.dtype, np.float32 if a.dtype == np.float32 else 0.0)
+    return _shape._convert(a, dtype), _shape._convert(b, dtype)
+
+
+def _swap(x):
+    return _shape.swapaxes(x, -1, -2)
+
+
+def _conj_t(x):
+    return _swap(_elementwise_conj(x))
+
+
+def _elementwise_conj(x):
+    return ew.conj(x) if x.dtype.kind == "c" else x
+
+
+def _eye(n: int, dtype, batch: tuple[int, ...] = ()):
+    eye = np.eye(n, dtype=dtype)
+    return np.broadcast_to(eye, batch + (n, n)) if batch else eye
+
+
+# -- LU-based: solve, inv, det, slogdet ----------------------------------------------
+
+
+def lu_solve_factors(lu, perm, b, trans: int = 0):
+    """Solve with the factors of ``P A = L U`` (``trans``: 0 for ``A x = b``,
+    1 for ``A^T x = b``, 2 for ``A^H x = b``); ``b`` has the matrices'
+    leading axes.  Used by ``solve`` and ``scipy.linalg.lu_solve``."""
+    l, u = la.lu_factors(lu)
+    p = la.permutation_matrix(perm, lu.dtype)
+    if trans == 0:
+        y = la.triangular_solve(l, la.matmul(p, b), lower=True, unit_diagonal=True)
+        return la.triangular_solve(u, y, lower=False)
+    conj = trans == 2
+    y = la.triangular_solve(u, b, lower=False, transpose_a=True, conjugate_a=conj)
+    y = la.triangular_solve(l, y, lower=True, transpose_a=True, conjugate_a=conj,
+                            unit_diagonal=True)
+    return la.matmul(la.mT(p), y)
+
+
+def solve(a, b):
+    """``numpy.linalg.solve``: ``x`` with ``a @ x == b``; ``b`` is a vector when it
+    is 1-d, else a stack of matrices, batch axes broadcast.  An LU factorisation
+    and two triangular solves; a singular ``a`` raises LinAlgError when run.
+
+    >>> solve(np.array([[2.0, 0.0], [0.0, 4.0]]), np.array([[2.0], [2.0]]))
+    array([[1. ],
+           [0.5]])
+    """
+    a = _matrix("solve", a)
+    b = asarray(b)
+    if b.dtype.kind in "biu":
+        b = _shape._convert(b, np.float64)
+    a, b = _common(a, b)
+    n = a.shape[-1]
+    vector = b.ndim == 1
+    if vector:
+        b = _reshape(b, (b.shape[0], 1))
+    if b.ndim < 2 or b.shape[-2] != n:
+        raise LinAlgError(
+            f"solve: b of shape {tuple(b.shape) if not vector else (b.shape[0],)} does not "
+            f"match a of shape {tuple(a.shape)}: b needs {n} rows"
+        )
+    batch = _broadcast_shape("solve", tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    lu, _, perm = bind(la.lu_p, a)
+    lu = _broadcast_to(lu, batch + (n, n))
+    perm = _broadcast_to(perm, batch + (n,))
+    b = _broadcast_to(b, batch + tuple(b.shape[-2:]))
+    x = lu_solve_factors(lu, perm, b)
+    return _reshape(x, batch + (n,)) if vector else x
+
+
+def inv(a):
+    """``numpy.linalg.inv``: ``solve(a, I)``; a singular ``a`` raises LinAlgError.
+
+    >>> inv(np.array([[2.0, 0.0], [0.0, 4.0]]))
+    array([[0.5 , 0.  ],
+           [0.  , 0.25]])
+    """
+    a = _matrix("inv", a)
+    return solve(a, _eye(a.shape[-1], a.dtype, tuple(a.shape[:-2])))
+
+
+def _lu_diagonal(a):
+    lu, pivots, _ = bind(la.lu_p, a)
+    n = a.shape[-1]
+    swaps = _reductions.sum(_elementwise.not_equal(pivots, np.arange(n, dtype=np.int32)), -1)
+    parity = ew.select(ew.eq(ew.rem(swaps, 2), 1), -1.0, 1.0)
+    return la.diagonal(lu), _shape._convert(parity, a.dtype)
+
+
+def det(a):
+    """``numpy.linalg.det``: the product of U's diagonal from an LU
+    factorisation, signed by the row interchanges.
+
+    >>> det(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    array(-2.)
+    """
+    a = _matrix("det", a)
+    diag, parity = _lu_diagonal(a)
+    return ew.mul(parity, _reductions.prod(diag, axis=-1))
+
+
+def slogdet(a):
+    """``numpy.linalg.slogdet``: ``(sign, logabsdet)`` with ``det = sign *
+    exp(logabsdet)``; a singular matrix gives ``(0, -inf)``.
+
+    >>> slogdet(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    SlogdetResult(sign=array(-1.), logabsdet=array(0.69314718))
+    """
+    a = _matrix("slogdet", a)
+    diag, parity = _lu_diagonal(a)
+    size = ew.abs(diag)
+    logabsdet = _reductions.sum(ew.log(size), axis=-1)
+    if a.dtype.kind == "c":
+        zero = ew.eq(size, 0)
+        unit = ew.select(zero, np.zeros((), a.dtype),
+                         ew.div(diag, ew.select(zero, np.ones((), size.dtype), size)))
+    else:
+        unit = ew.sign(diag)
+    sign = ew.mul(parity, _reductions.prod(unit, axis=-1))
+    return SlogdetResult(sign, logabsdet)
+
+
+# -- cholesky, eigh, qr, svd -------------------------------------------------------------
+
+
+def cholesky(a, /, *, upper: bool = False):
+    """``numpy.linalg.cholesky``: ``L`` lower triangular with ``a = L L^H``
+    (``U = L^H`` with ``upper=True``), reading only the lower (upper)
+    triangle; a matrix that is not positive definite raises LinAlgError.
+
+    >>> cholesky(np.array([[4.0, 2.0], [2.0, 2.0]]))
+    array([[2., 0.],
+           [1., 1.]])
+    """
+    a = _matrix("cholesky", a)
+    if upper:
+        return _conj_t(bind(la.cholesky_p, _conj_t(a)))
+    return bind(la.cholesky_p, a)
+
+
+def _lower_view(a, UPLO: str):
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"UPLO argument must be 'L' or 'U', got {UPLO!r}")
+    # The Hermitian matrix of a's upper triangle is that of a^H's lower one.
+    return a if UPLO == "L" else _conj_t(a)
+
+
+def eigh(a, UPLO: str = "L"):
+    """``numpy.linalg.eigh``: eigenvalues (ascending) and eigenvectors of the
+    Hermitian matrix given by one triangle of ``a``.
+
+    >>> eigh(np.array([[2.0, 0.0], [0.0, 1.0]])).eigenvalues
+    array([1., 2.])
+    """
+    a = _matrix("eigh", a)
+    w, v = bind(la.eigh_p, _lower_view(a, UPLO))
+    return EighResult(w, v)
+
+
+def eigvalsh(a, UPLO: str = "L"):
+    """``numpy.linalg.eigvalsh``: the eigenvalues of ``eigh``, ascending."""
+    return eigh(a, UPLO).eigenvalues
+
+
+_QR_MODES = ("reduced", "complete", "r", "raw")
+
+
+def qr(a, mode: str = "reduced"):
+    """``numpy.linalg.qr``: ``a = Q R`` with orthonormal columns in ``Q`` and
+    upper triangular ``R``; ``mode`` is 'reduced', 'complete' or 'r'.
+
+    >>> q, r = qr(np.array([[3.0, 0.0], [4.0, 5.0]]))
+    >>> np.allclose(q @ r, [[3.0, 0.0], [4.0, 5.0]])
+    True
+    """
+    if mode not in _QR_MODES:
+        raise ValueError(f"qr: unrecognized mode {mode!r}; use one of {_QR_MODES[:3]}")
+    if mode == "raw":
+        raise NotImplementedError(
+            "qr: mode='raw' (LAPACK's Householder reflectors) is not supported; use "
+            "mode='reduced' or 'complete'"
+        )
+    a = _matrix("qr", a, square=False)
+    q, r = bind(la.qr_p, a, full_matrices=mode == "complete")
+    return r if mode == "r" else QRResult(q, r)
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """``numpy.linalg.svd``: ``a = U diag(S) Vh`` with singular values
+    descending; only ``S`` with ``compute_uv=False``.  ``hermitian=True``
+    takes them from ``eigh``, as NumPy does.
+
+    >>> svd(np.array([[3.0, 0.0], [0.0, -4.0]]), compute_uv=False)
+    array([4., 3.])
+    """
+    a = _matrix("svd", a, square=hermitian)
+    if hermitian:
+        return _hermitian_svd(a, compute_uv)
+    if not compute_uv:
+        (s,) = bind(la.svd_p, a, full_matrices=False, compute_uv=False)
+        return s
+    u, s, vh = bind(la.svd_p, a, full_matrices=bool(full_matrices), compute_uv=True)
+    return SVDResult(u, s, vh)
+
+
+def _hermitian_svd(a, compute_uv: bool):
+    from functrans.numpy import _extra
+
+    w, v = bind(la.eigh_p, a)
+    s = ew.abs(w)
+    if not compute_uv:
+        return _shape.flip(_extra.sort(s, axis=-1), -1)
+    order = _shape.flip(_extra.argsort(s, axis=-1), -1)
+    sgn = _extra.take_along_axis(ew.sign(w), order, axis=-1)
+    s = _extra.take_along_axis(s, order, axis=-1)
+    cols = _broadcast_to(_shape.expand_dims(order, -2), tuple(v.shape))
+    u = _extra.take_along_axis(v, cols, axis=-1)
+    vh = _conj_t(ew.mul(u, _shape.expand_dims(_shape._convert(sgn, u.dtype), -2)))
+    return SVDResult(u, s, vh)
+
+
+def svdvals(x, /):
+    """``numpy.linalg.svdvals``: the singular values, descending."""
+    return svd(x, compute_uv=False)
+
+
+# -- pinv, lstsq ---------------------------------------------------------------------------
+
+_NO_VALUE = object()
+
+
+def _pinv_cutoff(a, rcond, rtol):
+    if rcond is None:
+        if rtol is _NO_VALUE:
+            return 1e-15
+        if rtol is None:
+            return max(a.shape[-2:]) * np.finfo(a.dtype).eps
+        return rtol
+    if rtol is not _NO_VALUE:
+        raise ValueError("pinv: `rtol` and `rcond` can't be both set")
+    return rcond
+
+
+def _pinv_value(a, rcond, hermitian):
+    u, s, vh = svd(_elementwise_conj(a), full_matrices=False, hermitian=hermitian)
+    if is_traced(rcond):
+        raise TypeError("pinv: rcond must be concrete, not a traced value")
+    rcond = np.asarray(rcond)
+    cutoff = _elementwise.multiply(np.expand_dims(rcond, -1),
+                                   _reductions.max(s, axis=-1, keepdims=True))
+    large = _elementwise.greater(s, cutoff)
+    one = np.ones((), s.dtype)
+    s_inv = ew.select(large, ew.div(one, ew.select(large, s, one)), np.zeros((), s.dtype))
+    scaled = ew.mul(_shape.expand_dims(_shape._convert(s_inv, u.dtype), -1), _swap(u))
+    return la.matmul(_swap(vh), scaled)
+
+
+@functools.lru_cache(maxsize=None)
+def _pinv_with_jvp():
+    from functrans.custom_derivatives import custom_jvp
+
+    pinv_ = custom_jvp(_pinv_value, nondiff_argnums=(1, 2))
+
+    @pinv_.defjvp
+    def pinv_jvp(rcond, hermitian, primals, tangents):
+        """The derivative of the pseudo-inverse where the rank is locally
+        constant: dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P."""
+        (a,), (da,) = primals, tangents
+        p = pinv_(a, rcond, hermitian)
+        m, n = a.shape[-2:]
+        dah, ph = _conj_t(da), _conj_t(p)
+        mm = la.matmul
+        term1 = ew.neg(mm(mm(p, da), p))
+        term2 = mm(mm(mm(p, ph), dah), ew.sub(np.eye(m, dtype=a.dtype), mm(a, p)))
+        term3 = mm(mm(mm(ew.sub(np.eye(n, dtype=a.dtype), mm(p, a)), dah), ph), p)
+        return p, ew.add(ew.add(term1, term2), term3)
+
+    return pinv_
+
+
+def pinv(a, rcond=None, hermitian: bool = False, *, rtol=_NO_VALUE):
+    """``numpy.linalg.pinv``: the Moore-Penrose pseudo-inverse from the SVD,
+    singular values below ``rcond * max(s)`` taken as zero (NumPy's default
+    ``rcond`` is 1e-15).  Its derivative is the closed form at constant rank.
+
+    >>> pinv(np.array([[1.0, 0.0], [0.0, 0.0]]))
+    array([[1., 0.],
+           [0., 0.]])
+    """
+    a = _matrix("pinv", a, square=False)
+    cutoff = _pinv_cutoff(a, rcond, rtol)
+    m, n = a.shape[-2:]
+    if m == 0 or n == 0:
+        return np.zeros(tuple(a.shape[:-2]) + (n, m), a.dtype)
+    if isinstance(cutoff, np.ndarray):
+        cutoff = cutoff.item() if cutoff.ndim == 0 else tuple(cutoff.tolist())
+    return _pinv_with_jvp()(a, cutoff if not isinstance(cutoff, tuple) else np.asarray(cutoff),
+                            bool(hermitian))
+
+
+def lstsq(a, b, rcond=None):
+    """``numpy.linalg.lstsq``: ``(x, residuals, rank, s)`` for the least-squares
+    solution of ``a @ x = b`` of minimal norm (from the pseudo-inverse, with
+    singular values below ``rcond * max(s)`` taken as zero; ``rcond``
+    defaults to machine precision times ``max(m, n)``).
+
+    ``residuals`` holds the squared residual norms when ``a`` has full column
+    rank and ``m > n``, else it is empty; a traced ``a`` has no known rank,
+    so it then always holds them when ``m > n``.
+
+    >>> x, res, rank, s = lstsq(np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]]),
+    ...                         np.array([1.0, 2.0, 2.0]))
+    >>> x, rank
+    (array([1.16666667, 0.5       ]), 2)
+    """
+    a = _matrix("lstsq", a, square=False)
+    b = asarray(b)
+    if b.dtype.kind in "biu":
+        b = _shape._convert(b, np.float64)
+    if a.ndim != 2 or b.ndim not in (1, 2):
+        raise LinAlgError(
+            f"lstsq: a must be 2-d and b 1-d or 2-d, got shapes {tuple(a.shape)} and "
+            f"{tuple(b.shape)}"
+        )
+    a, b = _common(a, b)
+    m, n = a.shape
+    if b.shape[0] != m:
+        raise LinAlgError(f"lstsq: incompatible dimensions: a is {tuple(a.shape)}, b is "
+                          f"{tuple(b.shape)}")
+    real = np.dtype(a.dtype.char.lower()) if a.dtype.kind == "c" else a.dtype
+    if rcond is None:
+        rcond = np.finfo(a.dtype).eps * max(m, n)
+    s = svd(a, compute_uv=False)
+    if m == 0 or n == 0:
+        x = np.zeros((n,) + tuple(b.shape[1:]), a.dtype)
+        return x, np.zeros((0,), real), 0, np.asarray(s)
+    x = _contract.matmul(pinv(a, rcond), b)
+    rank = _reductions.sum(_elementwise.greater(s, ew.mul(rcond, _reductions.max(s))))
+    traced = is_traced(a, b)
+    full_rank = traced or int(rank) == n
+    if m > n and full_rank:
+        r = _elementwise.subtract(b, _contract.matmul(a, x))
+        squares = ew.real(ew.mul(ew.conj(r), r)) if r.dtype.kind == "c" else ew.mul(r, r)
+        resids = _reductions.sum(squares, axis=0)
+        if b.ndim == 1:
+            resids = _reshape(resids, (1,))
+    else:
+        resids = np.zeros((0,), real)
+    if not traced:
+        rank = int(rank)
+    return x, resids, rank, s
+
+
+# -- products -----------------------------------------------------------------------------
+
+
+def matrix_power(a, n):
+    """``numpy.linalg.matrix_power``: ``a`` multiplied by itself ``n`` times
+    (by squaring); ``n < 0`` inverts first, ``n == 0`` gives the identity.
+
+    >>> matrix_power(np.array([[1, 1], [0, 1]]), 3)
+    array([[1, 3],
+           [0, 1]])
+    """
+    a = asarray(a)
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError("matrix_power: exponent must be an integer") from None
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise LinAlgError(
+            f"matrix_power: expected a stack of square matrices, got shape {tuple(a.shape)}"
+        )
+    if n == 0:
+        return _eye(a.shape[-1], a.dtype, tuple(a.shape[:-2])).copy()
+    if n < 0:
+        a, n = inv(a), -n
+    result, power = None, a
+    while True:
+        if n & 1:
+            result = power if result is None else _contract.matmul(result, power)
+        n >>= 1
+        if not n:
+            return result
+        power = _contract.matmul(power, power)
+
+
+def _chain_order(dims: list[int]) -> list[list[int]]:
+    """The optimal parenthesisation of a matrix chain (dynamic programming,
+    as in NumPy's multi_dot): ``split[i][j]`` for the product of i..j."""
+    k = len(dims) - 1
+    cost = [[0] * k for _ in range(k)]
+    split = [[0] * k for _ in range(k)]
+    for length in range(1, k):
+        for i in range(k - length):
+            j = i + length
+            cost[i][j] = math.inf
+            for s in range(i, j):
+                c = cost[i][s] + cost[s + 1][j] + dims[i] * dims[s + 1] * dims[j + 1]
+                if c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, s
+    return split
+
+
+def multi_dot(arrays, *, out=None):
+    """``numpy.linalg.multi_dot``: the product of a chain of matrices in the
+    cheapest order; the first may be a row vector and the last a column
+    vector (1-d).
+
+    >>> multi_dot([np.ones(2), np.eye(2), np.ones(2)])
+    array(2.)
+    """
+    if out is not None:
+        raise TypeError("multi_dot: out= is not supported (arrays are immutable); use the result")
+    xs = [asarray(x) for x in arrays]
+    if len(xs) < 2:
+        raise ValueError("multi_dot: expecting at least two arrays")
+    first_1d, last_1d = xs[0].ndim == 1, xs[-1].ndim == 1
+    if first_1d:
+        xs[0] = _reshape(xs[0], (1, xs[0].shape[0]))
+    if last_1d:
+        xs[-1] = _reshape(xs[-1], (xs[-1].shape[0], 1))
+    for i, x in enumerate(xs):
+        if x.ndim != 2:
+            raise LinAlgError(f"multi_dot: array {i} has {x.ndim} dimensions; 2 are needed "
+                              "(1 for the first and last)")
+    split = _chain_order([xs[0].shape[0]] + [x.shape[1] for x in xs])
+
+    def product(i, j):
+        if i == j:
+            return xs[i]
+        s = split[i][j]
+        return _contract.dot(product(i, s), product(s + 1, j))
+
+    result = product(0, len(xs) - 1)
+    if first_1d and last_1d:
+        return _reshape(result, ())
+    if first_1d:
+        return _reshape(result, (result.shape[1],))
+    if last_1d:
+        return _reshape(result, (result.shape[0],))
+    return result
+
+
+def matrix_transpose(x, /):
+    """``numpy.linalg.matrix_transpose``: swap the last two axes."""
+    x = asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose: input must have at least 2 dimensions, got {x.ndim}")
+    return _swap(x)
+
+
+# -- norm ------------------------------------------------------------------------------------
+
+
+def _abs2(x):
+    return ew.real(ew.mul(ew.conj(x), x)) if x.dtype.kind == "c" else ew.mul(x, x)
+
+
+def _vector_norm(x, ord, axis: tuple[int, ...], keepdims: bool):
+    r = _reductions
+    if ord is None or ord == 2:
+        return _elementwise.sqrt(r.sum(_abs2(x), axis=axis, keepdims=keepdims))
+    if isinstance(ord, str):
+        raise ValueError(f"norm: invalid norm order {ord!r} for vectors")
+    if ord == math.inf:
+        return r.max(ew.abs(x), axis=axis, keepdims=keepdims)
+    if ord == -math.inf:
+        return r.min(ew.abs(x), axis=axis, keepdims=keepdims)
+    if ord == 0:
+        real = np.dtype(x.dtype.char.lower()) if x.dtype.kind == "c" else x.dtype
+        return r.sum(_shape._convert(_elementwise.not_equal(x, 0), real), axis=axis,
+                     keepdims=keepdims)
+    if ord == 1:
+        return r.sum(ew.abs(x), axis=axis, keepdims=keepdims)
+    try:
+        p = float(ord)
+    except (TypeError, ValueError):
+        raise ValueError(f"norm: invalid norm order {ord!r} for vectors") from None
+    total = r.sum(_elementwise.power(ew.abs(x), p), axis=axis, keepdims=keepdims)
+    return _elementwise.power(total, 1.0 / p)
+
+
+def _svd_norm(x, row: int, col: int, reduce):
+    y = _shape.moveaxis(x, (row, col), (-2, -1))
+    return reduce(svd(y, compute_uv=False), axis=-1)
+
+
+def _matrix_norm(x, ord, axis: tuple[int, int], keepdims: bool):
+    r = _reductions
+    row, col = (normalize_axis("norm", ax, x.ndim) for ax in axis)
+    if row == col:
+        raise ValueError("norm: duplicate axes given")
+    if ord == 2:
+        out = _svd_norm(x, row, col, r.max)
+    elif ord == -2:
+        out = _svd_norm(x, row, col, r.min)
+    elif ord in (1, -1):
+        sums = r.sum(ew.abs(x), axis=row)
+        out = (r.max if ord == 1 else r.min)(sums, axis=col - (col > row))
+    elif ord in (math.inf, -math.inf):
+        sums = r.sum(ew.abs(x), axis=col)
+        out = (r.max if ord > 0 else r.min)(sums, axis=row - (row > col))
+    elif ord is None or ord in ("fro", "f"):
+        out = _elementwise.sqrt(r.sum(_abs2(x), axis=(row, col)))
+    elif ord == "nuc":
+        out = _svd_norm(x, row, col, r.sum)
+    else:
+        raise ValueError(f"norm: invalid norm order {ord!r} for matrices")
+    if keepdims:
+        shape = list(x.shape)
+        shape[row] = shape[col] = 1
+        out = _reshape(out, tuple(shape))
+    return out
+
+
+def norm(x, ord=None, axis=None, keepdims: bool = False):
+    """``numpy.linalg.norm``: vector norms (``ord`` None/2, 1, inf, -inf, 0 or
+    any real p) over one axis, matrix norms ('fro', 'nuc', 1, -1, 2, -2, inf,
+    -inf) over two; with ``axis=None``, the vector 2-norm of the flattened
+    array for ``ord=None``, else the norm of a 1-d or 2-d ``x``.
+
+    >>> norm(np.array([3.0, 4.0])), norm(np.eye(2), "nuc")
+    (array(5.), array(2.))
+    """
+    x = asarray(x)
+    if x.dtype.kind in "biu":
+        x = _shape._convert(x, np.float64)
+    if axis is None:
+        if ord is None or (ord in ("f", "fro") and x.ndim == 2) or (ord == 2 and x.ndim == 1):
+            out = _elementwise.sqrt(_reductions.sum(_abs2(_reshape(x, (x.size,)))))
+            return _reshape(out, (1,) * x.ndim) if keepdims else out
+        axis = tuple(range(x.ndim))
+    elif not isinstance(axis, tuple):
+        try:
+            axis = (operator.index(axis),)
+        except TypeError:
+            raise TypeError("norm: 'axis' must be None, an integer or a tuple of integers") from None
+    if len(axis) == 1:
+        return _vector_norm(x, ord, (normalize_axis("norm", axis[0], x.ndim),), keepdims)
+    if len(axis) == 2:
+        return _matrix_norm(x, ord, axis, keepdims)
+    raise ValueError(f"norm: improper number of dimensions to norm: axis {axis} of an array "
+                     f"of shape {tuple(x.shape)}")
+
+
+def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
+    """``numpy.linalg.vector_norm``: the ``ord`` vector norm over ``axis`` (all
+    axes, flattened, when None)."""
+    x = asarray(x)
+    if x.dtype.kind in "biu":
+        x = _shape._convert(x, np.float64)
+    if axis is None:
+        flat = _reshape(x, (x.size,))
+        out = _vector_norm(flat, ord, (0,), False)
+        return _reshape(out, (1,) * x.ndim) if keepdims else out
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    axes = tuple(normalize_axis("vector_norm", ax, x.ndim) for ax in axes)
+    return _vector_norm(x, ord, axes, keepdims)
+
+
+def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
+    """``numpy.linalg.matrix_norm``: the ``ord`` norm of the matrices in the
+    last two axes."""
+    x = asarray(x)
+    if x.dtype.kind in "biu":
+        x = _shape._convert(x, np.float64)
+    return _matrix_norm(x, ord, (-2, -1), keepdims)
+
+
+del Tracer
