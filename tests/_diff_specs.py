@@ -49,12 +49,18 @@ class Arg(NamedTuple):
     lo: float = 0.0
     hi: float = 0.0
     away: float = 0.0
+    #: ``make(rng)`` draws another operand like this one, for operands with
+    #: structure a range cannot describe (positive definite matrices ...).
+    make: Callable[[np.random.Generator], np.ndarray] | None = None
 
 
 class Case(NamedTuple):
     args: tuple[Arg, ...]
     params: dict
     zero: bool = False  # the derivative is zero for this case (e.g. a cast to int)
+    #: Applied to the outputs before derivatives are compared: fixes the sign
+    #: freedom of eigenvectors and singular vectors (identity at the primal).
+    gauge: Callable | None = None
 
     @property
     def values(self) -> tuple:
@@ -75,16 +81,18 @@ def zero_derivative(name: str, case: Case) -> bool:
     return name in ZERO_DERIVATIVE or case.zero
 
 
-def bind_with(name: str, case: Case, positions: tuple[int, ...]) -> Callable:
+def bind_with(name: str, case: Case, positions: tuple[int, ...], gauge: bool = False) -> Callable:
     """``f(*xs)`` binding primitive ``name`` with ``xs`` at ``positions`` and the
-    case's other operands held fixed (closed over)."""
+    case's other operands held fixed (closed over); with ``gauge``, the
+    case's gauge is applied to the outputs."""
     prim = registry[name]
 
     def f(*xs):
         vals = list(case.values)
         for i, x in zip(positions, xs):
             vals[i] = x
-        return prim.bind(*vals, **case.params)
+        out = prim.bind(*vals, **case.params)
+        return case.gauge(out) if gauge and case.gauge is not None else out
 
     f.__name__ = f"bind_{name}"
     return f
@@ -94,6 +102,8 @@ def variant(rng: np.random.Generator, arg: Arg) -> np.ndarray:
     """Another operand like ``arg`` (same shape and dtype, drawn from the same
     range): one more member of a batch."""
     x = np.asarray(arg.value)
+    if arg.make is not None:
+        return arg.make(rng)
     if arg.kind == "bool":
         return rng.random(x.shape) < 0.5
     if arg.kind in ("int", "index"):
@@ -230,6 +240,11 @@ UNARY = {
     "ceil": (-3, 3, 0, False),
     "round": (-3, 3, 0, False),
     "is_finite": (-3, 3, 0, False),
+    "erf": (-2, 2, 0, False),
+    "erfc": (-2, 2, 0, False),
+    "erfinv": (-0.8, 0.8, 0, False),
+    "lgamma": (0.5, 4, 0, False),  # positive: away from the poles
+    "digamma": (0.5, 4, 0, False),
     "real": (-3, 3, 0, True, True),
     "imag": (-3, 3, 0, True, True),
     "conj": (-3, 3, 0, True, True),
@@ -659,6 +674,188 @@ def stop_gradient_spec() -> Spec:
     return Spec(lambda draw: Case((real(draw, draw(SHAPES)),), {}))
 
 
+def polygamma_spec() -> Spec:
+    """polygamma(n, x): the order n is an integer operand (no derivative)."""
+
+    def draw_case(draw):
+        shape = draw(SHAPES)
+        n = ints(draw, suffix_shape(draw, shape), 0, 2)
+        return Case((n, real(draw, shape, 0.5, 4)), {})
+
+    return Spec(draw_case)
+
+
+def sort_spec() -> Spec:
+    """Distinct values: the sort's derivative is the permuted tangent away
+    from ties."""
+
+    def draw_case(draw):
+        shape = draw(fts.shapes(min_rank=1, max_rank=MAX_RANK, max_side=MAX_SIDE))
+        return Case((distinct(draw, shape),), {"axis": draw(st.integers(0, len(shape) - 1))})
+
+    return Spec(draw_case)
+
+
+# -- linear algebra: matrices built from a drawn seed, so that they are as
+# well conditioned as the derivative needs (distinct eigenvalues, pivots
+# that win clearly ...), with 0-2 leading batch axes.
+
+
+def _orthogonal(rng, batch, n):
+    q, r = np.linalg.qr(rng.standard_normal(batch + (n, n)))
+    return q * np.sign(np.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
+
+
+def _spd(batch, n, rng):
+    b = rng.standard_normal(batch + (n, n))
+    return b @ np.swapaxes(b, -1, -2) + n * np.eye(n)
+
+
+def _symmetric_distinct(batch, n, rng):
+    """Q diag(w) Q^T with eigenvalues at least 0.5 apart."""
+    w = np.cumsum(rng.uniform(0.5, 1.5, batch + (n,)), axis=-1) - n / 2
+    q = _orthogonal(rng, batch, n)
+    return (q * w[..., None, :]) @ np.swapaxes(q, -1, -2)
+
+
+def _distinct_singular(batch, m, n, rng):
+    """U diag(s) V^T with singular values at least 0.5 apart and at least 1."""
+    k = min(m, n)
+    s = 1.0 + np.cumsum(rng.uniform(0.5, 1.5, batch + (k,)), axis=-1)
+    u, v = _orthogonal(rng, batch, m)[..., :k], _orthogonal(rng, batch, n)[..., :k]
+    return (u * s[..., None, :]) @ np.swapaxes(v, -1, -2)
+
+
+def _clear_pivots(batch, n, rng):
+    """P^T L U with |L| < 0.5 below the diagonal and |diag U| >= 1: partial
+    pivoting picks the same rows under small perturbations."""
+    lower = np.tril(rng.uniform(-0.5, 0.5, batch + (n, n)), -1) + np.eye(n)
+    upper = np.triu(rng.uniform(-1, 1, batch + (n, n)), 1)
+    diag = rng.uniform(1, 2, batch + (n,)) * np.where(rng.random(batch + (n,)) < 0.5, -1, 1)
+    upper = upper + diag[..., None, :] * np.eye(n)
+    a = lower @ upper
+    return a[..., rng.permutation(n), :]
+
+
+def _triangular(batch, n, rng):
+    """Diagonal entries in +-[1, 2], the rest in [-1, 1] (both triangles filled:
+    the primitive must read only its own)."""
+    a = rng.uniform(-1, 1, batch + (n, n))
+    diag = rng.uniform(1, 2, batch + (n,)) * np.where(rng.random(batch + (n,)) < 0.5, -1, 1)
+    return a * (1 - np.eye(n)) + diag[..., None, :] * np.eye(n)
+
+
+def matrix(draw, builder, batch, *dims) -> Arg:
+    seed = draw(st.integers(0, 2**32 - 1))
+
+    def make(rng):
+        return builder(batch, *dims, rng)
+
+    return Arg(make(np.random.default_rng(seed)), "float", make=make)
+
+
+def batch_shape(draw) -> tuple[int, ...]:
+    return tuple(draw(st.lists(st.integers(1, 2), max_size=2)))
+
+
+def _align_signs(vectors, reference):
+    """``vectors`` with each column's sign flipped to agree with the same
+    column of ``reference`` (the columns at the primal point), which leaves
+    them unchanged there and makes them a smooth function of the input."""
+    signs = np.sign(fnp.sum(vectors * reference, axis=-2, keepdims=True))
+    return vectors * signs, signs
+
+
+def cholesky_spec() -> Spec:
+    def draw_case(draw):
+        return Case((matrix(draw, _spd, batch_shape(draw), draw(st.integers(0, 3))),), {})
+
+    return Spec(draw_case)
+
+
+def eigh_spec() -> Spec:
+    def draw_case(draw):
+        a = matrix(draw, _symmetric_distinct, batch_shape(draw), draw(st.integers(1, 3)))
+        _, v0 = np.linalg.eigh(a.value, UPLO="L")
+
+        def gauge(out):
+            w, v = out
+            return [w, _align_signs(v, v0)[0]]
+
+        return Case((a,), {}, gauge=gauge)
+
+    return Spec(draw_case)
+
+
+def qr_spec() -> Spec:
+    def draw_case(draw):
+        m, n = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+        full = m <= n and draw(st.booleans())  # complete Q of a tall matrix: no derivative
+        a = matrix(draw, _distinct_singular, batch_shape(draw), m, n)
+        q0, _ = np.linalg.qr(a.value, mode="complete" if full else "reduced")
+
+        def gauge(out):
+            q, r = out
+            q, signs = _align_signs(q, q0)
+            return [q, r * np.swapaxes(signs, -1, -2)]
+
+        return Case((a,), {"full_matrices": full}, gauge=gauge)
+
+    return Spec(draw_case)
+
+
+def svd_spec() -> Spec:
+    def draw_case(draw):
+        m, n = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+        compute_uv = draw(st.booleans())
+        full = m == n and draw(st.booleans())
+        a = matrix(draw, _distinct_singular, batch_shape(draw), m, n)
+        u0 = np.linalg.svd(a.value, full_matrices=full)[0] if compute_uv else None
+
+        def gauge(out):
+            if not compute_uv:
+                return out
+            u, s, vh = out
+            u, signs = _align_signs(u, u0)
+            return [u, s, vh * np.swapaxes(signs, -1, -2)]
+
+        params = {"full_matrices": full, "compute_uv": compute_uv}
+        return Case((a,), params, gauge=gauge)
+
+    return Spec(draw_case)
+
+
+def lu_spec() -> Spec:
+    def draw_case(draw):
+        return Case((matrix(draw, _clear_pivots, batch_shape(draw), draw(st.integers(0, 3))),),
+                    {})
+
+    return Spec(draw_case)
+
+
+def triangular_solve_spec() -> Spec:
+    def draw_case(draw):
+        batch, n, k = batch_shape(draw), draw(st.integers(0, 3)), draw(st.integers(0, 3))
+        a = matrix(draw, _triangular, batch, n)
+        b = real(draw, batch + (n, k))
+        params = {name: draw(st.booleans())
+                  for name in ("lower", "transpose_a", "conjugate_a", "unit_diagonal")}
+        return Case((a, b), params)
+
+    return Spec(draw_case)
+
+
+def pivots_spec() -> Spec:
+    def draw_case(draw):
+        size = draw(st.integers(1, 4))
+        k = draw(st.integers(0, size))
+        pivots = draw(fts.arrays(dtype=np.int32, shape=batch_shape(draw) + (k,), min_value=0,
+                                 max_value=size - 1))
+        return Case((Arg(pivots, "index", 0, size - 1),), {"permutation_size": size})
+
+    return Spec(draw_case)
+
+
 # --------------------------------------------------------------------------
 # The table
 # --------------------------------------------------------------------------
@@ -668,6 +865,7 @@ ZERO_DERIVATIVE = frozenset({
     "sign", "floor", "ceil", "round", "is_finite", "not", "floordiv",
     "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor",
     "reduce_and", "reduce_or", "argmax", "argmin", "iota", "stop_gradient",
+    "lu_pivots_to_permutation",
 })
 
 #: Primitives with user rules or a sub-Jaxpr in their params, exercised
@@ -677,6 +875,10 @@ VIA_API = {
     "custom_vjp_call": "custom_vjp",
     "custom_lin": "custom_vjp",  # the linear half of a custom_vjp function's JVP
     "checkpoint": "checkpoint",
+    "cond": "lax.cond",
+    "scan": "lax.scan",
+    "while_loop": "lax.while_loop",
+    "while_reverse": "lax.while_loop",  # the backward pass of a while_loop
 }
 
 SPECS: dict[str, Spec] = {
@@ -725,6 +927,15 @@ SPECS: dict[str, Spec] = {
     "dynamic_update_slice": dynamic_update_slice_spec(),
     "dot_general": dot_general_spec(),
     "stop_gradient": stop_gradient_spec(),
+    "polygamma": polygamma_spec(),
+    "sort": sort_spec(),
+    "cholesky": cholesky_spec(),
+    "eigh": eigh_spec(),
+    "qr": qr_spec(),
+    "svd": svd_spec(),
+    "lu": lu_spec(),
+    "triangular_solve": triangular_solve_spec(),
+    "lu_pivots_to_permutation": pivots_spec(),
     **{name: Spec(None, via=api) for name, api in VIA_API.items()},
 }
 

@@ -35,6 +35,7 @@ import functrans.numpy as fnp
 from functrans.core import Zero, get_aval, registry
 from functrans.testing import check_grads
 from functrans.testing import strategies as fts
+from functrans.tree_util import tree_leaves, tree_map
 
 
 def test_every_primitive_has_a_row_and_its_rules():
@@ -71,31 +72,38 @@ def _assert_zero(x, what):
 # --------------------------------------------------------------------------
 
 
+def _cotangent(rng, out):
+    """A random cotangent for each float leaf of ``out``, zeros for the others."""
+    return tree_map(lambda o: _random(rng, o) if np.asarray(o).dtype.kind in "fc"
+                    else np.zeros_like(o), out)
+
+
 @pytest.mark.parametrize("name", DIFFERENTIABLE)
 @settings(max_examples=8)
 @given(data=st.data())
 def test_check_grads(name, data):
     case = SPECS[name].draw(data.draw)
-    f = bind_with(name, case, case.diff)
+    f = bind_with(name, case, case.diff, gauge=True)
     diff = [case.values[i] for i in case.diff]
     out = f(*diff)
     rng = np.random.default_rng(0)
     tangents = tuple(_random(rng, x) for x in diff)
     primal, t_out = ft.jvp(f, tuple(diff), tangents)
-    # Tangents have the primal output's shape and (float) dtype.
-    assert np.shape(t_out) == np.shape(out)
-    np.testing.assert_array_equal(primal, out)
+    # Tangents have the primal outputs' shapes and (float) dtypes.
+    for o, p, t in zip(tree_leaves(out), tree_leaves(primal), tree_leaves(t_out)):
+        np.testing.assert_array_equal(p, o)
+        assert np.shape(t) == np.shape(o)
+        if np.asarray(o).dtype.kind in "fc":
+            assert np.asarray(t).dtype == np.asarray(o).dtype
     _, vjp_fn = ft.vjp(f, *diff)
-    cts = vjp_fn(_random(rng, out) if out.dtype.kind in "fc" else np.zeros_like(out))
+    cts = vjp_fn(_cotangent(rng, out))
     for x, ct in zip(diff, cts):
         assert ct.shape == np.shape(x)
         assert ct.dtype == get_aval(x).dtype, (ct.dtype, get_aval(x))
     if zero_derivative(name, case):
-        _assert_zero(t_out, "tangent")
-        for ct in cts:
-            _assert_zero(ct, "cotangent")
+        for t in tree_leaves(t_out) + list(cts):
+            _assert_zero(t, "derivative")
         return
-    assert t_out.dtype == out.dtype
     check_grads(f, diff, order=2, modes=("fwd", "rev"))
 
 
@@ -111,19 +119,22 @@ def test_zero_derivative(name, data):
     tangents = [_random(rng, a.value) if a.kind == "float" else Zero(get_aval(a.value))
                 for a in case.args]
     out, t_out = prim.rule("jvp")(list(case.values), tangents, **case.params)
-    np.testing.assert_array_equal(out, prim.bind(*case.values, **case.params))
-    if type(t_out) is not Zero:
-        assert np.shape(t_out) == np.shape(out)
-        _assert_zero(t_out, "tangent")
+    want = prim.bind(*case.values, **case.params)
+    outs, t_outs, wants = ((list(v) if prim.multiple_results else [v]) for v in (out, t_out, want))
+    for o, t, w in zip(outs, t_outs, wants):
+        np.testing.assert_array_equal(o, w)
+        if type(t) is not Zero:
+            assert np.shape(t) == np.shape(o)
+            _assert_zero(t, "tangent")
     if not case.diff:
         return
     f = bind_with(name, case, case.diff)
     diff = [case.values[i] for i in case.diff]
     _, t = ft.jvp(f, tuple(diff), tuple(_random(rng, x) for x in diff))
-    _assert_zero(t, "tangent")
+    for leaf in tree_leaves(t):
+        _assert_zero(leaf, "tangent")
     out, vjp_fn = ft.vjp(f, *diff)
-    ct = _random(rng, out) if out.dtype.kind in "fc" else np.zeros_like(out)
-    for x, c in zip(diff, vjp_fn(ct)):
+    for x, c in zip(diff, vjp_fn(_cotangent(rng, out))):
         assert c.shape == np.shape(x)
         _assert_zero(c, "cotangent")
 

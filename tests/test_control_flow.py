@@ -15,6 +15,8 @@ from functrans import lax
 from functrans.errors import ConcretizationError
 from functrans.testing import check_grads
 
+pytestmark = pytest.mark.usefixtures("transform_mode")
+
 X = np.array([0.3, 0.7, 1.1])
 
 
@@ -76,6 +78,7 @@ def newton_sqrt(a):
 # -- values and derivatives -----------------------------------------------------
 
 
+@pytest.mark.no_jit
 @pytest.mark.parametrize("x", [X, 0.1 * X])
 def test_cond_matches_python_if_in_value_and_gradient(x):
     np.testing.assert_allclose(with_cond(x), with_python_if(x))

@@ -178,31 +178,34 @@ HELPERS = r"""#ifndef FUNCTRANS_HELPERS
 #define FUNCTRANS_HELPERS
 // functrans: one-token names of the integer types, and NumPy's results
 // where C's differ.
+#ifndef FUNCTRANS_FN
+#define FUNCTRANS_FN __device__ __forceinline__
+#endif
 typedef signed char ft_int8;
 typedef unsigned char ft_uint8;
 typedef unsigned short ft_uint16;
 typedef long long ft_int64;
 typedef unsigned long long ft_uint64;
 // Integer floor division and remainder: by 0 they give 0, MIN // -1 wraps.
-template <typename T> __device__ __forceinline__ T ft_floordiv_s(T x, T y) {
+template <typename T> FUNCTRANS_FN T ft_floordiv_s(T x, T y) {
   if (y == 0) return T(0);
   if (y == T(-1)) return T(0ULL - (unsigned long long)x);
   T q = T(x / y);
   return (((x > 0) != (y > 0)) && T(q * y) != x) ? T(q - 1) : q;
 }
-template <typename T> __device__ __forceinline__ T ft_floordiv_u(T x, T y) {
+template <typename T> FUNCTRANS_FN T ft_floordiv_u(T x, T y) {
   return y == 0 ? T(0) : T(x / y);
 }
-template <typename T> __device__ __forceinline__ T ft_rem_s(T x, T y) {
+template <typename T> FUNCTRANS_FN T ft_rem_s(T x, T y) {
   if (y == 0 || y == T(-1)) return T(0);
   T r = T(x % y);
   return ((x > 0) == (y > 0) || r == 0) ? r : T(r + y);
 }
-template <typename T> __device__ __forceinline__ T ft_rem_u(T x, T y) {
+template <typename T> FUNCTRANS_FN T ft_rem_u(T x, T y) {
   return y == 0 ? T(0) : T(x % y);
 }
 // Float floor division and remainder: NumPy's npy_divmod.
-template <typename T> __device__ __forceinline__ T ft_floordiv_f(T a, T b) {
+template <typename T> FUNCTRANS_FN T ft_floordiv_f(T a, T b) {
   if (b == 0) return a / b;
   T mod = fmod(a, b);
   T div = (a - mod) / b;
@@ -211,7 +214,7 @@ template <typename T> __device__ __forceinline__ T ft_floordiv_f(T a, T b) {
   T q = floor(div);
   return (div - q > T(0.5)) ? T(q + T(1)) : q;
 }
-template <typename T> __device__ __forceinline__ T ft_rem_f(T a, T b) {
+template <typename T> FUNCTRANS_FN T ft_rem_f(T a, T b) {
   T mod = fmod(a, b);
   if (b == 0) return mod;
   if (mod == 0) return copysign(T(0), b);
@@ -219,13 +222,13 @@ template <typename T> __device__ __forceinline__ T ft_rem_f(T a, T b) {
 }
 // Integer powers by squaring; a negative power of an integer truncates
 // towards zero (NumPy refuses it).
-template <typename T> __device__ __forceinline__ T ft_ipow(T x, long long n) {
+template <typename T> FUNCTRANS_FN T ft_ipow(T x, long long n) {
   if (n < 0) return x == T(1) ? T(1) : (x == T(-1) ? ((n & 1) ? T(-1) : T(1)) : T(0));
   T out = T(1);
   while (n) { if (n & 1) out = T(out * x); x = T(x * x); n >>= 1; }
   return out;
 }
-template <typename T> __device__ __forceinline__ T ft_ipow_f(T x, long long n) {
+template <typename T> FUNCTRANS_FN T ft_ipow_f(T x, long long n) {
   unsigned long long m = n < 0 ? 0ULL - (unsigned long long)n : (unsigned long long)n;
   T out = T(1);
   while (m) { if (m & 1) out = out * x; x = x * x; m >>= 1; }
@@ -234,21 +237,21 @@ template <typename T> __device__ __forceinline__ T ft_ipow_f(T x, long long n) {
 #ifndef FUNCTRANS_NO_COMPLEX
 // Complex order: lexicographic, NaN-aware, as NumPy's CLT/CLE.
 template <typename T>
-__device__ __forceinline__ bool ft_clt(thrust::complex<T> x, thrust::complex<T> y) {
+FUNCTRANS_FN bool ft_clt(thrust::complex<T> x, thrust::complex<T> y) {
   return (x.real() < y.real() && !isnan(x.imag()) && !isnan(y.imag())) ||
          (x.real() == y.real() && x.imag() < y.imag());
 }
 template <typename T>
-__device__ __forceinline__ bool ft_cle(thrust::complex<T> x, thrust::complex<T> y) {
+FUNCTRANS_FN bool ft_cle(thrust::complex<T> x, thrust::complex<T> y) {
   return (x.real() < y.real() && !isnan(x.imag()) && !isnan(y.imag())) ||
          (x.real() == y.real() && x.imag() <= y.imag());
 }
 template <typename T>
-__device__ __forceinline__ thrust::complex<T> ft_cmax(thrust::complex<T> x, thrust::complex<T> y) {
+FUNCTRANS_FN thrust::complex<T> ft_cmax(thrust::complex<T> x, thrust::complex<T> y) {
   return (ft_cle(y, x) || isnan(x.real()) || isnan(x.imag())) ? x : y;
 }
 template <typename T>
-__device__ __forceinline__ thrust::complex<T> ft_cmin(thrust::complex<T> x, thrust::complex<T> y) {
+FUNCTRANS_FN thrust::complex<T> ft_cmin(thrust::complex<T> x, thrust::complex<T> y) {
   return (ft_cle(x, y) || isnan(x.real()) || isnan(x.imag())) ? x : y;
 }
 #endif
@@ -463,9 +466,18 @@ def elementwise_kernel(
     return Kernel(name, inputs, [v.aval for v in outvars], operation, eqns, shape)
 
 
-def jaxpr_kernel(jaxpr: Jaxpr, shape: tuple[int, ...]) -> Kernel:
-    """The kernel of a fused group (the sub-Jaxpr of a ``fused_elementwise``)."""
-    return elementwise_kernel(jaxpr.eqns, jaxpr.invars, jaxpr.outvars, shape)
+_JAXPR_KERNELS: dict[Jaxpr, Kernel] = {}
+
+
+def jaxpr_kernel(jaxpr: Jaxpr) -> Kernel:
+    """The kernel of a fused group (the sub-Jaxpr of a ``fused_elementwise``),
+    cached on the group's structure."""
+    kernel = _JAXPR_KERNELS.get(jaxpr)
+    if kernel is None:
+        shape = jaxpr.outvars[0].aval.shape
+        kernel = elementwise_kernel(jaxpr.eqns, jaxpr.invars, jaxpr.outvars, shape)
+        _JAXPR_KERNELS[jaxpr] = kernel
+    return kernel
 
 
 # -- compile checks with nvcc --------------------------------------------------------------

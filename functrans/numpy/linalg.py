@@ -50,7 +50,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from functrans.core import Tracer, bind
+from functrans.core import bind
 from functrans.errors import DTypeError, LinAlgError
 from functrans.numpy import _contract, _elementwise, _reductions, _shape
 from functrans.numpy._shape import _broadcast_shape, _broadcast_to, _reshape
@@ -114,8 +114,8 @@ def _matrix(name: str, a, square: bool = True):
 
 
 def _common(a, b):
-    """Both operands in their common inexact dtype."""
-    dtype = np.result_type(a.dtype, b.dtype, np.float32 if a.dtype == np.float32 else 0.0)
+    """Both (inexact) operands in their common dtype."""
+    dtype = np.result_type(a.dtype, b.dtype)
     return _shape._convert(a, dtype), _shape._convert(b, dtype)
 
 
@@ -362,8 +362,6 @@ def _pinv_cutoff(a, rcond, rtol):
 
 def _pinv_value(a, rcond, hermitian):
     u, s, vh = svd(_elementwise_conj(a), full_matrices=False, hermitian=hermitian)
-    if is_traced(rcond):
-        raise TypeError("pinv: rcond must be concrete, not a traced value")
     rcond = np.asarray(rcond)
     cutoff = _elementwise.multiply(np.expand_dims(rcond, -1),
                                    _reductions.max(s, axis=-1, keepdims=True))
@@ -411,10 +409,10 @@ def pinv(a, rcond=None, hermitian: bool = False, *, rtol=_NO_VALUE):
     m, n = a.shape[-2:]
     if m == 0 or n == 0:
         return np.zeros(tuple(a.shape[:-2]) + (n, m), a.dtype)
-    if isinstance(cutoff, np.ndarray):
-        cutoff = cutoff.item() if cutoff.ndim == 0 else tuple(cutoff.tolist())
-    return _pinv_with_jvp()(a, cutoff if not isinstance(cutoff, tuple) else np.asarray(cutoff),
-                            bool(hermitian))
+    if is_traced(cutoff):
+        raise TypeError("pinv: rcond/rtol must be concrete, not a traced value")
+    cutoff = np.asarray(cutoff, dtype=np.float64)
+    return _pinv_with_jvp()(a, float(cutoff) if cutoff.ndim == 0 else cutoff, bool(hermitian))
 
 
 def lstsq(a, b, rcond=None):
@@ -686,5 +684,3 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
         x = _shape._convert(x, np.float64)
     return _matrix_norm(x, ord, (-2, -1), keepdims)
 
-
-del Tracer
