@@ -1,6 +1,14 @@
 """functrans benchmarks: ``python -m benchmarks`` times each workload, prints a
 table and writes the figures as JSON (``benchmarks/results/latest.json``).
 
+Topics: ``eager`` (call overhead), ``tracing`` (cost per equation),
+``autodiff`` (grad and Hessian-vector products), ``jacobians`` (dense
+Hessians, per-example gradients, chunked-Hessian memory), ``control_flow``
+(reverse mode through ``lax.scan``), ``compile`` (first-call and import
+time, in fresh processes) and ``optimize`` (``functrans.optimize.minimize``).
+Each workload names its floor: the same math in hand-written NumPy (for
+``tracing``, the cheapest tracing layer).
+
 One module per topic; each has ``workloads()`` returning
 ``benchmarks._timing.Workload`` records.  Peer libraries (JAX, autograd,
 PyTorch) may be added as extra variants where they are importable; nothing
@@ -8,4 +16,6 @@ here requires them.
 """
 
 #: The topic modules, in the order their workloads run.
-TOPICS = ("eager", "tracing")
+TOPICS = (
+    "eager", "tracing", "autodiff", "jacobians", "control_flow", "compile", "optimize",
+)

@@ -1,9 +1,17 @@
-"""``python -m benchmarks [--quick] [--only PATTERN,...] [--out PATH] [--list]``.
+"""``python -m benchmarks [--quick] [--only PATTERN,...] [--out PATH] [--list] [--no-peers]
+[--threads N]``.
 
 Prints one row per (workload, variant): the median time, the ratio to the
-workload's floor variant, and either the difference from the floor in
-microseconds or the time per unit (such as per traced equation).  Writes the
-same figures and a description of the machine to ``--out`` as JSON.
+workload's floor variant, and either the difference from the floor, the time
+per unit (such as per traced equation) or, for memory workloads, the peak
+traced allocation (the ratio is then the ratio of peaks).  Writes the same
+figures and a description of the machine to ``--out`` as JSON.
+
+``--threads N`` caps the threads of every library measured (OpenBLAS, MKL and
+OpenMP through their environment variables, PyTorch's intra-op pool, XLA's
+Eigen pool when N is 1) before any of them is imported.  On a small or busy
+machine ``--threads 1`` gives steadier figures: a multi-threaded BLAS call
+that has to wait for a busy core can take tens of times longer.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import sys
 from pathlib import Path
 
 from benchmarks import TOPICS
+from benchmarks._peers import NO_PEERS_ENV, THREADS_ENV
 from benchmarks._timing import Workload, format_time, measure
 
 DEFAULT_OUT = Path(__file__).parent / "results" / "latest.json"
@@ -58,14 +67,32 @@ def machine() -> dict:
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
+        "threads": os.environ.get(THREADS_ENV, "library defaults"),
     }
 
 
+def peers() -> dict:
+    """The peer libraries' versions (None where not importable)."""
+    from benchmarks import _peers
+
+    out = {}
+    for name, load, attr in (("jax", _peers.jax, "jax"), ("autograd", _peers.autograd, "autograd"),
+                             ("torch", _peers.torch, "torch")):
+        lib = load()
+        out[name] = getattr(getattr(lib, attr), "__version__", "?") if lib else None
+    return out
+
+
 def row(r: dict) -> list[str]:
-    if "us_per_unit" in r:
+    if "peak_mb" in r:
+        extra = f"{r['peak_mb']:.1f} MB peak" + (" (floor)" if r["floor"] else "")
+    elif "us_per_unit" in r:
         extra = f"{r['us_per_unit']:.2f} us/{r['unit']} ({r['units']} {r['unit']}s)"
     elif r["floor"]:
         extra = "floor"
+    elif abs(r["diff_us"]) >= 1000:
+        sign = "+" if r["diff_us"] >= 0 else "-"
+        extra = sign + format_time(abs(r["diff_us"]) * 1e-6)
     else:
         extra = f"{r['diff_us']:+.2f} us"
     return [r["workload"], r["variant"], format_time(r["median_s"]), f"{r['ratio']:.2f}x", extra]
@@ -79,6 +106,21 @@ def table_line(cells: list[str], widths: list[int]) -> str:
     return "  ".join(f"{c:{a}{w}}" for c, a, w in zip(cells, ALIGN, widths)).rstrip()
 
 
+def limit_threads(n: int) -> None:
+    """Cap the thread pools of NumPy's BLAS, OpenMP, PyTorch and XLA at ``n``
+    (environment variables, so before those libraries are imported)."""
+    if n < 1:
+        raise SystemExit(f"--threads must be at least 1, got {n}")
+    if "numpy" in sys.modules:
+        print("warning: numpy was imported before --threads took effect", file=sys.stderr)
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(n)
+    os.environ[THREADS_ENV] = str(n)
+    if n == 1:
+        flags = os.environ.get("XLA_FLAGS", "")
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__.split("\n")[0]
@@ -87,12 +129,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", metavar="PATTERNS", help="comma-separated workload patterns")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON path ({DEFAULT_OUT})")
     parser.add_argument("--list", action="store_true", help="list the workloads and exit")
+    parser.add_argument("--no-peers", action="store_true",
+                        help="leave out JAX, autograd and PyTorch even where importable")
+    parser.add_argument("--threads", type=int, metavar="N",
+                        help="cap BLAS/OpenMP/PyTorch/XLA threads (default: each library's own)")
     args = parser.parse_args(argv)
+    if args.no_peers:
+        os.environ[NO_PEERS_ENV] = "1"
+    if args.threads is not None:
+        limit_threads(args.threads)
 
     workloads = select(all_workloads(), args.only)
     if args.list:
+        width = max(len(w.name) for w in workloads)
         for w in workloads:
-            print(f"{w.name:28} {w.description}")
+            print(f"{w.name:{width}}  {w.description}")
         return 0
     mode = "quick" if args.quick else "full"
     results = []
@@ -116,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "mode": mode,
         "machine": machine(),
+        "peers": peers(),
         "results": results,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

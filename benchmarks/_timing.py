@@ -8,22 +8,36 @@ per-call time of the repeat is recorded.  Repeats of the variants are
 interleaved (variant A, B, A, B ...), so a slow patch of the machine hits all
 of them alike.  The reported figure is the median over repeats; fast
 (microsecond) calls get more repeats, since their spread is wider.
+
+Two kinds of workload measure something ``timeit`` cannot:
+
+* ``metric="self_timed"``: each variant measures itself and returns seconds
+  (a first call in a fresh subprocess, an import); it is called ``repeats``
+  times (``repeats_proc`` for subprocess workloads) and the median is kept;
+* ``metric="peak_memory"``: each call runs under ``tracemalloc`` and the
+  figure is its peak traced allocation in MB (NumPy reports its buffers to
+  ``tracemalloc``); the time of the same calls is kept as well.
 """
 
 from __future__ import annotations
 
 import gc
 import statistics
+import time
 import timeit
+import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Settings per mode: seconds per repeat, repeats, repeats for calls under 100 us.
+#: Settings per mode: seconds per repeat, repeats, repeats for calls under
+#: 100 us, repeats of self-timed and memory workloads (each a whole process
+#: or a large allocation, so fewer).
 MODES = {
-    "full": {"target_s": 0.05, "repeats": 11, "repeats_fast": 31},
-    "quick": {"target_s": 0.005, "repeats": 7, "repeats_fast": 7},
+    "full": {"target_s": 0.05, "repeats": 11, "repeats_fast": 31, "repeats_proc": 7},
+    "quick": {"target_s": 0.005, "repeats": 7, "repeats_fast": 7, "repeats_proc": 3},
 }
+METRICS = ("time", "self_timed", "peak_memory")
 FAST_CALL_S = 100e-6
 
 
@@ -34,7 +48,8 @@ class Workload:
 
     ``per_unit(variant)`` may return ``(units, unit_name)``, for example the
     number of equations a tracing run records; the table then shows the time
-    per unit as well.
+    per unit as well.  ``metric`` is one of ``METRICS`` (see the module
+    docstring); ``notes`` maps a variant to a short remark for the JSON.
     """
 
     name: str
@@ -43,6 +58,8 @@ class Workload:
     floor: str
     per_unit: Callable[[str], tuple[int, str]] | None = None
     tags: tuple[str, ...] = field(default_factory=tuple)
+    metric: str = "time"
+    notes: dict[str, str] = field(default_factory=dict)
 
 
 def _loop_count(fn: Callable[[], Any], target_s: float) -> tuple[int, float]:
@@ -60,6 +77,10 @@ def _loop_count(fn: Callable[[], Any], target_s: float) -> tuple[int, float]:
 
 def measure(workload: Workload, mode: str = "full") -> list[dict[str, Any]]:
     """Time every variant of ``workload``; one result record per variant."""
+    if workload.metric not in METRICS:
+        raise ValueError(f"{workload.name}: metric must be one of {METRICS}")
+    if workload.metric != "time":
+        return _measure_repeated(workload, mode)
     cfg = MODES[mode]
     timers, numbers, per_call = {}, {}, {}
     for name, fn in workload.variants.items():
@@ -87,6 +108,7 @@ def measure(workload: Workload, mode: str = "full") -> list[dict[str, Any]]:
             "workload": workload.name,
             "variant": name,
             "floor": name == workload.floor,
+            "metric": "time",
             "median_s": median,
             "min_s": min(times),
             "max_s": max(times),
@@ -100,6 +122,68 @@ def measure(workload: Workload, mode: str = "full") -> list[dict[str, Any]]:
             record["units"] = units
             record["unit"] = unit
             record["us_per_unit"] = median * 1e6 / units
+        if name in workload.notes:
+            record["note"] = workload.notes[name]
+        records.append(record)
+    return records
+
+
+def _peak_mb(fn: Callable[[], Any]) -> tuple[float, float]:
+    """(seconds, peak MB traced) of one call of ``fn``."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = time.perf_counter()
+        result = fn()
+        elapsed = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    del result
+    return elapsed, peak / 1e6
+
+
+def _measure_repeated(workload: Workload, mode: str) -> list[dict[str, Any]]:
+    """Self-timed and memory workloads: one figure per call, interleaved
+    across variants like the timed ones, median over ``repeats_proc``."""
+    repeats = MODES[mode]["repeats_proc"]
+    memory = workload.metric == "peak_memory"
+    if memory:
+        for fn in workload.variants.values():
+            fn()  # warm caches: the figure is the steady state, not the first call
+    seconds: dict[str, list[float]] = {name: [] for name in workload.variants}
+    peaks: dict[str, list[float]] = {name: [] for name in workload.variants}
+    for _ in range(repeats):
+        for name, fn in workload.variants.items():
+            if memory:
+                t, mb = _peak_mb(fn)
+                peaks[name].append(mb)
+            else:
+                t = float(fn())
+            seconds[name].append(t)
+    figure = peaks if memory else seconds
+    floor = statistics.median(figure[workload.floor])
+    floor_s = statistics.median(seconds[workload.floor])
+    records = []
+    for name, times in seconds.items():
+        median = statistics.median(times)
+        record = {
+            "workload": workload.name,
+            "variant": name,
+            "floor": name == workload.floor,
+            "metric": workload.metric,
+            "median_s": median,
+            "min_s": min(times),
+            "max_s": max(times),
+            "repeats": repeats,
+            "number": 1,
+            "ratio": statistics.median(figure[name]) / floor,
+            "diff_us": (median - floor_s) * 1e6,
+        }
+        if memory:
+            record["peak_mb"] = statistics.median(peaks[name])
+        if name in workload.notes:
+            record["note"] = workload.notes[name]
         records.append(record)
     return records
 

@@ -27,9 +27,11 @@ FAMILIES = {
     "primitives.reductions": "Reductions and scans",
     "primitives.shape": "Shape",
     "primitives.indexing": "Indexing",
-    "primitives.linalg": "Contraction",
+    "primitives.linalg": "Contraction and linear algebra",
+    "primitives.sort": "Sorting",
     "primitives.custom": "Custom rules and checkpointing",
     "primitives.control_flow": "Control flow",
+    "primitives.fused": "Fusion (made by the GPU lowering)",
 }
 
 #: Notes for elementwise rows whose NumPy function does not say it all.
@@ -100,8 +102,31 @@ MEANINGS = {
     "while_reverse": "the backward pass of a `while_loop`: runs `fwd_jaxpr` while "
     "`cond_jaxpr` holds, recording each carry, then applies `bwd_jaxpr` over the records "
     "in reverse, summing the first `num_acc` outputs",
+    "fused_elementwise": "the elementwise equations of `jaxpr` run as one (one CUDA kernel "
+    "on the GPU); its outputs are the members' values used outside the group",
     "dot_general": "contract `lhs` and `rhs`: `dimension_numbers = ((lhs_contract, "
     "rhs_contract), (lhs_batch, rhs_batch))`; result axes are batch, lhs free, rhs free",
+    "triangular_solve": "`op(a)^-1 b` for the lower (`lower`) or upper triangle of `a` "
+    "(`op` transposes and/or conjugates; `unit_diagonal` takes the diagonal as ones); "
+    "batched over leading axes, linear in `b`",
+    "lu": "`P a = L U` with partial pivoting: the packed factors, LAPACK's 0-based row "
+    "interchanges and the permutation they make",
+    "lu_pivots_to_permutation": "the permutation of `permutation_size` rows that LAPACK "
+    "row interchanges `pivots` make",
+    "cholesky": "`np.linalg.cholesky(a)`: lower triangular `L` with `a = L L^H`, reading "
+    "`a`'s lower triangle",
+    "eigh": "`np.linalg.eigh(a)`: eigenvalues (ascending) and eigenvectors of the Hermitian "
+    "matrix of `a`'s lower triangle",
+    "qr": "`np.linalg.qr(a)`: `Q` and `R`, reduced or (`full_matrices`) complete",
+    "svd": "`np.linalg.svd(a)`: `U`, `S`, `Vh` (`full_matrices`), or `S` alone "
+    "(`compute_uv=False`)",
+    "sort": "`np.sort(x, axis)` and the stable `np.argsort(x, axis)`, as two results",
+    "erf": "`scipy.special.erf(x)`",
+    "erfc": "`scipy.special.erfc(x)`",
+    "erfinv": "`scipy.special.erfinv(x)`",
+    "lgamma": "`scipy.special.gammaln(x)`",
+    "digamma": "`scipy.special.digamma(x)`",
+    "polygamma": "`scipy.special.polygamma(n, x)`",
 }
 
 

@@ -27,13 +27,17 @@ from functrans.api import (  # noqa: E402
     vmap,
 )
 from functrans.custom_derivatives import checkpoint, custom_jvp, custom_vjp  # noqa: E402
+from functrans.devices import device_put, devices  # noqa: E402
 from functrans.jit import jit  # noqa: E402
+from functrans import optimize  # noqa: E402,I001  (uses api and jit)
 
 __all__ = [
     "ShapeDtypeStruct",
     "checkpoint",
     "custom_jvp",
     "custom_vjp",
+    "device_put",
+    "devices",
     "grad",
     "hessian",
     "hvp",
@@ -46,6 +50,7 @@ __all__ = [
     "linearize",
     "make_jaxpr",
     "numpy",
+    "optimize",
     "tree_util",
     "value_and_grad",
     "vjp",

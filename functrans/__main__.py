@@ -104,6 +104,46 @@ def batched() -> None:
           f"{np.allclose(per_row, [ft.grad(f)(row) for row in xs])}")
 
 
+@section("Jacobians: jacfwd pushes the input basis, jacrev pulls the output basis")
+def jacobians() -> None:
+    def g(x):
+        return np.sin(x) * x[::-1]
+
+    x = np.array([0.5, 1.0, 2.0])
+    jf, jr = ft.jacfwd(g)(x), ft.jacrev(g)(x)
+    print(f"ft.jacfwd(g)(x) =\n{jf!r}")
+    print(f"equal to ft.jacrev(g)(x): {np.allclose(jf, jr)}")
+    h_full = ft.hessian(f)(x)
+    h_chunked = ft.hessian(f, chunk_size=1)(x)
+    print(f"ft.hessian(f, chunk_size=1) (one basis vector at a time) equal to "
+          f"ft.hessian(f): {np.allclose(h_full, h_chunked)}")
+
+
+@section("Control flow: lax.scan and lax.while_loop under grad and vmap")
+def control_flow() -> None:
+    from functrans import lax
+
+    def newton_sqrt(a):
+        return lax.while_loop(lambda y: abs(y * y - a) > 1e-12,
+                              lambda y: 0.5 * (y + a / y), a)
+
+    a = np.array([4.0, 9.0, 2.0])
+    roots = ft.vmap(newton_sqrt)(a)
+    slopes = ft.vmap(ft.grad(newton_sqrt))(a)
+    print(f"ft.vmap(newton_sqrt)(a)          = {roots!r}")
+    print(f"ft.vmap(ft.grad(newton_sqrt))(a) = {slopes!r}")
+    print(f"equal to 1 / (2 sqrt(a)): {np.allclose(slopes, 0.5 / np.sqrt(a))}")
+
+    def cumulative(x):
+        return np.sum(lax.scan(lambda c, xi: (c * xi, c * xi), 1.0, x)[1])
+
+    x = np.array([1.0, 2.0, 3.0])
+    # d/dx of x0 + x0 x1 + x0 x1 x2
+    by_hand = np.array([1 + x[1] + x[1] * x[2], x[0] + x[0] * x[2], x[0] * x[1]])
+    print(f"grad of the sum of cumulative products, via lax.scan: "
+          f"{ft.grad(cumulative)(x)!r}; by hand: {by_hand!r}")
+
+
 @section("jit: optimised once per signature, then cached")
 def compiled() -> None:
     x = np.array([0.0, 1.0, 2.0])

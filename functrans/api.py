@@ -25,6 +25,7 @@ from functrans.core import (
     Zero,
     bind,
 )
+from functrans.devices import check_devices, is_device_array
 from functrans.dtypes import float0, is_inexact
 from functrans.errors import ConcretizationError, DTypeError
 from functrans.transforms.jvp import tangent_aval
@@ -79,6 +80,8 @@ def check_leaves(name: str, what: str, tree: Any) -> tuple[list, Any]:
             "array; pass arrays or Python scalars, or mark the argument static "
             "(static_argnums)"
         )
+    if what != "output":
+        check_devices(name, what, tree, leaves)
     return leaves, treedef
 
 
@@ -166,6 +169,11 @@ def apply_jaxpr(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
     current trace when an input is traced (a transform nested in another)."""
     if any(isinstance(x, Tracer) for x in itertools.chain(closed.consts, args)):
         return core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    if any(type(x) is not np.ndarray and is_device_array(x)
+           for x in itertools.chain(closed.consts, args)):
+        from functrans.backends import cupy as gpu_backend
+
+        return gpu_backend.compiled(closed)(*args)
     return numpy_backend.compiled(closed)(*args)
 
 
@@ -210,16 +218,29 @@ class _Linearized:
         return apply_jaxpr(transposed, list(self.residuals) + given)
 
 
-def _check_grad_inputs(label: str, nums: tuple, diff: tuple, allow_int: bool) -> None:
+def _check_grad_inputs(
+    label: str, nums: tuple, diff: tuple, allow_int: bool, holomorphic: bool = False,
+    real_only: bool = False,
+) -> None:
+    """Differentiable inputs are float or complex (JAX's rules): complex ones
+    must all be complex with ``holomorphic=True``, and ``real_only``
+    (``jacfwd`` without ``holomorphic``) refuses them."""
     paths, leaves, _ = tree_flatten_with_path(diff)
     for path, leaf in zip(paths, leaves):
-        dtype = core.get_aval(leaf).dtype
-        if dtype.kind == "c":
+        aval = core.get_aval(leaf)
+        dtype = aval.dtype
+        where = f"argument {nums[path[0]]}{keystr(path[1:])}"
+        if holomorphic and dtype.kind != "c":
             raise DTypeError(
-                f"{label}: argument {nums[path[0]]}{keystr(path[1:])} is complex "
-                f"({core.get_aval(leaf).str_short()}); grad of complex inputs needs "
-                "holomorphic=True, which is not supported yet; split it into real and "
-                "imaginary parts"
+                f"{label}: holomorphic=True needs complex inputs, but {where} has type "
+                f"{aval.str_short()}; convert it with .astype(complex), or drop "
+                "holomorphic=True"
+            )
+        if real_only and dtype.kind == "c" and not holomorphic:
+            raise DTypeError(
+                f"{label}: {where} is complex ({aval.str_short()}); jacfwd needs real "
+                "inputs unless holomorphic=True (for a holomorphic function); for other "
+                "functions of complex inputs use jacrev or vjp"
             )
         if not is_inexact(dtype) and not allow_int:
             raise DTypeError(
@@ -238,9 +259,16 @@ def _replace_args(args: tuple, nums: tuple, new: Sequence[Any]) -> list:
 
 
 def value_and_grad(
-    f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, allow_int: bool = False
+    f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+    allow_int: bool = False, holomorphic: bool = False,
 ) -> Callable:
     """``f``'s value and its gradient with respect to the ``argnums`` arguments.
+
+    Complex inputs follow JAX: for a real-valued ``f`` the gradient is the
+    transpose of its derivative applied to 1 (``grad(lambda z: abs(z)**2)(z)``
+    is ``2 * conj(z)``); a complex-valued ``f`` needs ``holomorphic=True``
+    and complex inputs, and then the gradient is the complex derivative
+    ``f'(z)`` (see docs/complex.md).
 
     >>> import functrans as ft, numpy as np
     >>> ft.value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
@@ -253,8 +281,9 @@ def value_and_grad(
     def value_and_grad_f(*args, **kwargs):
         nums = _normalize_argnums(label, argnums, len(args))
         diff = tuple(args[i] for i in nums)
+        check_devices(label, "argument ", args, tree_flatten(args)[0], call="args")
         leaves, in_tree = check_leaves(label, "argument ", diff)
-        _check_grad_inputs(label, nums, diff, allow_int)
+        _check_grad_inputs(label, nums, diff, allow_int, holomorphic)
         aux_cell: list = []
 
         def flat(*xs):
@@ -270,7 +299,7 @@ def value_and_grad(
                 aux_cell.append(aux_tree)
             else:
                 aux_leaves = []
-            _check_scalar_output(label, name, out)
+            _check_scalar_output(label, name, out, holomorphic)
             return [out] + list(aux_leaves)
 
         lin = _Linearized(flat, leaves, name, aux_cell, [True] * len(leaves))
@@ -289,14 +318,27 @@ def value_and_grad(
     return value_and_grad_f
 
 
-def _check_scalar_output(label: str, name: str, out: Any) -> None:
+def _check_scalar_output(label: str, name: str, out: Any, holomorphic: bool = False) -> None:
     if isinstance(out, (tuple, list, dict)) or out is None:
         raise TypeError(
             f"{label}: {name} must return a scalar, got a {type(out).__name__}; "
             "use jacrev for several outputs, or has_aux=True to return extra values"
         )
     aval = core.get_aval(out)
-    if aval.shape != () or not is_inexact(aval.dtype) or aval.dtype.kind == "c":
+    if holomorphic:
+        if aval.shape != () or aval.dtype.kind != "c":
+            raise TypeError(
+                f"{label}: with holomorphic=True, {name} must return a complex scalar, got "
+                f"{aval.str_short()}; convert it with .astype(complex), or drop holomorphic=True"
+            )
+        return
+    if aval.shape == () and aval.dtype.kind == "c":
+        raise TypeError(
+            f"{label}: {name} must return a real float scalar, got {aval.str_short()}; pass "
+            "holomorphic=True if it is holomorphic, or differentiate a real function of it "
+            "(its abs, .real or .imag)"
+        )
+    if aval.shape != () or not is_inexact(aval.dtype):
         raise TypeError(
             f"{label}: {name} must return a real float scalar, got {aval.str_short()}; "
             "sum it, or use jacrev for a vector output"
@@ -304,15 +346,19 @@ def _check_scalar_output(label: str, name: str, out: Any) -> None:
 
 
 def grad(
-    f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, allow_int: bool = False
+    f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+    allow_int: bool = False, holomorphic: bool = False,
 ) -> Callable:
-    """The gradient of scalar-valued ``f`` with respect to argument(s) ``argnums``.
+    """The gradient of scalar-valued ``f`` with respect to argument(s) ``argnums``
+    (complex inputs and ``holomorphic`` as in ``value_and_grad``).
 
     >>> import functrans as ft, numpy as np
     >>> ft.grad(lambda x: np.sin(x) * x)(0.0)
     array(0.)
+    >>> ft.grad(lambda z: abs(z) ** 2)(3 + 4j)
+    array(6.-8.j)
     """
-    vg = value_and_grad(f, argnums, has_aux, allow_int)
+    vg = value_and_grad(f, argnums, has_aux, allow_int, holomorphic)
 
     @functools.wraps(f)
     def grad_f(*args, **kwargs):
@@ -494,13 +540,14 @@ def _axis_spec_leaves(label: str, what: str, spec: Any, tree: Any, path: tuple =
     of it (JAX's in_axes / out_axes semantics)."""
     if spec is None or isinstance(spec, int):
         return [spec] * len(tree_flatten(tree)[0])
-    if isinstance(spec, list):
-        spec = tuple(spec)
+    if isinstance(spec, list) and not isinstance(tree, list):
+        spec = tuple(spec)  # a list for a tuple, as JAX allows; a list matches a list
     s = optree.tree_flatten_one_level(spec, none_is_leaf=False, namespace="functrans")
     t = optree.tree_flatten_one_level(tree, none_is_leaf=False, namespace="functrans")
     if type(spec) is not type(tree) or s.entries != t.entries or s.metadata != t.metadata:
+        whole = "arguments" if what == "in_axes" else "outputs"
         raise ValueError(
-            f"{label}: {what} must be a tree prefix of the {'arguments' if not path else 'value'}"
+            f"{label}: {what} must be a tree prefix of the {whole if not path else 'value'}"
             f" it maps: at {what}{keystr(path)} it is a {type(spec).__name__} with keys "
             f"{list(s.entries)}, but the value there is a {type(tree).__name__} with keys "
             f"{list(t.entries)}; give one axis per argument (or None) with the same structure"
@@ -575,7 +622,7 @@ def vmap(
         moved = [_move_out_axis(label, p, x, d, a, size)
                  for p, x, d, a in zip(out_paths, outs, out_dims, axes)]
         return tree_unflatten(out_tree, [
-            x if isinstance(x, Tracer) or type(x) is np.ndarray else np.asarray(x) for x in moved
+            _as_result(x) for x in moved
         ])
 
     vmapped.__name__ = vmapped.__qualname__ = f"vmap_of_{name}"
@@ -659,7 +706,8 @@ def _concat_rows(parts: list):
     return bind(shape_prims.concatenate_p, *parts, dimension=0)
 
 
-def _jacobian(f: Callable, argnums, has_aux: bool, chunk_size, mode: str) -> Callable:
+def _jacobian(f: Callable, argnums, has_aux: bool, chunk_size, mode: str,
+              holomorphic: bool = False) -> Callable:
     name = core.fun_name(f)
     label = f"{'jacfwd' if mode == 'fwd' else 'jacrev'}({name})"
 
@@ -667,8 +715,9 @@ def _jacobian(f: Callable, argnums, has_aux: bool, chunk_size, mode: str) -> Cal
     def jacobian_f(*args, **kwargs):
         nums = _normalize_argnums(label, argnums, len(args))
         diff = tuple(args[i] for i in nums)
+        check_devices(label, "argument ", args, tree_flatten(args)[0], call="args")
         leaves, in_tree = check_leaves(label, "argument ", diff)
-        _check_grad_inputs(label, nums, diff, False)
+        _check_grad_inputs(label, nums, diff, False, holomorphic, real_only=mode == "fwd")
         aux_cell: list = []
         out_cell: list = []
 
@@ -690,6 +739,7 @@ def _jacobian(f: Callable, argnums, has_aux: bool, chunk_size, mode: str) -> Cal
         out_tree, n_out = out_cell[-1]
         in_avals = lin.tangent_avals
         out_avals = [a.strip_weak() for a in lin.out_avals[:n_out]]
+        _check_jacobian_outputs(label, name, out_avals, mode, holomorphic)
         blocks = (_forward_blocks if mode == "fwd" else _reverse_blocks)(
             lin, in_avals, out_avals, chunk_size, label
         )
@@ -772,12 +822,33 @@ def _reverse_blocks(lin: _Linearized, in_avals, out_avals, chunk_size, label) ->
 
 
 def _as_result(x):
-    return x if isinstance(x, Tracer) or type(x) is np.ndarray else np.asarray(x)
+    """An array result: NumPy scalars become 0-d arrays; tracers and device
+    (CuPy) arrays stay as they are."""
+    if isinstance(x, Tracer) or type(x) is np.ndarray or is_device_array(x):
+        return x
+    return np.asarray(x)
+
+
+def _check_jacobian_outputs(label: str, name: str, avals, mode: str, holomorphic: bool):
+    """JAX's rules: holomorphic=True needs complex outputs; without it, reverse
+    mode needs real ones (it would pull back a real basis through a complex map)."""
+    for i, aval in enumerate(avals):
+        if holomorphic and aval.dtype.kind != "c":
+            raise TypeError(
+                f"{label}: with holomorphic=True, {name} must return complex outputs, but "
+                f"output {i} is {aval.str_short()}; convert it with .astype(complex)"
+            )
+        if not holomorphic and mode == "rev" and aval.dtype.kind == "c":
+            raise TypeError(
+                f"{label}: output {i} of {name} is complex ({aval.str_short()}); jacrev "
+                "needs real outputs unless holomorphic=True (for a holomorphic function); "
+                "for others use jacfwd or vjp"
+            )
 
 
 def jacfwd(
     f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-    chunk_size: int | None = None,
+    chunk_size: int | None = None, holomorphic: bool = False,
 ) -> Callable:
     """The Jacobian of ``f`` by forward mode: the input basis pushed through
     ``jvp`` (``chunk_size`` basis vectors at a time, all at once by default).
@@ -787,21 +858,23 @@ def jacfwd(
     array([[2., 0.],
            [0., 4.]])
     """
-    return _jacobian(f, argnums, has_aux, chunk_size, "fwd")
+    return _jacobian(f, argnums, has_aux, chunk_size, "fwd", holomorphic)
 
 
 def jacrev(
     f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-    chunk_size: int | None = None,
+    chunk_size: int | None = None, holomorphic: bool = False,
 ) -> Callable:
     """The Jacobian of ``f`` by reverse mode: the output basis pulled back
-    through ``vjp`` (``chunk_size`` basis vectors at a time)."""
-    return _jacobian(f, argnums, has_aux, chunk_size, "rev")
+    through ``vjp`` (``chunk_size`` basis vectors at a time).  Complex
+    inputs are allowed for real outputs; ``holomorphic=True`` (complex inputs
+    and outputs) gives the complex derivative."""
+    return _jacobian(f, argnums, has_aux, chunk_size, "rev", holomorphic)
 
 
 def hessian(
     f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-    chunk_size: int | None = None,
+    chunk_size: int | None = None, holomorphic: bool = False,
 ) -> Callable:
     """The Hessian of ``f``, forward over reverse: ``jacfwd(jacrev(f))``.
     ``chunk_size`` bounds the working memory of the forward pass over the
@@ -812,5 +885,5 @@ def hessian(
     array([[ 6.,  0.],
            [ 0., 12.]])
     """
-    inner = jacrev(f, argnums, has_aux)
-    return jacfwd(inner, argnums, has_aux, chunk_size)
+    inner = jacrev(f, argnums, has_aux, holomorphic=holomorphic)
+    return jacfwd(inner, argnums, has_aux, chunk_size, holomorphic=holomorphic)

@@ -24,6 +24,8 @@ from functrans import core
 from functrans.api import _normalize_argnums, check_leaves
 from functrans.backends.numpy import Compiled
 from functrans.core import ClosedJaxpr, ShapedArray, ShapeDtypeStruct, Tracer
+from functrans.devices import check_devices, is_device_array
+from functrans.errors import DeviceError
 from functrans.transforms.optimize import optimize
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
@@ -50,7 +52,11 @@ def _leaf_key(x: Any) -> Any:
         return t
     if isinstance(x, Tracer):
         return (x.aval.shape, x.aval.dtype, x.aval.weak_type)
-    return (tuple(np.shape(x)), np.result_type(x) if not hasattr(x, "dtype") else x.dtype)
+    if is_device_array(x):
+        return (tuple(x.shape), x.dtype, "gpu")
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return (tuple(x.shape), x.dtype)
+    return (t, id(x))  # not an array: tracing it raises the error that names it
 
 
 def _leaf_aval(x: Any) -> ShapedArray:
@@ -59,12 +65,33 @@ def _leaf_aval(x: Any) -> ShapedArray:
 
 class Lowered:
     """The result of ``jit(f).lower(*args)``: the optimised Jaxpr and the
-    generated Python source; ``compile()`` gives the callable executable."""
+    generated Python source; ``compile()`` gives the callable executable.
 
-    def __init__(self, entry: _Entry):
+    Lowered for the GPU (``device="gpu"``, or CuPy arguments), ``jaxpr`` is
+    the fused program that runs, ``kernels`` its CUDA kernels (each with
+    ``name``, ``source``, the complete ``.cu`` text, and ``eqns``, the
+    equations it computes), and ``compile_check()`` compiles them with nvcc;
+    none of this needs CuPy or a GPU.
+    """
+
+    def __init__(self, entry: _Entry, device: str = "cpu"):
         self._entry = entry
-        self.jaxpr: ClosedJaxpr = entry.jaxpr
+        self.device = device
+        self.jaxpr: ClosedJaxpr = entry.compiled.jaxpr if device == "gpu" else entry.jaxpr
         self.source: str = entry.compiled.source
+
+    @property
+    def kernels(self) -> list:
+        """The CUDA kernels of a GPU lowering, in program order ([] on the CPU)."""
+        return list(self._entry.compiled.lowering.kernels) if self.device == "gpu" else []
+
+    def compile_check(self, arch: str = "90") -> list:
+        """Compile every kernel with nvcc for ``sm_<arch>`` (one nvcc call) and
+        return the kernels checked; a KernelCompileError shows the source and
+        the equations of a kernel that fails."""
+        from functrans.backends import cuda
+
+        return cuda.compile_check(self.kernels, arch=arch)
 
     def compile(self) -> Callable:
         entry = self._entry
@@ -84,6 +111,9 @@ class _Entry(NamedTuple):
     compiled: Compiled
     out_tree: Any
     single_output: bool  # the output is one array, not a container
+    # Closed over a tracer of an enclosing transform: evaluated by binding into
+    # that transform's trace, and never cached past it.
+    traced_consts: bool
 
 
 class _Jitted:
@@ -130,12 +160,14 @@ class _Jitted:
         key = (tree, tuple(map(_leaf_key, leaves)), static_key)
         entry = self._cache.get(key)
         if entry is None:
-            entry = self._compile(key, args, kwargs, leaves)
-            if not kwargs and not static_key and all(type(a) is np.ndarray for a in args):
+            device = check_devices(self._label, "argument ", (args, kwargs), leaves, call=True)
+            entry = self._compile(key, args, kwargs, leaves, device)
+            cacheable = not entry.traced_consts and not kwargs and not static_key
+            if cacheable and all(type(a) is np.ndarray for a in args):
                 self._cache[tuple([(a.shape, a.dtype) for a in args])] = entry
         else:
             self._hits += 1
-        if any(isinstance(x, Tracer) for x in leaves):
+        if entry.traced_consts or any(isinstance(x, Tracer) for x in leaves):
             outs = core.eval_jaxpr(entry.jaxpr.jaxpr, entry.jaxpr.consts, *leaves)
         else:
             outs = entry.compiled.fn(*leaves)
@@ -166,20 +198,23 @@ class _Jitted:
 
     # -- tracing and compiling ---------------------------------------------------
 
-    def _compile(self, key, args, kwargs, leaves) -> _Entry:
+    def _compile(self, key, args, kwargs, leaves, device="cpu") -> _Entry:
         self._misses += 1
         if self._explain:
             self._explain_miss(args, kwargs, key)
-        entry = self._lower(args, kwargs, [_leaf_aval(x) for x in leaves])
-        self._cache[key] = entry
+        entry = self._lower(args, kwargs, [_leaf_aval(x) for x in leaves], device)
+        if not entry.traced_consts:
+            self._cache[key] = entry
         return entry
 
-    def _lower(self, args, kwargs, avals) -> _Entry:
+    def _lower(self, args, kwargs, avals, device="cpu") -> _Entry:
         nums = _normalize_argnums(self._label, self._static_argnums, len(args))
         static_kw = {k: kwargs[k] for k in self._static_argnames if k in kwargs}
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_kw}
         dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)
-        _, in_tree = check_leaves(self._label, "argument ", (dyn_args, dyn_kwargs))
+        check_leaves(self._label, "argument ", dyn_args)
+        check_leaves(self._label, "keyword argument ", dyn_kwargs)
+        in_tree = tree_flatten((dyn_args, dyn_kwargs))[1]
         fun = self._fun
 
         def call(*dyn, **dyn_kw):
@@ -200,7 +235,14 @@ class _Jitted:
         optimized = optimize(closed)
         out_tree = out_cell[-1]
         single = out_tree.num_leaves == 1 and out_tree.num_nodes == 1
-        return _Entry(optimized, Compiled(optimized, self._name), out_tree, single)
+        if device == "gpu":
+            from functrans.backends import cupy as gpu_backend
+
+            compiled = gpu_backend.Compiled(optimized, self._name)
+        else:
+            compiled = Compiled(optimized, self._name)
+        traced = any(isinstance(c, Tracer) for c in optimized.consts)
+        return _Entry(optimized, compiled, out_tree, single, traced)
 
     def _explain_miss(self, args, kwargs, key) -> None:
         paths, leaves, _ = tree_flatten_with_path((args, kwargs))
@@ -223,15 +265,26 @@ class _Jitted:
 
     # -- inspection -----------------------------------------------------------------
 
-    def lower(self, *args, **kwargs) -> Lowered:
+    def lower(self, *args, device: str | None = None, **kwargs) -> Lowered:
         """Trace and optimise for these arguments (arrays or ShapeDtypeStructs)
-        without running; see ``Lowered``."""
+        without running; see ``Lowered``.  ``device`` (``"cpu"`` or ``"gpu"``)
+        defaults to the arguments' device; lowering for the GPU generates all
+        its code (kernels included) on any machine.  (``device`` is taken by
+        ``lower``, so it cannot name a keyword argument of the function.)"""
         if self._static_argnums or self._static_argnames:
             dyn_args, dyn_kwargs, _ = self._split(args, kwargs)
         else:
             dyn_args, dyn_kwargs = args, kwargs
         leaves = tree_flatten((dyn_args, dyn_kwargs))[0]
-        return Lowered(self._lower(args, kwargs, [_leaf_aval(x) for x in leaves]))
+        found = check_devices(self._label, "argument ", (dyn_args, dyn_kwargs), leaves,
+                              call=True)
+        if device is None:
+            device = found
+        elif device not in ("cpu", "gpu"):
+            raise DeviceError(f"{self._label}.lower: unknown device {device!r}; use 'cpu' or "
+                              "'gpu'")
+        avals = [_leaf_aval(x) for x in leaves]
+        return Lowered(self._lower(args, kwargs, avals, device), device)
 
     def cache_info(self) -> CacheInfo:
         entries = len({id(e) for e in self._cache.values()})

@@ -6,6 +6,7 @@ from primitives import (  # noqa: F401
     control_flow,
     custom,
     elementwise,
+    fused,
     indexing,
     linalg,
     reductions,

@@ -323,7 +323,7 @@ BINARY = [
         cuda={"b": "(x && y)", "*": "x * y"}),
     Row("div",      np.true_divide,   (lambda x, y, out: div(1.0, y),
                                        lambda x, y, out: neg(div(out, y))),
-        cuda="x / y"),
+        cuda={"c": "ft_cdiv(x, y)", "*": "x / y"}),  # complex: NumPy's (Smith's) division
     Row("floordiv", np.floor_divide,  ZERO,
         cuda={"i": "ft_floordiv_s(x, y)", "u": "ft_floordiv_u(x, y)",
               "f": "ft_floordiv_f(x, y)"}),
@@ -332,14 +332,15 @@ BINARY = [
         cuda={"i": "ft_rem_s(x, y)", "u": "ft_rem_u(x, y)", "f": "ft_rem_f(x, y)"}),
     Row("pow",      np.power,         (lambda x, y, out: _pow_dx(x, y),
                                        lambda x, y, out: _pow_dy(x, out)),
-        cuda={"iu": "ft_ipow(x, y)", "fc": "pow(x, y)"}),
+        cuda={"iu": "ft_ipow(x, y)", "f": "pow(x, y)", "c": "ft_cpow(x, y)"}),
     Row("max",      np.maximum,       (_tie_weight,
                                        lambda x, y, out: _tie_weight(y, x, out)),
-        cuda={"b": "(x || y)", "iu": "(x >= y ? x : y)", "f": "((x >= y || x != x) ? x : y)",
+        # floats: NaN wins, and a tie (0 and -0) gives y, as NumPy's loops.
+        cuda={"b": "(x || y)", "iu": "(x >= y ? x : y)", "f": "((x > y || x != x) ? x : y)",
               "c": "ft_cmax(x, y)"}),
     Row("min",      np.minimum,       (_tie_weight,
                                        lambda x, y, out: _tie_weight(y, x, out)),
-        cuda={"b": "(x && y)", "iu": "(x <= y ? x : y)", "f": "((x <= y || x != x) ? x : y)",
+        cuda={"b": "(x && y)", "iu": "(x <= y ? x : y)", "f": "((x < y || x != x) ? x : y)",
               "c": "ft_cmin(x, y)"}),
     Row("atan2",    np.arctan2,       (lambda x, y, out: div(y, add(mul(x, x), mul(y, y))),
                                        lambda x, y, out: div(neg(x), add(mul(x, x), mul(y, y)))),
@@ -552,14 +553,15 @@ def _integer_pow_jvp(primals, tangents, *, y):
 
 def _integer_pow_cuda(y: int):
     """A product of ``|y|`` factors for small exponents (negative powers of
-    floats are its reciprocal); else C's pow for floats, as NumPy, and
-    squaring in a loop for integers and complex numbers."""
+    floats are its reciprocal), else C's pow for floats, as NumPy; squaring
+    in a loop for integers; NumPy's own algorithm for complex numbers."""
     if y == 0:
-        return "{T}(1)"
+        return {"c": "ft_cpow_n(x, 0)", "*": "{T}(1)"}
     if builtins.abs(y) <= 4:
         product = " * ".join(["x"] * builtins.abs(y))
-        return product if y > 0 else {"fc": f"{{T}}(1) / ({product})", "*": f"ft_ipow(x, {y})"}
-    return {"f": f"pow(x, {{T}}({y}))", "c": f"ft_ipow_f(x, {y})", "*": f"ft_ipow(x, {y})"}
+        return {"f": product if y > 0 else f"{{T}}(1) / ({product})",
+                "c": f"ft_cpow_n(x, {y})", "*": product if y > 0 else f"ft_ipow(x, {y})"}
+    return {"f": f"pow(x, {{T}}({y}))", "c": f"ft_cpow_n(x, {y})", "*": f"ft_ipow(x, {y})"}
 
 
 integer_pow_p = Primitive(

@@ -13,9 +13,9 @@ import numpy as np
 
 from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, get_aval
 from functrans.dtypes import is_inexact, result_type
+from functrans.errors import DTypeError, ShapeError
 from primitives import elementwise as ew
 from primitives import reductions, shape
-from functrans.errors import DTypeError, ShapeError
 from primitives._util import as_array, check_axes
 
 
@@ -240,9 +240,13 @@ def diagonal(x):
 
 
 def _hermitian_from_lower(x):
-    """The Hermitian matrix whose lower triangle is that of ``x``: what a
-    routine reading only the lower triangle sees."""
-    return ew.add(tril(x), mH(tril(x, -1)))
+    """The Hermitian matrix whose strictly lower triangle is that of ``x``, with
+    the real part of its diagonal: what LAPACK's Hermitian routines read."""
+    strict = tril(x, -1)
+    diag = ew.mul(x, _eye_like(x))
+    if get_aval(x).dtype.kind == "c":
+        diag = ew.convert_element_type(ew.real(diag), get_aval(x).dtype)
+    return ew.add(ew.add(strict, mH(strict)), diag)
 
 
 def _batch_leading(vals, dims, axis_size, core_ranks):
@@ -385,13 +389,53 @@ def _lu_abstract_eval(a):
     return [a.strip_weak(), index, index]
 
 
-def _lu_impl(a, block: int = 32):
-    """LU with partial pivoting, ``a[perm] = L U``, blocked and right-looking
-    (LAPACK's getrf in NumPy: a loop over narrow panels, the trailing update
-    a matrix product).  Returns the packed factors (unit L below the
-    diagonal, U on and above it), LAPACK's 0-based row interchanges
-    ``pivots`` and the permutation they add up to.  A singular matrix is
-    factorised too (a zero on U's diagonal); the solves refuse it."""
+_LAPACK: list = []
+
+
+def _lapack():
+    """``scipy.linalg.lapack`` if SciPy is installed (imported on first use), else None."""
+    if not _LAPACK:
+        try:
+            from scipy.linalg import lapack
+        except ImportError:
+            lapack = None
+        _LAPACK.append(lapack)
+    return _LAPACK[0]
+
+
+def _lu_impl(a):
+    """LU with partial pivoting, ``a[perm] = L U``: the packed factors (unit L
+    below the diagonal, U on and above it), LAPACK's 0-based row
+    interchanges ``pivots`` and the permutation they add up to.  A singular
+    matrix is factorised too (a zero on U's diagonal); the solves refuse it.
+
+    With SciPy installed this is LAPACK's getrf, the routine behind NumPy's
+    solve, inv and det, so exactly the matrices NumPy finds singular are
+    found singular here; without it, ``lu_numpy``, which can round a zero
+    pivot of a singular matrix to a tiny nonzero one where LAPACK does not."""
+    a = np.asarray(a)
+    lapack = _lapack()
+    if lapack is None or a.shape[-1] == 0:
+        return lu_numpy(a)
+    *batch, n, _ = a.shape
+    (getrf,) = lapack.get_lapack_funcs(("getrf",), (a,))
+    lu = np.empty(a.shape, a.dtype)
+    pivots = np.empty(a.shape[:-1], np.int32)
+    perm = np.empty(a.shape[:-1], np.int32)
+    for index in np.ndindex(*batch):
+        factors, piv, _ = getrf(a[index])
+        lu[index], pivots[index] = factors, piv
+        order = list(range(n))
+        for i, p in enumerate(piv.tolist()):
+            order[i], order[p] = order[p], order[i]
+        perm[index] = order
+    return [lu, pivots, perm]
+
+
+def lu_numpy(a, block: int = 32):
+    """The LU of ``_lu_impl`` in NumPy alone: blocked and right-looking (a loop
+    over narrow panels, the trailing update a matrix product), vectorised
+    over the leading axes."""
     a = np.asarray(a)
     *batch, n, _ = a.shape
     count = int(np.prod(batch, dtype=np.int64))

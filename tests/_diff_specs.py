@@ -14,9 +14,11 @@ range it came from, so the vmap tests can draw more batch members like it
 Differentiable operands are the float ones (``Case.diff``); index arrays,
 predicates and start indices are held fixed.  ``ZERO_DERIVATIVE`` lists the
 primitives whose derivative is zero everywhere (comparisons, rounding,
-integer results ...).  The call primitives that carry user rules or a
-sub-Jaxpr (``VIA_API``) are exercised through ``ft.custom_jvp``,
-``ft.custom_vjp`` and ``ft.checkpoint`` instead of being bound directly.
+integer results ...).  The primitives that carry user rules or a sub-Jaxpr
+(``VIA_API``) are exercised through ``ft.custom_jvp``, ``ft.custom_vjp``,
+``ft.checkpoint`` and ``functrans.lax`` instead of being bound directly.
+Eigenvectors and singular vectors are compared after a ``gauge`` that
+fixes their signs.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ class Arg(NamedTuple):
 
 
 class Case(NamedTuple):
+    """One drawn call of a primitive: its operands and its static params."""
+
     args: tuple[Arg, ...]
     params: dict
     zero: bool = False  # the derivative is zero for this case (e.g. a cast to int)
@@ -73,6 +77,9 @@ class Case(NamedTuple):
 
 
 class Spec(NamedTuple):
+    """A primitive's row: ``draw(hypothesis_draw) -> Case``, or ``via``, the
+    public API that binds it, for primitives with user rules or sub-Jaxprs."""
+
     draw: Callable[[Callable], Case] | None
     via: str | None = None  # exercised through this public API instead of bind
 
@@ -674,6 +681,26 @@ def stop_gradient_spec() -> Spec:
     return Spec(lambda draw: Case((real(draw, draw(SHAPES)),), {}))
 
 
+def fused_spec() -> Spec:
+    """A group of elementwise equations over one shape, as the fusion pass
+    makes: ``[sin(x) * y + exp(x), tanh(y) / 2]``."""
+
+    def draw_case(draw):
+        from functrans.core import trace_to_jaxpr
+        from primitives import elementwise as ew
+
+        shape, dtype = draw(SHAPES), float_dtype(draw)
+        x, y = real(draw, shape, dtype=dtype), real(draw, shape, dtype=dtype)
+
+        def members(x, y):
+            return [ew.add(ew.mul(ew.sin(x), y), ew.exp(x)), ew.div(ew.tanh(y), 2.0)]
+
+        closed, _, _ = trace_to_jaxpr(members, [get_aval(x.value), get_aval(y.value)])
+        return Case((x, y), {"jaxpr": closed.jaxpr})
+
+    return Spec(draw_case)
+
+
 def polygamma_spec() -> Spec:
     """polygamma(n, x): the order n is an integer operand (no derivative)."""
 
@@ -893,7 +920,7 @@ SPECS: dict[str, Spec] = {
     "pow": binary_spec(range_x=(0.5, 2.5), range_y=(-2, 2)),
     "max": extremum_spec(),
     "min": extremum_spec(),
-    "atan2": binary_spec(away_x=0.3),  # off the branch cut (x = 0, y < 0) of arctan2(x, y)
+    "atan2": binary_spec(away_x=0.5),  # off the branch cut (x = 0, y < 0) of arctan2(x, y)
     **{name: binary_spec() for name in ("eq", "ne", "lt", "le", "gt", "ge")},
     **{name: logical_spec() for name in ("and", "or", "xor")},
     "integer_pow": integer_pow_spec(),
@@ -928,6 +955,7 @@ SPECS: dict[str, Spec] = {
     "dot_general": dot_general_spec(),
     "stop_gradient": stop_gradient_spec(),
     "polygamma": polygamma_spec(),
+    "fused_elementwise": fused_spec(),
     "sort": sort_spec(),
     "cholesky": cholesky_spec(),
     "eigh": eigh_spec(),

@@ -21,6 +21,9 @@ from functrans.testing import check_grads
 from functrans.testing import strategies as fts
 from functrans.transforms.linearize import linearize_jaxpr
 
+# Every test runs twice: as written, and with each transformed function jitted.
+pytestmark = pytest.mark.usefixtures("transform_mode")
+
 
 def close(got, want, rtol=1e-12, atol=1e-12):
     np.testing.assert_allclose(np.asarray(got), want, rtol=rtol, atol=atol)

@@ -82,3 +82,11 @@ def test_walkthrough_quotes_match_the_code():
                 f"(update the quote):\n{piece}"
             )
             pos = found + len(piece)
+
+
+def test_api_coverage_page_is_generated():
+    gen = _load(ROOT / "docs" / "gen_api_coverage.py")
+    page = (ROOT / "docs" / "api_coverage.md").read_text()
+    assert gen.page() == page, (
+        "docs/api_coverage.md is out of date: run python docs/gen_api_coverage.py --write"
+    )

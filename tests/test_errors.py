@@ -17,6 +17,7 @@ from primitives.elementwise import add, neg, sin
 # class: the builtins it must also be
 HIERARCHY = {
     errors.ShapeError: (ValueError,),
+    errors.LinAlgError: (np.linalg.LinAlgError, ValueError),
     errors.DTypeError: (TypeError,),
     errors.AxisError: (ValueError, IndexError),
     errors.ConcretizationError: (TypeError,),

@@ -17,6 +17,9 @@ import functrans.numpy as fnp
 from functrans.testing import strategies as fts
 from functrans.tree_util import tree_map, tree_structure
 
+# Every test runs twice: as written, and with each transformed function jitted.
+pytestmark = pytest.mark.usefixtures("transform_mode")
+
 
 def close(got, want, rtol=1e-12, atol=1e-12):
     got, want = np.asarray(got), np.asarray(want)
@@ -44,7 +47,7 @@ def jacobian_by_differences(f, x, eps=1e-6):
 # --------------------------------------------------------------------------
 
 
-@settings(max_examples=30)
+@settings(max_examples=60)
 @given(prog=programs())
 def test_jacfwd_equals_jacrev_on_random_programs(prog):
     ops, x0, w = prog

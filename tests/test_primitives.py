@@ -825,6 +825,194 @@ def while_reverse_spec() -> Spec:
     return Spec(draw_args, ref)
 
 
+
+# --------------------------------------------------------------------------
+# Factorisations, triangular solves, sorting, special functions
+# --------------------------------------------------------------------------
+
+LINALG = ("float32", "float64", "complex128")
+
+
+def _matrices(draw, square=True, dtypes=LINALG, spd=False):
+    """A stack (0-2 leading axes) of small matrices; ``spd``: Hermitian
+    positive definite."""
+    lead = draw(fts.shapes(max_rank=2, min_side=0, max_side=2))
+    n = draw(st.integers(0, 4))
+    m = n if square else draw(st.integers(0, 4))
+    dtype = np.dtype(draw(st.sampled_from(dtypes)))
+    a = draw(fts.arrays(dtype=np.float64, shape=lead + (m, n), min_value=-3, max_value=3))
+    if dtype.kind == "c":
+        a = a + 1j * draw(fts.arrays(dtype=np.float64, shape=lead + (m, n), min_value=-3,
+                                     max_value=3))
+    if spd:
+        a = a @ np.conj(np.swapaxes(a, -1, -2)) + (n + 1) * np.eye(n)
+    return a.astype(dtype)
+
+
+def _per_matrix(fn, *arrays):
+    """``fn`` on each matrix of equally led stacks, results stacked back."""
+    lead = arrays[0].shape[:-2]
+    outs = [fn(*(x[i] for x in arrays)) for i in np.ndindex(*lead)]
+    if not outs:
+        probe = fn(*(np.eye(*x.shape[-2:], dtype=x.dtype) for x in arrays))
+        probe = probe if isinstance(probe, tuple) else (probe,)
+        res = tuple(np.zeros(lead + np.shape(p), np.asarray(p).dtype) for p in probe)
+        return res if len(res) > 1 else res[0]
+    if isinstance(outs[0], tuple):
+        return tuple(np.stack(col).reshape(lead + col[0].shape) for col in zip(*outs))
+    return np.stack(outs).reshape(lead + outs[0].shape)
+
+
+def triangular_solve_spec() -> Spec:
+    import scipy.linalg
+
+    def draw_args(draw):
+        a = _matrices(draw)
+        n = a.shape[-1]
+        a = a + (n + 3) * np.eye(n, dtype=a.dtype)  # nonsingular triangles
+        k = draw(st.integers(0, 3))
+        b = draw(fts.arrays(dtype=np.float64, shape=a.shape[:-1] + (k,), min_value=-3,
+                            max_value=3)).astype(draw(st.sampled_from(LINALG)))
+        flags = {name: draw(st.booleans())
+                 for name in ("lower", "transpose_a", "conjugate_a", "unit_diagonal")}
+        return (a, b), flags
+
+    def ref(a, b, *, lower, transpose_a, conjugate_a, unit_diagonal):
+        dtype = np.result_type(a, b)
+        a = np.conj(a) if conjugate_a else a
+        if not a.shape[-1] or not b.size:
+            return np.zeros(b.shape, dtype)
+        out = _per_matrix(lambda m, r: scipy.linalg.solve_triangular(
+            m, r, lower=lower, trans=int(transpose_a), unit_diagonal=unit_diagonal), a, b)
+        return out.astype(dtype)
+
+    return Spec(draw_args, ref)
+
+
+def _textbook_lu(a):
+    """Unblocked LU with partial pivoting (largest |re| + |im|), one matrix."""
+    a = np.array(a, copy=True)
+    n = a.shape[0]
+    pivots, perm = np.zeros(n, np.int32), np.arange(n, dtype=np.int32)
+    for j in range(n):
+        size = np.abs(a[j:, j].real) + np.abs(a[j:, j].imag)
+        p = j + int(np.argmax(size))
+        pivots[j] = p
+        a[[j, p]] = a[[p, j]]
+        perm[[j, p]] = perm[[p, j]]
+        if a[j, j] != 0:
+            a[j + 1:, j] /= a[j, j]
+        a[j + 1:, j + 1:] -= np.outer(a[j + 1:, j], a[j, j + 1:])
+    return a, pivots, perm
+
+
+def lu_spec() -> Spec:
+    return Spec(lambda draw: ((_matrices(draw),), {}),
+                lambda a: list(_per_matrix(_textbook_lu, a)))
+
+
+def lu_pivots_to_permutation_spec() -> Spec:
+    def draw_args(draw):
+        lead = draw(fts.shapes(max_rank=2, max_side=2))
+        size = draw(st.integers(0, 5))
+        k = draw(st.integers(0, size))
+        pivots = np.array([draw(st.integers(i, size - 1)) for _ in np.ndindex(*lead)
+                           for i in range(k)], np.int32).reshape(lead + (k,))
+        return (pivots,), {"permutation_size": size}
+
+    def ref(pivots, *, permutation_size):
+        def one(p):
+            perm = list(range(permutation_size))
+            for i, j in enumerate(p):
+                perm[i], perm[j] = perm[j], perm[i]
+            return np.array(perm, np.int32)
+
+        out = [one(pivots[i]) for i in np.ndindex(*pivots.shape[:-1])]
+        return np.array(out, np.int32).reshape(pivots.shape[:-1] + (permutation_size,))
+
+    return Spec(draw_args, ref, exact=True)
+
+
+def cholesky_spec() -> Spec:
+    import scipy.linalg
+
+    def ref(a):
+        if not a.shape[-1]:
+            return np.zeros(a.shape, a.dtype)
+        return _per_matrix(lambda m: scipy.linalg.cholesky(m, lower=True), a).astype(a.dtype)
+
+    return Spec(lambda draw: ((_matrices(draw, spd=True),), {}), ref)
+
+
+def eigh_spec() -> Spec:
+    # Eigenvectors are unique up to phase only: the reference is NumPy's own
+    # routine, called directly.
+    return Spec(lambda draw: ((_matrices(draw, spd=True),), {}),
+                lambda a: list(np.linalg.eigh(a)))
+
+
+def qr_spec() -> Spec:
+    def draw_args(draw):
+        return (_matrices(draw, square=False),), {"full_matrices": draw(st.booleans())}
+
+    def ref(a, *, full_matrices):
+        return list(np.linalg.qr(a, mode="complete" if full_matrices else "reduced"))
+
+    return Spec(draw_args, ref)
+
+
+def svd_spec() -> Spec:
+    def draw_args(draw):
+        params = {"full_matrices": draw(st.booleans()), "compute_uv": draw(st.booleans())}
+        return (_matrices(draw, square=False),), params
+
+    def ref(a, *, full_matrices, compute_uv):
+        if not compute_uv:
+            return [np.linalg.svd(a, compute_uv=False)]
+        return list(np.linalg.svd(a, full_matrices=full_matrices))
+
+    return Spec(draw_args, ref)
+
+
+def sort_spec() -> Spec:
+    def draw_args(draw):
+        x = operand(draw, dtypes=REAL + ("complex128",), scalar_ok=False,
+                    shape=draw(fts.shapes(min_rank=1, max_rank=3)), allow_nan=True)
+        return (x,), {"axis": draw(st.integers(0, np.ndim(x) - 1))}
+
+    def ref(x, *, axis):
+        order = np.argsort(x, axis=axis, kind="mergesort")
+        return [np.take_along_axis(x, order, axis), order.astype(np.int64)]
+
+    return Spec(draw_args, ref, exact=True)
+
+
+def _special_ref(name):
+    def ref(*xs):
+        import scipy.special
+
+        x = np.asarray(xs[-1])
+        dtype = np.float32 if x.dtype in (np.float16, np.float32) else np.float64
+        with np.errstate(all="ignore"):
+            return np.asarray(getattr(scipy.special, name)(*xs)).astype(dtype)
+
+    return ref
+
+
+def special_spec(name, lo, hi) -> Spec:
+    return Spec(lambda draw: ((operand(draw, dtypes=REAL, lo=lo, hi=hi),), {}),
+                _special_ref(name))
+
+
+def polygamma_spec() -> Spec:
+    def draw_args(draw):
+        sn, sx = draw(fts.broadcastable_shapes(2))
+        n = draw(fts.arrays(dtype=np.int64, shape=sn, min_value=0, max_value=3))
+        return (n, operand(draw, dtypes=("float32", "float64"), shape=sx, lo=0.2, hi=8)), {}
+
+    return Spec(draw_args, _special_ref("polygamma"))
+
+
 # --------------------------------------------------------------------------
 # The table
 # --------------------------------------------------------------------------
@@ -877,6 +1065,20 @@ SPECS: dict[str, Spec] = {
     "scan": scan_spec(),
     "while_loop": while_spec(),
     "while_reverse": while_reverse_spec(),
+    "triangular_solve": triangular_solve_spec(),
+    "lu": lu_spec(),
+    "lu_pivots_to_permutation": lu_pivots_to_permutation_spec(),
+    "cholesky": cholesky_spec(),
+    "eigh": eigh_spec(),
+    "qr": qr_spec(),
+    "svd": svd_spec(),
+    "sort": sort_spec(),
+    "erf": special_spec("erf", -3, 3),
+    "erfc": special_spec("erfc", -3, 3),
+    "erfinv": special_spec("erfinv", -0.99, 0.99),
+    "lgamma": special_spec("gammaln", 0.1, 10),
+    "digamma": special_spec("psi", 0.1, 10),
+    "polygamma": polygamma_spec(),
 }
 
 
@@ -1212,6 +1414,37 @@ ERRORS = [
      r"iota: dimension 1 is out of range for shape \(3,\)"),
     ("iota", [], {"dtype": np.dtype(bool), "shape": (3,), "dimension": 0}, DTypeError,
      r"iota: expected a numeric dtype, got bool\[3\]"),
+    ("triangular_solve", [F23, F23], {"lower": True, "transpose_a": False, "conjugate_a": False,
+                                      "unit_diagonal": False}, ShapeError,
+     r"triangular_solve: expected square matrices \(\.\.\., n, n\) .* got f64\[2,3\]"),
+    ("triangular_solve", [sa((3, 3), "int64"), sa((3, 1))],
+     {"lower": True, "transpose_a": False, "conjugate_a": False, "unit_diagonal": False},
+     DTypeError, r"triangular_solve: expected a float32, float64, complex64 or complex128"),
+    ("triangular_solve", [sa((3, 3)), sa((2, 1))],
+     {"lower": False, "transpose_a": True, "conjugate_a": False, "unit_diagonal": False},
+     ShapeError, r"triangular_solve: a f64\[3,3\] and b f64\[2,1\] must have equal leading"),
+    ("lu", [F23], {}, ShapeError, r"lu: expected square matrices .* got f64\[2,3\]"),
+    ("lu", [F3], {}, ShapeError, r"lu: expected square matrices"),
+    ("lu", [sa((2, 2), "float16")], {}, DTypeError, r"lu: expected a float32.*got f16\[2,2\]"),
+    ("lu_pivots_to_permutation", [F3], {"permutation_size": 3}, DTypeError,
+     r"lu_pivots_to_permutation: expected integer pivots"),
+    ("lu_pivots_to_permutation", [sa((3,), "int32")], {"permutation_size": 2}, ShapeError,
+     r"3 pivots do not fit a permutation of size 2"),
+    ("cholesky", [F23], {}, ShapeError, r"cholesky: expected square matrices"),
+    ("eigh", [sa((2, 2), bool)], {}, DTypeError, r"eigh: expected a float32"),
+    ("qr", [F3], {"full_matrices": False}, ShapeError,
+     r"qr: expected matrices \(\.\.\., m, n\) in the last two axes, got f64\[3\]"),
+    ("svd", [sa((2, 3), "int32")], {"full_matrices": False, "compute_uv": True}, DTypeError,
+     r"svd: expected a float32"),
+    ("sort", [F3], {"axis": 1}, AxisError, r"sort: axis 1 is out of bounds"),
+    ("erf", [sa((3,), complex)], {}, DTypeError, r"erf: expected a real .* got c128\[3\]"),
+    ("erfc", [sa((3,), complex)], {}, DTypeError, r"erfc: expected a real"),
+    ("erfinv", [sa((2,), complex)], {}, DTypeError, r"erfinv: expected a real"),
+    ("lgamma", [sa((), complex)], {}, DTypeError, r"lgamma: expected a real"),
+    ("digamma", [sa((), complex)], {}, DTypeError, r"digamma: expected a real"),
+    ("polygamma", [sa((3,), "int64"), F4], {}, ShapeError,
+     r"polygamma: shapes i64\[3\] and f64\[4\] do not broadcast"),
+    ("polygamma", [sa((), complex), F3], {}, DTypeError, r"polygamma: expected real operands"),
 ] + _bad_control_flow()
 
 

@@ -18,6 +18,9 @@ from functrans import core
 from functrans.errors import MissingRuleError
 from functrans.testing import strategies as fts
 
+# Every test runs twice: as written, and with each transformed function jitted.
+pytestmark = pytest.mark.usefixtures("transform_mode")
+
 
 def close(got, want, rtol=1e-12, atol=1e-12):
     got = np.asarray(got)
@@ -132,6 +135,23 @@ def test_out_axes_int_negative_none_and_pytree():
     # An unbatched output with an out axis is broadcast along it.
     close(ft.vmap(lambda x: np.ones(2))(x), np.ones((3, 2)))
     close(ft.vmap(lambda x: np.ones(2), out_axes=1)(x), np.ones((2, 3)))
+
+
+def test_lists_in_axes_and_out_axes():
+    """A list prefix matches a list argument or output (and, at the top, stands
+    for the tuple of positional arguments)."""
+    xs = np.arange(6.0).reshape(3, 2)
+    close(ft.vmap(lambda p: p[0] * p[1], in_axes=([0, None],))([xs, 2.0]), 2.0 * xs)
+    a, b = ft.vmap(lambda x: [x, x * 2.0], out_axes=[0, 1])(xs)
+    close(a, xs)
+    close(b, 2.0 * xs.T)
+    a, b = ft.vmap(lambda x: (x, fnp.sum(x)), out_axes=[1, 0])(xs)
+    close(a, xs.T)
+    close(b, xs.sum(axis=1))
+    with pytest.raises(ValueError, match=r"out_axes must be a tree prefix of the outputs it "
+                                         r"maps: at out_axes it is a tuple with keys \[0, 1\], "
+                                         r"but the value there is a list"):
+        ft.vmap(lambda x: [x, x], out_axes=(0, 1))(xs)
 
 
 def test_axis_size_when_nothing_is_mapped():

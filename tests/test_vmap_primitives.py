@@ -6,7 +6,8 @@ batched (the others passed unmapped with ``in_axes=None``) and when all are,
 at drawn batch axes (negative ones too), with drawn out axes and batch sizes
 0 to 3.  Index operands (gather/scatter index arrays, dynamic_slice starts)
 are batched like any other operand.  The call primitives are batched through
-``ft.custom_jvp``, ``ft.custom_vjp`` and ``ft.checkpoint``, and ``custom_lin``
+``ft.custom_jvp``, ``ft.custom_vjp``, ``ft.checkpoint`` and ``functrans.lax``
+(``while_reverse`` by vmap of grad through a while loop), and ``custom_lin``
 (the linear half of a custom VJP) by batching a linearized Jaxpr directly.
 """
 
@@ -20,8 +21,12 @@ from hypothesis import strategies as st
 
 import functrans as ft
 import functrans.numpy as fnp
+from functrans.api import grad as eager_grad
 from functrans.core import get_aval, registry
 from functrans.testing import strategies as fts
+
+# Every test runs twice: as written, and with each transformed function jitted.
+pytestmark = pytest.mark.usefixtures("transform_mode")
 
 
 def assert_same(got, want, what=""):
@@ -36,12 +41,12 @@ def assert_same(got, want, what=""):
         np.testing.assert_array_equal(got, want, err_msg=what)
 
 
-def loop(prim, params, members: list[list], aval) -> np.ndarray:
-    """The batched result the slow way: one bind per member, stacked."""
-    outs = [np.asarray(prim.bind(*args, **params)) for args in members]
-    if not outs:
-        return np.zeros((0,) + aval.shape, aval.dtype)
-    return np.stack(outs)
+def loop(prim, params, members: list[list], avals) -> list[np.ndarray]:
+    """The batched results the slow way: one bind per member, stacked."""
+    outs = [prim.bind(*args, **params) for args in members]
+    outs = [o if prim.multiple_results else [o] for o in outs]
+    return [np.stack([np.asarray(o[i]) for o in outs]) if outs
+            else np.zeros((0,) + aval.shape, aval.dtype) for i, aval in enumerate(avals)]
 
 
 def check_batched(name: str, case: Case, batched: tuple[int, ...], size: int, data, rng):
@@ -60,25 +65,29 @@ def check_batched(name: str, case: Case, batched: tuple[int, ...], size: int, da
             member[k] = v
         rank = np.ndim(case.values[k])
         axis = data.draw(st.integers(-rank - 1, rank), label=f"in axis of operand {k}")
-        x = np.stack(values, axis=axis) if values else np.zeros(
-            (0,) + np.shape(case.values[k]), np.asarray(case.values[k]).dtype)
-        if not values:
-            x = np.moveaxis(x, 0, axis)
+        x = np.stack(values, axis=axis) if values else np.moveaxis(
+            np.zeros((0,) + np.shape(case.values[k]), np.asarray(case.values[k]).dtype), 0, axis)
         stacked.append(x)
         in_axes.append(axis)
-    aval = out_aval(name, case)
-    out_axis = data.draw(st.integers(-aval.ndim - 1, aval.ndim), label="out axis")
-    want = np.moveaxis(loop(prim, case.params, members, aval), 0, out_axis)
+    avals = out_aval(name, case)
+    avals = list(avals) if prim.multiple_results else [avals]
+    out_axes = [data.draw(st.integers(-a.ndim - 1, a.ndim), label="out axis") for a in avals]
+    wants = [np.moveaxis(w, 0, ax)
+             for w, ax in zip(loop(prim, case.params, members, avals), out_axes)]
 
     def f(*args):
         return prim.bind(*args, **case.params)
 
-    got = ft.vmap(f, in_axes=tuple(in_axes), out_axes=out_axis, axis_size=size)(*stacked)
-    assert_same(got, want, f"{name} batched at {batched} with in_axes {in_axes}")
+    spec = out_axes if prim.multiple_results else out_axes[0]
+    got = ft.vmap(f, in_axes=tuple(in_axes), out_axes=spec, axis_size=size)(*stacked)
+    got = list(got) if prim.multiple_results else [got]
+    assert len(got) == len(wants)
+    for i, (g, w) in enumerate(zip(got, wants)):
+        assert_same(g, w, f"{name} output {i} batched at {batched} with in_axes {in_axes}")
 
 
 @pytest.mark.parametrize("name", BOUND)
-@settings(max_examples=10)
+@settings(max_examples=20)
 @given(data=st.data())
 def test_vmap_matches_a_loop(name, data):
     case = SPECS[name].draw(data.draw)
@@ -187,15 +196,52 @@ def _custom_functions():
     def plain(x, y):
         return np.sin(x) * y + shift
 
-    return {"custom_jvp": cj, "custom_vjp": cv, "checkpoint": ck}, plain
+    def with_cond(x, y):  # the predicate differs between batch members
+        return ft.lax.cond(fnp.sum(x) > 0, lambda a, b: np.sin(a) * b + shift,
+                           lambda a, b: a - b, x, y)
+
+    def with_if(x, y):
+        return np.sin(x) * y + shift if np.sum(x) > 0 else x - y
+
+    def with_scan(x, y):
+        def step(h, xi):
+            h = np.tanh(h * y + xi)
+            return h, h * shift
+
+        h, hs = ft.lax.scan(step, x, fnp.stack([x, y, x * y]))
+        return h + fnp.sum(hs, axis=0)
+
+    def with_for(x, y):
+        h, total = x, 0.0
+        for xi in (x, y, x * y):
+            h = np.tanh(h * y + xi)
+            total = total + h * shift
+        return h + total
+
+    def with_while(x, y):  # the trip count differs between batch members
+        def body(carry):
+            i, v = carry
+            return i + 1, np.sin(v) * y + shift
+
+        n = fnp.sum(fnp.abs(x)) > 2.0
+        return ft.lax.while_loop(lambda c: c[0] < 2 + n, body, (0, x))[1]
+
+    def with_python_while(x, y):
+        for _ in range(2 + int(np.sum(np.abs(x)) > 2.0)):
+            x = np.sin(x) * y + shift
+        return x
+
+    return {"custom_jvp": (cj, plain), "custom_vjp": (cv, plain), "checkpoint": (ck, plain),
+            "cond": (with_cond, with_if), "scan": (with_scan, with_for),
+            "while_loop": (with_while, with_python_while)}
 
 
-@pytest.mark.parametrize("kind", ["custom_jvp", "custom_vjp", "checkpoint"])
-@settings(max_examples=10)
+@pytest.mark.parametrize("kind", ["custom_jvp", "custom_vjp", "checkpoint", "cond", "scan",
+                                  "while_loop"])
+@settings(max_examples=15)
 @given(data=st.data())
 def test_vmap_of_call_primitives(kind, data):
-    fns, plain = _custom_functions()
-    f = fns[kind]
+    f, plain = _custom_functions()[kind]
     size = data.draw(st.integers(1, 3))
     in_axes = data.draw(st.sampled_from([(0, 0), (0, None), (None, 0), (1, -1), (-2, None)]))
 
@@ -215,16 +261,23 @@ def test_vmap_of_call_primitives(kind, data):
     want = np.stack([plain(member(x, in_axes[0], b), member(y, in_axes[1], b))
                      for b in range(size)])
     assert_same(got, want)
-    # And the derivative of the batched function, against the plain one.
-    g = ft.grad(lambda x, y: fnp.sum(ft.vmap(f, in_axes=in_axes)(x, y) ** 2), (0, 1))(x, y)
-    w = ft.grad(lambda x, y: fnp.sum(ft.vmap(plain, in_axes=in_axes)(x, y) ** 2), (0, 1))(x, y)
-    for a, b in zip(g, w):
-        assert_same(a, b)
-    # Per-member gradients: vmap of grad.
-    g = ft.vmap(ft.grad(lambda x, y: fnp.sum(f(x, y) ** 2), (0, 1)), in_axes=in_axes)(x, y)
-    w = ft.vmap(ft.grad(lambda x, y: fnp.sum(plain(x, y) ** 2), (0, 1)), in_axes=in_axes)(x, y)
-    for a, b in zip(g, w):
-        assert_same(a, b)
+    # Per-member gradients (vmap of grad) against a loop of gradients of the
+    # plain function; the gradient of the summed batch (grad of vmap) is their
+    # sum over members, for the unmapped operands, or their stack.
+    def loss(f):
+        return lambda x, y: fnp.sum(f(x, y) ** 2)
+
+    per_member = ft.vmap(ft.grad(loss(f), (0, 1)), in_axes=in_axes)(x, y)
+    # The references use Python control flow on values: never jitted.
+    loop = [eager_grad(loss(plain), (0, 1))(member(x, in_axes[0], b), member(y, in_axes[1], b))
+            for b in range(size)]
+    for k in range(2):
+        assert_same(per_member[k], np.stack([g[k] for g in loop]))
+    total = ft.grad(lambda x, y: fnp.sum(ft.vmap(f, in_axes=in_axes)(x, y) ** 2), (0, 1))(x, y)
+    for k, (arg, axis) in enumerate(zip((x, y), in_axes)):
+        stacked = np.stack([g[k] for g in loop])
+        want = stacked.sum(axis=0) if axis is None else np.moveaxis(stacked, 0, axis)
+        assert_same(total[k], want.reshape(np.shape(arg)))
 
 
 def test_custom_lin_batched_and_transposed_matches_a_loop_of_vjps():
@@ -236,8 +289,7 @@ def test_custom_lin_batched_and_transposed_matches_a_loop_of_vjps():
     from functrans.transforms.transpose import transpose_jaxpr
     from functrans.transforms.vmap import batch_jaxpr
 
-    fns, _ = _custom_functions()
-    f = fns["custom_vjp"]
+    f, _ = _custom_functions()["custom_vjp"]
     x, y = np.array([0.3, -1.0, 2.0]), np.array([1.5, 0.5, -0.25])
     opened, consts = open_jaxpr(ft.make_jaxpr(f)(x, y))
     n_c = len(consts)

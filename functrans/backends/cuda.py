@@ -24,6 +24,7 @@ powers, and the lexicographic, NaN-aware ordering of complex numbers.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -140,7 +141,7 @@ def cast(expr: str, src: np.dtype, dst: np.dtype) -> str:
     if src.kind == "c":
         expr = f"({expr}).real()"
     if dst == np.float16:  # round to half precision, then compute in float
-        return f"float(float16(float({expr})))"
+        return f"static_cast<float>(float16(static_cast<float>({expr})))"
     if ctype(src) == ctype(dst) and src.kind != "c":
         return expr
     return f"static_cast<{ctype(dst)}>({expr})"
@@ -228,13 +229,63 @@ template <typename T> FUNCTRANS_FN T ft_ipow(T x, long long n) {
   while (n) { if (n & 1) out = T(out * x); x = T(x * x); n >>= 1; }
   return out;
 }
-template <typename T> FUNCTRANS_FN T ft_ipow_f(T x, long long n) {
-  unsigned long long m = n < 0 ? 0ULL - (unsigned long long)n : (unsigned long long)n;
-  T out = T(1);
-  while (m) { if (m & 1) out = out * x; x = x * x; m >>= 1; }
-  return n < 0 ? T(1) / out : out;
-}
 #ifndef FUNCTRANS_NO_COMPLEX
+// Complex division as NumPy's loops do it (Smith's method; by 0 it divides
+// each part by 0).
+template <typename T>
+FUNCTRANS_FN thrust::complex<T> ft_cdiv(thrust::complex<T> a, thrust::complex<T> b) {
+  const T ar = a.real(), ai = a.imag(), br = b.real(), bi = b.imag();
+  const T abs_br = br < 0 ? -br : br, abs_bi = bi < 0 ? -bi : bi;
+  if (abs_br >= abs_bi) {
+    if (abs_br == 0 && abs_bi == 0) return thrust::complex<T>(ar / abs_br, ai / abs_br);
+    const T rat = bi / br, scl = T(1) / (br + bi * rat);
+    return thrust::complex<T>((ar + ai * rat) * scl, (ai - ar * rat) * scl);
+  }
+  const T rat = br / bi, scl = T(1) / (bi + br * rat);
+  return thrust::complex<T>((ar * rat + ai) * scl, (ai * rat - ar) * scl);
+}
+// Complex powers as NumPy's npy_cpow: x**0 is 1, 0**y is 0 where Re y > 0
+// and NaN otherwise, small integer exponents multiply (by squaring, without
+// C99's infinity recovery), the rest is thrust's pow.
+template <typename T>
+FUNCTRANS_FN thrust::complex<T> ft_cmul(thrust::complex<T> a, thrust::complex<T> b) {
+  return thrust::complex<T>(a.real() * b.real() - a.imag() * b.imag(),
+                            a.real() * b.imag() + a.imag() * b.real());
+}
+template <typename T>
+FUNCTRANS_FN thrust::complex<T> ft_cpow_n(thrust::complex<T> a, long long n) {
+  if (n == 0) return thrust::complex<T>(T(1), T(0));
+  if (a.real() == 0 && a.imag() == 0) {
+    return n > 0 ? thrust::complex<T>(T(0), T(0)) : thrust::complex<T>(T(nan("")), T(nan("")));
+  }
+  if (n == 1) return a;
+  if (n == 2) return ft_cmul(a, a);
+  if (n == 3) return ft_cmul(a, ft_cmul(a, a));
+  if (n > -100 && n < 100) {
+    long long m = n < 0 ? -n : n, mask = 1;
+    thrust::complex<T> acc(T(1), T(0)), p = a;
+    while (true) {
+      if (m & mask) acc = ft_cmul(acc, p);
+      mask <<= 1;
+      if (m < mask) break;
+      p = ft_cmul(p, p);
+    }
+    return n < 0 ? ft_cdiv(thrust::complex<T>(T(1), T(0)), acc) : acc;
+  }
+  return pow(a, thrust::complex<T>(T(n), T(0)));
+}
+template <typename T>
+FUNCTRANS_FN thrust::complex<T> ft_cpow(thrust::complex<T> a, thrust::complex<T> b) {
+  if (b.real() == 0 && b.imag() == 0) return thrust::complex<T>(T(1), T(0));
+  if (a.real() == 0 && a.imag() == 0) {
+    return b.real() > 0 ? thrust::complex<T>(T(0), T(0))
+                        : thrust::complex<T>(T(nan("")), T(nan("")));
+  }
+  if (b.imag() == 0 && b.real() == T((long long)b.real()) && b.real() > -100 && b.real() < 100) {
+    return ft_cpow_n(a, (long long)b.real());
+  }
+  return pow(a, b);
+}
 // Complex order: lexicographic, NaN-aware, as NumPy's CLT/CLE.
 template <typename T>
 FUNCTRANS_FN bool ft_clt(thrust::complex<T> x, thrust::complex<T> y) {
@@ -270,12 +321,13 @@ _FLOAT16_DECL = '#include "cupy/float16.cuh"\n'
 
 
 class KernelInput(NamedTuple):
-    """One operand of a kernel: a variable (or, for eager calls, the index of
-    an operand), its dtype, the shape its array is viewed as before the call
-    (None: as it is; CuPy broadcasts it like NumPy), and whether it is a
-    scalar (a Python or NumPy scalar, passed by value) rather than an array."""
+    """One operand of a kernel: the position of its value among the group's
+    inputs, its dtype, the shape its array is viewed as before the call
+    (None: as it is; CuPy broadcasts it like NumPy), whether it is a scalar
+    (a Python or NumPy scalar, passed by value) rather than an array, and
+    its shape."""
 
-    var: Any
+    index: int
     dtype: np.dtype
     view: tuple[int, ...] | None
     scalar: bool
@@ -285,17 +337,19 @@ class KernelInput(NamedTuple):
 class Kernel:
     """One ``cupy.ElementwiseKernel``: ``name``, ``in_params``, ``out_params``,
     ``operation`` and ``preamble`` as CuPy takes them; ``inputs`` and
-    ``out_avals`` say how to call it; ``eqns`` are the equations it computes;
-    ``source`` is the complete ``.cu`` text CuPy compiles for arrays of
-    ``shape`` (contiguous where not broadcast)."""
+    ``out_avals`` say how to call it; ``eqns`` are the equations it computes
+    (from ``invars`` to ``outvars``); ``source`` is the complete ``.cu`` text
+    CuPy compiles for arrays of ``shape`` (contiguous where not broadcast)."""
 
-    def __init__(self, name, inputs, out_avals, operation, eqns, shape):
+    def __init__(self, name, inputs, out_avals, operation, eqns, shape, invars=(), outvars=()):
         self.name: str = name
         self.inputs: tuple[KernelInput, ...] = tuple(inputs)
         self.out_avals: tuple[ShapedArray, ...] = tuple(out_avals)
         self.operation: str = operation
         self.preamble: str = HELPERS
         self.eqns: tuple[Eqn, ...] = tuple(eqns)
+        self.invars: tuple = tuple(invars)  # the group's inputs (``inputs[j].index`` into them)
+        self.outvars: tuple = tuple(outvars)
         self.shape: tuple[int, ...] = tuple(shape)
         self.in_params = ", ".join(
             f"{i.dtype.name} in{k}" for k, i in enumerate(self.inputs))
@@ -394,17 +448,20 @@ def elementwise_kernel(
     inputs: list[KernelInput] = []
     value: dict[int, tuple[str, np.dtype]] = {}  # var id -> (C expression, dtype)
 
+    position = {id(v): k for k, v in enumerate(invars)}
+
     def add_input(var, view, scalar) -> tuple[str, np.dtype]:
         dtype = var.aval.dtype
         check_dtype(dtype, "GPU kernel input")
-        for j, i in enumerate(inputs):
-            if i.var is var and i.view == view:
-                break
+        index = position[id(var)]
+        found = [j for j, i in enumerate(inputs) if i.index == index and i.view == view]
+        if found:
+            j = found[0]
         else:
-            inputs.append(KernelInput(var, dtype, view, scalar, var.aval.shape))
+            inputs.append(KernelInput(index, dtype, view, scalar, var.aval.shape))
             j = len(inputs) - 1
         # float16 operands are computed in float.
-        return (f"float(in{j})" if dtype == np.float16 else f"in{j}"), dtype
+        return (f"static_cast<float>(in{j})" if dtype == np.float16 else f"in{j}"), dtype
 
     for var, scalar in zip(invars, scalars):
         value[id(var)] = add_input(var, None, scalar)
@@ -463,21 +520,22 @@ def elementwise_kernel(
     signature = ",".join(f"{i.dtype.name}{i.view}{i.scalar}" for i in inputs)
     signature += "->" + ",".join(v.aval.dtype.name for v in outvars)
     name = _kernel_name(eqns, operation, signature)
-    return Kernel(name, inputs, [v.aval for v in outvars], operation, eqns, shape)
+    kernel = Kernel(name, inputs, [v.aval for v in outvars], operation, eqns, shape,
+                    invars, outvars)
+    BY_NAME.setdefault(name, kernel)
+    return kernel
 
 
-_JAXPR_KERNELS: dict[Jaxpr, Kernel] = {}
+#: Every kernel generated in this process, by name (for inspection and tests).
+BY_NAME: dict[str, Kernel] = {}
 
 
+@functools.lru_cache(maxsize=4096)
 def jaxpr_kernel(jaxpr: Jaxpr) -> Kernel:
     """The kernel of a fused group (the sub-Jaxpr of a ``fused_elementwise``),
     cached on the group's structure."""
-    kernel = _JAXPR_KERNELS.get(jaxpr)
-    if kernel is None:
-        shape = jaxpr.outvars[0].aval.shape
-        kernel = elementwise_kernel(jaxpr.eqns, jaxpr.invars, jaxpr.outvars, shape)
-        _JAXPR_KERNELS[jaxpr] = kernel
-    return kernel
+    shape = jaxpr.outvars[0].aval.shape
+    return elementwise_kernel(jaxpr.eqns, jaxpr.invars, jaxpr.outvars, shape)
 
 
 # -- compile checks with nvcc --------------------------------------------------------------
@@ -569,14 +627,18 @@ def skip_reason(kernel: Kernel, chain: Toolchain | None) -> str | None:
 
 def compile_check(
     kernels: Sequence[Kernel], arch: str = "90", chain: Toolchain | None = None,
-    timeout: float = 600.0,
+    timeout: float = 600.0, stage: str = "cubin",
 ) -> list[Kernel]:
-    """Compile ``kernels`` with nvcc (one call, one file) for ``sm_<arch>``.
+    """Compile ``kernels`` with nvcc (one call, one file) for ``sm_<arch>``,
+    to machine code (``stage="cubin"``) or only through the C++ front end to
+    PTX (``"ptx"``, faster, and where the errors of generated C++ show).
 
     Returns the kernels that were checked (those ``skip_reason`` lets
     through); raises ``KernelCompileError`` naming the first kernel that fails,
     with its source, the equations it came from and nvcc's messages.
     """
+    if stage not in ("cubin", "ptx"):
+        raise ValueError(f"compile_check: stage must be 'cubin' or 'ptx', got {stage!r}")
     chain = chain or toolchain()
     if chain is None:
         raise KernelCompileError(
@@ -600,8 +662,8 @@ def compile_check(
         path = os.path.join(tmp, "kernels.cu")
         with open(path, "w") as f:
             f.write("".join(parts))
-        cmd = [chain.nvcc, "--cubin", f"-arch=sm_{arch}", "--std=c++17", "-w",
-               "-o", os.path.join(tmp, "kernels.cubin")]
+        cmd = [chain.nvcc, f"--{stage}", f"-arch=sm_{arch}", "--std=c++17", "-w",
+               "-o", os.path.join(tmp, f"kernels.{stage}")]
         if chain.include is None:
             with open(os.path.join(tmp, "functrans_fallback.cuh"), "w") as f:
                 f.write(FALLBACK_HEADERS)

@@ -13,28 +13,7 @@ tracers their array behaviour (operators, methods, indexing, ``.at``,
 array([0., 0.])
 """
 
-from numpy import (
-    bool_,
-    complex64,
-    complex128,
-    e,
-    float16,
-    float32,
-    float64,
-    inf,
-    int8,
-    int16,
-    int32,
-    int64,
-    nan,
-    ndarray,
-    newaxis,
-    pi,
-    uint8,
-    uint16,
-    uint32,
-    uint64,
-)
+from numpy import e, inf, nan, ndarray, newaxis, pi
 
 from functrans.numpy import _contract, _creation, _elementwise, _indexing, _reductions, _shape
 from functrans.numpy._contract import *  # noqa: F403
@@ -43,13 +22,13 @@ from functrans.numpy._elementwise import *  # noqa: F403
 from functrans.numpy._indexing import *  # noqa: F403
 from functrans.numpy._reductions import *  # noqa: F403
 from functrans.numpy._shape import *  # noqa: F403
+from functrans.numpy._extra import *  # noqa: F403  (scalar types that also cast)
+from functrans.numpy import _extra, linalg  # noqa: E402
 
 __all__ = [
-    "bool_", "complex64", "complex128", "e", "float16", "float32", "float64", "inf",
-    "int8", "int16", "int32", "int64", "nan", "ndarray", "newaxis", "pi",
-    "uint8", "uint16", "uint32", "uint64",
+    "e", "inf", "nan", "ndarray", "newaxis", "pi",
     *_contract.__all__, *_creation.__all__, *_elementwise.__all__, *_indexing.__all__,
-    *_reductions.__all__, *_shape.__all__,
+    *_reductions.__all__, *_shape.__all__, *_extra.__all__, "linalg",
 ]  # fmt: skip
 
 # Last: the tracer behaviour forwards to the functions above.

@@ -40,6 +40,7 @@ _UNARY_OPERATORS = {"neg": "negative", "pos": "positive", "abs": "absolute", "in
 _METHODS = [
     "sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin", "any", "all",
     "cumsum", "cumprod", "clip", "round", "dot", "squeeze", "ravel", "swapaxes", "take",
+    "conj", "conjugate", "argsort", "diagonal", "trace", "repeat",
 ]  # fmt: skip
 
 #: What to call instead of a ufunc method (``np.add.reduce`` -> ``fnp.sum``).
@@ -167,6 +168,8 @@ def install() -> None:
     Tracer.flatten = fnp.ravel  # tracers are immutable: a copy is the array itself
     Tracer.T = property(fnp.transpose)
     Tracer.mT = property(lambda self: fnp.swapaxes(self, -1, -2))
+    Tracer.real = property(fnp.real)
+    Tracer.imag = property(fnp.imag)
     Tracer.at = property(IndexUpdateHelper)
     Tracer.__getitem__ = getitem
     Tracer.__array_ufunc__ = _array_ufunc

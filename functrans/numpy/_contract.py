@@ -20,10 +20,13 @@ from functrans.numpy._indexing import getitem
 from functrans.numpy._shape import _broadcast, _broadcast_shape, _convert, _reshape, _transpose
 from functrans.numpy._util import asarray, normalize_axis
 from primitives.elementwise import convert_element_type_p
+from primitives.elementwise import unary as _unary
 from primitives.linalg import dot_general_p
 from primitives.reductions import reduce_sum_p
 
 __all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum"]
+
+conj_p = _unary["conj"]
 
 
 def _operand(x, dtype=None):
@@ -95,10 +98,7 @@ def vdot(a, b, /):
     """``np.vdot``: the dot product of the flattened arrays, conjugating ``a``."""
     a, b = _operand(a), _operand(b)
     if a.dtype.kind == "c":
-        raise NotImplementedError(
-            "vdot: complex first arguments need complex conjugation, which has no "
-            "primitive yet; use dot(a.ravel(), b.ravel()) on real data"
-        )
+        a = bind(conj_p, a)
     if a.size != b.size:
         raise ShapeError(
             f"vdot: the arrays must have the same number of elements, got shapes "

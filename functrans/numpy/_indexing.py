@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from functrans.core import Tracer, bind, get_aval
+from functrans.devices import is_device_array
 from functrans.errors import ConcretizationError, DTypeError, ShapeError
 from functrans.numpy._shape import _broadcast_to, _reshape, _transpose
 from functrans.numpy._util import asarray, normalize_axis
@@ -71,7 +72,7 @@ def _index_array(e: Any):
     """``e`` as an array; a list may hold tracers, and ``[]`` is an empty
     integer index rather than NumPy's default float64."""
     if not isinstance(e, (list, tuple)):
-        return e if isinstance(e, Tracer) else np.asarray(e)
+        return e if isinstance(e, Tracer) or is_device_array(e) else np.asarray(e)
     arr = asarray(e)
     if not isinstance(arr, Tracer) and arr.size == 0 and arr.dtype.kind == "f":
         arr = arr.astype(np.intp)

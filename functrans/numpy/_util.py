@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from functrans.core import Tracer, bind
+from functrans.devices import is_device_array
 from functrans.errors import AxisError
 from primitives.elementwise import convert_element_type_p
 from primitives.shape import concatenate_p, expand_dims_p
@@ -43,8 +44,9 @@ def normalize_axes(name: str, axis: Any, ndim: int) -> tuple[int, ...]:
 
 
 def asarray(x: Any, dtype: Any = None) -> Any:
-    """Like ``np.asarray``, but tracers (also inside lists and tuples) stay traced."""
-    if isinstance(x, Tracer):
+    """Like ``np.asarray``, but tracers (also inside lists and tuples) stay
+    traced, and device (CuPy) arrays stay on their device."""
+    if isinstance(x, Tracer) or (type(x) is not np.ndarray and is_device_array(x)):
         if dtype is not None and np.dtype(dtype) != x.dtype:
             return bind(convert_element_type_p, x, new_dtype=np.dtype(dtype))
         return x

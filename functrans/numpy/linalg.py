@@ -228,11 +228,14 @@ def slogdet(a):
     a = _matrix("slogdet", a)
     diag, parity = _lu_diagonal(a)
     size = ew.abs(diag)
-    logabsdet = _reductions.sum(ew.log(size), axis=-1)
+    # log(0) = -inf without NumPy's divide-by-zero warning: NumPy's slogdet
+    # gives (0, -inf) for a singular matrix quietly.
+    zero = ew.eq(size, 0)
+    safe = ew.select(zero, np.ones((), size.dtype), size)
+    logabsdet = ew.select(_reductions.any(zero, axis=-1), np.array(-np.inf, size.dtype),
+                          _reductions.sum(ew.log(safe), axis=-1))
     if a.dtype.kind == "c":
-        zero = ew.eq(size, 0)
-        unit = ew.select(zero, np.zeros((), a.dtype),
-                         ew.div(diag, ew.select(zero, np.ones((), size.dtype), size)))
+        unit = ew.select(zero, np.zeros((), a.dtype), ew.div(diag, safe))
     else:
         unit = ew.sign(diag)
     sign = ew.mul(parity, _reductions.prod(unit, axis=-1))
@@ -372,7 +375,7 @@ def _pinv_value(a, rcond, hermitian):
     return la.matmul(_swap(vh), scaled)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _pinv_with_jvp():
     from functrans.custom_derivatives import custom_jvp
 
@@ -652,7 +655,9 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
         try:
             axis = (operator.index(axis),)
         except TypeError:
-            raise TypeError("norm: 'axis' must be None, an integer or a tuple of integers") from None
+            raise TypeError(
+                "norm: 'axis' must be None, an integer or a tuple of integers"
+            ) from None
     if len(axis) == 1:
         return _vector_norm(x, ord, (normalize_axis("norm", axis[0], x.ndim),), keepdims)
     if len(axis) == 2:

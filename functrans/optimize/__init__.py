@@ -33,7 +33,10 @@ import numpy as np
 from functrans.optimize import _bfgs, _lbfgs, _newton, _newton_cg, _trust
 from functrans.optimize._problem import Monitor, Problem
 from functrans.optimize._result import (
-    CALLBACK_STOP, MESSAGES, LbfgsInvHessProduct, OptimizeResult,
+    CALLBACK_STOP,
+    MESSAGES,
+    LbfgsInvHessProduct,
+    OptimizeResult,
 )
 
 __all__ = ["LbfgsInvHessProduct", "OptimizeResult", "minimize"]
@@ -93,16 +96,21 @@ def minimize(
     if not isinstance(args, tuple):
         args = (args,)
     problem = Problem(fun, x0, args, has_aux, need)
-    p0 = problem.start()
-    monitor = Monitor(problem, callback, opts["disp"], module.GNORM_LABEL)
-    out = solver(problem, p0, opts, monitor)
+    # Trial points may overflow or leave fun's domain; the solvers handle
+    # NaN and inf themselves (an error at x0, status 3 later), so NumPy's
+    # warnings about them would only be noise.
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        p0 = problem.start()
+        monitor = Monitor(problem, callback, opts["disp"], module.GNORM_LABEL)
+        out = solver(problem, p0, opts, monitor)
     if monitor.stopped:
         out["status"], out["message"] = CALLBACK_STOP, MESSAGES[CALLBACK_STOP]
     p = out.pop("point")
     res = OptimizeResult(
-        x=problem.unravel(p.x.copy()), fun=p.f, jac=problem.unravel(p.g.copy()),
-        nit=out.pop("nit"), nfev=problem.nfev, njev=problem.njev, nhev=problem.nhev,
-        status=out["status"], success=out["status"] == 0, message=out.pop("message"),
+        message=out.pop("message"), success=out["status"] == 0, status=out["status"],
+        fun=p.f, x=problem.unravel(p.x.copy()), nit=out.pop("nit"),
+        jac=problem.unravel(p.g.copy()), nfev=problem.nfev, njev=problem.njev,
+        nhev=problem.nhev,
     )
     del out["status"]
     res.update(out)  # hess_inv or hess

@@ -12,7 +12,12 @@ import numpy as np
 from functrans.optimize._common import norm2, search, search_failure
 from functrans.optimize._problem import Monitor, Point, Problem
 from functrans.optimize._result import (
-    CALLBACK_STOP, MAXITER, MESSAGES, SUCCESS, LbfgsInvHessProduct, two_loop,
+    CALLBACK_STOP,
+    MAXITER,
+    MESSAGES,
+    SUCCESS,
+    LbfgsInvHessProduct,
+    two_loop,
 )
 
 DEFAULTS = {

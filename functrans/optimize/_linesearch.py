@@ -18,7 +18,8 @@ direction; the search returns the step, its payload and a status:
 
 NaN or inf at a trial step means the step went somewhere the objective is
 undefined: the rest of the search halves the step back towards the best
-point so far (Armijo backtracking), never past the bad step again.
+point so far (Armijo backtracking, up to ``BACKTRACKS`` times), never past
+the bad step again.
 
 Reference: J. J. Moré and D. J. Thuente, "Line search algorithms with
 guaranteed sufficient decrease", ACM TOMS 20 (1994) 286-307.
@@ -29,9 +30,10 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, NamedTuple
 
-
 #: Relative size of rounding error assumed in computed values of f.
 F_NOISE = 1e3 * 2.0**-52
+#: Halvings after a non-finite trial before giving up (a factor of 1e-9).
+BACKTRACKS = 30
 
 
 class LineSearch(NamedTuple):
@@ -127,9 +129,9 @@ def strong_wolfe(
     for k in range(1, maxiter + 1):
         f, g, p = evaluate(step)
         if f == -math.inf:
-            return LineSearch(step, p, "unbounded", k)
+            return LineSearch(step, None, "unbounded", k)
         if not (math.isfinite(f) and math.isfinite(g)):
-            return _backtrack(evaluate, f0, gtest, stx, fx, px, step, k, maxiter)
+            return _backtrack(evaluate, f0, gtest, stx, fx, px, step, k)
         ftest = f0 + step * gtest
         if f <= ftest and abs(g) <= -c2 * g0:
             return LineSearch(step, p, "wolfe", k)
@@ -153,10 +155,12 @@ def strong_wolfe(
             stx, fx - stx * shift, gx - shift, sty, fy - sty * shift, gy - shift,
             step, f - step * shift, g - shift, brackt, stmin, stmax,
         )
+        # The ends move as dcstep moves them (judged on psi in stage 1).
+        gm, gxm = g - shift, gx - shift
         if f - step * shift > fx - stx * shift:
             sty, fy, gy = step, f, g
         else:
-            if (g > 0 > gx) or (g < 0 < gx):
+            if (gm > 0 > gxm) or (gm < 0 < gxm):
                 sty, fy, gy = stx, fx, gx
             stx, fx, gx, px = step, f, g, p
 
@@ -188,19 +192,20 @@ def _best(step, f, ftest, p, stx, fx, px, f0, k) -> LineSearch:
     return LineSearch(0.0, None, "failed", k)
 
 
-def _backtrack(evaluate, f0, gtest, stx, fx, px, bad, k, maxiter) -> LineSearch:
+def _backtrack(evaluate, f0, gtest, stx, fx, px, bad, k) -> LineSearch:
     """After a non-finite trial at step ``bad``: halve towards the best step
-    ``stx`` until a finite point with sufficient decrease appears."""
+    ``stx`` (at most ``BACKTRACKS`` times) until a finite point with
+    sufficient, strict decrease appears."""
     step = bad
-    for k in range(k + 1, max(maxiter, k + 20) + 1):
+    for j in range(k + 1, k + BACKTRACKS + 1):
         step = stx + 0.5 * (step - stx)
-        if step == stx:
-            break
         f, g, p = evaluate(step)
         if f == -math.inf:
-            return LineSearch(step, p, "unbounded", k)
-        if math.isfinite(f) and math.isfinite(g) and f <= f0 + step * gtest and f <= fx:
-            return LineSearch(step, p, "decrease", k)
+            return LineSearch(step, None, "unbounded", j)
+        if (math.isfinite(f) and math.isfinite(g) and f <= f0 + step * gtest and f < f0
+                and f <= fx):
+            return LineSearch(step, p, "decrease", j)
+    evaluations = k + BACKTRACKS
     if px is not None and fx < f0:
-        return LineSearch(stx, px, "decrease", k)
-    return LineSearch(0.0, None, "nonfinite", k)
+        return LineSearch(stx, px, "decrease", evaluations)
+    return LineSearch(0.0, None, "nonfinite", evaluations)

@@ -1,10 +1,11 @@
 """Newton's method with the exact Hessian and a strong-Wolfe line search.
 
 Where the Hessian is not positive definite, the step solves
-``(H + tau I) d = -g`` with the smallest ``tau`` from the sequence
-``0, beta, 2 beta, 4 beta ...`` (``beta`` scaled by the largest diagonal
-entry) for which a Cholesky factorisation succeeds (Nocedal & Wright,
-Algorithm 3.3), so ``d`` is always a descent direction.  It stops when the
+``(H + tau I) d = -g`` with ``tau`` the first value of a doubling sequence
+for which a Cholesky factorisation succeeds (Nocedal & Wright, Algorithm
+3.3: from 0 when the diagonal is positive, else from ``beta - min(diag H)``;
+``beta`` is 1e-3 of the largest diagonal entry), so ``d`` always points
+downhill.  It stops when the
 gradient's 2-norm is below ``gtol``, as SciPy's trust-region methods do.
 """
 
@@ -13,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from functrans.optimize._common import norm2, search, search_failure
+from functrans.optimize._linalg import cho_solve
 from functrans.optimize._problem import Monitor, Point, Problem
-from functrans.optimize._result import CALLBACK_STOP, MAXITER, MESSAGES, SUCCESS
+from functrans.optimize._result import CALLBACK_STOP, MAXITER, MESSAGES, NONFINITE, SUCCESS
 
 DEFAULTS = {"gtol": 1e-8, "maxiter": None, "c1": 1e-4, "c2": 0.9, "disp": False}
 TOL_OPTIONS = ("gtol",)
@@ -29,18 +31,16 @@ def cholesky_with_shift(h: np.ndarray, beta: float = 1e-3) -> tuple[np.ndarray, 
     beta *= scale
     tau = 0.0 if diag.min() > 0 else beta - float(diag.min())
     eye = np.eye(len(h))
-    while True:
+    for _ in range(200):  # tau reaches any finite scale long before
         try:
             return np.linalg.cholesky(h + tau * eye if tau else h), tau
         except np.linalg.LinAlgError:
             tau = max(2.0 * tau, beta)
+    raise np.linalg.LinAlgError("no shift makes the matrix positive definite")
 
 
-def cho_solve(lower: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``(L L')^{-1} b``.  NB: NumPy has no triangular solver, so this uses its
-    general one on each factor; the Hessian's own cost (n Hessian-vector
-    products) dominates at the sizes where a dense Hessian makes sense."""
-    return np.linalg.solve(lower.T, np.linalg.solve(lower, b))
+def nonfinite_hessian(problem: Problem) -> str:
+    return f"NaN result encountered: the Hessian of {problem.name} is not finite"
 
 
 def minimize_newton(problem: Problem, p: Point, opts: dict, monitor: Monitor) -> dict:
@@ -54,6 +54,9 @@ def minimize_newton(problem: Problem, p: Point, opts: dict, monitor: Monitor) ->
             status = MAXITER
             break
         h = problem.hessian(p.x)
+        if not np.isfinite(h).all():
+            status, message = NONFINITE, nonfinite_hessian(problem)
+            break
         lower, _ = cholesky_with_shift(h)
         d = -cho_solve(lower, p.g)
         ls = search(problem, p, d, float(p.g.dot(d)), 1.0, c1=opts["c1"], c2=opts["c2"],

@@ -17,7 +17,11 @@ from functrans.optimize._bfgs import initial_step
 from functrans.optimize._common import norm2, search, search_failure
 from functrans.optimize._problem import Monitor, Point, Problem
 from functrans.optimize._result import (
-    CALLBACK_STOP, MAXITER, MESSAGES, NONFINITE, SUCCESS,
+    CALLBACK_STOP,
+    MAXITER,
+    MESSAGES,
+    NONFINITE,
+    SUCCESS,
 )
 
 DEFAULTS = {"xtol": 1e-5, "maxiter": None, "c1": 1e-4, "c2": 0.9, "disp": False}
@@ -26,9 +30,9 @@ GNORM_LABEL = "max|g|"
 EPS = np.finfo(np.float64).eps
 
 
-def truncated_cg(hvp, g: np.ndarray, maxiter: int) -> np.ndarray | None:
-    """An approximate solution of ``H d = -g`` (None if CG ran out of
-    iterations, which only happens on a Hessian that is far from definite)."""
+def truncated_cg(hvp, g: np.ndarray, maxiter: int) -> np.ndarray | str:
+    """An approximate solution of ``H d = -g``, or why there is none:
+    ``"nonfinite"`` (a product was NaN or inf) or ``"maxiter"``."""
     b = -g
     maggrad = float(np.abs(b).sum())
     termcond = min(0.5, math.sqrt(maggrad)) * maggrad
@@ -41,6 +45,8 @@ def truncated_cg(hvp, g: np.ndarray, maxiter: int) -> np.ndarray | None:
             return d
         hp = hvp(p)
         curv = float(p.dot(hp))
+        if not math.isfinite(curv):
+            return "nonfinite"
         if 0 <= curv <= 3 * EPS * float(p.dot(p)):
             # No curvature along p.  NB: SciPy tests curv <= 3 eps without the
             # |p|^2, which stops CG (and so Newton-CG) once |g| is near
@@ -55,7 +61,7 @@ def truncated_cg(hvp, g: np.ndarray, maxiter: int) -> np.ndarray | None:
         p *= rr_new / rr
         p -= r
         rr = rr_new
-    return None
+    return "maxiter"
 
 
 def minimize_newton_cg(problem: Problem, p: Point, opts: dict, monitor: Monitor) -> dict:
@@ -72,11 +78,13 @@ def minimize_newton_cg(problem: Problem, p: Point, opts: dict, monitor: Monitor)
         if k >= maxiter:
             status = MAXITER
             break
-        x = p.x
-        d = truncated_cg(lambda v: problem.hvp(x, v), p.g, 20 * n)
-        if d is None:
-            status = NONFINITE
-            message = "CG iterations didn't converge. The Hessian is not positive definite."
+        d = truncated_cg(lambda v, x=p.x: problem.hvp(x, v), p.g, 20 * n)
+        if isinstance(d, str):
+            status, message = NONFINITE, (
+                f"NaN result encountered: a Hessian-vector product of {problem.name} was "
+                "not finite" if d == "nonfinite" else
+                "CG iterations didn't converge. The Hessian is not positive definite."
+            )
             break
         if not d.any():  # curvature at rounding level along -g: the step is 0
             break

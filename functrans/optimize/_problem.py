@@ -52,15 +52,13 @@ class Problem:
             out = flat_value_and_aux(v, *dyn)
             return out[0] if has_aux else out
 
-        flat_value.__name__ = self.name
+        def flat_hvp(v, t, *dyn):
+            return hvp(lambda u: flat_value(u, *dyn), (v,), (t,))
+
+        flat_value.__name__ = flat_hvp.__name__ = self.name
         self._vg = jit(value_and_grad(flat_value_and_aux, has_aux=has_aux))
         self._hess = jit(hessian(flat_value)) if "hess" in need else None
-        if "hvp" in need:
-
-            def flat_hvp(v, t, *dyn):
-                return hvp(lambda u: flat_value(u, *dyn), (v,), (t,))
-
-            self._hvp = jit(flat_hvp)
+        self._hvp = jit(flat_hvp) if "hvp" in need else None
 
     # -- x0 and args ---------------------------------------------------------------
 
@@ -185,23 +183,21 @@ class Problem:
         return p
 
     def hessian(self, x: np.ndarray) -> np.ndarray:
+        assert self._hess is not None, "built without the Hessian"
         self.nhev += 1
         h = np.asarray(self._hess(x, *self._dynamic))
         return 0.5 * (h + h.T)  # exact symmetry, for the Cholesky factorisations
 
     def hvp(self, x: np.ndarray, t: np.ndarray) -> np.ndarray:
+        assert self._hvp is not None, "built without Hessian-vector products"
         self.nhev += 1
         return self._hvp(x, t, *self._dynamic)
 
     @property
     def jitted(self) -> dict:
         """The compiled functions, by name (for tests and ``cache_info()``)."""
-        out = {"value_and_grad": self._vg}
-        if self._hess is not None:
-            out["hessian"] = self._hess
-        if hasattr(self, "_hvp"):
-            out["hvp"] = self._hvp
-        return out
+        out = {"value_and_grad": self._vg, "hessian": self._hess, "hvp": self._hvp}
+        return {name: fn for name, fn in out.items() if fn is not None}
 
 
 class Monitor:

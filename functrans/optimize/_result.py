@@ -4,7 +4,7 @@ approximation as a matrix-free operator."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -51,7 +51,8 @@ class OptimizeResult(dict):
         width = max(map(len, self.keys())) + 1
         lines = []
         for key, value in self.items():
-            text = repr(value).replace("\n", "\n" + " " * (width + 2))
+            text = value if isinstance(value, str) else repr(value)
+            text = text.replace("\n", "\n" + " " * (width + 2))
             lines.append(f"{key.rjust(width)}: {text}")
         return "\n".join(lines)
 
@@ -88,7 +89,8 @@ class LbfgsInvHessProduct:
         return f"<{self.shape[0]}x{self.shape[1]} LbfgsInvHessProduct with {len(self.sk)} pairs>"
 
 
-def two_loop(g: np.ndarray, s: np.ndarray, y: np.ndarray, rho: np.ndarray,
+def two_loop(g: np.ndarray, s: np.ndarray | Sequence[np.ndarray],
+             y: np.ndarray | Sequence[np.ndarray], rho: np.ndarray | Sequence[float],
              gamma: float) -> np.ndarray:
     """``H g`` by the L-BFGS two-loop recursion (Nocedal & Wright, Algorithm
     7.4); the pairs in ``s``, ``y`` are ordered oldest first."""

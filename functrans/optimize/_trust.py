@@ -18,10 +18,16 @@ import math
 import numpy as np
 
 from functrans.optimize._common import norm2
-from functrans.optimize._newton import cho_solve
+from functrans.optimize._linalg import cho_solve, solve_lower
+from functrans.optimize._newton import nonfinite_hessian
 from functrans.optimize._problem import Monitor, Point, Problem
 from functrans.optimize._result import (
-    CALLBACK_STOP, MAXITER, MESSAGES, NONFINITE, PRECISION_LOSS, SUCCESS,
+    CALLBACK_STOP,
+    MAXITER,
+    MESSAGES,
+    NONFINITE,
+    PRECISION_LOSS,
+    SUCCESS,
 )
 
 DEFAULTS = {
@@ -100,7 +106,7 @@ def solve_subproblem(h: np.ndarray, g: np.ndarray, radius: float, maxiter: int):
         if pnorm == 0.0:  # g = 0 and H indefinite: the eigenvector step alone
             lam = max(math.sqrt(lo * hi), lo + 0.01 * (hi - lo))
             continue
-        w = np.linalg.solve(lower, p)
+        w = solve_lower(lower, p)
         new = lam + (pnorm / norm2(w)) ** 2 * (pnorm - radius) / radius
         lam = new if lo < new < hi else max(math.sqrt(lo * hi), lo + 0.01 * (hi - lo))
     return (p * min(1.0, radius / max(norm2(p), 1e-300))), True
@@ -119,12 +125,14 @@ def minimize_trust_newton(problem: Problem, p: Point, opts: dict, monitor: Monit
         )
     gnorm = norm2(p.g)
     monitor.row(0, p.f, gnorm, None)
-    h = problem.hessian(p.x) if gnorm >= opts["gtol"] else None
-    h_at = p.x
+    h, h_at = problem.hessian(p.x), p.x
     k, status, message = 0, SUCCESS, None
     while gnorm >= opts["gtol"]:
         if k >= maxiter:
             status = MAXITER
+            break
+        if not np.isfinite(h).all():
+            status, message = NONFINITE, nonfinite_hessian(problem)
             break
         step, on_boundary = solve_subproblem(h, p.g, radius, opts["subproblem_maxiter"])
         predicted = -float(p.g.dot(step) + 0.5 * step @ h @ step)
@@ -160,6 +168,5 @@ def minimize_trust_newton(problem: Problem, p: Point, opts: dict, monitor: Monit
             break
         if accepted and gnorm >= opts["gtol"]:
             h, h_at = problem.hessian(p.x), p.x
-    fresh = h is not None and h_at is p.x  # else evaluate it where the solve ended
     return {"point": p, "nit": k, "status": status, "message": message or MESSAGES[status],
-            "hess": h if fresh else problem.hessian(p.x)}
+            "hess": h if h_at is p.x else problem.hessian(p.x)}

@@ -250,6 +250,7 @@ def test_errors(f, shapes, error, match):
         ft.make_jaxpr(f)(*args)
 
 
-def test_vdot_of_complex_needs_conjugation():
-    with pytest.raises(NotImplementedError, match=r"vdot: complex"):
-        fc.vdot(np.ones(2, complex), np.ones(2))
+def test_vdot_conjugates_a_complex_first_argument():
+    a, b = np.array([1 + 2j, 3 - 1j]), np.array([2 - 1j, 1j])
+    np.testing.assert_allclose(fc.vdot(a, b), np.vdot(a, b))
+    np.testing.assert_allclose(fc.vdot(b.real, a), np.vdot(b.real, a))

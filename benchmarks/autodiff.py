@@ -1,0 +1,153 @@
+"""Reverse mode and Hessian-vector products, called the way users call them.
+
+* ``autodiff.grad.n10`` / ``autodiff.grad.n1e6`` (W1, W2): the gradient of
+  ``sum(sin(x) * x + x**2)``.  At n=10 the figure is per-call overhead (for
+  ``functrans`` without ``jit``: tracing the function, reusing the cached
+  transform, and running the cached forward and backward code); at n=1e6 the
+  NumPy work dominates.
+* ``autodiff.hvp.rosenbrock.n1e5`` (W4): a Hessian-vector product of the
+  extended Rosenbrock function
+  ``sum(100 (x[1:] - x[:-1]**2)**2 + (1 - x[:-1])**2)`` by forward over
+  reverse mode, without forming the Hessian.
+
+Variants: ``numpy`` (the floor: the derivative written out by hand),
+``functrans`` (``ft.grad`` / ``ft.hvp``, which retrace on every call, as
+DESIGN.md asks), ``functrans.jit`` (the same under ``ft.jit``, traced once),
+and, where importable, ``jax`` / ``jax.jit`` (x64), ``autograd`` and
+``torch.func``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchmarks import _peers
+from benchmarks._timing import Workload
+
+GRAD_SIZES = {"n10": 10, "n1e6": 1_000_000}
+HVP_SIZE = 100_000
+
+
+# -- W1/W2: grad of sum(sin(x) * x + x**2) ---------------------------------------
+
+
+def f_numpy(x):
+    return np.sum(np.sin(x) * x + x**2)
+
+
+def grad_numpy(x):
+    """d/dx: sin x + x cos x + 2x."""
+    return np.sin(x) + x * np.cos(x) + 2.0 * x
+
+
+def _grad_variants(x: np.ndarray) -> dict:
+    import functrans as ft
+
+    g, gj = ft.grad(f_numpy), ft.jit(ft.grad(f_numpy))
+    variants = {
+        "numpy": lambda: grad_numpy(x),
+        "functrans": lambda: g(x),
+        "functrans.jit": lambda: gj(x),
+    }
+    if (j := _peers.jax()) is not None:
+        jnp = j.jnp
+
+        def f_jax(x):
+            return jnp.sum(jnp.sin(x) * x + x**2)
+
+        xj = jnp.asarray(x)
+        gx, gxj = j.jax.grad(f_jax), j.jax.jit(j.jax.grad(f_jax))
+        variants["jax"] = lambda: gx(xj).block_until_ready()
+        variants["jax.jit"] = lambda: gxj(xj).block_until_ready()
+    if (a := _peers.autograd()) is not None:
+        anp = a.anp
+        ga = a.autograd.grad(lambda x: anp.sum(anp.sin(x) * x + x**2))
+        variants["autograd"] = lambda: ga(x)
+    if (t := _peers.torch()) is not None:
+        torch = t.torch
+        xt = torch.tensor(x, dtype=torch.float64)
+        gt = t.func.grad(lambda x: torch.sum(torch.sin(x) * x + x**2))
+        variants["torch.func"] = lambda: gt(xt)
+    return variants
+
+
+# -- W4: Hessian-vector product of the extended Rosenbrock function ----------------
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def rosenbrock_hvp_numpy(x, v):
+    """H(x) v without forming H: H is tridiagonal with
+    H[i,i] = 1200 x_i^2 - 400 x_{i+1} + 2 (i < n-1), plus 200 (i > 0), and
+    H[i,i+1] = H[i+1,i] = -400 x_i."""
+    a, b = x[:-1], x[1:]
+    off = -400.0 * a
+    hv = np.zeros_like(x)
+    hv[:-1] += (1200.0 * a**2 - 400.0 * b + 2.0) * v[:-1] + off * v[1:]
+    hv[1:] += 200.0 * v[1:] + off * v[:-1]
+    return hv
+
+
+def _hvp_variants(x: np.ndarray, v: np.ndarray) -> dict:
+    import functrans as ft
+
+    def hvp_ft(x, v):
+        return ft.hvp(rosenbrock, (x,), (v,))
+
+    hvp_jit = ft.jit(hvp_ft)
+    variants = {
+        "numpy": lambda: rosenbrock_hvp_numpy(x, v),
+        "functrans": lambda: hvp_ft(x, v),
+        "functrans.jit": lambda: hvp_jit(x, v),
+    }
+    if (j := _peers.jax()) is not None:
+        jax, jnp = j.jax, j.jnp
+
+        def rosen_jax(x):
+            return jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+        def hvp_jax(x, v):
+            return jax.jvp(jax.grad(rosen_jax), (x,), (v,))[1]
+
+        xj, vj = jnp.asarray(x), jnp.asarray(v)
+        hvp_jax_jit = jax.jit(hvp_jax)
+        variants["jax"] = lambda: hvp_jax(xj, vj).block_until_ready()
+        variants["jax.jit"] = lambda: hvp_jax_jit(xj, vj).block_until_ready()
+    if (a := _peers.autograd()) is not None:
+        anp = a.anp
+        hvp_ag = a.autograd.hessian_vector_product(
+            lambda x: anp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+        )
+        variants["autograd"] = lambda: hvp_ag(x, v)
+    if (t := _peers.torch()) is not None:
+        torch, func = t.torch, t.func
+
+        def rosen_torch(x):
+            return torch.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+        xt, vt = torch.tensor(x, dtype=torch.float64), torch.tensor(v, dtype=torch.float64)
+        variants["torch.func"] = lambda: func.jvp(func.grad(rosen_torch), (xt,), (vt,))[1]
+    return variants
+
+
+def workloads() -> list[Workload]:
+    rng = np.random.default_rng(0)
+    out = []
+    for label, n in GRAD_SIZES.items():
+        x = rng.standard_normal(n)
+        out.append(Workload(
+            name=f"autodiff.grad.{label}",
+            description=f"grad of sum(sin(x)*x + x**2), x: f64[{n:,}]",
+            variants=_grad_variants(x),
+            floor="numpy",
+        ))
+    x, v = rng.standard_normal(HVP_SIZE), rng.standard_normal(HVP_SIZE)
+    out.append(Workload(
+        name="autodiff.hvp.rosenbrock.n1e5",
+        description=f"Hessian-vector product of extended Rosenbrock, x: f64[{HVP_SIZE:,}]",
+        variants=_hvp_variants(x, v),
+        floor="numpy",
+    ))
+    return out

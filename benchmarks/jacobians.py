@@ -1,0 +1,195 @@
+"""Dense Hessians, per-example gradients, and the memory of chunked Hessians.
+
+* ``jacobians.hessian.rosenbrock.n{10,100,1000}`` (W3): the dense Hessian of
+  the extended Rosenbrock function ``sum(100 (x[1:] - x[:-1]**2)**2 +
+  (1 - x[:-1])**2)``; ``ft.hessian`` is ``jacfwd(jacrev(f))``, the input
+  basis pushed through the linearized gradient in one batched pass.  The
+  floor fills the tridiagonal matrix by hand.
+* ``jacobians.per_example_grad.mlp`` (W5): per-example gradients of the
+  squared error of a 32-64-1 tanh MLP over a batch of 256, by
+  ``vmap(grad(loss), in_axes=(None, 0, 0))``; the floor is the batched
+  backward pass written out in NumPy (einsum for the per-example outer
+  products).  autograd has no ``vmap`` and is not run here.
+* ``jacobians.hessian_memory.n5000`` (metric ``peak_memory``): the peak
+  traced allocation of ``ft.hessian(f, chunk_size=c)(x)`` at n=5,000 for a
+  few chunk sizes and for ``chunk_size=None``; the Hessian itself is 200 MB
+  (the floor: NumPy filling it by hand).  Peers are not run: tracemalloc
+  does not see their allocators.
+
+Variants as in ``benchmarks.autodiff``: ``numpy`` (floor), ``functrans``,
+``functrans.jit`` and, where importable, ``jax`` / ``jax.jit`` (x64),
+``autograd`` and ``torch.func``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchmarks import _peers
+from benchmarks._timing import Workload
+
+HESSIAN_SIZES = (10, 100, 1000)
+BATCH, N_IN, N_HIDDEN = 256, 32, 64
+MEMORY_N = 5000
+MEMORY_CHUNKS = (10, 100, 1000, None)
+
+
+# -- W3: dense Hessian of the extended Rosenbrock function ------------------------
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def rosenbrock_hessian_numpy(x):
+    n = x.size
+    a, b = x[:-1], x[1:]
+    h = np.zeros((n, n))
+    i = np.arange(n - 1)
+    h[i, i] = 1200.0 * a**2 - 400.0 * b + 2.0
+    h[i + 1, i + 1] += 200.0
+    h[i, i + 1] = h[i + 1, i] = -400.0 * a
+    return h
+
+
+def _rosen(xp):
+    def rosen(x):
+        return xp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+    return rosen
+
+
+def _hessian_variants(x: np.ndarray) -> dict:
+    import functrans as ft
+
+    h, hj = ft.hessian(rosenbrock), ft.jit(ft.hessian(rosenbrock))
+    variants = {
+        "numpy": lambda: rosenbrock_hessian_numpy(x),
+        "functrans": lambda: h(x),
+        "functrans.jit": lambda: hj(x),
+    }
+    if (j := _peers.jax()) is not None:
+        jax = j.jax
+        xj = j.jnp.asarray(x)
+        hx, hxj = jax.hessian(_rosen(j.jnp)), jax.jit(jax.hessian(_rosen(j.jnp)))
+        variants["jax"] = lambda: hx(xj).block_until_ready()
+        variants["jax.jit"] = lambda: hxj(xj).block_until_ready()
+    if (a := _peers.autograd()) is not None:
+        ha = a.autograd.hessian(_rosen(a.anp))
+        variants["autograd"] = lambda: ha(x)
+    if (t := _peers.torch()) is not None:
+        torch = t.torch
+        xt = torch.tensor(x, dtype=torch.float64)
+        ht = t.func.hessian(_rosen(torch))
+        variants["torch.func"] = lambda: ht(xt)
+    return variants
+
+
+# -- W5: per-example gradients of a 32-64-1 tanh MLP ---------------------------------
+
+
+def mlp_loss(params, x, y):
+    """Squared error of one example: x f64[32], y f64[]."""
+    w1, b1, w2, b2 = params
+    h = np.tanh(x @ w1 + b1)
+    return (h @ w2 + b2 - y) ** 2
+
+
+def per_example_grads_numpy(params, xs, ys):
+    """The batched backward pass of ``mlp_loss``, one gradient per row."""
+    w1, b1, w2, b2 = params
+    h = np.tanh(xs @ w1 + b1)                   # (B, 64)
+    d_out = 2.0 * (h @ w2 + b2 - ys)            # (B,)
+    g_w2 = h * d_out[:, None]                   # (B, 64)
+    d_z = (d_out[:, None] * w2) * (1.0 - h**2)  # (B, 64)
+    g_w1 = np.einsum("bi,bj->bij", xs, d_z)     # (B, 32, 64)
+    return g_w1, d_z, g_w2, d_out
+
+
+def _mlp_data(rng):
+    params = (
+        rng.standard_normal((N_IN, N_HIDDEN)) / np.sqrt(N_IN),
+        rng.standard_normal(N_HIDDEN) * 0.1,
+        rng.standard_normal(N_HIDDEN) / np.sqrt(N_HIDDEN),
+        np.float64(0.1) + np.zeros(()),
+    )
+    return params, rng.standard_normal((BATCH, N_IN)), rng.standard_normal(BATCH)
+
+
+def _per_example_variants(params, xs, ys) -> dict:
+    import functrans as ft
+
+    pe = ft.vmap(ft.grad(mlp_loss), in_axes=(None, 0, 0))
+    pe_jit = ft.jit(pe)
+    variants = {
+        "numpy": lambda: per_example_grads_numpy(params, xs, ys),
+        "functrans": lambda: pe(params, xs, ys),
+        "functrans.jit": lambda: pe_jit(params, xs, ys),
+    }
+    if (j := _peers.jax()) is not None:
+        jax, jnp = j.jax, j.jnp
+
+        def loss_jax(params, x, y):
+            w1, b1, w2, b2 = params
+            return (jnp.tanh(x @ w1 + b1) @ w2 + b2 - y) ** 2
+
+        pj = jax.vmap(jax.grad(loss_jax), in_axes=(None, 0, 0))
+        pjj = jax.jit(pj)
+        args = jax.tree_util.tree_map(jnp.asarray, (params, xs, ys))
+        variants["jax"] = lambda: jax.block_until_ready(pj(*args))
+        variants["jax.jit"] = lambda: jax.block_until_ready(pjj(*args))
+    if (t := _peers.torch()) is not None:
+        torch, func = t.torch, t.func
+
+        def loss_torch(params, x, y):
+            w1, b1, w2, b2 = params
+            return (torch.tanh(x @ w1 + b1) @ w2 + b2 - y) ** 2
+
+        pt = func.vmap(func.grad(loss_torch), in_dims=(None, 0, 0))
+        tp = tuple(torch.tensor(p, dtype=torch.float64) for p in params)
+        txs, tys = torch.tensor(xs, dtype=torch.float64), torch.tensor(ys, dtype=torch.float64)
+        variants["torch.func"] = lambda: pt(tp, txs, tys)
+    return variants
+
+
+# -- peak memory of the chunked Hessian ------------------------------------------------
+
+
+def _memory_variants(x: np.ndarray) -> dict:
+    import functrans as ft
+
+    def chunked(c):
+        h = ft.hessian(rosenbrock, chunk_size=c)
+        return lambda: h(x)
+
+    variants = {"numpy": lambda: rosenbrock_hessian_numpy(x)}
+    variants.update({f"chunk_size={c}": chunked(c) for c in MEMORY_CHUNKS})
+    return variants
+
+
+def workloads() -> list[Workload]:
+    rng = np.random.default_rng(0)
+    out = []
+    for n in HESSIAN_SIZES:
+        x = rng.standard_normal(n)
+        out.append(Workload(
+            name=f"jacobians.hessian.rosenbrock.n{n}",
+            description=f"dense Hessian of extended Rosenbrock, x: f64[{n:,}]",
+            variants=_hessian_variants(x),
+            floor="numpy",
+        ))
+    params, xs, ys = _mlp_data(rng)
+    out.append(Workload(
+        name="jacobians.per_example_grad.mlp",
+        description=f"per-example grads of a {N_IN}-{N_HIDDEN}-1 tanh MLP, batch {BATCH}",
+        variants=_per_example_variants(params, xs, ys),
+        floor="numpy",
+    ))
+    out.append(Workload(
+        name=f"jacobians.hessian_memory.n{MEMORY_N}",
+        description=f"peak traced MB of ft.hessian(rosenbrock, chunk_size=c), x: f64[{MEMORY_N:,}]",
+        variants=_memory_variants(rng.standard_normal(MEMORY_N)),
+        floor="numpy",
+        metric="peak_memory",
+    ))
+    return out
