@@ -22,7 +22,7 @@ import functrans as ft
 import functrans.numpy as fnp
 from functrans import core
 from functrans.dtypes import float0
-from functrans.errors import ConcretizationError, DTypeError, MissingRuleError
+from functrans.errors import DTypeError, MissingRuleError
 from functrans.testing import check_grads
 from functrans.testing import strategies as fts
 from primitives.indexing import scatter_p
