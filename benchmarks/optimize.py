@@ -14,6 +14,10 @@ with the same-named method:
   is not in its figure (functrans' is in its own).
 
 ``newton`` has no SciPy namesake: its rows compare with ``trust-exact``.
+On a machine shared with other work, run with ``OPENBLAS_NUM_THREADS=1``:
+SciPy's compiled L-BFGS-B and BFGS and the dense factorisations call
+multithreaded BLAS, whose threads then wait on each other and make those
+figures swing by 10x from run to run.
 Dense-Hessian methods (newton, trust-newton) and dense BFGS are not run at
 n=10,000: the 10,000 x 10,000 matrix (800 MB) and its O(n^3) factorisations
 are not what those methods are for.

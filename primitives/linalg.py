@@ -1,10 +1,14 @@
-"""``dot_general``: the one contraction primitive behind dot, matmul, einsum,
-tensordot, inner and outer.
+"""Linear algebra primitives: ``dot_general``, the one contraction behind dot,
+matmul, einsum, tensordot, inner and outer; and the factorisations and
+solves behind ``functrans.numpy.linalg`` and ``functrans.scipy.linalg``:
+``triangular_solve`` (linear in its right-hand side), ``lu``,
+``lu_pivots_to_permutation``, ``cholesky``, ``eigh``, ``qr`` and ``svd``.
 
 ``dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``
 as in JAX.  The result's axes are the batch axes, then the lhs free axes,
 then the rhs free axes.  The NumPy impl moves axes to (batch, free, contract)
-order and calls ``np.matmul`` so that BLAS does the work.
+order and calls ``np.matmul`` so that BLAS does the work.  The
+factorisations are described where they are declared, below it.
 """
 
 from __future__ import annotations

@@ -109,7 +109,8 @@ def _method(name):
     return method
 
 
-for _name in ("reshape", "transpose", "copy", "astype", "conj", "squeeze", "sum", "fill",
+for _name in ("reshape", "transpose", "copy", "astype", "conj", "squeeze", "sum", "fill", "min",
+              "max",
               "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
               "__truediv__", "__rtruediv__", "__neg__", "__ne__", "__eq__", "__lt__",
               "__le__", "__gt__", "__ge__"):
@@ -159,18 +160,38 @@ class ElementwiseKernel:
             self.kernel.preamble)
 
     def __call__(self, *args):
+        # A kernel is shared by every shape with its code, so only its own
+        # structure is used here, with the operands of this call: a broadcast
+        # of an input is that input's (viewed) operand, and NumPy broadcasting
+        # does what the kernel's indexing does.
         k = self.kernel
         ins, outs = args[: len(k.inputs)], args[len(k.inputs):]
         assert len(outs) == len(k.out_avals)
-        env = {}
+        env, viewed = {}, {}
         for spec, x in zip(k.inputs, ins):
             if spec.scalar:
                 assert not isinstance(x, ndarray), "a scalar operand came as an array"
             else:
                 assert isinstance(x, ndarray), "an array operand is not on the device"
-                x = x._a if spec.view is None else x._a.reshape(spec.shape)
-            env[id(k.invars[spec.index])] = x
+                x = x._a
+            if spec.view is None:
+                env[id(k.invars[spec.index])] = x
+            else:
+                viewed[(spec.index, spec.view)] = x
+        position = {id(v): i for i, v in enumerate(k.invars)}
         for e in k.eqns:
+            if e.primitive.name == "broadcast_in_dim":
+                (a,) = e.inputs
+                if type(a) is core.Literal:
+                    env[id(e.outputs[0])] = a.val
+                elif id(a) in position and a.aval.shape != e.outputs[0].aval.shape:
+                    view = [1] * len(e.params["shape"])
+                    for i, d in enumerate(e.params["broadcast_dimensions"]):
+                        view[d] = a.aval.shape[i]
+                    env[id(e.outputs[0])] = viewed[(position[id(a)], tuple(view))]
+                else:
+                    env[id(e.outputs[0])] = env[id(a)]
+                continue
             ins_e = [a.val if type(a) is core.Literal else env[id(a)] for a in e.inputs]
             env[id(e.outputs[0])] = e.primitive.impl(*ins_e, **e.params)
         for out, v in zip(outs, k.outvars):

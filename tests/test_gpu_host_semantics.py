@@ -25,10 +25,10 @@ import warnings
 
 import numpy as np
 import pytest
+from test_gpu_lowering import primitive_kernels, program_lowerings
 
 from functrans import core
 from functrans.backends import cuda
-from test_gpu_lowering import primitive_kernels, program_lowerings
 
 CHAIN = cuda.toolchain()
 pytestmark = pytest.mark.skipif(

@@ -241,23 +241,36 @@ def test_numpy_linalg_calls_on_tracers_dispatch_here():
 # --------------------------------------------------------------------------
 
 
-def test_lu_factor_matches_scipy_including_blocks_and_batches():
-    from primitives.linalg import lu_p
+@pytest.mark.parametrize("impl", ["lapack", "numpy"])
+def test_lu_factor_matches_scipy_including_blocks_and_batches(impl):
+    """With SciPy the LU is LAPACK's; ``lu_numpy`` is the fallback without it."""
+    from primitives.linalg import lu_numpy, lu_p
 
-    for n in (1, 5, 33, 70):  # 33 and 70: several 32-column panels
+    for n in (0, 1, 5, 33, 70):  # 33 and 70: several 32-column panels
         for dtype in (np.float64, np.complex128, np.float32):
             a = RNG.standard_normal((2, n, n))
             if dtype == np.complex128:
                 a = a + 1j * RNG.standard_normal(a.shape)
             a = a.astype(dtype)
-            lu, piv = fsl.lu_factor(a)
-            perm = lu_p.bind(a)[2]
+            lu, piv, perm = lu_p.bind(a) if impl == "lapack" else lu_numpy(a)
+            assert lu.dtype == dtype and piv.dtype == perm.dtype == np.int32
             for i in range(2):
-                want_lu, want_piv = scipy.linalg.lu_factor(a[i])
-                _close(lu[i], want_lu, dtype)
-                np.testing.assert_array_equal(piv[i], want_piv)
+                if n:
+                    want_lu, want_piv = scipy.linalg.lu_factor(a[i])
+                    _close(lu[i], want_lu, dtype)
+                    np.testing.assert_array_equal(piv[i], want_piv)
                 lower = np.tril(lu[i], -1) + np.eye(n)
                 _close(a[i][perm[i]], lower @ np.triu(lu[i]), dtype)
+
+
+def test_exactly_singular_matrices_are_found_as_numpy_finds_them():
+    """LAPACK's LU (the one NumPy uses) decides which matrices have a zero pivot."""
+    m = np.arange(1.0, 10.0).reshape(3, 3)  # singular; rounding could hide it
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.inv(m)
+    with pytest.raises(np.linalg.LinAlgError, match=r"Singular matrix"):
+        LA.inv(m)
+    assert LA.det(m) == np.linalg.det(m) == 0.0
 
 
 def test_lu_of_a_singular_matrix_factorises_and_det_is_zero():

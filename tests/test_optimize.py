@@ -5,6 +5,7 @@ result and options, callbacks, pytrees, and every kind of bad input."""
 import importlib
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -194,6 +195,7 @@ def test_derivatives_compile_once_per_solve(method, monkeypatch):
             made.append(self)
 
     monkeypatch.setattr(optimize, "Problem", Recording)
+    monkeypatch.setattr(optimize._problem, "_COMPILED", weakref.WeakKeyDictionary())
     res = minimize(logistic, np.zeros(5), args=(X, Y), method=method)
     assert res.success and len(made) == 1
     jitted = made[0].jitted
@@ -204,6 +206,10 @@ def test_derivatives_compile_once_per_solve(method, monkeypatch):
         info = fn.cache_info()
         assert info.misses == 1 and info.hits >= 1, (name, info)
     assert jitted["value_and_grad"].cache_info().hits + 1 == res.nfev
+    # Solving the same problem again reuses the compiled derivatives.
+    again = minimize(logistic, np.full(5, 0.1), args=(X, Y), method=method)
+    assert again.success and made[1].jitted["value_and_grad"] is jitted["value_and_grad"]
+    assert jitted["value_and_grad"].cache_info().misses == 1
 
 
 # -- pytrees, args, aux -----------------------------------------------------------

@@ -714,6 +714,22 @@ def call_spec(name: str) -> Spec:
     return Spec(draw_args, ref)
 
 
+def fused_spec() -> Spec:
+    """``fused_elementwise`` runs its member equations (the GPU lowering's
+    fusion pass makes it): here ``[sin(x) * y + 1, cos(x)]`` over one shape."""
+    from primitives.elementwise import add, cos, mul, sin
+
+    def draw_args(draw):
+        shape = draw(fts.shapes())
+        x, y = (operand(draw, dtypes=NUMERIC, shape=shape, lo=-3, hi=3, scalar_ok=False)
+                for _ in range(2))
+        closed, _, _ = core.trace_to_jaxpr(lambda a, b: [add(mul(sin(a), b), 1.0), cos(a)],
+                                           [get_aval(x), get_aval(y)])
+        return (x, y), {"jaxpr": closed.jaxpr}
+
+    return Spec(draw_args, lambda x, y, jaxpr: [np.sin(x) * y + 1.0, np.cos(x)])
+
+
 def custom_lin_spec() -> Spec:
     """``custom_lin`` is the linear half of a custom VJP: it has a shape rule but
     no forward evaluation, which must say so."""
@@ -907,8 +923,16 @@ def _textbook_lu(a):
 
 
 def lu_spec() -> Spec:
-    return Spec(lambda draw: ((_matrices(draw),), {}),
-                lambda a: list(_per_matrix(_textbook_lu, a)))
+    """Diagonally dominant matrices with their rows shuffled: every pivot is
+    clear (LAPACK and the textbook agree on it), and rows do get swapped."""
+
+    def draw_args(draw):
+        a = _matrices(draw)
+        n = a.shape[-1]
+        a = a + 4 * (n + 1) * np.eye(n, dtype=a.dtype)
+        return (a[..., draw(st.permutations(range(n))), :],), {}
+
+    return Spec(draw_args, lambda a: list(_per_matrix(_textbook_lu, a)))
 
 
 def lu_pivots_to_permutation_spec() -> Spec:
@@ -1061,6 +1085,7 @@ SPECS: dict[str, Spec] = {
     "custom_vjp_call": call_spec("custom_vjp_call"),
     "checkpoint": call_spec("checkpoint"),
     "custom_lin": custom_lin_spec(),
+    "fused_elementwise": fused_spec(),
     "cond": cond_spec(),
     "scan": scan_spec(),
     "while_loop": while_spec(),
@@ -1478,7 +1503,7 @@ def test_shape_rule_errors_at_trace_time_name_the_function(name, avals, params, 
 # Shape rules that accept every operand, and the elementwise rows, whose dtype
 # errors the spec test checks against NumPy's refusals.
 NEVER_FAIL = {"convert_element_type", "stop_gradient", "custom_jvp_call", "custom_vjp_call",
-              "custom_lin", "checkpoint", "while_reverse"}
+              "custom_lin", "checkpoint", "while_reverse", "fused_elementwise"}
 
 
 def test_every_shape_rule_has_error_cases():

@@ -205,13 +205,34 @@ def test_importing_functrans_does_not_import_scipy():
         assert "scipy" not in sys.modules, sorted(m for m in sys.modules if "scipy" in m)
         import numpy as np
         functrans.scipy.special.logsumexp(np.ones(3))
-        functrans.scipy.linalg.expm(np.eye(2))
         functrans.numpy.linalg.svd(np.eye(2))
         assert "scipy" not in sys.modules
         functrans.scipy.special.erf(np.ones(2))
         assert "scipy.special" in sys.modules
     """)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_linear_algebra_works_without_scipy():
+    """SciPy's LAPACK LU is used when SciPy is there; without it, NumPy's own."""
+    proc = _run("""
+        import sys
+        sys.modules["scipy"] = None
+        import numpy as np
+        import functrans as ft
+        import functrans.numpy as fnp
+        import functrans.scipy.linalg as fsl
+        a = np.array([[4.0, 1.0], [2.0, 3.0]])
+        assert np.allclose(fnp.linalg.solve(a, np.ones(2)), np.linalg.solve(a, np.ones(2)))
+        assert np.allclose(fsl.expm(np.zeros((2, 2))), np.eye(2))
+        assert np.allclose(ft.grad(fnp.linalg.det)(a), np.linalg.det(a) * np.linalg.inv(a).T)
+        try:
+            fnp.linalg.inv(np.array([[1.0, 2.0], [2.0, 4.0]]))
+        except np.linalg.LinAlgError as e:
+            print("LinAlgError:", e)
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert "LinAlgError: Singular matrix" in proc.stdout
 
 
 def test_without_scipy_special_functions_name_the_extra_to_install():

@@ -517,7 +517,7 @@ def elementwise_kernel(
             expr = f"float16({expr})"
         lines.append(f"out{j} = {expr};")
     operation = "\n".join(lines)
-    signature = ",".join(f"{i.dtype.name}{i.view}{i.scalar}" for i in inputs)
+    signature = ",".join(f"{i.dtype.name}{i.scalar}" for i in inputs)
     signature += "->" + ",".join(v.aval.dtype.name for v in outvars)
     name = _kernel_name(eqns, operation, signature)
     kernel = Kernel(name, inputs, [v.aval for v in outvars], operation, eqns, shape,

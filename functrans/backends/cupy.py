@@ -171,8 +171,19 @@ def _eager_elementwise(prim: Primitive, args: Sequence[Any], params: dict):
         _EAGER_KERNELS[key] = kernel
     operands = [x if is_device_array(x) else _scalar(x) for x in args]
     out = _cp.empty(out_aval.shape, out_aval.dtype)  # the kernel is shared by all shapes
-    elementwise_kernel(kernel)(*operands, out)
+    launch(kernel, elementwise_kernel(kernel), operands + [out])
     return out
+
+
+def launch(kernel: cuda.Kernel, fn, args) -> None:
+    """Run ``fn`` (the ElementwiseKernel of ``kernel``), which CuPy compiles on
+    its first call: a compile error shows the source and the equations."""
+    try:
+        fn(*args)
+    except Exception as e:
+        if type(e).__name__ != "CompileException":
+            raise
+        raise cuda.kernel_compile_error(kernel, str(e), [kernel]) from None
 
 
 def _scalar(x: Any):
@@ -201,7 +212,7 @@ class KernelCall:
             x = args[spec.index]
             ins.append(x if spec.view is None else x.reshape(spec.view))
         outs = [cp.empty(a.shape, a.dtype) for a in self.kernel.out_avals]
-        fn(*ins, *outs)
+        launch(self.kernel, fn, ins + outs)
         return outs[0] if self.single else outs
 
 

@@ -15,15 +15,23 @@ array([0., 0.])
 
 from numpy import e, inf, nan, ndarray, newaxis, pi
 
-from functrans.numpy import _contract, _creation, _elementwise, _indexing, _reductions, _shape
+from functrans.numpy import (
+    _contract,
+    _creation,
+    _elementwise,
+    _extra,
+    _indexing,
+    _reductions,
+    _shape,
+    linalg,
+)
 from functrans.numpy._contract import *  # noqa: F403
 from functrans.numpy._creation import *  # noqa: F403
 from functrans.numpy._elementwise import *  # noqa: F403
+from functrans.numpy._extra import *  # noqa: F403  (scalar types that also cast)
 from functrans.numpy._indexing import *  # noqa: F403
 from functrans.numpy._reductions import *  # noqa: F403
 from functrans.numpy._shape import *  # noqa: F403
-from functrans.numpy._extra import *  # noqa: F403  (scalar types that also cast)
-from functrans.numpy import _extra, linalg  # noqa: E402
 
 __all__ = [
     "e", "inf", "nan", "ndarray", "newaxis", "pi",

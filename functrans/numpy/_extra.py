@@ -22,6 +22,7 @@ array([1, 2, 3])
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import operator
 import warnings
@@ -284,7 +285,10 @@ def _sinc_series(k: int, x):
     return zero if k % 2 else add(zero, (-1) ** (k // 2) / (k + 1))
 
 
-def _make_sinc_series():
+@functools.cache
+def _sinc_series_with_jvp():
+    """``_sinc_series`` with its JVP: the next term of the series (built on
+    first use: ``custom_derivatives`` sits above this module)."""
     from functrans.custom_derivatives import custom_jvp
 
     series = custom_jvp(_sinc_series, nondiff_argnums=(0,))
@@ -297,9 +301,6 @@ def _make_sinc_series():
     return series
 
 
-_SINC_SERIES = []
-
-
 def sinc(x, /):
     """``numpy.sinc``: ``sin(pi x) / (pi x)``, 1 at 0, where every derivative
     is the Maclaurin series' (so ``hessian`` at 0 is right too).
@@ -310,12 +311,10 @@ def sinc(x, /):
     x = _arg(x)
     dtype = _ufunc_dtype(np.sin, x)
     x = _cast(x, dtype)
-    if not _SINC_SERIES:
-        _SINC_SERIES.append(_make_sinc_series())
     at_zero = equal(x, 0)
     safe = multiply(where(at_zero, 1.0, x), math.pi)
     ratio = _elementwise.divide(_elementwise.sin(safe), safe)
-    return where(at_zero, _SINC_SERIES[0](0, multiply(x, math.pi)), ratio)
+    return where(at_zero, _sinc_series_with_jvp()(0, multiply(x, math.pi)), ratio)
 
 
 def _logaddexp(x1, x2, log1p_exp, scale):

@@ -27,8 +27,10 @@ Derivatives follow the standard results, and where those need it:
 Like NumPy's, functions read only the lower triangle of the matrix given to
 ``cholesky`` and ``eigh`` (``UPLO='L'``), and their derivatives are those of
 that Hermitian matrix.  Singular matrices make ``solve`` and ``inv`` raise
-``numpy.linalg.LinAlgError`` when they run; bad shapes raise
-``functrans.errors.LinAlgError`` (a subclass) at once.
+``numpy.linalg.LinAlgError`` when they run: a zero pivot of the LU
+factorisation, which is LAPACK's getrf (the routine behind NumPy's solve)
+when SciPy is installed and a NumPy implementation otherwise.  Bad shapes
+raise ``functrans.errors.LinAlgError`` (a subclass) at once.
 
 >>> import numpy as np
 >>> import functrans as ft

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import time
+import weakref
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -37,15 +38,33 @@ class Point(NamedTuple):
     aux: Any
 
 
+# The jitted derivatives of each objective, reused by later solves of the same
+# problem (same function object, x0 layout, argument layout and method needs),
+# as jit reuses its compilations: like jit, minimize takes ``fun`` to be pure.
+_COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 class Problem:
     def __init__(self, fun: Callable, x0: Any, args: tuple, has_aux: bool, need: frozenset):
         self.name = core.fun_name(fun)
         self.label = f"minimize({self.name})"
         self.fun, self.has_aux = fun, has_aux
         self.x0 = self._flatten_x0(x0)
-        self._dynamic, self._rebuild_args = self._split_args(args)
+        self._dynamic, self._rebuild_args, static_key = self._split_args(args)
         self.nfev = self.njev = self.nhev = 0
+        key = (has_aux, self.treedef, tuple(self.shapes), static_key, need)
+        try:
+            per_fun = _COMPILED.setdefault(fun, {})
+            hash(key)
+        except TypeError:  # not weak-referenceable, or an unhashable constant argument
+            per_fun, key = {}, None
+        if key not in per_fun:
+            per_fun[key] = self._compile(need)
+        self._vg, self._hess, self._hvp = per_fun[key]
 
+    def _compile(self, need: frozenset):
+        """The jitted value-and-gradient, and the Hessian or HVP the method needs."""
+        has_aux = self.has_aux
         flat_value_and_aux = self._flat_fun()
 
         def flat_value(v, *dyn):
@@ -56,9 +75,11 @@ class Problem:
             return hvp(lambda u: flat_value(u, *dyn), (v,), (t,))
 
         flat_value.__name__ = flat_hvp.__name__ = self.name
-        self._vg = jit(value_and_grad(flat_value_and_aux, has_aux=has_aux))
-        self._hess = jit(hessian(flat_value)) if "hess" in need else None
-        self._hvp = jit(flat_hvp) if "hvp" in need else None
+        return (
+            jit(value_and_grad(flat_value_and_aux, has_aux=has_aux)),
+            jit(hessian(flat_value)) if "hess" in need else None,
+            jit(flat_hvp) if "hvp" in need else None,
+        )
 
     # -- x0 and args ---------------------------------------------------------------
 
@@ -121,7 +142,10 @@ class Problem:
             it = iter(dyn)
             return tree_unflatten(tree, [next(it) if t else x for x, t in zip(leaves, traced)])
 
-        return dynamic, rebuild
+        # What the compiled functions depend on besides array shapes: the
+        # layout of args and the constants baked in.
+        static_key = (tree, tuple(x if not t else None for x, t in zip(leaves, traced)))
+        return dynamic, rebuild, static_key
 
     def _flat_fun(self) -> Callable:
         name, label, has_aux = self.name, self.label, self.has_aux

@@ -187,7 +187,11 @@ def polygamma(n, x):
 
 
 def _x_log(x, y, log, lowest: float, neutral: float):
-    x, y = _inexact(x), _inexact(y)
+    with np.errstate(divide="ignore", invalid="ignore"):  # -inf and NaN are the answers
+        return _x_log_body(_inexact(x), _inexact(y), log, lowest, neutral)
+
+
+def _x_log_body(x, y, log, lowest: float, neutral: float):
     dtype = np.result_type(x.dtype, y.dtype)
     x, y = _shape._convert(x, dtype), _shape._convert(y, dtype)
     # 0 where x == 0 and the logarithm is not finite (y at or below ``lowest``,
