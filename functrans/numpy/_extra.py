@@ -813,15 +813,15 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=No
 def tril(m, k: int = 0):
     """``numpy.tril``: zeros above the ``k``-th diagonal of the last two axes."""
     m = asarray(m)
-    mask = np.tri(*m.shape[-2:], k=k, dtype=bool)
-    return where(mask, m, _zero(m.dtype))
+    rows, cols = m.shape[-2:] if m.ndim >= 2 else (m.shape[-1], m.shape[-1])
+    return where(np.tri(rows, cols, k, dtype=bool), m, _zero(m.dtype))
 
 
 def triu(m, k: int = 0):
     """``numpy.triu``: zeros below the ``k``-th diagonal of the last two axes."""
     m = asarray(m)
-    mask = np.tri(*m.shape[-2:], k=k - 1, dtype=bool)
-    return where(mask, _zero(m.dtype), m)
+    rows, cols = m.shape[-2:] if m.ndim >= 2 else (m.shape[-1], m.shape[-1])
+    return where(np.tri(rows, cols, k - 1, dtype=bool), _zero(m.dtype), m)
 
 
 def kron(a, b):

@@ -511,7 +511,7 @@ def _chain_order(dims: list[int]) -> list[list[int]]:
     """The optimal parenthesisation of a matrix chain (dynamic programming,
     as in NumPy's multi_dot): ``split[i][j]`` for the product of i..j."""
     k = len(dims) - 1
-    cost = [[0] * k for _ in range(k)]
+    cost: list[list[float]] = [[0.0] * k for _ in range(k)]
     split = [[0] * k for _ in range(k)]
     for length in range(1, k):
         for i in range(k - length):
