@@ -72,14 +72,18 @@ def machine() -> dict:
 
 
 def peers() -> dict:
-    """The peer libraries' versions (None where not importable)."""
+    """The peer libraries' versions (None where not importable or left out)."""
+    from importlib.metadata import PackageNotFoundError, version
+
     from benchmarks import _peers
 
     out = {}
-    for name, load, attr in (("jax", _peers.jax, "jax"), ("autograd", _peers.autograd, "autograd"),
-                             ("torch", _peers.torch, "torch")):
-        lib = load()
-        out[name] = getattr(getattr(lib, attr), "__version__", "?") if lib else None
+    for name, load in (("jax", _peers.jax), ("autograd", _peers.autograd),
+                       ("torch", _peers.torch)):
+        try:
+            out[name] = version(name) if load() is not None else None
+        except PackageNotFoundError:
+            out[name] = "unknown"
     return out
 
 

@@ -175,9 +175,9 @@ class ElementwiseKernel:
                 assert isinstance(x, ndarray), "an array operand is not on the device"
                 x = x._a
             if spec.view is None:
-                env[id(k.invars[spec.index])] = x
+                env[id(k.invars[spec.operand])] = x
             else:
-                viewed[(spec.index, spec.view)] = x
+                viewed[(spec.operand, spec.view)] = x
         position = {id(v): i for i, v in enumerate(k.invars)}
         for e in k.eqns:
             if e.primitive.name == "broadcast_in_dim":

@@ -244,7 +244,7 @@ def test_fused_kernels_compute_what_their_equations_compute(library):
     for k in kernels:
         env, operands = {}, []
         for spec in k.inputs:
-            var = k.invars[spec.index]
+            var = k.invars[spec.operand]
             dtype = var.aval.dtype
             if id(var) not in env:
                 value = rng.uniform(-1.5, 1.5, var.aval.shape) if dtype.kind != "b" \

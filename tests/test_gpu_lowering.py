@@ -418,6 +418,6 @@ def test_kernels_are_cached_by_structure():
 def test_kernel_inputs_name_the_group_inputs():
     low = ft.jit(lambda x, y: fnp.sin(x) * y + x).lower(sds((4,)), sds((4,)), device="gpu")
     (k,) = low.kernels
-    assert [i.index for i in k.inputs] == [0, 1]
+    assert [i.operand for i in k.inputs] == [0, 1]
     assert k.in_params == "float32 in0, float32 in1" and k.out_params == "float32 out0"
     assert [v.aval for v in k.invars] == [core.ShapedArray((4,), np.float32)] * 2

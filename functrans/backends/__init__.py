@@ -1,2 +1,3 @@
 """Backends evaluate Jaxprs on concrete arrays: ``numpy`` (the reference, always
-there) and, once it lands, ``cupy`` for NVIDIA GPUs."""
+there) and ``cupy`` for NVIDIA GPUs (loaded when CuPy arrays first appear),
+whose CUDA code ``cuda`` generates without needing CuPy or a GPU."""

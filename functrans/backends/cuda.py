@@ -327,7 +327,7 @@ class KernelInput(NamedTuple):
     (a Python or NumPy scalar, passed by value) rather than an array, and
     its shape."""
 
-    index: int
+    operand: int
     dtype: np.dtype
     view: tuple[int, ...] | None
     scalar: bool
@@ -348,7 +348,7 @@ class Kernel:
         self.operation: str = operation
         self.preamble: str = HELPERS
         self.eqns: tuple[Eqn, ...] = tuple(eqns)
-        self.invars: tuple = tuple(invars)  # the group's inputs (``inputs[j].index`` into them)
+        self.invars: tuple = tuple(invars)  # the group's inputs (``inputs[j].operand`` indexes them)
         self.outvars: tuple = tuple(outvars)
         self.shape: tuple[int, ...] = tuple(shape)
         self.in_params = ", ".join(
@@ -453,12 +453,12 @@ def elementwise_kernel(
     def add_input(var, view, scalar) -> tuple[str, np.dtype]:
         dtype = var.aval.dtype
         check_dtype(dtype, "GPU kernel input")
-        index = position[id(var)]
-        found = [j for j, i in enumerate(inputs) if i.index == index and i.view == view]
+        operand = position[id(var)]
+        found = [j for j, i in enumerate(inputs) if i.operand == operand and i.view == view]
         if found:
             j = found[0]
         else:
-            inputs.append(KernelInput(index, dtype, view, scalar, var.aval.shape))
+            inputs.append(KernelInput(operand, dtype, view, scalar, var.aval.shape))
             j = len(inputs) - 1
         # float16 operands are computed in float.
         return (f"static_cast<float>(in{j})" if dtype == np.float16 else f"in{j}"), dtype
@@ -639,6 +639,8 @@ def compile_check(
     """
     if stage not in ("cubin", "ptx"):
         raise ValueError(f"compile_check: stage must be 'cubin' or 'ptx', got {stage!r}")
+    if not kernels:
+        return []
     chain = chain or toolchain()
     if chain is None:
         raise KernelCompileError(

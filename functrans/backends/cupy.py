@@ -209,7 +209,7 @@ class KernelCall:
         cp = _cp
         ins = []
         for spec in self.kernel.inputs:
-            x = args[spec.index]
+            x = args[spec.operand]
             ins.append(x if spec.view is None else x.reshape(spec.view))
         outs = [cp.empty(a.shape, a.dtype) for a in self.kernel.out_avals]
         launch(self.kernel, fn, ins + outs)

@@ -212,16 +212,16 @@ def _rebuild(closed: ClosedJaxpr, groups: _Groups, group_of, producer) -> Closed
             new_eqns.append(eqns[unit[0]])
             continue
         inside = set(unit)
-        members = [eqns[i] for i in unit]
-        defined = {id(v) for e in members for v in e.outputs}
+        members: list[Eqn] = [eqns[i] for i in unit]
+        defined = {id(v) for m in members for v in m.outputs}
         invars: list[Var] = []
         seen: set[int] = set()
-        for e in members:
-            for a in e.inputs:
+        for m in members:
+            for a in m.inputs:
                 if type(a) is Var and id(a) not in defined and id(a) not in seen:
                     seen.add(id(a))
                     invars.append(a)
-        outvars = [v for e in members for v in e.outputs
+        outvars = [v for m in members for v in m.outputs
                    if _var_used_outside(v, inside, users, outvar_ids)]
         if not outvars:
             continue  # dead code: nothing outside reads the group
