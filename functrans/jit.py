@@ -108,7 +108,7 @@ class Lowered:
 
 class _Entry(NamedTuple):
     jaxpr: ClosedJaxpr
-    compiled: Compiled
+    compiled: Any  # a backends.numpy.Compiled, or a backends.cupy.Compiled for the GPU
     out_tree: Any
     single_output: bool  # the output is one array, not a container
     # Closed over a tracer of an enclosing transform: evaluated by binding into
@@ -235,6 +235,7 @@ class _Jitted:
         optimized = optimize(closed)
         out_tree = out_cell[-1]
         single = out_tree.num_leaves == 1 and out_tree.num_nodes == 1
+        compiled: Any
         if device == "gpu":
             from functrans.backends import cupy as gpu_backend
 

@@ -62,6 +62,16 @@ def run(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
     return apply_jaxpr(closed, list(args))
 
 
+def runner(closed: ClosedJaxpr, sample: Sequence[Any]):
+    """A function evaluating ``closed`` on arguments like ``sample``, looked up
+    once for a loop: the compiled NumPy code itself when they are NumPy arrays."""
+    if all(type(x) is np.ndarray or np.isscalar(x) for x in sample):
+        from functrans.backends.numpy import compiled
+
+        return compiled(closed).fn
+    return lambda *args: run(closed, args)
+
+
 def _jvp(closed: ClosedJaxpr, nonzeros, instantiate_outs):
     from functrans.transforms.jvp import jvp_jaxpr
 
@@ -228,9 +238,10 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse):
     xs = [np.asarray(x) for x in args[num_consts + num_carry :]]
     y_avals = jaxpr.out_avals[num_carry:]
     ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
+    body = runner(jaxpr, consts + carry + xs)
     for step in range(length):
         i = length - 1 - step if reverse else step
-        outs = run(jaxpr, consts + carry + [x[i] for x in xs])
+        outs = body(*consts, *carry, *[x[i] for x in xs])
         carry = outs[:num_carry]
         for y, out in zip(ys, outs[num_carry:]):
             y[i] = out
@@ -471,8 +482,9 @@ def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     cc = list(args[:cond_nconsts])
     bc = list(args[cond_nconsts : cond_nconsts + body_nconsts])
     carry = list(args[cond_nconsts + body_nconsts :])
-    while bool(run(cond_jaxpr, cc + carry)[0]):
-        carry = run(body_jaxpr, bc + carry)
+    cond, body = runner(cond_jaxpr, cc + carry), runner(body_jaxpr, bc + carry)
+    while bool(cond(*cc, *carry)[0]):
+        carry = body(*bc, *carry)
     return [np.asarray(c) for c in carry]
 
 
@@ -714,12 +726,14 @@ def _while_reverse_impl(*args, cond_jaxpr, fwd_jaxpr, bwd_jaxpr, cond_nconsts, f
     n_carry = len(fwd_jaxpr.out_avals)
     cc, fc, carry, ct = _wr_parts(args, cond_nconsts, fwd_nconsts, n_carry)
     tape = []
-    while bool(run(cond_jaxpr, cc + carry)[0]):
+    cond, fwd = runner(cond_jaxpr, cc + carry), runner(fwd_jaxpr, fc + carry)
+    while bool(cond(*cc, *carry)[0]):
         tape.append(carry)
-        carry = run(fwd_jaxpr, fc + carry)
+        carry = fwd(*fc, *carry)
     acc = [np.zeros(a.shape, a.dtype) for a in bwd_jaxpr.out_avals[:num_acc]]
+    bwd = runner(bwd_jaxpr, fc + carry + ct)
     for c in reversed(tape):
-        out = run(bwd_jaxpr, fc + c + ct)
+        out = bwd(*fc, *c, *ct)
         acc = [a + d for a, d in zip(acc, out[:num_acc])]
         ct = out[num_acc:]
     return [np.asarray(x) for x in ct] + acc

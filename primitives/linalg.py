@@ -13,6 +13,8 @@ factorisations are described where they are declared, below it.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, get_aval
@@ -49,8 +51,12 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers):
 def _dot_general_impl(lhs, rhs, *, dimension_numbers):
     (lc, rc), (lb, rb) = dimension_numbers
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
-    if not lb and tuple(lc) == (lhs.ndim - 1,) and tuple(rc) == (0,) and rhs.ndim <= 2:
-        return as_array(np.dot(lhs, rhs))  # the everyday matrix/vector product
+    if not lb and len(lc) == 1 and lhs.ndim <= 2 and rhs.ndim <= 2:
+        # Matrix and vector products, transposed operands included: BLAS takes
+        # the transposed views as they are.
+        a = lhs if lc[0] == lhs.ndim - 1 else lhs.T
+        b = rhs if rc[0] == 0 else rhs.T
+        return as_array(np.dot(a, b))
     nb_axes = len(lb)
     if (tuple(lb) == tuple(rb) == tuple(range(nb_axes)) and lhs.ndim == rhs.ndim == nb_axes + 2
             and tuple(lc) == (nb_axes + 1,) and tuple(rc) == (nb_axes,)):
@@ -60,10 +66,10 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers):
     batch = tuple(lhs.shape[i] for i in lb)
     m = tuple(lhs.shape[i] for i in lf)
     n = tuple(rhs.shape[i] for i in rf)
-    k = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
-    nb = int(np.prod(batch, dtype=np.int64))
+    k = math.prod(lhs.shape[i] for i in lc)
+    nb = math.prod(batch)
     # Explicit sizes: ``-1`` cannot be inferred when another axis is 0.
-    mm, nn = int(np.prod(m, dtype=np.int64)), int(np.prod(n, dtype=np.int64))
+    mm, nn = math.prod(m), math.prod(n)
     a = np.transpose(lhs, tuple(lb) + lf + tuple(lc)).reshape(nb, mm, k)
     b = np.transpose(rhs, tuple(rb) + tuple(rc) + rf).reshape(nb, k, nn)
     return as_array(np.matmul(a, b).reshape(batch + m + n))

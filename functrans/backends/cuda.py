@@ -348,7 +348,7 @@ class Kernel:
         self.operation: str = operation
         self.preamble: str = HELPERS
         self.eqns: tuple[Eqn, ...] = tuple(eqns)
-        self.invars: tuple = tuple(invars)  # the group's inputs (``inputs[j].operand`` indexes them)
+        self.invars: tuple = tuple(invars)  # the group's inputs (``inputs[j].operand``)
         self.outvars: tuple = tuple(outvars)
         self.shape: tuple[int, ...] = tuple(shape)
         self.in_params = ", ".join(
@@ -376,7 +376,8 @@ class Kernel:
 
 
 def describe_eqns(eqns: Sequence[Eqn]) -> str:
-    invars, defined = [], set()
+    invars: list = []
+    defined: set[int] = set()
     for e in eqns:
         for a in e.inputs:
             if type(a) is Var and id(a) not in defined and a not in invars:
@@ -483,7 +484,7 @@ def elementwise_kernel(
                     view[d] = x.aval.shape[i]
                 value[id(out)] = add_input(x, tuple(view), False)
             continue
-        rule = prim.rule("cuda")
+        rule: Any = prim.rule("cuda")
         loops = rule.loop_dtypes([a.aval for a in e.inputs], out.aval)
         kind_dtype = next(d for name, d in zip(rule.args, loops) if name != "p")
         template = rule.template(kind_dtype.kind, e.params)

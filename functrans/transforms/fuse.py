@@ -212,20 +212,20 @@ def _rebuild(closed: ClosedJaxpr, groups: _Groups, group_of, producer) -> Closed
             new_eqns.append(eqns[unit[0]])
             continue
         inside = set(unit)
-        members: list[Eqn] = [eqns[i] for i in unit]
-        defined = {id(v) for m in members for v in m.outputs}
+        group: list[Eqn] = [eqns[i] for i in unit]
+        defined = {id(v) for m in group for v in m.outputs}
         invars: list[Var] = []
         seen: set[int] = set()
-        for m in members:
+        for m in group:
             for a in m.inputs:
                 if type(a) is Var and id(a) not in defined and id(a) not in seen:
                     seen.add(id(a))
                     invars.append(a)
-        outvars = [v for m in members for v in m.outputs
+        outvars = [v for m in group for v in m.outputs
                    if _var_used_outside(v, inside, users, outvar_ids)]
         if not outvars:
             continue  # dead code: nothing outside reads the group
-        inner = Jaxpr((), invars, outvars, members)
+        inner = Jaxpr((), invars, outvars, group)
         new_eqns.append(Eqn(fused_p, tuple(invars), tuple(outvars), {"jaxpr": inner}))
     return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, new_eqns),
                        closed.consts)
