@@ -700,10 +700,32 @@ def _reshape(x, new_shape):
     return bind(shape_prims.reshape_p, x, new_sizes=tuple(new_shape))
 
 
-def _concat_rows(parts: list):
-    if len(parts) == 1:
-        return parts[0]
-    return bind(shape_prims.concatenate_p, *parts, dimension=0)
+class _Rows:
+    """Chunks of rows stacked along axis 0.  NumPy chunks are written into one
+    preallocated array, so peak memory is the result plus one chunk's work;
+    traced (or device) chunks are concatenated."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.parts: list = []
+        self.buffer: np.ndarray | None = None
+        self.filled = 0
+
+    def add(self, chunk) -> None:
+        if type(chunk) is not np.ndarray or self.parts:
+            self.parts.append(chunk)
+            return
+        if self.buffer is None:
+            self.buffer = np.empty((self.total,) + chunk.shape[1:], chunk.dtype)
+        self.buffer[self.filled : self.filled + chunk.shape[0]] = chunk
+        self.filled += chunk.shape[0]
+
+    def stacked(self):
+        if self.buffer is not None:
+            return self.buffer
+        if len(self.parts) == 1:
+            return self.parts[0]
+        return bind(shape_prims.concatenate_p, *self.parts, dimension=0)
 
 
 def _jacobian(f: Callable, argnums, has_aux: bool, chunk_size, mode: str,
@@ -762,15 +784,15 @@ def _forward_blocks(lin: _Linearized, in_avals, out_avals, chunk_size, label) ->
     total = sum(a.size for a in in_avals)
     offsets = np.cumsum([0] + [a.size for a in in_avals])
     n_out = len(out_avals)
-    columns: list[list] = [[] for _ in range(n_out)]
+    columns = [_Rows(total) for _ in range(n_out)]
     for rows in _chunks(total, chunk_size, label):
         basis = [_basis_chunk(rows, int(o), a) for o, a in zip(offsets, in_avals)]
         outs = _batched_apply(lin.linear, list(lin.residuals), basis, len(rows))
         for i in range(n_out):
-            columns[i].append(outs[i])
+            columns[i].add(outs[i])
     blocks = []
     for i, out_aval in enumerate(out_avals):
-        full = _concat_rows(columns[i]) if total else None  # (total, *out_shape)
+        full = columns[i].stacked() if total else None  # (total, *out_shape)
         row = []
         for j, in_aval in enumerate(in_avals):
             if full is None:
@@ -798,12 +820,13 @@ def _reverse_blocks(lin: _Linearized, in_avals, out_avals, chunk_size, label) ->
     transposed = transpose_jaxpr(lin.linear, (False,) * n_res + (True,) * n_t, nonzero)
     total = sum(a.size for a in out_avals)
     offsets = np.cumsum([0] + [a.size for a in out_avals])
-    rows_of: list[list] = [[] for _ in range(n_t)]
+    rows_of = [_Rows(total) for _ in range(n_t)]
     for rows in _chunks(total, chunk_size, label):
         basis = [_basis_chunk(rows, int(o), a) for o, a in zip(offsets, out_avals)]
         cts = _batched_apply(transposed, list(lin.residuals), basis, len(rows))
         for j in range(n_t):
-            rows_of[j].append(cts[j])
+            rows_of[j].add(cts[j])
+    stacked = [r.stacked() if total else None for r in rows_of]  # (total, *in_shape)
     blocks = []
     for i, out_aval in enumerate(out_avals):
         row = []
@@ -811,8 +834,7 @@ def _reverse_blocks(lin: _Linearized, in_avals, out_avals, chunk_size, label) ->
             if not total:
                 row.append(np.zeros(out_aval.shape + in_aval.shape, in_aval.dtype))
                 continue
-            full = _concat_rows(rows_of[j])  # (total, *in_shape)
-            part = bind(shape_prims.slice_p, full,
+            part = bind(shape_prims.slice_p, stacked[j],
                         start_indices=(int(offsets[i]),) + (0,) * in_aval.ndim,
                         limit_indices=(int(offsets[i + 1]),) + in_aval.shape,
                         strides=(1,) * (in_aval.ndim + 1))
