@@ -72,6 +72,8 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers):
     mm, nn = math.prod(m), math.prod(n)
     a = np.transpose(lhs, tuple(lb) + lf + tuple(lc)).reshape(nb, mm, k)
     b = np.transpose(rhs, tuple(rb) + tuple(rc) + rf).reshape(nb, k, nn)
+    if not lc:  # outer products: one broadcast multiply beats many k=1 GEMMs
+        return as_array(np.multiply(a, b).reshape(batch + m + n))
     return as_array(np.matmul(a, b).reshape(batch + m + n))
 
 
