@@ -486,11 +486,51 @@ def _drop_identity(identity, positions=(0, 1)):
     return rule
 
 
+def _negated(ctx, a):
+    """The operand of the ``neg`` equation that produced ``a``, or None."""
+    inner = ctx.producer(a)
+    return inner.inputs[0] if inner is not None and inner.primitive.name == "neg" else None
+
+
 def _neg_simplify(eqn, ctx):
-    inner = ctx.producer(eqn.inputs[0])
-    if inner is not None and inner.primitive is eqn.primitive and same_type(eqn, inner.inputs[0]):
-        return inner.inputs[0]
+    """-(-x) = x;  -(x - y) = y - x;  -((-x) * y) = x * y."""
+    x = eqn.inputs[0]
+    inner = _negated(ctx, x)
+    if inner is not None and same_type(eqn, inner):
+        return inner
+    producer = ctx.producer(x)
+    if producer is not None and producer.primitive.name == "sub":
+        a, b = producer.inputs
+        return producer.primitive, (b, a), {}
+    if producer is not None and producer.primitive.name == "mul":
+        a, b = producer.inputs
+        for mine, other in ((a, b), (b, a)):
+            inner = _negated(ctx, mine)
+            if inner is not None:
+                return producer.primitive, (inner, other), {}
     return None
+
+
+def _add_simplify(eqn, ctx):
+    """x + 0 = x;  x + (-y) = x - y: one pass instead of two."""
+    dropped = _drop_identity(0)(eqn, ctx)
+    if dropped is not None:
+        return dropped
+    x, y = eqn.inputs
+    for keep, other in ((x, y), (y, x)):
+        inner = _negated(ctx, other)
+        if inner is not None:
+            return binary["sub"], (keep, inner), {}
+    return None
+
+
+def _sub_simplify(eqn, ctx):
+    """x - 0 = x;  x - (-y) = x + y."""
+    dropped = _drop_identity(0, positions=(0,))(eqn, ctx)
+    if dropped is not None:
+        return dropped
+    inner = _negated(ctx, eqn.inputs[1])
+    return (binary["add"], (eqn.inputs[0], inner), {}) if inner is not None else None
 
 
 _RULES = {
@@ -503,11 +543,11 @@ _RULES = {
                  transpose=lambda ct, x: [Zero(x.aval) if type(ct) is Zero else conj(ct)],
                  linear=True),
     "neg": dict(jvp=_neg_jvp, transpose=_neg_transpose, simplify=_neg_simplify, linear=True),
-    "add": dict(jvp=_add_jvp, transpose=_add_transpose, simplify=_drop_identity(0), linear=True),
+    "add": dict(jvp=_add_jvp, transpose=_add_transpose, simplify=_add_simplify, linear=True),
     "sub": dict(
         jvp=lambda p, t: _add_jvp(p, t, negate_y=True),
         transpose=lambda ct, x, y: _add_transpose(ct, x, y, negate_y=True),
-        simplify=_drop_identity(0, positions=(0,)),
+        simplify=_sub_simplify,
         linear=True,
     ),
     "mul": dict(transpose=_mul_transpose, simplify=_drop_identity(1), linear=True),

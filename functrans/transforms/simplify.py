@@ -41,6 +41,14 @@ class Context:
         return None if type(a) is Literal else self._producers.get(id(a))
 
 
+def _same_result(eqn: Eqn, prim, inputs, params) -> bool:
+    """A rewritten equation must give exactly the output type it replaces
+    (weak operands, for one, can change a result dtype)."""
+    out = prim.abstract_eval(*[a.aval for a in inputs], **params)
+    want = eqn.outputs[0].aval
+    return out.shape == want.shape and out.dtype == want.dtype
+
+
 def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
     jaxpr = closed.jaxpr
     consts = {id(v): c for v, c in zip(jaxpr.constvars, closed.consts)}
@@ -59,11 +67,11 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
             e = Eqn(e.primitive, inputs, e.outputs, e.params)
         rule = e.primitive.simplify
         result = rule(e, ctx) if rule is not None and len(e.outputs) == 1 else None
-        if isinstance(result, tuple):
+        if isinstance(result, tuple) and _same_result(e, *result):
             prim, ins, params = result
             e = Eqn(prim, tuple(ins), e.outputs, params)
             changed = True
-        elif result is not None:
+        elif result is not None and not isinstance(result, tuple):
             replace[id(e.outputs[0])] = result
             changed = True
             continue
