@@ -188,10 +188,6 @@ def newton() -> None:
     print(f"extended Rosenbrock, n=10, method='lbfgs': nit={res.nit}, f={res.fun:.1e}")
 
 
-def rosenbrock(x):
-    return fnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
-
-
 def main() -> None:
     start = time.perf_counter()
     print(f"functrans {ft.__version__} on NumPy {np.__version__}")
