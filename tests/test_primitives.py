@@ -778,7 +778,9 @@ def scan_spec() -> Spec:
     def draw_args(draw):
         shape = draw(fts.shapes(max_rank=2, max_side=3))
         length = draw(st.integers(0, 4))
-        w = np.atleast_1d(operand(draw, dtypes=("float64",), shape=(), scalar_ok=False, lo=-1, hi=1))
+        w = np.atleast_1d(
+            operand(draw, dtypes=("float64",), shape=(), scalar_ok=False, lo=-1, hi=1)
+        )
         h = operand(draw, dtypes=("float64",), shape=shape, scalar_ok=False, lo=-2, hi=2)
         xs = operand(draw, dtypes=("float64",), shape=(length,) + shape, scalar_ok=False)
         body = _open(lambda w_, h_, x_: [add(mul(h_, w_[0]), x_), mul(h_, x_)],
