@@ -251,6 +251,22 @@ def _check_grad_inputs(
             )
 
 
+def _split_aux(label: str, name: str, out: Any, has_aux: bool, aux_cell: list):
+    """``(out, aux leaves)``: with ``has_aux`` the function must return the pair
+    ``(out, aux)``; the aux tree is recorded in ``aux_cell``."""
+    if not has_aux:
+        return out, []
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(
+            f"{label}: with has_aux=True, {name} must return a pair (out, aux), "
+            f"got {type(out).__name__}"
+        )
+    out, aux = out
+    aux_leaves, aux_tree = tree_flatten(aux)
+    aux_cell.append(aux_tree)
+    return out, aux_leaves
+
+
 def _replace_args(args: tuple, nums: tuple, new: Sequence[Any]) -> list:
     out = list(args)
     for i, x in zip(nums, new):
@@ -288,17 +304,7 @@ def value_and_grad(
 
         def flat(*xs):
             out = f(*_replace_args(args, nums, tree_unflatten(in_tree, xs)), **kwargs)
-            if has_aux:
-                if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                    raise TypeError(
-                        f"{label}: with has_aux=True, {name} must return a pair "
-                        f"(value, aux), got {type(out).__name__}"
-                    )
-                out, aux = out
-                aux_leaves, aux_tree = tree_flatten(aux)
-                aux_cell.append(aux_tree)
-            else:
-                aux_leaves = []
+            out, aux_leaves = _split_aux(label, name, out, has_aux, aux_cell)
             _check_scalar_output(label, name, out, holomorphic)
             return [out] + list(aux_leaves)
 
@@ -457,17 +463,7 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
 
     def flat(*xs):
         out = f(*tree_unflatten(in_tree, xs))
-        if has_aux:
-            if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise TypeError(
-                    f"{label}: with has_aux=True, {name} must return a pair (out, aux), "
-                    f"got {type(out).__name__}"
-                )
-            out, aux = out
-            aux_leaves, aux_tree = tree_flatten(aux)
-            aux_cell.append((aux_tree, len(aux_leaves)))
-        else:
-            aux_leaves = []
+        out, aux_leaves = _split_aux(label, name, out, has_aux, aux_cell)
         out_leaves, out_tree = check_leaves(label, "output", out)
         out_cell.append((out_tree, len(out_leaves)))
         return list(out_leaves) + list(aux_leaves)
@@ -492,7 +488,7 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
 
     out = tree_unflatten(out_tree, lin.outs[:n_out])
     if has_aux:
-        aux_tree, _ = aux_cell[-1]
+        aux_tree = aux_cell[-1]
         return out, vjp_fn, tree_unflatten(aux_tree, lin.outs[n_out:])
     return out, vjp_fn
 
@@ -745,14 +741,7 @@ def _jacobian(f: Callable, argnums, has_aux: bool, chunk_size, mode: str,
 
         def flat(*xs):
             out = f(*_replace_args(args, nums, tree_unflatten(in_tree, xs)), **kwargs)
-            aux_leaves: list = []
-            if has_aux:
-                if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                    raise TypeError(f"{label}: with has_aux=True, {name} must return a pair "
-                                    f"(out, aux), got {type(out).__name__}")
-                out, aux = out
-                aux_leaves, aux_tree = tree_flatten(aux)
-                aux_cell.append(aux_tree)
+            out, aux_leaves = _split_aux(label, name, out, has_aux, aux_cell)
             out_leaves, out_tree = check_leaves(label, "output", out)
             out_cell.append((out_tree, len(out_leaves)))
             return list(out_leaves) + list(aux_leaves)
