@@ -657,18 +657,24 @@ def _while_batch(vals, dims, *, axis_size, cond_jaxpr, body_jaxpr, cond_nconsts,
         return outs, carry_dims
     n_cc = len(cc)
     cond = _trace(lambda *a: [_any(run(cond_b, a)[0])], cond_b.in_avals, "vmap")
+    body = _masked_step(cond_b, body_b, n_cc, len(bc))
+    outs = bind(while_p, *cc, *cc, *bc, *init, cond_jaxpr=cond, body_jaxpr=body,
+                cond_nconsts=n_cc, body_nconsts=n_cc + len(bc))
+    return outs, [0] * nk
 
-    def masked_body(*a):
-        # The body also reads the cond consts, to know who is still running.
-        ccs, bcs, carry = a[:n_cc], a[n_cc : n_cc + len(bc)], a[n_cc + len(bc) :]
+
+def _masked_step(cond_b: ClosedJaxpr, body_b: ClosedJaxpr, n_cc: int, n_bc: int) -> ClosedJaxpr:
+    """A batched loop body that leaves the members already done unchanged.
+    It takes (cond consts, body consts, carry): the cond consts tell who is
+    still running."""
+
+    def step(*a):
+        ccs, bcs, carry = a[:n_cc], a[n_cc : n_cc + n_bc], a[n_cc + n_bc :]
         active = run(cond_b, list(ccs) + list(carry))[0]
         new = run(body_b, list(bcs) + list(carry))
         return [_select_members(active, n, c) for n, c in zip(new, carry)]
 
-    body = _trace(masked_body, cond_b.in_avals[:n_cc] + body_b.in_avals, "vmap")
-    outs = bind(while_p, *cc, *cc, *bc, *init, cond_jaxpr=cond, body_jaxpr=body,
-                cond_nconsts=n_cc, body_nconsts=n_cc + len(bc))
-    return outs, [0] * nk
+    return _trace(step, cond_b.in_avals[:n_cc] + body_b.in_avals, "vmap")
 
 
 def _any(pred):
@@ -821,12 +827,6 @@ def _while_reverse_batch(vals, dims, *, axis_size, cond_jaxpr, fwd_jaxpr, bwd_ja
     ncc, nf = len(cc), len(fc)
     cond = _trace(lambda *a: [_any(run(cond_b, a)[0])], cond_b.in_avals, "vmap")
 
-    def fwd(*a):
-        ccs, fcs, carry = a[:ncc], a[ncc : ncc + nf], a[ncc + nf :]
-        active = run(cond_b, list(ccs) + list(carry))[0]
-        new = run(fwd_b, list(fcs) + list(carry))
-        return [_select_members(active, n, c) for n, c in zip(new, carry)]
-
     def bwd(*a):
         ccs, fcs = a[:ncc], a[ncc : ncc + nf]
         carry, ctv = a[ncc + nf : ncc + nf + n_carry], a[ncc + nf + n_carry :]
@@ -836,7 +836,7 @@ def _while_reverse_batch(vals, dims, *, axis_size, cond_jaxpr, fwd_jaxpr, bwd_ja
         new_ct = [_select_members(active, n, o) for n, o in zip(out[num_acc:], ctv)]
         return acc + new_ct
 
-    fwd_j = _trace(fwd, cond_b.in_avals[:ncc] + fwd_b.in_avals, "vmap")
+    fwd_j = _masked_step(cond_b, fwd_b, ncc, nf)
     bwd_j = _trace(bwd, cond_b.in_avals[:ncc] + bwd_b.in_avals, "vmap")
     outs = bind(
         while_reverse_p, *cc, *cc, *fc, *init, *ct, cond_jaxpr=cond, fwd_jaxpr=fwd_j,
