@@ -717,12 +717,16 @@ def _op(prim: Primitive) -> Callable:
     return op
 
 
+def _ops(prims: dict[str, Primitive]) -> list[Callable[..., Any]]:
+    return [_op(p) for p in prims.values()]
+
+
 # fmt: off
 (neg, exp, exp2, log, log2, log1p, expm1, sin, cos, tan, arcsin, arccos, arctan,
  sinh, cosh, tanh, arcsinh, arccosh, arctanh, sqrt, cbrt, abs, sign, floor, ceil,
- round, is_finite, logistic, not_, real, imag, conj) = map(_op, unary.values())
+ round, is_finite, logistic, not_, real, imag, conj) = _ops(unary)
 (add, sub, mul, div, floordiv, rem, pow, max, min, atan2, eq, ne, lt, le, gt, ge,
- and_, or_, xor) = map(_op, binary.values())
+ and_, or_, xor) = _ops(binary)
 # fmt: on
 assert [f.__name__ for f in (logistic, not_, and_, xor)] == ["logistic", "not", "and", "xor"]
 
