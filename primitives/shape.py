@@ -9,6 +9,8 @@ Results may be views of the operand, as NumPy's are.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from functrans.core import (
@@ -410,21 +412,33 @@ def _pad_abstract_eval(x, padding_value, *, padding_config):
     return ShapedArray(tuple(shape), x.dtype)
 
 
-def _pad_impl(x, padding_value, *, padding_config):
-    x = np.asarray(x)
-    # Place x with interior padding into a buffer with non-negative edges, then
-    # cut away any negative (cropping) edge.
-    grown = [
+@functools.lru_cache(maxsize=256)
+def _pad_plan(shape: tuple, padding_config: tuple):
+    """Where x goes in a buffer with non-negative edges (interior padding as
+    strides), and the crop that then applies any negative edge (None if none)."""
+    grown = tuple(
         max(lo, 0) + max(hi, 0) + d + max(d - 1, 0) * it
-        for d, (lo, hi, it) in zip(x.shape, padding_config)
-    ]
-    out = np.full(grown, padding_value, dtype=x.dtype)
-    out[tuple(slice(max(lo, 0), max(lo, 0) + g - max(lo, 0) - max(hi, 0), it + 1)
-              for g, (lo, hi, it) in zip(grown, padding_config))] = x
+        for d, (lo, hi, it) in zip(shape, padding_config)
+    )
+    inner = tuple(
+        slice(max(lo, 0), g - max(hi, 0), it + 1) for g, (lo, hi, it) in zip(grown, padding_config)
+    )
+    negative = any(lo < 0 or hi < 0 for lo, hi, _ in padding_config)
     crop = tuple(
         slice(-min(lo, 0), g + min(hi, 0)) for g, (lo, hi, _) in zip(grown, padding_config)
-    )
-    return as_array(out[crop])
+    ) if negative else None
+    return grown, inner, crop
+
+
+def _pad_impl(x, padding_value, *, padding_config):
+    x = np.asarray(x)
+    grown, inner, crop = _pad_plan(x.shape, tuple(padding_config))
+    if padding_value == 0:
+        out = np.zeros(grown, dtype=x.dtype)
+    else:
+        out = np.full(grown, padding_value, dtype=x.dtype)
+    out[inner] = x
+    return as_array(out if crop is None else out[crop])
 
 
 def _pad_jvp(primals, tangents, *, padding_config):
