@@ -93,16 +93,29 @@ def two_loop(g: np.ndarray, s: np.ndarray | Sequence[np.ndarray],
              y: np.ndarray | Sequence[np.ndarray], rho: np.ndarray | Sequence[float],
              gamma: float) -> np.ndarray:
     """``H g`` by the L-BFGS two-loop recursion (Nocedal & Wright, Algorithm
-    7.4); the pairs in ``s``, ``y`` are ordered oldest first."""
-    q = g.copy()
+    7.4); the pairs in ``s``, ``y`` are ordered oldest first.
+
+    Both loops are run on scalars: every inner product they need comes from
+    one matrix product (``S g``, ``S Y'``, ``Y r``), so a step costs four
+    matrix-vector products instead of 4m vector operations."""
     m = len(rho)
+    if m == 0:
+        return gamma * g
+    S, Y = np.asarray(s), np.asarray(y)
+    sy = (S @ Y.T).tolist()  # sy[i][j] = s_i . y_j
+    sg = (S @ g).tolist()
     alpha = [0.0] * m
     for i in range(m - 1, -1, -1):
-        alpha[i] = a = rho[i] * s[i].dot(q)
-        q -= a * y[i]
-    r = q
-    r *= gamma
+        acc, row = sg[i], sy[i]
+        for j in range(i + 1, m):
+            acc -= alpha[j] * row[j]
+        alpha[i] = rho[i] * acc
+    r = gamma * (g - Y.T @ np.array(alpha))
+    yr = (Y @ r).tolist()
+    coef = [0.0] * m
     for i in range(m):
-        b = rho[i] * y[i].dot(r)
-        r += (alpha[i] - b) * s[i]
-    return r
+        acc = yr[i]
+        for j in range(i):
+            acc += coef[j] * sy[j][i]
+        coef[i] = alpha[i] - rho[i] * acc
+    return r + S.T @ np.array(coef)
