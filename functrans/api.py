@@ -251,14 +251,16 @@ def _check_grad_inputs(
             )
 
 
-def _split_aux(label: str, name: str, out: Any, has_aux: bool, aux_cell: list):
+def _split_aux(label: str, name: str, out: Any, has_aux: bool, aux_cell: list,
+               first: str = "out"):
     """``(out, aux leaves)``: with ``has_aux`` the function must return the pair
-    ``(out, aux)``; the aux tree is recorded in ``aux_cell``."""
+    ``(out, aux)`` (``first`` names its first part in the error); the aux tree
+    is recorded in ``aux_cell``."""
     if not has_aux:
         return out, []
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
         raise TypeError(
-            f"{label}: with has_aux=True, {name} must return a pair (out, aux), "
+            f"{label}: with has_aux=True, {name} must return a pair ({first}, aux), "
             f"got {type(out).__name__}"
         )
     out, aux = out
@@ -304,7 +306,7 @@ def value_and_grad(
 
         def flat(*xs):
             out = f(*_replace_args(args, nums, tree_unflatten(in_tree, xs)), **kwargs)
-            out, aux_leaves = _split_aux(label, name, out, has_aux, aux_cell)
+            out, aux_leaves = _split_aux(label, name, out, has_aux, aux_cell, "value")
             _check_scalar_output(label, name, out, holomorphic)
             return [out] + list(aux_leaves)
 
