@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import types
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -130,7 +131,7 @@ def get_aval(x: Any) -> ShapedArray:
         return ShapedArray(x.shape, x.dtype)
     for base in _PYTHON_SCALARS:  # subclasses such as IntEnum
         if isinstance(x, base):
-            return get_aval(base(x))
+            return get_aval(base(x))  # type: ignore[arg-type]  # x is a base instance
     if hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "__array__"):
         return ShapedArray(tuple(x.shape), x.dtype)
     arr = np.asarray(x)
@@ -613,7 +614,7 @@ _LIBRARY_DIRS = tuple(
 
 def user_frame_summary() -> str:
     """``file.py:12`` of the innermost stack frame outside functrans, for errors."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         fname = os.path.abspath(frame.f_code.co_filename)
         if not fname.startswith(_LIBRARY_DIRS) and "importlib" not in fname:

@@ -90,7 +90,7 @@ class Cuda:
         return expr
 
 
-def _ufunc_dtype_rule(name: str, ufunc: np.ufunc) -> Callable:
+def _ufunc_dtype_rule(name: str, ufunc: Any) -> Callable:
     """``avals -> dtype`` by NumPy's own resolution, cached per operand dtypes."""
     cache: dict[tuple, np.dtype] = {}
 

@@ -39,7 +39,7 @@ SCATTER_MODES = ("set", "add", "mul", "min", "max")
 
 def _numpy_index(spec, arrays) -> tuple:
     arrays = iter(arrays)
-    out = []
+    out: list = []
     for entry in spec:
         kind = entry[0]
         if kind == "slice":

@@ -163,14 +163,18 @@ def install() -> None:
         setattr(Tracer, f"__{op}__", getattr(fnp, name))
     for name in _METHODS:
         setattr(Tracer, name, getattr(fnp, name))
-    Tracer.__divmod__, Tracer.__rdivmod__ = _divmod, _rdivmod
-    Tracer.reshape, Tracer.transpose, Tracer.astype = _reshape, _transpose, _astype
-    Tracer.flatten = fnp.ravel  # tracers are immutable: a copy is the array itself
-    Tracer.T = property(fnp.transpose)
-    Tracer.mT = property(lambda self: fnp.swapaxes(self, -1, -2))
-    Tracer.real = property(fnp.real)
-    Tracer.imag = property(fnp.imag)
-    Tracer.at = property(IndexUpdateHelper)
-    Tracer.__getitem__ = getitem
-    Tracer.__array_ufunc__ = _array_ufunc
-    Tracer.__array_function__ = _array_function
+    extra = {
+        "__divmod__": _divmod, "__rdivmod__": _rdivmod,
+        "reshape": _reshape, "transpose": _transpose, "astype": _astype,
+        "flatten": fnp.ravel,  # tracers are immutable: a copy is the array itself
+        "T": property(fnp.transpose),
+        "mT": property(lambda self: fnp.swapaxes(self, -1, -2)),
+        "real": property(fnp.real),
+        "imag": property(fnp.imag),
+        "at": property(IndexUpdateHelper),
+        "__getitem__": getitem,
+        "__array_ufunc__": _array_ufunc,
+        "__array_function__": _array_function,
+    }
+    for name, value in extra.items():
+        setattr(Tracer, name, value)

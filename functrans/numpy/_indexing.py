@@ -112,7 +112,7 @@ def _expand_ellipsis(name: str, entries: list, ndim: int) -> list:
             f"{name}: too many indices for array: array is {ndim}-dimensional, but "
             f"{used} were indexed"
         )
-    fill = [slice(None)] * (ndim - used)
+    fill: list = [slice(None)] * (ndim - used)
     dots = [i for i, e in enumerate(entries) if e is Ellipsis]
     if len(dots) > 1:
         raise IndexError(f"{name}: an index can only have a single ellipsis ('...')")
@@ -151,8 +151,11 @@ def parse_index(name: str, shape: tuple[int, ...], idx: Any) -> Index:
     """NumPy's index ``idx`` into an array of ``shape`` as an ``Index``."""
     entries = [_entry(name, e) for e in (idx if isinstance(idx, tuple) else (idx,))]
     entries = _expand_ellipsis(name, entries, len(shape))
-    shape = list(shape)
-    inserted, spec, arrays, axis, split = [], [], [], 0, None
+    sizes = list(shape)
+    inserted: list[int] = []
+    spec: list[tuple] = []
+    arrays: list = []
+    axis, split = 0, None
     for e in entries:
         if e is Ellipsis:
             split = len(spec)
@@ -162,23 +165,23 @@ def parse_index(name: str, shape: tuple[int, ...], idx: Any) -> Index:
             continue
         if isinstance(e, np.ndarray) and e.dtype.kind == "b" and e.ndim == 0:
             # x[True] adds a unit axis indexed by [0]; x[False] by [] (NumPy's rule).
-            shape.insert(axis, 1)
+            sizes.insert(axis, 1)
             inserted.append(axis)
             e = np.zeros(int(e), np.intp)
         if isinstance(e, slice):
-            spec.append(_canonical_slice(e, shape[axis]))
+            spec.append(_canonical_slice(e, sizes[axis]))
         elif isinstance(e, int):
-            if not -shape[axis] <= e < shape[axis]:
-                raise _out_of_bounds(name, e, axis, shape[axis])
-            spec.append(("int", e % shape[axis]))
+            if not -sizes[axis] <= e < sizes[axis]:
+                raise _out_of_bounds(name, e, axis, sizes[axis])
+            spec.append(("int", e % sizes[axis]))
         elif e.dtype.kind == "b":
-            _check_mask(name, e, shape, axis)
+            _check_mask(name, e, sizes, axis)
             spec.extend([("array",)] * e.ndim)
             arrays.extend(np.nonzero(e))
             axis += e.ndim
             continue
         else:
-            _check_array(name, e, axis, shape[axis])
+            _check_array(name, e, axis, sizes[axis])
             spec.append(("array",))
             arrays.append(e)
         axis += 1

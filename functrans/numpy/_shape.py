@@ -319,7 +319,7 @@ def broadcast_arrays(*args, subok=False):
 # -- joining ------------------------------------------------------------------------------
 
 
-def _cast_all(name: str, xs: list, dtype, casting: str) -> list:
+def _cast_all(name: str, xs: list, dtype, casting: Any) -> list:
     if dtype is None:
         return xs
     for x in xs:

@@ -52,7 +52,7 @@ class Problem:
         self.x0 = self._flatten_x0(x0)
         self._dynamic, self._rebuild_args, static_key = self._split_args(args)
         self.nfev = self.njev = self.nhev = 0
-        key = (has_aux, self.treedef, tuple(self.shapes), static_key, need)
+        key: tuple | None = (has_aux, self.treedef, tuple(self.shapes), static_key, need)
         try:
             per_fun = _COMPILED.setdefault(fun, {})
             hash(key)

@@ -44,7 +44,7 @@ def batch_eval(
         vals, in_dims = zip(*map(read, e.inputs)) if e.inputs else ((), ())
         if all(d is None for d in in_dims):
             outs = bind(e.primitive, *vals, **e.params)
-            out_dims = [None] * len(e.outputs) if e.primitive.multiple_results else None
+            out_dims: Any = [None] * len(e.outputs) if e.primitive.multiple_results else None
         else:
             outs, out_dims = e.primitive.rule("batch")(
                 list(vals), list(in_dims), axis_size=size, **e.params
