@@ -251,6 +251,18 @@ def _check_grad_inputs(
             )
 
 
+def _diff_args(label: str, argnums, args: tuple, allow_int: bool, holomorphic: bool,
+               real_only: bool = False):
+    """The positions, flattened leaves and tree of the arguments to
+    differentiate, after checking devices and dtypes."""
+    nums = _normalize_argnums(label, argnums, len(args))
+    diff = tuple(args[i] for i in nums)
+    check_devices(label, "argument ", args, tree_flatten(args)[0], call="args")
+    leaves, in_tree = check_leaves(label, "argument ", diff)
+    _check_grad_inputs(label, nums, diff, allow_int, holomorphic, real_only=real_only)
+    return nums, leaves, in_tree
+
+
 def _split_aux(label: str, name: str, out: Any, has_aux: bool, aux_cell: list,
                first: str = "out"):
     """``(out, aux leaves)``: with ``has_aux`` the function must return the pair
@@ -297,11 +309,7 @@ def value_and_grad(
 
     @functools.wraps(f)
     def value_and_grad_f(*args, **kwargs):
-        nums = _normalize_argnums(label, argnums, len(args))
-        diff = tuple(args[i] for i in nums)
-        check_devices(label, "argument ", args, tree_flatten(args)[0], call="args")
-        leaves, in_tree = check_leaves(label, "argument ", diff)
-        _check_grad_inputs(label, nums, diff, allow_int, holomorphic)
+        nums, leaves, in_tree = _diff_args(label, argnums, args, allow_int, holomorphic)
         aux_cell: list = []
 
         def flat(*xs):
@@ -733,11 +741,8 @@ def _jacobian(f: Callable, argnums, has_aux: bool, chunk_size, mode: str,
 
     @functools.wraps(f)
     def jacobian_f(*args, **kwargs):
-        nums = _normalize_argnums(label, argnums, len(args))
-        diff = tuple(args[i] for i in nums)
-        check_devices(label, "argument ", args, tree_flatten(args)[0], call="args")
-        leaves, in_tree = check_leaves(label, "argument ", diff)
-        _check_grad_inputs(label, nums, diff, False, holomorphic, real_only=mode == "fwd")
+        nums, leaves, in_tree = _diff_args(label, argnums, args, False, holomorphic,
+                                           real_only=mode == "fwd")
         aux_cell: list = []
         out_cell: list = []
 
