@@ -477,6 +477,7 @@ class Primitive:
         cuda: Any = None,
         simplify: Callable | None = None,
         numpy_fn: Callable | None = None,
+        numexpr: str | None = None,
         linear: bool = False,
     ):
         if name in registry:
@@ -494,6 +495,10 @@ class Primitive:
         #: For param-less elementwise primitives: the NumPy function itself,
         #: which generated code may call directly (it may return NumPy scalars).
         self.numpy_fn = numpy_fn
+        #: For elementwise primitives: a numexpr expression template over the
+        #: operands ``{0}``, ``{1}`` ... (params by name), used to evaluate
+        #: large fused groups on the CPU in one pass (see primitives.fused).
+        self.numexpr = numexpr
         #: True when the primitive is linear in (some of) its operands, so that
         #: it needs a transpose rule.
         self.linear = linear

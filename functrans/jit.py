@@ -241,6 +241,7 @@ class _Jitted:
 
             compiled = gpu_backend.Compiled(optimized, self._name)
         else:
+            optimized = _fuse_for_cpu(optimized)
             compiled = Compiled(optimized, self._name)
         traced = any(isinstance(c, Tracer) for c in optimized.consts)
         return _Entry(optimized, compiled, out_tree, single, traced)
@@ -294,6 +295,24 @@ class _Jitted:
     def clear_cache(self) -> None:
         self._cache.clear()
         self._hits = self._misses = 0
+
+
+def _fuse_for_cpu(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Large float64 elementwise groups become ``fused_elementwise`` equations,
+    which the NumPy backend evaluates in one numexpr pass (when numexpr is
+    installed: the ``fast`` extra)."""
+    from primitives.fused import cpu_fusible, have_numexpr
+
+    if not have_numexpr() or not any(cpu_fusible(e) for e in closed.jaxpr.eqns):
+        return closed
+    from functrans.transforms.fuse import fuse, unfuse_small
+
+    # A group of one or two operations saves too little to pay numexpr's
+    # setup (measured on the Rosenbrock Hessian at n=1000): those stay NumPy calls.
+    fused = unfuse_small(fuse(closed, cpu_fusible), min_members=3)
+    if not any(e.primitive.name == "fused_elementwise" for e in fused.jaxpr.eqns):
+        return closed  # keep the original order of the equations
+    return fused
 
 
 def jit(

@@ -560,6 +560,21 @@ unary = {r.name: _declare(r, _DTYPE_RULES.get(r.name), **_RULES.get(r.name, {}))
 binary = {r.name: _declare(r, **_RULES.get(r.name, {})) for r in BINARY}
 
 
+# The numexpr column: the rows numexpr evaluates exactly as NumPy does (IEEE
+# arithmetic and the C math library), as templates over the operands.
+NUMEXPR = {
+    "neg": "(-{0})", "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})",
+    "div": "({0} / {1})", "exp": "exp({0})", "expm1": "expm1({0})", "log": "log({0})",
+    "log1p": "log1p({0})", "sqrt": "sqrt({0})", "abs": "abs({0})", "sin": "sin({0})",
+    "cos": "cos({0})", "tan": "tan({0})", "arcsin": "arcsin({0})", "arccos": "arccos({0})",
+    "arctan": "arctan({0})", "sinh": "sinh({0})", "cosh": "cosh({0})", "tanh": "tanh({0})",
+    "arcsinh": "arcsinh({0})", "arccosh": "arccosh({0})", "arctanh": "arctanh({0})",
+    "atan2": "arctan2({0}, {1})",
+}
+for _name, _template in NUMEXPR.items():
+    (unary.get(_name) or binary[_name]).numexpr = _template
+
+
 # -- integer_pow: x ** y for a static Python int y ------------------------
 
 
@@ -612,6 +627,7 @@ integer_pow_p = Primitive(
     cuda=Cuda(_integer_pow_cuda, args=("x",)),
 )
 integer_pow_p.batch = elementwise_batch(integer_pow_p)
+integer_pow_p.numexpr = "({0} ** {y})"
 
 
 # -- select: np.where(pred, on_true, on_false) ----------------------------

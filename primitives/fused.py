@@ -15,7 +15,12 @@ fused program can still be transformed.
 
 from __future__ import annotations
 
-from functrans.core import Jaxpr, Literal, Primitive
+import functools
+import importlib.util
+
+import numpy as np
+
+from functrans.core import Eqn, Jaxpr, Literal, Primitive
 
 
 def _fused_abstract_eval(*avals, jaxpr: Jaxpr):
@@ -30,6 +35,85 @@ def run_members(jaxpr: Jaxpr, args):
         ins = [a.val if type(a) is Literal else env[id(a)] for a in e.inputs]
         env[id(e.outputs[0])] = e.primitive.impl(*ins, **e.params)
     return [a.val if type(a) is Literal else env[id(a)] for a in jaxpr.outvars]
+
+
+# -- the CPU evaluation of large float64 groups with numexpr ----------------
+#
+# numexpr evaluates a whole expression blockwise, without temporaries, on
+# every core.  Measured here (2 cores) on a 4-op chain with a sine, NumPy time
+# over numexpr time: 0.55x at 1e3 elements, 1.2x at 1.6e4, 1.4x at 6.6e4,
+# 2.6x at 2.6e5, 1.7x at 1e6; on whole programs, the gradient of
+# sum(sin(x) x + x**2) at 1e6 went from 19.8 to 8.7 ms, while the Rosenbrock
+# HVP at 1e5 (two outputs sharing work) went from 421 to 477 us.  So groups
+# of at least 2**18 elements use it; only float64 groups, where numexpr
+# computes exactly NumPy's dtypes.
+
+NUMEXPR_MIN_SIZE = 1 << 18
+_MAX_EXPRESSION = 4000  # inlining shared values must not blow the text up
+
+
+def have_numexpr() -> bool:
+    return importlib.util.find_spec("numexpr") is not None
+
+
+def cpu_fusible(e: Eqn) -> bool:
+    """The equations a numexpr group may hold: a numexpr template, one float64
+    output of at least NUMEXPR_MIN_SIZE elements, operands that are Python
+    numbers or float64 arrays of the output's shape."""
+    if e.primitive.numexpr is None or len(e.outputs) != 1:
+        return False
+    out = e.outputs[0].aval
+    if out.dtype != np.float64 or out.size < NUMEXPR_MIN_SIZE:
+        return False
+    # Broadcast operands make numexpr iterate slowly: those stay NumPy ops.
+    return all(
+        type(a.val) in (int, float) if type(a) is Literal
+        else a.aval.dtype == np.float64 and a.aval.shape == out.shape
+        for a in e.inputs
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def numexpr_plan(jaxpr: Jaxpr) -> tuple | None:
+    """One numexpr expression per group output, over the inputs ``a0, a1 ...``
+    (members inlined into their users), or None when a member has no template."""
+    names = {id(v): f"a{i}" for i, v in enumerate(jaxpr.invars)}
+    exprs: dict[int, str] = {}
+
+    def text(a) -> str:
+        if type(a) is Literal:
+            return repr(a.val)
+        return names.get(id(a)) or exprs[id(a)]
+
+    for e in jaxpr.eqns:
+        if e.primitive.numexpr is None:
+            return None
+        exprs[id(e.outputs[0])] = e.primitive.numexpr.format(*map(text, e.inputs), **e.params)
+    plan = tuple(text(a) for a in jaxpr.outvars)
+    return None if any(len(p) > _MAX_EXPRESSION for p in plan) else plan
+
+
+def _fused_impl(*args, jaxpr: Jaxpr):
+    if not _streams(args, jaxpr.outvars[0].aval.shape):
+        return run_members(jaxpr, args)
+    plan = numexpr_plan(jaxpr)
+    if plan is None or not have_numexpr():
+        return run_members(jaxpr, args)
+    import numexpr
+
+    local = {f"a{i}": x for i, x in enumerate(args)}
+    return [local[p] if p in local else numexpr.evaluate(p, local_dict=local, global_dict={})
+            for p in plan]
+
+
+def _streams(args, shape) -> bool:
+    """numexpr pays on contiguous operands of the result's shape (scalars
+    aside); broadcast or strided operands are faster one NumPy op at a time
+    (measured on the Rosenbrock Hessian and HVP programs)."""
+    return all(
+        type(x) is np.ndarray and (x.ndim == 0 or x.shape == shape)
+        for x in args
+    )
 
 
 def _fused_jvp(primals, tangents, *, jaxpr):
@@ -54,7 +138,7 @@ def _fused_cuda(jaxpr: Jaxpr):
 fused_elementwise_p = Primitive(
     "fused_elementwise",
     abstract_eval=_fused_abstract_eval,
-    impl=lambda *args, jaxpr: run_members(jaxpr, args),
+    impl=_fused_impl,
     jvp=_fused_jvp,
     batch=_fused_batch,
     cuda=_fused_cuda,

@@ -268,3 +268,27 @@ def _topological(units: list[list[int]], eqns, producer) -> list[list[int]]:
                 heapq.heappush(ready, (max(units[nxt]), nxt))
     assert len(order) == len(units), "fusion made the program cyclic"
     return order
+
+
+def unfuse_small(closed: ClosedJaxpr, min_members: int) -> ClosedJaxpr:
+    """``closed`` with every fused equation of fewer than ``min_members``
+    members put back as those members."""
+    eqns: list[Eqn] = []
+    changed = False
+    for e in closed.jaxpr.eqns:
+        inner = e.params.get("jaxpr") if e.primitive.name == "fused_elementwise" else None
+        if inner is None or len(inner.eqns) >= min_members:
+            eqns.append(e)
+            continue
+        changed = True
+        rename: dict[int, object] = {id(v): a for v, a in zip(inner.invars, e.inputs)}
+        rename.update({id(v): w for v, w in zip(inner.outvars, e.outputs)
+                       if type(v) is not Literal})
+        for m in inner.eqns:
+            ins = tuple(a if type(a) is Literal else rename.get(id(a), a) for a in m.inputs)
+            outs = tuple(rename.get(id(v), v) for v in m.outputs)
+            eqns.append(Eqn(m.primitive, ins, outs, m.params))
+    if not changed:
+        return closed
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.outvars, eqns), closed.consts)
