@@ -76,7 +76,8 @@ def cpu_fusible(e: Eqn) -> bool:
 @functools.lru_cache(maxsize=256)
 def numexpr_plan(jaxpr: Jaxpr) -> tuple | None:
     """One numexpr expression per group output, over the inputs ``a0, a1 ...``
-    (members inlined into their users), or None when a member has no template."""
+    (members inlined into their users), or None unless every member is one
+    ``cpu_fusible`` accepts."""
     names = {id(v): f"a{i}" for i, v in enumerate(jaxpr.invars)}
     exprs: dict[int, str] = {}
 
@@ -86,7 +87,7 @@ def numexpr_plan(jaxpr: Jaxpr) -> tuple | None:
         return names.get(id(a)) or exprs[id(a)]
 
     for e in jaxpr.eqns:
-        if e.primitive.numexpr is None:
+        if not cpu_fusible(e):  # numexpr computes NumPy's results only for these
             return None
         exprs[id(e.outputs[0])] = e.primitive.numexpr.format(*map(text, e.inputs), **e.params)
     plan = tuple(text(a) for a in jaxpr.outvars)
