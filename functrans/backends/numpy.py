@@ -137,7 +137,11 @@ def generate_source(closed: ClosedJaxpr, name: str) -> tuple[str, dict]:
         dead_locals = [names[i] for i in dead if names[i].startswith("v")]
         if dead_locals:
             lines.append(f"    del {', '.join(dead_locals)}")
-    results = ", ".join(f"_asarray({ref(a)})" for a in jaxpr.outvars)
+    # NumPy returns scalars for 0-d results; anything with an axis is an array.
+    results = ", ".join(
+        f"_asarray({ref(a)})" if type(a) is Literal or not a.aval.shape else ref(a)
+        for a in jaxpr.outvars
+    )
     lines.append(f"    return [{results}]")
     return "\n".join(lines) + "\n", namespace
 
