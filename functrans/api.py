@@ -30,6 +30,7 @@ from functrans.dtypes import float0, is_inexact
 from functrans.errors import ConcretizationError, DTypeError
 from functrans.transforms.jvp import tangent_aval
 from functrans.transforms.linearize import linearize_jaxpr
+from functrans.transforms.optimize import optimize
 from functrans.transforms.transpose import backward_pass, transpose_jaxpr
 from functrans.transforms.vmap import batch_jaxpr
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
@@ -506,10 +507,59 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
 def hvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
     """Hessian-vector product ``H(primals)·tangents`` of scalar ``f``, by forward
     mode over reverse mode, without forming the Hessian.  The result is shaped
-    like ``primals[0]`` when there is one primal, else a tuple."""
-    primals = _tuple_arg(f"hvp({core.fun_name(f)})", "primals", primals)
-    argnums = 0 if len(primals) == 1 else tuple(range(len(primals)))
-    return jvp(grad(f, argnums), primals, tangents)[1]
+    like ``primals[0]`` when there is one primal, else a tuple.
+
+    ``f`` is traced on every call; the forward-over-reverse program built from
+    its Jaxpr is cached on that Jaxpr's structure, like the other transforms.
+
+    >>> import functrans as ft, numpy as np
+    >>> ft.hvp(lambda x: np.sum(x ** 3), (np.array([1.0, 2.0]),), (np.ones(2),))
+    array([ 6., 12.])
+    """
+    name = core.fun_name(f)
+    label = f"hvp({name})"
+    primals = _tuple_arg(label, "primals", primals)
+    tangents = _tuple_arg(label, "tangents", tangents)
+    leaves, in_tree = check_leaves(label, "primal ", primals)
+    _check_grad_inputs(label, tuple(range(len(primals))), primals, False)
+    paths, t_leaves, t_tree = tree_flatten_with_path(tangents)
+    if t_tree != in_tree:
+        raise TypeError(
+            f"{label}: tangents must have the structure of primals: got {t_tree} for {in_tree}"
+        )
+    _check_like(label, "tangent ", t_leaves, [tangent_aval(core.get_aval(x)) for x in leaves],
+                paths)
+    flat, out_cell = _flat_of(f, label, name, in_tree, {})
+    closed = trace_flat(flat, leaves, name, out_cell)
+    out_types = [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
+    _check_scalar_output(label, name, tree_unflatten(out_cell[-1], out_types))
+    opened, consts = open_jaxpr(closed)
+    program = _hvp_jaxpr(opened, (False,) * len(consts) + (True,) * len(leaves))
+    out = tree_unflatten(in_tree, apply_jaxpr(program, [*consts, *leaves, *t_leaves]))
+    return out[0] if len(primals) == 1 else out
+
+
+@functools.lru_cache(maxsize=256)
+def _hvp_jaxpr(opened: ClosedJaxpr, active: tuple[bool, ...]) -> ClosedJaxpr:
+    """``(*inputs, *tangents of the active ones) -> H·tangents`` for the scalar
+    program ``opened``: the JVP of its gradient, as one optimised Jaxpr."""
+    n = len(active)
+
+    def gradient(*xs):
+        def value(*ys):
+            return core.eval_jaxpr(opened.jaxpr, opened.consts, *ys)
+
+        lin = _Linearized(value, list(xs), "hvp", [], list(active))
+        return lin.vjp([np.ones((), lin.out_avals[0].dtype)])
+
+    def program(*args):
+        lin = _Linearized(gradient, list(args[:n]), "hvp", [], list(active))
+        return lin.jvp(list(args[n:]))
+
+    avals = list(opened.in_avals)
+    t_avals = [tangent_aval(a) for a, on in zip(avals, active) if on]
+    closed, _, _ = core.trace_to_jaxpr(program, avals + t_avals, name="hvp")
+    return optimize(closed)
 
 
 def linear_transpose(f: Callable, *primals: Any) -> Callable:
