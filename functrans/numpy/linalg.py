@@ -157,6 +157,28 @@ def lu_solve_factors(lu, perm, b, trans: int = 0):
     return la.matmul(la.mT(p), y)
 
 
+def right_hand_side(name: str, a, b):
+    """``(a, b, vector, batch)``: ``a`` and ``b`` in their common dtype, ``b`` as
+    a stack of matrices broadcast to the leading axes ``batch`` shared with
+    ``a`` (``a`` itself is not broadcast), and whether ``b`` was a vector."""
+    b = asarray(b)
+    if b.dtype.kind in "biu":
+        b = _shape._convert(b, np.float64)
+    a, b = _common(a, b)
+    n = a.shape[-1]
+    given = tuple(b.shape)
+    vector = b.ndim == 1
+    if vector:
+        b = _reshape(b, (b.shape[0], 1))
+    if b.ndim < 2 or b.shape[-2] != n:
+        raise LinAlgError(
+            f"{name}: b of shape {given} does not match a of shape {tuple(a.shape)}: "
+            f"b needs {n} rows"
+        )
+    batch = _broadcast_shape(name, tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    return a, _broadcast_to(b, batch + tuple(b.shape[-2:])), vector, batch
+
+
 def solve(a, b):
     """``numpy.linalg.solve``: ``x`` with ``a @ x == b``; ``b`` is a vector when it
     is 1-d, else a stack of matrices, batch axes broadcast.  An LU factorisation
@@ -167,24 +189,11 @@ def solve(a, b):
            [0.5]])
     """
     a = _matrix("solve", a)
-    b = asarray(b)
-    if b.dtype.kind in "biu":
-        b = _shape._convert(b, np.float64)
-    a, b = _common(a, b)
+    a, b, vector, batch = right_hand_side("solve", a, b)
     n = a.shape[-1]
-    vector = b.ndim == 1
-    if vector:
-        b = _reshape(b, (b.shape[0], 1))
-    if b.ndim < 2 or b.shape[-2] != n:
-        raise LinAlgError(
-            f"solve: b of shape {tuple(b.shape) if not vector else (b.shape[0],)} does not "
-            f"match a of shape {tuple(a.shape)}: b needs {n} rows"
-        )
-    batch = _broadcast_shape("solve", tuple(a.shape[:-2]), tuple(b.shape[:-2]))
     lu, _, perm = bind(la.lu_p, a)
     lu = _broadcast_to(lu, batch + (n, n))
     perm = _broadcast_to(perm, batch + (n,))
-    b = _broadcast_to(b, batch + tuple(b.shape[-2:]))
     x = lu_solve_factors(lu, perm, b)
     return _reshape(x, batch + (n,)) if vector else x
 

@@ -26,11 +26,16 @@ import math
 import numpy as np
 
 from functrans.core import bind
-from functrans.errors import LinAlgError
 from functrans.numpy import _contract, _elementwise, _reductions, _shape
-from functrans.numpy._shape import _broadcast_shape, _broadcast_to, _reshape
+from functrans.numpy._shape import _broadcast_to, _reshape
 from functrans.numpy._util import asarray, is_traced
-from functrans.numpy.linalg import _common, _conj_t, _matrix, lu_solve_factors, solve
+from functrans.numpy.linalg import (
+    _conj_t,
+    _matrix,
+    lu_solve_factors,
+    right_hand_side,
+    solve,
+)
 from primitives import elementwise as ew
 from primitives import linalg as la
 
@@ -47,22 +52,10 @@ def _trans(name: str, trans) -> int:
 
 
 def _rhs(name: str, a, b):
-    """``b`` as a stack of matrices with ``a``'s leading axes (broadcast), and
-    whether it was a vector."""
-    b = asarray(b)
-    if b.dtype.kind in "biu":
-        b = _shape._convert(b, np.float64)
-    a, b = _common(a, b)
-    n = a.shape[-1]
-    vector = b.ndim == 1
-    if vector:
-        b = _reshape(b, (b.shape[0], 1))
-    if b.ndim < 2 or b.shape[-2] != n:
-        raise LinAlgError(f"{name}: shapes of a {tuple(a.shape)} and b {tuple(b.shape)} are "
-                          f"incompatible: b needs {n} rows")
-    batch = _broadcast_shape(name, tuple(a.shape[:-2]), tuple(b.shape[:-2]))
-    return (_broadcast_to(a, batch + (n, n)), _broadcast_to(b, batch + tuple(b.shape[-2:])),
-            vector, batch)
+    """``b`` as a stack of matrices with ``a``'s leading axes (both broadcast),
+    and whether it was a vector."""
+    a, b, vector, batch = right_hand_side(name, a, b)
+    return _broadcast_to(a, batch + tuple(a.shape[-2:])), b, vector, batch
 
 
 def _unrhs(x, vector: bool, batch):
