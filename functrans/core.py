@@ -804,6 +804,17 @@ def backend_of_type(t: type) -> Any:
     return device_backends.setdefault(t, None)
 
 
+def array_module(values: Iterable[Any]) -> Any:
+    """NumPy, or the array module (CuPy) of the device backend of one of
+    ``values``: for impls that allocate arrays and work on either backend."""
+    for x in values:
+        if type(x) is not np.ndarray:
+            backend = backend_of_type(type(x))
+            if backend is not None:
+                return backend.array_module()
+    return np
+
+
 def apply_impl(prim: Primitive, args: Sequence[Any], params: dict):
     """Run ``prim``'s impl for the backend of its operands: NumPy's unless one
     of them is a device array."""

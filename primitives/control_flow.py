@@ -39,6 +39,7 @@ from functrans.core import (
     UndefinedPrimal,
     Var,
     Zero,
+    array_module,
     bind,
     get_aval,
     instantiate,
@@ -233,11 +234,12 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse):
 
 
 def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse):
+    xp = array_module(args)
     consts = list(args[:num_consts])
     carry = list(args[num_consts : num_consts + num_carry])
-    xs = [np.asarray(x) for x in args[num_consts + num_carry :]]
+    xs = [xp.asarray(x) for x in args[num_consts + num_carry :]]
     y_avals = jaxpr.out_avals[num_carry:]
-    ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
+    ys = [xp.empty((length,) + a.shape, a.dtype) for a in y_avals]
     body = runner(jaxpr, consts + carry + xs)
     for step in range(length):
         i = length - 1 - step if reverse else step
@@ -245,7 +247,7 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse):
         carry = outs[:num_carry]
         for y, out in zip(ys, outs[num_carry:]):
             y[i] = out
-    return [np.asarray(c) for c in carry] + ys
+    return [xp.asarray(c) for c in carry] + ys
 
 
 def _fixpoint(initial: list[bool], step) -> list[bool]:
@@ -485,7 +487,8 @@ def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     cond, body = runner(cond_jaxpr, cc + carry), runner(body_jaxpr, bc + carry)
     while bool(cond(*cc, *carry)[0]):
         carry = body(*bc, *carry)
-    return [np.asarray(c) for c in carry]
+    xp = array_module(args)
+    return [xp.asarray(c) for c in carry]
 
 
 def _while_parts(args, cond_nconsts, body_nconsts):
@@ -736,13 +739,14 @@ def _while_reverse_impl(*args, cond_jaxpr, fwd_jaxpr, bwd_jaxpr, cond_nconsts, f
     while bool(cond(*cc, *carry)[0]):
         tape.append(carry)
         carry = fwd(*fc, *carry)
-    acc = [np.zeros(a.shape, a.dtype) for a in bwd_jaxpr.out_avals[:num_acc]]
+    xp = array_module(args)
+    acc = [xp.zeros(a.shape, a.dtype) for a in bwd_jaxpr.out_avals[:num_acc]]
     bwd = runner(bwd_jaxpr, fc + carry + ct)
     for c in reversed(tape):
         out = bwd(*fc, *c, *ct)
         acc = [a + d for a, d in zip(acc, out[:num_acc])]
         ct = out[num_acc:]
-    return [np.asarray(x) for x in ct] + acc
+    return [xp.asarray(x) for x in ct] + acc
 
 
 def _while_reverse_jvp(primals, tangents, **params):

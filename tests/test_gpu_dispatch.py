@@ -235,6 +235,15 @@ def test_control_flow_on_the_device(fake):
     check(ft.grad(lambda x: fnp.sum(f(x)))(dev(X)), ft.grad(lambda x: fnp.sum(f(x)))(X))
 
 
+def test_while_loop_and_its_reverse_pass_on_the_device(fake):
+    def f(x):
+        return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, fnp.sin(c[1]) * 1.5),
+                              (0, x))[1]
+
+    check(f(dev(X)), f(X))
+    check(ft.grad(lambda x: fnp.sum(f(x)))(dev(X)), ft.grad(lambda x: fnp.sum(f(x)))(X))
+
+
 def test_device_put_moves_pytrees(fake):
     tree = {"a": np.ones(2), "b": (np.arange(3), 2.0)}
     on = ft.device_put(tree, "gpu")

@@ -140,6 +140,9 @@ class CupyBackend:
 
     name = "gpu"
 
+    def array_module(self):
+        return cupy_module()
+
     def apply(self, prim: Primitive, args: Sequence[Any], params: dict):
         check_operands(prim.name, args)
         if _is_elementwise_rule(prim.cuda):
@@ -490,55 +493,6 @@ def _sort(x, *, axis):
     return [cp.take_along_axis(x, order, axis=axis), order]
 
 
-def _run(closed, args):
-    from functrans.api import apply_jaxpr
-
-    return apply_jaxpr(closed, list(args))
-
-
-def _scan(*args, jaxpr, num_consts, num_carry, length, reverse):
-    cp = _cp
-    consts = list(args[:num_consts])
-    carry = list(args[num_consts: num_consts + num_carry])
-    xs = [to_device(x) for x in args[num_consts + num_carry:]]
-    ys = [cp.empty((length,) + a.shape, a.dtype) for a in jaxpr.out_avals[num_carry:]]
-    for step in range(length):
-        i = length - 1 - step if reverse else step
-        outs = _run(jaxpr, consts + carry + [x[i] for x in xs])
-        carry = outs[:num_carry]
-        for y, out in zip(ys, outs[num_carry:]):
-            y[i] = out
-    return [to_device(c) for c in carry] + ys
-
-
-def _while(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cc = list(args[:cond_nconsts])
-    bc = list(args[cond_nconsts: cond_nconsts + body_nconsts])
-    carry = list(args[cond_nconsts + body_nconsts:])
-    while bool(_run(cond_jaxpr, cc + carry)[0]):
-        carry = _run(body_jaxpr, bc + carry)
-    return [to_device(c) for c in carry]
-
-
-def _while_reverse(*args, cond_jaxpr, fwd_jaxpr, bwd_jaxpr, cond_nconsts, fwd_nconsts, num_acc):
-    cp = _cp
-    n_carry = len(fwd_jaxpr.out_avals)
-    cc = list(args[:cond_nconsts])
-    fc = list(args[cond_nconsts: cond_nconsts + fwd_nconsts])
-    rest = list(args[cond_nconsts + fwd_nconsts:])
-    carry, ct = rest[:n_carry], rest[n_carry:]
-    tape = []
-    while bool(_run(cond_jaxpr, cc + carry)[0]):
-        tape.append(carry)
-        carry = _run(fwd_jaxpr, fc + carry)
-    acc = [cp.zeros(a.shape, a.dtype) for a in bwd_jaxpr.out_avals[:num_acc]]
-    for c in reversed(tape):
-        out = _run(bwd_jaxpr, fc + c + ct)
-        acc = [a + d for a, d in zip(acc, out[:num_acc])]
-        ct = out[num_acc:]
-    return [to_device(x) for x in ct] + acc
-
-
 def _fused(*args, jaxpr):
     return KernelCall(cuda.jaxpr_kernel(jaxpr), single=False)(*args)
 
@@ -588,16 +542,13 @@ IMPLS: dict[str, Callable] = {
     "sort": _sort,
     # control flow and custom rules
     "stop_gradient": lambda x: _cp.asarray(x),
-    "scan": _scan,
-    "while_loop": _while,
-    "while_reverse": _while_reverse,
     "fused_elementwise": _fused,
 }
 
 #: Primitives whose NumPy impl runs on CuPy arrays as it is: it only
 #: evaluates sub-Jaxprs, which dispatch to this backend again.
 NUMPY_IMPL_RUNS = frozenset({"custom_jvp_call", "custom_vjp_call", "custom_lin", "checkpoint",
-                             "cond"})
+                             "cond", "scan", "while_loop", "while_reverse"})
 
 
 # -- Jaxprs lowered for the GPU ----------------------------------------------------------------
