@@ -6,7 +6,8 @@ from typing import Sequence
 
 import numpy as np
 
-from functrans.core import ShapedArray
+from functrans.core import Primitive, ShapedArray, Zero, bind, get_aval
+from functrans.dtypes import is_inexact
 from functrans.errors import AxisError, DTypeError, ShapeError
 
 
@@ -60,3 +61,19 @@ def same_type(eqn, a) -> bool:
     output unchanged (same shape and dtype)."""
     out, aval = eqn.outputs[0].aval, a.aval
     return aval.shape == out.shape and aval.dtype == out.dtype
+
+
+def linear_jvp(prim: Primitive):
+    """The JVP rule of a primitive linear in its first operand, whose other
+    operands (indices, start positions) carry no derivative: the primitive
+    applied to the first operand's tangent."""
+
+    def jvp(primals, tangents, **params):
+        out = bind(prim, *primals, **params)
+        aval = get_aval(out).strip_weak()
+        t = tangents[0]
+        if type(t) is Zero or not is_inexact(aval.dtype):
+            return out, Zero(aval)
+        return out, bind(prim, t, *primals[1:], **params)
+
+    return jvp

@@ -32,7 +32,7 @@ from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, 
 from functrans.dtypes import is_inexact, result_type, ufunc_operand
 from functrans.errors import DTypeError
 from primitives import reductions, shape
-from primitives._util import as_array, broadcast_shapes, check_dtype, same_type
+from primitives._util import as_array, broadcast_shapes, check_dtype, linear_jvp, same_type
 
 ZERO = "zero derivative"
 LINEAR = "linear"
@@ -148,10 +148,6 @@ def unbroadcast(ct, aval: ShapedArray):
     return ct
 
 
-def _out_zero(out) -> Zero:
-    return Zero(get_aval(out).strip_weak())
-
-
 def _jvp_from_derivs(prim: Primitive, derivs) -> Callable:
     """The JVP rule ``t_out = sum_i deriv_i * t_i`` of a row with derivatives."""
 
@@ -214,7 +210,9 @@ def _declare(row: Row, dtype_rule: Callable | None = None, **rules) -> Primitive
         cuda=cuda, **rules,
     )
     prim.batch = elementwise_batch(prim)
-    if prim.jvp is None:
+    if prim.jvp is None and row.deriv is LINEAR:  # unary: the binary ones give their own
+        prim.jvp = linear_jvp(prim)
+    elif prim.jvp is None:
         derivs = row.deriv if row.deriv is ZERO or isinstance(row.deriv, tuple) else (row.deriv,)
         prim.jvp = _jvp_from_derivs(prim, derivs)
     return prim
@@ -383,18 +381,6 @@ def _real_part_dtype(aval):
     return np.dtype(aval.dtype.char.lower()) if aval.dtype.kind == "c" else aval.dtype
 
 
-def _linear_unary_jvp(op):
-    def jvp(primals, tangents):
-        (x,), (t,) = primals, tangents
-        out = op(x)
-        aval = get_aval(out).strip_weak()
-        if type(t) is Zero or not is_inexact(aval.dtype):
-            return out, Zero(aval)
-        return out, op(t)
-
-    return jvp
-
-
 def _real_transpose(ct, x):
     if type(ct) is Zero or x.aval.dtype.kind != "c":
         return [Zero(x.aval) if type(ct) is Zero else ct]
@@ -419,12 +405,6 @@ def _abs_jvp(primals, tangents):
     if get_aval(x).dtype.kind == "c":
         return out, fit(div(real(mul(conj(x), t)), out), aval)
     return out, fit(mul(t, select(ge(x, 0), 1.0, -1.0)), aval)
-
-
-def _neg_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    out = neg(x)
-    return out, _out_zero(out) if type(t) is Zero else neg(t)
 
 
 def _neg_transpose(ct, x):
@@ -533,16 +513,13 @@ def _sub_simplify(eqn, ctx):
     return (binary["add"], (eqn.inputs[0], inner), {}) if inner is not None else None
 
 
-_RULES = {
+_RULES: dict[str, dict[str, Any]] = {
     "abs": dict(jvp=_abs_jvp),
-    "real": dict(jvp=_linear_unary_jvp(lambda x: real(x)), transpose=_real_transpose,
+    "real": dict(transpose=_real_transpose, linear=True),
+    "imag": dict(transpose=_imag_transpose, linear=True),
+    "conj": dict(transpose=lambda ct, x: [Zero(x.aval) if type(ct) is Zero else conj(ct)],
                  linear=True),
-    "imag": dict(jvp=_linear_unary_jvp(lambda x: imag(x)), transpose=_imag_transpose,
-                 linear=True),
-    "conj": dict(jvp=_linear_unary_jvp(lambda x: conj(x)),
-                 transpose=lambda ct, x: [Zero(x.aval) if type(ct) is Zero else conj(ct)],
-                 linear=True),
-    "neg": dict(jvp=_neg_jvp, transpose=_neg_transpose, simplify=_neg_simplify, linear=True),
+    "neg": dict(transpose=_neg_transpose, simplify=_neg_simplify, linear=True),
     "add": dict(jvp=_add_jvp, transpose=_add_transpose, simplify=_add_simplify, linear=True),
     "sub": dict(
         jvp=lambda p, t: _add_jvp(p, t, negate_y=True),

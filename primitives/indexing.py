@@ -32,7 +32,7 @@ from functrans.dtypes import is_inexact
 from functrans.errors import DTypeError, ShapeError
 from primitives import elementwise as ew
 from primitives import shape
-from primitives._util import as_array, broadcast_shapes, check_dtype
+from primitives._util import as_array, broadcast_shapes, check_dtype, linear_jvp
 
 SCATTER_MODES = ("set", "add", "mul", "min", "max")
 
@@ -111,15 +111,6 @@ def _gather_impl(x, *indices, spec):
     return as_array(np.asarray(x)[_numpy_index(spec, indices)])
 
 
-def _gather_jvp(primals, tangents, *, spec):
-    x, *indices = primals
-    out = bind(gather_p, x, *indices, spec=spec)
-    aval = get_aval(out).strip_weak()
-    if type(tangents[0]) is Zero or not is_inexact(aval.dtype):
-        return out, Zero(aval)
-    return out, bind(gather_p, tangents[0], *indices, spec=spec)
-
-
 def _gather_transpose(ct, x, *indices, spec):
     if type(ct) is Zero:
         return [Zero(x.aval)] + [None] * len(indices)
@@ -129,8 +120,9 @@ def _gather_transpose(ct, x, *indices, spec):
 
 gather_p = Primitive(
     "gather", abstract_eval=_gather_abstract_eval, impl=_gather_impl,
-    jvp=_gather_jvp, transpose=_gather_transpose, linear=True,
+    transpose=_gather_transpose, linear=True,
 )
+gather_p.jvp = linear_jvp(gather_p)
 
 # -- scatter ---------------------------------------------------------------------------
 
@@ -367,15 +359,6 @@ def _dynamic_slice_impl(x, *starts, slice_sizes):
     return as_array(x[tuple(slice(b, b + n) for b, n in zip(begin, slice_sizes))])
 
 
-def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
-    x, *starts = primals
-    out = bind(dynamic_slice_p, x, *starts, slice_sizes=slice_sizes)
-    aval = get_aval(out).strip_weak()
-    if type(tangents[0]) is Zero or not is_inexact(aval.dtype):
-        return out, Zero(aval)
-    return out, bind(dynamic_slice_p, tangents[0], *starts, slice_sizes=slice_sizes)
-
-
 def _dynamic_slice_transpose(ct, x, *starts, slice_sizes):
     none = [None] * len(starts)
     if type(ct) is Zero:
@@ -411,9 +394,9 @@ def _dynamic_slice_batch(vals, dims, *, axis_size, slice_sizes):
 
 dynamic_slice_p = Primitive(
     "dynamic_slice", abstract_eval=_dynamic_slice_abstract_eval, impl=_dynamic_slice_impl,
-    jvp=_dynamic_slice_jvp, transpose=_dynamic_slice_transpose, batch=_dynamic_slice_batch,
-    linear=True,
+    transpose=_dynamic_slice_transpose, batch=_dynamic_slice_batch, linear=True,
 )
+dynamic_slice_p.jvp = linear_jvp(dynamic_slice_p)
 
 
 def _dynamic_update_slice_abstract_eval(x, update, *starts):

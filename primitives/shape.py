@@ -26,21 +26,7 @@ from functrans.dtypes import is_inexact, result_type
 from functrans.errors import ShapeError
 from primitives import elementwise as ew
 from primitives import reductions
-from primitives._util import as_array, check_axes, check_dtype, same_type
-
-
-def linear_unary_jvp(prim: Primitive):
-    """JVP of a primitive linear in its one operand: apply it to the tangent."""
-
-    def jvp(primals, tangents, **params):
-        out = bind(prim, *primals, **params)
-        aval = get_aval(out).strip_weak()
-        (t,) = tangents
-        if type(t) is Zero or not is_inexact(aval.dtype):
-            return out, Zero(aval)
-        return out, bind(prim, t, **params)
-
-    return jvp
+from primitives._util import as_array, check_axes, check_dtype, linear_jvp, same_type
 
 
 def linear_unary_transpose(make_ct):
@@ -65,7 +51,7 @@ def _declare_linear(name, abstract_eval, impl, ct_rule, batch, simplify=_identit
         name, abstract_eval=abstract_eval, impl=impl,
         transpose=linear_unary_transpose(ct_rule), batch=batch, simplify=simplify, linear=True,
     )
-    prim.jvp = linear_unary_jvp(prim)
+    prim.jvp = linear_jvp(prim)
     return prim
 
 
