@@ -7,6 +7,11 @@
 forward pass and runs a reverse scan of the transposed body; the cost to
 watch is the per-step overhead, since each step is a few tiny NumPy calls.
 
+``control_flow.while_rnn_grad`` is the same gradient with the recurrence
+written as a ``lax.while_loop`` over a step counter (the trip count unknown
+to the program), which reverse mode records at run time and replays
+(``recorded_loop``); JAX cannot differentiate it in reverse mode.
+
 Variants: ``numpy`` (the floor: the forward and backward loops written out
 by hand), ``functrans`` (``ft.grad``, retracing on every call),
 ``functrans.jit``, and, where importable, ``jax`` / ``jax.jit`` (with
@@ -33,6 +38,18 @@ def rnn_loss(w, xs):
 
     _, hs = lax.scan(step, np.zeros(SIZE), xs)
     return np.sum(hs)
+
+
+def while_rnn_loss(w, xs):
+    import functrans.numpy as fnp
+    from functrans import lax
+
+    def step(c):
+        i, h, total = c
+        h = np.tanh(w @ h + fnp.take(xs, i, axis=0))
+        return i + 1, h, total + np.sum(h)
+
+    return lax.while_loop(lambda c: c[0] < len(xs), step, (0, np.zeros(SIZE), 0.0))[2]
 
 
 def rnn_grad_numpy(w, xs):
@@ -102,6 +119,14 @@ def _variants(w: np.ndarray, xs: np.ndarray) -> dict:
     return variants
 
 
+def _while_variants(w: np.ndarray, xs: np.ndarray) -> dict:
+    import functrans as ft
+
+    g, gj = ft.grad(while_rnn_loss), ft.jit(ft.grad(while_rnn_loss))
+    return {"numpy": lambda: rnn_grad_numpy(w, xs), "functrans": lambda: g(w, xs),
+            "functrans.jit": lambda: gj(w, xs)}
+
+
 def workloads() -> list[Workload]:
     rng = np.random.default_rng(0)
     w = rng.standard_normal((SIZE, SIZE)) / np.sqrt(SIZE)
@@ -112,5 +137,11 @@ def workloads() -> list[Workload]:
             description=f"grad of a {STEPS}-step tanh recurrence on f64[{SIZE}] via lax.scan",
             variants=_variants(w, xs),
             floor="numpy",
-        )
+        ),
+        Workload(
+            name="control_flow.while_rnn_grad",
+            description=f"the same gradient through lax.while_loop ({STEPS} recorded steps)",
+            variants=_while_variants(w, xs),
+            floor="numpy",
+        ),
     ]

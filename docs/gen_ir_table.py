@@ -31,6 +31,7 @@ FAMILIES = {
     "primitives.sort": "Sorting",
     "primitives.custom": "Custom rules and checkpointing",
     "primitives.control_flow": "Control flow",
+    "primitives.recorded_loop": "Control flow",
     "primitives.fused": "Fusion (made by the GPU lowering)",
 }
 
@@ -99,9 +100,10 @@ MEANINGS = {
     "carry and the stacked ys. Operands: `num_consts` consts, `num_carry` carries, xs",
     "while_loop": "`while cond_jaxpr(carry): carry = body_jaxpr(carry)`; the operands are "
     "`cond_nconsts` and `body_nconsts` constants, then the initial carry",
-    "while_reverse": "the backward pass of a `while_loop`: runs `fwd_jaxpr` while "
-    "`cond_jaxpr` holds, recording each carry, then applies `bwd_jaxpr` over the records "
-    "in reverse, summing the first `num_acc` outputs",
+    "recorded_loop": "reverse mode through a `while_loop`: runs `bodies[0]` while "
+    "`cond_jaxpr` holds, recording each carry, then each later body as a sweep over the "
+    "same steps (backwards where `reverse`), reading the earlier sweeps' records of each "
+    "step; gives every sweep's final carry and its `nacc` outputs summed over the steps",
     "fused_elementwise": "the elementwise equations of `jaxpr` run as one (one CUDA kernel "
     "on the GPU); its outputs are the members' values used outside the group",
     "dot_general": "contract `lhs` and `rhs`: `dimension_numbers = ((lhs_contract, "

@@ -734,12 +734,17 @@ class JaxprTrace:
 
     def concretization_failed(self, what: str):
         where = user_frame_summary()
+        indexing = (
+            " A NumPy array indexed by a traced integer ends up here too: index it "
+            "with functrans.numpy.take(array, index, axis=0) instead."
+            if what in ("np.asarray()", "use as an index (__index__)") else ""
+        )
         raise ConcretizationError(
             f"{self.fun_name}: {what} needs a concrete value, but the value here is "
             f"traced{self.reason} (at {where}). Python control flow cannot branch on "
             "traced values: use functrans.lax.cond / functrans.numpy.where for "
             "branches, functrans.lax.fori_loop / while_loop for loops, or mark the "
-            "argument static with static_argnums."
+            f"argument static with static_argnums.{indexing}"
         )
 
 

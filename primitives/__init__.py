@@ -9,6 +9,7 @@ from primitives import (  # noqa: F401
     fused,
     indexing,
     linalg,
+    recorded_loop,
     reductions,
     shape,
     sort,

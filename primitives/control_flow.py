@@ -1,6 +1,6 @@
 """Control-flow primitives whose bodies are sub-Jaxprs: ``cond`` (also
-``switch``), ``scan`` and ``while_loop``, plus ``while_reverse``, the
-recorded backward pass through a while loop.
+``switch``), ``scan`` and ``while_loop``.  The recorded backward pass through
+a while loop, ``recorded_loop``, has a module of its own.
 
 Sub-Jaxprs are "open": each takes its constants as leading operands, so the
 equations carry every value they read.  The rules transform the sub-Jaxprs
@@ -20,7 +20,7 @@ it is transposed:
   tangent scan reads them instead of recomputing; its transpose is a scan in
   the other direction;
 * ``while_loop``: the trip count is unknown until run time, so the tangent
-  loop's transpose is ``while_reverse``, which at evaluation time runs the
+  loop's transpose is a ``recorded_loop``, which at evaluation time runs the
   primal loop recording each iteration's carry, then replays the transposed
   body over the records in reverse.  Memory is O(trips x carry size).
 """
@@ -544,7 +544,8 @@ def _pad_after(closed: ClosedJaxpr, avals_after) -> ClosedJaxpr:
 
 def _while_transpose(cts, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     """Carries split into known ones (which alone decide the loop and evolve
-    on their own) and linear ones; the transpose is ``while_reverse``."""
+    on their own) and linear ones; the transpose is a ``recorded_loop`` whose
+    backward sweep is the transposed linear part."""
     cc, bc, init = _while_parts(args, cond_nconsts, body_nconsts)
     if any(type(x) is UndefinedPrimal for x in cc):
         raise NotImplementedError("while_loop transpose: the loop condition cannot be linear")
@@ -576,32 +577,26 @@ def _while_transpose(cts, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
         return run(known_out, full_inputs(fb, fk, _zeros_for(lin_b_avals),
                                           _zeros_for(lin_k_avals)))
 
-    fwd_body = _trace(fwd, fixed_b_avals + fixed_k_avals, "while body")
-    # The linear part of the body as a function of (fixed consts, fixed carry,
-    # linear consts, linear carry), transposed in its last two groups.
-    def lin_part(*a):
-        nfb, nfk, nlb = len(fixed_b), len(fixed_k), len(lin_b_avals)
-        fb, fk = a[:nfb], a[nfb : nfb + nfk]
-        lb, lk = a[nfb + nfk : nfb + nfk + nlb], a[nfb + nfk + nlb :]
-        return run(linear_out, full_inputs(fb, fk, lb, lk))
+    from primitives.recorded_loop import Sweep, trace_sweep_body, transpose_sweeps
 
-    lin_jaxpr = _trace(lin_part, fixed_b_avals + fixed_k_avals + lin_b_avals + lin_k_avals,
-                       "while body")
-    n_fixed = len(fixed_b_avals) + len(fixed_k_avals)
-    bwd_body = _transpose(lin_jaxpr, [False] * n_fixed + [True] * (len(lin_b_avals)
-                                                                   + len(lin_k_avals)))
-    # bwd_body: (fixed consts, fixed carry, ct linear carry') -> (ct lin consts, ct lin carry)
+    loop = Sweep(_trace(fwd, fixed_b_avals + fixed_k_avals, "while body"), fixed_b, fixed_k)
+    # The linear part of the body as a forward sweep over the loop's records:
+    # consts (fixed consts, linear consts), carry the linear carries.
+    n_fb = len(fixed_b)
+
+    def lin_part(consts, carry, records):
+        return run(linear_out, full_inputs(consts[:n_fb], records[0], consts[n_fb:], carry))
+
+    lin_consts = fixed_b + [x for x, lin in zip(bc, lin_b) if lin]
+    lin_init = [x for x, lin in zip(init, lin_k) if lin]
+    sweep = Sweep(trace_sweep_body(lin_part, lin_consts, lin_k_avals, [loop]), lin_consts, lin_init)
     cond = _drop_inputs(cond_jaxpr, cond_nconsts, lin_k)
-    ct_k = [instantiate(c) for c, lin in zip(cts, lin_k) if lin]
-    outs = bind(
-        while_reverse_p, *cc, *fixed_b, *fixed_k, *ct_k, cond_jaxpr=cond, fwd_jaxpr=fwd_body,
-        bwd_jaxpr=bwd_body, cond_nconsts=cond_nconsts, fwd_nconsts=len(fixed_b),
-        num_acc=len(lin_b_avals),
-    )
-    ct_init, ct_b = iter(outs[: len(ct_k)]), iter(outs[len(ct_k) :])
-    cts_k = [next(ct_init) if lin else None for lin in lin_k]
+    ct_k = [c for c, lin in zip(cts, lin_k) if lin]
+    _, (ct_consts, ct_init) = transpose_sweeps(
+        cond, cc, [loop, sweep], [([Zero(a) for a in fixed_k_avals], []), (ct_k, [])])
+    ct_b, cts_k = iter(ct_consts[n_fb:]), iter(ct_init)
     return ([None] * cond_nconsts + [next(ct_b) if lin else None for lin in lin_b]
-            + [c if type(x) is UndefinedPrimal else None for c, x in zip(cts_k, init)])
+            + [next(cts_k) if lin else None for lin in lin_k])
 
 
 def _depends(closed: ClosedJaxpr, flags: Sequence[bool]) -> list[bool]:
@@ -703,167 +698,4 @@ while_p = Primitive(
     batch=_while_batch,
     multiple_results=True,
     linear=True,
-)
-
-
-# --------------------------------------------------------------------------
-# while_reverse(*cond_consts, *fwd_consts, *init, *ct; cond_jaxpr, fwd_jaxpr,
-#               bwd_jaxpr, cond_nconsts, fwd_nconsts, num_acc)
-# Runs c = init; while cond(c): record c; c = fwd(c).  Then, over the records
-# in reverse: (acc_ct, ct) = bwd(fwd_consts, c, ct); accumulates acc_ct.
-# Returns (ct, accumulated acc_ct).
-# --------------------------------------------------------------------------
-
-
-def _wr_parts(args, cond_nconsts, fwd_nconsts, n_carry):
-    a = list(args)
-    cc = a[:cond_nconsts]
-    fc = a[cond_nconsts : cond_nconsts + fwd_nconsts]
-    init = a[cond_nconsts + fwd_nconsts : cond_nconsts + fwd_nconsts + n_carry]
-    ct = a[cond_nconsts + fwd_nconsts + n_carry :]
-    return cc, fc, init, ct
-
-
-def _while_reverse_abstract_eval(*avals, cond_jaxpr, fwd_jaxpr, bwd_jaxpr, cond_nconsts,
-                                 fwd_nconsts, num_acc):
-    outs = bwd_jaxpr.out_avals  # (acc ct..., ct...)
-    return [a.strip_weak() for a in outs[num_acc:]] + [a.strip_weak() for a in outs[:num_acc]]
-
-
-def _while_reverse_impl(*args, cond_jaxpr, fwd_jaxpr, bwd_jaxpr, cond_nconsts, fwd_nconsts,
-                        num_acc):
-    n_carry = len(fwd_jaxpr.out_avals)
-    cc, fc, carry, ct = _wr_parts(args, cond_nconsts, fwd_nconsts, n_carry)
-    tape = []
-    cond, fwd = runner(cond_jaxpr, cc + carry), runner(fwd_jaxpr, fc + carry)
-    while bool(cond(*cc, *carry)[0]):
-        tape.append(carry)
-        carry = fwd(*fc, *carry)
-    xp = array_module(args)
-    acc = [xp.zeros(a.shape, a.dtype) for a in bwd_jaxpr.out_avals[:num_acc]]
-    bwd = runner(bwd_jaxpr, fc + carry + ct)
-    for c in reversed(tape):
-        out = bwd(*fc, *c, *ct)
-        acc = [a + d for a, d in zip(acc, out[:num_acc])]
-        ct = out[num_acc:]
-    return [xp.asarray(x) for x in ct] + acc
-
-
-def _while_reverse_jvp(primals, tangents, **params):
-    """Differentiating the recorded loop gives a recorded loop again: forward
-    over (carry, tangent carry), backward over (ct, tangent ct).  As for the
-    other loops, a second equation computes the tangents only."""
-    cond_nconsts, fwd_nconsts, num_acc = (
-        params["cond_nconsts"], params["fwd_nconsts"], params["num_acc"])
-    fwd_jaxpr, bwd_jaxpr = params["fwd_jaxpr"], params["bwd_jaxpr"]
-    cond_jaxpr = params["cond_jaxpr"]
-    n_carry = len(fwd_jaxpr.out_avals)
-    outs = bind(while_reverse_p, *primals, **params)
-    out_avals = [get_aval(o).strip_weak() for o in outs]
-    cc, fc, init, ct = _wr_parts(primals, cond_nconsts, fwd_nconsts, n_carry)
-    _, t_fc, t_init, t_ct = _wr_parts(tangents, cond_nconsts, fwd_nconsts, n_carry)
-    if all(type(t) is Zero for t in t_fc + t_init + t_ct):
-        return outs, [Zero(a) for a in out_avals]
-    fc_avals = [a.strip_weak() for a in fwd_jaxpr.in_avals[:fwd_nconsts]]
-    k_avals = [a.strip_weak() for a in fwd_jaxpr.out_avals]
-    acc_avals = [a.strip_weak() for a in bwd_jaxpr.out_avals[:num_acc]]
-    ct_avals = [a.strip_weak() for a in bwd_jaxpr.out_avals[num_acc:]]
-    nz = [is_inexact(a.dtype) for a in fc_avals + k_avals + ct_avals]
-    fc_nz, k_nz, ct_nz = nz[: len(fc)], nz[len(fc) : len(fc) + n_carry], nz[len(fc) + n_carry :]
-    acc_nz = [is_inexact(a.dtype) for a in acc_avals]
-    fwd_jv, _ = _jvp(fwd_jaxpr, fc_nz + k_nz, k_nz)
-    bwd_jv, _ = _jvp(bwd_jaxpr, fc_nz + k_nz + ct_nz, acc_nz + ct_nz)
-
-    def given(ts, avals, flags):
-        return [instantiate(Zero(a)) if type(t) is Zero else t
-                for t, a, f in zip(ts, avals, flags) if f]
-
-    def pick(xs, flags):
-        return [x for x, f in zip(xs, flags) if f]
-
-    n_fc, n_tfc, n_tk, n_tct = len(fc), sum(fc_nz), sum(k_nz), sum(ct_nz)
-
-    def fwd(*a):
-        p_fc, t_fc_ = a[:n_fc], a[n_fc : n_fc + n_tfc]
-        c, dc = a[n_fc + n_tfc : n_fc + n_tfc + n_carry], a[n_fc + n_tfc + n_carry :]
-        out = run(fwd_jv, list(p_fc) + list(c) + list(t_fc_) + list(dc))
-        return out  # (carry', tangent carry')
-
-    def bwd(*a):
-        p_fc, t_fc_ = a[:n_fc], a[n_fc : n_fc + n_tfc]
-        rest = a[n_fc + n_tfc :]
-        c, dc = rest[:n_carry], rest[n_carry : n_carry + n_tk]
-        b, db = rest[n_carry + n_tk : n_carry + n_tk + len(ct)], rest[n_carry + n_tk + len(ct) :]
-        out = run(bwd_jv, list(p_fc) + list(c) + list(b) + list(t_fc_) + list(dc) + list(db))
-        n_p = num_acc + len(ct)
-        p_out, t_out = out[:n_p], out[n_p:]
-        n_tacc = sum(acc_nz)
-        return (p_out[:num_acc] + t_out[:n_tacc]) + (p_out[num_acc:] + t_out[n_tacc:])
-
-    fc_in = list(fwd_jaxpr.in_avals[:fwd_nconsts]) + pick(fc_avals, fc_nz)
-    fwd_j = _trace(fwd, fc_in + k_avals + pick(k_avals, k_nz), "while body")
-    bwd_j = _trace(bwd, fc_in + k_avals + pick(k_avals, k_nz) + ct_avals + pick(ct_avals, ct_nz),
-                   "while body")
-    cond = _pad_after(cond_jaxpr, pick(k_avals, k_nz))
-    both = bind(
-        while_reverse_p, *cc, *fc, *given(t_fc, fc_avals, fc_nz), *init,
-        *given(t_init, k_avals, k_nz), *ct, *given(t_ct, ct_avals, ct_nz), cond_jaxpr=cond,
-        fwd_jaxpr=fwd_j, bwd_jaxpr=bwd_j, cond_nconsts=cond_nconsts,
-        fwd_nconsts=n_fc + n_tfc, num_acc=num_acc + sum(acc_nz),
-    )
-    # both: (ct, dct[nz], acc, dacc[nz])
-    n_ct = len(ct)
-    d_ct = iter(both[n_ct : n_ct + n_tct])
-    d_acc = iter(both[n_ct + n_tct + num_acc :])
-    return outs, ([next(d_ct) if f else Zero(a) for a, f in zip(ct_avals, ct_nz)]
-                  + [next(d_acc) if f else Zero(a) for a, f in zip(acc_avals, acc_nz)])
-
-
-def _while_reverse_batch(vals, dims, *, axis_size, cond_jaxpr, fwd_jaxpr, bwd_jaxpr,
-                         cond_nconsts, fwd_nconsts, num_acc):
-    """Every value batched (batch axis first); a member's steps after its own
-    loop ended are masked out of both passes."""
-    vals = [shape.to_front(v, d, axis_size) for v, d in zip(vals, dims)]
-    n_carry = len(fwd_jaxpr.out_avals)
-    cc, fc, init, ct = _wr_parts(vals, cond_nconsts, fwd_nconsts, n_carry)
-    all0 = lambda closed: _batched(closed, [0] * len(closed.in_avals), axis_size)  # noqa: E731
-    cond_b, fwd_b, bwd_b = all0(cond_jaxpr), all0(fwd_jaxpr), all0(bwd_jaxpr)
-    ncc, nf = len(cc), len(fc)
-    cond = _trace(lambda *a: [_any(run(cond_b, a)[0])], cond_b.in_avals, "vmap")
-
-    def bwd(*a):
-        ccs, fcs = a[:ncc], a[ncc : ncc + nf]
-        carry, ctv = a[ncc + nf : ncc + nf + n_carry], a[ncc + nf + n_carry :]
-        active = run(cond_b, list(ccs) + list(carry))[0]
-        out = run(bwd_b, list(fcs) + list(carry) + list(ctv))
-        acc = [_select_members(active, d, np.zeros((), get_aval(d).dtype)) for d in out[:num_acc]]
-        new_ct = [_select_members(active, n, o) for n, o in zip(out[num_acc:], ctv)]
-        return acc + new_ct
-
-    fwd_j = _masked_step(cond_b, fwd_b, ncc, nf)
-    bwd_j = _trace(bwd, cond_b.in_avals[:ncc] + bwd_b.in_avals, "vmap")
-    outs = bind(
-        while_reverse_p, *cc, *cc, *fc, *init, *ct, cond_jaxpr=cond, fwd_jaxpr=fwd_j,
-        bwd_jaxpr=bwd_j, cond_nconsts=ncc, fwd_nconsts=ncc + nf, num_acc=num_acc,
-    )
-    return outs, [0] * len(outs)
-
-
-def _while_reverse_transpose(cts, *args, **params):
-    raise NotImplementedError(
-        "reverse mode applied to the reverse pass of a while_loop (grad of grad, jacrev "
-        "of grad) is not supported. Use forward mode over reverse mode instead: "
-        "ft.hessian, ft.hvp and ft.jacfwd(ft.grad(f)) all work through while_loop; or "
-        "write the loop with lax.scan / lax.fori_loop with static bounds"
-    )
-
-
-while_reverse_p = Primitive(
-    "while_reverse",
-    abstract_eval=_while_reverse_abstract_eval,
-    impl=_while_reverse_impl,
-    jvp=_while_reverse_jvp,
-    transpose=_while_reverse_transpose,
-    batch=_while_reverse_batch,
-    multiple_results=True,
 )

@@ -905,7 +905,7 @@ VIA_API = {
     "cond": "lax.cond",
     "scan": "lax.scan",
     "while_loop": "lax.while_loop",
-    "while_reverse": "lax.while_loop",  # the backward pass of a while_loop
+    "recorded_loop": "lax.while_loop",  # the backward pass of a while_loop
 }
 
 SPECS: dict[str, Spec] = {

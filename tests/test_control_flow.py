@@ -125,8 +125,7 @@ def _python_fori(x):
 
 def test_while_loop_matches_python_and_its_derivatives():
     np.testing.assert_allclose(with_while(X), python_while(X))
-    check_grads(with_while, (X,), order=2, modes=("fwd",))
-    check_grads(with_while, (X,), order=1, modes=("rev",))
+    check_grads(with_while, (X,), order=2, modes=("fwd", "rev"))
     np.testing.assert_allclose(ft.jacrev(with_while)(X), ft.jacfwd(python_while)(X))
 
 
@@ -137,9 +136,56 @@ def test_forward_over_reverse_through_while_loop():
     np.testing.assert_allclose(ft.hessian(f)(X), ft.hessian(lambda x: np.sum(python_while(x)))(X))
 
 
-def test_reverse_over_reverse_through_while_loop_says_what_to_use():
-    with pytest.raises(NotImplementedError, match=r"forward mode over reverse mode"):
-        ft.jacrev(ft.grad(lambda x: fnp.sum(with_while(x))))(X)
+def test_reverse_over_reverse_through_while_loop():
+    f = lambda x: fnp.sum(with_while(x))  # noqa: E731
+    want = ft.hessian(lambda x: np.sum(python_while(x)))(X)
+    np.testing.assert_allclose(ft.jacrev(ft.grad(f))(X), want)
+    check_grads(with_while, (X,), order=3, modes=("rev",))
+
+
+def test_reverse_over_reverse_through_a_loop_closing_over_its_argument():
+    def f(a, x):
+        body = lambda c: (c[0] + 1, fnp.sin(c[1]) * a)  # noqa: E731
+        return lax.while_loop(lambda c: c[0] < 4, body, (0, x))[1]
+
+    check_grads(f, (1.3, X), order=2, modes=("fwd", "rev"))
+
+
+@pytest.mark.parametrize("a", [0.3, 2.0, 17.0])
+def test_higher_derivatives_of_newton_sqrt_in_reverse_mode(a):
+    d2 = ft.grad(ft.grad(newton_sqrt))
+    np.testing.assert_allclose(d2(a), -0.25 * a ** -1.5, rtol=1e-8)
+    np.testing.assert_allclose(ft.grad(d2)(a), 0.375 * a ** -2.5, rtol=1e-8)
+
+
+def test_reverse_over_reverse_through_loops_holding_other_control_flow():
+    def nested(x):
+        def outer(c):
+            i, v = c
+            inner = lambda d: (d[0] + 1, fnp.cos(d[1]) * v[0] + d[1] * 0.5)  # noqa: E731
+            return i + 1, lax.while_loop(lambda d: d[0] < 2, inner, (0, v))[1]
+
+        return lax.while_loop(lambda c: c[0] < 2, outer, (0, x))[1]
+
+    def branching(x):
+        def body(c):
+            return c[0] + 1, lax.cond(c[0] > 1, fnp.sin, fnp.cos, c[1]) * 1.2
+
+        return lax.while_loop(lambda c: c[0] < 3, body, (0, x))[1]
+
+    def checkpointed(x):
+        step = ft.checkpoint(lambda v: fnp.sin(v) * 1.2)
+        return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, step(c[1])), (0, x))[1]
+
+    def in_scan(x):
+        def step(c, _):
+            body = lambda d: (d[0] + 1, fnp.sin(d[1]) * c[0])  # noqa: E731
+            return lax.while_loop(lambda d: d[0] < 2, body, (0, c))[1], None
+
+        return lax.scan(step, x, None, length=3)[0]
+
+    for f in (nested, branching, checkpointed, in_scan):
+        check_grads(f, (X,), order=2, modes=("rev",))
 
 
 @given(st.floats(0.05, 50.0))
@@ -225,6 +271,17 @@ def test_vmap_of_while_loop_with_per_member_trip_counts():
     counts = ft.vmap(lambda n: lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 2.0),
                                               (0, 1.0))[1])(np.array([0, 1, 3]))
     np.testing.assert_allclose(counts, [1.0, 2.0, 8.0])
+    second = ft.vmap(ft.grad(ft.grad(newton_sqrt)))(xs)
+    np.testing.assert_allclose(second, -0.25 * xs ** -1.5, rtol=1e-7)
+
+
+def test_vmap_of_reverse_over_reverse_with_per_member_trip_counts():
+    def grow(x):
+        return lax.while_loop(lambda v: fnp.sum(v) < 5.0, lambda v: v * 1.3 + fnp.sin(v), x)
+
+    hess = ft.jacrev(ft.grad(lambda x: fnp.sum(grow(x) ** 2)))
+    xs = np.stack([X, 2 * X, 0.5 * X])
+    np.testing.assert_allclose(ft.vmap(hess)(xs), np.stack([hess(x) for x in xs]), rtol=1e-12)
 
 
 def test_vmap_of_fori_loop_with_batched_bounds():

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import functrans as ft
+import functrans.numpy as fnp
 from functrans import core, errors
 from primitives.elementwise import add, neg, sin
 
@@ -79,3 +80,15 @@ def test_errors_raised_at_trace_time_keep_their_class():
 def test_lookup_of_an_unknown_primitive():
     with pytest.raises(KeyError, match="unknown primitive 'nope'"):
         core.lookup_primitive("nope")
+
+
+def test_indexing_a_numpy_array_with_a_traced_integer_says_what_to_use():
+    table = np.arange(12.0).reshape(4, 3)
+
+    def lookup(i):
+        return table[i]
+
+    with pytest.raises(errors.ConcretizationError,
+                       match=r"^lookup: .*functrans\.numpy\.take\(array, index, axis=0\)"):
+        ft.jit(lookup)(2)
+    np.testing.assert_array_equal(ft.jit(lambda i: fnp.take(table, i, axis=0))(2), table[2])

@@ -821,27 +821,36 @@ def while_spec() -> Spec:
     return Spec(draw_args, ref, exact=True)
 
 
-def while_reverse_spec() -> Spec:
-    """Record a counter's values up to 3, then double the cotangent once per
-    record: the transpose of ``x * 2**trips``."""
+def recorded_loop_spec() -> Spec:
+    """A counter recorded up to 3 (sweep 0); a backward sweep doubling its
+    carry, summing the carries it enters steps with and recording each plus
+    one; a forward sweep summing those records."""
     from primitives.elementwise import add, lt, mul
+    from primitives.reductions import reduce_sum_p
 
     def draw_args(draw):
         i0 = np.asarray(draw(st.integers(0, 4)))
-        ct = operand(draw, dtypes=("float64",), scalar_ok=False)
-        counter = [get_aval(i0)]
+        b0 = operand(draw, dtypes=("float64",), scalar_ok=False)
+        d0 = np.asarray(draw(st.floats(-2, 2)))
+        counter, b, d = [get_aval(i0)], [get_aval(b0)], [get_aval(d0)]
         cond = _open(lambda i: [lt(i, 3)], counter)
-        fwd = _open(lambda i: [add(i, 1)], counter)
-        bwd = _open(lambda i, b: [mul(b, 2.0)], counter + [get_aval(ct)])
-        params = dict(cond_jaxpr=cond, fwd_jaxpr=fwd, bwd_jaxpr=bwd, cond_nconsts=0,
-                      fwd_nconsts=0, num_acc=0)
-        return (i0, ct), params
+        loop = _open(lambda i: [add(i, 1)], counter)
+        back = _open(lambda b, i: [mul(b, 2.0), b, add(b, 1.0)], b + counter)
+        fwd = _open(lambda d, i, b, e: [add(d, reduce_sum_p.bind(e, axes=tuple(range(e.ndim))))],
+                    d + counter + b + b)
+        params = dict(cond_jaxpr=cond, cond_nconsts=0, bodies=(loop, back, fwd),
+                      nconsts=(0, 0, 0), ncarry=(1, 1, 1), nacc=(0, 1, 0),
+                      reverse=(False, True, False))
+        return (i0, b0, d0), params
 
-    def ref(i0, ct, **params):
-        return [ct * 2.0 ** max(3 - int(i0), 0)]
+    def ref(i0, b0, d0, **params):
+        n = max(3 - int(i0), 0)
+        entered = [b0 * 2.0 ** (n - 1 - i) for i in range(n)]  # step i's carry
+        acc = sum(entered, np.zeros_like(b0))
+        return [np.asarray(max(int(i0), 3)), b0 * 2.0 ** n, acc,
+                d0 + sum(np.sum(e + 1.0) for e in entered)]
 
     return Spec(draw_args, ref)
-
 
 
 # --------------------------------------------------------------------------
@@ -1091,7 +1100,7 @@ SPECS: dict[str, Spec] = {
     "cond": cond_spec(),
     "scan": scan_spec(),
     "while_loop": while_spec(),
-    "while_reverse": while_reverse_spec(),
+    "recorded_loop": recorded_loop_spec(),
     "triangular_solve": triangular_solve_spec(),
     "lu": lu_spec(),
     "lu_pivots_to_permutation": lu_pivots_to_permutation_spec(),
@@ -1505,7 +1514,7 @@ def test_shape_rule_errors_at_trace_time_name_the_function(name, avals, params, 
 # Shape rules that accept every operand, and the elementwise rows, whose dtype
 # errors the spec test checks against NumPy's refusals.
 NEVER_FAIL = {"convert_element_type", "stop_gradient", "custom_jvp_call", "custom_vjp_call",
-              "custom_lin", "checkpoint", "while_reverse", "fused_elementwise"}
+              "custom_lin", "checkpoint", "recorded_loop", "fused_elementwise"}
 
 
 def test_every_shape_rule_has_error_cases():

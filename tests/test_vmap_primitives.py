@@ -7,7 +7,7 @@ at drawn batch axes (negative ones too), with drawn out axes and batch sizes
 0 to 3.  Index operands (gather/scatter index arrays, dynamic_slice starts)
 are batched like any other operand.  The call primitives are batched through
 ``ft.custom_jvp``, ``ft.custom_vjp``, ``ft.checkpoint`` and ``functrans.lax``
-(``while_reverse`` by vmap of grad through a while loop), and ``custom_lin``
+(``recorded_loop`` by vmap of grad through a while loop), and ``custom_lin``
 (the linear half of a custom VJP) by batching a linearized Jaxpr directly.
 """
 

@@ -548,7 +548,7 @@ IMPLS: dict[str, Callable] = {
 #: Primitives whose NumPy impl runs on CuPy arrays as it is: it only
 #: evaluates sub-Jaxprs, which dispatch to this backend again.
 NUMPY_IMPL_RUNS = frozenset({"custom_jvp_call", "custom_vjp_call", "custom_lin", "checkpoint",
-                             "cond", "scan", "while_loop", "while_reverse"})
+                             "cond", "scan", "while_loop", "recorded_loop"})
 
 
 # -- Jaxprs lowered for the GPU ----------------------------------------------------------------
