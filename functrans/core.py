@@ -477,6 +477,7 @@ class Primitive:
         cuda: Any = None,
         simplify: Callable | None = None,
         numpy_fn: Callable | None = None,
+        numpy_kernel: Callable | None = None,
         numexpr: str | None = None,
         linear: bool = False,
     ):
@@ -495,6 +496,10 @@ class Primitive:
         #: For param-less elementwise primitives: the NumPy function itself,
         #: which generated code may call directly (it may return NumPy scalars).
         self.numpy_fn = numpy_fn
+        #: Optional: ``numpy_kernel(in_avals, **params)`` gives the function of
+        #: the operands alone that generated code calls for one equation,
+        #: chosen once for its params and operand types (or None: the impl).
+        self.numpy_kernel = numpy_kernel
         #: For elementwise primitives: a numexpr expression template over the
         #: operands ``{0}``, ``{1}`` ... (params by name), used to evaluate
         #: large fused groups on the CPU in one pass (see primitives.fused).

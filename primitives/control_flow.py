@@ -79,6 +79,12 @@ def _jvp(closed: ClosedJaxpr, nonzeros, instantiate_outs):
     return jvp_jaxpr(closed, nonzeros, instantiate_outs)
 
 
+def _partial_eval(closed: ClosedJaxpr, unknowns, instantiate):
+    from functrans.transforms.linearize import partial_eval
+
+    return partial_eval(closed, unknowns, instantiate)
+
+
 def _select_outputs(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
     from functrans.transforms.dce import dce
 
@@ -238,15 +244,23 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse):
     consts = list(args[:num_consts])
     carry = list(args[num_consts : num_consts + num_carry])
     xs = [xp.asarray(x) for x in args[num_consts + num_carry :]]
-    y_avals = jaxpr.out_avals[num_carry:]
-    ys = [xp.empty((length,) + a.shape, a.dtype) for a in y_avals]
     body = runner(jaxpr, consts + carry + xs)
-    for step in range(length):
-        i = length - 1 - step if reverse else step
-        outs = body(*consts, *carry, *[x[i] for x in xs])
+    # Rows as lists of views, and ys collected in lists then stacked: both
+    # cheaper per step than indexing and assigning into arrays.
+    rows = list(zip(*[list(x) for x in xs])) if xs else [()] * length
+    steps = range(length - 1, -1, -1) if reverse else range(length)
+    collected: list[list] = [[] for _ in jaxpr.out_avals[num_carry:]]
+    for i in steps:
+        outs = body(*consts, *carry, *rows[i])
         carry = outs[:num_carry]
-        for y, out in zip(ys, outs[num_carry:]):
-            y[i] = out
+        for y, out in zip(collected, outs[num_carry:]):
+            y.append(out)
+    ys = []
+    for y, a in zip(collected, jaxpr.out_avals[num_carry:]):
+        if reverse:
+            y.reverse()
+        ys.append(xp.stack(y).astype(a.dtype, copy=False) if y
+                  else xp.empty((0,) + a.shape, a.dtype))
     return [xp.asarray(c) for c in carry] + ys
 
 
@@ -282,50 +296,97 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
     if not any(nz_consts + nz_carry + nz_xs):
         outs = bind(scan_p, *primals, jaxpr=jaxpr, **params)
         return outs, [Zero(get_aval(o).strip_weak()) for o in outs]
-    # 1. The primal scan, also stacking the carry each iteration starts from.
+    # Split the body's JVP into its primal part, which also computes the
+    # residuals, and its tangent part, which reads them (partial evaluation).
     n_y = len(jaxpr.out_avals) - nk
-
-    def with_tape(*args):
-        outs = run(jaxpr, args)
-        return outs + list(args[nc : nc + nk])
-
-    taped = _trace(with_tape, in_avals, "scan body")
-    outs = bind(scan_p, *primals, jaxpr=taped, **params)
-    outs, tape = outs[: nk + n_y], outs[nk + n_y :]
-    # 2. The tangent scan: carries the tangent carries, reads primal carries
-    #    from the tape.  Its body is the JVP of the body, tangent outputs only.
     y_avals = [a.strip_weak() for a in jaxpr.out_avals[nk:]]
     out_nz_y = [is_inexact(a.dtype) for a in y_avals]
     jv, _ = _jvp(jaxpr, nz_consts + nz_carry + nz_xs, nz_carry + out_nz_y)
-    tangent_body = _select_outputs(
-        jv, [False] * (nk + n_y) + [True] * (sum(nz_carry) + sum(out_nz_y))
-    )
-    # jv takes (consts, carry, xs, t_consts, t_carry, t_xs); reorder to the
-    # scan layout (consts..., carry..., xs...) = ((consts, t_consts), t_carry, (tape, xs, t_xs)).
-    n_tc, n_tk, n_tx = sum(nz_consts), sum(nz_carry), sum(nz_xs)
-    body = _reorder(
-        tangent_body,
-        [("p", i) for i in range(nc)] + [("t", i) for i in range(n_tc)],
-        [("t", n_tc + i) for i in range(n_tk)],
-        [("p", nc + i) for i in range(nk)] + [("p", nc + nk + i) for i in range(len(xs))]
-        + [("t", n_tc + n_tk + i) for i in range(n_tx)],
-        n_primal=nc + nk + len(xs),
-    )
+    n_p, n_t = len(in_avals), sum(nz_consts) + sum(nz_carry) + sum(nz_xs)
+    known, tangent, _, n_res = _partial_eval(
+        jv, [False] * n_p + [True] * n_t,
+        [False] * (nk + n_y) + [True] * (sum(nz_carry) + sum(out_nz_y)))
+    residuals = _scan_residuals(known, nc, nk, n_res)
+    # 1. The primal scan, also stacking the residuals that vary per step.
+    stacked = [k == "stacked" for k, _ in residuals]
+    primal_body = _select_outputs(known, [True] * (nk + n_y) + stacked)
+    outs = bind(scan_p, *primals, jaxpr=primal_body, **params)
+    outs, tape = outs[: nk + n_y], iter(outs[nk + n_y :])
+    # Residuals computed from the constants alone, once, outside the loop.
+    invariant = [k == "invariant" for k, _ in residuals]
+    if any(invariant):
+        hoisted = iter(run(_select_outputs(known, [False] * (nk + n_y) + invariant),
+                           list(consts) + _zeros_for(in_avals[nc:])))
+    # 2. The tangent scan: consts (const residuals, tangent consts), carry the
+    #    tangent carries, xs (stacked residuals, tangent xs).
+    res_consts, res_xs, order = [], [], []
+    for kind, index in residuals:
+        if kind == "const":
+            order.append(("c", len(res_consts)))
+            res_consts.append(consts[index])
+        elif kind == "invariant":
+            order.append(("c", len(res_consts)))
+            res_consts.append(next(hoisted))
+        else:
+            order.append(("x", len(res_xs)))
+            res_xs.append(next(tape) if kind == "stacked" else xs[index])
     given_consts = [t for t in t_consts if type(t) is not Zero]
     given_init = [
         instantiate(Zero(a)) if type(t) is Zero else t
         for t, a, nz in zip(t_init, carry_avals, nz_carry) if nz
     ]
     given_xs = [t for t in t_xs if type(t) is not Zero]
+    n_rc, n_rx = len(res_consts), len(res_xs)
+    n_tc, n_tk = len(given_consts), len(given_init)
+
+    def tangent_step(*a):
+        rc, tc = a[:n_rc], a[n_rc : n_rc + n_tc]
+        tk = a[n_rc + n_tc : n_rc + n_tc + n_tk]
+        rx, tx = a[n_rc + n_tc + n_tk : n_rc + n_tc + n_tk + n_rx], a[n_rc + n_tc + n_tk + n_rx :]
+        res = [rc[i] if where == "c" else rx[i] for where, i in order]
+        return run(tangent, res + list(tc) + list(tk) + list(tx))
+
+    step_avals = ([get_aval(c) for c in res_consts] + [get_aval(c) for c in given_consts]
+                  + [get_aval(c).strip_weak() for c in given_init]
+                  + [_unstacked(x) for x in res_xs] + [_unstacked(x) for x in given_xs])
+    body = _trace(tangent_step, step_avals, "scan body")
     t_outs = bind(
-        scan_p, *consts, *given_consts, *given_init, *tape, *xs, *given_xs, jaxpr=body,
-        num_consts=nc + n_tc, num_carry=n_tk, length=length, reverse=reverse,
+        scan_p, *res_consts, *given_consts, *given_init, *res_xs, *given_xs, jaxpr=body,
+        num_consts=n_rc + n_tc, num_carry=n_tk, length=length, reverse=reverse,
     )
     it = iter(t_outs)
     t_carry = [next(it) if nz else Zero(a) for a, nz in zip(carry_avals, nz_carry)]
     t_ys = [next(it) if nz else Zero(ShapedArray((length,) + a.shape, a.dtype))
             for a, nz in zip(y_avals, out_nz_y)]
     return outs, t_carry + t_ys
+
+
+def _unstacked(x) -> ShapedArray:
+    aval = get_aval(x)
+    return ShapedArray(aval.shape[1:], aval.dtype)
+
+
+def _scan_residuals(known: ClosedJaxpr, nc: int, nk: int, n_res: int) -> list[tuple[str, int]]:
+    """How the tangent scan gets each residual of the body's primal part:
+    ("const", i) the i-th constant itself, ("xs", i) the i-th xs itself,
+    ("invariant", _) computed from the constants alone (once, outside the
+    loop), ("stacked", _) stacked by the primal scan (the carries included)."""
+    j = known.jaxpr
+    position = {id(v): i for i, v in enumerate(j.invars)}
+    varying = _depends(known, [False] * nc + [True] * (len(j.invars) - nc))
+    kinds = []
+    for v, varies in zip(j.outvars[len(j.outvars) - n_res :],
+                         varying[len(j.outvars) - n_res :]):
+        i = position.get(id(v))
+        if i is not None and i < nc:
+            kinds.append(("const", i))
+        elif i is not None and i >= nc + nk:
+            kinds.append(("xs", i - nc - nk))
+        elif varies:
+            kinds.append(("stacked", 0))
+        else:
+            kinds.append(("invariant", 0))
+    return kinds
 
 
 def _reorder(closed: ClosedJaxpr, consts, carry, xs, n_primal: int) -> ClosedJaxpr:

@@ -48,19 +48,40 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers):
     return ShapedArray(shape, result_type(lhs, rhs))
 
 
+def _dot_general_kernel(avals, *, dimension_numbers):
+    """What generated code (and the impl) calls for one dot_general: NumPy's
+    own products where the axes allow, skipping the general path's axis
+    bookkeeping; BLAS takes transposed views as they are."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    lhs, rhs = avals
+    nb = len(lb)
+    if lb:
+        aligned = tuple(lb) == tuple(rb) == tuple(range(nb)) and lhs.ndim == rhs.ndim == nb + 2
+        if aligned and tuple(lc) == (nb + 1,) and tuple(rc) == (nb,):
+            return np.matmul  # batched matrix product
+        return None
+    if not lc:
+        return np.multiply.outer  # lhs axes, then rhs axes: dot_general's order
+    if len(lc) == 1 and lhs.ndim <= 2 and rhs.ndim <= 2:
+        return _DOTS[lc[0] != lhs.ndim - 1, rc[0] != 0]
+    return None
+
+
+#: np.dot with the operands transposed as (lhs, rhs) flags say.
+_DOTS = {
+    (False, False): np.dot,
+    (True, False): lambda a, b: np.dot(a.T, b),
+    (False, True): lambda a, b: np.dot(a, b.T),
+    (True, True): lambda a, b: np.dot(a.T, b.T),
+}
+
+
 def _dot_general_impl(lhs, rhs, *, dimension_numbers):
     (lc, rc), (lb, rb) = dimension_numbers
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
-    if not lb and len(lc) == 1 and lhs.ndim <= 2 and rhs.ndim <= 2:
-        # Matrix and vector products, transposed operands included: BLAS takes
-        # the transposed views as they are.
-        a = lhs if lc[0] == lhs.ndim - 1 else lhs.T
-        b = rhs if rc[0] == 0 else rhs.T
-        return as_array(np.dot(a, b))
-    nb_axes = len(lb)
-    if (tuple(lb) == tuple(rb) == tuple(range(nb_axes)) and lhs.ndim == rhs.ndim == nb_axes + 2
-            and tuple(lc) == (nb_axes + 1,) and tuple(rc) == (nb_axes,)):
-        return as_array(np.matmul(lhs, rhs))  # batched matrix product
+    kernel = _dot_general_kernel((lhs, rhs), dimension_numbers=dimension_numbers)
+    if kernel is not None:
+        return as_array(kernel(lhs, rhs))
     lf = _free_axes(lhs.ndim, lc, lb)
     rf = _free_axes(rhs.ndim, rc, rb)
     batch = tuple(lhs.shape[i] for i in lb)
@@ -72,7 +93,7 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers):
     mm, nn = math.prod(m), math.prod(n)
     a = np.transpose(lhs, tuple(lb) + lf + tuple(lc)).reshape(nb, mm, k)
     b = np.transpose(rhs, tuple(rb) + tuple(rc) + rf).reshape(nb, k, nn)
-    if not lc:  # outer products: one broadcast multiply beats many k=1 GEMMs
+    if not lc:  # batched outer products: one broadcast multiply beats many k=1 GEMMs
         return as_array(np.multiply(a, b).reshape(batch + m + n))
     return as_array(np.matmul(a, b).reshape(batch + m + n))
 
@@ -164,7 +185,7 @@ def _dot_general_batch(vals, dims, *, axis_size, dimension_numbers):
 dot_general_p = Primitive(
     "dot_general", abstract_eval=_dot_general_abstract_eval, impl=_dot_general_impl,
     jvp=_dot_general_jvp, transpose=_dot_general_transpose, batch=_dot_general_batch,
-    linear=True,
+    numpy_kernel=_dot_general_kernel, linear=True,
 )
 
 

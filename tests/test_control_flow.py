@@ -213,6 +213,26 @@ def test_gradient_through_a_long_scan_rnn_matches_finite_differences():
         np.testing.assert_allclose(g[i, j], fd, rtol=1e-5, atol=1e-9)
 
 
+@pytest.mark.no_jit
+def test_scan_stores_residuals_per_step_and_only_carries_under_checkpoint():
+    w, xs = np.eye(3) * 0.5, np.linspace(-1.0, 1.0, 15).reshape(5, 3)
+
+    def loss(w, remat):
+        step = lambda h, x: (fnp.tanh(fnp.sin(w @ h + x) * 2.0), None)  # noqa: E731
+        return fnp.sum(lax.scan(ft.checkpoint(step) if remat else step, np.zeros(3), xs)[0])
+
+    def stacked(remat):
+        forward = ft.jit(ft.grad(loss), static_argnums=1).lower(w, remat).jaxpr.eqns[0]
+        assert forward.primitive.name == "scan"
+        return [v.aval.shape for v in forward.outputs[1:]]
+
+    # The residuals: the input carry, cos(w @ h + x) and 1 - tanh(...)**2.
+    assert stacked(False) == [(5, 3)] * 3
+    assert stacked(True) == [(5, 3)]  # the input carry only: the rest is recomputed
+    np.testing.assert_allclose(ft.grad(loss)(w, True), ft.grad(loss)(w, False), rtol=1e-12)
+    check_grads(lambda w: loss(w, False), (w,), order=2)
+
+
 def test_jacobians_through_scan():
     f = lambda xs: lax.scan(lambda c, x: (c * x + np.sin(c), c), 0.3, xs)[1]  # noqa: E731
     np.testing.assert_allclose(ft.jacfwd(f)(X), ft.jacrev(f)(X))

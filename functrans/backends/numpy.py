@@ -168,6 +168,10 @@ class _Bound:
 
 
 def _callable(e):
+    if e.primitive.numpy_kernel is not None:
+        kernel = e.primitive.numpy_kernel([a.aval for a in e.inputs], **e.params)
+        if kernel is not None:
+            return kernel
     if not e.params:
         return e.primitive.numpy_fn or e.primitive.impl
     try:
