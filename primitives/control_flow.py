@@ -306,30 +306,24 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
     known, tangent, _, n_res = _partial_eval(
         jv, [False] * n_p + [True] * n_t,
         [False] * (nk + n_y) + [True] * (sum(nz_carry) + sum(out_nz_y)))
-    residuals = _scan_residuals(known, nc, nk, n_res)
-    # 1. The primal scan, also stacking the residuals that vary per step.
-    stacked = [k == "stacked" for k, _ in residuals]
+    residuals = _residual_kinds(known, nc, n_res)
+    # 1. The primal scan, also stacking the residuals that vary per step (the
+    #    carries among them: xs are stacked already).
+    stacked = [k == "varying" or (k == "input" and i < nk) for k, i in residuals]
     primal_body = _select_outputs(known, [True] * (nk + n_y) + stacked)
     outs = bind(scan_p, *primals, jaxpr=primal_body, **params)
     outs, tape = outs[: nk + n_y], iter(outs[nk + n_y :])
-    # Residuals computed from the constants alone, once, outside the loop.
-    invariant = [k == "invariant" for k, _ in residuals]
-    if any(invariant):
-        hoisted = iter(run(_select_outputs(known, [False] * (nk + n_y) + invariant),
-                           list(consts) + _zeros_for(in_avals[nc:])))
+    hoisted = iter(_hoisted(known, residuals, consts))
     # 2. The tangent scan: consts (const residuals, tangent consts), carry the
     #    tangent carries, xs (stacked residuals, tangent xs).
     res_consts, res_xs, order = [], [], []
-    for kind, index in residuals:
-        if kind == "const":
+    for (kind, i), stack in zip(residuals, stacked):
+        if kind == "const" or kind == "invariant":
             order.append(("c", len(res_consts)))
-            res_consts.append(consts[index])
-        elif kind == "invariant":
-            order.append(("c", len(res_consts)))
-            res_consts.append(next(hoisted))
+            res_consts.append(consts[i] if kind == "const" else next(hoisted))
         else:
             order.append(("x", len(res_xs)))
-            res_xs.append(next(tape) if kind == "stacked" else xs[index])
+            res_xs.append(next(tape) if stack else xs[i - nk])
     given_consts = [t for t in t_consts if type(t) is not Zero]
     given_init = [
         instantiate(Zero(a)) if type(t) is Zero else t
@@ -366,27 +360,34 @@ def _unstacked(x) -> ShapedArray:
     return ShapedArray(aval.shape[1:], aval.dtype)
 
 
-def _scan_residuals(known: ClosedJaxpr, nc: int, nk: int, n_res: int) -> list[tuple[str, int]]:
-    """How the tangent scan gets each residual of the body's primal part:
-    ("const", i) the i-th constant itself, ("xs", i) the i-th xs itself,
-    ("invariant", _) computed from the constants alone (once, outside the
-    loop), ("stacked", _) stacked by the primal scan (the carries included)."""
+def _residual_kinds(known: ClosedJaxpr, n_consts: int, n_res: int) -> list[tuple[str, int]]:
+    """Where a loop's backward pass gets each residual of the body's primal
+    part ``known`` (inputs: ``n_consts`` constants, then per-step inputs):
+    ("const", i) the i-th constant itself; ("input", i) the i-th per-step
+    input itself; ("invariant", 0) computed from the constants alone, so
+    once, outside the loop (``_hoisted``); ("varying", 0) recorded per step."""
     j = known.jaxpr
     position = {id(v): i for i, v in enumerate(j.invars)}
-    varying = _depends(known, [False] * nc + [True] * (len(j.invars) - nc))
+    varying = _depends(known, [False] * n_consts + [True] * (len(j.invars) - n_consts))
     kinds = []
-    for v, varies in zip(j.outvars[len(j.outvars) - n_res :],
-                         varying[len(j.outvars) - n_res :]):
+    first = len(j.outvars) - n_res
+    for v, varies in zip(j.outvars[first:], varying[first:]):
         i = position.get(id(v))
-        if i is not None and i < nc:
-            kinds.append(("const", i))
-        elif i is not None and i >= nc + nk:
-            kinds.append(("xs", i - nc - nk))
-        elif varies:
-            kinds.append(("stacked", 0))
+        if i is not None:
+            kinds.append(("const", i) if i < n_consts else ("input", i - n_consts))
         else:
-            kinds.append(("invariant", 0))
+            kinds.append(("varying", 0) if varies else ("invariant", 0))
     return kinds
+
+
+def _hoisted(known: ClosedJaxpr, kinds, consts) -> list:
+    """The loop-invariant residuals of ``known``, computed from ``consts``."""
+    flags = [k == "invariant" for k, _ in kinds]
+    if not any(flags):
+        return []
+    n_out = len(known.out_avals) - len(kinds)
+    only = _select_outputs(known, [False] * n_out + flags)
+    return run(only, list(consts) + _zeros_for(known.in_avals[len(consts):]))
 
 
 def _reorder(closed: ClosedJaxpr, consts, carry, xs, n_primal: int) -> ClosedJaxpr:
@@ -607,6 +608,8 @@ def _while_transpose(cts, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
     """Carries split into known ones (which alone decide the loop and evolve
     on their own) and linear ones; the transpose is a ``recorded_loop`` whose
     backward sweep is the transposed linear part."""
+    from primitives.recorded_loop import Sweep, trace_sweep_body, transpose_sweeps
+
     cc, bc, init = _while_parts(args, cond_nconsts, body_nconsts)
     if any(type(x) is UndefinedPrimal for x in cc):
         raise NotImplementedError("while_loop transpose: the loop condition cannot be linear")
@@ -615,47 +618,41 @@ def _while_transpose(cts, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
     # linear value (a tangent carry that starts as an instantiated zero).
     lin_k = _fixpoint([type(x) is UndefinedPrimal for x in init],
                       lambda flags: _depends(body_jaxpr, lin_b + flags))
-    carry_avals = [a.strip_weak() for a in body_jaxpr.out_avals]
-    b_avals = body_jaxpr.in_avals[: len(bc)]
+    # The body's primal part (known: fixed consts and carries in, fixed
+    # carries and residuals out) runs as the loop, recording the residuals
+    # that vary per step; its linear part becomes a forward sweep over the
+    # records, transposed.
+    known, linear, out_unknowns, n_res = _partial_eval(body_jaxpr, lin_b + lin_k, lin_k)
+    if out_unknowns != lin_k:  # the fixpoint above guarantees it
+        raise AssertionError("while_loop transpose: a fixed carry depends on a linear one")
     fixed_b = [x for x, lin in zip(bc, lin_b) if not lin]
     fixed_k = [x for x, lin in zip(init, lin_k) if not lin]
-    fixed_b_avals = [a for a, lin in zip(b_avals, lin_b) if not lin]
-    fixed_k_avals = [a for a, lin in zip(carry_avals, lin_k) if not lin]
-    lin_b_avals = [a.strip_weak() for a, lin in zip(b_avals, lin_b) if lin]
-    lin_k_avals = [a for a, lin in zip(carry_avals, lin_k) if lin]
-
-    def full_inputs(fb, fk, lb, lk):
-        b, k = iter(fb), iter(fk)
-        lbi, lki = iter(lb), iter(lk)
-        return ([next(lbi) if lin else next(b) for lin in lin_b]
-                + [next(lki) if lin else next(k) for lin in lin_k])
-
-    known_out = _select_outputs(body_jaxpr, [not lin for lin in lin_k])
-    linear_out = _select_outputs(body_jaxpr, lin_k)
-
-    def fwd(*a):
-        fb, fk = a[: len(fixed_b)], a[len(fixed_b) :]
-        return run(known_out, full_inputs(fb, fk, _zeros_for(lin_b_avals),
-                                          _zeros_for(lin_k_avals)))
-
-    from primitives.recorded_loop import Sweep, trace_sweep_body, transpose_sweeps
-
-    loop = Sweep(_trace(fwd, fixed_b_avals + fixed_k_avals, "while body"), fixed_b, fixed_k)
-    # The linear part of the body as a forward sweep over the loop's records:
-    # consts (fixed consts, linear consts), carry the linear carries.
-    n_fb = len(fixed_b)
+    n_fb, n_fk = len(fixed_b), len(fixed_k)
+    kinds = _residual_kinds(known, n_fb, n_res)
+    recorded = [k == "varying" for k, _ in kinds]
+    loop = Sweep(_select_outputs(known, [True] * n_fk + recorded), fixed_b, fixed_k)
+    invariant = _hoisted(known, kinds, fixed_b)
+    n_inv = len(invariant)
 
     def lin_part(consts, carry, records):
-        return run(linear_out, full_inputs(consts[:n_fb], records[0], consts[n_fb:], carry))
+        fb, inv, lb = consts[:n_fb], iter(consts[n_fb : n_fb + n_inv]), consts[n_fb + n_inv :]
+        rec_carry, rec_extra = records[0][:n_fk], iter(records[0][n_fk:])
+        res = [fb[i] if kind == "const" else rec_carry[i] if kind == "input"
+               else next(inv) if kind == "invariant" else next(rec_extra) for kind, i in kinds]
+        return run(linear, res + lb + carry)
 
-    lin_consts = fixed_b + [x for x, lin in zip(bc, lin_b) if lin]
+    carry_avals = [a.strip_weak() for a in body_jaxpr.out_avals]
+    lin_k_avals = [a for a, lin in zip(carry_avals, lin_k) if lin]
+    lin_consts = fixed_b + invariant + [x for x, lin in zip(bc, lin_b) if lin]
     lin_init = [x for x, lin in zip(init, lin_k) if lin]
-    sweep = Sweep(trace_sweep_body(lin_part, lin_consts, lin_k_avals, [loop]), lin_consts, lin_init)
+    sweep = Sweep(trace_sweep_body(lin_part, lin_consts, lin_k_avals, [loop]), lin_consts,
+                  lin_init)
     cond = _drop_inputs(cond_jaxpr, cond_nconsts, lin_k)
     ct_k = [c for c, lin in zip(cts, lin_k) if lin]
-    _, (ct_consts, ct_init) = transpose_sweeps(
-        cond, cc, [loop, sweep], [([Zero(a) for a in fixed_k_avals], []), (ct_k, [])])
-    ct_b, cts_k = iter(ct_consts[n_fb:]), iter(ct_init)
+    fixed_zeros = [Zero(a) for a, lin in zip(carry_avals, lin_k) if not lin]
+    _, (ct_consts, ct_init) = transpose_sweeps(cond, cc, [loop, sweep],
+                                               [(fixed_zeros, []), (ct_k, [])])
+    ct_b, cts_k = iter(ct_consts[n_fb + n_inv :]), iter(ct_init)
     return ([None] * cond_nconsts + [next(ct_b) if lin else None for lin in lin_b]
             + [next(cts_k) if lin else None for lin in lin_k])
 

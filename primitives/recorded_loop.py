@@ -3,14 +3,14 @@ sweeps over the records.  It is reverse mode through ``while_loop``, to any
 order.
 
 A ``while_loop``'s trip count is known only once it has run, so its
-transpose cannot be a ``scan``.  ``recorded_loop`` runs the loop (sweep 0),
-recording the carry each of its N iterations starts with, then runs further
-*sweeps* over the same N steps, each forwards or backwards.  A sweep has
-constants and a carry of its own; at step i its body also reads what every
-earlier sweep recorded at step i: the carry that sweep entered step i with,
-and the per-step values (*extras*) its body returned there.  Each sweep
-returns its final carry and the sum over the steps of its *accumulated*
-outputs::
+transpose cannot be a ``scan``.  ``recorded_loop`` runs the loop (sweep 0)
+for its N iterations, then further *sweeps* over the same N steps, each
+forwards or backwards.  Every sweep records, per step, the carry it entered
+the step with and the per-step values (*extras*) its body returned there; a
+sweep has constants and a carry of its own, and at step i its body also
+reads what every earlier sweep recorded at step i.  Each sweep returns its
+final carry and the sum over the steps of its *accumulated* outputs (none
+for the loop)::
 
     body_s(consts_s, carry_s, records_0[i], ..., records_{s-1}[i])
         -> (carry_s', acc_s, extras_s)
@@ -27,10 +27,11 @@ work:
   earlier sweeps add them in).
 * batching: a member's steps after its own loop ended are masked out.
 
-``while_loop``'s transpose is the smallest case: the loop's known part as
-sweep 0 and its linear part as a forward sweep, transposed (see
-``transpose_sweeps``).  Memory is O(trips x recorded size); only the record
-fields a later body reads are kept.
+``while_loop``'s transpose is the smallest case: the primal part of its body
+as the loop, whose extras are the residuals the linear part needs, and the
+linear part as a forward sweep, transposed (see ``transpose_sweeps``).
+Memory is O(trips x recorded size); only the record fields a later body
+reads are kept.
 """
 
 from __future__ import annotations
@@ -60,7 +61,6 @@ from primitives.control_flow import (
     _batched,
     _fixpoint,
     _jvp,
-    _masked_step,
     _select_members,
     _trace,
     run,
@@ -216,24 +216,31 @@ def _impl(*args, **params):
     loop = sweeps[0]
     cond = runner(params["cond_jaxpr"], cc + loop.init)
     step = runner(loop.body, loop.consts + loop.init)
-    carry, tape = list(loop.init), []
+    carry, nk = list(loop.init), len(loop.init)
+    # records[i]: the kept fields every sweep so far recorded at step i, in
+    # sweep order (the fields no later body reads as None).
+    records: list[list] = []
     while bool(cond(*cc, *carry)[0]):
-        tape.append([c if k else None for c, k in zip(carry, keep[0])])
-        carry = step(*loop.consts, *carry)
+        out = step(*loop.consts, *carry)
+        records.append([x if k else None for x, k in zip(carry + list(out[nk:]), keep[0])])
+        carry = list(out[:nk])
     outs = [xp.asarray(c) for c in carry]
-    tapes, n = [tape], len(tape)
+    n = len(records)
     for sw, kept in zip(sweeps[1:], keep[1:]):
         nk, na = len(sw.init), sw.nacc
         body = runner(sw.body, sw.consts + sw.init)
         carry = list(sw.init)
         acc = [xp.zeros(a.shape, a.dtype) for a in sw.acc_avals]
-        tape = [None] * n
+        tape: list = [[None] * len(kept)] * n
         for i in reversed(range(n)) if sw.reverse else range(n):
-            out = body(*sw.consts, *carry, *[x for t in tapes for x in t[i]])
-            tape[i] = [x if k else None for x, k in zip(carry + list(out[nk + na :]), kept)]
-            acc = [a + d for a, d in zip(acc, out[nk : nk + na])]
+            out = body(*sw.consts, *carry, *records[i])
+            if any(kept):
+                tape[i] = [x if k else None for x, k in zip(carry + list(out[nk + na :]), kept)]
+            if na:
+                acc = [a + d for a, d in zip(acc, out[nk : nk + na])]
             carry = list(out[:nk])
-        tapes.append(tape)
+        for rec, fields in zip(records, tape):
+            rec.extend(fields)
         outs += [xp.asarray(c) for c in carry] + [xp.asarray(a) for a in acc]
     return outs
 
@@ -471,8 +478,15 @@ def _batch_rule(vals, dims, *, axis_size, **params):
 
     cond_b, ncc = all0(params["cond_jaxpr"]), len(cc)
     cond = _trace(lambda *a: [_any(run(cond_b, a)[0])], cond_b.in_avals, "vmap")
-    loop = sweeps[0]
-    new = [Sweep(_masked_step(cond_b, all0(loop.body), ncc, len(loop.consts)),
+    loop, loop_b = sweeps[0], all0(sweeps[0].body)
+    nk0 = len(loop.init)
+
+    def step(consts, carry, records):
+        active = run(cond_b, consts[:ncc] + carry)[0]
+        out = run(loop_b, consts[ncc:] + carry)
+        return [_select_members(active, n, o) for n, o in zip(out, carry)] + list(out[nk0:])
+
+    new = [Sweep(trace_sweep_body(step, cc + loop.consts, [get_aval(x) for x in loop.init], []),
                  cc + loop.consts, loop.init)]
     for sw in sweeps[1:]:
         nk, na, body_b = len(sw.init), sw.nacc, all0(sw.body)

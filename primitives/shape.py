@@ -10,6 +10,7 @@ Results may be views of the operand, as NumPy's are.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -46,10 +47,12 @@ def _identity_simplify(eqn, ctx):
     return eqn.inputs[0] if same_type(eqn, eqn.inputs[0]) else None
 
 
-def _declare_linear(name, abstract_eval, impl, ct_rule, batch, simplify=_identity_simplify):
+def _declare_linear(name, abstract_eval, impl, ct_rule, batch, simplify=_identity_simplify,
+                    numpy_kernel=None):
     prim = Primitive(
         name, abstract_eval=abstract_eval, impl=impl,
-        transpose=linear_unary_transpose(ct_rule), batch=batch, simplify=simplify, linear=True,
+        transpose=linear_unary_transpose(ct_rule), batch=batch, simplify=simplify,
+        numpy_kernel=numpy_kernel, linear=True,
     )
     prim.jvp = linear_jvp(prim)
     return prim
@@ -118,6 +121,25 @@ def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
     return np.broadcast_to(x.reshape(expanded), shape)
 
 
+def _broadcast_in_dim_kernel(avals, *, shape, broadcast_dimensions):
+    """For generated code: small results are filled into a fresh array, which
+    costs NumPy a fraction of building a broadcast view; large ones stay views."""
+    (x,) = avals
+    if math.prod(shape) > 4096:
+        return None
+    expanded = [1] * len(shape)
+    for i, d in enumerate(broadcast_dimensions):
+        expanded[d] = x.shape[i]
+    expanded, dtype = tuple(expanded), x.dtype
+
+    def fill(v):
+        out = np.empty(shape, dtype)
+        out[...] = np.reshape(v, expanded)
+        return out
+
+    return fill
+
+
 def _broadcast_in_dim_ct(ct, x, *, shape, broadcast_dimensions):
     """Sum over the new axes and over the axes that were stretched from 1."""
     new = tuple(i for i in range(len(shape)) if i not in broadcast_dimensions)
@@ -143,6 +165,7 @@ broadcast_in_dim_p = _declare_linear(
     _broadcast_in_dim_impl,
     _broadcast_in_dim_ct,
     _unary_batch(_broadcast_in_dim_batch),
+    numpy_kernel=_broadcast_in_dim_kernel,
 )
 
 # -- reshape --------------------------------------------------------------------
