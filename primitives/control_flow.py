@@ -27,7 +27,7 @@ it is transposed:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -43,99 +43,12 @@ from functrans.core import (
     bind,
     get_aval,
     instantiate,
-    trace_to_jaxpr,
 )
 from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
+from primitives import _subjaxpr as sj
 from primitives import elementwise as ew
 from primitives import shape
-
-# --------------------------------------------------------------------------
-# Helpers over sub-Jaxprs
-# --------------------------------------------------------------------------
-
-
-def run(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
-    """Evaluate a sub-Jaxpr: compiled NumPy code on concrete arrays, binds
-    into the current trace otherwise."""
-    from functrans.api import apply_jaxpr
-
-    return apply_jaxpr(closed, list(args))
-
-
-def runner(closed: ClosedJaxpr, sample: Sequence[Any]):
-    """A function evaluating ``closed`` on arguments like ``sample``, looked up
-    once for a loop: the compiled NumPy code itself when they are NumPy arrays."""
-    if all(type(x) is np.ndarray or np.isscalar(x) for x in sample):
-        from functrans.backends.numpy import compiled
-
-        return compiled(closed).fn
-    return lambda *args: run(closed, args)
-
-
-def _jvp(closed: ClosedJaxpr, nonzeros, instantiate_outs):
-    from functrans.transforms.jvp import jvp_jaxpr
-
-    return jvp_jaxpr(closed, nonzeros, instantiate_outs)
-
-
-def _partial_eval(closed: ClosedJaxpr, unknowns, instantiate):
-    from functrans.transforms.linearize import partial_eval
-
-    return partial_eval(closed, unknowns, instantiate)
-
-
-def _select_outputs(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
-    from functrans.transforms.dce import dce
-
-    return ClosedJaxpr(dce(closed.jaxpr, keep), closed.consts)
-
-
-def _transpose(closed: ClosedJaxpr, linear: Sequence[bool]) -> ClosedJaxpr:
-    from functrans.transforms.transpose import transpose_jaxpr
-
-    return transpose_jaxpr(closed, tuple(linear))
-
-
-def _batched(closed: ClosedJaxpr, dims: Sequence[int | None], size: int) -> ClosedJaxpr:
-    """``closed`` batched with inputs at ``dims`` and every output batch-axis first."""
-    from functrans.transforms.vmap import batch_eval, batched_aval
-
-    def fun(*args):
-        outs, out_dims = batch_eval(closed.jaxpr, closed.consts, args, dims, size)
-        return [shape.to_front(o, d, size) for o, d in zip(outs, out_dims)]
-
-    avals = [batched_aval(a, d, size) for a, d in zip(closed.in_avals, dims)]
-    new, _, _ = trace_to_jaxpr(fun, avals, name="vmap")
-    return new
-
-
-def _out_batched(closed: ClosedJaxpr, dims: Sequence[int | None], size: int) -> list[bool]:
-    """Which outputs of ``closed`` vary over the batch when its inputs are at ``dims``."""
-    from functrans.transforms.vmap import batch_jaxpr
-
-    return [d is not None for d in batch_jaxpr(closed, tuple(dims), size)[1]]
-
-
-def _trace(fun, avals, name: str) -> ClosedJaxpr:
-    closed, _, _ = trace_to_jaxpr(fun, avals, name=name)
-    return closed
-
-
-def _tangent_avals(avals):
-    return [a.strip_weak() for a in avals]
-
-
-def _zeros_for(avals):
-    return [instantiate(Zero(a)) for a in avals]
-
-
-def _pad_consts(closed: ClosedJaxpr, before: int, avals_before) -> ClosedJaxpr:
-    """``closed`` taking ``before`` extra leading inputs it ignores."""
-    j = closed.jaxpr
-    extra = [Var(a) for a in avals_before]
-    return ClosedJaxpr(Jaxpr(j.constvars, extra + list(j.invars), j.outvars, j.eqns), closed.consts)
-
 
 # --------------------------------------------------------------------------
 # cond: cond(index, *operands, branches)
@@ -155,7 +68,7 @@ def _clamp_index(index, n: int) -> int:
 
 
 def _cond_impl(index, *operands, branches):
-    return run(branches[_clamp_index(index, len(branches))], operands)
+    return sj.run(branches[_clamp_index(index, len(branches))], operands)
 
 
 def _cond_jvp(primals, tangents, *, branches):
@@ -168,9 +81,9 @@ def _cond_jvp(primals, tangents, *, branches):
         return outs, [Zero(a) for a in out_avals]
     tangent_branches = []
     for b in branches:
-        jv, _ = _jvp(b, nonzeros, out_nz)
+        jv, _ = sj.jvp(b, nonzeros, out_nz)
         n_out = len(out_avals)
-        tangent_branches.append(_select_outputs(jv, [False] * n_out + [True] * sum(out_nz)))
+        tangent_branches.append(sj.select_outputs(jv, [False] * n_out + [True] * sum(out_nz)))
     given = [t for t in tangents[1:] if type(t) is not Zero]
     t_outs = iter(bind(cond_p, index, *ops, *given, branches=tuple(tangent_branches)))
     return outs, [next(t_outs) if nz else Zero(a) for a, nz in zip(out_avals, out_nz)]
@@ -180,7 +93,7 @@ def _cond_transpose(cts, index, *operands, branches):
     linear = [type(x) is UndefinedPrimal for x in operands]
     fixed = [x for x in operands if type(x) is not UndefinedPrimal]
     cts = [instantiate(c) for c in cts]
-    transposed = tuple(_transpose(b, linear) for b in branches)
+    transposed = tuple(sj.transpose(b, linear) for b in branches)
     cts_in = iter(bind(cond_p, index, *fixed, *cts, branches=transposed))
     return [None] + [next(cts_in) if lin else None for lin in linear]
 
@@ -189,11 +102,11 @@ def _cond_batch(vals, dims, *, axis_size, branches):
     index, *ops = vals
     d_index, *op_dims = dims
     if d_index is None:
-        batched = tuple(_batched(b, op_dims, axis_size) for b in branches)
+        batched = tuple(sj.batched(b, op_dims, axis_size) for b in branches)
         outs = bind(cond_p, index, *ops, branches=batched)
         return outs, [0] * len(outs)
     # A per-member branch index: run every branch, then pick per member.
-    results = [run(_batched(b, op_dims, axis_size), ops) for b in branches]
+    results = [sj.run(sj.batched(b, op_dims, axis_size), ops) for b in branches]
     index = shape.moveaxis(index, d_index, 0)
     index = ew.min(ew.max(index, 0), len(branches) - 1)
     outs = []
@@ -244,7 +157,7 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse):
     consts = list(args[:num_consts])
     carry = list(args[num_consts : num_consts + num_carry])
     xs = [xp.asarray(x) for x in args[num_consts + num_carry :]]
-    body = runner(jaxpr, consts + carry + xs)
+    body = sj.runner(jaxpr, consts + carry + xs)
     # Rows as lists of views, and ys collected in lists then stacked: both
     # cheaper per step than indexing and assigning into arrays.
     rows = list(zip(*[list(x) for x in xs])) if xs else [()] * length
@@ -264,17 +177,6 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse):
     return [xp.asarray(c) for c in carry] + ys
 
 
-def _fixpoint(initial: list[bool], step) -> list[bool]:
-    """Least fixed point of a carry property (nonzero tangent, batched) that
-    the body may turn on but never off."""
-    flags = list(initial)
-    while True:
-        new = [a or b for a, b in zip(flags, step(flags))]
-        if new == flags:
-            return flags
-        flags = new
-
-
 def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse):
     nc, nk = num_consts, num_carry
     consts, xs = primals[:nc], primals[nc + nk :]
@@ -285,10 +187,10 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
     nz_xs = [type(t) is not Zero for t in t_xs]
 
     def carry_step(nz_carry):
-        _, out_nz = _jvp(jaxpr, nz_consts + nz_carry + nz_xs, False)
+        _, out_nz = sj.jvp(jaxpr, nz_consts + nz_carry + nz_xs, False)
         return out_nz[:nk]
 
-    nz_carry = _fixpoint(
+    nz_carry = sj.fixpoint(
         [type(t) is not Zero and is_inexact(a.dtype) for t, a in zip(t_init, carry_avals)],
         carry_step,
     )
@@ -301,16 +203,16 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
     n_y = len(jaxpr.out_avals) - nk
     y_avals = [a.strip_weak() for a in jaxpr.out_avals[nk:]]
     out_nz_y = [is_inexact(a.dtype) for a in y_avals]
-    jv, _ = _jvp(jaxpr, nz_consts + nz_carry + nz_xs, nz_carry + out_nz_y)
+    jv, _ = sj.jvp(jaxpr, nz_consts + nz_carry + nz_xs, nz_carry + out_nz_y)
     n_p, n_t = len(in_avals), sum(nz_consts) + sum(nz_carry) + sum(nz_xs)
-    known, tangent, _, n_res = _partial_eval(
+    known, tangent, _, n_res = sj.partial_eval(
         jv, [False] * n_p + [True] * n_t,
         [False] * (nk + n_y) + [True] * (sum(nz_carry) + sum(out_nz_y)))
     residuals = _residual_kinds(known, nc, n_res)
     # 1. The primal scan, also stacking the residuals that vary per step (the
     #    carries among them: xs are stacked already).
     stacked = [k == "varying" or (k == "input" and i < nk) for k, i in residuals]
-    primal_body = _select_outputs(known, [True] * (nk + n_y) + stacked)
+    primal_body = sj.select_outputs(known, [True] * (nk + n_y) + stacked)
     outs = bind(scan_p, *primals, jaxpr=primal_body, **params)
     outs, tape = outs[: nk + n_y], iter(outs[nk + n_y :])
     hoisted = iter(_hoisted(known, residuals, consts))
@@ -338,12 +240,12 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
         tk = a[n_rc + n_tc : n_rc + n_tc + n_tk]
         rx, tx = a[n_rc + n_tc + n_tk : n_rc + n_tc + n_tk + n_rx], a[n_rc + n_tc + n_tk + n_rx :]
         res = [rc[i] if where == "c" else rx[i] for where, i in order]
-        return run(tangent, res + list(tc) + list(tk) + list(tx))
+        return sj.run(tangent, res + list(tc) + list(tk) + list(tx))
 
     step_avals = ([get_aval(c) for c in res_consts] + [get_aval(c) for c in given_consts]
                   + [get_aval(c).strip_weak() for c in given_init]
                   + [_unstacked(x) for x in res_xs] + [_unstacked(x) for x in given_xs])
-    body = _trace(tangent_step, step_avals, "scan body")
+    body = sj.trace(tangent_step, step_avals, "scan body")
     t_outs = bind(
         scan_p, *res_consts, *given_consts, *given_init, *res_xs, *given_xs, jaxpr=body,
         num_consts=n_rc + n_tc, num_carry=n_tk, length=length, reverse=reverse,
@@ -368,7 +270,7 @@ def _residual_kinds(known: ClosedJaxpr, n_consts: int, n_res: int) -> list[tuple
     once, outside the loop (``_hoisted``); ("varying", 0) recorded per step."""
     j = known.jaxpr
     position = {id(v): i for i, v in enumerate(j.invars)}
-    varying = _depends(known, [False] * n_consts + [True] * (len(j.invars) - n_consts))
+    varying = sj.depends(known, [False] * n_consts + [True] * (len(j.invars) - n_consts))
     kinds = []
     first = len(j.outvars) - n_res
     for v, varies in zip(j.outvars[first:], varying[first:]):
@@ -386,8 +288,8 @@ def _hoisted(known: ClosedJaxpr, kinds, consts) -> list:
     if not any(flags):
         return []
     n_out = len(known.out_avals) - len(kinds)
-    only = _select_outputs(known, [False] * n_out + flags)
-    return run(only, list(consts) + _zeros_for(known.in_avals[len(consts):]))
+    only = sj.select_outputs(known, [False] * n_out + flags)
+    return sj.run(only, list(consts) + sj.zeros_for(known.in_avals[len(consts):]))
 
 
 def _reorder(closed: ClosedJaxpr, consts, carry, xs, n_primal: int) -> ClosedJaxpr:
@@ -418,7 +320,7 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse):
     x_avals = in_avals[nc + nk :]
     carry_avals = [a.strip_weak() for a in in_avals[nc : nc + nk]]
     y_avals = [a.strip_weak() for a in jaxpr.out_avals[nk:]]
-    body_t = _transpose(jaxpr, lin_c + [True] * nk + lin_x)
+    body_t = sj.transpose(jaxpr, lin_c + [True] * nk + lin_x)
     # body_t: (nonlinear consts, nonlinear xs, ct carry', ct y) ->
     #         (ct linear consts, ct carry, ct linear xs)
     fixed_c = [c for c, lin in zip(consts, lin_c) if not lin]
@@ -432,12 +334,12 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse):
         acc = list(a[n_fc + nk : n_fc + nk + n_lc])
         fx = list(a[n_fc + nk + n_lc : n_fc + nk + n_lc + n_fx])
         ct_y = list(a[n_fc + nk + n_lc + n_fx :])
-        out = run(body_t, fc + fx + ct_carry + ct_y)
+        out = sj.run(body_t, fc + fx + ct_carry + ct_y)
         ct_lc, ct_k, ct_lx = out[:n_lc], out[n_lc : n_lc + nk], out[n_lc + nk :]
         return ct_k + [ew.add(s, c) for s, c in zip(acc, ct_lc)] + ct_lx
 
     fixed_x_avals = [a for a, lin in zip(x_avals, lin_x) if not lin]
-    step_jaxpr = _trace(
+    step_jaxpr = sj.trace(
         step,
         [a for a, lin in zip(const_avals, lin_c) if not lin] + carry_avals + lin_c_avals
         + fixed_x_avals + y_avals,
@@ -446,7 +348,7 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse):
     ct_carry = [instantiate(c) for c in cts[:nk]]
     ct_ys = [instantiate(c) for c in cts[nk:]]
     outs = bind(
-        scan_p, *fixed_c, *ct_carry, *_zeros_for(lin_c_avals), *fixed_x, *ct_ys,
+        scan_p, *fixed_c, *ct_carry, *sj.zeros_for(lin_c_avals), *fixed_x, *ct_ys,
         jaxpr=step_jaxpr, num_consts=n_fc, num_carry=nk + n_lc, length=length,
         reverse=not reverse,
     )
@@ -473,26 +375,26 @@ def _scan_batch(vals, dims, *, axis_size, jaxpr, num_consts, num_carry, length, 
 
     def carry_step(batched_carry):
         carry_dims = [0 if b else None for b in batched_carry]
-        return _out_batched(jaxpr, const_dims + carry_dims + x_dims, axis_size)[:nk]
+        return sj.out_batched(jaxpr, const_dims + carry_dims + x_dims, axis_size)[:nk]
 
-    batched_carry = _fixpoint([d is not None for d in dims[nc : nc + nk]], carry_step)
+    batched_carry = sj.fixpoint([d is not None for d in dims[nc : nc + nk]], carry_step)
     init = [
         shape.to_front(c, d, axis_size) if b else c
         for c, d, b in zip(vals[nc : nc + nk], dims[nc : nc + nk], batched_carry)
     ]
     carry_dims = [0 if b else None for b in batched_carry]
-    body = _batched(jaxpr, const_dims + carry_dims + x_dims, axis_size)
+    body = sj.batched(jaxpr, const_dims + carry_dims + x_dims, axis_size)
     # The batched body returns every output batched; unbatched carries must
     # stay unbatched, so those are cut back to one member (they do not vary).
     n_y = len(jaxpr.out_avals) - nk
 
     def body_fixed(*args):
-        outs = run(body, args)
+        outs = sj.run(body, args)
         carry = [o if b else _first_member(o) for o, b in zip(outs[:nk], batched_carry)]
         return carry + outs[nk:]
 
     body_avals = list(body.in_avals)
-    body_jaxpr = _trace(body_fixed, body_avals, "vmap")
+    body_jaxpr = sj.trace(body_fixed, body_avals, "vmap")
     outs = bind(
         scan_p, *vals[:nc], *init, *xs, jaxpr=body_jaxpr, num_consts=nc, num_carry=nk,
         length=length, reverse=reverse,
@@ -546,7 +448,7 @@ def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     cc = list(args[:cond_nconsts])
     bc = list(args[cond_nconsts : cond_nconsts + body_nconsts])
     carry = list(args[cond_nconsts + body_nconsts :])
-    cond, body = runner(cond_jaxpr, cc + carry), runner(body_jaxpr, bc + carry)
+    cond, body = sj.runner(cond_jaxpr, cc + carry), sj.runner(body_jaxpr, bc + carry)
     while bool(cond(*cc, *carry)[0]):
         carry = body(*bc, *carry)
     xp = array_module(args)
@@ -570,15 +472,15 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     nz_bc = [type(t) is not Zero for t in t_bc]
 
     def carry_step(nz_carry):
-        return _jvp(body_jaxpr, nz_bc + nz_carry, False)[1]
+        return sj.jvp(body_jaxpr, nz_bc + nz_carry, False)[1]
 
-    nz_carry = _fixpoint(
+    nz_carry = sj.fixpoint(
         [type(t) is not Zero and is_inexact(a.dtype) for t, a in zip(t_init, carry_avals)],
         carry_step,
     )
     if not any(nz_carry):
         return outs, [Zero(a) for a in carry_avals]
-    jv, _ = _jvp(body_jaxpr, nz_bc + nz_carry, nz_carry)
+    jv, _ = sj.jvp(body_jaxpr, nz_bc + nz_carry, nz_carry)
     # jv: (bc, carry, t_bc, t_carry) -> (carry, t_carry); as a loop body the
     # tangent consts join the consts: ((bc, t_bc), (carry, t_carry)).
     nb, nk, n_tb = len(bc), len(init), sum(nz_bc)
@@ -616,13 +518,13 @@ def _while_transpose(cts, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
     lin_b = [type(x) is UndefinedPrimal for x in bc]
     # A carry is linear if it starts undefined or the body feeds it from a
     # linear value (a tangent carry that starts as an instantiated zero).
-    lin_k = _fixpoint([type(x) is UndefinedPrimal for x in init],
-                      lambda flags: _depends(body_jaxpr, lin_b + flags))
+    lin_k = sj.fixpoint([type(x) is UndefinedPrimal for x in init],
+                      lambda flags: sj.depends(body_jaxpr, lin_b + flags))
     # The body's primal part (known: fixed consts and carries in, fixed
     # carries and residuals out) runs as the loop, recording the residuals
     # that vary per step; its linear part becomes a forward sweep over the
     # records, transposed.
-    known, linear, out_unknowns, n_res = _partial_eval(body_jaxpr, lin_b + lin_k, lin_k)
+    known, linear, out_unknowns, n_res = sj.partial_eval(body_jaxpr, lin_b + lin_k, lin_k)
     if out_unknowns != lin_k:  # the fixpoint above guarantees it
         raise AssertionError("while_loop transpose: a fixed carry depends on a linear one")
     fixed_b = [x for x, lin in zip(bc, lin_b) if not lin]
@@ -630,7 +532,7 @@ def _while_transpose(cts, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
     n_fb, n_fk = len(fixed_b), len(fixed_k)
     kinds = _residual_kinds(known, n_fb, n_res)
     recorded = [k == "varying" for k, _ in kinds]
-    loop = Sweep(_select_outputs(known, [True] * n_fk + recorded), fixed_b, fixed_k)
+    loop = Sweep(sj.select_outputs(known, [True] * n_fk + recorded), fixed_b, fixed_k)
     invariant = _hoisted(known, kinds, fixed_b)
     n_inv = len(invariant)
 
@@ -639,7 +541,7 @@ def _while_transpose(cts, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
         rec_carry, rec_extra = records[0][:n_fk], iter(records[0][n_fk:])
         res = [fb[i] if kind == "const" else rec_carry[i] if kind == "input"
                else next(inv) if kind == "invariant" else next(rec_extra) for kind, i in kinds]
-        return run(linear, res + lb + carry)
+        return sj.run(linear, res + lb + carry)
 
     carry_avals = [a.strip_weak() for a in body_jaxpr.out_avals]
     lin_k_avals = [a for a, lin in zip(carry_avals, lin_k) if lin]
@@ -655,16 +557,6 @@ def _while_transpose(cts, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
     ct_b, cts_k = iter(ct_consts[n_fb + n_inv :]), iter(ct_init)
     return ([None] * cond_nconsts + [next(ct_b) if lin else None for lin in lin_b]
             + [next(cts_k) if lin else None for lin in lin_k])
-
-
-def _depends(closed: ClosedJaxpr, flags: Sequence[bool]) -> list[bool]:
-    """Which outputs of ``closed`` depend on the inputs flagged in ``flags``."""
-    j = closed.jaxpr
-    marked = {id(v) for v, f in zip(j.invars, flags) if f}
-    for e in j.eqns:
-        if any(id(a) in marked for a in e.inputs if isinstance(a, Var)):
-            marked.update(id(v) for v in e.outputs)
-    return [isinstance(a, Var) and id(a) in marked for a in j.outvars]
 
 
 def _drop_inputs(closed: ClosedJaxpr, n_consts: int, drop: Sequence[bool]) -> ClosedJaxpr:
@@ -689,30 +581,30 @@ def _while_batch(vals, dims, *, axis_size, cond_jaxpr, body_jaxpr, cond_nconsts,
 
     def carry_step(batched):
         carry_dims = [0 if b else None for b in batched]
-        return _out_batched(body_jaxpr, bc_d + carry_dims, axis_size)
+        return sj.out_batched(body_jaxpr, bc_d + carry_dims, axis_size)
 
-    batched = _fixpoint([d is not None for d in init_d], carry_step)
-    pred_batched = _out_batched(cond_jaxpr, cc_d + [0 if b else None for b in batched],
+    batched = sj.fixpoint([d is not None for d in init_d], carry_step)
+    pred_batched = sj.out_batched(cond_jaxpr, cc_d + [0 if b else None for b in batched],
                                 axis_size)[0]
     if pred_batched:
         batched = [True] * nk
     init = [shape.to_front(c, d, axis_size) if b else c for c, d, b in zip(init, init_d, batched)]
     carry_dims = [0 if b else None for b in batched]
-    cond_b = _batched(cond_jaxpr, cc_d + carry_dims, axis_size)
-    body_b = _batched(body_jaxpr, bc_d + carry_dims, axis_size)
+    cond_b = sj.batched(cond_jaxpr, cc_d + carry_dims, axis_size)
+    body_b = sj.batched(body_jaxpr, bc_d + carry_dims, axis_size)
     params = dict(cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
     if not pred_batched:
-        cond = _trace(lambda *a: [_first_member(run(cond_b, a)[0])], cond_b.in_avals, "vmap")
+        cond = sj.trace(lambda *a: [_first_member(sj.run(cond_b, a)[0])], cond_b.in_avals, "vmap")
 
         def body_fn(*a):
-            outs = run(body_b, a)
+            outs = sj.run(body_b, a)
             return [o if b else _first_member(o) for o, b in zip(outs, batched)]
 
-        body = _trace(body_fn, body_b.in_avals, "vmap")
+        body = sj.trace(body_fn, body_b.in_avals, "vmap")
         outs = bind(while_p, *cc, *bc, *init, cond_jaxpr=cond, body_jaxpr=body, **params)
         return outs, carry_dims
     n_cc = len(cc)
-    cond = _trace(lambda *a: [_any(run(cond_b, a)[0])], cond_b.in_avals, "vmap")
+    cond = sj.trace(lambda *a: [sj.any_member(sj.run(cond_b, a)[0])], cond_b.in_avals, "vmap")
     body = _masked_step(cond_b, body_b, n_cc, len(bc))
     outs = bind(while_p, *cc, *cc, *bc, *init, cond_jaxpr=cond, body_jaxpr=body,
                 cond_nconsts=n_cc, body_nconsts=n_cc + len(bc))
@@ -726,25 +618,11 @@ def _masked_step(cond_b: ClosedJaxpr, body_b: ClosedJaxpr, n_cc: int, n_bc: int)
 
     def step(*a):
         ccs, bcs, carry = a[:n_cc], a[n_cc : n_cc + n_bc], a[n_cc + n_bc :]
-        active = run(cond_b, list(ccs) + list(carry))[0]
-        new = run(body_b, list(bcs) + list(carry))
-        return [_select_members(active, n, c) for n, c in zip(new, carry)]
+        active = sj.run(cond_b, list(ccs) + list(carry))[0]
+        new = sj.run(body_b, list(bcs) + list(carry))
+        return [sj.select_members(active, n, c) for n, c in zip(new, carry)]
 
-    return _trace(step, cond_b.in_avals[:n_cc] + body_b.in_avals, "vmap")
-
-
-def _any(pred):
-    from primitives.reductions import reduce_or_p
-
-    return bind(reduce_or_p, pred, axes=(0,))
-
-
-def _select_members(active, new, old):
-    """Per member (axis 0): ``new`` where ``active``, else ``old``."""
-    aval = get_aval(new)
-    mask = active if aval.ndim == 1 else bind(
-        shape.broadcast_in_dim_p, active, shape=aval.shape, broadcast_dimensions=(0,))
-    return ew.select(mask, new, old)
+    return sj.trace(step, cond_b.in_avals[:n_cc] + body_b.in_avals, "vmap")
 
 
 while_p = Primitive(

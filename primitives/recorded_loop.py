@@ -56,15 +56,15 @@ from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
 from primitives import elementwise as ew
 from primitives import shape
-from primitives.control_flow import (
-    _any,
-    _batched,
-    _fixpoint,
-    _jvp,
-    _select_members,
-    _trace,
+from primitives._subjaxpr import (
+    any_member,
+    batched,
+    fixpoint,
+    jvp,
     run,
     runner,
+    select_members,
+    trace,
 )
 
 
@@ -152,7 +152,7 @@ def trace_sweep_body(fn, consts, carry_avals, earlier: Sequence[Sweep]) -> Close
         return fn(list(a[:nc]), list(a[nc : nc + nk]), records)
 
     avals = const_avals + list(carry_avals) + [a for r in rec_avals for a in r]
-    return optimize(_trace(flat, avals, "while body"))
+    return optimize(trace(flat, avals, "while body"))
 
 
 @functools.lru_cache(maxsize=256)
@@ -265,9 +265,9 @@ def _jvp_rule(primals, tangents, **params):
         prior_nz = [f for r in rec_nz for f in r]
 
         def out_nz(carry_nz, sw=sw, const_nz=const_nz, prior_nz=prior_nz):
-            return _jvp(sw.body, const_nz + carry_nz + prior_nz, False)[1]
+            return jvp(sw.body, const_nz + carry_nz + prior_nz, False)[1]
 
-        carry_nz = _fixpoint(
+        carry_nz = fixpoint(
             [type(t) is not Zero and is_inexact(a.dtype) for t, a in zip(tsw.init, sw.carry_avals)],
             lambda nz, out_nz=out_nz, nk=nk: out_nz(nz)[:nk])
         nz = out_nz(carry_nz)
@@ -284,7 +284,7 @@ def _jvp_rule(primals, tangents, **params):
             continue
         nk = len(sw.init)
         prior_nz = [f for r in rec_nz[:s] for f in r]
-        jv, _ = _jvp(sw.body, const_nz + rec_nz[s][:nk] + prior_nz, nz)
+        jv, _ = jvp(sw.body, const_nz + rec_nz[s][:nk] + prior_nz, nz)
         n_out, np_c = len(sw.body.out_avals), len(sw.consts)
         before = dict(tangent_of)
 
@@ -474,17 +474,17 @@ def _batch_rule(vals, dims, *, axis_size, **params):
     cc, sweeps = _sweeps_of(vals, params)
 
     def all0(closed):
-        return _batched(closed, [0] * len(closed.in_avals), axis_size)
+        return batched(closed, [0] * len(closed.in_avals), axis_size)
 
     cond_b, ncc = all0(params["cond_jaxpr"]), len(cc)
-    cond = _trace(lambda *a: [_any(run(cond_b, a)[0])], cond_b.in_avals, "vmap")
+    cond = trace(lambda *a: [any_member(run(cond_b, a)[0])], cond_b.in_avals, "vmap")
     loop, loop_b = sweeps[0], all0(sweeps[0].body)
     nk0 = len(loop.init)
 
     def step(consts, carry, records):
         active = run(cond_b, consts[:ncc] + carry)[0]
         out = run(loop_b, consts[ncc:] + carry)
-        return [_select_members(active, n, o) for n, o in zip(out, carry)] + list(out[nk0:])
+        return [select_members(active, n, o) for n, o in zip(out, carry)] + list(out[nk0:])
 
     new = [Sweep(trace_sweep_body(step, cc + loop.consts, [get_aval(x) for x in loop.init], []),
                  cc + loop.consts, loop.init)]
@@ -495,8 +495,8 @@ def _batch_rule(vals, dims, *, axis_size, **params):
             active = run(cond_b, consts[:ncc] + records[0])[0]
             out = run(body_b, consts[ncc:] + carry + [x for r in records for x in r])
             zero = [np.zeros((), get_aval(d).dtype) for d in out[nk : nk + na]]
-            return ([_select_members(active, n, o) for n, o in zip(out[:nk], carry)]
-                    + [_select_members(active, d, z) for d, z in zip(out[nk : nk + na], zero)]
+            return ([select_members(active, n, o) for n, o in zip(out[:nk], carry)]
+                    + [select_members(active, d, z) for d, z in zip(out[nk : nk + na], zero)]
                     + list(out[nk + na :]))
 
         carry_avals = [get_aval(x) for x in sw.init]

@@ -1,0 +1,127 @@
+"""Helpers the control-flow primitives share: evaluating, tracing and
+transforming the sub-Jaxprs in their params, and the batch-member masks of
+batched loops.  The transforms are imported inside the helpers: they sit
+above the primitives in the layering."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from functrans.core import ClosedJaxpr, Var, Zero, bind, get_aval, instantiate, trace_to_jaxpr
+from primitives import elementwise as ew
+from primitives import shape
+
+
+def run(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
+    """Evaluate a sub-Jaxpr: compiled NumPy code on concrete arrays, binds
+    into the current trace otherwise."""
+    from functrans.api import apply_jaxpr
+
+    return apply_jaxpr(closed, list(args))
+
+
+def runner(closed: ClosedJaxpr, sample: Sequence[Any]):
+    """A function evaluating ``closed`` on arguments like ``sample``, looked up
+    once for a loop: the compiled NumPy code itself when they are NumPy arrays."""
+    if all(type(x) is np.ndarray or np.isscalar(x) for x in sample):
+        from functrans.backends.numpy import compiled
+
+        return compiled(closed).fn
+    return lambda *args: run(closed, args)
+
+
+def jvp(closed: ClosedJaxpr, nonzeros, instantiate_outs):
+    """``functrans.transforms.jvp.jvp_jaxpr``: (JVP Jaxpr, nonzero tangent outputs)."""
+    from functrans.transforms.jvp import jvp_jaxpr
+
+    return jvp_jaxpr(closed, nonzeros, instantiate_outs)
+
+
+def partial_eval(closed: ClosedJaxpr, unknowns, instantiate):
+    """``functrans.transforms.linearize.partial_eval``: the known/unknown split."""
+    from functrans.transforms import linearize
+
+    return linearize.partial_eval(closed, unknowns, instantiate)
+
+
+def select_outputs(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
+    """``closed`` returning only the outputs flagged in ``keep`` (dead code removed)."""
+    from functrans.transforms.dce import dce
+
+    return ClosedJaxpr(dce(closed.jaxpr, keep), closed.consts)
+
+
+def transpose(closed: ClosedJaxpr, linear: Sequence[bool]) -> ClosedJaxpr:
+    """``functrans.transforms.transpose.transpose_jaxpr`` in the ``linear`` inputs."""
+    from functrans.transforms.transpose import transpose_jaxpr
+
+    return transpose_jaxpr(closed, tuple(linear))
+
+
+def batched(closed: ClosedJaxpr, dims: Sequence[int | None], size: int) -> ClosedJaxpr:
+    """``closed`` batched with inputs at ``dims`` and every output batch-axis first."""
+    from functrans.transforms.vmap import batch_eval, batched_aval
+
+    def fun(*args):
+        outs, out_dims = batch_eval(closed.jaxpr, closed.consts, args, dims, size)
+        return [shape.to_front(o, d, size) for o, d in zip(outs, out_dims)]
+
+    avals = [batched_aval(a, d, size) for a, d in zip(closed.in_avals, dims)]
+    new, _, _ = trace_to_jaxpr(fun, avals, name="vmap")
+    return new
+
+
+def out_batched(closed: ClosedJaxpr, dims: Sequence[int | None], size: int) -> list[bool]:
+    """Which outputs of ``closed`` vary over the batch when its inputs are at ``dims``."""
+    from functrans.transforms.vmap import batch_jaxpr
+
+    return [d is not None for d in batch_jaxpr(closed, tuple(dims), size)[1]]
+
+
+def trace(fun, avals, name: str) -> ClosedJaxpr:
+    """The Jaxpr of ``fun`` at ``avals``."""
+    closed, _, _ = trace_to_jaxpr(fun, avals, name=name)
+    return closed
+
+
+def zeros_for(avals):
+    """Zero arrays (read-only broadcasts) of the given avals."""
+    return [instantiate(Zero(a)) for a in avals]
+
+
+def fixpoint(initial: list[bool], step) -> list[bool]:
+    """Least fixed point of a carry property (nonzero tangent, batched) that
+    the body may turn on but never off."""
+    flags = list(initial)
+    while True:
+        new = [a or b for a, b in zip(flags, step(flags))]
+        if new == flags:
+            return flags
+        flags = new
+
+
+def depends(closed: ClosedJaxpr, flags: Sequence[bool]) -> list[bool]:
+    """Which outputs of ``closed`` depend on the inputs flagged in ``flags``."""
+    j = closed.jaxpr
+    marked = {id(v) for v, f in zip(j.invars, flags) if f}
+    for e in j.eqns:
+        if any(id(a) in marked for a in e.inputs if isinstance(a, Var)):
+            marked.update(id(v) for v in e.outputs)
+    return [isinstance(a, Var) and id(a) in marked for a in j.outvars]
+
+
+def any_member(pred):
+    """Whether any member (axis 0) of a batched predicate holds."""
+    from primitives.reductions import reduce_or_p
+
+    return bind(reduce_or_p, pred, axes=(0,))
+
+
+def select_members(active, new, old):
+    """Per member (axis 0): ``new`` where ``active``, else ``old``."""
+    aval = get_aval(new)
+    mask = active if aval.ndim == 1 else bind(
+        shape.broadcast_in_dim_p, active, shape=aval.shape, broadcast_dimensions=(0,))
+    return ew.select(mask, new, old)
