@@ -11,11 +11,12 @@ from __future__ import annotations
 import functools
 import keyword
 import math
+import threading
 from typing import Any
 
 import numpy as np
 
-from functrans.core import ClosedJaxpr, Jaxpr, Literal
+from functrans.core import ClosedJaxpr, Jaxpr, Literal, Var
 
 
 def as_array(x: Any) -> np.ndarray:
@@ -122,19 +123,23 @@ def generate_source(closed: ClosedJaxpr, name: str) -> tuple[str, dict]:
         names[id(v)] = constant(c, "c")
     args = [local(v) for v in jaxpr.invars]
     lines = [f"def {name}({', '.join(args)}):"]
+    buffers = _Buffers(constant)
     for e, dead in zip(jaxpr.eqns, last_uses(jaxpr)):
         fn = _callable(e)
         fn_name = callables.get(fn)
         if fn_name is None:
             fn_name = callables[fn] = constant(fn, "f")
+        into = buffers.take(e, fn, dead, names)
         outs = [local(v) for v in e.outputs]
-        call = f"{fn_name}({', '.join(ref(a) for a in e.inputs)})"
+        operands = [ref(a) for a in e.inputs] + ([f"out={into}"] if into else [])
+        call = f"{fn_name}({', '.join(operands)})"
         if e.primitive.multiple_results:
             lhs = ", ".join(outs) + "," if outs else "_"
         else:
             lhs = outs[0]
         lines.append(f"    {lhs} = {call}")
-        dead_locals = [names[i] for i in dead if names[i].startswith("v")]
+        give, dead_locals = buffers.release(e, fn, dead, names, into)
+        lines += [f"    _give({name})" for name in give]
         if dead_locals:
             lines.append(f"    del {', '.join(dead_locals)}")
     # NumPy returns scalars for 0-d results; anything with an axis is an array.
@@ -143,7 +148,107 @@ def generate_source(closed: ClosedJaxpr, name: str) -> tuple[str, dict]:
         for a in jaxpr.outvars
     )
     lines.append(f"    return [{results}]")
+    namespace["_take"], namespace["_give"] = scratch.take, scratch.give
     return "\n".join(lines) + "\n", namespace
+
+
+def _fresh_ufunc_result(e, fn) -> bool:
+    """Whether ``e`` runs as one NumPy ufunc call returning a new array."""
+    return (isinstance(fn, np.ufunc) and fn.nout == 1 and not e.primitive.multiple_results
+            and e.outputs[0].aval.ndim > 0)
+
+
+class _Buffers:
+    """Which arrays generated code may write a ufunc's result into (``out=``)
+    instead of allocating one.
+
+    ``owned`` are the arrays the function allocated itself (ufunc results)
+    that no view shares; one that dies at a ufunc of its shape and dtype
+    takes that ufunc's result.  Large owned arrays that die elsewhere go
+    back to the ``scratch`` pool, where later large ufunc results of their
+    type (in this call or the next) are written: fresh pages for large
+    arrays cost more than the arithmetic on them."""
+
+    def __init__(self, constant):
+        self.owned: dict[int, tuple] = {}  # id -> (shape, dtype)
+        self._constant = constant  # names a value in the generated code's namespace
+        self._keys: dict[tuple, str] = {}
+
+    def take(self, e, fn, dead, names) -> str | None:
+        """The ``out=`` argument for ``e``, or None."""
+        if not _fresh_ufunc_result(e, fn):
+            return None
+        out = e.outputs[0].aval
+        for a in e.inputs:
+            if (type(a) is Var and id(a) in self.owned and id(a) in dead
+                    and a.aval.shape == out.shape and a.aval.dtype == out.dtype):
+                return names[id(a)]
+        if not scratch.holds(out.shape, out.dtype):
+            return None
+        key = (out.shape, out.dtype)
+        if key not in self._keys:
+            self._keys[key] = self._constant(key, "t")
+        return f"_take({self._keys[key]})"
+
+    def release(self, e, fn, dead, names, into) -> tuple[list[str], list[str]]:
+        """After ``e``: the local names to give back to the pool, and to delete."""
+        if _fresh_ufunc_result(e, fn):
+            out = e.outputs[0].aval
+            self.owned[id(e.outputs[0])] = (out.shape, out.dtype)
+        else:  # it may keep a view of its operands
+            for a in e.inputs:
+                self.owned.pop(id(a), None)
+        give, gone = [], []
+        for i in dead:
+            name, key = names[i], self.owned.pop(i, None)
+            if not name.startswith("v"):
+                continue
+            if name != into and key is not None and scratch.holds(*key):
+                give.append(name)
+            gone.append(name)
+        return give, gone
+
+
+class ScratchPool(threading.local):
+    """Large arrays generated code has finished with, by shape and dtype,
+    for the next ufunc result of their type to be written into.  Per thread;
+    at most ``PER_TYPE`` arrays of a type and ``MAX_BYTES`` in all are kept,
+    which bounds the memory held between calls."""
+
+    MIN_BYTES = 1 << 17  # smaller arrays come from malloc's heap, cheaply
+    MAX_BYTES = 1 << 26
+    PER_TYPE = 4
+
+    def __init__(self):
+        self.free: dict[tuple, list[np.ndarray]] = {}
+        self.nbytes = 0
+
+    def holds(self, shape: tuple, dtype: np.dtype) -> bool:
+        """Whether arrays of this type are pooled (decided when code is generated)."""
+        size = math.prod(shape) * np.dtype(dtype).itemsize
+        return self.MIN_BYTES <= size <= self.MAX_BYTES
+
+    def take(self, key: tuple) -> np.ndarray | None:
+        arrays = self.free.get(key)
+        if not arrays:
+            return None
+        x = arrays.pop()
+        self.nbytes -= x.nbytes
+        return x
+
+    def give(self, x: np.ndarray) -> None:
+        arrays = self.free.setdefault((x.shape, x.dtype), [])
+        if len(arrays) < self.PER_TYPE and self.nbytes + x.nbytes <= self.MAX_BYTES:
+            arrays.append(x)
+            self.nbytes += x.nbytes
+
+    def clear(self) -> None:
+        self.free.clear()
+        self.nbytes = 0
+
+
+#: The pool the generated code of this thread uses.
+scratch = ScratchPool()
 
 
 class _Bound:

@@ -1,0 +1,119 @@
+"""Generated NumPy code writes ufunc results into arrays it has finished with
+(a dying operand, or the per-thread scratch pool for large arrays).  That
+must never change a result: random programs mixing ufuncs with views
+(transposes, reshapes, reversed slices) on arrays large enough to be pooled
+give NumPy's values, results returned by one call survive the next calls,
+and threads do not share scratch arrays."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import functrans as ft
+import functrans.numpy as fnp
+from functrans.backends.numpy import scratch
+
+N = 192  # N * N float64 = 288 KiB: above the pool's threshold
+# Values stay bounded (|v| <= 2 ** steps) without squashing every step: the
+# views (transposes, reversals, reshapes) must stay alive while the arrays
+# they view are overwritten, if anything is.
+UNARY = [np.sin, np.tanh, np.negative, lambda a: a.T, lambda a: a[::-1],
+         lambda a: a.reshape(-1).reshape(N, N), lambda a: a * 0.5,
+         lambda a: np.mean(a, axis=0) + a]
+BINARY = [np.add, np.subtract, lambda a, b: np.tanh(a) * b, np.maximum,
+          lambda a, b: a.T - b]
+
+
+@st.composite
+def programs(draw):
+    steps, n = [], 2
+    for _ in range(draw(st.integers(1, 14))):
+        if draw(st.booleans()):
+            steps.append((UNARY, draw(st.integers(0, len(UNARY) - 1)),
+                          (draw(st.integers(0, n - 1)),)))
+        else:
+            steps.append((BINARY, draw(st.integers(0, len(BINARY) - 1)),
+                          (draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1)))))
+        n += 1
+    outs = draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=3))
+    return steps, outs
+
+
+def run_program(program, x, y):
+    steps, outs = program
+    values = [x, y]
+    for table, op, args in steps:
+        values.append(table[op](*(values[i] for i in args)))
+    return [values[i] for i in outs]
+
+
+def _inputs(seed):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((N, N)), rng.standard_normal((N, N))
+
+
+@settings(max_examples=60)
+@given(programs())
+def test_jitted_programs_match_numpy_and_keep_earlier_results(program):
+    f = ft.jit(lambda a, b: run_program(program, a, b))
+    x, y = _inputs(0)
+    first = f(x, y)
+    kept = [np.array(r, copy=True) for r in first]
+    for got, want in zip(first, run_program(program, x, y)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    for seed in (1, 2):  # later calls reuse the pool: earlier results stay as they were
+        later = f(*_inputs(seed))
+        for got, want in zip(later, run_program(program, *_inputs(seed))):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    for r, k in zip(first, kept):
+        np.testing.assert_array_equal(r, k)
+    x2, y2 = _inputs(0)
+    np.testing.assert_array_equal(x, x2)  # inputs are never written
+    np.testing.assert_array_equal(y, y2)
+
+
+def test_large_chains_write_into_dying_and_pooled_arrays():
+    def chain(a, b):
+        return fnp.tanh(fnp.sin(a) * b + a) - b
+
+    x, y = _inputs(0)
+    source = ft.jit(chain).lower(x, y).source
+    assert "out=_take(" in source  # a fresh result of a pooled size
+    assert "out=v" in source  # a result written into an operand that dies there
+    small = ft.jit(chain).lower(np.ones(4), np.ones(4)).source
+    assert "_take(" not in small
+
+
+def test_threads_do_not_share_scratch_arrays():
+    f = ft.jit(lambda a, b: fnp.tanh(fnp.sin(a) * b + a) - b * fnp.cos(a))
+    inputs = [_inputs(seed) for seed in range(4)]
+    want = [np.tanh(np.sin(a) * b + a) - b * np.cos(a) for a, b in inputs]
+    errors = []
+
+    def worker(k):
+        for _ in range(20):
+            got = f(*inputs[k])
+            if not np.allclose(got, want[k], rtol=1e-12, atol=1e-12):
+                errors.append(k)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_the_pool_is_bounded():
+    scratch.clear()
+    for _ in range(10):
+        scratch.give(np.empty((N, N)))
+    assert len(scratch.free[((N, N), np.dtype(np.float64))]) == scratch.PER_TYPE
+    assert scratch.nbytes <= scratch.MAX_BYTES
+    assert scratch.take(((N, N), np.dtype(np.float64))).shape == (N, N)
+    scratch.clear()
+    assert scratch.take(((N, N), np.dtype(np.float64))) is None
