@@ -403,6 +403,32 @@ def _check_like(label: str, what: str, xs: Sequence[Any], avals: Sequence[Shaped
             )
 
 
+def _tangents_in(label: str, t_leaves: Sequence[Any], avals: Sequence[ShapedArray], paths):
+    """Check tangents against the primals' avals.  Integer and bool primals
+    have no tangent space: their tangents are float0 zeros, as in JAX (zeros
+    of the primal's own dtype are taken too), and enter the program as zeros."""
+    checked = []
+    for t, aval, path in zip(t_leaves, avals, paths):
+        if not is_inexact(aval.dtype):
+            got = core.get_aval(t)
+            if got.shape != aval.shape or got.dtype not in (float0, aval.dtype):
+                raise TypeError(
+                    f"{label}: tangent {keystr(path)} has type {got.str_short()}, but the "
+                    f"primal is {aval.str_short()}: integer and bool primals take float0 "
+                    f"tangents, np.zeros({aval.shape}, functrans.dtypes.float0)"
+                )
+            t = np.zeros(aval.shape, aval.dtype)
+        checked.append(t)
+    _check_like(label, "tangent ", checked, avals, paths)
+    return checked
+
+
+def _tangents_out(touts: Sequence[Any], out_avals: Sequence[ShapedArray]) -> list[Any]:
+    """Tangents of integer and bool outputs are float0 zeros, as in JAX."""
+    return [t if is_inexact(a.dtype) else np.zeros(a.shape, float0)
+            for t, a in zip(touts, out_avals)]
+
+
 def _flat_of(f: Callable, label: str, name: str, in_tree, kwargs: dict):
     out_cell: list = []
 
@@ -433,10 +459,11 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[A
             f"{label}: tangents must have the structure of primals: got {t_tree} for {in_tree}"
         )
     avals = [tangent_aval(core.get_aval(x)) for x in leaves]
-    _check_like(label, "tangent ", t_leaves, avals, paths)
+    t_leaves = _tangents_in(label, t_leaves, avals, paths)
     flat, out_cell = _flat_of(f, label, name, in_tree, {})
     lin = _Linearized(flat, leaves, name, out_cell, [True] * len(leaves))
-    touts = lin.jvp([t for t, a in zip(t_leaves, lin.active) if a])
+    touts = _tangents_out(lin.jvp([t for t, a in zip(t_leaves, lin.active) if a]),
+                          lin.out_avals)
     out_tree = out_cell[-1]
     return tree_unflatten(out_tree, lin.outs), tree_unflatten(out_tree, touts)
 
@@ -456,8 +483,9 @@ def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
         paths, t_leaves, t_tree = tree_flatten_with_path(tangents)
         if t_tree != in_tree:
             raise TypeError(f"{label}: tangents must have the structure {in_tree}, got {t_tree}")
-        _check_like(label, "tangent ", t_leaves, avals, paths)
-        touts = lin.jvp([t for t, a in zip(t_leaves, lin.active) if a])
+        t_leaves = _tangents_in(label, t_leaves, avals, paths)
+        touts = _tangents_out(lin.jvp([t for t, a in zip(t_leaves, lin.active) if a]),
+                              lin.out_avals)
         return tree_unflatten(out_tree, touts)
 
     return tree_unflatten(out_tree, lin.outs), f_jvp

@@ -35,6 +35,8 @@ _WEAK_TYPE = {"i": int, "u": int, "f": float, "c": complex}
 
 def short_name(dtype: np.dtype) -> str:
     """``f64`` for float64, ``i32`` for int32 ...: the form used in printed Jaxprs."""
+    if dtype == float0:
+        return "float0"
     return _SHORT.get(dtype.name, dtype.name)
 
 

@@ -109,6 +109,27 @@ def test_allow_int_gives_float0_zeros():
     assert g.dtype == float0 and g.shape == (1,)
 
 
+def test_integer_primals_take_and_give_float0_tangents():
+    def f(x, n):
+        return x * n, n * 2
+
+    t0 = np.zeros((), float0)
+    (y, m), (dy, dm) = ft.jvp(f, (2.0, np.int64(3)), (1.0, t0))
+    assert float(y) == 6.0 and int(m) == 6 and float(dy) == 3.0
+    assert dm.dtype == float0 and dm.shape == ()
+    # Zeros of the primal's own dtype are accepted too.
+    assert float(ft.jvp(f, (2.0, np.int64(3)), (1.0, np.int64(0)))[1][0]) == 3.0
+    _, f_jvp = ft.linearize(f, 2.0, np.int64(3))
+    dy, dm = f_jvp(0.5, t0)
+    assert float(dy) == 1.5 and dm.dtype == float0
+    with pytest.raises(TypeError, match=r"jvp\(f\): tangent \[1\] has type f64\[\], but the "
+                                        r"primal is i64\[\]: integer and bool primals take "
+                                        r"float0 tangents"):
+        ft.jvp(f, (2.0, np.int64(3)), (1.0, 0.5))
+    with pytest.raises(TypeError, match=r"float0\[2\], but the primal is bool\[3\]"):
+        ft.jvp(lambda b: b, (np.ones(3, bool),), (np.zeros(2, float0),))
+
+
 def test_pytrees_in_and_out():
     p = Params(w=np.array([1.0, -2.0]), b=0.5)
     x = np.array([3.0, 4.0])
