@@ -1,7 +1,7 @@
 """Helpers the control-flow primitives share: evaluating, tracing and
 transforming the sub-Jaxprs in their params, and the batch-member masks of
-batched loops.  The transforms are imported inside the helpers: they sit
-above the primitives in the layering."""
+batched loops.  The transforms are imported inside the helpers: they are
+built on the primitives, which load first."""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ a while loop, ``recorded_loop``, has a module of its own.
 
 Sub-Jaxprs are "open": each takes its constants as leading operands, so the
 equations carry every value they read.  The rules transform the sub-Jaxprs
-with the transforms themselves (imported inside the rules: transforms sit
-below primitives in the layering).
+with the transforms themselves, through the helpers in
+``primitives._subjaxpr``.
 
 Reverse mode follows one pattern for all three.  The JVP rule emits two
 equations: the primal computation, which also returns what the tangent
@@ -16,13 +16,15 @@ it is transposed:
 
 * ``cond``: the tangent cond re-runs the taken branch's primal part (one
   branch: cheap) and its transpose is a cond of transposed branches;
-* ``scan``: the primal scan also stacks each iteration's input carry, so the
-  tangent scan reads them instead of recomputing; its transpose is a scan in
-  the other direction;
+* ``scan``: the body's JVP is itself split by partial evaluation; the primal
+  scan also stacks, per step, the residuals its linear part reads, and the
+  tangent scan is that linear part; its transpose is a scan in the other
+  direction;
 * ``while_loop``: the trip count is unknown until run time, so the tangent
   loop's transpose is a ``recorded_loop``, which at evaluation time runs the
-  primal loop recording each iteration's carry, then replays the transposed
-  body over the records in reverse.  Memory is O(trips x carry size).
+  primal part of the body again, recording the residuals of each iteration,
+  then replays the transposed linear part over the records in reverse.
+  Memory is O(trips x residual size).
 """
 
 from __future__ import annotations
