@@ -38,7 +38,7 @@ def _stop_gradient_jvp(primals, tangents):
     return out, Zero(get_aval(out).strip_weak())
 
 
-stop_gradient_p = Primitive(
+stop_gradient_p: Primitive = Primitive(
     "stop_gradient",
     abstract_eval=lambda x: x.strip_weak(),
     impl=as_array,  # a Python scalar in, a 0-d array out, like every primitive

@@ -710,18 +710,61 @@ def _op(prim: Primitive) -> Callable:
     return op
 
 
-def _ops(prims: dict[str, Primitive]) -> list[Callable[..., Any]]:
-    return [_op(p) for p in prims.values()]
+Op = Callable[..., Any]
 
-
-# fmt: off
-(neg, exp, exp2, log, log2, log1p, expm1, sin, cos, tan, arcsin, arccos, arctan,
- sinh, cosh, tanh, arcsinh, arccosh, arctanh, sqrt, cbrt, abs, sign, floor, ceil,
- round, is_finite, logistic, not_, real, imag, conj) = _ops(unary)
-(add, sub, mul, div, floordiv, rem, pow, max, min, atan2, eq, ne, lt, le, gt, ge,
- and_, or_, xor) = _ops(binary)
-# fmt: on
-assert [f.__name__ for f in (logistic, not_, and_, xor)] == ["logistic", "not", "and", "xor"]
+#: One function per table row, binding its primitive: ``sin(x)``, ``add(x, y)``.
+#: Python keywords get a trailing underscore (``not_``, ``and_``, ``or_``).
+neg: Op = _op(unary["neg"])
+exp: Op = _op(unary["exp"])
+exp2: Op = _op(unary["exp2"])
+log: Op = _op(unary["log"])
+log2: Op = _op(unary["log2"])
+log1p: Op = _op(unary["log1p"])
+expm1: Op = _op(unary["expm1"])
+sin: Op = _op(unary["sin"])
+cos: Op = _op(unary["cos"])
+tan: Op = _op(unary["tan"])
+arcsin: Op = _op(unary["arcsin"])
+arccos: Op = _op(unary["arccos"])
+arctan: Op = _op(unary["arctan"])
+sinh: Op = _op(unary["sinh"])
+cosh: Op = _op(unary["cosh"])
+tanh: Op = _op(unary["tanh"])
+arcsinh: Op = _op(unary["arcsinh"])
+arccosh: Op = _op(unary["arccosh"])
+arctanh: Op = _op(unary["arctanh"])
+sqrt: Op = _op(unary["sqrt"])
+cbrt: Op = _op(unary["cbrt"])
+abs: Op = _op(unary["abs"])
+sign: Op = _op(unary["sign"])
+floor: Op = _op(unary["floor"])
+ceil: Op = _op(unary["ceil"])
+round: Op = _op(unary["round"])
+is_finite: Op = _op(unary["is_finite"])
+logistic: Op = _op(unary["logistic"])
+not_: Op = _op(unary["not"])
+real: Op = _op(unary["real"])
+imag: Op = _op(unary["imag"])
+conj: Op = _op(unary["conj"])
+add: Op = _op(binary["add"])
+sub: Op = _op(binary["sub"])
+mul: Op = _op(binary["mul"])
+div: Op = _op(binary["div"])
+floordiv: Op = _op(binary["floordiv"])
+rem: Op = _op(binary["rem"])
+pow: Op = _op(binary["pow"])
+max: Op = _op(binary["max"])
+min: Op = _op(binary["min"])
+atan2: Op = _op(binary["atan2"])
+eq: Op = _op(binary["eq"])
+ne: Op = _op(binary["ne"])
+lt: Op = _op(binary["lt"])
+le: Op = _op(binary["le"])
+gt: Op = _op(binary["gt"])
+ge: Op = _op(binary["ge"])
+and_: Op = _op(binary["and"])
+or_: Op = _op(binary["or"])
+xor: Op = _op(binary["xor"])
 
 
 def integer_pow(x, y: int):

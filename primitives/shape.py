@@ -190,7 +190,7 @@ def _reshape_simplify(eqn, ctx):
     return None
 
 
-reshape_p = _declare_linear(
+reshape_p: Primitive = _declare_linear(
     "reshape",
     _reshape_abstract_eval,
     lambda x, *, new_sizes: np.reshape(x, new_sizes),
@@ -245,7 +245,7 @@ def _swapped_dot_general(dot, perm):
     return dot.primitive, (rhs, lhs), {"dimension_numbers": ((rc, lc), (rb, lb))}
 
 
-transpose_p = _declare_linear(
+transpose_p: Primitive = _declare_linear(
     "transpose",
     _transpose_abstract_eval,
     lambda x, *, permutation: np.transpose(x, permutation),
@@ -270,7 +270,7 @@ def _squeeze_abstract_eval(x, *, dimensions):
     return ShapedArray(tuple(d for i, d in enumerate(x.shape) if i not in dimensions), x.dtype)
 
 
-squeeze_p = _declare_linear(
+squeeze_p: Primitive = _declare_linear(
     "squeeze",
     _squeeze_abstract_eval,
     lambda x, *, dimensions: np.squeeze(x, dimensions),
@@ -292,7 +292,7 @@ def _expand_dims_abstract_eval(x, *, dimensions):
     return ShapedArray(tuple(1 if i in dimensions else next(rest) for i in range(ndim)), x.dtype)
 
 
-expand_dims_p = _declare_linear(
+expand_dims_p: Primitive = _declare_linear(
     "expand_dims",
     _expand_dims_abstract_eval,
     lambda x, *, dimensions: np.expand_dims(x, dimensions),
@@ -542,7 +542,7 @@ def _rev_simplify(eqn, ctx):
     return None
 
 
-rev_p = _declare_linear(
+rev_p: Primitive = _declare_linear(
     "rev",
     _rev_abstract_eval,
     lambda x, *, dimensions: as_array(np.flip(x, dimensions)),
@@ -570,7 +570,7 @@ def _iota_impl(*, dtype, shape, dimension):
     return as_array(np.broadcast_to(values.reshape(expanded), shape))
 
 
-iota_p = Primitive(
+iota_p: Primitive = Primitive(
     "iota",
     abstract_eval=_iota_abstract_eval,
     impl=_iota_impl,

@@ -1540,3 +1540,11 @@ def test_error_classes_derive_from_the_builtin_numpy_would_raise():
     assert issubclass(ShapeError, ValueError)
     assert issubclass(DTypeError, TypeError)
     assert issubclass(AxisError, IndexError) and issubclass(AxisError, ValueError)
+
+
+def test_every_elementwise_row_has_its_binding_function():
+    from primitives import elementwise
+
+    for name in list(elementwise.unary) + list(elementwise.binary):
+        fn = getattr(elementwise, name, None) or getattr(elementwise, f"{name}_", None)
+        assert fn is not None and fn.__name__ == name, name
