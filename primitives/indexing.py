@@ -111,6 +111,21 @@ def _gather_impl(x, *indices, spec):
     return as_array(np.asarray(x)[_numpy_index(spec, indices)])
 
 
+def _gather_kernel(avals, *, spec):
+    """For generated code: the index tuple's static entries built once."""
+    arrays = [k for k, e in enumerate(spec) if e[0] == "array"]
+    if avals[0].ndim == 0:  # a scalar operand may be a Python number
+        return None
+    if not arrays:
+        index = _numpy_index(spec, ())
+        return lambda x: x[index]
+    if len(arrays) == 1:
+        k = arrays[0]
+        before, after = _numpy_index(spec[:k], ()), _numpy_index(spec[k + 1 :], ())
+        return lambda x, i: x[before + (i,) + after]
+    return None
+
+
 def _gather_transpose(ct, x, *indices, spec):
     if type(ct) is Zero:
         return [Zero(x.aval)] + [None] * len(indices)
@@ -120,7 +135,7 @@ def _gather_transpose(ct, x, *indices, spec):
 
 gather_p = Primitive(
     "gather", abstract_eval=_gather_abstract_eval, impl=_gather_impl,
-    transpose=_gather_transpose, linear=True,
+    transpose=_gather_transpose, numpy_kernel=_gather_kernel, linear=True,
 )
 gather_p.jvp = linear_jvp(gather_p)
 
