@@ -117,3 +117,11 @@ def test_the_pool_is_bounded():
     assert scratch.take(((N, N), np.dtype(np.float64))).shape == (N, N)
     scratch.clear()
     assert scratch.take(((N, N), np.dtype(np.float64))) is None
+
+
+def test_generalised_ufuncs_never_write_into_their_operands():
+    a, b = _inputs(0)
+    a, b = a.reshape(3, 64, 192)[:, :, :64], b.reshape(3, 64, 192)[:, :, :64]
+    f = ft.jit(lambda a, b: (a * 2.0) @ b)  # matmul is a ufunc with a signature
+    assert "out=" not in f.lower(a, b).source  # a * 2.0 dies at the matmul, same type
+    np.testing.assert_allclose(f(a, b), (a * 2.0) @ b, rtol=1e-12)

@@ -153,9 +153,11 @@ def generate_source(closed: ClosedJaxpr, name: str) -> tuple[str, dict]:
 
 
 def _fresh_ufunc_result(e, fn) -> bool:
-    """Whether ``e`` runs as one NumPy ufunc call returning a new array."""
-    return (isinstance(fn, np.ufunc) and fn.nout == 1 and not e.primitive.multiple_results
-            and e.outputs[0].aval.ndim > 0)
+    """Whether ``e`` runs as one elementwise NumPy ufunc call returning a new
+    array (not a generalised ufunc such as ``matmul``, whose output may not
+    share memory with its operands)."""
+    return (isinstance(fn, np.ufunc) and fn.signature is None and fn.nout == 1
+            and not e.primitive.multiple_results and e.outputs[0].aval.ndim > 0)
 
 
 class _Buffers:
