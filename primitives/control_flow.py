@@ -159,23 +159,15 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse):
     consts = list(args[:num_consts])
     carry = list(args[num_consts : num_consts + num_carry])
     xs = [xp.asarray(x) for x in args[num_consts + num_carry :]]
+    y_avals = jaxpr.out_avals[num_carry:]
+    ys = [xp.empty((length,) + a.shape, a.dtype) for a in y_avals]
     body = sj.runner(jaxpr, consts + carry + xs)
-    # Rows as lists of views, and ys collected in lists then stacked: both
-    # cheaper per step than indexing and assigning into arrays.
-    rows = list(zip(*[list(x) for x in xs])) if xs else [()] * length
-    steps = range(length - 1, -1, -1) if reverse else range(length)
-    collected: list[list] = [[] for _ in jaxpr.out_avals[num_carry:]]
-    for i in steps:
-        outs = body(*consts, *carry, *rows[i])
+    for step in range(length):
+        i = length - 1 - step if reverse else step
+        outs = body(*consts, *carry, *[x[i] for x in xs])
         carry = outs[:num_carry]
-        for y, out in zip(collected, outs[num_carry:]):
-            y.append(out)
-    ys = []
-    for y, a in zip(collected, jaxpr.out_avals[num_carry:]):
-        if reverse:
-            y.reverse()
-        ys.append(xp.stack(y).astype(a.dtype, copy=False) if y
-                  else xp.empty((0,) + a.shape, a.dtype))
+        for y, out in zip(ys, outs[num_carry:]):
+            y[i] = out
     return [xp.asarray(c) for c in carry] + ys
 
 
