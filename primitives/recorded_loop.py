@@ -470,16 +470,28 @@ def _transpose_rule(cts, *args, **params):
 
 
 def _batch_rule(vals, dims, *, axis_size, **params):
-    vals = [shape.to_front(v, d, axis_size) for v, d in zip(vals, dims)]
+    """Carries (so records and sums too) are batched, batch axis first;
+    constants keep their own batching, so an unbatched weight matrix is not
+    copied per member."""
     cc, sweeps = _sweeps_of(vals, params)
+    cc_dims, sweep_dims = _sweeps_of(dims, params)
 
-    def all0(closed):
-        return batched(closed, [0] * len(closed.in_avals), axis_size)
+    def const(v, d):
+        return v if d is None else shape.moveaxis(v, d, 0)
 
-    cond_b, ncc = all0(params["cond_jaxpr"]), len(cc)
-    cond = trace(lambda *a: [any_member(run(cond_b, a)[0])], cond_b.in_avals, "vmap")
-    loop, loop_b = sweeps[0], all0(sweeps[0].body)
+    def const_dims(ds):
+        return [None if d is None else 0 for d in ds]
+
+    cc = [const(v, d) for v, d in zip(cc, cc_dims)]
+    cc_dims = const_dims(cc_dims)
+    sweeps = [sw._replace(consts=[const(v, d) for v, d in zip(sw.consts, sd.consts)],
+                          init=[shape.to_front(v, d, axis_size) for v, d in zip(sw.init, sd.init)])
+              for sw, sd in zip(sweeps, sweep_dims)]
+    ncc, loop = len(cc), sweeps[0]
     nk0 = len(loop.init)
+    cond_b = batched(params["cond_jaxpr"], cc_dims + [0] * nk0, axis_size)
+    cond = trace(lambda *a: [any_member(run(cond_b, a)[0])], cond_b.in_avals, "vmap")
+    loop_b = batched(loop.body, const_dims(sweep_dims[0].consts) + [0] * nk0, axis_size)
 
     def step(consts, carry, records):
         active = run(cond_b, consts[:ncc] + carry)[0]
@@ -488,11 +500,13 @@ def _batch_rule(vals, dims, *, axis_size, **params):
 
     new = [Sweep(trace_sweep_body(step, cc + loop.consts, [get_aval(x) for x in loop.init], []),
                  cc + loop.consts, loop.init)]
-    for sw in sweeps[1:]:
-        nk, na, body_b = len(sw.init), sw.nacc, all0(sw.body)
+    for sw, sd in zip(sweeps[1:], sweep_dims[1:]):
+        nk, na = len(sw.init), sw.nacc
+        n_in = len(sw.body.in_avals) - len(sw.consts)
+        body_b = batched(sw.body, const_dims(sd.consts) + [0] * n_in, axis_size)
 
         def body(consts, carry, records, nk=nk, na=na, body_b=body_b):
-            active = run(cond_b, consts[:ncc] + records[0])[0]
+            active = run(cond_b, consts[:ncc] + records[0][:nk0])[0]
             out = run(body_b, consts[ncc:] + carry + [x for r in records for x in r])
             zero = [np.zeros((), get_aval(d).dtype) for d in out[nk : nk + na]]
             return ([select_members(active, n, o) for n, o in zip(out[:nk], carry)]

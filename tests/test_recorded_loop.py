@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import functrans as ft
 import functrans.numpy as fnp
+from functrans import lax
 from functrans.core import get_aval, trace_to_jaxpr
 from functrans.testing import check_grads
 from primitives import elementwise as ew
@@ -114,3 +115,20 @@ def test_vmap_of_the_gradient_equals_a_loop():
     for k, (u, c) in enumerate(zip(us, cs)):
         for gk, wk in zip(got, g(u, c)):
             np.testing.assert_allclose(gk[k], wk, rtol=1e-12)
+
+
+def test_vmap_keeps_unbatched_constants_unbatched():
+    w = np.linspace(0.5, 1.5, 9).reshape(3, 3)
+
+    def loss(x, w):
+        body = lambda c: (c[0] + 1, fnp.tanh(w @ c[1]))  # noqa: E731
+        return fnp.sum(lax.while_loop(lambda c: c[0] < 3, body, (0, x))[1])
+
+    xs = np.stack([V, 2 * V])
+    per_member = ft.vmap(ft.grad(loss), in_axes=(0, None))
+    np.testing.assert_allclose(per_member(xs, w), np.stack([ft.grad(loss)(x, w) for x in xs]),
+                               rtol=1e-12)
+    jaxpr = ft.make_jaxpr(per_member)(xs, w)
+    (loop,) = [e for e in jaxpr.eqns if e.primitive.name == "recorded_loop"]
+    assert (3, 3) in [a.aval.shape for a in loop.inputs]  # w, not a copy per member
+    assert (2, 3, 3) not in [a.aval.shape for a in loop.inputs]
