@@ -132,3 +132,49 @@ def test_vmap_keeps_unbatched_constants_unbatched():
     (loop,) = [e for e in jaxpr.eqns if e.primitive.name == "recorded_loop"]
     assert (3, 3) in [a.aval.shape for a in loop.inputs]  # w, not a copy per member
     assert (2, 3, 3) not in [a.aval.shape for a in loop.inputs]
+
+
+# -- random loop bodies --------------------------------------------------------------
+
+STEPS = [lambda u, v: fnp.sin(u) * v, lambda u, v: fnp.tanh(u + v), lambda u, v: u * 0.7 - v,
+         lambda u, v: fnp.cos(u) + 0.3 * v * v, lambda u, v: u / (1.0 + v * v)]
+
+
+@st.composite
+def loop_bodies(draw):
+    """Steps over the values (carry u, carry v, closed-over a) and which two
+    values become the next carry."""
+    steps, n = [], 3
+    for _ in range(draw(st.integers(1, 5))):
+        steps.append((draw(st.integers(0, len(STEPS) - 1)),
+                      draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1))))
+        n += 1
+    return steps, draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1)), draw(st.integers(0, 3))
+
+
+def _with_while(body_spec):
+    steps, out_u, out_v, trips = body_spec
+
+    def f(u, v, a):
+        def body(c):
+            i, u, v = c
+            vals = [u, v, a]
+            for op, j, k in steps:
+                vals.append(STEPS[op](vals[j], vals[k]))
+            return i + 1, fnp.tanh(vals[out_u]), fnp.tanh(vals[out_v])
+
+        _, u, v = lax.while_loop(lambda c: c[0] < trips, body, (0, u, v))
+        return u * v
+
+    return f
+
+
+@settings(max_examples=15, deadline=None)
+@given(loop_bodies())
+def test_random_while_bodies_to_second_order_in_both_modes(body_spec):
+    f = _with_while(body_spec)
+    args = (np.array([0.3, -0.6]), np.array([0.8, 0.2]), np.array([1.1, -0.4]))
+    check_grads(f, args, order=2, modes=("fwd", "rev"))
+    loss = lambda u, v, a: fnp.sum(f(u, v, a))  # noqa: E731
+    np.testing.assert_allclose(ft.jacrev(ft.grad(loss))(*args), ft.hessian(loss)(*args),
+                               rtol=1e-9, atol=1e-12)
