@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+from _programs import dataflow, run_dataflow
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import functrans as ft
 import functrans.numpy as fnp
@@ -28,27 +28,12 @@ BINARY = [np.add, np.subtract, lambda a, b: np.tanh(a) * b, np.maximum,
           lambda a, b: a.T - b]
 
 
-@st.composite
-def programs(draw):
-    steps, n = [], 2
-    for _ in range(draw(st.integers(1, 14))):
-        if draw(st.booleans()):
-            steps.append((UNARY, draw(st.integers(0, len(UNARY) - 1)),
-                          (draw(st.integers(0, n - 1)),)))
-        else:
-            steps.append((BINARY, draw(st.integers(0, len(BINARY) - 1)),
-                          (draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1)))))
-        n += 1
-    outs = draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=3))
-    return steps, outs
+def programs():
+    return dataflow(len(UNARY), len(BINARY), 2, 14)
 
 
 def run_program(program, x, y):
-    steps, outs = program
-    values = [x, y]
-    for table, op, args in steps:
-        values.append(table[op](*(values[i] for i in args)))
-    return [values[i] for i in outs]
+    return run_dataflow(program, UNARY, BINARY, [x, y])
 
 
 def _inputs(seed):

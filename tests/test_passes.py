@@ -5,6 +5,7 @@ per pass."""
 from __future__ import annotations
 
 import numpy as np
+from _programs import dataflow, run_dataflow
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -32,31 +33,13 @@ BINARY = [fnp.add, fnp.subtract, fnp.multiply, lambda a, b: a * 0.5 + b,
 CONST = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
 
 
-@st.composite
-def programs(draw):
-    """A list of steps ``(kind, op index, operand indices)`` over a growing
-    list of values that starts with the two inputs and a constant."""
-    steps = []
-    n = 3
-    for _ in range(draw(st.integers(1, 12))):
-        if draw(st.booleans()):
-            steps.append(("u", draw(st.integers(0, len(UNARY) - 1)),
-                          (draw(st.integers(0, n - 1)),)))
-        else:
-            steps.append(("b", draw(st.integers(0, len(BINARY) - 1)),
-                          (draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1)))))
-        n += 1
-    outs = draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=3))
-    return steps, outs
+def programs():
+    """Programs over two (3, 4) inputs and a constant."""
+    return dataflow(len(UNARY), len(BINARY), 3, 12)
 
 
 def run_program(program, x, y):
-    steps, outs = program
-    values = [x, y, CONST]
-    for kind, op, args in steps:
-        fn = UNARY[op] if kind == "u" else BINARY[op]
-        values.append(fn(*(values[i] for i in args)))
-    return [values[i] for i in outs]
+    return run_dataflow(program, UNARY, BINARY, [x, y, CONST])
 
 
 @given(programs(), st.sampled_from(sorted(PASSES)))
