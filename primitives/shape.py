@@ -134,7 +134,7 @@ def _broadcast_in_dim_kernel(avals, *, shape, broadcast_dimensions):
 
     def fill(v):
         out = np.empty(shape, dtype)
-        out[...] = np.reshape(v, expanded)
+        out[...] = v if x.ndim == 0 else v.reshape(expanded)
         return out
 
     return fill
