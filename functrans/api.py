@@ -28,6 +28,7 @@ from functrans.core import (
 from functrans.devices import check_devices, is_device_array
 from functrans.dtypes import float0, is_inexact
 from functrans.errors import ConcretizationError, DTypeError
+from functrans.transforms.dce import dce
 from functrans.transforms.jvp import tangent_aval
 from functrans.transforms.linearize import linearize_jaxpr
 from functrans.transforms.optimize import optimize
@@ -192,7 +193,10 @@ class _Linearized:
     """A function traced, differentiated and split into its forward (known)
     part, evaluated at once, and its linear (tangent) part, kept as a Jaxpr."""
 
-    def __init__(self, flat: Callable, leaves: list, name: str, out_cell: list, active):
+    def __init__(self, flat: Callable, leaves: list, name: str, out_cell: list, active,
+                 drop_first: bool = False):
+        """``drop_first``: the first output is not wanted (None in ``outs``),
+        and the forward pass skips what only it needs."""
         closed = trace_flat(flat, leaves, name, out_cell)
         self.out_avals = closed.out_avals
         opened, consts = open_jaxpr(closed)
@@ -200,8 +204,12 @@ class _Linearized:
         known, self.linear, n_out = linearize_jaxpr(
             opened, (False,) * len(consts) + tuple(self.active)
         )
-        vals = apply_jaxpr(known, list(consts) + list(leaves))
-        self.outs, self.residuals = vals[:n_out], vals[n_out:]
+        if drop_first:
+            vals = apply_jaxpr(_without_first_output(known, n_out), list(consts) + list(leaves))
+            self.outs, self.residuals = [None] + vals[: n_out - 1], vals[n_out - 1 :]
+        else:
+            vals = apply_jaxpr(known, list(consts) + list(leaves))
+            self.outs, self.residuals = vals[:n_out], vals[n_out:]
         self.tangent_avals = [
             tangent_aval(core.get_aval(x)) for x, a in zip(leaves, self.active) if a
         ]
@@ -217,6 +225,15 @@ class _Linearized:
         transposed = transpose_jaxpr(self.linear, (False,) * n_res + (True,) * n_t, nonzero)
         given = [c for c in cts if type(c) is not Zero]
         return apply_jaxpr(transposed, list(self.residuals) + given)
+
+
+@functools.lru_cache(maxsize=512)
+def _without_first_output(known: ClosedJaxpr, n_out: int) -> ClosedJaxpr:
+    """The forward pass without its first output (``grad`` needs no value:
+    then, for one, a while loop whose backward pass runs it again is not run
+    forwards as well)."""
+    keep = [False] + [True] * (len(known.out_avals) - 1)
+    return ClosedJaxpr(dce(known.jaxpr, keep), known.consts)
 
 
 def _check_grad_inputs(
@@ -305,6 +322,13 @@ def value_and_grad(
     >>> ft.value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
     (array(5.), array([2., 4.]))
     """
+    return _value_and_grad(f, argnums, has_aux, allow_int, holomorphic, need_value=True)
+
+
+def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomorphic: bool,
+                    need_value: bool) -> Callable:
+    """``value_and_grad``; without ``need_value`` the value is None and the
+    forward pass skips what only it needs (``grad``)."""
     name = core.fun_name(f)
     label = f"grad({name})"
 
@@ -319,9 +343,10 @@ def value_and_grad(
             _check_scalar_output(label, name, out, holomorphic)
             return [out] + list(aux_leaves)
 
-        lin = _Linearized(flat, leaves, name, aux_cell, [True] * len(leaves))
+        lin = _Linearized(flat, leaves, name, aux_cell, [True] * len(leaves),
+                          drop_first=not need_value)
         value = lin.outs[0]
-        one = np.ones((), core.get_aval(value).dtype)
+        one = np.ones((), lin.out_avals[0].dtype)
         cts = [one] + [Zero(a.strip_weak()) for a in lin.out_avals[1:]]
         grads = iter(lin.vjp(cts))
         flat_grads = [next(grads) if a else _zeros_like_leaf(x) for x, a in zip(leaves, lin.active)]
@@ -375,7 +400,7 @@ def grad(
     >>> ft.grad(lambda z: abs(z) ** 2)(3 + 4j)
     array(6.-8.j)
     """
-    vg = value_and_grad(f, argnums, has_aux, allow_int, holomorphic)
+    vg = _value_and_grad(f, argnums, has_aux, allow_int, holomorphic, need_value=False)
 
     @functools.wraps(f)
     def grad_f(*args, **kwargs):
