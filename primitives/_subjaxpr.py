@@ -26,9 +26,9 @@ def runner(closed: ClosedJaxpr, sample: Sequence[Any]):
     """A function evaluating ``closed`` on arguments like ``sample``, looked up
     once for a loop: the compiled NumPy code itself when they are NumPy arrays."""
     if all(type(x) is np.ndarray or np.isscalar(x) for x in sample):
-        from functrans.backends.numpy import compiled
+        from functrans.backends.numpy import compiled_body
 
-        return compiled(closed).fn
+        return compiled_body(closed).fn
     return lambda *args: run(closed, args)
 
 

@@ -69,10 +69,10 @@ class Compiled:
     their last use, so peak memory follows the program's live values.
     """
 
-    def __init__(self, closed: ClosedJaxpr, name: str = "compiled"):
+    def __init__(self, closed: ClosedJaxpr, name: str = "compiled", scalars_out: bool = False):
         self.jaxpr = closed
         name = _identifier(name)
-        self.source, namespace = generate_source(closed, name)
+        self.source, namespace = generate_source(closed, name, scalars_out)
         exec(compile(self.source, f"<functrans:{name}>", "exec"), namespace)
         self.fn = namespace[name]
 
@@ -87,6 +87,14 @@ def compiled(closed: ClosedJaxpr) -> Compiled:
     return Compiled(closed)
 
 
+@functools.lru_cache(maxsize=1024)
+def compiled_body(closed: ClosedJaxpr) -> Compiled:
+    """``compiled`` for a loop body: rank-0 results may come back as NumPy
+    scalars (the loop makes arrays of its final values once), which saves a
+    conversion per result and step."""
+    return Compiled(closed, "compiled", scalars_out=True)
+
+
 def _identifier(name: str) -> str:
     ident = "".join(c if c.isalnum() else "_" for c in name).strip("_") or "compiled"
     if ident[0].isdigit() or keyword.iskeyword(ident):
@@ -94,8 +102,10 @@ def _identifier(name: str) -> str:
     return ident
 
 
-def generate_source(closed: ClosedJaxpr, name: str) -> tuple[str, dict]:
-    """Python source of ``closed`` as a function, and the namespace it needs."""
+def generate_source(closed: ClosedJaxpr, name: str,
+                    scalars_out: bool = False) -> tuple[str, dict]:
+    """Python source of ``closed`` as a function, and the namespace it needs;
+    rank-0 results are arrays unless ``scalars_out``."""
     jaxpr = closed.jaxpr
     name = _identifier(name)
     namespace: dict[str, Any] = {"_asarray": as_array}
@@ -144,7 +154,8 @@ def generate_source(closed: ClosedJaxpr, name: str) -> tuple[str, dict]:
             lines.append(f"    del {', '.join(dead_locals)}")
     # NumPy returns scalars for 0-d results; anything with an axis is an array.
     results = ", ".join(
-        f"_asarray({ref(a)})" if type(a) is Literal or not a.aval.shape else ref(a)
+        f"_asarray({ref(a)})" if type(a) is Literal or (not a.aval.shape and not scalars_out)
+        else ref(a)
         for a in jaxpr.outvars
     )
     lines.append(f"    return [{results}]")
