@@ -602,6 +602,8 @@ integer_pow_p = Primitive(
     impl=_integer_pow_impl,
     jvp=_integer_pow_jvp,
     cuda=Cuda(_integer_pow_cuda, args=("x",)),
+    # Generated code squares with the ufunc itself (bool squares stay with the impl).
+    numpy_kernel=lambda avals, *, y: np.square if y == 2 and avals[0].dtype != np.bool_ else None,
 )
 integer_pow_p.batch = elementwise_batch(integer_pow_p)
 integer_pow_p.numexpr = "({0} ** {y})"

@@ -198,6 +198,8 @@ reshape_p: Primitive = _declare_linear(
     _unary_batch(lambda x, d, *, new_sizes: (bind(
         reshape_p, moveaxis(x, d, 0), new_sizes=(get_aval(x).shape[d],) + tuple(new_sizes)), 0)),
     _reshape_simplify,
+    numpy_kernel=lambda avals, *, new_sizes: (
+        (lambda x: x.reshape(new_sizes)) if avals[0].ndim else None),
 )
 
 # -- transpose ------------------------------------------------------------------
@@ -255,6 +257,8 @@ transpose_p: Primitive = _declare_linear(
     _unary_batch(lambda x, d, *, permutation: (bind(
         transpose_p, x, permutation=(d,) + tuple(batched_axis(p, d) for p in permutation)), 0)),
     _transpose_simplify,
+    numpy_kernel=lambda avals, *, permutation: (
+        (lambda x: x.transpose(permutation)) if avals[0].ndim else None),
 )
 
 # -- squeeze / expand_dims ----------------------------------------------------
@@ -417,8 +421,17 @@ def _slice_batch(x, d, *, start_indices, limit_indices, strides):
     return out, d
 
 
+def _slice_kernel(avals, *, start_indices, limit_indices, strides):
+    """For generated code: the index built once (a view, as NumPy slices are)."""
+    if avals[0].ndim == 0:  # a scalar operand may be a Python number
+        return None
+    index = tuple(map(slice, start_indices, limit_indices, strides))
+    return lambda x: x[index]
+
+
 slice_p = _declare_linear(
-    "slice", _slice_abstract_eval, _slice_impl, _slice_ct, _unary_batch(_slice_batch)
+    "slice", _slice_abstract_eval, _slice_impl, _slice_ct, _unary_batch(_slice_batch),
+    numpy_kernel=_slice_kernel,
 )
 
 # -- pad ---------------------------------------------------------------------------
@@ -520,9 +533,27 @@ def _pad_batch(vals, dims, *, axis_size, padding_config):
     return ew.select(inside, padded, fill), 0
 
 
+def _pad_kernel(avals, *, padding_config):
+    """For generated code: the padding plan made once (no cropping needed)."""
+    x = avals[0]
+    grown, inner, crop = _pad_plan(x.shape, tuple(padding_config))
+    if crop is not None or x.ndim == 0:
+        return None
+    dtype = x.dtype
+
+    def pad(x, padding_value):
+        out = (np.zeros(grown, dtype) if padding_value == 0
+               else np.full(grown, padding_value, dtype))
+        out[inner] = x
+        return out
+
+    return pad
+
+
 pad_p = Primitive(
     "pad", abstract_eval=_pad_abstract_eval, impl=_pad_impl,
-    jvp=_pad_jvp, transpose=_pad_transpose, batch=_pad_batch, linear=True,
+    jvp=_pad_jvp, transpose=_pad_transpose, batch=_pad_batch, numpy_kernel=_pad_kernel,
+    linear=True,
 )
 
 # -- rev -----------------------------------------------------------------------------
