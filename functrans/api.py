@@ -516,6 +516,21 @@ def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
     return tree_unflatten(out_tree, lin.outs), f_jvp
 
 
+def _outputs_then_aux(call: Callable, label: str, name: str, has_aux: bool, aux_cell: list,
+                      out_cell: list) -> Callable:
+    """The flat function ``vjp`` and the Jacobians trace: ``call(leaves)``'s
+    output leaves, then its aux leaves; ``out_cell`` gets the output tree and
+    leaf count."""
+
+    def flat(*xs):
+        out, aux_leaves = _split_aux(label, name, call(xs), has_aux, aux_cell)
+        out_leaves, out_tree = check_leaves(label, "output", out)
+        out_cell.append((out_tree, len(out_leaves)))
+        return list(out_leaves) + list(aux_leaves)
+
+    return flat
+
+
 def vjp(f: Callable, *primals: Any, has_aux: bool = False):
     """Reverse mode: ``(f(*primals), vjp_fn)`` where ``vjp_fn(cotangent)``
     returns a tuple with one cotangent per primal (``cotangent·J``)."""
@@ -524,14 +539,8 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
     leaves, in_tree = check_leaves(label, "primal ", primals)
     aux_cell: list = []
     out_cell: list = []
-
-    def flat(*xs):
-        out = f(*tree_unflatten(in_tree, xs))
-        out, aux_leaves = _split_aux(label, name, out, has_aux, aux_cell)
-        out_leaves, out_tree = check_leaves(label, "output", out)
-        out_cell.append((out_tree, len(out_leaves)))
-        return list(out_leaves) + list(aux_leaves)
-
+    flat = _outputs_then_aux(lambda xs: f(*tree_unflatten(in_tree, xs)), label, name,
+                             has_aux, aux_cell, out_cell)
     lin = _Linearized(flat, leaves, name, out_cell, [True] * len(leaves))
     out_tree, n_out = out_cell[-1]
     out_avals = [a.strip_weak() for a in lin.out_avals[:n_out]]
@@ -848,14 +857,9 @@ def _jacobian(f: Callable, argnums, has_aux: bool, chunk_size, mode: str,
                                            real_only=mode == "fwd")
         aux_cell: list = []
         out_cell: list = []
-
-        def flat(*xs):
-            out = f(*_replace_args(args, nums, tree_unflatten(in_tree, xs)), **kwargs)
-            out, aux_leaves = _split_aux(label, name, out, has_aux, aux_cell)
-            out_leaves, out_tree = check_leaves(label, "output", out)
-            out_cell.append((out_tree, len(out_leaves)))
-            return list(out_leaves) + list(aux_leaves)
-
+        flat = _outputs_then_aux(
+            lambda xs: f(*_replace_args(args, nums, tree_unflatten(in_tree, xs)), **kwargs),
+            label, name, has_aux, aux_cell, out_cell)
         lin = _Linearized(flat, leaves, name, out_cell, [True] * len(leaves))
         out_tree, n_out = out_cell[-1]
         in_avals = lin.tangent_avals

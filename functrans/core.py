@@ -480,6 +480,7 @@ class Primitive:
         numpy_kernel: Callable | None = None,
         numexpr: str | None = None,
         linear: bool = False,
+        broadcasts: bool = False,
     ):
         if name in registry:
             raise ValueError(f"primitive {name!r} is declared twice")
@@ -507,6 +508,11 @@ class Primitive:
         #: True when the primitive is linear in (some of) its operands, so that
         #: it needs a transpose rule.
         self.linear = linear
+        #: True for a primitive that only broadcasts its operand (a view in
+        #: NumPy, an index computation in a kernel), with broadcast_in_dim's
+        #: params (``shape``, ``broadcast_dimensions``): fusion takes it into
+        #: the group that consumes it at no cost.
+        self.broadcasts = broadcasts
         registry[name] = self
 
     def bind(self, *args, **params):

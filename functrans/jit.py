@@ -310,7 +310,8 @@ def _fuse_for_cpu(closed: ClosedJaxpr) -> ClosedJaxpr:
     # A group of one or two operations saves too little to pay numexpr's
     # setup (measured on the Rosenbrock Hessian at n=1000): those stay NumPy calls.
     fused = unfuse_small(fuse(closed, cpu_fusible), min_members=3)
-    if not any(e.primitive.name == "fused_elementwise" for e in fused.jaxpr.eqns):
+    fused_p = core.lookup_primitive("fused_elementwise")
+    if not any(e.primitive is fused_p for e in fused.jaxpr.eqns):
         return closed  # keep the original order of the equations
     return fused
 

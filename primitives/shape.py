@@ -48,11 +48,11 @@ def _identity_simplify(eqn, ctx):
 
 
 def _declare_linear(name, abstract_eval, impl, ct_rule, batch, simplify=_identity_simplify,
-                    numpy_kernel=None):
+                    numpy_kernel=None, broadcasts=False):
     prim = Primitive(
         name, abstract_eval=abstract_eval, impl=impl,
         transpose=linear_unary_transpose(ct_rule), batch=batch, simplify=simplify,
-        numpy_kernel=numpy_kernel, linear=True,
+        numpy_kernel=numpy_kernel, linear=True, broadcasts=broadcasts,
     )
     prim.jvp = linear_jvp(prim)
     return prim
@@ -166,6 +166,7 @@ broadcast_in_dim_p = _declare_linear(
     _broadcast_in_dim_ct,
     _unary_batch(_broadcast_in_dim_batch),
     numpy_kernel=_broadcast_in_dim_kernel,
+    broadcasts=True,
 )
 
 # -- reshape --------------------------------------------------------------------

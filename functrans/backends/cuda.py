@@ -472,7 +472,7 @@ def elementwise_kernel(
         prim = e.primitive
         out = e.outputs[0]
         check_dtype(out.aval.dtype, prim.name)
-        if prim.name == "broadcast_in_dim":
+        if prim.broadcasts:
             (x,) = e.inputs
             if type(x) is Literal:
                 value[id(out)] = (c_literal(x.val, x.aval.dtype), x.aval.dtype)

@@ -38,7 +38,7 @@ import numpy as np
 from functrans import core
 from functrans.backends import cuda
 from functrans.backends.numpy import last_uses
-from functrans.core import ClosedJaxpr, Eqn, Literal, Primitive, Var
+from functrans.core import ClosedJaxpr, Eqn, Literal, Primitive, Var, lookup_primitive
 from functrans.errors import DeviceError, GPUUnavailableError, MissingRuleError
 from functrans.transforms.dce import dce_closed
 from functrans.transforms.fuse import fuse, is_elementwise
@@ -589,8 +589,9 @@ class Lowering:
         self.name = _identifier(name)
         self.jaxpr: ClosedJaxpr = fuse(dce_closed(closed), _gpu_fusible)
         self.steps: list[Step] = []
+        fused_p = lookup_primitive("fused_elementwise")
         for e in self.jaxpr.jaxpr.eqns:
-            if e.primitive.name == "fused_elementwise":
+            if e.primitive is fused_p:
                 kernel = cuda.jaxpr_kernel(e.params["jaxpr"])
                 self.steps.append(Step(e, kernel, tuple(e.inputs)))
             elif _is_elementwise_rule(e.primitive.cuda):

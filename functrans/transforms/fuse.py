@@ -28,17 +28,13 @@ from typing import Callable
 
 from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, lookup_primitive
 
-#: Primitives that only broadcast (NumPy-style, through a view) and so fuse
-#: at no cost into the group that consumes them.
-BROADCASTS = frozenset({"broadcast_in_dim"})
-
 
 def is_elementwise(e: Eqn) -> bool:
     """True for an equation a GPU kernel can compute elementwise."""
     prim = e.primitive
     if prim.multiple_results or len(e.outputs) != 1:
         return False
-    return prim.name in BROADCASTS or hasattr(prim.cuda, "loop_dtypes")
+    return prim.broadcasts or hasattr(prim.cuda, "loop_dtypes")
 
 
 class _Groups:
@@ -191,12 +187,12 @@ def _rebuild(closed: ClosedJaxpr, groups: _Groups, group_of, producer) -> Closed
         inside = set(members)
         leaving = [
             i for i in members
-            if eqns[i].primitive.name in BROADCASTS and _used_outside(eqns[i], inside, users,
+            if eqns[i].primitive.broadcasts and _used_outside(eqns[i], inside, users,
                                                                      outvar_ids)
         ]
         kept = [i for i in members if i not in leaving]
         units.extend([i] for i in leaving)
-        if sum(eqns[i].primitive.name not in BROADCASTS for i in kept) >= 2:
+        if sum(not eqns[i].primitive.broadcasts for i in kept) >= 2:
             units.append(kept)
             in_group.update(kept)
         else:
@@ -273,10 +269,11 @@ def _topological(units: list[list[int]], eqns, producer) -> list[list[int]]:
 def unfuse_small(closed: ClosedJaxpr, min_members: int) -> ClosedJaxpr:
     """``closed`` with every fused equation of fewer than ``min_members``
     members put back as those members."""
+    fused_p = lookup_primitive("fused_elementwise")
     eqns: list[Eqn] = []
     changed = False
     for e in closed.jaxpr.eqns:
-        inner = e.params.get("jaxpr") if e.primitive.name == "fused_elementwise" else None
+        inner = e.params.get("jaxpr") if e.primitive is fused_p else None
         if inner is None or len(inner.eqns) >= min_members:
             eqns.append(e)
             continue
