@@ -62,6 +62,16 @@ class Workload:
     notes: dict[str, str] = field(default_factory=dict)
 
 
+def own_variants(floor: Callable[[], Any], fn: Callable, *args: Any) -> dict[str, Callable]:
+    """The variants every workload has: the hand-written NumPy ``floor``, and
+    the functrans function ``fn`` on ``args``, as it is and under ``jit``."""
+    import functrans as ft
+
+    jitted = ft.jit(fn)
+    return {"numpy": floor, "functrans": lambda: fn(*args),
+            "functrans.jit": lambda: jitted(*args)}
+
+
 def _loop_count(fn: Callable[[], Any], target_s: float) -> tuple[int, float]:
     """``timeit.Timer.autorange``, but to ``target_s`` instead of 0.2 s."""
     timer = timeit.Timer(fn)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks import _peers
-from benchmarks._timing import Workload
+from benchmarks._timing import Workload, own_variants
 
 GRAD_SIZES = {"n10": 10, "n1e6": 1_000_000}
 HVP_SIZE = 100_000
@@ -43,12 +43,7 @@ def grad_numpy(x):
 def _grad_variants(x: np.ndarray) -> dict:
     import functrans as ft
 
-    g, gj = ft.grad(f_numpy), ft.jit(ft.grad(f_numpy))
-    variants = {
-        "numpy": lambda: grad_numpy(x),
-        "functrans": lambda: g(x),
-        "functrans.jit": lambda: gj(x),
-    }
+    variants = own_variants(lambda: grad_numpy(x), ft.grad(f_numpy), x)
     if (j := _peers.jax()) is not None:
         jnp = j.jnp
 
@@ -96,12 +91,7 @@ def _hvp_variants(x: np.ndarray, v: np.ndarray) -> dict:
     def hvp_ft(x, v):
         return ft.hvp(rosenbrock, (x,), (v,))
 
-    hvp_jit = ft.jit(hvp_ft)
-    variants = {
-        "numpy": lambda: rosenbrock_hvp_numpy(x, v),
-        "functrans": lambda: hvp_ft(x, v),
-        "functrans.jit": lambda: hvp_jit(x, v),
-    }
+    variants = own_variants(lambda: rosenbrock_hvp_numpy(x, v), hvp_ft, x, v)
     if (j := _peers.jax()) is not None:
         jax, jnp = j.jax, j.jnp
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks import _peers
-from benchmarks._timing import Workload
+from benchmarks._timing import Workload, own_variants
 
 STEPS, SIZE = 1000, 16
 
@@ -71,12 +71,7 @@ def rnn_grad_numpy(w, xs):
 def _variants(w: np.ndarray, xs: np.ndarray) -> dict:
     import functrans as ft
 
-    g, gj = ft.grad(rnn_loss), ft.jit(ft.grad(rnn_loss))
-    variants = {
-        "numpy": lambda: rnn_grad_numpy(w, xs),
-        "functrans": lambda: g(w, xs),
-        "functrans.jit": lambda: gj(w, xs),
-    }
+    variants = own_variants(lambda: rnn_grad_numpy(w, xs), ft.grad(rnn_loss), w, xs)
     if (j := _peers.jax()) is not None:
         jax, jnp = j.jax, j.jnp
 
@@ -122,9 +117,7 @@ def _variants(w: np.ndarray, xs: np.ndarray) -> dict:
 def _while_variants(w: np.ndarray, xs: np.ndarray) -> dict:
     import functrans as ft
 
-    g, gj = ft.grad(while_rnn_loss), ft.jit(ft.grad(while_rnn_loss))
-    return {"numpy": lambda: rnn_grad_numpy(w, xs), "functrans": lambda: g(w, xs),
-            "functrans.jit": lambda: gj(w, xs)}
+    return own_variants(lambda: rnn_grad_numpy(w, xs), ft.grad(while_rnn_loss), w, xs)
 
 
 def workloads() -> list[Workload]:

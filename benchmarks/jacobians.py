@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks import _peers
-from benchmarks._timing import Workload
+from benchmarks._timing import Workload, own_variants
 
 HESSIAN_SIZES = (10, 100, 1000)
 BATCH, N_IN, N_HIDDEN = 256, 32, 64
@@ -62,12 +62,7 @@ def _rosen(xp):
 def _hessian_variants(x: np.ndarray) -> dict:
     import functrans as ft
 
-    h, hj = ft.hessian(rosenbrock), ft.jit(ft.hessian(rosenbrock))
-    variants = {
-        "numpy": lambda: rosenbrock_hessian_numpy(x),
-        "functrans": lambda: h(x),
-        "functrans.jit": lambda: hj(x),
-    }
+    variants = own_variants(lambda: rosenbrock_hessian_numpy(x), ft.hessian(rosenbrock), x)
     if (j := _peers.jax()) is not None:
         jax = j.jax
         xj = j.jnp.asarray(x)
@@ -120,12 +115,7 @@ def _per_example_variants(params, xs, ys) -> dict:
     import functrans as ft
 
     pe = ft.vmap(ft.grad(mlp_loss), in_axes=(None, 0, 0))
-    pe_jit = ft.jit(pe)
-    variants = {
-        "numpy": lambda: per_example_grads_numpy(params, xs, ys),
-        "functrans": lambda: pe(params, xs, ys),
-        "functrans.jit": lambda: pe_jit(params, xs, ys),
-    }
+    variants = own_variants(lambda: per_example_grads_numpy(params, xs, ys), pe, params, xs, ys)
     if (j := _peers.jax()) is not None:
         jax, jnp = j.jax, j.jnp
 
