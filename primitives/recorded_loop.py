@@ -189,7 +189,8 @@ def _abstract_eval(*avals, cond_jaxpr, cond_nconsts, bodies, nconsts, ncarry, na
                                         reverse=reverse))
     (pred,) = cond_jaxpr.out_avals
     if pred.shape != () or pred.dtype != np.bool_:
-        raise ShapeError(f"while_loop: cond_fun must return a bool scalar, got {pred.str_short()}")
+        raise ShapeError(f"recorded_loop: the loop condition must return a bool scalar, got "
+                         f"{pred.str_short()}")
     outs: list[ShapedArray] = []
     n_records = 0
     for sw in sweeps:
@@ -326,7 +327,9 @@ def transpose_sweeps(cond_jaxpr: ClosedJaxpr, cc: Sequence[Any], sweeps: Sequenc
     one ``(carry, acc)`` pair of output cotangents per sweep."""
     loop = sweeps[0]
     if any(type(x) is UndefinedPrimal for x in list(cc) + loop.consts + loop.init):
-        raise NotImplementedError("while_loop transpose: the loop itself cannot be linear")
+        raise NotImplementedError(
+            "recorded_loop transpose: the loop's own operands (sweep 0, which decides the "
+            "trip count) must be known; only the later sweeps can be linear")
     reads = _reads_of(sweeps)
     n = len(sweeps)
     linear = [False]

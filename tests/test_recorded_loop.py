@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 import functrans as ft
 import functrans.numpy as fnp
 from functrans import lax
-from functrans.core import get_aval, trace_to_jaxpr
+from functrans.core import UndefinedPrimal, get_aval, trace_to_jaxpr
+from functrans.errors import ShapeError
 from functrans.testing import check_grads
 from primitives import elementwise as ew
-from primitives.recorded_loop import Sweep, bind_sweeps
+from primitives.recorded_loop import Sweep, bind_sweeps, transpose_sweeps
 
 pytestmark = pytest.mark.usefixtures("transform_mode")
 
@@ -178,3 +179,43 @@ def test_random_while_bodies_to_second_order_in_both_modes(body_spec):
     loss = lambda u, v, a: fnp.sum(f(u, v, a))  # noqa: E731
     np.testing.assert_allclose(ft.jacrev(ft.grad(loss))(*args), ft.hessian(loss)(*args),
                                rtol=1e-9, atol=1e-12)
+
+
+# -- the rules' own errors ----------------------------------------------------------
+
+
+def test_shape_rule_errors_name_the_primitive_and_the_types():
+    i_aval, v = get_aval(np.asarray(0)), get_aval(V)
+    loop = _body(lambda i, u: [ew.add(i, 1), u], [i_aval, v])
+    bad_cond = _body(lambda i, u: [ew.add(i, 1)], [i_aval, v])
+    cond = _body(lambda i, u: [ew.lt(i, 3)], [i_aval, v])
+    sweep_ok = _body(lambda b, i, u: [ew.mul(b, 2.0)], [v, i_aval, v])
+    sweep_short = _body(lambda b, i: [ew.mul(b, 2.0)], [v, i_aval])
+    sweep_f32 = _body(lambda b, i, u: [ew.mul(b, np.float32(2.0)).astype(np.float32)],
+                      [v, i_aval, v])
+
+    def bound(cond, second):
+        init = [np.asarray(0), V]
+        return ft.make_jaxpr(lambda u: bind_sweeps(
+            cond, [], [Sweep(loop, [], init), Sweep(second, [], [u])]))(V)
+
+    bound(cond, sweep_ok)
+    with pytest.raises(ShapeError, match=r"recorded_loop: the loop condition must return a "
+                                         r"bool scalar, got i64\[\]"):
+        bound(bad_cond, sweep_ok)
+    with pytest.raises(ShapeError, match=r"recorded_loop: a sweep body takes 2 inputs, not its "
+                                         r"consts, carry and the 2 fields"):
+        bound(cond, sweep_short)
+    with pytest.raises(ShapeError, match=r"recorded_loop: a sweep turns a carry of type "
+                                         r"f64\[3\] into f32\[3\]"):
+        bound(cond, sweep_f32)
+
+
+def test_transposing_a_linear_loop_sweep_is_refused():
+    i_aval, v = get_aval(np.asarray(0)), get_aval(V)
+    loop = _body(lambda i, u: [ew.add(i, 1), u], [i_aval, v])
+    cond = _body(lambda i, u: [ew.lt(i, 3)], [i_aval, v])
+    sweeps = [Sweep(loop, [], [np.asarray(0), UndefinedPrimal(v)])]
+    with pytest.raises(NotImplementedError, match=r"recorded_loop transpose: the loop's own "
+                                                  r"operands .* must be known"):
+        transpose_sweeps(cond, [], sweeps, [([np.zeros((), np.int64), V], [])])
