@@ -347,31 +347,17 @@ def transpose_sweeps(cond_jaxpr: ClosedJaxpr, cc: Sequence[Any], sweeps: Sequenc
     for s in reversed(range(n)):
         needed[s] = not linear[s] and (
             s == 0 or any((reached[t] or needed[t]) and any(reads[t][s]) for t in range(s + 1, n)))
-    kept = [s for s in range(n) if needed[s]]
-    new = [sweeps[0]] + [_relayout(sweeps[s], sweeps[:s], kept) for s in kept[1:]]
-    position = {s: i for i, s in enumerate(kept)}  # original sweep -> index in ``new``
-    # ``ct_reads[t]``: for each transposed sweep (by its index in ``new``), the
-    # record fields (r, f) its extras are cotangents of.
-    ct_reads: dict[int, list[tuple[int, int]]] = {}
+    plan = _Transposition(sweeps, reads, linear, [s for s in range(n) if needed[s]])
     for s in reversed(range(n)):
-        if not reached[s]:
-            continue
-        sw = sweeps[s]
-        lin_fields = [(r, f) for r in range(s) if linear[r]
-                      for f in range(len(sweeps[r].record_avals))]
-        read = [(r, f) for r, f in lin_fields if reads[s][r][f]]
-        ct_carry, ct_acc = cts[s]
-        new.append(_transposed_sweep(sw, s, sweeps, linear, new, position, ct_reads, lin_fields,
-                                     read, ct_carry, ct_acc))
-        ct_reads[len(new) - 1] = read
-        position[s] = len(new) - 1
-    results = bind_sweeps(cond_jaxpr, cc, new)
+        if reached[s]:
+            plan.add_transpose_of(s, *cts[s])
+    results = bind_sweeps(cond_jaxpr, cc, plan.new)
     out = []
     for s, sw in enumerate(sweeps):
         if not reached[s]:
             out.append(([None] * len(sw.consts), [None] * len(sw.init)))
             continue
-        ct_init, ct_consts = results[position[s]]
+        ct_init, ct_consts = results[plan.position[s]]
         it = iter(ct_consts)
         out.append(([next(it) if type(c) is UndefinedPrimal else None for c in sw.consts],
                     [c if type(x) is UndefinedPrimal else None for c, x in zip(ct_init, sw.init)]))
@@ -396,69 +382,88 @@ def _relayout(sw: Sweep, earlier: Sequence[Sweep], kept: Sequence[int]) -> Sweep
     return sw._replace(body=trace_sweep_body(body, sw.consts, sw.carry_avals, rest))
 
 
-def _transposed_sweep(sw: Sweep, s: int, sweeps, linear, new, position, ct_reads, lin_fields,
-                      read, ct_carry, ct_acc) -> Sweep:
-    """The transpose of linear sweep ``s``, running the other way, built to
-    follow the sweeps in ``new``.
+class _Transposition:
+    """The sweeps of a transposed ``recorded_loop`` as they are built.
 
-    Its carry is the cotangent of ``s``'s carry; its accumulated outputs the
-    cotangents of ``s``'s linear consts; its extras those of the linear
-    records ``s`` reads.  At each step it adds in the cotangents the
-    transposes of later sweeps left for ``s``'s own records."""
-    from functrans.transforms.transpose import transpose_jaxpr
+    ``new`` starts with the non-linear sweeps that must run (``kept``), then
+    gets the transpose of each linear sweep, last first; ``position`` says
+    where each original sweep runs in ``new``, and ``ct_reads`` which record
+    fields ``(r, f)`` each transposed sweep's extras are cotangents of."""
 
-    nk = len(sw.init)
-    lin_consts = [type(c) is UndefinedPrimal for c in sw.consts]
-    fixed_consts = [c for c, lin in zip(sw.consts, lin_consts) if not lin]
-    rec_linear = [linear[r] for r in range(s) for _ in sweeps[r].record_avals]
-    flags = lin_consts + [True] * nk + rec_linear
-    acc_nz = [type(c) is not Zero for c in ct_acc]
-    n_extra = len(sw.record_avals) - nk
-    # Who left cotangents for field f of s's records: (sweep in ``new``, its extra index).
-    sources: list[list[tuple[int, int]]] = [[] for _ in sw.record_avals]
-    for t, fields in ct_reads.items():
-        for k, (r, f) in enumerate(fields):
-            if r == s:
-                sources[f].append((t, k))
-    extra_nz = [bool(src) for src in sources[nk:]]
-    tr = transpose_jaxpr(sw.body, tuple(flags), tuple([True] * nk + acc_nz + extra_nz))
-    n_fixed = len(fixed_consts)
-    given_acc = [c for c in ct_acc if type(c) is not Zero]
-    # The non-linear sweeps' records, as the transposed body takes them: from
-    # ``new`` where the sweep runs there, zeros (never read) where it does not.
-    nl_records_of = [(position[r], None) if r in position
-                     else (None, [instantiate(Zero(a)) for a in sweeps[r].record_avals])
-                     for r in range(s) if not linear[r]]
-    n_lin_consts = sum(lin_consts)
-    lin_index = {rf: i for i, rf in enumerate(lin_fields)}
+    def __init__(self, sweeps: Sequence[Sweep], reads, linear: list[bool], kept: list[int]):
+        self.sweeps, self.reads, self.linear = sweeps, reads, linear
+        self.new = [sweeps[0]] + [_relayout(sweeps[s], sweeps[:s], kept) for s in kept[1:]]
+        self.position = {s: i for i, s in enumerate(kept)}
+        self.ct_reads: dict[int, list[tuple[int, int]]] = {}
 
-    def body(consts, kappa, records):
-        fixed, acc_cts = consts[:n_fixed], consts[n_fixed:]
+    def add_transpose_of(self, s: int, ct_carry, ct_acc) -> None:
+        """Append the transpose of linear sweep ``s``, running the other way.
 
-        def left_for(f):
-            terms = [records[t][len(new[t].init) + k] for t, k in sources[f]]
-            total = terms[0] if terms else None
-            for term in terms[1:]:
-                total = ew.add(total, term)
-            return total
+        Its carry is the cotangent of ``s``'s carry; its accumulated outputs the
+        cotangents of ``s``'s linear consts; its extras those of the linear
+        records ``s`` reads.  At each step it adds in the cotangents the
+        transposes of later sweeps left for ``s``'s own records."""
+        from functrans.transforms.transpose import transpose_jaxpr
 
-        nl_records = [x for p, zeros in nl_records_of
-                      for x in (records[p] if zeros is None else zeros)]
-        extras = [left_for(nk + j) for j in range(n_extra) if extra_nz[j]]
-        cts_in = run(tr, fixed + nl_records + kappa + acc_cts + extras)
-        ct_consts = cts_in[:n_lin_consts]
-        ct_k = cts_in[n_lin_consts : n_lin_consts + nk]
-        ct_recs = cts_in[n_lin_consts + nk :]
-        new_kappa = []
-        for f, c in enumerate(ct_k):
-            later = left_for(f)
-            new_kappa.append(c if later is None else ew.add(c, later))
-        return new_kappa + ct_consts + [ct_recs[lin_index[rf]] for rf in read]
+        sweeps, linear, new = self.sweeps, self.linear, self.new
+        sw = sweeps[s]
+        lin_fields = [(r, f) for r in range(s) if linear[r]
+                      for f in range(len(sweeps[r].record_avals))]
+        read = [(r, f) for r, f in lin_fields if self.reads[s][r][f]]
+        nk = len(sw.init)
+        lin_consts = [type(c) is UndefinedPrimal for c in sw.consts]
+        fixed_consts = [c for c, lin in zip(sw.consts, lin_consts) if not lin]
+        rec_linear = [linear[r] for r in range(s) for _ in sweeps[r].record_avals]
+        flags = lin_consts + [True] * nk + rec_linear
+        acc_nz = [type(c) is not Zero for c in ct_acc]
+        n_extra = len(sw.record_avals) - nk
+        # Who left cotangents for field f of s's records: (sweep in ``new``, its extra index).
+        sources: list[list[tuple[int, int]]] = [[] for _ in sw.record_avals]
+        for t, fields in self.ct_reads.items():
+            for k, (r, f) in enumerate(fields):
+                if r == s:
+                    sources[f].append((t, k))
+        extra_nz = [bool(src) for src in sources[nk:]]
+        tr = transpose_jaxpr(sw.body, tuple(flags), tuple([True] * nk + acc_nz + extra_nz))
+        n_fixed = len(fixed_consts)
+        given_acc = [c for c in ct_acc if type(c) is not Zero]
+        # The non-linear sweeps' records, as the transposed body takes them: from
+        # ``new`` where the sweep runs there, zeros (never read) where it does not.
+        nl_records_of = [(self.position[r], None) if r in self.position
+                         else (None, [instantiate(Zero(a)) for a in sweeps[r].record_avals])
+                         for r in range(s) if not linear[r]]
+        n_lin_consts = sum(lin_consts)
+        lin_index = {rf: i for i, rf in enumerate(lin_fields)}
 
-    consts = fixed_consts + given_acc
-    traced = trace_sweep_body(body, consts, sw.carry_avals, new)
-    init = [instantiate(c) if type(c) is Zero else c for c in ct_carry]
-    return Sweep(traced, consts, init, n_lin_consts, not sw.reverse)
+        def body(consts, kappa, records):
+            fixed, acc_cts = consts[:n_fixed], consts[n_fixed:]
+
+            def left_for(f):
+                terms = [records[t][len(new[t].init) + k] for t, k in sources[f]]
+                total = terms[0] if terms else None
+                for term in terms[1:]:
+                    total = ew.add(total, term)
+                return total
+
+            nl_records = [x for p, zeros in nl_records_of
+                          for x in (records[p] if zeros is None else zeros)]
+            extras = [left_for(nk + j) for j in range(n_extra) if extra_nz[j]]
+            cts_in = run(tr, fixed + nl_records + kappa + acc_cts + extras)
+            ct_consts = cts_in[:n_lin_consts]
+            ct_k = cts_in[n_lin_consts : n_lin_consts + nk]
+            ct_recs = cts_in[n_lin_consts + nk :]
+            new_kappa = []
+            for f, c in enumerate(ct_k):
+                later = left_for(f)
+                new_kappa.append(c if later is None else ew.add(c, later))
+            return new_kappa + ct_consts + [ct_recs[lin_index[rf]] for rf in read]
+
+        consts = fixed_consts + given_acc
+        traced = trace_sweep_body(body, consts, sw.carry_avals, new)
+        init = [instantiate(c) if type(c) is Zero else c for c in ct_carry]
+        new.append(Sweep(traced, consts, init, n_lin_consts, not sw.reverse))
+        self.ct_reads[len(new) - 1] = read
+        self.position[s] = len(new) - 1
 
 
 def _transpose_rule(cts, *args, **params):
