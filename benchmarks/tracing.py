@@ -39,7 +39,7 @@ def _chain(sin, mul, add):
 def workloads() -> list[Workload]:
     import functrans
     import functrans.numpy as fnp
-    from primitives import elementwise as ew
+    from functrans.primitives import elementwise as ew
 
     x = np.linspace(0.0, 1.0, 8)
     funs = {

@@ -23,16 +23,16 @@ END = "<!-- END PRIMITIVES -->"
 
 #: Family headings, in page order, by declaring module.
 FAMILIES = {
-    "primitives.elementwise": "Elementwise",
-    "primitives.reductions": "Reductions and scans",
-    "primitives.shape": "Shape",
-    "primitives.indexing": "Indexing",
-    "primitives.linalg": "Contraction and linear algebra",
-    "primitives.sort": "Sorting",
-    "primitives.custom": "Custom rules and checkpointing",
-    "primitives.control_flow": "Control flow",
-    "primitives.recorded_loop": "Control flow",
-    "primitives.fused": "Fusion (made by the GPU lowering)",
+    "functrans.primitives.elementwise": "Elementwise",
+    "functrans.primitives.reductions": "Reductions and scans",
+    "functrans.primitives.shape": "Shape",
+    "functrans.primitives.indexing": "Indexing",
+    "functrans.primitives.linalg": "Contraction and linear algebra",
+    "functrans.primitives.sort": "Sorting",
+    "functrans.primitives.custom": "Custom rules and checkpointing",
+    "functrans.primitives.control_flow": "Control flow",
+    "functrans.primitives.recorded_loop": "Control flow",
+    "functrans.primitives.fused": "Fusion (made by the GPU lowering)",
 }
 
 #: Notes for elementwise rows whose NumPy function does not say it all.
@@ -134,7 +134,7 @@ MEANINGS = {
 
 def signature_cells(prim) -> tuple[str, str]:
     """``(operands, params)`` as shown in the table, from the shape rule."""
-    from primitives import elementwise
+    from functrans.primitives import elementwise
 
     if prim.name in elementwise.unary:
         return "x", ""
@@ -153,7 +153,7 @@ def signature_cells(prim) -> tuple[str, str]:
 
 
 def meaning(prim) -> str:
-    from primitives import elementwise
+    from functrans.primitives import elementwise
 
     rows = {r.name: r for r in elementwise.UNARY + elementwise.BINARY}
     if prim.name in ELEMENTWISE_NOTES:

@@ -4,9 +4,9 @@
 >>> import functrans.numpy as fnp
 """
 
-import primitives  # noqa: F401,E402,I001  (registers the primitive set)
-from functrans import (  # noqa: F401,E402
+from functrans import (  # noqa: F401,E402,I001
     core,  # noqa: F401  (first: everything stands on it)
+    primitives,  # registers the primitive set
     lax,
     numpy,
     tree_util,

@@ -28,14 +28,14 @@ from functrans.core import (
 from functrans.devices import check_devices, is_device_array
 from functrans.dtypes import float0, is_inexact
 from functrans.errors import ConcretizationError, DTypeError
-from functrans.transforms.dce import dce
-from functrans.transforms.jvp import tangent_aval
-from functrans.transforms.linearize import linearize_jaxpr
-from functrans.transforms.optimize import optimize
-from functrans.transforms.transpose import backward_pass, transpose_jaxpr
-from functrans.transforms.vmap import batch_jaxpr
+from functrans.passes.dce import dce
+from functrans.interpreters.jvp import tangent_aval
+from functrans.interpreters.partial_eval import linearize_jaxpr
+from functrans.passes.pipeline import run_passes
+from functrans.interpreters.transpose import backward_pass, transpose_jaxpr
+from functrans.interpreters.vmap import batch_jaxpr
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
-from primitives import shape as shape_prims
+from functrans.primitives import shape as shape_prims
 
 __all__ = [
     "ShapeDtypeStruct",
@@ -621,7 +621,7 @@ def _hvp_jaxpr(opened: ClosedJaxpr, active: tuple[bool, ...]) -> ClosedJaxpr:
     avals = list(opened.in_avals)
     t_avals = [tangent_aval(a) for a, on in zip(avals, active) if on]
     closed, _, _ = core.trace_to_jaxpr(program, avals + t_avals, name="hvp")
-    return optimize(closed)
+    return run_passes(closed)
 
 
 def linear_transpose(f: Callable, *primals: Any) -> Callable:

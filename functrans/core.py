@@ -7,8 +7,8 @@ Everything in functrans is built from this module (see DESIGN.md, "Layers").
   constants.  ``str(jaxpr)`` prints it, ``check_jaxpr`` type-checks it,
   ``jaxpr.to_dot()`` draws it, and Jaxprs compare and hash structurally so
   that transforms and ``jit`` can cache on them.
-* ``Primitive`` is a name plus rules; primitives are declared in the
-  top-level ``primitives`` package, each once with all of its rules.
+* ``Primitive`` is a name plus rules; primitives are declared in
+  ``functrans.primitives``, each once with all of its rules.
 * ``bind`` is the single entry point of every operation: with no tracer among
   the operands it runs the primitive's NumPy impl at once; otherwise it
   records an equation into the innermost active trace and returns tracers.
@@ -24,7 +24,6 @@ of perturbation confusion.
 from __future__ import annotations
 
 import itertools
-import os
 import sys
 import types
 from typing import Any, Callable, Iterable, Sequence
@@ -492,7 +491,7 @@ class Primitive:
         self.transpose = transpose
         self.batch = batch
         self.cuda = cuda
-        #: Optional algebraic simplification (functrans.transforms.simplify).
+        #: Optional algebraic simplification (functrans.passes.simplify).
         self.simplify = simplify
         #: For param-less elementwise primitives: the NumPy function itself,
         #: which generated code may call directly (it may return NumPy scalars).
@@ -622,18 +621,18 @@ class Tracer:
 
 
 _trace_stack: list[JaxprTrace] = []
-_LIBRARY_DIRS = tuple(
-    os.path.dirname(os.path.abspath(p)) + os.sep
-    for p in (__file__, os.path.join(os.path.dirname(__file__), "..", "primitives", "x"))
-)
+
+
+def _is_library_frame(frame: types.FrameType) -> bool:
+    module = frame.f_globals.get("__name__", "")
+    return module == "functrans" or module.startswith(("functrans.", "importlib"))
 
 
 def user_frame_summary() -> str:
     """``file.py:12`` of the innermost stack frame outside functrans, for errors."""
     frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
-        fname = os.path.abspath(frame.f_code.co_filename)
-        if not fname.startswith(_LIBRARY_DIRS) and "importlib" not in fname:
+        if not _is_library_frame(frame):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>"

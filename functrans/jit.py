@@ -26,7 +26,7 @@ from functrans.backends.numpy import Compiled
 from functrans.core import ClosedJaxpr, ShapedArray, ShapeDtypeStruct, Tracer
 from functrans.devices import check_devices, is_device_array
 from functrans.errors import DeviceError
-from functrans.transforms.optimize import optimize
+from functrans.passes.pipeline import run_passes
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 __all__ = ["CacheInfo", "JitCacheMiss", "Lowered", "ShapeDtypeStruct", "jit"]
@@ -232,7 +232,7 @@ class _Jitted:
             return out_leaves
 
         closed, _, _ = core.trace_to_jaxpr(flat, avals, name=self._name, reason=" inside jit")
-        optimized = optimize(closed)
+        optimized = run_passes(closed)
         out_tree = out_cell[-1]
         single = out_tree.num_leaves == 1 and out_tree.num_nodes == 1
         compiled: Any
@@ -301,11 +301,11 @@ def _fuse_for_cpu(closed: ClosedJaxpr) -> ClosedJaxpr:
     """Large float64 elementwise groups become ``fused_elementwise`` equations,
     which the NumPy backend evaluates in one numexpr pass (when numexpr is
     installed: the ``fast`` extra)."""
-    from primitives.fused import cpu_fusible, have_numexpr
+    from functrans.primitives.fused import cpu_fusible, have_numexpr
 
     if not have_numexpr() or not any(cpu_fusible(e) for e in closed.jaxpr.eqns):
         return closed
-    from functrans.transforms.fuse import fuse, unfuse_small
+    from functrans.passes.fuse import fuse, unfuse_small
 
     # A group of one or two operations saves too little to pay numexpr's
     # setup (measured on the Rosenbrock Hessian at n=1000): those stay NumPy calls.

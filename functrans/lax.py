@@ -24,9 +24,9 @@ from functrans.tree_util import (
     tree_map,
     tree_unflatten,
 )
-from primitives.control_flow import cond_p, scan_p, while_p
-from primitives.custom import stop_gradient_p
-from primitives.elementwise import convert_element_type
+from functrans.primitives.control_flow import cond_p, scan_p, while_p
+from functrans.primitives.custom import stop_gradient_p
+from functrans.primitives.elementwise import convert_element_type
 
 __all__ = ["cond", "fori_loop", "scan", "stop_gradient", "switch", "while_loop"]
 

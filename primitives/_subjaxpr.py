@@ -10,8 +10,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from functrans.core import ClosedJaxpr, Var, Zero, bind, get_aval, instantiate, trace_to_jaxpr
-from primitives import elementwise as ew
-from primitives import shape
+from functrans.primitives import elementwise as ew
+from functrans.primitives import shape
 
 
 def run(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
@@ -33,36 +33,36 @@ def runner(closed: ClosedJaxpr, sample: Sequence[Any]):
 
 
 def jvp(closed: ClosedJaxpr, nonzeros, instantiate_outs):
-    """``functrans.transforms.jvp.jvp_jaxpr``: (JVP Jaxpr, nonzero tangent outputs)."""
-    from functrans.transforms.jvp import jvp_jaxpr
+    """``functrans.interpreters.jvp.jvp_jaxpr``: (JVP Jaxpr, nonzero tangent outputs)."""
+    from functrans.interpreters.jvp import jvp_jaxpr
 
     return jvp_jaxpr(closed, nonzeros, instantiate_outs)
 
 
 def partial_eval(closed: ClosedJaxpr, unknowns, instantiate):
-    """``functrans.transforms.linearize.partial_eval``: the known/unknown split."""
-    from functrans.transforms import linearize
+    """``functrans.interpreters.partial_eval.partial_eval``: the known/unknown split."""
+    from functrans.interpreters import partial_eval
 
-    return linearize.partial_eval(closed, unknowns, instantiate)
+    return partial_eval.partial_eval(closed, unknowns, instantiate)
 
 
 def select_outputs(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
     """``closed`` returning only the outputs flagged in ``keep`` (dead code removed)."""
-    from functrans.transforms.dce import dce
+    from functrans.passes.dce import dce
 
     return ClosedJaxpr(dce(closed.jaxpr, keep), closed.consts)
 
 
 def transpose(closed: ClosedJaxpr, linear: Sequence[bool]) -> ClosedJaxpr:
-    """``functrans.transforms.transpose.transpose_jaxpr`` in the ``linear`` inputs."""
-    from functrans.transforms.transpose import transpose_jaxpr
+    """``functrans.interpreters.transpose.transpose_jaxpr`` in the ``linear`` inputs."""
+    from functrans.interpreters.transpose import transpose_jaxpr
 
     return transpose_jaxpr(closed, tuple(linear))
 
 
 def batched(closed: ClosedJaxpr, dims: Sequence[int | None], size: int) -> ClosedJaxpr:
     """``closed`` batched with inputs at ``dims`` and every output batch-axis first."""
-    from functrans.transforms.vmap import batch_eval, batched_aval
+    from functrans.interpreters.vmap import batch_eval, batched_aval
 
     def fun(*args):
         outs, out_dims = batch_eval(closed.jaxpr, closed.consts, args, dims, size)
@@ -75,7 +75,7 @@ def batched(closed: ClosedJaxpr, dims: Sequence[int | None], size: int) -> Close
 
 def out_batched(closed: ClosedJaxpr, dims: Sequence[int | None], size: int) -> list[bool]:
     """Which outputs of ``closed`` vary over the batch when its inputs are at ``dims``."""
-    from functrans.transforms.vmap import batch_jaxpr
+    from functrans.interpreters.vmap import batch_jaxpr
 
     return [d is not None for d in batch_jaxpr(closed, tuple(dims), size)[1]]
 
@@ -114,7 +114,7 @@ def depends(closed: ClosedJaxpr, flags: Sequence[bool]) -> list[bool]:
 
 def any_member(pred):
     """Whether any member (axis 0) of a batched predicate holds."""
-    from primitives.reductions import reduce_or_p
+    from functrans.primitives.reductions import reduce_or_p
 
     return bind(reduce_or_p, pred, axes=(0,))
 

@@ -48,9 +48,9 @@ from functrans.core import (
 )
 from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
-from primitives import _subjaxpr as sj
-from primitives import elementwise as ew
-from primitives import shape
+from functrans.primitives import _subjaxpr as sj
+from functrans.primitives import elementwise as ew
+from functrans.primitives import shape
 
 # --------------------------------------------------------------------------
 # cond: cond(index, *operands, branches)
@@ -504,7 +504,7 @@ def _while_transpose(cts, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
     """Carries split into known ones (which alone decide the loop and evolve
     on their own) and linear ones; the transpose is a ``recorded_loop`` whose
     backward sweep is the transposed linear part."""
-    from primitives.recorded_loop import Sweep, trace_sweep_body, transpose_sweeps
+    from functrans.primitives.recorded_loop import Sweep, trace_sweep_body, transpose_sweeps
 
     cc, bc, init = _while_parts(args, cond_nconsts, body_nconsts)
     if any(type(x) is UndefinedPrimal for x in cc):

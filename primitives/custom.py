@@ -26,8 +26,8 @@ from functrans.core import (
     trace_to_jaxpr,
 )
 from functrans.errors import FunctransError
-from primitives import shape
-from primitives._util import as_array
+from functrans.primitives import shape
+from functrans.primitives._util import as_array
 
 # -- stop_gradient ----------------------------------------------------------------
 
@@ -88,7 +88,7 @@ def member_aval(x) -> ShapedArray:
 def batch_front(fn: Callable, member_avals, size: int) -> Callable:
     """``fn`` (flat list in, flat list out) lifted to batch-axis-first
     arguments and results, by tracing it at ``member_avals`` and batching."""
-    from functrans.transforms.vmap import batch_eval
+    from functrans.interpreters.vmap import batch_eval
 
     closed, _, _ = trace_to_jaxpr(lambda *xs: fn(*xs), member_avals, name="batched rule")
 
@@ -282,8 +282,8 @@ def _checkpoint_jvp(primals, tangents, *, jaxpr, name):
     """Two equations: the primal call, and a second call that recomputes the
     primal inside it and returns only tangents.  Partial evaluation then keeps
     just the inputs as residuals, and the backward pass recomputes the rest."""
-    from functrans.transforms.dce import dce
-    from functrans.transforms.jvp import jvp_jaxpr
+    from functrans.passes.dce import dce
+    from functrans.interpreters.jvp import jvp_jaxpr
 
     outs = bind(checkpoint_p, *primals, jaxpr=jaxpr, name=name)
     nonzeros = [type(t) is not Zero for t in tangents]
@@ -298,14 +298,14 @@ def _checkpoint_jvp(primals, tangents, *, jaxpr, name):
 
 
 def _checkpoint_transpose(cts, *args, jaxpr, name):
-    from functrans.transforms.transpose import backward_pass
+    from functrans.interpreters.transpose import backward_pass
 
     cts_in = iter(backward_pass(jaxpr.jaxpr, jaxpr.consts, args, cts))
     return [next(cts_in) if type(a) is UndefinedPrimal else None for a in args]
 
 
 def _checkpoint_batch(vals, dims, *, axis_size, jaxpr, name):
-    from functrans.transforms.vmap import batch_jaxpr
+    from functrans.interpreters.vmap import batch_jaxpr
 
     batched, out_dims = batch_jaxpr(jaxpr, tuple(dims), axis_size)
     return bind(checkpoint_p, *vals, jaxpr=batched, name=name), list(out_dims)

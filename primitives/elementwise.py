@@ -31,8 +31,8 @@ import numpy as np
 from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, get_aval
 from functrans.dtypes import is_inexact, result_type, ufunc_operand
 from functrans.errors import DTypeError
-from primitives import reductions, shape
-from primitives._util import as_array, broadcast_shapes, check_dtype, linear_jvp, same_type
+from functrans.primitives import reductions, shape
+from functrans.primitives._util import as_array, broadcast_shapes, check_dtype, linear_jvp, same_type
 
 ZERO = "zero derivative"
 LINEAR = "linear"

@@ -1,6 +1,6 @@
 """``fused_elementwise``: a group of elementwise equations run as one.
 
-The fusion pass (``functrans.transforms.fuse``) replaces each maximal group
+The fusion pass (``functrans.passes.fuse``) replaces each maximal group
 of elementwise equations over one shape by a single ``fused_elementwise``
 equation whose param ``jaxpr`` holds the members; its outputs are the
 members' values used outside the group.  On the GPU the group is one CUDA
@@ -118,13 +118,13 @@ def _streams(args, shape) -> bool:
 
 
 def _fused_jvp(primals, tangents, *, jaxpr):
-    from functrans.transforms.jvp import jvp_eval
+    from functrans.interpreters.jvp import jvp_eval
 
     return jvp_eval(jaxpr, (), primals, tangents)
 
 
 def _fused_batch(vals, dims, *, axis_size, jaxpr):
-    from functrans.transforms.vmap import batch_eval
+    from functrans.interpreters.vmap import batch_eval
 
     return batch_eval(jaxpr, (), vals, dims, axis_size)
 

@@ -30,9 +30,9 @@ from functrans.core import (
 )
 from functrans.dtypes import is_inexact
 from functrans.errors import DTypeError, ShapeError
-from primitives import elementwise as ew
-from primitives import shape
-from primitives._util import as_array, broadcast_shapes, check_dtype, linear_jvp
+from functrans.primitives import elementwise as ew
+from functrans.primitives import shape
+from functrans.primitives._util import as_array, broadcast_shapes, check_dtype, linear_jvp
 
 SCATTER_MODES = ("set", "add", "mul", "min", "max")
 

@@ -20,9 +20,9 @@ import numpy as np
 from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, get_aval
 from functrans.dtypes import is_inexact, result_type
 from functrans.errors import DTypeError, ShapeError
-from primitives import elementwise as ew
-from primitives import reductions, shape
-from primitives._util import as_array, check_axes
+from functrans.primitives import elementwise as ew
+from functrans.primitives import reductions, shape
+from functrans.primitives._util import as_array, check_axes
 
 
 def _free_axes(ndim, *used):

@@ -54,9 +54,9 @@ from functrans.core import (
 )
 from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
-from primitives import elementwise as ew
-from primitives import shape
-from primitives._subjaxpr import (
+from functrans.primitives import elementwise as ew
+from functrans.primitives import shape
+from functrans.primitives._subjaxpr import (
     any_member,
     batched,
     fixpoint,
@@ -138,7 +138,7 @@ def _aval(x) -> ShapedArray:
 def trace_sweep_body(fn, consts, carry_avals, earlier: Sequence[Sweep]) -> ClosedJaxpr:
     """Trace ``fn(consts, carry, records)`` as a sweep body; ``records`` holds
     one list per sweep in ``earlier``."""
-    from functrans.transforms.optimize import optimize
+    from functrans.passes.pipeline import run_passes
 
     const_avals = [_aval(c) for c in consts]
     rec_avals = [sw.record_avals for sw in earlier]
@@ -152,7 +152,7 @@ def trace_sweep_body(fn, consts, carry_avals, earlier: Sequence[Sweep]) -> Close
         return fn(list(a[:nc]), list(a[nc : nc + nk]), records)
 
     avals = const_avals + list(carry_avals) + [a for r in rec_avals for a in r]
-    return optimize(trace(flat, avals, "while body"))
+    return run_passes(trace(flat, avals, "while body"))
 
 
 @functools.lru_cache(maxsize=256)
@@ -403,7 +403,7 @@ class _Transposition:
         cotangents of ``s``'s linear consts; its extras those of the linear
         records ``s`` reads.  At each step it adds in the cotangents the
         transposes of later sweeps left for ``s``'s own records."""
-        from functrans.transforms.transpose import transpose_jaxpr
+        from functrans.interpreters.transpose import transpose_jaxpr
 
         sweeps, linear, new = self.sweeps, self.linear, self.new
         sw = sweeps[s]

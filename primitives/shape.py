@@ -25,9 +25,9 @@ from functrans.core import (
 )
 from functrans.dtypes import is_inexact, result_type
 from functrans.errors import ShapeError
-from primitives import elementwise as ew
-from primitives import reductions
-from primitives._util import as_array, check_axes, check_dtype, linear_jvp, same_type
+from functrans.primitives import elementwise as ew
+from functrans.primitives import reductions
+from functrans.primitives._util import as_array, check_axes, check_dtype, linear_jvp, same_type
 
 
 def linear_unary_transpose(make_ct):

@@ -16,8 +16,8 @@ import numpy as np
 
 from functrans.core import Primitive, ShapedArray, Zero, bind, get_aval
 from functrans.dtypes import is_inexact
-from primitives import indexing, shape
-from primitives._util import as_array, check_axes
+from functrans.primitives import indexing, shape
+from functrans.primitives._util import as_array, check_axes
 
 
 def _sort_abstract_eval(x, *, axis):

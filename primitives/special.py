@@ -25,8 +25,8 @@ import numpy as np
 
 from functrans.core import ShapedArray, get_aval
 from functrans.errors import DTypeError
-from primitives import elementwise as ew
-from primitives.elementwise import Row, _declare
+from functrans.primitives import elementwise as ew
+from functrans.primitives.elementwise import Row, _declare
 
 _SCIPY_HINT = "pip install functrans[scipy]"
 _special = None

@@ -687,7 +687,7 @@ def fused_spec() -> Spec:
 
     def draw_case(draw):
         from functrans.core import trace_to_jaxpr
-        from primitives import elementwise as ew
+        from functrans.primitives import elementwise as ew
 
         shape, dtype = draw(SHAPES), float_dtype(draw)
         x, y = real(draw, shape, dtype=dtype), real(draw, shape, dtype=dtype)

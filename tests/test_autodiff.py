@@ -25,7 +25,7 @@ from functrans.dtypes import float0
 from functrans.errors import DTypeError, MissingRuleError
 from functrans.testing import check_grads
 from functrans.testing import strategies as fts
-from primitives.indexing import scatter_p
+from functrans.primitives.indexing import scatter_p
 
 # Every test runs twice: as written, and with each transformed function jitted.
 pytestmark = pytest.mark.usefixtures("transform_mode")

@@ -313,7 +313,7 @@ def test_custom_lin_is_bound_by_custom_vjp_and_transposed_by_bwd():
     f, _ = make_custom("custom_vjp")
     x, y = np.array([0.3, -1.2]), np.array([2.0, 0.5])
     from functrans.api import open_jaxpr
-    from functrans.transforms.linearize import linearize_jaxpr
+    from functrans.interpreters.partial_eval import linearize_jaxpr
 
     closed = ft.make_jaxpr(f)(x, y)
     opened, consts = open_jaxpr(closed)

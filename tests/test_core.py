@@ -39,7 +39,7 @@ from functrans.errors import (
     MissingRuleError,
     UnknownPrimitiveError,
 )
-from primitives.elementwise import add, convert_element_type, cos, gt, mul, sin
+from functrans.primitives.elementwise import add, convert_element_type, cos, gt, mul, sin
 
 F64_3 = ShapedArray((3,), np.float64)
 F32_3 = ShapedArray((3,), np.float32)

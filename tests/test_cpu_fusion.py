@@ -8,7 +8,7 @@ import pytest
 
 import functrans as ft
 import functrans.numpy as fnp
-from primitives.fused import NUMEXPR_MIN_SIZE, numexpr_plan
+from functrans.primitives.fused import NUMEXPR_MIN_SIZE, numexpr_plan
 
 pytest.importorskip("numexpr")
 

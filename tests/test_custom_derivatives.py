@@ -19,7 +19,7 @@ import functrans.numpy as fnp
 from functrans.api import open_jaxpr
 from functrans.testing import check_grads
 from functrans.testing import strategies as fts
-from functrans.transforms.linearize import linearize_jaxpr
+from functrans.interpreters.partial_eval import linearize_jaxpr
 
 # Every test runs twice: as written, and with each transformed function jitted.
 pytestmark = pytest.mark.usefixtures("transform_mode")

@@ -13,7 +13,7 @@ import pytest
 import functrans as ft
 import functrans.numpy as fnp
 from functrans import core, errors
-from primitives.elementwise import add, neg, sin
+from functrans.primitives.elementwise import add, neg, sin
 
 # class: the builtins it must also be
 HIERARCHY = {

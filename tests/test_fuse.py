@@ -1,4 +1,4 @@
-"""The elementwise fusion pass (functrans/transforms/fuse.py) and the
+"""The elementwise fusion pass (functrans/passes/fuse.py) and the
 ``fused_elementwise`` primitive (primitives/fused.py).
 
 Each test fuses a real program (straight code, gradients, Hessians, vmaps),
@@ -16,12 +16,12 @@ import functrans as ft
 import functrans.numpy as fnp
 from functrans import core
 from functrans.core import check_jaxpr
-from functrans.transforms.fuse import fuse
-from functrans.transforms.optimize import optimize
+from functrans.passes.fuse import fuse
+from functrans.passes.pipeline import run_passes
 
 
 def fused(f, *args):
-    closed = optimize(ft.make_jaxpr(f)(*args))
+    closed = run_passes(ft.make_jaxpr(f)(*args))
     out = fuse(closed)
     check_jaxpr(out)
     want = core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
@@ -127,7 +127,7 @@ def test_sibling_producers_merge_into_their_consumers_group():
 def test_lone_equations_stay_unfused():
     out = fused(lambda x: fnp.sum(fnp.sin(x)), np.ones(3))
     assert not groups(out)
-    closed = optimize(ft.make_jaxpr(lambda x: fnp.sum(fnp.sin(x)))(np.ones(3)))
+    closed = run_passes(ft.make_jaxpr(lambda x: fnp.sum(fnp.sin(x)))(np.ones(3)))
     assert fuse(closed) is closed
 
 
@@ -156,7 +156,7 @@ def test_the_fused_primitive_is_transformable():
         return fnp.sum(fnp.tanh(x * 3.0) * fnp.exp(-x))
 
     x = np.linspace(-1, 1, 5)
-    closed = fuse(optimize(ft.make_jaxpr(f)(x)))
+    closed = fuse(run_passes(ft.make_jaxpr(f)(x)))
     assert groups(closed)
 
     def run_fused(x):

@@ -24,7 +24,7 @@ import functrans.numpy as fnp
 from functrans.backends import cupy as gpu
 from functrans.core import Primitive, ShapedArray, registry
 from functrans.errors import FunctransError, KernelCompileError
-from primitives.elementwise import Cuda
+from functrans.primitives.elementwise import Cuda
 
 pytestmark = [
     pytest.mark.gpu,

@@ -31,7 +31,7 @@ from functrans.errors import (
     GPUUnavailableError,
     KernelCompileError,
 )
-from primitives.elementwise import BINARY, UNARY, Cuda
+from functrans.primitives.elementwise import BINARY, UNARY, Cuda
 
 CHAIN = cuda.toolchain()
 needs_nvcc = pytest.mark.skipif(CHAIN is None, reason="nvcc is not installed")

@@ -244,7 +244,7 @@ def test_numpy_linalg_calls_on_tracers_dispatch_here():
 @pytest.mark.parametrize("impl", ["lapack", "numpy"])
 def test_lu_factor_matches_scipy_including_blocks_and_batches(impl):
     """With SciPy the LU is LAPACK's; ``lu_numpy`` is the fallback without it."""
-    from primitives.linalg import lu_numpy, lu_p
+    from functrans.primitives.linalg import lu_numpy, lu_p
 
     for n in (0, 1, 5, 33, 70):  # 33 and 70: several 32-column panels
         for dtype in (np.float64, np.complex128, np.float32):

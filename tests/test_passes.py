@@ -13,14 +13,14 @@ import functrans as ft
 import functrans.numpy as fnp
 from functrans import core
 from functrans.backends.numpy import eval_jaxpr
-from functrans.transforms.cse import cse
-from functrans.transforms.dce import dce_closed
-from functrans.transforms.fold import fold
-from functrans.transforms.optimize import optimize
-from functrans.transforms.simplify import simplify
+from functrans.passes.cse import cse
+from functrans.passes.dce import dce_closed
+from functrans.passes.fold import fold
+from functrans.passes.pipeline import run_passes
+from functrans.passes.simplify import simplify
 
 PASSES = {"fold": fold, "simplify": simplify, "cse": cse, "dce": dce_closed,
-          "optimize": optimize}
+          "pipeline": run_passes}
 
 # Operations a random program may apply to one or two (3, 4) float64 values.
 UNARY = [fnp.sin, fnp.cos, fnp.tanh, fnp.negative, lambda a: a * 1.0, lambda a: a + 0.0,
@@ -65,7 +65,7 @@ def test_optimised_grad_programs_agree(program):
         return sum(fnp.sum(v) for v in run_program(program, a, b))
 
     closed = ft.make_jaxpr(ft.grad(loss, argnums=(0, 1)))(x, y)
-    for a, b in zip(eval_jaxpr(closed, x, y), eval_jaxpr(optimize(closed), x, y)):
+    for a, b in zip(eval_jaxpr(closed, x, y), eval_jaxpr(run_passes(closed), x, y)):
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-300)
 
 

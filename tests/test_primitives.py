@@ -677,7 +677,7 @@ def _sub_program(draw):
     """Operands ``c, x, y`` (broadcastable) and the open Jaxpr of
     ``[sin(x) * y + c, cos(x)]`` for a closed-over ``c``, its leading operand."""
     from functrans.api import open_jaxpr
-    from primitives.elementwise import add, cos, mul, sin
+    from functrans.primitives.elementwise import add, cos, mul, sin
 
     sx, sy, sc = draw(fts.broadcastable_shapes(3, max_rank=3, max_side=4))
     x, y, c = (operand(draw, dtypes=NUMERIC, shape=s, lo=-3, hi=3, scalar_ok=False)
@@ -718,7 +718,7 @@ def call_spec(name: str) -> Spec:
 def fused_spec() -> Spec:
     """``fused_elementwise`` runs its member equations (the GPU lowering's
     fusion pass makes it): here ``[sin(x) * y + 1, cos(x)]`` over one shape."""
-    from primitives.elementwise import add, cos, mul, sin
+    from functrans.primitives.elementwise import add, cos, mul, sin
 
     def draw_args(draw):
         shape = draw(fts.shapes())
@@ -755,7 +755,7 @@ def _open(fun, avals):
 
 def cond_spec() -> Spec:
     """Three branches over one operand; the index is clamped like JAX's."""
-    from primitives.elementwise import cos, mul, sin
+    from functrans.primitives.elementwise import cos, mul, sin
 
     def draw_args(draw):
         x = operand(draw, dtypes=("float32", "float64"), scalar_ok=False, lo=-3, hi=3)
@@ -774,7 +774,7 @@ def cond_spec() -> Spec:
 
 def scan_spec() -> Spec:
     """A recurrence ``h = h * w + x; y = h * x`` over a drawn length, either way."""
-    from primitives.elementwise import add, mul
+    from functrans.primitives.elementwise import add, mul
 
     def draw_args(draw):
         shape = draw(fts.shapes(max_rank=2, max_side=3))
@@ -801,7 +801,7 @@ def scan_spec() -> Spec:
 
 def while_spec() -> Spec:
     """Count ``i`` up to a bound (a cond constant), halving ``x`` each time."""
-    from primitives.elementwise import add, lt, mul
+    from functrans.primitives.elementwise import add, lt, mul
 
     def draw_args(draw):
         x = operand(draw, dtypes=("float64", "float32"), scalar_ok=False)
@@ -826,8 +826,8 @@ def recorded_loop_spec() -> Spec:
     """A counter recorded up to 3 (sweep 0); a backward sweep doubling its
     carry, summing the carries it enters steps with and recording each plus
     one; a forward sweep summing those records."""
-    from primitives.elementwise import add, lt, mul
-    from primitives.reductions import reduce_sum_p
+    from functrans.primitives.elementwise import add, lt, mul
+    from functrans.primitives.reductions import reduce_sum_p
 
     def draw_args(draw):
         i0 = np.asarray(draw(st.integers(0, 4)))
@@ -1322,8 +1322,8 @@ _FULL = ("slice", None, None, None)
 def _bad_control_flow():
     """Rows for the control-flow shape rules: a non-integer branch index, a
     scan body that changes its carry's shape, a while cond that is not bool."""
-    from primitives.elementwise import mul, sin
-    from primitives.shape import concatenate_p
+    from functrans.primitives.elementwise import mul, sin
+    from functrans.primitives.shape import concatenate_p
 
     branch = _open(lambda a: [sin(a)], [F3])
     grow = _open(lambda h, x: [concatenate_p.bind(h, x, dimension=0), x], [F3, F3])
@@ -1526,7 +1526,7 @@ def test_every_shape_rule_has_error_cases():
 
 
 def test_trace_time_error_names_the_user_function_and_the_types():
-    from primitives.elementwise import add
+    from functrans.primitives.elementwise import add
 
     def my_fun(x, y):
         return [add(x, y)]
@@ -1546,7 +1546,7 @@ def test_error_classes_derive_from_the_builtin_numpy_would_raise():
 
 
 def test_every_elementwise_row_has_its_binding_function():
-    from primitives import elementwise
+    from functrans.primitives import elementwise
 
     for name in list(elementwise.unary) + list(elementwise.binary):
         fn = getattr(elementwise, name, None) or getattr(elementwise, f"{name}_", None)

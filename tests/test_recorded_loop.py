@@ -18,8 +18,8 @@ from functrans import lax
 from functrans.core import UndefinedPrimal, get_aval, trace_to_jaxpr
 from functrans.errors import ShapeError
 from functrans.testing import check_grads
-from primitives import elementwise as ew
-from primitives.recorded_loop import Sweep, bind_sweeps, transpose_sweeps
+from functrans.primitives import elementwise as ew
+from functrans.primitives.recorded_loop import Sweep, bind_sweeps, transpose_sweeps
 
 pytestmark = pytest.mark.usefixtures("transform_mode")
 

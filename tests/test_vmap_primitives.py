@@ -136,7 +136,7 @@ def test_scatter_add_with_batched_repeated_indices():
 
 
 def test_dynamic_slice_and_update_with_batched_starts():
-    from primitives import indexing
+    from functrans.primitives import indexing
 
     x = np.arange(20.0).reshape(4, 5)
     starts = np.array([-3, 0, 2, 9])  # out of range: clamped
@@ -285,9 +285,9 @@ def test_custom_lin_batched_and_transposed_matches_a_loop_of_vjps():
     inputs (which batches ``custom_lin``), transpose it, and compare each
     member's cotangent with ``vjp``."""
     from functrans.api import apply_jaxpr, open_jaxpr
-    from functrans.transforms.linearize import linearize_jaxpr
-    from functrans.transforms.transpose import transpose_jaxpr
-    from functrans.transforms.vmap import batch_jaxpr
+    from functrans.interpreters.partial_eval import linearize_jaxpr
+    from functrans.interpreters.transpose import transpose_jaxpr
+    from functrans.interpreters.vmap import batch_jaxpr
 
     f, _ = _custom_functions()["custom_vjp"]
     x, y = np.array([0.3, -1.0, 2.0]), np.array([1.5, 0.5, -0.25])

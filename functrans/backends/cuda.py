@@ -1,7 +1,7 @@
 """CUDA C for elementwise equations, generated without CuPy or a GPU.
 
 A group of elementwise equations (one equation, for an eager call, or a
-fused group from ``functrans.transforms.fuse``) becomes one ``Kernel``: the
+fused group from ``functrans.passes.fuse``) becomes one ``Kernel``: the
 ``in_params``, ``out_params``, ``operation`` and ``preamble`` that
 ``cupy.ElementwiseKernel`` takes, and the complete ``.cu`` text CuPy would
 compile from them (``Kernel.source``), so that any machine with ``nvcc``

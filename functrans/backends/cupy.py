@@ -40,8 +40,8 @@ from functrans.backends import cuda
 from functrans.backends.numpy import last_uses
 from functrans.core import ClosedJaxpr, Eqn, Literal, Primitive, Var, lookup_primitive
 from functrans.errors import DeviceError, GPUUnavailableError, MissingRuleError
-from functrans.transforms.dce import dce_closed
-from functrans.transforms.fuse import fuse, is_elementwise
+from functrans.passes.dce import dce_closed
+from functrans.passes.fuse import fuse, is_elementwise
 
 _INSTALL_HINT = (
     "install CuPy for your CUDA version: pip install 'functrans[gpu]' (CUDA 12) or "

@@ -22,7 +22,7 @@ from typing import Any
 import functrans.numpy as fnp  # mid-import here: its attributes are read at call time
 from functrans.core import Tracer
 from functrans.numpy._indexing import IndexUpdateHelper, getitem
-from primitives.elementwise import convert_element_type
+from functrans.primitives.elementwise import convert_element_type
 
 #: ``__op__``/``__rop__`` pairs and the ``functrans.numpy`` function behind each.
 _BINARY_OPERATORS = {

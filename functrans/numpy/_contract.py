@@ -19,10 +19,10 @@ from functrans.errors import ShapeError
 from functrans.numpy._indexing import getitem
 from functrans.numpy._shape import _broadcast, _broadcast_shape, _convert, _reshape, _transpose
 from functrans.numpy._util import asarray, normalize_axis
-from primitives.elementwise import convert_element_type_p
-from primitives.elementwise import unary as _unary
-from primitives.linalg import dot_general_p
-from primitives.reductions import reduce_sum_p
+from functrans.primitives.elementwise import convert_element_type_p
+from functrans.primitives.elementwise import unary as _unary
+from functrans.primitives.linalg import dot_general_p
+from functrans.primitives.reductions import reduce_sum_p
 
 __all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum"]
 

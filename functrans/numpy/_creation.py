@@ -26,8 +26,8 @@ from functrans.core import Tracer, bind, get_aval
 from functrans.numpy._elementwise import add, divide, multiply, subtract
 from functrans.numpy._util import asarray as _asarray
 from functrans.numpy._util import is_traced, normalize_axis
-from primitives.elementwise import convert_element_type, floor, select_p
-from primitives.shape import broadcast_in_dim_p, reshape_p, transpose_p
+from functrans.primitives.elementwise import convert_element_type, floor, select_p
+from functrans.primitives.shape import broadcast_in_dim_p, reshape_p, transpose_p
 
 __all__ = [
     "array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",

@@ -27,7 +27,7 @@ import numpy as np
 from functrans.core import Primitive, bind
 from functrans.errors import ConcretizationError, DTypeError
 from functrans.numpy._util import asarray, is_traced
-from primitives.elementwise import (
+from functrans.primitives.elementwise import (
     binary,
     convert_element_type,
     integer_pow_p,

@@ -53,9 +53,9 @@ from functrans.numpy._elementwise import (
     where,
 )
 from functrans.numpy._util import asarray, is_traced, normalize_axis
-from primitives import elementwise as ew
-from primitives.sort import sort_p
-from primitives.sort import take_along_axis as _take_along_same_shape
+from functrans.primitives import elementwise as ew
+from functrans.primitives.sort import sort_p
+from functrans.primitives.sort import take_along_axis as _take_along_same_shape
 
 __all__ = [
     # scalar types that also cast
@@ -576,7 +576,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
 
 
 def _pad_constant(x, widths, values):
-    from primitives.shape import pad_p
+    from functrans.primitives.shape import pad_p
 
     pairs = _pairs("pad", values, x.ndim)
     flat = [v for pair in pairs for v in pair]

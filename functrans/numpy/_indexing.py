@@ -24,9 +24,9 @@ from functrans.devices import is_device_array
 from functrans.errors import ConcretizationError, DTypeError, ShapeError
 from functrans.numpy._shape import _broadcast_to, _reshape, _transpose
 from functrans.numpy._util import asarray, normalize_axis
-from primitives import elementwise
-from primitives.indexing import gather_p, indexed_shape, scatter_p
-from primitives.shape import expand_dims_p, rev_p, slice_p, squeeze_p
+from functrans.primitives import elementwise
+from functrans.primitives.indexing import gather_p, indexed_shape, scatter_p
+from functrans.primitives.shape import expand_dims_p, rev_p, slice_p, squeeze_p
 
 __all__ = ["take"]  # getitem and IndexUpdateHelper back Tracer.__getitem__ and .at
 

@@ -26,8 +26,8 @@ import numpy as np
 from functrans.core import Primitive, bind
 from functrans.numpy._elementwise import _no_out, absolute, divide, multiply, sqrt, subtract
 from functrans.numpy._util import asarray, normalize_axes, normalize_axis
-from primitives.elementwise import convert_element_type
-from primitives.reductions import (
+from functrans.primitives.elementwise import convert_element_type
+from functrans.primitives.reductions import (
     argmax_p,
     argmin_p,
     cumprod_p,
@@ -39,7 +39,7 @@ from primitives.reductions import (
     reduce_prod_p,
     reduce_sum_p,
 )
-from primitives.shape import expand_dims_p, reshape_p
+from functrans.primitives.shape import expand_dims_p, reshape_p
 
 __all__ = [
     "sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin",

@@ -20,9 +20,9 @@ import numpy as np
 from functrans.core import bind
 from functrans.errors import AxisError, ConcretizationError, DTypeError, ShapeError
 from functrans.numpy._util import asarray, is_traced, normalize_axes, normalize_axis
-from primitives.elementwise import convert_element_type_p
-from primitives.indexing import gather_p
-from primitives.shape import (
+from functrans.primitives.elementwise import convert_element_type_p
+from functrans.primitives.indexing import gather_p
+from functrans.primitives.shape import (
     broadcast_in_dim_p,
     concatenate_p,
     expand_dims_p,

@@ -11,8 +11,8 @@ import numpy as np
 from functrans.core import Tracer, bind
 from functrans.devices import is_device_array
 from functrans.errors import AxisError
-from primitives.elementwise import convert_element_type_p
-from primitives.shape import concatenate_p, expand_dims_p
+from functrans.primitives.elementwise import convert_element_type_p
+from functrans.primitives.shape import concatenate_p, expand_dims_p
 
 
 def is_traced(*xs: Any) -> bool:

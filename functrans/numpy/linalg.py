@@ -57,8 +57,8 @@ from functrans.errors import DTypeError, LinAlgError
 from functrans.numpy import _contract, _elementwise, _reductions, _shape
 from functrans.numpy._shape import _broadcast_shape, _broadcast_to, _reshape
 from functrans.numpy._util import asarray, is_traced, normalize_axis
-from primitives import elementwise as ew
-from primitives import linalg as la
+from functrans.primitives import elementwise as ew
+from functrans.primitives import linalg as la
 
 __all__ = [
     "solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "qr", "svd",

@@ -36,8 +36,8 @@ from functrans.numpy.linalg import (
     right_hand_side,
     solve,
 )
-from primitives import elementwise as ew
-from primitives import linalg as la
+from functrans.primitives import elementwise as ew
+from functrans.primitives import linalg as la
 
 __all__ = ["solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "expm"]
 

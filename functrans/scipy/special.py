@@ -34,8 +34,8 @@ from functrans.lax import stop_gradient
 from functrans.numpy import _elementwise as E
 from functrans.numpy import _reductions, _shape
 from functrans.numpy._util import asarray, normalize_axes
-from primitives import elementwise as ew
-from primitives import special as sp
+from functrans.primitives import elementwise as ew
+from functrans.primitives import special as sp
 
 __all__ = [
     "logsumexp", "softmax", "log_softmax", "expit", "logit", "log_expit",

@@ -5,15 +5,15 @@ elimination and dead-code elimination, repeated until nothing changes."""
 from __future__ import annotations
 
 from functrans.core import ClosedJaxpr
-from functrans.transforms.cse import cse
-from functrans.transforms.dce import dce_closed
-from functrans.transforms.fold import fold
-from functrans.transforms.simplify import simplify
+from functrans.passes.cse import cse
+from functrans.passes.dce import dce_closed
+from functrans.passes.fold import fold
+from functrans.passes.simplify import simplify
 
 PASSES = (fold, simplify, cse, dce_closed)
 
 
-def optimize(closed: ClosedJaxpr, max_rounds: int = 4) -> ClosedJaxpr:
+def run_passes(closed: ClosedJaxpr, max_rounds: int = 4) -> ClosedJaxpr:
     for _ in range(max_rounds):
         before = closed
         for run in PASSES:

@@ -16,7 +16,7 @@ import functools
 from typing import Any, Sequence
 
 from functrans.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, bind, trace_to_jaxpr
-from functrans.transforms.optimize import optimize
+from functrans.passes.pipeline import run_passes
 
 
 def batched_aval(aval: ShapedArray, dim: int | None, size: int) -> ShapedArray:
@@ -73,4 +73,4 @@ def batch_jaxpr(
 
     avals = [batched_aval(a, d, size) for a, d in zip(closed.in_avals, in_dims)]
     new, _, _ = trace_to_jaxpr(fun, avals, name="vmap")
-    return optimize(new), tuple(out_dims)
+    return run_passes(new), tuple(out_dims)

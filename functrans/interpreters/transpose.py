@@ -25,7 +25,7 @@ from functrans.core import (
     lookup_primitive,
     trace_to_jaxpr,
 )
-from functrans.transforms.optimize import optimize
+from functrans.passes.pipeline import run_passes
 
 
 def add_cotangents(a: Any, b: Any) -> Any:
@@ -115,5 +115,5 @@ def transpose_jaxpr(
 
     ct_avals = [a for a, nz in zip(out_avals, ct_nonzero) if nz]
     new, _, _ = trace_to_jaxpr(fun, nonlin_avals + ct_avals, name="transpose")
-    return optimize(new)
+    return run_passes(new)
 

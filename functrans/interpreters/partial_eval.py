@@ -14,9 +14,9 @@ import functools
 from typing import Sequence
 
 from functrans.core import ClosedJaxpr, Jaxpr, Literal, Var
-from functrans.transforms.dce import dce
-from functrans.transforms.jvp import jvp_jaxpr
-from functrans.transforms.optimize import optimize
+from functrans.passes.dce import dce
+from functrans.interpreters.jvp import jvp_jaxpr
+from functrans.passes.pipeline import run_passes
 
 
 def partial_eval(
@@ -90,4 +90,4 @@ def linearize_jaxpr(closed: ClosedJaxpr, active: tuple[bool, ...]):
     known, linear, _, _ = partial_eval(
         jv, [False] * n_in + [True] * n_t, [False] * n_out + [True] * n_out
     )
-    return optimize(known), optimize(linear), n_out
+    return run_passes(known), run_passes(linear), n_out
