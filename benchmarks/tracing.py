@@ -37,9 +37,10 @@ def _chain(sin, mul, add):
 
 
 def workloads() -> list[Workload]:
+    from functrans.primitives import elementwise as ew
+
     import functrans
     import functrans.numpy as fnp
-    from functrans.primitives import elementwise as ew
 
     x = np.linspace(0.0, 1.0, 8)
     funs = {

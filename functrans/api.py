@@ -28,14 +28,14 @@ from functrans.core import (
 from functrans.devices import check_devices, is_device_array
 from functrans.dtypes import float0, is_inexact
 from functrans.errors import ConcretizationError, DTypeError
-from functrans.passes.dce import dce
 from functrans.interpreters.jvp import tangent_aval
 from functrans.interpreters.partial_eval import linearize_jaxpr
-from functrans.passes.pipeline import run_passes
 from functrans.interpreters.transpose import backward_pass, transpose_jaxpr
 from functrans.interpreters.vmap import batch_jaxpr
-from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from functrans.passes.dce import dce
+from functrans.passes.pipeline import run_passes
 from functrans.primitives import shape as shape_prims
+from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 __all__ = [
     "ShapeDtypeStruct",

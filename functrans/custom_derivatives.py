@@ -13,8 +13,8 @@ from typing import Any, Callable, Sequence
 
 from functrans import core
 from functrans.api import check_leaves, open_jaxpr
-from functrans.tree_util import tree_flatten, tree_unflatten
 from functrans.primitives.custom import FlatRule, checkpoint_p, custom_jvp_call_p, custom_vjp_call_p
+from functrans.tree_util import tree_flatten, tree_unflatten
 
 
 def _hashable(x: Any) -> Any:

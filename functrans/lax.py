@@ -17,6 +17,9 @@ import numpy as np
 from functrans import core
 from functrans.api import check_leaves, open_jaxpr
 from functrans.core import ShapedArray, Tracer
+from functrans.primitives.control_flow import cond_p, scan_p, while_p
+from functrans.primitives.custom import stop_gradient_p
+from functrans.primitives.elementwise import convert_element_type
 from functrans.tree_util import (
     keystr,
     tree_flatten,
@@ -24,9 +27,6 @@ from functrans.tree_util import (
     tree_map,
     tree_unflatten,
 )
-from functrans.primitives.control_flow import cond_p, scan_p, while_p
-from functrans.primitives.custom import stop_gradient_p
-from functrans.primitives.elementwise import convert_element_type
 
 __all__ = ["cond", "fori_loop", "scan", "stop_gradient", "switch", "while_loop"]
 

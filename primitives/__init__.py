@@ -1,6 +1,6 @@
-"""The primitive set of functrans (installed as ``functrans.primitives``): each primitive declared once with all of its
-rules, one module per family.  Importing this package registers them all in
-``functrans.core.registry``."""
+"""The primitive set of functrans, installed as ``functrans.primitives``: each
+primitive declared once with all of its rules, one module per family.
+Importing this package registers them all in ``functrans.core.registry``."""
 
 from functrans.primitives import (  # noqa: F401
     control_flow,

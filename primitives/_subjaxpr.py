@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
-
-from functrans.core import ClosedJaxpr, Var, Zero, bind, get_aval, instantiate, trace_to_jaxpr
 from functrans.primitives import elementwise as ew
 from functrans.primitives import shape
+
+from functrans.core import ClosedJaxpr, Var, Zero, bind, get_aval, instantiate, trace_to_jaxpr
 
 
 def run(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:

@@ -32,6 +32,9 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+from functrans.primitives import _subjaxpr as sj
+from functrans.primitives import elementwise as ew
+from functrans.primitives import shape
 
 from functrans.core import (
     ClosedJaxpr,
@@ -48,9 +51,6 @@ from functrans.core import (
 )
 from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
-from functrans.primitives import _subjaxpr as sj
-from functrans.primitives import elementwise as ew
-from functrans.primitives import shape
 
 # --------------------------------------------------------------------------
 # cond: cond(index, *operands, branches)

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from functrans.primitives import shape
+from functrans.primitives._util import as_array
+
 from functrans.core import (
     ClosedJaxpr,
     Primitive,
@@ -26,8 +29,6 @@ from functrans.core import (
     trace_to_jaxpr,
 )
 from functrans.errors import FunctransError
-from functrans.primitives import shape
-from functrans.primitives._util import as_array
 
 # -- stop_gradient ----------------------------------------------------------------
 
@@ -282,8 +283,8 @@ def _checkpoint_jvp(primals, tangents, *, jaxpr, name):
     """Two equations: the primal call, and a second call that recomputes the
     primal inside it and returns only tangents.  Partial evaluation then keeps
     just the inputs as residuals, and the backward pass recomputes the rest."""
-    from functrans.passes.dce import dce
     from functrans.interpreters.jvp import jvp_jaxpr
+    from functrans.passes.dce import dce
 
     outs = bind(checkpoint_p, *primals, jaxpr=jaxpr, name=name)
     nonzeros = [type(t) is not Zero for t in tangents]

@@ -27,12 +27,18 @@ import math
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
+from functrans.primitives import reductions, shape
+from functrans.primitives._util import (
+    as_array,
+    broadcast_shapes,
+    check_dtype,
+    linear_jvp,
+    same_type,
+)
 
 from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, get_aval
 from functrans.dtypes import is_inexact, result_type, ufunc_operand
 from functrans.errors import DTypeError
-from functrans.primitives import reductions, shape
-from functrans.primitives._util import as_array, broadcast_shapes, check_dtype, linear_jvp, same_type
 
 ZERO = "zero derivative"
 LINEAR = "linear"

@@ -18,6 +18,9 @@ scalars, clamped like JAX so the slice stays inside the operand.
 from __future__ import annotations
 
 import numpy as np
+from functrans.primitives import elementwise as ew
+from functrans.primitives import shape
+from functrans.primitives._util import as_array, broadcast_shapes, check_dtype, linear_jvp
 
 from functrans.core import (
     Primitive,
@@ -30,9 +33,6 @@ from functrans.core import (
 )
 from functrans.dtypes import is_inexact
 from functrans.errors import DTypeError, ShapeError
-from functrans.primitives import elementwise as ew
-from functrans.primitives import shape
-from functrans.primitives._util import as_array, broadcast_shapes, check_dtype, linear_jvp
 
 SCATTER_MODES = ("set", "add", "mul", "min", "max")
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from functrans.primitives import elementwise as ew
+from functrans.primitives import reductions, shape
+from functrans.primitives._util import as_array, check_axes
 
 from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, get_aval
 from functrans.dtypes import is_inexact, result_type
 from functrans.errors import DTypeError, ShapeError
-from functrans.primitives import elementwise as ew
-from functrans.primitives import reductions, shape
-from functrans.primitives._util import as_array, check_axes
 
 
 def _free_axes(ndim, *used):

@@ -40,6 +40,18 @@ import functools
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
+from functrans.primitives import elementwise as ew
+from functrans.primitives import shape
+from functrans.primitives._subjaxpr import (
+    any_member,
+    batched,
+    fixpoint,
+    jvp,
+    run,
+    runner,
+    select_members,
+    trace,
+)
 
 from functrans.core import (
     ClosedJaxpr,
@@ -54,18 +66,6 @@ from functrans.core import (
 )
 from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
-from functrans.primitives import elementwise as ew
-from functrans.primitives import shape
-from functrans.primitives._subjaxpr import (
-    any_member,
-    batched,
-    fixpoint,
-    jvp,
-    run,
-    runner,
-    select_members,
-    trace,
-)
 
 
 class Sweep(NamedTuple):

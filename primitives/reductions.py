@@ -14,13 +14,13 @@ from functools import cache
 from typing import Callable
 
 import numpy as np
+from functrans.primitives import elementwise as ew
+from functrans.primitives import indexing, shape
+from functrans.primitives._util import as_array, check_axes, check_dtype
 
 from functrans.core import Primitive, ShapedArray, Zero, bind, get_aval, registry
 from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
-from functrans.primitives import elementwise as ew
-from functrans.primitives import indexing, shape
-from functrans.primitives._util import as_array, check_axes, check_dtype
 
 
 @cache

@@ -13,6 +13,9 @@ import functools
 import math
 
 import numpy as np
+from functrans.primitives import elementwise as ew
+from functrans.primitives import reductions
+from functrans.primitives._util import as_array, check_axes, check_dtype, linear_jvp, same_type
 
 from functrans.core import (
     Primitive,
@@ -25,9 +28,6 @@ from functrans.core import (
 )
 from functrans.dtypes import is_inexact, result_type
 from functrans.errors import ShapeError
-from functrans.primitives import elementwise as ew
-from functrans.primitives import reductions
-from functrans.primitives._util import as_array, check_axes, check_dtype, linear_jvp, same_type
 
 
 def linear_unary_transpose(make_ct):

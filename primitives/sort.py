@@ -13,11 +13,11 @@ NumPy.
 from __future__ import annotations
 
 import numpy as np
+from functrans.primitives import indexing, shape
+from functrans.primitives._util import as_array, check_axes
 
 from functrans.core import Primitive, ShapedArray, Zero, bind, get_aval
 from functrans.dtypes import is_inexact
-from functrans.primitives import indexing, shape
-from functrans.primitives._util import as_array, check_axes
 
 
 def _sort_abstract_eval(x, *, axis):

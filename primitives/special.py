@@ -22,11 +22,11 @@ import math
 from typing import Callable
 
 import numpy as np
+from functrans.primitives import elementwise as ew
+from functrans.primitives.elementwise import Row, _declare
 
 from functrans.core import ShapedArray, get_aval
 from functrans.errors import DTypeError
-from functrans.primitives import elementwise as ew
-from functrans.primitives.elementwise import Row, _declare
 
 _SCIPY_HINT = "pip install functrans[scipy]"
 _special = None

@@ -686,8 +686,9 @@ def fused_spec() -> Spec:
     makes: ``[sin(x) * y + exp(x), tanh(y) / 2]``."""
 
     def draw_case(draw):
-        from functrans.core import trace_to_jaxpr
         from functrans.primitives import elementwise as ew
+
+        from functrans.core import trace_to_jaxpr
 
         shape, dtype = draw(SHAPES), float_dtype(draw)
         x, y = real(draw, shape, dtype=dtype), real(draw, shape, dtype=dtype)

@@ -7,12 +7,12 @@ import collections
 
 import numpy as np
 import pytest
+from functrans.primitives.elementwise import add, mul, sin
 
 import functrans as ft
 from functrans.backends import numpy as numpy_backend
 from functrans.core import ClosedJaxpr, ShapedArray, ShapeDtypeStruct, check_jaxpr
 from functrans.errors import ShapeError
-from functrans.primitives.elementwise import add, mul, sin
 
 Params = collections.namedtuple("Params", "w b")
 

@@ -16,6 +16,7 @@ from collections import namedtuple
 
 import numpy as np
 import pytest
+from functrans.primitives.indexing import scatter_p
 from hypothesis import given, settings
 
 import functrans as ft
@@ -25,7 +26,6 @@ from functrans.dtypes import float0
 from functrans.errors import DTypeError, MissingRuleError
 from functrans.testing import check_grads
 from functrans.testing import strategies as fts
-from functrans.primitives.indexing import scatter_p
 
 # Every test runs twice: as written, and with each transformed function jitted.
 pytestmark = pytest.mark.usefixtures("transform_mode")

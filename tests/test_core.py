@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 import pytest
+from functrans.primitives.elementwise import add, convert_element_type, cos, gt, mul, sin
 
 import functrans
 from functrans import core
@@ -39,7 +40,6 @@ from functrans.errors import (
     MissingRuleError,
     UnknownPrimitiveError,
 )
-from functrans.primitives.elementwise import add, convert_element_type, cos, gt, mul, sin
 
 F64_3 = ShapedArray((3,), np.float64)
 F32_3 = ShapedArray((3,), np.float32)

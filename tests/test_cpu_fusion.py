@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from functrans.primitives.fused import NUMEXPR_MIN_SIZE, numexpr_plan
 
 import functrans as ft
 import functrans.numpy as fnp
-from functrans.primitives.fused import NUMEXPR_MIN_SIZE, numexpr_plan
 
 pytest.importorskip("numexpr")
 

@@ -17,9 +17,9 @@ from hypothesis import given, settings
 import functrans as ft
 import functrans.numpy as fnp
 from functrans.api import open_jaxpr
+from functrans.interpreters.partial_eval import linearize_jaxpr
 from functrans.testing import check_grads
 from functrans.testing import strategies as fts
-from functrans.interpreters.partial_eval import linearize_jaxpr
 
 # Every test runs twice: as written, and with each transformed function jitted.
 pytestmark = pytest.mark.usefixtures("transform_mode")

@@ -9,11 +9,11 @@ import inspect
 
 import numpy as np
 import pytest
+from functrans.primitives.elementwise import add, neg, sin
 
 import functrans as ft
 import functrans.numpy as fnp
 from functrans import core, errors
-from functrans.primitives.elementwise import add, neg, sin
 
 # class: the builtins it must also be
 HIERARCHY = {

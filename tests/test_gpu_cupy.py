@@ -18,13 +18,13 @@ import warnings
 
 import numpy as np
 import pytest
+from functrans.primitives.elementwise import Cuda
 
 import functrans as ft
 import functrans.numpy as fnp
 from functrans.backends import cupy as gpu
 from functrans.core import Primitive, ShapedArray, registry
 from functrans.errors import FunctransError, KernelCompileError
-from functrans.primitives.elementwise import Cuda
 
 pytestmark = [
     pytest.mark.gpu,

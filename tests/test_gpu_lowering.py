@@ -17,6 +17,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from functrans.primitives.elementwise import BINARY, UNARY, Cuda
 
 import functrans as ft
 import functrans.numpy as fnp
@@ -31,7 +32,6 @@ from functrans.errors import (
     GPUUnavailableError,
     KernelCompileError,
 )
-from functrans.primitives.elementwise import BINARY, UNARY, Cuda
 
 CHAIN = cuda.toolchain()
 needs_nvcc = pytest.mark.skipif(CHAIN is None, reason="nvcc is not installed")

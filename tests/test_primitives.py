@@ -676,8 +676,9 @@ def stop_gradient_spec() -> Spec:
 def _sub_program(draw):
     """Operands ``c, x, y`` (broadcastable) and the open Jaxpr of
     ``[sin(x) * y + c, cos(x)]`` for a closed-over ``c``, its leading operand."""
-    from functrans.api import open_jaxpr
     from functrans.primitives.elementwise import add, cos, mul, sin
+
+    from functrans.api import open_jaxpr
 
     sx, sy, sc = draw(fts.broadcastable_shapes(3, max_rank=3, max_side=4))
     x, y, c = (operand(draw, dtypes=NUMERIC, shape=s, lo=-3, hi=3, scalar_ok=False)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from functrans.primitives import elementwise as ew
+from functrans.primitives.recorded_loop import Sweep, bind_sweeps, transpose_sweeps
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,8 +20,6 @@ from functrans import lax
 from functrans.core import UndefinedPrimal, get_aval, trace_to_jaxpr
 from functrans.errors import ShapeError
 from functrans.testing import check_grads
-from functrans.primitives import elementwise as ew
-from functrans.primitives.recorded_loop import Sweep, bind_sweeps, transpose_sweeps
 
 pytestmark = pytest.mark.usefixtures("transform_mode")
 

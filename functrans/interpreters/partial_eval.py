@@ -14,8 +14,8 @@ import functools
 from typing import Sequence
 
 from functrans.core import ClosedJaxpr, Jaxpr, Literal, Var
-from functrans.passes.dce import dce
 from functrans.interpreters.jvp import jvp_jaxpr
+from functrans.passes.dce import dce
 from functrans.passes.pipeline import run_passes
 
 
