@@ -1,7 +1,8 @@
 """The user-facing transforms.  Each one flattens its arguments' pytrees, traces
 the user's function into a Jaxpr with ``core.trace_to_jaxpr``, rewrites the
 Jaxpr with the transforms in ``functrans.transforms``, evaluates it and
-unflattens the results.  Errors name the user's function and argument paths.
+unflattens the results.  Argument handling (argnums, axis specifications,
+leaf checks) lives in ``functrans._api_util``.
 """
 
 from __future__ import annotations
@@ -11,9 +12,28 @@ import itertools
 from typing import Any, Callable, Sequence
 
 import numpy as np
-import optree
 
 from functrans import core
+from functrans._api_util import (
+    _axis_spec_leaves,
+    _check_grad_inputs,
+    _check_jacobian_outputs,
+    _check_like,
+    _check_scalar_output,
+    _chunks,
+    _diff_args,
+    _flat_of,
+    _mapped_size,
+    _member_aval,
+    _move_out_axis,
+    _outputs_then_aux,
+    _replace_args,
+    _split_aux,
+    _tuple_arg,
+    check_leaves,
+    flat_fun,
+    normalize_argnums,
+)
 from functrans.backends import numpy as numpy_backend
 from functrans.core import (
     ClosedJaxpr,
@@ -25,9 +45,9 @@ from functrans.core import (
     Zero,
     bind,
 )
-from functrans.devices import check_devices, is_device_array
+from functrans.devices import is_device_array
 from functrans.dtypes import float0, is_inexact
-from functrans.errors import ConcretizationError, DTypeError
+from functrans.errors import ConcretizationError
 from functrans.interpreters.jvp import tangent_aval
 from functrans.interpreters.partial_eval import linearize_jaxpr
 from functrans.interpreters.transpose import backward_pass, transpose_jaxpr
@@ -54,56 +74,6 @@ __all__ = [
 ]
 
 
-def _normalize_argnums(name: str, argnums: int | Sequence[int], nargs: int) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    out = []
-    for i in nums:
-        if not -nargs <= i < nargs:
-            raise ValueError(
-                f"{name}: argnums/static_argnums value {i} is out of range for a call "
-                f"with {nargs} positional arguments"
-            )
-        out.append(i % nargs)
-    return tuple(out)
-
-
-def check_leaves(name: str, what: str, tree: Any) -> tuple[list, Any]:
-    """Flatten ``tree`` and check every leaf is an array, a scalar or a tracer;
-    otherwise raise a TypeError naming the leaf's path and the way out."""
-    paths, leaves, treedef = tree_flatten_with_path(tree)
-    for path, leaf in zip(paths, leaves):
-        if isinstance(leaf, (Tracer, np.ndarray, np.generic, ShapeDtypeStruct, bool, int,
-                             float, complex)):
-            continue
-        if hasattr(leaf, "__array__") and hasattr(leaf, "dtype"):
-            continue
-        raise TypeError(
-            f"{name}: {what}{keystr(path)} is a {type(leaf).__name__}, which is not an "
-            "array; pass arrays or Python scalars, or mark the argument static "
-            "(static_argnums)"
-        )
-    if what != "output":
-        check_devices(name, what, tree, leaves)
-    return leaves, treedef
-
-
-def flat_fun(f: Callable, name: str, in_tree, static: dict[int, Any], kwargs: dict):
-    """Wrap ``f`` to take flat leaves and return flat output leaves; the output
-    tree is left in the returned cell after the call."""
-    out_tree_cell: list = []
-
-    def flat(*leaves):
-        dynamic = tree_unflatten(in_tree, leaves)
-        it = iter(dynamic)
-        args = [static[i] if i in static else next(it) for i in range(len(static) + len(dynamic))]
-        out = f(*args, **kwargs)
-        out_leaves, out_tree = check_leaves(name, "output", out)
-        out_tree_cell.append(out_tree)
-        return out_leaves
-
-    return flat, out_tree_cell
-
-
 def make_jaxpr(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable[..., ClosedJaxpr]:
     """Trace ``f`` at the given arguments and return its Jaxpr.
 
@@ -118,7 +88,7 @@ def make_jaxpr(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callabl
 
     @functools.wraps(f)
     def make(*args, **kwargs) -> ClosedJaxpr:
-        nums = _normalize_argnums(f"make_jaxpr({name})", static_argnums, len(args))
+        nums = normalize_argnums(f"make_jaxpr({name})", static_argnums, len(args))
         static = {i: args[i] for i in nums}
         dynamic = tuple(a for i, a in enumerate(args) if i not in static)
         # Check with static arguments blanked out (None is an empty node), so
@@ -236,76 +206,6 @@ def _without_first_output(known: ClosedJaxpr, n_out: int) -> ClosedJaxpr:
     return ClosedJaxpr(dce(known.jaxpr, keep), known.consts)
 
 
-def _check_grad_inputs(
-    label: str, nums: tuple, diff: tuple, allow_int: bool, holomorphic: bool = False,
-    real_only: bool = False,
-) -> None:
-    """Differentiable inputs are float or complex (JAX's rules): complex ones
-    must all be complex with ``holomorphic=True``, and ``real_only``
-    (``jacfwd`` without ``holomorphic``) refuses them."""
-    paths, leaves, _ = tree_flatten_with_path(diff)
-    for path, leaf in zip(paths, leaves):
-        aval = core.get_aval(leaf)
-        dtype = aval.dtype
-        where = f"argument {nums[path[0]]}{keystr(path[1:])}"
-        if holomorphic and dtype.kind != "c":
-            raise DTypeError(
-                f"{label}: holomorphic=True needs complex inputs, but {where} has type "
-                f"{aval.str_short()}; convert it with .astype(complex), or drop "
-                "holomorphic=True"
-            )
-        if real_only and dtype.kind == "c" and not holomorphic:
-            raise DTypeError(
-                f"{label}: {where} is complex ({aval.str_short()}); jacfwd needs real "
-                "inputs unless holomorphic=True (for a holomorphic function); for other "
-                "functions of complex inputs use jacrev or vjp"
-            )
-        if not is_inexact(dtype) and not allow_int:
-            raise DTypeError(
-                f"{label}: argument {nums[path[0]]}{keystr(path[1:])} has integer or bool "
-                f"type {core.get_aval(leaf).str_short()}; differentiate with respect to "
-                "float arguments (x.astype(float)), or pass allow_int=True to get float0 "
-                "zeros for it"
-            )
-
-
-def _diff_args(label: str, argnums, args: tuple, allow_int: bool, holomorphic: bool,
-               real_only: bool = False):
-    """The positions, flattened leaves and tree of the arguments to
-    differentiate, after checking devices and dtypes."""
-    nums = _normalize_argnums(label, argnums, len(args))
-    diff = tuple(args[i] for i in nums)
-    check_devices(label, "argument ", args, tree_flatten(args)[0], call="args")
-    leaves, in_tree = check_leaves(label, "argument ", diff)
-    _check_grad_inputs(label, nums, diff, allow_int, holomorphic, real_only=real_only)
-    return nums, leaves, in_tree
-
-
-def _split_aux(label: str, name: str, out: Any, has_aux: bool, aux_cell: list,
-               first: str = "out"):
-    """``(out, aux leaves)``: with ``has_aux`` the function must return the pair
-    ``(out, aux)`` (``first`` names its first part in the error); the aux tree
-    is recorded in ``aux_cell``."""
-    if not has_aux:
-        return out, []
-    if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise TypeError(
-            f"{label}: with has_aux=True, {name} must return a pair ({first}, aux), "
-            f"got {type(out).__name__}"
-        )
-    out, aux = out
-    aux_leaves, aux_tree = tree_flatten(aux)
-    aux_cell.append(aux_tree)
-    return out, aux_leaves
-
-
-def _replace_args(args: tuple, nums: tuple, new: Sequence[Any]) -> list:
-    out = list(args)
-    for i, x in zip(nums, new):
-        out[i] = x
-    return out
-
-
 def value_and_grad(
     f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     allow_int: bool = False, holomorphic: bool = False,
@@ -360,33 +260,6 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
     return value_and_grad_f
 
 
-def _check_scalar_output(label: str, name: str, out: Any, holomorphic: bool = False) -> None:
-    if isinstance(out, (tuple, list, dict)) or out is None:
-        raise TypeError(
-            f"{label}: {name} must return a scalar, got a {type(out).__name__}; "
-            "use jacrev for several outputs, or has_aux=True to return extra values"
-        )
-    aval = core.get_aval(out)
-    if holomorphic:
-        if aval.shape != () or aval.dtype.kind != "c":
-            raise TypeError(
-                f"{label}: with holomorphic=True, {name} must return a complex scalar, got "
-                f"{aval.str_short()}; convert it with .astype(complex), or drop holomorphic=True"
-            )
-        return
-    if aval.shape == () and aval.dtype.kind == "c":
-        raise TypeError(
-            f"{label}: {name} must return a real float scalar, got {aval.str_short()}; pass "
-            "holomorphic=True if it is holomorphic, or differentiate a real function of it "
-            "(its abs, .real or .imag)"
-        )
-    if aval.shape != () or not is_inexact(aval.dtype):
-        raise TypeError(
-            f"{label}: {name} must return a real float scalar, got {aval.str_short()}; "
-            "sum it, or use jacrev for a vector output"
-        )
-
-
 def grad(
     f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     allow_int: bool = False, holomorphic: bool = False,
@@ -409,23 +282,6 @@ def grad(
 
     grad_f.__name__ = grad_f.__qualname__ = f"grad_of_{core.fun_name(f)}"
     return grad_f
-
-
-def _tuple_arg(label: str, what: str, x: Any) -> tuple:
-    if not isinstance(x, (tuple, list)):
-        raise TypeError(f"{label}: {what} must be a tuple or list, got {type(x).__name__}")
-    return tuple(x)
-
-
-def _check_like(label: str, what: str, xs: Sequence[Any], avals: Sequence[ShapedArray], paths):
-    """Each of ``xs`` must have the shape and dtype of the matching aval."""
-    for x, aval, path in zip(xs, avals, paths):
-        got = core.get_aval(x)
-        if got.shape != aval.shape or (got.dtype != aval.dtype and not got.weak_type):
-            raise TypeError(
-                f"{label}: {what}{keystr(path)} has type {got.str_short()} but "
-                f"{aval.str_short()} is expected; pass an array of that shape and dtype"
-            )
 
 
 def _tangents_in(label: str, t_leaves: Sequence[Any], avals: Sequence[ShapedArray], paths):
@@ -452,18 +308,6 @@ def _tangents_out(touts: Sequence[Any], out_avals: Sequence[ShapedArray]) -> lis
     """Tangents of integer and bool outputs are float0 zeros, as in JAX."""
     return [t if is_inexact(a.dtype) else np.zeros(a.shape, float0)
             for t, a in zip(touts, out_avals)]
-
-
-def _flat_of(f: Callable, label: str, name: str, in_tree, kwargs: dict):
-    out_cell: list = []
-
-    def flat(*xs):
-        out = f(*tree_unflatten(in_tree, xs), **kwargs)
-        out_leaves, out_tree = check_leaves(label, "output", out)
-        out_cell.append(out_tree)
-        return out_leaves
-
-    return flat, out_cell
 
 
 def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
@@ -514,21 +358,6 @@ def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
         return tree_unflatten(out_tree, touts)
 
     return tree_unflatten(out_tree, lin.outs), f_jvp
-
-
-def _outputs_then_aux(call: Callable, label: str, name: str, has_aux: bool, aux_cell: list,
-                      out_cell: list) -> Callable:
-    """The flat function ``vjp`` and the Jacobians trace: ``call(leaves)``'s
-    output leaves, then its aux leaves; ``out_cell`` gets the output tree and
-    leaf count."""
-
-    def flat(*xs):
-        out, aux_leaves = _split_aux(label, name, call(xs), has_aux, aux_cell)
-        out_leaves, out_tree = check_leaves(label, "output", out)
-        out_cell.append((out_tree, len(out_leaves)))
-        return list(out_leaves) + list(aux_leaves)
-
-    return flat
 
 
 def vjp(f: Callable, *primals: Any, has_aux: bool = False):
@@ -653,46 +482,6 @@ def linear_transpose(f: Callable, *primals: Any) -> Callable:
 # --------------------------------------------------------------------------
 
 
-def _axis_spec_leaves(label: str, what: str, spec: Any, tree: Any, path: tuple = ()) -> list:
-    """One axis (int or None) per leaf of ``tree``, from ``spec``, a tree prefix
-    of it (JAX's in_axes / out_axes semantics)."""
-    if spec is None or isinstance(spec, int):
-        return [spec] * len(tree_flatten(tree)[0])
-    if isinstance(spec, list) and not isinstance(tree, list):
-        spec = tuple(spec)  # a list for a tuple, as JAX allows; a list matches a list
-    s = optree.tree_flatten_one_level(spec, none_is_leaf=False, namespace="functrans")
-    t = optree.tree_flatten_one_level(tree, none_is_leaf=False, namespace="functrans")
-    if type(spec) is not type(tree) or s.entries != t.entries or s.metadata != t.metadata:
-        whole = "arguments" if what == "in_axes" else "outputs"
-        raise ValueError(
-            f"{label}: {what} must be a tree prefix of the {whole if not path else 'value'}"
-            f" it maps: at {what}{keystr(path)} it is a {type(spec).__name__} with keys "
-            f"{list(s.entries)}, but the value there is a {type(tree).__name__} with keys "
-            f"{list(t.entries)}; give one axis per argument (or None) with the same structure"
-        )
-    out: list = []
-    for key, sub_spec, sub_tree in zip(t.entries, s.children, t.children):
-        out += _axis_spec_leaves(label, what, sub_spec, sub_tree, path + (key,))
-    return out
-
-
-def _move_out_axis(label: str, path, x, dim: int | None, axis: int | None, size: int):
-    if axis is None:
-        if dim is not None:
-            raise ValueError(
-                f"{label}: out_axes is None for output{keystr(path)}, but that output varies "
-                "along the mapped axis; give it an out axis, or return an unmapped value there"
-            )
-        return x
-    aval = core.get_aval(x)
-    rank = aval.ndim + (dim is None)
-    if not -rank <= axis < rank:
-        raise ValueError(
-            f"{label}: out_axes {axis} is out of range for output{keystr(path)} of rank {rank}"
-        )
-    return shape_prims.moveaxis(shape_prims.to_front(x, dim, size), 0, axis % rank)
-
-
 def vmap(
     f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None
 ) -> Callable:
@@ -747,40 +536,6 @@ def vmap(
     return vmapped
 
 
-def _member_aval(aval: ShapedArray, dim: int) -> ShapedArray:
-    return ShapedArray(aval.shape[:dim] + aval.shape[dim + 1 :], aval.dtype)
-
-
-def _mapped_size(label: str, leaves, dims, paths, axis_size: int | None) -> int:
-    sizes = {}
-    for x, d, path in zip(leaves, dims, paths):
-        if d is None:
-            continue
-        aval = core.get_aval(x)
-        if not -aval.ndim <= d < aval.ndim:
-            raise ValueError(
-                f"{label}: in_axes {d} is out of range for argument{keystr(path)} of type "
-                f"{aval.str_short()} (rank {aval.ndim}); use an axis in "
-                f"[{-aval.ndim}, {aval.ndim}) or None"
-            )
-        sizes[path] = aval.shape[d]
-    if not sizes:
-        if axis_size is None:
-            raise ValueError(
-                f"{label}: no argument is mapped (every in_axes entry is None), so the batch "
-                "size is unknown; pass axis_size="
-            )
-        return axis_size
-    distinct = set(sizes.values()) | ({axis_size} if axis_size is not None else set())
-    if len(distinct) > 1:
-        listing = ", ".join(f"argument{keystr(p)} has size {n}" for p, n in sizes.items())
-        extra = f" and axis_size={axis_size}" if axis_size is not None else ""
-        raise ValueError(
-            f"{label}: mapped axes must all have the same size, but {listing}{extra}"
-        )
-    return distinct.pop()
-
-
 # --------------------------------------------------------------------------
 # Jacobians and Hessians
 # --------------------------------------------------------------------------
@@ -796,13 +551,6 @@ def _basis_chunk(rows: range, offset: int, aval: ShapedArray) -> np.ndarray:
     hit = (ks >= offset) & (ks < offset + size)
     block[np.nonzero(hit)[0], ks[hit] - offset] = 1
     return block.reshape((len(rows),) + aval.shape)
-
-
-def _chunks(total: int, chunk_size: int | None, label: str):
-    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
-        raise ValueError(f"{label}: chunk_size must be a positive int or None, got {chunk_size!r}")
-    step = total if chunk_size is None else chunk_size
-    return [range(r, min(r + step, total)) for r in range(0, total, max(step, 1))]
 
 
 def _batched_apply(closed: ClosedJaxpr, fixed: list, batched: list, size: int) -> list:
@@ -952,23 +700,6 @@ def _as_result(x):
     if isinstance(x, Tracer) or type(x) is np.ndarray or is_device_array(x):
         return x
     return np.asarray(x)
-
-
-def _check_jacobian_outputs(label: str, name: str, avals, mode: str, holomorphic: bool):
-    """JAX's rules: holomorphic=True needs complex outputs; without it, reverse
-    mode needs real ones (it would pull back a real basis through a complex map)."""
-    for i, aval in enumerate(avals):
-        if holomorphic and aval.dtype.kind != "c":
-            raise TypeError(
-                f"{label}: with holomorphic=True, {name} must return complex outputs, but "
-                f"output {i} is {aval.str_short()}; convert it with .astype(complex)"
-            )
-        if not holomorphic and mode == "rev" and aval.dtype.kind == "c":
-            raise TypeError(
-                f"{label}: output {i} of {name} is complex ({aval.str_short()}); jacrev "
-                "needs real outputs unless holomorphic=True (for a holomorphic function); "
-                "for others use jacfwd or vjp"
-            )
 
 
 def jacfwd(

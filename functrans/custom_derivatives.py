@@ -12,7 +12,8 @@ import functools
 from typing import Any, Callable, Sequence
 
 from functrans import core
-from functrans.api import check_leaves, open_jaxpr
+from functrans._api_util import check_leaves
+from functrans.api import open_jaxpr
 from functrans.primitives.custom import FlatRule, checkpoint_p, custom_jvp_call_p, custom_vjp_call_p
 from functrans.tree_util import tree_flatten, tree_unflatten
 

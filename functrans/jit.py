@@ -21,7 +21,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from functrans import core
-from functrans.api import _normalize_argnums, check_leaves
+from functrans._api_util import check_leaves, normalize_argnums
 from functrans.backends.numpy import Compiled
 from functrans.core import ClosedJaxpr, ShapedArray, ShapeDtypeStruct, Tracer
 from functrans.devices import check_devices, is_device_array
@@ -174,7 +174,7 @@ class _Jitted:
         return tree_unflatten(entry.out_tree, outs)
 
     def _split(self, args: tuple, kwargs: dict):
-        nums = _normalize_argnums(self._label, self._static_argnums, len(args))
+        nums = normalize_argnums(self._label, self._static_argnums, len(args))
         statics = [(i, args[i]) for i in nums]
         statics += [(k, kwargs[k]) for k in self._static_argnames if k in kwargs]
         for where, value in statics:
@@ -208,7 +208,7 @@ class _Jitted:
         return entry
 
     def _lower(self, args, kwargs, avals, device="cpu") -> _Entry:
-        nums = _normalize_argnums(self._label, self._static_argnums, len(args))
+        nums = normalize_argnums(self._label, self._static_argnums, len(args))
         static_kw = {k: kwargs[k] for k in self._static_argnames if k in kwargs}
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_kw}
         dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)

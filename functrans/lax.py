@@ -15,7 +15,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from functrans import core
-from functrans.api import check_leaves, open_jaxpr
+from functrans._api_util import check_leaves
+from functrans.api import open_jaxpr
 from functrans.core import ShapedArray, Tracer
 from functrans.primitives.control_flow import cond_p, scan_p, while_p
 from functrans.primitives.custom import stop_gradient_p
