@@ -539,7 +539,8 @@ def test_trust_region_subproblem_is_nearly_optimal(case):
     if case == "hard":
         g -= (g @ q[:, 0]) * q[:, 0]  # orthogonal to the least eigenvector
     radius = 1.0
-    p, on_boundary = solve_subproblem(h, g, radius, maxiter=50)
+    sub = solve_subproblem(h, g, radius, maxiter=50)
+    p, on_boundary = sub.step, sub.on_boundary
 
     def model(s):
         return g @ s + 0.5 * s @ h @ s

@@ -1,24 +1,55 @@
 """Newton's method in a trust region, as SciPy's ``trust-exact``: each step
-minimises the quadratic model ``g'p + p'Hp/2`` over ``|p| <= radius`` nearly
-exactly (Moré and Sorensen's algorithm: Newton's method on
-``1/|p(lam)| - 1/radius`` where ``(H + lam I) p(lam) = -g``, each trial
-``lam`` checked by a Cholesky factorisation), and the radius follows the
-ratio of actual to predicted decrease.  It stops when the gradient's 2-norm
-is below ``gtol``.
+minimises the quadratic model ``m(p) = g'p + p'Hp/2`` over ``|p| <= radius``
+nearly exactly, and the radius follows the ratio of actual to predicted
+decrease.
+
+The subproblem (Moré and Sorensen's algorithm) looks for the multiplier
+``lam >= max(0, -lambda_min(H))`` with ``(H + lam I) p = -g`` and
+``|p| = radius`` (or ``lam = 0`` and the Newton step inside), by Newton's
+method on ``1/|p(lam)| - 1/radius``, each trial ``lam`` checked by a Cholesky
+factorisation.  The safeguards: ``lam`` stays in a bracket that starts from
+Gershgorin and matrix-norm bounds and shrinks with every factorisation; in
+the hard case (``g`` nearly orthogonal to the eigenvectors of the least
+eigenvalue, ``|p(lam)| < radius`` for every admissible ``lam``) the step
+moves along an approximate least eigenvector (inverse iteration with the
+Cholesky factor) out to the boundary; the Newton update is computed from a
+unit vector, so tiny or huge ``p`` and tiny or singular ``H`` never divide
+by zero; and the answer is never worse, in model value, than the Cauchy
+point (the model's minimiser along ``-g``), which is what global convergence
+needs.
+
+Stopping paths of ``minimize_trust_newton``:
+
+* ``|g| < gtol`` (2-norm): success, the only one;
+* ``maxiter`` iterations, rejected steps included: status 1;
+* a Hessian that is not finite: status 3;
+* ``fun`` reached ``-inf``: status 3 (unbounded below);
+* steps rejected until they no longer change ``x`` in floating point:
+  status 3 if the last trial point was NaN or inf, else status 2 (precision
+  loss: no step lowers ``fun`` although ``|g| >= gtol``).
+
+Where the decrease the model predicts is below the rounding error of ``f``,
+``f(x) - f(x + p)`` is noise, so the ratio uses the decrease that the
+gradients at both ends give by the trapezoidal rule (exact for a quadratic);
+this keeps the method converging to ``gtol`` at minima where ``|f|`` is
+large (Conn, Gould & Toint, section 17.4.2).  A step whose predicted
+decrease is not positive (rounding only) shrinks the radius.
 
 References: J. J. Moré and D. C. Sorensen, "Computing a trust region step",
 SIAM J. Sci. Stat. Comput. 4 (1983); Nocedal & Wright, Algorithm 4.3;
-Conn, Gould & Toint, "Trust-region methods", section 7.3.
+Conn, Gould & Toint, "Trust-region methods", sections 7.3 and 17.4.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
-from functrans.optimize._common import norm2
+from functrans.optimize._common import EPS, norm2
 from functrans.optimize._linalg import cho_solve, solve_lower
+from functrans.optimize._linesearch import F_NOISE
 from functrans.optimize._newton import nonfinite_hessian
 from functrans.optimize._problem import Monitor, Point, Problem
 from functrans.optimize._result import (
@@ -37,6 +68,23 @@ DEFAULTS = {
 TOL_OPTIONS = ("gtol",)
 GNORM_LABEL = "|g|"
 K_EASY, K_HARD = 0.1, 0.2  # relative accuracy of |p| on the boundary; hard case
+THETA = 0.01  # a safeguarded lam lies at least this fraction into its bracket
+TINY = 1e-300  # a radius below this is no radius
+
+
+class TrustStep(NamedTuple):
+    """A solution of the subproblem: the step, whether it lies on the
+    boundary, and a lower bound on the multiplier that stays valid for
+    smaller radii (same ``H`` and ``g``), to start the next solve from."""
+
+    step: np.ndarray
+    on_boundary: bool
+    lam_lo: float
+
+
+def model(h: np.ndarray, g: np.ndarray, p: np.ndarray) -> float:
+    """``g'p + p'Hp/2``."""
+    return float(g.dot(p) + 0.5 * p.dot(h @ p))
 
 
 def _lambda_bounds(h: np.ndarray, gnorm: float, radius: float) -> tuple[float, float]:
@@ -45,71 +93,198 @@ def _lambda_bounds(h: np.ndarray, gnorm: float, radius: float) -> tuple[float, f
     diag = np.diag(h)
     off = np.abs(h).sum(axis=1) - np.abs(diag)
     gersh_lo, gersh_hi = float(np.min(diag - off)), float(np.max(diag + off))
+    # The Frobenius norm overflows before the entries do; the inf-norm does not.
     hnorm = min(float(np.linalg.norm(h, "fro")), float(np.abs(h).sum(axis=1).max()))
     lo = max(0.0, -float(diag.min()), gnorm / radius - min(gersh_hi, hnorm))
     hi = max(0.0, gnorm / radius + min(-gersh_lo, hnorm))
     return lo, hi
 
 
-def _smallest_direction(lower: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, float]:
-    """A unit vector ``z`` close to ``A``'s eigenvector of least eigenvalue and
-    the Rayleigh quotient ``z'Az``, by three steps of inverse iteration with
-    the Cholesky factor of ``A``."""
-    z = np.random.default_rng(0).standard_normal(len(a))
-    for _ in range(3):
-        z = cho_solve(lower, z)
-        z /= norm2(z)
-    return z, float(z @ a @ z)
+def _safeguard(lo: float, hi: float) -> float:
+    """A multiplier well inside ``(lo, hi)``, geometric where ``lo > 0``."""
+    return max(math.sqrt(lo * hi), lo + THETA * (hi - lo))
+
+
+def _cholesky(a: np.ndarray) -> np.ndarray | None:
+    try:
+        return np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        return None
+
+
+def _least_direction(lower: np.ndarray) -> tuple[np.ndarray, float]:
+    """A unit vector ``z`` close to the eigenvector of least eigenvalue of
+    ``A = L L'`` and ``z'Az`` (an upper bound on that eigenvalue), in O(n^2):
+    LINPACK's condition estimate (Cline, Moler, Stewart and Wilkinson, SIAM
+    J. Numer. Anal. 16 (1979)).  It solves ``L w = e`` with each sign of
+    ``e_k = +-1`` chosen, looking ahead, to make ``w`` grow, then ``L' y = w``;
+    ``z = y / |y|`` and ``z'Az = |w|^2 / |y|^2``.  ``eigh`` where that
+    overflows (``A`` singular to working precision)."""
+    n = len(lower)
+    w = np.zeros(n)
+    partial = np.zeros(n)  # partial[j] = sum over i < k of L[j, i] w[i], for j >= k
+    for k in range(n):
+        column = lower[k + 1:, k]
+        plus = (1.0 - partial[k]) / lower[k, k]
+        minus = (-1.0 - partial[k]) / lower[k, k]
+        ahead_plus = partial[k + 1:] + plus * column
+        ahead_minus = partial[k + 1:] + minus * column
+        if abs(plus) + np.abs(ahead_plus).sum() >= abs(minus) + np.abs(ahead_minus).sum():
+            w[k], partial[k + 1:] = plus, ahead_plus
+        else:
+            w[k], partial[k + 1:] = minus, ahead_minus
+    y = solve_lower(lower, w, transposed=True)
+    ynorm = norm2(y)
+    if not 0.0 < ynorm < math.inf:
+        a = lower @ lower.T
+        z = np.linalg.eigh(a)[1][:, 0]
+        return z, float(z @ a @ z)
+    return y / ynorm, (norm2(w) / ynorm) ** 2
+
+
+def _indefiniteness(a: np.ndarray) -> float:
+    """For ``A`` that Cholesky refused: ``d >= 0`` with ``lambda_min(A) <=
+    -d``.  The factorisation, redone here step by step, stops at the first
+    leading block ``A_k`` that is not positive definite; adding ``delta`` to
+    its last diagonal entry makes it singular with a null vector ``v``
+    (``v_k = 1``), so ``v'Av = -delta`` and ``d = delta / |v|^2`` (Moré and
+    Sorensen, section 3)."""
+    n = len(a)
+    lower = np.zeros_like(a)
+    for k in range(n):
+        row = lower[k, :k]
+        pivot = a[k, k] - row.dot(row)
+        if not pivot > 0:
+            v = np.zeros(n)
+            v[k] = 1.0
+            if k:
+                v[:k] = solve_lower(lower[:k, :k], -row, transposed=True)
+            return max(0.0, -pivot) / float(v.dot(v))
+        lower[k, k] = math.sqrt(pivot)
+        lower[k + 1:, k] = (a[k + 1:, k] - lower[k + 1:, :k] @ row) / lower[k, k]
+    return 0.0  # positive definite after all (rounding): no information
 
 
 def _to_boundary(p: np.ndarray, z: np.ndarray, radius: float) -> float:
-    """The root ``t`` of ``|p + t z| = radius`` of smaller magnitude."""
+    """The root ``t`` of ``|p + t z| = radius`` (``z`` a unit vector, ``|p| <=
+    radius``) of smaller magnitude."""
     b, c = float(p.dot(z)), float(p.dot(p)) - radius * radius
     root = math.sqrt(max(b * b - c, 0.0))
     return min(-b + root, -b - root, key=abs)
 
 
-def solve_subproblem(h: np.ndarray, g: np.ndarray, radius: float, maxiter: int):
-    """``(p, on_boundary)``: a nearly exact minimiser of ``g'p + p'Hp/2`` in
-    the ball ``|p| <= radius``."""
-    n = len(g)
-    eye = np.eye(n)
+def _cauchy_point(h: np.ndarray, g: np.ndarray, gnorm: float, radius: float) -> np.ndarray:
+    """The model's minimiser along ``-g`` inside the region (from a unit
+    vector, so that no square of ``|g|`` can overflow)."""
+    u = g / gnorm
+    curvature = float(u @ h @ u)
+    t = radius if curvature <= 0 else min(radius, gnorm / curvature)
+    return -t * u
+
+
+def solve_subproblem(h: np.ndarray, g: np.ndarray, radius: float, maxiter: int = 25,
+                     lam_lo: float = 0.0) -> TrustStep:
+    """A nearly exact minimiser of ``g'p + p'Hp/2`` in the ball ``|p| <=
+    radius``: ``|p| = radius`` to within ``K_EASY``, or a model value within
+    ``K_HARD`` of the best in the hard case, and never above the Cauchy
+    point's.  ``lam_lo``: a known lower bound on the multiplier (from a solve
+    at a larger radius)."""
     gnorm = norm2(g)
+    hnorm = float(np.abs(h).sum(axis=1).max())
+    if gnorm <= len(g) * EPS * hnorm:
+        # g is at the rounding level of H: where H is indefinite, the step
+        # is the least eigenvector out to the boundary; else g decides.
+        values, vectors = np.linalg.eigh(h)
+        if values[0] < 0:
+            z = vectors[:, 0] * (-1.0 if g.dot(vectors[:, 0]) > 0 else 1.0)
+            return TrustStep(radius * z, True, -float(values[0]))
+        if gnorm == 0.0:
+            return TrustStep(np.zeros(len(g)), False, 0.0)
+    cauchy = _cauchy_point(h, g, gnorm, radius)
+    sub = _more_sorensen(h, g, gnorm, radius, maxiter, lam_lo, cauchy)
+    if model(h, g, cauchy) < model(h, g, sub.step):
+        return TrustStep(cauchy, True, sub.lam_lo)
+    return sub
+
+
+def _more_sorensen(h: np.ndarray, g: np.ndarray, gnorm: float, radius: float, maxiter: int,
+                   lam_lo: float, cauchy: np.ndarray) -> TrustStep:
+    eye = np.eye(len(g))
     lo, hi = _lambda_bounds(h, gnorm, radius)
-    lam = 0.0 if lo == 0.0 else max(math.sqrt(lo * hi), lo + 0.01 * (hi - lo))
-    p = np.zeros(n)
+    lo = max(lo, lam_lo)
+    hi = max(hi, lo)
+    lam = 0.0 if lo == 0.0 else _safeguard(lo, hi)
+    lower = None  # the Cholesky factor of H + lam I, when already known
+    candidates = [(cauchy, True)]
     for _ in range(maxiter):
-        a = h + lam * eye
-        try:
-            lower = np.linalg.cholesky(a)
-        except np.linalg.LinAlgError:  # lam is below -lambda_min(H)
-            lo = max(lo, lam)
-            lam = max(math.sqrt(lo * hi), lo + 0.01 * (hi - lo))
+        a = h + lam * eye if lam else h
+        if lower is None:
+            lower = _cholesky(a)
+        p = None if lower is None else -cho_solve(lower, g)
+        pnorm = math.inf if p is None else norm2(p)
+        if not pnorm < math.inf:
+            # H + lam I is not positive definite (to working precision).
+            # Rounding can leave the Gershgorin upper bound as low, so it
+            # grows if need be.
+            lo = max(lo, lam + _indefiniteness(a))
+            hi = max(hi, 2.0 * lo)
+            lam, lower = _safeguard(lo, hi), None
             continue
-        p = -cho_solve(lower, g) if gnorm > 0 else np.zeros(n)
-        pnorm = norm2(p)
+        assert lower is not None and p is not None
         if lam == 0.0 and pnorm <= radius:
-            return p, False  # the Newton step lies inside the region
-        if abs(pnorm - radius) <= K_EASY * radius:
-            return p, True
+            return TrustStep(p, False, lo)  # the Newton step lies inside the region
+        # Newton's step on 1/|p(lam)| - 1/radius, with w = L^{-1} p/|p| so
+        # that (|p| / |L^{-1} p|)^2 = 1 / |w|^2 cannot underflow to 0/0.
+        w = solve_lower(lower, p / pnorm)
+        ww = float(w.dot(w))
+        new = lam + (pnorm - radius) / (radius * ww) if 0.0 < ww < math.inf else math.nan
         if pnorm < radius:
             # lam too large, or the hard case (g nearly orthogonal to the
             # least eigenvector): move along that eigenvector to the boundary.
-            z, zaz = _smallest_direction(lower, a)
+            z, zaz = _least_direction(lower)
             t = _to_boundary(p, z, radius)
+            lo = max(lo, lam - zaz)  # lam - z'Az >= -lambda_min(H)
             if t * t * zaz <= K_HARD * (float(p @ a @ p) + lam * radius * radius):
-                return p + t * z, True
+                return TrustStep(p + t * z, True, lo)
+            if pnorm >= (1.0 - K_EASY) * radius:
+                return TrustStep(p, True, lo)
             hi = lam
-            lo = max(lo, lam - zaz)
+            candidates.append((p, False))
+            lower = None
+            if lo < new < hi:  # keep the factor at the new lam if there is one
+                lower = _cholesky(h + new * eye)
+                if lower is None:
+                    lo = new
+            lam = new if lower is not None else _safeguard(lo, hi)
         else:
+            if pnorm - radius <= K_EASY * radius:
+                return TrustStep(p, True, lo)
             lo = lam
-        if pnorm == 0.0:  # g = 0 and H indefinite: the eigenvector step alone
-            lam = max(math.sqrt(lo * hi), lo + 0.01 * (hi - lo))
-            continue
-        w = solve_lower(lower, p)
-        new = lam + (pnorm / norm2(w)) ** 2 * (pnorm - radius) / radius
-        lam = new if lo < new < hi else max(math.sqrt(lo * hi), lo + 0.01 * (hi - lo))
-    return (p * min(1.0, radius / max(norm2(p), 1e-300))), True
+            candidates.append((p * (radius / pnorm), True))
+            lam, lower = (new if lo < new < hi else _safeguard(lo, hi)), None
+        if hi - lo <= EPS * hi:  # the bracket has collapsed
+            break
+    # Out of iterations: the best step seen (scaled into the region); the
+    # Cauchy point is always among them.
+    step, on_boundary = min(candidates, key=lambda c: model(h, g, c[0]))
+    return TrustStep(step, on_boundary, lo)
+
+
+def reduction_ratio(p: Point, q: Point, step: np.ndarray, predicted: float) -> float:
+    """Actual over predicted decrease.  Where both are below the rounding
+    error of ``f``, the actual one is ``-(g_p + g_q)'step / 2`` (the
+    trapezoidal rule for the integral of the gradient along the step): the
+    gradients still carry the information that ``f(p) - f(q)`` has lost."""
+    actual = p.f - q.f
+    noise = F_NOISE * max(abs(p.f), abs(q.f))
+    if predicted <= noise and abs(actual) <= noise:
+        actual = -0.5 * float((p.g + q.g).dot(step))
+    return actual / predicted
+
+
+def _negligible(step: np.ndarray, x: np.ndarray, radius: float) -> bool:
+    """The rejected steps have shrunk below the rounding error of ``x``."""
+    return radius < TINY or bool(np.all(np.abs(step) <= EPS * np.abs(x)))
 
 
 def minimize_trust_newton(problem: Problem, p: Point, opts: dict, monitor: Monitor) -> dict:
@@ -126,6 +301,7 @@ def minimize_trust_newton(problem: Problem, p: Point, opts: dict, monitor: Monit
     gnorm = norm2(p.g)
     monitor.row(0, p.f, gnorm, None)
     h, h_at = problem.hessian(p.x), p.x
+    lam_lo = 0.0
     k, status, message = 0, SUCCESS, None
     while gnorm >= opts["gtol"]:
         if k >= maxiter:
@@ -134,37 +310,42 @@ def minimize_trust_newton(problem: Problem, p: Point, opts: dict, monitor: Monit
         if not np.isfinite(h).all():
             status, message = NONFINITE, nonfinite_hessian(problem)
             break
-        step, on_boundary = solve_subproblem(h, p.g, radius, opts["subproblem_maxiter"])
-        predicted = -float(p.g.dot(step) + 0.5 * step @ h @ step)
-        if not predicted > 0:
-            status = PRECISION_LOSS
-            message = "A bad approximation caused failure to predict improvement."
-            break
-        q = problem.point(p.x + step)
-        if q.f == -math.inf:
-            status = NONFINITE
-            message = f"{problem.name} reached -inf: the objective looks unbounded below"
-            break
-        finite = math.isfinite(q.f) and bool(np.isfinite(q.g).all())
-        rho = (p.f - q.f) / predicted if finite else -math.inf
+        sub = solve_subproblem(h, p.g, radius, opts["subproblem_maxiter"], lam_lo)
+        step = sub.step
+        predicted = -model(h, p.g, step)
+        finite, rho = True, -math.inf  # a step predicting no decrease is rejected
+        if predicted > 0:
+            q = problem.point(p.x + step)
+            if q.f == -math.inf:
+                status = NONFINITE
+                message = f"{problem.name} reached -inf: the objective looks unbounded below"
+                break
+            finite = math.isfinite(q.f) and bool(np.isfinite(q.g).all())
+            if finite:
+                rho = reduction_ratio(p, q, step, predicted)
         if rho < 0.25:
             radius *= 0.25
-        elif rho > 0.75 and on_boundary:
+        elif rho > 0.75 and sub.on_boundary:
             radius = min(2.0 * radius, max_radius)
         accepted = rho > eta
         if accepted:
             p = q
             gnorm = norm2(p.g)
+            lam_lo = 0.0
+        else:
+            lam_lo = sub.lam_lo  # valid for the smaller radius: same H and g
         k += 1
         if monitor.iteration(k, p, gnorm, norm2(step) if accepted else 0.0):
             status = CALLBACK_STOP
             break
-        if not finite and radius <= 1e-12 * max(1.0, norm2(p.x)):
-            status = NONFINITE
-            message = (
+        if not accepted and _negligible(step, p.x, radius):
+            status, message = (PRECISION_LOSS, (
+                f"Desired error not necessarily achieved due to precision loss: no step "
+                f"lowers {problem.name} measurably, although |g| = {gnorm:.3g} >= gtol"
+            )) if finite else (NONFINITE, (
                 f"NaN result encountered: {problem.name} or its gradient was NaN or inf at "
-                "every proposed step, down to a trust radius of zero"
-            )
+                "every proposed step, down to steps below the rounding error of x"
+            ))
             break
         if accepted and gnorm >= opts["gtol"]:
             h, h_at = problem.hessian(p.x), p.x
