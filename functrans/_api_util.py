@@ -22,17 +22,138 @@ from functrans.primitives import shape as shape_prims
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 
-def normalize_argnums(name: str, argnums: int | Sequence[int], nargs: int) -> tuple[int, ...]:
+def _is_index(x: Any) -> bool:
+    """An int (NumPy's included) that is not a bool: ``True`` is no argument
+    position and no axis, although Python lets it pass for 1."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _shown(x: Any) -> str:
+    """``x`` as an error message shows it: its repr, cut short, and its type."""
+    text = repr(x)
+    text = text if len(text) <= 40 else text[:37] + "..."
+    return f"{text} ({type(x).__name__})"
+
+
+def check_argnums(label: str, argnums: Any, static: bool = False) -> int | tuple[int, ...]:
+    """``argnums`` (``static_argnums`` if ``static``) checked when the
+    transform is made: an int, or a sequence of ints, returned as an int or a
+    tuple (the caller keeps the distinction: one position gives one result, a
+    sequence a tuple).  Differentiated positions must be distinct (a repeat
+    would take two gradients of one argument); static ones form a set, so a
+    repeat is harmless.  Ranges depend on the call: ``normalize_argnums``."""
+    what = "static_argnums" if static else "argnums"
+    fix = f"pass {what}=0 for the first argument, or {what}=(0, 1) for several"
+    if _is_index(argnums):
+        return int(argnums)
+    if isinstance(argnums, (str, bytes)) or not isinstance(argnums, Sequence):
+        raise TypeError(
+            f"{label}: {what} must be an int or a sequence of ints (argument positions), "
+            f"got {_shown(argnums)}{_not_bool(argnums)}; {fix}"
+        )
+    for k, i in enumerate(argnums):
+        if not _is_index(i):
+            raise TypeError(
+                f"{label}: {what} must be an int or a sequence of ints (argument positions), "
+                f"but {what}[{k}] is {_shown(i)}{_not_bool(i)}; {fix}"
+            )
+    nums = tuple(int(i) for i in argnums)
+    for k, i in enumerate(nums):
+        if i in nums[:k] and not static:
+            raise ValueError(
+                f"{label}: argnums {nums} names argument {i} more than once; list each "
+                "position once"
+            )
+    return nums
+
+
+def _not_bool(x: Any) -> str:
+    return ", and a bool is no position" if isinstance(x, (bool, np.bool_)) else ""
+
+
+def check_argnames(label: str, what: str, argnames: Any) -> tuple[str, ...]:
+    """``static_argnames``: a str or a sequence of strs, as a tuple."""
+    if isinstance(argnames, str):
+        return (argnames,)
+    if isinstance(argnames, Sequence) and all(isinstance(n, str) for n in argnames):
+        return tuple(argnames)
+    raise TypeError(
+        f"{label}: {what} must be a str or a sequence of strs (keyword argument names), "
+        f"got {_shown(argnames)}; pass {what}='name' or {what}=('a', 'b')"
+    )
+
+
+def normalize_argnums(name: str, argnums: int | Sequence[int], nargs: int,
+                      static: bool = False) -> tuple[int, ...]:
+    """The positions ``argnums`` (checked by ``check_argnums``) gives in a call
+    with ``nargs`` positional arguments, negative ones counted from the end.
+    Two that name one argument are refused unless ``static`` (then one is
+    kept)."""
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    out = []
+    out: list[int] = []
     for i in nums:
         if not -nargs <= i < nargs:
             raise ValueError(
                 f"{name}: argnums/static_argnums value {i} is out of range for a call "
-                f"with {nargs} positional arguments"
+                f"with {nargs} positional arguments; use a position in [{-nargs}, {nargs})"
             )
-        out.append(i % nargs)
+        if i % nargs in out and not static:
+            first = nums[out.index(i % nargs)]
+            raise ValueError(
+                f"{name}: argnums {nums} names argument {i % nargs} twice: {first} and {i} "
+                f"are the same position in a call with {nargs} positional arguments; list "
+                "each position once"
+            )
+        if i % nargs not in out:
+            out.append(i % nargs)
     return tuple(out)
+
+
+def check_axis_spec(label: str, what: str, spec: Any) -> None:
+    """``in_axes`` / ``out_axes`` checked when ``vmap`` is made: an int, None or
+    a pytree whose leaves are ints or None; the error gives the bad leaf's
+    path inside the specification."""
+    paths, leaves, _ = tree_flatten_with_path(spec)
+    for path, leaf in zip(paths, leaves):
+        if _is_index(leaf):
+            continue
+        if isinstance(leaf, str) and leaf.lstrip("-").isdigit():
+            fix = f"write {int(leaf)}, not the string {leaf!r}"
+        elif isinstance(leaf, float) and leaf.is_integer():
+            fix = f"write {int(leaf)}"
+        elif isinstance(leaf, (bool, np.bool_)):
+            fix = "a bool is no axis: write 0 or 1"
+        else:
+            fix = "pass an int such as 0 or -1, or None"
+        raise TypeError(
+            f"{label}: {what}{keystr(path)} is {_shown(leaf)}, but each {what} entry must be "
+            f"an int axis (negative counts from the end) or None (not mapped); {fix}"
+        )
+
+
+def check_axis_size(label: str, axis_size: Any) -> int | None:
+    """``vmap``'s ``axis_size``: None (taken from the mapped arguments) or a
+    non-negative int."""
+    if axis_size is None:
+        return None
+    if not _is_index(axis_size):
+        raise TypeError(
+            f"{label}: axis_size must be an int (the size of the mapped axis) or None, got "
+            f"{_shown(axis_size)}; pass axis_size={_suggested_size(axis_size)}"
+        )
+    if axis_size < 0:
+        raise ValueError(
+            f"{label}: axis_size must be non-negative, got {int(axis_size)}; it is the number "
+            "of members the function is mapped over (0 or more), or None to take it from "
+            "the mapped arguments"
+        )
+    return int(axis_size)
+
+
+def _suggested_size(x: Any) -> str:
+    if isinstance(x, float) and x.is_integer() and x >= 0:
+        return str(int(x))
+    return "N (an int) or None"
 
 
 def check_leaves(name: str, what: str, tree: Any) -> tuple[list, Any]:
@@ -216,24 +337,34 @@ def _outputs_then_aux(call: Callable, label: str, name: str, has_aux: bool, aux_
 def _axis_spec_leaves(label: str, what: str, spec: Any, tree: Any, path: tuple = ()) -> list:
     """One axis (int or None) per leaf of ``tree``, from ``spec``, a tree prefix
     of it (JAX's in_axes / out_axes semantics)."""
-    if spec is None or isinstance(spec, int):
-        return [spec] * len(tree_flatten(tree)[0])
+    if spec is None or _is_index(spec):
+        return [None if spec is None else int(spec)] * len(tree_flatten(tree)[0])
     if isinstance(spec, list) and not isinstance(tree, list):
         spec = tuple(spec)  # a list for a tuple, as JAX allows; a list matches a list
     s = optree.tree_flatten_one_level(spec, none_is_leaf=False, namespace="functrans")
-    t = optree.tree_flatten_one_level(tree, none_is_leaf=False, namespace="functrans")
-    if type(spec) is not type(tree) or s.entries != t.entries or s.metadata != t.metadata:
+    t = _one_level(tree)
+    if t is None or type(spec) is not type(tree) or s.entries != t.entries or (
+            s.metadata != t.metadata):
         whole = "arguments" if what == "in_axes" else "outputs"
+        there = (f"a {type(tree).__name__} with keys {list(t.entries)}" if t is not None
+                 else f"a leaf ({type(tree).__name__}), which takes one axis or None")
         raise ValueError(
             f"{label}: {what} must be a tree prefix of the {whole if not path else 'value'}"
             f" it maps: at {what}{keystr(path)} it is a {type(spec).__name__} with keys "
-            f"{list(s.entries)}, but the value there is a {type(tree).__name__} with keys "
-            f"{list(t.entries)}; give one axis per argument (or None) with the same structure"
+            f"{list(s.entries)}, but the value there is {there}; give one axis per "
+            "argument (or None) with the same structure"
         )
     out: list = []
     for key, sub_spec, sub_tree in zip(t.entries, s.children, t.children):
         out += _axis_spec_leaves(label, what, sub_spec, sub_tree, path + (key,))
     return out
+
+
+def _one_level(tree: Any):
+    """``tree``'s children and keys, or None for a leaf."""
+    if tree_flatten(tree)[1].is_leaf():
+        return None
+    return optree.tree_flatten_one_level(tree, none_is_leaf=False, namespace="functrans")
 
 
 def _move_out_axis(label: str, path, x, dim: int | None, axis: int | None, size: int):
@@ -282,7 +413,9 @@ def _mapped_size(label: str, leaves, dims, paths, axis_size: int | None) -> int:
         listing = ", ".join(f"argument{keystr(p)} has size {n}" for p, n in sizes.items())
         extra = f" and axis_size={axis_size}" if axis_size is not None else ""
         raise ValueError(
-            f"{label}: mapped axes must all have the same size, but {listing}{extra}"
+            f"{label}: mapped axes must all have the same size, but {listing}{extra}; map "
+            "axes of one size (in_axes=None for an argument that is not mapped)"
+            + (", or drop axis_size" if axis_size is not None else "")
         )
     return distinct.pop()
 

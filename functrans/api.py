@@ -30,6 +30,9 @@ from functrans._api_util import (
     _replace_args,
     _split_aux,
     _tuple_arg,
+    check_argnums,
+    check_axis_size,
+    check_axis_spec,
     check_leaves,
     flat_fun,
     normalize_argnums,
@@ -85,10 +88,12 @@ def make_jaxpr(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callabl
       in (c,) }
     """
     name = core.fun_name(f)
+    static_argnums = check_argnums(f"make_jaxpr({name})", static_argnums, static=True)
 
     @functools.wraps(f)
     def make(*args, **kwargs) -> ClosedJaxpr:
-        nums = normalize_argnums(f"make_jaxpr({name})", static_argnums, len(args))
+        nums = normalize_argnums(f"make_jaxpr({name})", static_argnums, len(args),
+                                 static=True)
         static = {i: args[i] for i in nums}
         dynamic = tuple(a for i, a in enumerate(args) if i not in static)
         # Check with static arguments blanked out (None is an empty node), so
@@ -231,6 +236,7 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
     forward pass skips what only it needs (``grad``)."""
     name = core.fun_name(f)
     label = f"grad({name})"
+    argnums = check_argnums(label, argnums)
 
     @functools.wraps(f)
     def value_and_grad_f(*args, **kwargs):
@@ -499,6 +505,9 @@ def vmap(
     """
     name = core.fun_name(f)
     label = f"vmap({name})"
+    check_axis_spec(label, "in_axes", in_axes)
+    check_axis_spec(label, "out_axes", out_axes)
+    axis_size = check_axis_size(label, axis_size)
 
     @functools.wraps(f)
     def vmapped(*args, **kwargs):
@@ -598,6 +607,7 @@ def _jacobian(f: Callable, argnums, has_aux: bool, chunk_size, mode: str,
               holomorphic: bool = False) -> Callable:
     name = core.fun_name(f)
     label = f"{'jacfwd' if mode == 'fwd' else 'jacrev'}({name})"
+    argnums = check_argnums(label, argnums)
 
     @functools.wraps(f)
     def jacobian_f(*args, **kwargs):

@@ -21,7 +21,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from functrans import core
-from functrans._api_util import check_leaves, normalize_argnums
+from functrans._api_util import check_argnames, check_argnums, check_leaves, normalize_argnums
 from functrans.backends.numpy import Compiled
 from functrans.core import ClosedJaxpr, ShapedArray, ShapeDtypeStruct, Tracer
 from functrans.devices import check_devices, is_device_array
@@ -124,12 +124,9 @@ class _Jitted:
         self._fun = fun
         self._name = core.fun_name(fun)
         self._label = f"jit({self._name})"
-        self._static_argnums = (
-            (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-        )
-        self._static_argnames = (
-            (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
-        )
+        nums = check_argnums(self._label, static_argnums, static=True)
+        self._static_argnums = (nums,) if isinstance(nums, int) else nums
+        self._static_argnames = check_argnames(self._label, "static_argnames", static_argnames)
         self._explain = explain_cache_misses
         self._cache: dict[Any, _Entry] = {}
         self._hits = 0
@@ -174,7 +171,7 @@ class _Jitted:
         return tree_unflatten(entry.out_tree, outs)
 
     def _split(self, args: tuple, kwargs: dict):
-        nums = normalize_argnums(self._label, self._static_argnums, len(args))
+        nums = normalize_argnums(self._label, self._static_argnums, len(args), static=True)
         statics = [(i, args[i]) for i in nums]
         statics += [(k, kwargs[k]) for k in self._static_argnames if k in kwargs]
         for where, value in statics:
@@ -208,7 +205,7 @@ class _Jitted:
         return entry
 
     def _lower(self, args, kwargs, avals, device="cpu") -> _Entry:
-        nums = normalize_argnums(self._label, self._static_argnums, len(args))
+        nums = normalize_argnums(self._label, self._static_argnums, len(args), static=True)
         static_kw = {k: kwargs[k] for k in self._static_argnames if k in kwargs}
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_kw}
         dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)
