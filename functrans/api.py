@@ -50,7 +50,7 @@ from functrans.core import (
 )
 from functrans.devices import is_device_array
 from functrans.dtypes import float0, is_inexact
-from functrans.errors import ConcretizationError
+from functrans.errors import ConcretizationError, TracerConversionError
 from functrans.interpreters.jvp import tangent_aval
 from functrans.interpreters.partial_eval import linearize_jaxpr
 from functrans.interpreters.transpose import backward_pass, transpose_jaxpr
@@ -114,25 +114,34 @@ def make_jaxpr(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callabl
 
 
 def _has_values(leaves: Sequence[Any]) -> bool:
-    return all(not isinstance(x, Tracer) or x.val is not None for x in leaves)
+    """Whether tracing again with values could help: some leaf has one (the
+    unmapped arguments of ``vmap`` have values, its mapped ones none)."""
+    return any(
+        x.val is not None if isinstance(x, Tracer) else not isinstance(x, ShapedArray)
+        for x in leaves
+    )
 
 
-def trace_flat(flat: Callable, leaves: Sequence[Any], name: str, out_cell: list) -> ClosedJaxpr:
+def trace_flat(flat: Callable, leaves: Sequence[Any], name: str, out_cell: list,
+               differentiated: bool = True) -> ClosedJaxpr:
     """Trace ``flat`` abstractly.  If it needs a concrete value (Python ``if``
     on an argument) and the arguments have values, trace again carrying the
-    values: the Jaxpr is then specialised to them, as in eager autodiff."""
+    values: the Jaxpr is then specialised to them, as in eager autodiff.
+    ``differentiated``: the leaves carry derivatives, so turning a value that
+    depends on them into a constant (``float()``, ``np.asarray``) is an error
+    (``TracerConversionError``), with or without values."""
     try:
-        closed, _, _ = core.trace_to_jaxpr(flat, leaves, name=name)
+        closed, _, _ = core.trace_to_jaxpr(flat, leaves, name=name,
+                                           differentiated=differentiated)
+    except TracerConversionError:
+        raise
     except ConcretizationError:
-        if not _has_values(leaves) or _in_jit():
+        if not _has_values(leaves) or core.in_jit():
             raise
         out_cell.clear()
-        closed, _, _ = core.trace_to_jaxpr(flat, leaves, name=name, concrete=True)
+        closed, _, _ = core.trace_to_jaxpr(flat, leaves, name=name, concrete=True,
+                                           differentiated=differentiated)
     return closed
-
-
-def _in_jit() -> bool:
-    return any(t.reason for t in core._trace_stack)
 
 
 def open_jaxpr(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
@@ -526,7 +535,7 @@ def vmap(
             _member_aval(core.get_aval(x), d) if d is not None else x for x, d in zip(leaves, dims)
         ]
         flat, out_cell = flat_fun(f, label, in_tree, {}, kwargs)
-        closed = trace_flat(flat, member, name, out_cell)
+        closed = trace_flat(flat, member, name, out_cell, differentiated=False)
         opened, consts = open_jaxpr(closed)
         batched, out_dims = batch_jaxpr(
             opened, (None,) * len(consts) + tuple(dims), size

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import threading
 import types
 from typing import Any, Callable, Iterable, Sequence
 
@@ -37,6 +38,7 @@ from functrans.errors import (
     JaxprTypeError,
     LeakedTracerError,
     MissingRuleError,
+    TracerConversionError,
     UnknownPrimitiveError,
 )
 
@@ -578,15 +580,26 @@ class Tracer:
         return self.aval.shape[0]
 
     def _concrete(self, what: str):
+        """The value, for a conversion whose result carries no derivative
+        (``bool()``, ``int()``, an integer index): the Jaxprs of this trace and of
+        the enclosing value-carrying ones are then specialised to it."""
         if self.val is not None:
             # The value may derive from tracers of enclosing value-carrying
             # traces (nested transforms), whose Jaxprs are then specialised too.
             if self._trace.active:
-                for t in _trace_stack[: self._trace.level]:
+                for t in _state.stack[: self._trace.level]:
                     t.concretized = t.concretized or t.concrete
             self._trace.concretized = True
             return self.val
         self._trace.concretization_failed(what)
+
+    def _constant(self, what: str):
+        """The value, for a conversion into a Python or NumPy constant
+        (``float()``, ``np.asarray``, ...): refused where the value carries a
+        derivative, which the constant would silently drop."""
+        if dtypes.is_inexact(self.aval.dtype) and self._trace.carries_derivative(self._var):
+            self._trace.conversion_failed(what, self)
+        return self._concrete(what)
 
     def __bool__(self):
         return bool(self._concrete("bool()"))
@@ -595,16 +608,22 @@ class Tracer:
         return int(self._concrete("int()"))
 
     def __float__(self):
-        return float(self._concrete("float()"))
+        return float(self._constant("float()"))
 
     def __complex__(self):
-        return complex(self._concrete("complex()"))
+        return complex(self._constant("complex()"))
 
     def __index__(self):
+        if self.aval.dtype.kind not in "iub":
+            raise TypeError(
+                f"{self._trace.fun_name}: a traced {self.aval.str_short()} value was used as "
+                f"an index (at {user_frame_summary()}); only integer values can be indices, as "
+                "in NumPy: convert it with .astype(int) or functrans.numpy.floor first"
+            )
         return int(self._concrete("use as an index (__index__)"))
 
     def __array__(self, dtype=None, copy=None):
-        val = self._concrete("np.asarray()")
+        val = self._constant("np.asarray()")
         return np.asarray(val, dtype=dtype)
 
     def __hash__(self):
@@ -620,7 +639,15 @@ class Tracer:
         return (self[i] for i in range(self.aval.shape[0]))
 
 
-_trace_stack: list[JaxprTrace] = []
+class _TraceState(threading.local):
+    """The trace stack of one thread: transforms running in other threads at
+    the same time never see each other's traces."""
+
+    def __init__(self):
+        self.stack: list[JaxprTrace] = []
+
+
+_state = _TraceState()
 
 
 def _is_library_frame(frame: types.FrameType) -> bool:
@@ -645,14 +672,21 @@ class JaxprTrace:
     every tracer also carries its value (computed eagerly from its inputs'
     values), so ``bool()``/``int()`` on it work; a Jaxpr built that way is
     specialised to those values and ``concretized`` says whether it was.
+    ``differentiated``: the trace's inputs carry derivatives (the trace of a
+    ``grad``, ``jvp``, ``vjp`` ...), so converting a value that depends on them
+    into a constant is refused.  ``in_jit``: the trace is jit's, whose inputs
+    never have values.
     """
 
-    def __init__(self, fun_name: str, concrete: bool = False, reason: str = ""):
+    def __init__(self, fun_name: str, concrete: bool = False, reason: str = "",
+                 differentiated: bool = False, in_jit: bool = False):
         self.fun_name = fun_name
         self.concrete = concrete
         self.concretized = False
         self.reason = reason
-        self.level = len(_trace_stack)
+        self.differentiated = differentiated
+        self.in_jit = in_jit
+        self.level = len(_state.stack)
         self.active = False
         self.eqns: list[Eqn] = []
         self.invars: list[Var] = []
@@ -660,25 +694,43 @@ class JaxprTrace:
         self.constvals: list[Any] = []
         self._const_ids: dict[int, Var] = {}
         self._keepalive: list[Any] = []
+        #: Inputs and constants standing for tracers of enclosing traces, by id of their Var.
+        self._outer: dict[int, Tracer] = {}
 
     # -- entering and leaving -------------------------------------------
 
     def __enter__(self):
-        self.level = len(_trace_stack)
-        _trace_stack.append(self)
+        stack = _state.stack
+        self.level = len(stack)
+        stack.append(self)
         self.active = True
         return self
 
     def __exit__(self, *exc):
-        popped = _trace_stack.pop()
-        assert popped is self, "trace stack out of order"
+        stack = _state.stack
         self.active = False
+        if stack and stack[-1] is self:
+            stack.pop()
+            return
+        # Traces nest like the with-blocks that make them, so this is a bug in
+        # functrans; say so instead of leaving the stack in a wrong state.
+        if self in stack:
+            del stack[stack.index(self):]
+        if exc[0] is None:
+            raise RuntimeError(
+                f"functrans: the trace of {self.fun_name!r} ended out of order (internal "
+                "error); please report it with the code that triggered it"
+            )
 
     # -- making tracers ----------------------------------------------------
 
-    def new_arg(self, aval: ShapedArray, val: Any = None) -> Tracer:
+    def new_arg(self, aval: ShapedArray, val: Any = None, outer: Tracer | None = None) -> Tracer:
+        """A tracer for a new input; ``outer``: the enclosing trace's tracer
+        it stands for, if any (its derivative flows through this input)."""
         var = Var(aval)
         self.invars.append(var)
+        if outer is not None:
+            self._outer[id(var)] = outer
         return Tracer(self, var, val if self.concrete else None)
 
     def _input_var(self, x):
@@ -699,10 +751,12 @@ class JaxprTrace:
     def _const_var(self, x, aval, lifted):
         var = self._const_ids.get(id(x))
         if var is None:
-            if lifted and not x._trace.active:
+            if lifted and not _in_this_thread(x._trace):
                 raise _leaked(x)
             var = Var(aval)
             self._const_ids[id(x)] = var
+            if lifted:
+                self._outer[id(var)] = x
             self._keepalive.append(x)  # ids stay valid while the trace lives
             self.constvars.append(var)
             self.constvals.append(x)
@@ -740,36 +794,126 @@ class JaxprTrace:
         jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns)
         return ClosedJaxpr(jaxpr, self.constvals)
 
+    # -- derivatives of values ------------------------------------------------
+
+    def carries_derivative(self, var: Var) -> bool:
+        """Whether ``var`` depends on a differentiated input of this trace, or on
+        a tracer of an enclosing trace that carries a derivative, through
+        float or complex values (integers carry none) and not through
+        ``stop_gradient``.  Walks the equations back from ``var``: only
+        conversions ask, so recording stays free of bookkeeping."""
+        producers = {id(v): e for e in self.eqns for v in e.outputs}
+        invars = {id(v) for v in self.invars}
+        todo: list[Any] = [var]
+        seen: set[int] = set()
+        while todo:
+            v = todo.pop()
+            if type(v) is Literal or id(v) in seen or not dtypes.is_inexact(v.aval.dtype):
+                continue
+            seen.add(id(v))
+            outer = self._outer.get(id(v))
+            if outer is not None:
+                if outer._trace.carries_derivative(outer._var):
+                    return True
+            elif id(v) in invars:
+                if self.differentiated:
+                    return True
+            else:
+                eqn = producers.get(id(v))
+                if eqn is not None and eqn.primitive.name != "stop_gradient":
+                    todo.extend(eqn.inputs)
+        return False
+
     # -- errors --------------------------------------------------------------
+
+    def _jitted(self) -> bool:
+        return any(t.in_jit for t in _state.stack[: self.level + 1])
+
+    def conversion_failed(self, what: str, tracer: Tracer):
+        where = user_frame_summary()
+        if self._jitted():
+            self.concretization_failed(what)
+        raise TracerConversionError(
+            f"{self.fun_name}: {what} would turn a traced {tracer.aval.str_short()} value "
+            f"that carries a derivative into a constant (at {where}), and its derivative "
+            f"would be silently lost. {_CONVERSION_ADVICE[what]}"
+        )
 
     def concretization_failed(self, what: str):
         where = user_frame_summary()
+        reason = self.reason or (" inside jit" if self._jitted() else "")
+        if what in _CONVERSION_ADVICE:
+            raise ConcretizationError(
+                f"{self.fun_name}: {what} needs a concrete value, but the value here is "
+                f"traced{reason} (at {where}). {_CONVERSION_ADVICE[what]} Or mark the "
+                "argument static with static_argnums."
+            )
         indexing = (
             " A NumPy array indexed by a traced integer ends up here too: index it "
             "with functrans.numpy.take(array, index, axis=0) instead."
-            if what in ("np.asarray()", "use as an index (__index__)") else ""
+            if what == "use as an index (__index__)" else ""
         )
         raise ConcretizationError(
             f"{self.fun_name}: {what} needs a concrete value, but the value here is "
-            f"traced{self.reason} (at {where}). Python control flow cannot branch on "
+            f"traced{reason} (at {where}). Python control flow cannot branch on "
             "traced values: use functrans.lax.cond / functrans.numpy.where for "
             "branches, functrans.lax.fori_loop / while_loop for loops, or mark the "
             f"argument static with static_argnums.{indexing}"
         )
 
 
+#: What to do instead of each conversion of a traced value into a constant.
+_CONVERSION_ADVICE = {
+    "np.asarray()": (
+        "Use functrans.numpy.asarray(x), which keeps the value traced, or drop the "
+        "conversion; a library function that calls np.asarray on its argument (as many "
+        "SciPy functions do) cannot be traced: write it with functrans.numpy or use "
+        "functrans.scipy. Writing a traced value into a NumPy array (buf[i] = x) ends up "
+        "here too: build the array with functrans.numpy.at(buf)[i].set(x) or "
+        "x.at[i].set(v) instead, and so does a NumPy array indexed by a traced integer "
+        "(table[i]): index it with functrans.numpy.take(array, index, axis=0)."
+    ),
+    "float()": (
+        "Keep it an array: drop the float() (0-d arrays work in arithmetic), and use "
+        "functrans.numpy functions instead of math.* (functrans.numpy.exp(x), not "
+        "math.exp(x)); to use the value without its derivative, convert "
+        "functrans.lax.stop_gradient(x)."
+    ),
+    "complex()": (
+        "Keep it an array: drop the complex() (0-d arrays work in arithmetic), and use "
+        "functrans.numpy functions instead of cmath.*; to use the value without its "
+        "derivative, convert functrans.lax.stop_gradient(x)."
+    ),
+}
+
+
+def _in_this_thread(trace: JaxprTrace) -> bool:
+    """Whether ``trace`` is active on the calling thread's stack."""
+    stack = _state.stack
+    return trace.active and trace.level < len(stack) and stack[trace.level] is trace
+
+
 def _leaked(t: Tracer) -> LeakedTracerError:
+    when = ("was used after that trace ended" if not t._trace.active
+            else "was used in another thread, while that trace runs in its own")
     return LeakedTracerError(
         f"a tracer {t.aval.str_short()} created while tracing "
-        f"'{t._trace.fun_name}' was used after that trace ended (at "
-        f"{user_frame_summary()}). It leaked out of the function, for example "
-        "through a global, a closure or a list it appended to; return the value "
-        "from the function instead."
+        f"'{t._trace.fun_name}' {when} (at {user_frame_summary()}). It leaked out of "
+        "the function, for example through a global, a closure or a list it appended "
+        "to; return the value from the function instead."
     )
 
 
 def current_trace() -> JaxprTrace | None:
-    return _trace_stack[-1] if _trace_stack else None
+    """The innermost active trace of the calling thread."""
+    stack = _state.stack
+    return stack[-1] if stack else None
+
+
+def in_jit() -> bool:
+    """Whether the calling thread is tracing inside ``jit``: values are never
+    concrete there, so no retrace with values is possible."""
+    return any(t.in_jit for t in _state.stack)
 
 
 def bind(prim: Primitive, *args, **params):
@@ -780,9 +924,10 @@ def bind(prim: Primitive, *args, **params):
     for x in args:
         if type(x) is not np.ndarray:  # NumPy arrays take the fast path
             if isinstance(x, Tracer):
-                if not x._trace.active:
+                stack = _state.stack
+                if not (x._trace.active and stack):
                     raise _leaked(x)
-                return _trace_stack[-1].process(prim, args, params)
+                return stack[-1].process(prim, args, params)
             other = True
     if other:
         return apply_impl(prim, args, params)
@@ -857,19 +1002,24 @@ def trace_to_jaxpr(
     name: str | None = None,
     concrete: bool = False,
     reason: str = "",
+    differentiated: bool = False,
+    in_jit: bool = False,
 ) -> tuple[ClosedJaxpr, list[Any], bool]:
     """Trace ``f`` on flat arguments: arrays, scalars, tracers, or avals
     (ShapedArray / ShapeDtypeStruct) for arguments with no value.
+    ``concrete``, ``differentiated``, ``in_jit``: as for ``JaxprTrace``.
 
     Returns the Jaxpr, ``f``'s raw outputs (tracers of the finished trace,
     or whatever else ``f`` returned) for the caller to flatten, and whether
     the Jaxpr depends on concrete values.  ``f`` takes the tracers
     positionally and returns a flat sequence of outputs.
     """
-    trace = JaxprTrace(name or fun_name(f), concrete=concrete, reason=reason)
+    trace = JaxprTrace(name or fun_name(f), concrete=concrete, reason=reason,
+                       differentiated=differentiated, in_jit=in_jit)
     with trace:
         tracers = [
-            trace.new_arg(_arg_aval(x), _arg_val(x)) for x in args
+            trace.new_arg(_arg_aval(x), _arg_val(x), x if isinstance(x, Tracer) else None)
+            for x in args
         ]
         outs = list(f(*tracers))
         closed = trace.to_jaxpr(outs)

@@ -37,6 +37,17 @@ class ConcretizationError(FunctransError, TypeError):
     """A Python value (bool, int, float, len, array) was asked of a traced value."""
 
 
+class TracerConversionError(ConcretizationError):
+    """A traced value that carries a derivative was converted to a Python or
+    NumPy constant (``np.asarray``, ``float()``, ``math.*``, a write into a
+    NumPy array): the derivative would be lost, so functrans refuses."""
+
+
+class NotLinearError(FunctransError, TypeError):
+    """A function given to ``linear_transpose`` (or a linear part being
+    transposed) is not linear in the inputs it is transposed in."""
+
+
 class LeakedTracerError(FunctransError, RuntimeError):
     """A tracer was used after the trace that made it had ended."""
 

@@ -228,7 +228,8 @@ class _Jitted:
             out_cell.append(out_tree)
             return out_leaves
 
-        closed, _, _ = core.trace_to_jaxpr(flat, avals, name=self._name, reason=" inside jit")
+        closed, _, _ = core.trace_to_jaxpr(flat, avals, name=self._name, reason=" inside jit",
+                                           in_jit=True)
         optimized = run_passes(closed)
         out_tree = out_cell[-1]
         single = out_tree.num_leaves == 1 and out_tree.num_nodes == 1

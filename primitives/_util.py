@@ -8,7 +8,7 @@ import numpy as np
 
 from functrans.core import Primitive, ShapedArray, Zero, bind, get_aval
 from functrans.dtypes import is_inexact
-from functrans.errors import AxisError, DTypeError, ShapeError
+from functrans.errors import AxisError, DTypeError, NotLinearError, ShapeError
 
 
 def as_array(x) -> np.ndarray:
@@ -77,3 +77,14 @@ def linear_jvp(prim: Primitive):
         return out, bind(prim, t, *primals[1:], **params)
 
     return jvp
+
+
+def require_linear(ok: bool, what: str) -> None:
+    """Raise ``NotLinearError`` unless ``ok``: a transpose rule asked to
+    transpose its primitive in an operand it is not linear in (a bare assert
+    would vanish under ``python -O`` and leave a wrong transpose)."""
+    if not ok:
+        raise NotLinearError(
+            f"{what}: the function being transposed is not linear in its input; "
+            "linear_transpose needs a linear function (use vjp for other functions)"
+        )

@@ -33,6 +33,7 @@ from functrans.primitives._util import (
     broadcast_shapes,
     check_dtype,
     linear_jvp,
+    require_linear,
     same_type,
 )
 
@@ -452,7 +453,7 @@ def _mul_transpose(ct, x, y):
 
 
 def _div_transpose(ct, x, y):
-    assert type(y) is not UndefinedPrimal, "div is linear in its numerator only"
+    require_linear(type(y) is not UndefinedPrimal, "div is linear in its numerator only")
     return [Zero(x.aval) if type(ct) is Zero else unbroadcast(div(ct, y), x.aval), None]
 
 
@@ -638,7 +639,7 @@ def _select_jvp(primals, tangents):
 
 
 def _select_transpose(ct, pred, on_true, on_false):
-    assert type(pred) is not UndefinedPrimal, "select is not linear in its predicate"
+    require_linear(type(pred) is not UndefinedPrimal, "select is not linear in its predicate")
     cts = [None]
     for branch, keep in ((on_true, True), (on_false, False)):
         if type(branch) is not UndefinedPrimal:

@@ -20,7 +20,13 @@ from __future__ import annotations
 import numpy as np
 from functrans.primitives import elementwise as ew
 from functrans.primitives import shape
-from functrans.primitives._util import as_array, broadcast_shapes, check_dtype, linear_jvp
+from functrans.primitives._util import (
+    as_array,
+    broadcast_shapes,
+    check_dtype,
+    linear_jvp,
+    require_linear,
+)
 
 from functrans.core import (
     Primitive,
@@ -204,9 +210,9 @@ def _scatter_jvp(primals, tangents, *, spec, mode):
 def _scatter_transpose(ct, x, u, *indices, spec, mode):
     n_idx = [None] * len(indices)
     if mode == "mul":
-        assert type(u) is not UndefinedPrimal, "scatter-mul is linear in its operand only"
+        require_linear(type(u) is not UndefinedPrimal, "scatter-mul is linear in its operand only")
         return [bind(scatter_p, ct, u, *indices, spec=spec, mode="mul"), None] + n_idx
-    assert mode in ("add", "set"), f"scatter-{mode} is not linear"
+    require_linear(mode in ("add", "set"), f"scatter-{mode} is not linear")
     if type(ct) is Zero:
         return [Zero(x.aval) if type(x) is UndefinedPrimal else None,
                 Zero(u.aval) if type(u) is UndefinedPrimal else None] + n_idx

@@ -18,7 +18,7 @@ import math
 import numpy as np
 from functrans.primitives import elementwise as ew
 from functrans.primitives import reductions, shape
-from functrans.primitives._util import as_array, check_axes
+from functrans.primitives._util import as_array, check_axes, require_linear
 
 from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, get_aval
 from functrans.dtypes import is_inexact, result_type
@@ -149,7 +149,7 @@ def _transpose_operand(ct, other, other_ndim, operand_aval, mine, theirs, first)
 def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers):
     (lc, rc), (lb, rb) = dimension_numbers
     if type(lhs) is UndefinedPrimal:
-        assert type(rhs) is not UndefinedPrimal, "dot_general is bilinear, not quadratic"
+        require_linear(type(rhs) is not UndefinedPrimal, "dot_general is bilinear, not quadratic")
         if type(ct) is Zero:
             return [Zero(lhs.aval), None]
         r_ndim = get_aval(rhs).ndim
@@ -383,7 +383,7 @@ def _triangular_solve_jvp(primals, tangents, **params):
 
 
 def _triangular_solve_transpose(ct, a, b, *, lower, transpose_a, conjugate_a, unit_diagonal):
-    assert type(a) is not UndefinedPrimal, "triangular_solve is linear in b only"
+    require_linear(type(a) is not UndefinedPrimal, "triangular_solve is linear in b only")
     if type(ct) is Zero:
         return [None, Zero(b.aval)]
     # The transpose of b -> op(A)^-1 b is c -> op(A)^-T c (no conjugation: JAX's

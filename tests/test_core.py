@@ -411,9 +411,6 @@ def _branchy(x):
 @pytest.mark.parametrize("op, what", [
     (bool, r"bool\(\)"),
     (int, r"int\(\)"),
-    (float, r"float\(\)"),
-    (complex, r"complex\(\)"),
-    (np.asarray, r"np\.asarray\(\)"),
     (lambda x: [0, 1, 2][x], r"use as an index \(__index__\)"),
 ])
 def test_concretizing_a_tracer_names_the_function_and_the_ways_out(op, what):
@@ -430,6 +427,28 @@ def test_concretizing_a_tracer_names_the_function_and_the_ways_out(op, what):
     for way_out in ("functrans.lax.cond", "where", "static_argnums"):
         assert way_out in message
     assert isinstance(info.value, TypeError)
+
+
+@pytest.mark.parametrize("op, what, way_out", [
+    (float, r"float\(\)", "functrans.numpy functions instead of math"),
+    (complex, r"complex\(\)", "functrans.numpy functions instead of cmath"),
+    (np.asarray, r"np\.asarray\(\)", "functrans.numpy.asarray(x)"),
+])
+def test_converting_a_tracer_to_a_constant_gives_conversion_advice(op, what, way_out):
+    """float(), complex() and np.asarray() make constants: the advice is how
+    to keep the value an array, not how to branch."""
+    def my_fun(x):
+        op(x)
+        return [x]
+
+    with pytest.raises(ConcretizationError) as info:
+        trace(my_fun, np.array(1.0))
+    message = str(info.value)
+    assert re.match(rf"my_fun: {what} needs a concrete value, but the value here is traced",
+                    message)
+    assert re.search(r"\(at .*test_core\.py:\d+\)", message)
+    assert way_out in message and "static_argnums" in message
+    assert "lax.cond" not in message
 
 
 def test_python_if_on_a_traced_comparison():

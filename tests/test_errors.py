@@ -22,6 +22,8 @@ HIERARCHY = {
     errors.DTypeError: (TypeError,),
     errors.AxisError: (ValueError, IndexError),
     errors.ConcretizationError: (TypeError,),
+    errors.TracerConversionError: (errors.ConcretizationError, TypeError),
+    errors.NotLinearError: (TypeError,),
     errors.LeakedTracerError: (RuntimeError,),
     errors.JaxprTypeError: (TypeError,),
     errors.MissingRuleError: (NotImplementedError,),

@@ -262,7 +262,9 @@ def _topological(units: list[list[int]], eqns, producer) -> list[list[int]]:
             waiting[nxt] -= 1
             if waiting[nxt] == 0:
                 heapq.heappush(ready, (max(units[nxt]), nxt))
-    assert len(order) == len(units), "fusion made the program cyclic"
+    if len(order) != len(units):
+        raise RuntimeError("functrans: fusion made the program cyclic (internal error); "
+                           "please report it with the code that triggered it")
     return order
 
 
