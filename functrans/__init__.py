@@ -7,6 +7,7 @@
 from functrans import (  # noqa: F401,E402,I001
     core,  # noqa: F401  (first: everything stands on it)
     primitives,  # registers the primitive set
+    backends,  # registers the NumPy backend and the lazy CuPy one
     lax,
     numpy,
     tree_util,

@@ -8,7 +8,6 @@ leaf checks) lives in ``functrans._api_util``.
 from __future__ import annotations
 
 import functools
-import itertools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -37,16 +36,16 @@ from functrans._api_util import (
     flat_fun,
     normalize_argnums,
 )
-from functrans.backends import numpy as numpy_backend
 from functrans.core import (
     ClosedJaxpr,
-    Jaxpr,
     ShapedArray,
     ShapeDtypeStruct,
     Tracer,
     UndefinedPrimal,
     Zero,
     bind,
+    open_jaxpr,
+    run_jaxpr,
 )
 from functrans.devices import is_device_array
 from functrans.dtypes import float0, is_inexact
@@ -144,25 +143,6 @@ def trace_flat(flat: Callable, leaves: Sequence[Any], name: str, out_cell: list,
     return closed
 
 
-def open_jaxpr(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
-    """``closed`` with its constvars turned into leading inputs, and their values."""
-    j = closed.jaxpr
-    return ClosedJaxpr(Jaxpr((), j.constvars + j.invars, j.outvars, j.eqns), ()), closed.consts
-
-
-def apply_jaxpr(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
-    """Evaluate ``closed``: with NumPy on concrete inputs, by binding into the
-    current trace when an input is traced (a transform nested in another)."""
-    if any(isinstance(x, Tracer) for x in itertools.chain(closed.consts, args)):
-        return core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    if any(type(x) is not np.ndarray and is_device_array(x)
-           for x in itertools.chain(closed.consts, args)):
-        from functrans.backends import cupy as gpu_backend
-
-        return gpu_backend.compiled(closed)(*args)
-    return numpy_backend.compiled(closed)(*args)
-
-
 def _zeros_like_leaf(x: Any) -> np.ndarray:
     aval = core.get_aval(x)
     dtype = aval.dtype if is_inexact(aval.dtype) else float0
@@ -189,17 +169,17 @@ class _Linearized:
             opened, (False,) * len(consts) + tuple(self.active)
         )
         if drop_first:
-            vals = apply_jaxpr(_without_first_output(known, n_out), list(consts) + list(leaves))
+            vals = run_jaxpr(_without_first_output(known, n_out), list(consts) + list(leaves))
             self.outs, self.residuals = [None] + vals[: n_out - 1], vals[n_out - 1 :]
         else:
-            vals = apply_jaxpr(known, list(consts) + list(leaves))
+            vals = run_jaxpr(known, list(consts) + list(leaves))
             self.outs, self.residuals = vals[:n_out], vals[n_out:]
         self.tangent_avals = [
             tangent_aval(core.get_aval(x)) for x, a in zip(leaves, self.active) if a
         ]
 
     def jvp(self, tangents: Sequence[Any]) -> list[Any]:
-        return apply_jaxpr(self.linear, list(self.residuals) + list(tangents))
+        return run_jaxpr(self.linear, list(self.residuals) + list(tangents))
 
     def vjp(self, cts: Sequence[Any]) -> list[Any]:
         """Cotangents of the active inputs (instantiated) from output cotangents,
@@ -208,7 +188,7 @@ class _Linearized:
         n_res, n_t = len(self.residuals), len(self.tangent_avals)
         transposed = transpose_jaxpr(self.linear, (False,) * n_res + (True,) * n_t, nonzero)
         given = [c for c in cts if type(c) is not Zero]
-        return apply_jaxpr(transposed, list(self.residuals) + given)
+        return run_jaxpr(transposed, list(self.residuals) + given)
 
 
 @functools.lru_cache(maxsize=512)
@@ -441,7 +421,7 @@ def hvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
     _check_scalar_output(label, name, tree_unflatten(out_cell[-1], out_types))
     opened, consts = open_jaxpr(closed)
     program = _hvp_jaxpr(opened, (False,) * len(consts) + (True,) * len(leaves))
-    out = tree_unflatten(in_tree, apply_jaxpr(program, [*consts, *leaves, *t_leaves]))
+    out = tree_unflatten(in_tree, run_jaxpr(program, [*consts, *leaves, *t_leaves]))
     return out[0] if len(primals) == 1 else out
 
 
@@ -540,7 +520,7 @@ def vmap(
         batched, out_dims = batch_jaxpr(
             opened, (None,) * len(consts) + tuple(dims), size
         )
-        outs = apply_jaxpr(batched, list(consts) + list(leaves))
+        outs = run_jaxpr(batched, list(consts) + list(leaves))
         out_tree = out_cell[-1]
         out_paths = tree_flatten_with_path(tree_unflatten(out_tree, outs))[0]
         axes = _axis_spec_leaves(label, "out_axes", out_axes, tree_unflatten(out_tree, outs))
@@ -576,7 +556,7 @@ def _batched_apply(closed: ClosedJaxpr, fixed: list, batched: list, size: int) -
     with a leading batch axis; results have the batch axis first."""
     dims = (None,) * len(fixed) + (0,) * len(batched)
     jaxpr, out_dims = batch_jaxpr(closed, dims, size)
-    outs = apply_jaxpr(jaxpr, fixed + batched)
+    outs = run_jaxpr(jaxpr, fixed + batched)
     return [shape_prims.to_front(o, d, size) for o, d in zip(outs, out_dims)]
 
 

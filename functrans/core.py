@@ -871,7 +871,10 @@ _CONVERSION_ADVICE = {
         "functrans.scipy. Writing a traced value into a NumPy array (buf[i] = x) ends up "
         "here too: build the array with functrans.numpy.at(buf)[i].set(x) or "
         "x.at[i].set(v) instead, and so does a NumPy array indexed by a traced integer "
-        "(table[i]): index it with functrans.numpy.take(array, index, axis=0)."
+        "(table[i]): index it with functrans.numpy.take(array, index, axis=0). So does a "
+        "scalar type called on a traced value, np.float32(x) (functrans.numpy.float32 is "
+        "NumPy's own): cast with x.astype(functrans.numpy.float32) or "
+        "functrans.numpy.asarray(x, dtype=...), which keep the value traced."
     ),
     "float()": (
         "Keep it an array: drop the float() (0-d arrays work in arithmetic), and use "
@@ -939,15 +942,21 @@ def bind(prim: Primitive, *args, **params):
 # --------------------------------------------------------------------------
 
 #: The backend of each array type other than ``numpy.ndarray`` (None: a value
-#: NumPy handles, such as a Python scalar).  A backend has ``name`` and
-#: ``apply(prim, args, params)``; ``functrans.backends.cupy`` registers
-#: ``cupy.ndarray`` when a CuPy array is first seen.
+#: NumPy handles, such as a Python scalar).  A backend has ``name``,
+#: ``array_module()``, ``apply(prim, args, params)`` (one primitive, eagerly)
+#: and ``run(closed, args)`` (a whole Jaxpr); ``functrans.backends.cupy``
+#: registers ``cupy.ndarray`` when a CuPy array is first seen.
 device_backends: dict[type, Any] = {}
 
-#: Top-level modules whose array types belong to a backend module that is
-#: imported on first sight of one of them, so that importing functrans never
-#: imports CuPy.
-LAZY_BACKENDS = {"cupy": "functrans.backends.cupy", "cupyx": "functrans.backends.cupy"}
+#: The backend of NumPy arrays and Python scalars, set by
+#: ``functrans.backends.numpy`` when it is imported (with ``functrans``).
+host_backend: Any = None
+
+#: Loaders of the backends of array types from other libraries, by the
+#: library's top-level module name (``"cupy"``): called on first sight of such
+#: an array, so that importing functrans never imports CuPy.  Filled in by
+#: ``functrans.backends``.
+lazy_backends: dict[str, Callable[[], None]] = {}
 
 
 def backend_of_type(t: type) -> Any:
@@ -956,12 +965,42 @@ def backend_of_type(t: type) -> Any:
         return device_backends[t]
     except KeyError:
         pass
-    module = LAZY_BACKENDS.get(getattr(t, "__module__", "").partition(".")[0])
-    if module is not None:
-        import importlib
-
-        importlib.import_module(module)  # registers its array types
+    load = lazy_backends.get(getattr(t, "__module__", "").partition(".")[0])
+    if load is not None:
+        load()  # registers its array types
     return device_backends.setdefault(t, None)
+
+
+def run_jaxpr(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
+    """Evaluate ``closed`` on ``args``: by binding its equations into the
+    current trace when an input or constant is traced (a transform nested in
+    another), otherwise with the compiled code of the inputs' backend (NumPy's,
+    or the GPU's when one of them is a device array)."""
+    backend = None
+    for x in itertools.chain(closed.consts, args):
+        t = type(x)
+        if t is np.ndarray:
+            continue
+        if isinstance(x, Tracer):
+            return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        backend = backend or backend_of_type(t)
+    return (backend or host_backend).run(closed, args)
+
+
+def jaxpr_runner(closed: ClosedJaxpr, sample: Sequence[Any]) -> Callable[..., Any]:
+    """A function evaluating ``closed`` on arguments like ``sample``, looked up
+    once for a loop: the host backend's compiled loop-body code itself when
+    they are NumPy arrays or scalars (rank-0 results may come back as NumPy
+    scalars), ``run_jaxpr`` otherwise."""
+    if all(type(x) is np.ndarray or np.isscalar(x) for x in sample):
+        return host_backend.body(closed)
+    return lambda *args: run_jaxpr(closed, args)
+
+
+def open_jaxpr(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
+    """``closed`` with its constvars turned into leading inputs, and their values."""
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr((), j.constvars + j.invars, j.outvars, j.eqns), ()), closed.consts
 
 
 def array_module(values: Iterable[Any]) -> Any:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 from functrans import core
 from functrans._api_util import check_leaves
-from functrans.api import open_jaxpr
+from functrans.core import open_jaxpr
 from functrans.primitives.custom import FlatRule, checkpoint_p, custom_jvp_call_p, custom_vjp_call_p
 from functrans.tree_util import tree_flatten, tree_unflatten
 

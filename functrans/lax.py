@@ -16,8 +16,7 @@ import numpy as np
 
 from functrans import core
 from functrans._api_util import check_leaves
-from functrans.api import open_jaxpr
-from functrans.core import ShapedArray, Tracer
+from functrans.core import ShapedArray, Tracer, open_jaxpr
 from functrans.primitives.control_flow import cond_p, scan_p, while_p
 from functrans.primitives.custom import stop_gradient_p
 from functrans.primitives.elementwise import convert_element_type

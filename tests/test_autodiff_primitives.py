@@ -312,7 +312,7 @@ def test_check_grads_of_call_primitives(name, args):
 def test_custom_lin_is_bound_by_custom_vjp_and_transposed_by_bwd():
     f, _ = make_custom("custom_vjp")
     x, y = np.array([0.3, -1.2]), np.array([2.0, 0.5])
-    from functrans.api import open_jaxpr
+    from functrans.core import open_jaxpr
     from functrans.interpreters.partial_eval import linearize_jaxpr
 
     closed = ft.make_jaxpr(f)(x, y)

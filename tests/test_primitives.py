@@ -678,7 +678,7 @@ def _sub_program(draw):
     ``[sin(x) * y + c, cos(x)]`` for a closed-over ``c``, its leading operand."""
     from functrans.primitives.elementwise import add, cos, mul, sin
 
-    from functrans.api import open_jaxpr
+    from functrans.core import open_jaxpr
 
     sx, sy, sc = draw(fts.broadcastable_shapes(3, max_rank=3, max_side=4))
     x, y, c = (operand(draw, dtypes=NUMERIC, shape=s, lo=-3, hi=3, scalar_ok=False)
@@ -748,7 +748,7 @@ def custom_lin_spec() -> Spec:
 
 def _open(fun, avals):
     """The open Jaxpr (constants as leading inputs) of ``fun`` at ``avals``."""
-    from functrans.api import open_jaxpr
+    from functrans.core import open_jaxpr
 
     closed, _, _ = core.trace_to_jaxpr(fun, avals)
     return open_jaxpr(closed)[0]

@@ -284,7 +284,8 @@ def test_custom_lin_batched_and_transposed_matches_a_loop_of_vjps():
     """Batch the linear part of a custom_vjp function's JVP over its tangent
     inputs (which batches ``custom_lin``), transpose it, and compare each
     member's cotangent with ``vjp``."""
-    from functrans.api import apply_jaxpr, open_jaxpr
+    from functrans.core import open_jaxpr
+    from functrans.core import run_jaxpr as apply_jaxpr
     from functrans.interpreters.partial_eval import linearize_jaxpr
     from functrans.interpreters.transpose import transpose_jaxpr
     from functrans.interpreters.vmap import batch_jaxpr

@@ -149,6 +149,9 @@ class CupyBackend:
             return _eager_elementwise(prim, args, params)
         return impl(prim)(*args, **params)
 
+    def run(self, closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
+        return compiled(closed)(*args)
+
 
 BACKEND = CupyBackend()
 

@@ -12,10 +12,11 @@ import functools
 import keyword
 import math
 import threading
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
+from functrans import core
 from functrans.core import ClosedJaxpr, Jaxpr, Literal, Var
 
 
@@ -93,6 +94,27 @@ def compiled_body(closed: ClosedJaxpr) -> Compiled:
     scalars (the loop makes arrays of its final values once), which saves a
     conversion per result and step."""
     return Compiled(closed, "compiled", scalars_out=True)
+
+
+class HostBackend:
+    """The backend of NumPy arrays and Python scalars (``core.host_backend``)."""
+
+    name = "cpu"
+
+    def array_module(self):
+        return np
+
+    def apply(self, prim, args: Sequence[Any], params: dict):
+        return prim.impl(*args, **params)
+
+    def run(self, closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
+        return compiled(closed).fn(*args)
+
+    def body(self, closed: ClosedJaxpr):
+        return compiled_body(closed).fn
+
+
+core.host_backend = HostBackend()
 
 
 def _identifier(name: str) -> str:
