@@ -1,68 +1,69 @@
 """Helpers the control-flow primitives share: evaluating, tracing and
 transforming the sub-Jaxprs in their params, and the batch-member masks of
-batched loops.  The transforms are imported inside the helpers: they are
-built on the primitives, which load first."""
+batched loops.  The transforms import only ``functrans.core``, so the
+primitives import them at the top.  Evaluating a sub-Jaxpr dispatches on the
+operands' backend: that import stays inside ``run`` and ``runner``."""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-import numpy as np
 from functrans.primitives import elementwise as ew
-from functrans.primitives import shape
+from functrans.primitives import reductions, shape
 
-from functrans.core import ClosedJaxpr, Var, Zero, bind, get_aval, instantiate, trace_to_jaxpr
+from functrans.core import (
+    ClosedJaxpr,
+    Var,
+    Zero,
+    bind,
+    get_aval,
+    instantiate,
+    jaxpr_runner,
+    run_jaxpr,
+    trace_to_jaxpr,
+)
+from functrans.interpreters import partial_eval as pe
+from functrans.interpreters.jvp import jvp_jaxpr
+from functrans.interpreters.transpose import transpose_jaxpr
+from functrans.interpreters.vmap import batch_eval, batch_jaxpr, batched_aval
+from functrans.passes.dce import dce
 
 
 def run(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
-    """Evaluate a sub-Jaxpr: compiled NumPy code on concrete arrays, binds
-    into the current trace otherwise."""
-    from functrans.api import apply_jaxpr
-
-    return apply_jaxpr(closed, list(args))
+    """Evaluate a sub-Jaxpr: compiled code on concrete arrays, binds into the
+    current trace otherwise (``core.run_jaxpr``)."""
+    return run_jaxpr(closed, list(args))
 
 
-def runner(closed: ClosedJaxpr, sample: Sequence[Any]):
-    """A function evaluating ``closed`` on arguments like ``sample``, looked up
-    once for a loop: the compiled NumPy code itself when they are NumPy arrays."""
-    if all(type(x) is np.ndarray or np.isscalar(x) for x in sample):
-        from functrans.backends.numpy import compiled_body
-
-        return compiled_body(closed).fn
-    return lambda *args: run(closed, args)
+#: A function evaluating a sub-Jaxpr on arguments like a sample, looked up once for a loop.
+runner = jaxpr_runner
 
 
 def jvp(closed: ClosedJaxpr, nonzeros, instantiate_outs):
     """``functrans.interpreters.jvp.jvp_jaxpr``: (JVP Jaxpr, nonzero tangent outputs)."""
-    from functrans.interpreters.jvp import jvp_jaxpr
-
     return jvp_jaxpr(closed, nonzeros, instantiate_outs)
 
 
 def partial_eval(closed: ClosedJaxpr, unknowns, instantiate):
     """``functrans.interpreters.partial_eval.partial_eval``: the known/unknown split."""
-    from functrans.interpreters import partial_eval
-
-    return partial_eval.partial_eval(closed, unknowns, instantiate)
+    return pe.partial_eval(closed, unknowns, instantiate)
 
 
 def select_outputs(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
     """``closed`` returning only the outputs flagged in ``keep`` (dead code removed)."""
-    from functrans.passes.dce import dce
-
     return ClosedJaxpr(dce(closed.jaxpr, keep), closed.consts)
 
 
-def transpose(closed: ClosedJaxpr, linear: Sequence[bool]) -> ClosedJaxpr:
-    """``functrans.interpreters.transpose.transpose_jaxpr`` in the ``linear`` inputs."""
-    from functrans.interpreters.transpose import transpose_jaxpr
-
-    return transpose_jaxpr(closed, tuple(linear))
+def transpose(closed: ClosedJaxpr, linear: Sequence[bool],
+              ct_nonzero: Sequence[bool] | None = None) -> ClosedJaxpr:
+    """``functrans.interpreters.transpose.transpose_jaxpr`` in the ``linear``
+    inputs, taking cotangents for the outputs flagged in ``ct_nonzero`` (all
+    when not given)."""
+    return transpose_jaxpr(closed, tuple(linear), None if ct_nonzero is None else tuple(ct_nonzero))
 
 
 def batched(closed: ClosedJaxpr, dims: Sequence[int | None], size: int) -> ClosedJaxpr:
     """``closed`` batched with inputs at ``dims`` and every output batch-axis first."""
-    from functrans.interpreters.vmap import batch_eval, batched_aval
 
     def fun(*args):
         outs, out_dims = batch_eval(closed.jaxpr, closed.consts, args, dims, size)
@@ -75,8 +76,6 @@ def batched(closed: ClosedJaxpr, dims: Sequence[int | None], size: int) -> Close
 
 def out_batched(closed: ClosedJaxpr, dims: Sequence[int | None], size: int) -> list[bool]:
     """Which outputs of ``closed`` vary over the batch when its inputs are at ``dims``."""
-    from functrans.interpreters.vmap import batch_jaxpr
-
     return [d is not None for d in batch_jaxpr(closed, tuple(dims), size)[1]]
 
 
@@ -114,9 +113,7 @@ def depends(closed: ClosedJaxpr, flags: Sequence[bool]) -> list[bool]:
 
 def any_member(pred):
     """Whether any member (axis 0) of a batched predicate holds."""
-    from functrans.primitives.reductions import reduce_or_p
-
-    return bind(reduce_or_p, pred, axes=(0,))
+    return bind(reductions.reduce_or_p, pred, axes=(0,))
 
 
 def select_members(active, new, old):
