@@ -129,19 +129,11 @@ def _fused_batch(vals, dims, *, axis_size, jaxpr):
     return batch_eval(jaxpr, (), vals, dims, axis_size)
 
 
-def _fused_cuda(jaxpr: Jaxpr):
-    """The group's kernel (a ``functrans.backends.cuda.Kernel``)."""
-    from functrans.backends.cuda import jaxpr_kernel
-
-    return jaxpr_kernel(jaxpr)
-
-
 fused_elementwise_p = Primitive(
     "fused_elementwise",
     abstract_eval=_fused_abstract_eval,
     impl=_fused_impl,
     jvp=_fused_jvp,
     batch=_fused_batch,
-    cuda=_fused_cuda,
     multiple_results=True,
 )
