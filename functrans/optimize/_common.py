@@ -3,6 +3,8 @@ outcome of a failed search, and the norms of the stopping tests."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from functrans.optimize._linesearch import LineSearch, strong_wolfe
@@ -27,6 +29,19 @@ def search(problem: Problem, p: Point, d: np.ndarray, slope: float, step: float,
         # Short of the Wolfe conditions and x did not move: precision is lost.
         return ls._replace(payload=None, status="failed")
     return ls
+
+
+def steepest_descent_search(problem: Problem, p: Point, **kwargs) -> LineSearch:
+    """The fallback after a failed search along a method's own direction:
+    along ``-g``, from a first trial step of unit length."""
+    gg = float(p.g.dot(p.g))
+    return search(problem, p, -p.g, -gg, 1.0 / math.sqrt(gg), **kwargs)
+
+
+def retry(ls: LineSearch) -> bool:
+    """Whether a failed search deserves a second one along another direction
+    (not when the objective went to -inf)."""
+    return ls.payload is None and ls.status in ("failed", "nonfinite")
 
 
 def search_failure(problem: Problem, ls: LineSearch) -> tuple[int, str]:

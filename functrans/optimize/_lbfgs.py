@@ -3,13 +3,25 @@ settings and stopping tests of SciPy's ``L-BFGS-B`` run without bounds
 (where L-BFGS-B's Cauchy point and subspace step reduce to this direction):
 ``H_0 = (s'y / y'y) I``, a first trial step of ``1/|d|`` and then 1, the
 Moré-Thuente search with ``ftol=1e-3, gtol=0.9, xtol=0.1`` and at most
-``maxls`` evaluations, and a restart from steepest descent when it fails."""
+``maxls`` evaluations, and a restart from steepest descent when it fails.
+
+Stopping paths:
+
+* ``max|g| <= gtol``: success;
+* ``(f_old - f) / max(|f_old|, |f|, 1) <= ftol`` after a step that met the
+  Wolfe conditions: success (L-BFGS-B's ``factr`` test);
+* ``maxiter`` iterations or ``maxfun`` evaluations: status 1;
+* the line search fails from steepest descent (after a failure with pairs
+  the pairs are dropped and it tries again): status 2 (precision loss), or 3
+  where trial points were NaN or inf and shorter steps found no finite lower
+  point, or ``fun`` reached ``-inf``.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from functrans.optimize._common import norm2, search, search_failure
+from functrans.optimize._common import norm2, retry, search, search_failure
 from functrans.optimize._problem import Monitor, Point, Problem
 from functrans.optimize._result import (
     CALLBACK_STOP,
@@ -58,7 +70,7 @@ def minimize_lbfgs(problem: Problem, p: Point, opts: dict, monitor: Monitor) -> 
         ls = search(problem, p, d, slope, step, c1=1e-3, c2=0.9, xtol=0.1,
                     step_max=STEP_MAX, maxiter=opts["maxls"])
         if ls.payload is None:
-            if s_hist and ls.status == "failed":
+            if s_hist and retry(ls):
                 s_hist, y_hist, rho, gamma = [], [], [], 1.0  # restart, as L-BFGS-B does
                 continue
             status, message = search_failure(problem, ls)
@@ -73,7 +85,10 @@ def minimize_lbfgs(problem: Problem, p: Point, opts: dict, monitor: Monitor) -> 
             break
         if gnorm <= opts["gtol"]:
             message = "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"
-        elif f_old - p.f <= opts["ftol"] * max(abs(f_old), abs(p.f), 1.0):
+        elif (ls.status == "wolfe"
+              and f_old - p.f <= opts["ftol"] * max(abs(f_old), abs(p.f), 1.0)):
+            # Only a Wolfe step counts: one cut short by NaN backtracking (or
+            # by maxls) decreases f little without being near a minimiser.
             message = "CONVERGENCE: RELATIVE REDUCTION OF F <= FACTR*EPSMCH"
         sy = float(s.dot(y))
         if sy > EPS * (-slope * ls.step):  # L-BFGS-B's test for a safe update

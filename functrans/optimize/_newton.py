@@ -5,15 +5,32 @@ Where the Hessian is not positive definite, the step solves
 for which a Cholesky factorisation succeeds (Nocedal & Wright, Algorithm
 3.3: from 0 when the diagonal is positive, else from ``beta - min(diag H)``;
 ``beta`` is 1e-3 of the largest diagonal entry), so ``d`` always points
-downhill.  It stops when the
-gradient's 2-norm is below ``gtol``, as SciPy's trust-region methods do.
+downhill, and zero or negative curvature (a zero Hessian included) gives a
+shifted, steepest-descent-like step rather than a stop.
+
+Stopping paths:
+
+* the gradient's 2-norm is below ``gtol`` (as in SciPy's trust-region
+  methods): success, the only one;
+* ``maxiter`` iterations: status 1;
+* a Hessian that is not finite: status 3;
+* the line search fails along the Newton direction and then along steepest
+  descent: status 2 (precision loss), or 3 where trial points were NaN or
+  inf and shorter steps found no finite lower point, or ``fun`` reached
+  ``-inf``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from functrans.optimize._common import norm2, search, search_failure
+from functrans.optimize._common import (
+    norm2,
+    retry,
+    search,
+    search_failure,
+    steepest_descent_search,
+)
 from functrans.optimize._linalg import cho_solve
 from functrans.optimize._problem import Monitor, Point, Problem
 from functrans.optimize._result import CALLBACK_STOP, MAXITER, MESSAGES, NONFINITE, SUCCESS
@@ -59,8 +76,12 @@ def minimize_newton(problem: Problem, p: Point, opts: dict, monitor: Monitor) ->
             break
         lower, _ = cholesky_with_shift(h)
         d = -cho_solve(lower, p.g)
-        ls = search(problem, p, d, float(p.g.dot(d)), 1.0, c1=opts["c1"], c2=opts["c2"],
-                    step_min=1e-100, step_max=1e100)
+        wolfe = {"c1": opts["c1"], "c2": opts["c2"], "step_min": 1e-100, "step_max": 1e100}
+        ls = search(problem, p, d, float(p.g.dot(d)), 1.0, **wolfe)
+        if retry(ls):
+            # Rounding can leave the Newton direction barely downhill, or
+            # pointing out of fun's domain: try steepest descent.
+            ls = steepest_descent_search(problem, p, **wolfe)
         if ls.payload is None:
             status, message = search_failure(problem, ls)
             break
