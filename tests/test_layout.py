@@ -1,0 +1,46 @@
+"""The package layout (DESIGN.md, "Layers"): the repository folder
+``primitives/`` installs as ``functrans.primitives``, so no top-level module
+``primitives`` exists and a user's own ``primitives.py`` cannot shadow it;
+every package folder is installed; importing functrans loads no optional
+dependency.  The layer contract itself is checked by import-linter in CI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(code: str, cwd: Path) -> str:
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def test_a_users_primitives_module_does_not_shadow_functrans(tmp_path):
+    (tmp_path / "primitives.py").write_text("raise ImportError('the user module was imported')\n")
+    out = _run("import sys, functrans, functrans.numpy as fnp; "
+               "print('primitives' in sys.modules, fnp.sum(fnp.ones(3)))", tmp_path)
+    assert out.split() == ["False", "3.0"]
+
+
+def test_importing_functrans_loads_no_optional_dependency(tmp_path):
+    out = _run("import sys, functrans; print(sorted(m for m in ('cupy', 'scipy', 'numexpr', "
+               "'hypothesis', 'numba', 'mpi4py', 'graphviz', 'pytest') if m in sys.modules))",
+               tmp_path)
+    assert out.strip() == "[]"
+
+
+def test_every_package_folder_is_installed():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    assert config["package-dir"] == {"functrans.primitives": "primitives"}
+    found = {".".join(p.parent.relative_to(ROOT).parts)
+             for p in (ROOT / "functrans").rglob("__init__.py")}
+    found.add("functrans.primitives")
+    assert found == listed, "update [tool.setuptools] packages in pyproject.toml"
