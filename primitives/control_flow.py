@@ -5,7 +5,8 @@ a while loop, ``recorded_loop``, has a module of its own.
 Sub-Jaxprs are "open": each takes its constants as leading operands, so the
 equations carry every value they read.  The rules transform the sub-Jaxprs
 with the transforms themselves, through the helpers in
-``primitives._subjaxpr``.
+``primitives._subjaxpr``, and read the operands by name, through the layouts
+``ScanOperands`` and ``WhileOperands`` (``primitives._layout``).
 
 Reverse mode follows one pattern for all three.  The JVP rule emits two
 equations: the primal computation, which also returns what the tangent
@@ -29,12 +30,21 @@ it is transposed:
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 from functrans.primitives import _subjaxpr as sj
 from functrans.primitives import elementwise as ew
 from functrans.primitives import shape
+from functrans.primitives._layout import (
+    fill_in,
+    flatten,
+    map_groups,
+    merge_lists,
+    partition_list,
+    split_list,
+)
+from functrans.primitives.recorded_loop import Sweep, trace_sweep_body, transpose_sweeps
 
 from functrans.core import (
     ClosedJaxpr,
@@ -52,6 +62,42 @@ from functrans.core import (
 from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
 
+
+def _is_nonzero(t) -> bool:
+    return type(t) is not Zero
+
+
+def _is_linear(x) -> bool:
+    return type(x) is UndefinedPrimal
+
+
+def _nonzero(tangents) -> list:
+    """The tangents that are not symbolic zeros, as a transformed equation takes them."""
+    return [t for t in tangents if type(t) is not Zero]
+
+
+def _nonzero_carry(tangents, avals, flags) -> list:
+    """The carry tangents flagged in ``flags``, zeros materialised: the body
+    may make a tangent nonzero that starts as zero."""
+    return [instantiate(Zero(a)) if type(t) is Zero else t
+            for t, a, f in zip(tangents, avals, flags) if f]
+
+
+def _stripped(avals) -> list[ShapedArray]:
+    return [a.strip_weak() for a in avals]
+
+
+def _dims(batched: Sequence[bool]) -> list[int | None]:
+    """Batch dims of values batched axis-first where flagged, unbatched elsewhere."""
+    return [0 if b else None for b in batched]
+
+
+def _with_invars(closed: ClosedJaxpr, invars) -> ClosedJaxpr:
+    """``closed`` taking ``invars`` (its own, reordered, or some ignored) as inputs."""
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, list(invars), j.outvars, j.eqns), closed.consts)
+
+
 # --------------------------------------------------------------------------
 # cond: cond(index, *operands, branches)
 # --------------------------------------------------------------------------
@@ -62,7 +108,7 @@ def _cond_abstract_eval(index, *operands, branches):
         raise ShapeError(
             f"cond: the branch index must be an integer scalar, got {index.str_short()}"
         )
-    return [a.strip_weak() for a in branches[0].out_avals]
+    return _stripped(branches[0].out_avals)
 
 
 def _clamp_index(index, n: int) -> int:
@@ -75,29 +121,26 @@ def _cond_impl(index, *operands, branches):
 
 def _cond_jvp(primals, tangents, *, branches):
     index, *ops = primals
-    nonzeros = [type(t) is not Zero for t in tangents[1:]]
+    nonzeros = [_is_nonzero(t) for t in tangents[1:]]
     outs = bind(cond_p, index, *ops, branches=branches)
-    out_avals = [a.strip_weak() for a in branches[0].out_avals]
+    out_avals = _stripped(branches[0].out_avals)
     out_nz = [is_inexact(a.dtype) for a in out_avals]
     if not any(nonzeros) or not any(out_nz):
         return outs, [Zero(a) for a in out_avals]
-    tangent_branches = []
-    for b in branches:
-        jv, _ = sj.jvp(b, nonzeros, out_nz)
-        n_out = len(out_avals)
-        tangent_branches.append(sj.select_outputs(jv, [False] * n_out + [True] * sum(out_nz)))
-    given = [t for t in tangents[1:] if type(t) is not Zero]
-    t_outs = iter(bind(cond_p, index, *ops, *given, branches=tuple(tangent_branches)))
-    return outs, [next(t_outs) if nz else Zero(a) for a, nz in zip(out_avals, out_nz)]
+    # Each branch's JVP, returning its tangent outputs only.
+    only_tangents = [False] * len(out_avals) + [True] * sum(out_nz)
+    tangent_branches = tuple(sj.select_outputs(sj.jvp(b, nonzeros, out_nz)[0], only_tangents)
+                             for b in branches)
+    t_outs = bind(cond_p, index, *ops, *_nonzero(tangents[1:]), branches=tangent_branches)
+    return outs, fill_in(out_nz, t_outs, [Zero(a) for a in out_avals])
 
 
 def _cond_transpose(cts, index, *operands, branches):
-    linear = [type(x) is UndefinedPrimal for x in operands]
-    fixed = [x for x in operands if type(x) is not UndefinedPrimal]
-    cts = [instantiate(c) for c in cts]
+    linear = [_is_linear(x) for x in operands]
+    fixed, _ = partition_list(linear, operands)
     transposed = tuple(sj.transpose(b, linear) for b in branches)
-    cts_in = iter(bind(cond_p, index, *fixed, *cts, branches=transposed))
-    return [None] + [next(cts_in) if lin else None for lin in linear]
+    cts_in = bind(cond_p, index, *fixed, *[instantiate(c) for c in cts], branches=transposed)
+    return [None] + fill_in(linear, cts_in)
 
 
 def _cond_batch(vals, dims, *, axis_size, branches):
@@ -115,10 +158,7 @@ def _cond_batch(vals, dims, *, axis_size, branches):
     for per_branch in zip(*results):
         out = per_branch[0]
         for k, candidate in enumerate(per_branch[1:], start=1):
-            rank = get_aval(candidate).ndim
-            pick = bind(shape.broadcast_in_dim_p, ew.eq(index, k), shape=get_aval(candidate).shape,
-                        broadcast_dimensions=(0,)) if rank > 1 else ew.eq(index, k)
-            out = ew.select(pick, candidate, out)
+            out = sj.select_members(ew.eq(index, k), candidate, out)
         outs.append(out)
     return outs, [0] * len(outs)
 
@@ -136,132 +176,28 @@ cond_p = Primitive(
 
 
 # --------------------------------------------------------------------------
-# scan: scan(*consts, *init, *xs, jaxpr, num_consts, num_carry, length, reverse)
-# body: (*consts, *carry, *x) -> (*carry, *y)
+# Loop residuals: where the linear part of a loop body gets the values it
+# reads from the primal part (scan's JVP, while_loop's transpose)
 # --------------------------------------------------------------------------
 
 
-def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse):
-    carry_avals = avals[num_consts : num_consts + num_carry]
-    body_out = jaxpr.out_avals
-    for a, b in zip(carry_avals, body_out[:num_carry]):
-        if a.shape != b.shape or a.dtype != b.dtype:
-            raise ShapeError(
-                f"scan: the body turns a carry of type {a.str_short()} into {b.str_short()}; "
-                "the carry must keep its shape and dtype"
-            )
-    ys = [ShapedArray((length,) + a.shape, a.dtype) for a in body_out[num_carry:]]
-    return [a.strip_weak() for a in carry_avals] + ys
+class Residual(NamedTuple):
+    """Where a loop's linear part gets one residual of the body's primal part:
+    ``"const"``, the constant at ``position`` itself; ``"input"``, the
+    per-step input at ``position`` itself; ``"invariant"``, computed from the
+    constants alone, so once, outside the loop (``_hoisted``); ``"varying"``,
+    recorded per step."""
+
+    kind: str
+    position: int = 0
 
 
-def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse):
-    xp = array_module(args)
-    consts = list(args[:num_consts])
-    carry = list(args[num_consts : num_consts + num_carry])
-    xs = [xp.asarray(x) for x in args[num_consts + num_carry :]]
-    y_avals = jaxpr.out_avals[num_carry:]
-    ys = [xp.empty((length,) + a.shape, a.dtype) for a in y_avals]
-    body = sj.runner(jaxpr, consts + carry + xs)
-    for step in range(length):
-        i = length - 1 - step if reverse else step
-        outs = body(*consts, *carry, *[x[i] for x in xs])
-        carry = outs[:num_carry]
-        for y, out in zip(ys, outs[num_carry:]):
-            y[i] = out
-    return [xp.asarray(c) for c in carry] + ys
-
-
-def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse):
-    nc, nk = num_consts, num_carry
-    consts, xs = primals[:nc], primals[nc + nk :]
-    t_consts, t_init, t_xs = tangents[:nc], tangents[nc : nc + nk], tangents[nc + nk :]
-    in_avals = jaxpr.in_avals
-    carry_avals = [a.strip_weak() for a in in_avals[nc : nc + nk]]
-    nz_consts = [type(t) is not Zero for t in t_consts]
-    nz_xs = [type(t) is not Zero for t in t_xs]
-
-    def carry_step(nz_carry):
-        _, out_nz = sj.jvp(jaxpr, nz_consts + nz_carry + nz_xs, False)
-        return out_nz[:nk]
-
-    nz_carry = sj.fixpoint(
-        [type(t) is not Zero and is_inexact(a.dtype) for t, a in zip(t_init, carry_avals)],
-        carry_step,
-    )
-    params = dict(num_consts=nc, num_carry=nk, length=length, reverse=reverse)
-    if not any(nz_consts + nz_carry + nz_xs):
-        outs = bind(scan_p, *primals, jaxpr=jaxpr, **params)
-        return outs, [Zero(get_aval(o).strip_weak()) for o in outs]
-    # Split the body's JVP into its primal part, which also computes the
-    # residuals, and its tangent part, which reads them (partial evaluation).
-    n_y = len(jaxpr.out_avals) - nk
-    y_avals = [a.strip_weak() for a in jaxpr.out_avals[nk:]]
-    out_nz_y = [is_inexact(a.dtype) for a in y_avals]
-    jv, _ = sj.jvp(jaxpr, nz_consts + nz_carry + nz_xs, nz_carry + out_nz_y)
-    n_p, n_t = len(in_avals), sum(nz_consts) + sum(nz_carry) + sum(nz_xs)
-    known, tangent, _, n_res = sj.partial_eval(
-        jv, [False] * n_p + [True] * n_t,
-        [False] * (nk + n_y) + [True] * (sum(nz_carry) + sum(out_nz_y)))
-    residuals = _residual_kinds(known, nc, n_res)
-    # 1. The primal scan, also stacking the residuals that vary per step (the
-    #    carries among them: xs are stacked already).
-    stacked = [k == "varying" or (k == "input" and i < nk) for k, i in residuals]
-    primal_body = sj.select_outputs(known, [True] * (nk + n_y) + stacked)
-    outs = bind(scan_p, *primals, jaxpr=primal_body, **params)
-    outs, tape = outs[: nk + n_y], iter(outs[nk + n_y :])
-    hoisted = iter(_hoisted(known, residuals, consts))
-    # 2. The tangent scan: consts (const residuals, tangent consts), carry the
-    #    tangent carries, xs (stacked residuals, tangent xs).
-    res_consts, res_xs, order = [], [], []
-    for (kind, i), stack in zip(residuals, stacked):
-        if kind == "const" or kind == "invariant":
-            order.append(("c", len(res_consts)))
-            res_consts.append(consts[i] if kind == "const" else next(hoisted))
-        else:
-            order.append(("x", len(res_xs)))
-            res_xs.append(next(tape) if stack else xs[i - nk])
-    given_consts = [t for t in t_consts if type(t) is not Zero]
-    given_init = [
-        instantiate(Zero(a)) if type(t) is Zero else t
-        for t, a, nz in zip(t_init, carry_avals, nz_carry) if nz
-    ]
-    given_xs = [t for t in t_xs if type(t) is not Zero]
-    n_rc, n_rx = len(res_consts), len(res_xs)
-    n_tc, n_tk = len(given_consts), len(given_init)
-
-    def tangent_step(*a):
-        rc, tc = a[:n_rc], a[n_rc : n_rc + n_tc]
-        tk = a[n_rc + n_tc : n_rc + n_tc + n_tk]
-        rx, tx = a[n_rc + n_tc + n_tk : n_rc + n_tc + n_tk + n_rx], a[n_rc + n_tc + n_tk + n_rx :]
-        res = [rc[i] if where == "c" else rx[i] for where, i in order]
-        return sj.run(tangent, res + list(tc) + list(tk) + list(tx))
-
-    step_avals = ([get_aval(c) for c in res_consts] + [get_aval(c) for c in given_consts]
-                  + [get_aval(c).strip_weak() for c in given_init]
-                  + [_unstacked(x) for x in res_xs] + [_unstacked(x) for x in given_xs])
-    body = sj.trace(tangent_step, step_avals, "scan body")
-    t_outs = bind(
-        scan_p, *res_consts, *given_consts, *given_init, *res_xs, *given_xs, jaxpr=body,
-        num_consts=n_rc + n_tc, num_carry=n_tk, length=length, reverse=reverse,
-    )
-    it = iter(t_outs)
-    t_carry = [next(it) if nz else Zero(a) for a, nz in zip(carry_avals, nz_carry)]
-    t_ys = [next(it) if nz else Zero(ShapedArray((length,) + a.shape, a.dtype))
-            for a, nz in zip(y_avals, out_nz_y)]
-    return outs, t_carry + t_ys
-
-
-def _unstacked(x) -> ShapedArray:
-    aval = get_aval(x)
-    return ShapedArray(aval.shape[1:], aval.dtype)
-
-
-def _residual_kinds(known: ClosedJaxpr, n_consts: int, n_res: int) -> list[tuple[str, int]]:
-    """Where a loop's backward pass gets each residual of the body's primal
-    part ``known`` (inputs: ``n_consts`` constants, then per-step inputs):
-    ("const", i) the i-th constant itself; ("input", i) the i-th per-step
-    input itself; ("invariant", 0) computed from the constants alone, so
-    once, outside the loop (``_hoisted``); ("varying", 0) recorded per step."""
+def _residual_kinds(known: ClosedJaxpr, n_consts: int, n_res: int,
+                    n_varying: int = 0) -> list[Residual]:
+    """Where each of the last ``n_res`` outputs of the body's primal part
+    ``known`` (inputs: ``n_consts`` constants, then per-step inputs) comes
+    from.  The first ``n_varying`` per-step inputs (a scan's carries, which
+    the loop does not keep per step by itself) count as varying."""
     j = known.jaxpr
     position = {id(v): i for i, v in enumerate(j.invars)}
     varying = sj.depends(known, [False] * n_consts + [True] * (len(j.invars) - n_consts))
@@ -269,16 +205,20 @@ def _residual_kinds(known: ClosedJaxpr, n_consts: int, n_res: int) -> list[tuple
     first = len(j.outvars) - n_res
     for v, varies in zip(j.outvars[first:], varying[first:]):
         i = position.get(id(v))
-        if i is not None:
-            kinds.append(("const", i) if i < n_consts else ("input", i - n_consts))
+        if i is None:
+            kinds.append(Residual("varying" if varies else "invariant"))
+        elif i < n_consts:
+            kinds.append(Residual("const", i))
+        elif i < n_consts + n_varying:
+            kinds.append(Residual("varying"))
         else:
-            kinds.append(("varying", 0) if varies else ("invariant", 0))
+            kinds.append(Residual("input", i - n_consts - n_varying))
     return kinds
 
 
-def _hoisted(known: ClosedJaxpr, kinds, consts) -> list:
+def _hoisted(known: ClosedJaxpr, kinds: Sequence[Residual], consts) -> list:
     """The loop-invariant residuals of ``known``, computed from ``consts``."""
-    flags = [k == "invariant" for k, _ in kinds]
+    flags = [r.kind == "invariant" for r in kinds]
     if not any(flags):
         return []
     n_out = len(known.out_avals) - len(kinds)
@@ -286,114 +226,223 @@ def _hoisted(known: ClosedJaxpr, kinds, consts) -> list:
     return sj.run(only, list(consts) + sj.zeros_for(known.in_avals[len(consts):]))
 
 
-def _reorder(closed: ClosedJaxpr, consts, carry, xs, n_primal: int) -> ClosedJaxpr:
-    """``closed`` (inputs: n_primal primal inputs, then tangent inputs) with its
-    inputs re-listed in scan layout; entries are ("p", i) / ("t", i)."""
-    j = closed.jaxpr
+def _residual_values(kinds: Sequence[Residual], consts, inputs, hoisted, recorded) -> list:
+    """The residuals, in order, from their sources: the constants, the
+    per-step inputs, the hoisted values and the recorded ones (the last two
+    in residual order)."""
+    hoisted, recorded = iter(hoisted), iter(recorded)
+    return [consts[r.position] if r.kind == "const" else inputs[r.position] if r.kind == "input"
+            else next(hoisted) if r.kind == "invariant" else next(recorded) for r in kinds]
 
-    def var(entry):
-        kind, i = entry
-        return j.invars[i if kind == "p" else n_primal + i]
 
-    invars = [var(e) for e in consts + carry + xs]
-    return ClosedJaxpr(Jaxpr(j.constvars, invars, j.outvars, j.eqns), closed.consts)
+# --------------------------------------------------------------------------
+# scan: scan(*consts, *init, *xs, jaxpr, num_consts, num_carry, length, reverse)
+# body: (*consts, *carry, *x) -> (*carry, *y)
+# --------------------------------------------------------------------------
+
+
+class ScanOperands(NamedTuple):
+    """A scan's operands, also the layout of its body's inputs (there ``xs``
+    holds one step's slices)."""
+
+    consts: list
+    carry: list
+    xs: list
+
+    @classmethod
+    def split(cls, flat: Sequence, num_consts: int, num_carry: int) -> ScanOperands:
+        return cls(*split_list(flat, [num_consts, num_carry]))
+
+
+def _bind_scan(body: ClosedJaxpr, ops: ScanOperands, length: int, reverse: bool) -> list[list]:
+    """Bind a scan of ``body`` over ``ops``; its outputs as ``[carry, ys]``."""
+    outs = bind(scan_p, *flatten(ops), jaxpr=body, num_consts=len(ops.consts),
+                num_carry=len(ops.carry), length=length, reverse=reverse)
+    return split_list(outs, [len(ops.carry)])
+
+
+def _trace_scan_body(step, avals: ScanOperands, name: str) -> ClosedJaxpr:
+    """The Jaxpr of ``step(consts, carry, x) -> [*carry, *y]`` at ``avals``."""
+    sizes = [len(avals.consts), len(avals.carry)]
+    return sj.trace(lambda *a: step(*split_list(a, sizes)), flatten(avals), name)
+
+
+def _unstacked(x) -> ShapedArray:
+    aval = get_aval(x)
+    return ShapedArray(aval.shape[1:], aval.dtype)
+
+
+def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse):
+    carry_avals = ScanOperands.split(avals, num_consts, num_carry).carry
+    body_carry, body_ys = split_list(jaxpr.out_avals, [num_carry])
+    for a, b in zip(carry_avals, body_carry):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise ShapeError(
+                f"scan: the body turns a carry of type {a.str_short()} into {b.str_short()}; "
+                "the carry must keep its shape and dtype"
+            )
+    return _stripped(carry_avals) + [ShapedArray((length,) + a.shape, a.dtype) for a in body_ys]
+
+
+def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse):
+    xp = array_module(args)
+    ops = ScanOperands.split(args, num_consts, num_carry)
+    xs = [xp.asarray(x) for x in ops.xs]
+    ys = [xp.empty((length,) + a.shape, a.dtype) for a in jaxpr.out_avals[num_carry:]]
+    body = sj.runner(jaxpr, ops.consts + ops.carry + xs)
+    carry = ops.carry
+    for step in range(length):
+        i = length - 1 - step if reverse else step
+        carry, y = split_list(body(*ops.consts, *carry, *[x[i] for x in xs]), [num_carry])
+        for stack, out in zip(ys, y):
+            stack[i] = out
+    return [xp.asarray(c) for c in carry] + ys
+
+
+def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse):
+    params = dict(num_consts=num_consts, num_carry=num_carry, length=length, reverse=reverse)
+    p = ScanOperands.split(primals, num_consts, num_carry)
+    t = ScanOperands.split(tangents, num_consts, num_carry)
+    carry_avals = _stripped(ScanOperands.split(jaxpr.in_avals, num_consts, num_carry).carry)
+    nz = _scan_nonzeros(jaxpr, t, carry_avals)
+    if not any(flatten(nz)):
+        outs = bind(scan_p, *primals, jaxpr=jaxpr, **params)
+        return outs, [Zero(get_aval(o).strip_weak()) for o in outs]
+    y_avals = _stripped(jaxpr.out_avals[num_carry:])
+    nz_y = [is_inexact(a.dtype) for a in y_avals]
+    known, tangent, kinds = _scan_body_parts(jaxpr, nz, nz_y)
+    # 1. The primal scan, also stacking the residuals that vary per step.
+    primal_body = sj.select_outputs(
+        known, [True] * len(jaxpr.out_avals) + [r.kind == "varying" for r in kinds])
+    outs, tape = split_list(bind(scan_p, *primals, jaxpr=primal_body, **params),
+                            [len(jaxpr.out_avals)])
+    residuals = _residual_values(kinds, p.consts, p.xs, _hoisted(known, kinds, p.consts), tape)
+    # 2. The tangent scan: the residuals the steps share join the consts,
+    #    the per-step ones (stacked) the xs.
+    per_step = [r.kind in ("input", "varying") for r in kinds]
+    res_consts, res_xs = partition_list(per_step, residuals)
+    ops = ScanOperands(consts=res_consts + _nonzero(t.consts),
+                       carry=_nonzero_carry(t.carry, carry_avals, nz.carry),
+                       xs=res_xs + _nonzero(t.xs))
+    t_carry, t_ys = _bind_scan(_tangent_scan_body(tangent, per_step, ops), ops, length, reverse)
+    zero_ys = [Zero(ShapedArray((length,) + a.shape, a.dtype)) for a in y_avals]
+    return outs, (fill_in(nz.carry, t_carry, [Zero(a) for a in carry_avals])
+                  + fill_in(nz_y, t_ys, zero_ys))
+
+
+def _scan_nonzeros(jaxpr: ClosedJaxpr, t: ScanOperands, carry_avals) -> ScanOperands:
+    """Which tangents of a scan's operands are nonzero; a carry's also when
+    the body makes it so."""
+    nz = map_groups(_is_nonzero, t)
+
+    def carry_step(nz_carry):
+        _, out_nz = sj.jvp(jaxpr, flatten(nz._replace(carry=nz_carry)), False)
+        return out_nz[: len(nz_carry)]
+
+    start = [f and is_inexact(a.dtype) for f, a in zip(nz.carry, carry_avals)]
+    return nz._replace(carry=sj.fixpoint(start, carry_step))
+
+
+def _scan_body_parts(jaxpr: ClosedJaxpr, nz: ScanOperands, nz_y: list[bool]):
+    """The body's JVP split by partial evaluation into its primal part (the
+    primal inputs to the primal outputs, then the residuals), its tangent
+    part (the residuals and the nonzero tangents to the nonzero output
+    tangents) and where each residual comes from."""
+    jv, _ = sj.jvp(jaxpr, flatten(nz), nz.carry + nz_y)
+    n_in, n_out = len(jaxpr.in_avals), len(jaxpr.out_avals)
+    known, tangent, _, n_res = sj.partial_eval(
+        jv, [False] * n_in + [True] * sum(flatten(nz)),
+        [False] * n_out + [True] * (sum(nz.carry) + sum(nz_y)))
+    return known, tangent, _residual_kinds(known, len(nz.consts), n_res, len(nz.carry))
+
+
+def _tangent_scan_body(tangent: ClosedJaxpr, per_step: list[bool], ops: ScanOperands):
+    """The tangent scan's body: ``tangent`` reading the residuals (the
+    leading consts and xs of ``ops``, interleaved as ``per_step`` says),
+    then the tangents."""
+    n_rc, n_rx = per_step.count(False), per_step.count(True)
+
+    def step(consts, carry, x):
+        res_c, t_c = split_list(consts, [n_rc])
+        res_x, t_x = split_list(x, [n_rx])
+        return sj.run(tangent, merge_lists(per_step, res_c, res_x) + t_c + carry + t_x)
+
+    avals = ScanOperands([get_aval(c) for c in ops.consts],
+                         [get_aval(c).strip_weak() for c in ops.carry],
+                         [_unstacked(x) for x in ops.xs])
+    return _trace_scan_body(step, avals, "scan body")
 
 
 def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse):
     """Transpose a scan whose carries are all linear: a scan the other way,
     carrying the carry cotangents and the accumulated cotangents of the
     linear constants, and emitting the cotangents of the linear xs."""
-    nc, nk = num_consts, num_carry
-    consts, init, xs = args[:nc], args[nc : nc + nk], args[nc + nk :]
+    ops = ScanOperands.split(args, num_consts, num_carry)
+    avals = ScanOperands.split(jaxpr.in_avals, num_consts, num_carry)
     # Every carry is treated as linear: in a linear scan a carry that is not
     # an undefined input is a constant zero (an instantiated zero tangent).
-    lin_c = [type(c) is UndefinedPrimal for c in consts]
-    lin_x = [type(x) is UndefinedPrimal for x in xs]
-    in_avals = jaxpr.in_avals
-    const_avals = in_avals[:nc]
-    x_avals = in_avals[nc + nk :]
-    carry_avals = [a.strip_weak() for a in in_avals[nc : nc + nk]]
-    y_avals = [a.strip_weak() for a in jaxpr.out_avals[nk:]]
-    body_t = sj.transpose(jaxpr, lin_c + [True] * nk + lin_x)
-    # body_t: (nonlinear consts, nonlinear xs, ct carry', ct y) ->
+    lin = map_groups(_is_linear, ops)._replace(carry=[True] * num_carry)
+    body_t = sj.transpose(jaxpr, flatten(lin))
+    # body_t: (fixed consts, fixed xs, ct carry', ct y) ->
     #         (ct linear consts, ct carry, ct linear xs)
-    fixed_c = [c for c, lin in zip(consts, lin_c) if not lin]
-    fixed_x = [x for x, lin in zip(xs, lin_x) if not lin]
-    lin_c_avals = [a.strip_weak() for a, lin in zip(const_avals, lin_c) if lin]
-    n_fc, n_fx, n_lc = len(fixed_c), len(fixed_x), len(lin_c_avals)
+    fixed_c, _ = partition_list(lin.consts, ops.consts)
+    fixed_x, _ = partition_list(lin.xs, ops.xs)
+    fixed_c_avals, lin_c_avals = partition_list(lin.consts, avals.consts)
+    lin_c_avals = _stripped(lin_c_avals)
+    n_lc, n_fx = len(lin_c_avals), len(fixed_x)
 
-    def step(*a):
-        fc = list(a[:n_fc])
-        ct_carry = list(a[n_fc : n_fc + nk])
-        acc = list(a[n_fc + nk : n_fc + nk + n_lc])
-        fx = list(a[n_fc + nk + n_lc : n_fc + nk + n_lc + n_fx])
-        ct_y = list(a[n_fc + nk + n_lc + n_fx :])
-        out = sj.run(body_t, fc + fx + ct_carry + ct_y)
-        ct_lc, ct_k, ct_lx = out[:n_lc], out[n_lc : n_lc + nk], out[n_lc + nk :]
+    def step(consts, carry, x):
+        ct_carry, acc = split_list(carry, [num_carry])
+        fx, ct_y = split_list(x, [n_fx])
+        ct_lc, ct_k, ct_lx = split_list(sj.run(body_t, consts + fx + ct_carry + ct_y),
+                                        [n_lc, num_carry])
         return ct_k + [ew.add(s, c) for s, c in zip(acc, ct_lc)] + ct_lx
 
-    fixed_x_avals = [a for a, lin in zip(x_avals, lin_x) if not lin]
-    step_jaxpr = sj.trace(
-        step,
-        [a for a, lin in zip(const_avals, lin_c) if not lin] + carry_avals + lin_c_avals
-        + fixed_x_avals + y_avals,
-        "transposed scan body",
-    )
-    ct_carry = [instantiate(c) for c in cts[:nk]]
-    ct_ys = [instantiate(c) for c in cts[nk:]]
-    outs = bind(
-        scan_p, *fixed_c, *ct_carry, *sj.zeros_for(lin_c_avals), *fixed_x, *ct_ys,
-        jaxpr=step_jaxpr, num_consts=n_fc, num_carry=nk + n_lc, length=length,
-        reverse=not reverse,
-    )
-    ct_init, ct_lc, ct_lx = outs[:nk], iter(outs[nk : nk + n_lc]), iter(outs[nk + n_lc :])
-    return (
-        [next(ct_lc) if lin else None for lin in lin_c]
-        + [c if type(x) is UndefinedPrimal else None for c, x in zip(ct_init, init)]
-        + [next(ct_lx) if lin else None for lin in lin_x]
-    )
+    step_avals = ScanOperands(fixed_c_avals, _stripped(avals.carry) + lin_c_avals,
+                              partition_list(lin.xs, avals.xs)[0]
+                              + _stripped(jaxpr.out_avals[num_carry:]))
+    body = _trace_scan_body(step, step_avals, "transposed scan body")
+    ct_carry, ct_ys = split_list([instantiate(c) for c in cts], [num_carry])
+    carry_out, ct_lx = _bind_scan(
+        body, ScanOperands(fixed_c, ct_carry + sj.zeros_for(lin_c_avals), fixed_x + ct_ys),
+        length, not reverse)
+    ct_init, ct_lc = split_list(carry_out, [num_carry])
+    return flatten(ScanOperands(fill_in(lin.consts, ct_lc),
+                                [c if _is_linear(x) else None for c, x in zip(ct_init, ops.carry)],
+                                fill_in(lin.xs, ct_lx)))
 
 
 def _scan_batch(vals, dims, *, axis_size, jaxpr, num_consts, num_carry, length, reverse):
-    nc, nk = num_consts, num_carry
-    const_dims = list(dims[:nc])
+    ops = ScanOperands.split(vals, num_consts, num_carry)
+    d = ScanOperands.split(dims, num_consts, num_carry)
     # Batched xs: batch axis to position 1 (axis 0 is the scanned one).
-    xs, x_dims = [], []
-    for x, d in zip(vals[nc + nk :], dims[nc + nk :]):
-        if d is None:
-            xs.append(x)
-            x_dims.append(None)
-        else:
-            xs.append(shape.moveaxis(x, d, 1))
-            x_dims.append(0)
+    xs = [x if dim is None else shape.moveaxis(x, dim, 1) for x, dim in zip(ops.xs, d.xs)]
+    x_dims = [None if dim is None else 0 for dim in d.xs]
 
     def carry_step(batched_carry):
-        carry_dims = [0 if b else None for b in batched_carry]
-        return sj.out_batched(jaxpr, const_dims + carry_dims + x_dims, axis_size)[:nk]
+        return sj.out_batched(jaxpr, d.consts + _dims(batched_carry) + x_dims,
+                              axis_size)[:num_carry]
 
-    batched_carry = sj.fixpoint([d is not None for d in dims[nc : nc + nk]], carry_step)
-    init = [
-        shape.to_front(c, d, axis_size) if b else c
-        for c, d, b in zip(vals[nc : nc + nk], dims[nc : nc + nk], batched_carry)
-    ]
-    carry_dims = [0 if b else None for b in batched_carry]
-    body = sj.batched(jaxpr, const_dims + carry_dims + x_dims, axis_size)
-    # The batched body returns every output batched; unbatched carries must
-    # stay unbatched, so those are cut back to one member (they do not vary).
-    n_y = len(jaxpr.out_avals) - nk
+    batched_carry = sj.fixpoint([dim is not None for dim in d.carry], carry_step)
+    init = [shape.to_front(c, dim, axis_size) if b else c
+            for c, dim, b in zip(ops.carry, d.carry, batched_carry)]
+    body = sj.batched(jaxpr, d.consts + _dims(batched_carry) + x_dims, axis_size)
+    carry, ys = _bind_scan(_unbatch_outputs(body, batched_carry),
+                           ScanOperands(ops.consts, init, xs), length, reverse)
+    return carry + ys, _dims(batched_carry) + [1] * len(ys)
 
-    def body_fixed(*args):
-        outs = sj.run(body, args)
-        carry = [o if b else _first_member(o) for o, b in zip(outs[:nk], batched_carry)]
-        return carry + outs[nk:]
 
-    body_avals = list(body.in_avals)
-    body_jaxpr = sj.trace(body_fixed, body_avals, "vmap")
-    outs = bind(
-        scan_p, *vals[:nc], *init, *xs, jaxpr=body_jaxpr, num_consts=nc, num_carry=nk,
-        length=length, reverse=reverse,
-    )
-    return outs, [0 if b else None for b in batched_carry] + [1] * n_y
+def _unbatch_outputs(closed: ClosedJaxpr, batched: Sequence[bool]) -> ClosedJaxpr:
+    """A batched body, whose outputs all come back batched, with the leading
+    outputs not flagged in ``batched`` cut back to one member: they must
+    stay unbatched, and they do not vary."""
+
+    def fn(*args):
+        outs = sj.run(closed, args)
+        return ([o if b else _first_member(o) for o, b in zip(outs, batched)]
+                + list(outs[len(batched):]))
+
+    return sj.trace(fn, list(closed.in_avals), "vmap")
 
 
 def _first_member(x):
@@ -424,8 +473,25 @@ scan_p = Primitive(
 # --------------------------------------------------------------------------
 
 
+class WhileOperands(NamedTuple):
+    """A while loop's operands."""
+
+    cond_consts: list
+    body_consts: list
+    carry: list
+
+    @classmethod
+    def split(cls, flat: Sequence, cond_nconsts: int, body_nconsts: int) -> WhileOperands:
+        return cls(*split_list(flat, [cond_nconsts, body_nconsts]))
+
+
+def _bind_while(cond: ClosedJaxpr, body: ClosedJaxpr, ops: WhileOperands) -> list:
+    return bind(while_p, *flatten(ops), cond_jaxpr=cond, body_jaxpr=body,
+                cond_nconsts=len(ops.cond_consts), body_nconsts=len(ops.body_consts))
+
+
 def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    carry = avals[cond_nconsts + body_nconsts :]
+    carry = WhileOperands.split(avals, cond_nconsts, body_nconsts).carry
     (pred,) = cond_jaxpr.out_avals
     if pred.shape != () or pred.dtype != np.bool_:
         raise ShapeError(f"while_loop: cond_fun must return a bool scalar, got {pred.str_short()}")
@@ -435,13 +501,11 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
                 f"while_loop: body_fun turns a carry of type {a.str_short()} into "
                 f"{b.str_short()}; the carry must keep its shape and dtype"
             )
-    return [a.strip_weak() for a in carry]
+    return _stripped(carry)
 
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cc = list(args[:cond_nconsts])
-    bc = list(args[cond_nconsts : cond_nconsts + body_nconsts])
-    carry = list(args[cond_nconsts + body_nconsts :])
+    cc, bc, carry = WhileOperands.split(args, cond_nconsts, body_nconsts)
     cond, body = sj.runner(cond_jaxpr, cc + carry), sj.runner(body_jaxpr, bc + carry)
     while bool(cond(*cc, *carry)[0]):
         carry = body(*bc, *carry)
@@ -449,160 +513,121 @@ def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     return [xp.asarray(c) for c in carry]
 
 
-def _while_parts(args, cond_nconsts, body_nconsts):
-    return (list(args[:cond_nconsts]), list(args[cond_nconsts : cond_nconsts + body_nconsts]),
-            list(args[cond_nconsts + body_nconsts :]))
-
-
 def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     """A primal loop, and a loop over (primal, tangent) carries returning the
     tangents only (see the module docstring)."""
-    cc, bc, init = _while_parts(primals, cond_nconsts, body_nconsts)
-    _, t_bc, t_init = _while_parts(tangents, cond_nconsts, body_nconsts)
-    params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
-                  body_nconsts=body_nconsts)
-    outs = bind(while_p, *primals, **params)
-    carry_avals = [a.strip_weak() for a in body_jaxpr.out_avals]
-    nz_bc = [type(t) is not Zero for t in t_bc]
-
-    def carry_step(nz_carry):
-        return sj.jvp(body_jaxpr, nz_bc + nz_carry, False)[1]
-
+    p = WhileOperands.split(primals, cond_nconsts, body_nconsts)
+    t = WhileOperands.split(tangents, cond_nconsts, body_nconsts)
+    outs = _bind_while(cond_jaxpr, body_jaxpr, p)
+    carry_avals = _stripped(body_jaxpr.out_avals)
+    nz_bc = [_is_nonzero(x) for x in t.body_consts]
     nz_carry = sj.fixpoint(
-        [type(t) is not Zero and is_inexact(a.dtype) for t, a in zip(t_init, carry_avals)],
-        carry_step,
-    )
+        [_is_nonzero(x) and is_inexact(a.dtype) for x, a in zip(t.carry, carry_avals)],
+        lambda nz: sj.jvp(body_jaxpr, nz_bc + nz, False)[1])
     if not any(nz_carry):
         return outs, [Zero(a) for a in carry_avals]
     jv, _ = sj.jvp(body_jaxpr, nz_bc + nz_carry, nz_carry)
     # jv: (bc, carry, t_bc, t_carry) -> (carry, t_carry); as a loop body the
     # tangent consts join the consts: ((bc, t_bc), (carry, t_carry)).
-    nb, nk, n_tb = len(bc), len(init), sum(nz_bc)
-    body = _reorder(jv, [("p", i) for i in range(nb)] + [("t", i) for i in range(n_tb)],
-                    [("p", nb + i) for i in range(nk)] + [("t", n_tb + i) for i in
-                                                          range(sum(nz_carry))],
-                    [], n_primal=nb + nk)
-    tangent_avals = [a for a, nz in zip(carry_avals, nz_carry) if nz]
-    cond = _pad_after(cond_jaxpr, tangent_avals)
-    given_bc = [t for t in t_bc if type(t) is not Zero]
-    given_init = [instantiate(Zero(a)) if type(t) is Zero else t
-                  for t, a, nz in zip(t_init, carry_avals, nz_carry) if nz]
-    both = bind(while_p, *cc, *bc, *given_bc, *init, *given_init, cond_jaxpr=cond,
-                body_jaxpr=body, cond_nconsts=cond_nconsts, body_nconsts=nb + n_tb)
-    t_outs = iter(both[nk:])
-    return outs, [next(t_outs) if nz else Zero(a) for a, nz in zip(carry_avals, nz_carry)]
-
-
-def _pad_after(closed: ClosedJaxpr, avals_after) -> ClosedJaxpr:
-    """``closed`` taking extra trailing inputs it ignores."""
-    j = closed.jaxpr
-    extra = [Var(a) for a in avals_after]
-    return ClosedJaxpr(Jaxpr(j.constvars, list(j.invars) + extra, j.outvars, j.eqns), closed.consts)
+    bc, carry, t_bc, t_carry = split_list(jv.jaxpr.invars,
+                                          [len(p.body_consts), len(p.carry), sum(nz_bc)])
+    body = _with_invars(jv, bc + t_bc + carry + t_carry)
+    # The loop condition ignores the tangent carries.
+    _, t_carry_avals = partition_list(nz_carry, carry_avals)
+    cond = _with_invars(cond_jaxpr, list(cond_jaxpr.jaxpr.invars) + [Var(a) for a in t_carry_avals])
+    both = _bind_while(cond, body, WhileOperands(
+        p.cond_consts, p.body_consts + _nonzero(t.body_consts),
+        p.carry + _nonzero_carry(t.carry, carry_avals, nz_carry)))
+    return outs, fill_in(nz_carry, both[len(p.carry):], [Zero(a) for a in carry_avals])
 
 
 def _while_transpose(cts, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     """Carries split into known ones (which alone decide the loop and evolve
     on their own) and linear ones; the transpose is a ``recorded_loop`` whose
     backward sweep is the transposed linear part."""
-    from functrans.primitives.recorded_loop import Sweep, trace_sweep_body, transpose_sweeps
-
-    cc, bc, init = _while_parts(args, cond_nconsts, body_nconsts)
-    if any(type(x) is UndefinedPrimal for x in cc):
+    ops = WhileOperands.split(args, cond_nconsts, body_nconsts)
+    if any(_is_linear(x) for x in ops.cond_consts):
         raise NotImplementedError("while_loop transpose: the loop condition cannot be linear")
-    lin_b = [type(x) is UndefinedPrimal for x in bc]
+    lin_b = [_is_linear(x) for x in ops.body_consts]
     # A carry is linear if it starts undefined or the body feeds it from a
     # linear value (a tangent carry that starts as an instantiated zero).
-    lin_k = sj.fixpoint([type(x) is UndefinedPrimal for x in init],
-                      lambda flags: sj.depends(body_jaxpr, lin_b + flags))
-    # The body's primal part (known: fixed consts and carries in, fixed
-    # carries and residuals out) runs as the loop, recording the residuals
-    # that vary per step; its linear part becomes a forward sweep over the
-    # records, transposed.
+    lin_k = sj.fixpoint([_is_linear(x) for x in ops.carry],
+                        lambda flags: sj.depends(body_jaxpr, lin_b + flags))
+    loop, sweep = _while_sweeps(body_jaxpr, ops, lin_b, lin_k)
+    cond = _drop_inputs(cond_jaxpr, cond_nconsts, lin_k)
+    fixed_zeros = [Zero(a) for a, lin in zip(_stripped(body_jaxpr.out_avals), lin_k) if not lin]
+    _, ct_k = partition_list(lin_k, cts)
+    _, (ct_consts, ct_init) = transpose_sweeps(cond, ops.cond_consts, [loop, sweep],
+                                               [(fixed_zeros, []), (ct_k, [])])
+    # The sweep's consts end with the linear body consts.
+    _, ct_b = split_list(ct_consts, [len(ct_consts) - sum(lin_b)])
+    return flatten(WhileOperands([None] * cond_nconsts, fill_in(lin_b, ct_b),
+                                 fill_in(lin_k, ct_init)))
+
+
+def _while_sweeps(body_jaxpr: ClosedJaxpr, ops: WhileOperands, lin_b: list[bool],
+                  lin_k: list[bool]) -> tuple[Sweep, Sweep]:
+    """The body split into its primal part (known: fixed consts and carries
+    in, fixed carries and residuals out), run as the loop, recording the
+    residuals that vary per step, and its linear part, a forward sweep over
+    the records; its consts are the fixed body consts, the hoisted residuals
+    and the linear body consts."""
     known, linear, out_unknowns, n_res = sj.partial_eval(body_jaxpr, lin_b + lin_k, lin_k)
-    if out_unknowns != lin_k:  # the fixpoint above guarantees it
+    if out_unknowns != lin_k:  # the fixpoint over lin_k guarantees it
         raise AssertionError("while_loop transpose: a fixed carry depends on a linear one")
-    fixed_b = [x for x, lin in zip(bc, lin_b) if not lin]
-    fixed_k = [x for x, lin in zip(init, lin_k) if not lin]
-    n_fb, n_fk = len(fixed_b), len(fixed_k)
-    kinds = _residual_kinds(known, n_fb, n_res)
-    recorded = [k == "varying" for k, _ in kinds]
-    loop = Sweep(sj.select_outputs(known, [True] * n_fk + recorded), fixed_b, fixed_k)
+    fixed_b, lin_bc = partition_list(lin_b, ops.body_consts)
+    fixed_k, lin_init = partition_list(lin_k, ops.carry)
+    kinds = _residual_kinds(known, len(fixed_b), n_res)
+    loop = Sweep(sj.select_outputs(known, [True] * len(fixed_k)
+                                   + [r.kind == "varying" for r in kinds]), fixed_b, fixed_k)
     invariant = _hoisted(known, kinds, fixed_b)
-    n_inv = len(invariant)
+    sizes = [len(fixed_b), len(invariant)]
 
     def lin_part(consts, carry, records):
-        fb, inv, lb = consts[:n_fb], iter(consts[n_fb : n_fb + n_inv]), consts[n_fb + n_inv :]
-        rec_carry, rec_extra = records[0][:n_fk], iter(records[0][n_fk:])
-        res = [fb[i] if kind == "const" else rec_carry[i] if kind == "input"
-               else next(inv) if kind == "invariant" else next(rec_extra) for kind, i in kinds]
-        return sj.run(linear, res + lb + carry)
+        fb, inv, lb = split_list(consts, sizes)
+        rec_carry, rec_extras = split_list(records[0], [len(fixed_k)])
+        return sj.run(linear, _residual_values(kinds, fb, rec_carry, inv, rec_extras) + lb + carry)
 
-    carry_avals = [a.strip_weak() for a in body_jaxpr.out_avals]
-    lin_k_avals = [a for a, lin in zip(carry_avals, lin_k) if lin]
-    lin_consts = fixed_b + invariant + [x for x, lin in zip(bc, lin_b) if lin]
-    lin_init = [x for x, lin in zip(init, lin_k) if lin]
-    sweep = Sweep(trace_sweep_body(lin_part, lin_consts, lin_k_avals, [loop]), lin_consts,
-                  lin_init)
-    cond = _drop_inputs(cond_jaxpr, cond_nconsts, lin_k)
-    ct_k = [c for c, lin in zip(cts, lin_k) if lin]
-    fixed_zeros = [Zero(a) for a, lin in zip(carry_avals, lin_k) if not lin]
-    _, (ct_consts, ct_init) = transpose_sweeps(cond, cc, [loop, sweep],
-                                               [(fixed_zeros, []), (ct_k, [])])
-    ct_b, cts_k = iter(ct_consts[n_fb + n_inv :]), iter(ct_init)
-    return ([None] * cond_nconsts + [next(ct_b) if lin else None for lin in lin_b]
-            + [next(cts_k) if lin else None for lin in lin_k])
+    lin_consts = fixed_b + invariant + lin_bc
+    _, lin_k_avals = partition_list(lin_k, _stripped(body_jaxpr.out_avals))
+    body = trace_sweep_body(lin_part, lin_consts, lin_k_avals, [loop])
+    return loop, Sweep(body, lin_consts, lin_init)
 
 
 def _drop_inputs(closed: ClosedJaxpr, n_consts: int, drop: Sequence[bool]) -> ClosedJaxpr:
     """``closed`` without the carry inputs flagged in ``drop`` (it must not read them)."""
     j = closed.jaxpr
-    kept = list(j.invars[:n_consts]) + [v for v, d in zip(j.invars[n_consts:], drop) if not d]
+    consts, carry = split_list(j.invars, [n_consts])
     used = {id(a) for e in j.eqns for a in e.inputs} | {id(a) for a in j.outvars}
-    for v, d in zip(j.invars[n_consts:], drop):
-        if d and id(v) in used:
-            raise NotImplementedError(
-                "while_loop transpose: the loop condition reads a linear carry"
-            )
-    return ClosedJaxpr(Jaxpr(j.constvars, kept, j.outvars, j.eqns), closed.consts)
+    if any(d and id(v) in used for v, d in zip(carry, drop)):
+        raise NotImplementedError("while_loop transpose: the loop condition reads a linear carry")
+    return _with_invars(closed, consts + partition_list(drop, carry)[0])
 
 
 def _while_batch(vals, dims, *, axis_size, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     """A batched predicate runs the loop until every member is done, freezing
     the members already done."""
-    cc, bc, init = _while_parts(vals, cond_nconsts, body_nconsts)
-    cc_d, bc_d, init_d = _while_parts(dims, cond_nconsts, body_nconsts)
-    nk = len(init)
-
-    def carry_step(batched):
-        carry_dims = [0 if b else None for b in batched]
-        return sj.out_batched(body_jaxpr, bc_d + carry_dims, axis_size)
-
-    batched = sj.fixpoint([d is not None for d in init_d], carry_step)
-    pred_batched = sj.out_batched(cond_jaxpr, cc_d + [0 if b else None for b in batched],
-                                axis_size)[0]
+    ops = WhileOperands.split(vals, cond_nconsts, body_nconsts)
+    d = WhileOperands.split(dims, cond_nconsts, body_nconsts)
+    batched = sj.fixpoint([dim is not None for dim in d.carry],
+                          lambda b: sj.out_batched(body_jaxpr, d.body_consts + _dims(b), axis_size))
+    pred_batched = sj.out_batched(cond_jaxpr, d.cond_consts + _dims(batched), axis_size)[0]
     if pred_batched:
-        batched = [True] * nk
-    init = [shape.to_front(c, d, axis_size) if b else c for c, d, b in zip(init, init_d, batched)]
-    carry_dims = [0 if b else None for b in batched]
-    cond_b = sj.batched(cond_jaxpr, cc_d + carry_dims, axis_size)
-    body_b = sj.batched(body_jaxpr, bc_d + carry_dims, axis_size)
-    params = dict(cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
+        batched = [True] * len(ops.carry)
+    init = [shape.to_front(c, dim, axis_size) if b else c
+            for c, dim, b in zip(ops.carry, d.carry, batched)]
+    cond_b = sj.batched(cond_jaxpr, d.cond_consts + _dims(batched), axis_size)
+    body_b = sj.batched(body_jaxpr, d.body_consts + _dims(batched), axis_size)
     if not pred_batched:
-        cond = sj.trace(lambda *a: [_first_member(sj.run(cond_b, a)[0])], cond_b.in_avals, "vmap")
-
-        def body_fn(*a):
-            outs = sj.run(body_b, a)
-            return [o if b else _first_member(o) for o, b in zip(outs, batched)]
-
-        body = sj.trace(body_fn, body_b.in_avals, "vmap")
-        outs = bind(while_p, *cc, *bc, *init, cond_jaxpr=cond, body_jaxpr=body, **params)
-        return outs, carry_dims
-    n_cc = len(cc)
+        outs = _bind_while(_unbatch_outputs(cond_b, [False]), _unbatch_outputs(body_b, batched),
+                           ops._replace(carry=init))
+        return outs, _dims(batched)
+    # The cond consts also join the body's, which tells the members still running.
     cond = sj.trace(lambda *a: [sj.any_member(sj.run(cond_b, a)[0])], cond_b.in_avals, "vmap")
-    body = _masked_step(cond_b, body_b, n_cc, len(bc))
-    outs = bind(while_p, *cc, *cc, *bc, *init, cond_jaxpr=cond, body_jaxpr=body,
-                cond_nconsts=n_cc, body_nconsts=n_cc + len(bc))
-    return outs, [0] * nk
+    body = _masked_step(cond_b, body_b, len(ops.cond_consts), len(ops.body_consts))
+    outs = _bind_while(cond, body, WhileOperands(ops.cond_consts, ops.cond_consts + ops.body_consts,
+                                                 init))
+    return outs, [0] * len(outs)
 
 
 def _masked_step(cond_b: ClosedJaxpr, body_b: ClosedJaxpr, n_cc: int, n_bc: int) -> ClosedJaxpr:
@@ -611,9 +636,9 @@ def _masked_step(cond_b: ClosedJaxpr, body_b: ClosedJaxpr, n_cc: int, n_bc: int)
     still running."""
 
     def step(*a):
-        ccs, bcs, carry = a[:n_cc], a[n_cc : n_cc + n_bc], a[n_cc + n_bc :]
-        active = sj.run(cond_b, list(ccs) + list(carry))[0]
-        new = sj.run(body_b, list(bcs) + list(carry))
+        ccs, bcs, carry = split_list(a, [n_cc, n_bc])
+        active = sj.run(cond_b, ccs + carry)[0]
+        new = sj.run(body_b, bcs + carry)
         return [sj.select_members(active, n, c) for n, c in zip(new, carry)]
 
     return sj.trace(step, cond_b.in_avals[:n_cc] + body_b.in_avals, "vmap")
