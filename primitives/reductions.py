@@ -38,7 +38,8 @@ def _reduce(name: str, fn: Callable, identity: bool = True, **rules) -> Primitiv
         if not identity and any(x.shape[a] == 0 for a in axes):
             raise ShapeError(
                 f"{name}: reducing an axis of size 0 of {x.str_short()}; {name} has no "
-                "identity, so pass a non-empty array or use a where= style mask"
+                "identity, so reduce a non-empty axis, or give the value of an empty "
+                "reduction (functrans.numpy.max/min take initial=)"
             )
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
         return ShapedArray(shape, _reduced_dtype(fn, x.dtype))
@@ -170,7 +171,10 @@ def _arg_reduce(name: str, fn: Callable) -> Primitive:
     def abstract_eval(x, *, axis, index_dtype):
         check_axes(name, x, (axis,))
         if x.shape[axis] == 0:
-            raise ShapeError(f"{name}: axis {axis} of {x.str_short()} is empty")
+            raise ShapeError(
+                f"{name}: axis {axis} of {x.str_short()} is empty, so there is no position "
+                "to return; reduce a non-empty axis"
+            )
         shape = x.shape[:axis] + x.shape[axis + 1 :]
         return ShapedArray(shape, index_dtype)
 

@@ -19,19 +19,37 @@ array([1.5])
 from __future__ import annotations
 
 import builtins
+import functools
 from typing import Any
 
 import numpy as np
 
 from functrans.core import Primitive, bind
-from functrans.numpy._elementwise import _no_out, absolute, divide, multiply, sqrt, subtract
-from functrans.numpy._util import asarray, normalize_axes, normalize_axis
+from functrans.dtypes import is_inexact
+from functrans.errors import DTypeError, ShapeError
+from functrans.numpy._elementwise import (
+    _no_out,
+    absolute,
+    add,
+    divide,
+    equal,
+    logical_and,
+    maximum,
+    minimum,
+    multiply,
+    sqrt,
+    subtract,
+)
+from functrans.numpy._elementwise import where as _where
+from functrans.numpy._shape import broadcast_to
+from functrans.numpy._util import asarray, is_traced, normalize_axes, normalize_axis
 from functrans.primitives.elementwise import convert_element_type
 from functrans.primitives.reductions import (
     argmax_p,
     argmin_p,
     cumprod_p,
     cumsum_p,
+    expand_reduced,
     reduce_and_p,
     reduce_max_p,
     reduce_min_p,
@@ -91,20 +109,137 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False):
     return _reduce("prod", reduce_prod_p, a, axis, keepdims, dtype)
 
 
-def max(a, axis=None, out=None, keepdims=False):
-    """``numpy.max``: refuses an empty reduced axis (no identity), as NumPy does.
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+    """``numpy.max``.  ``initial`` takes part like one more element along the
+    reduced axes (in the value and in ties, which share the derivative);
+    ``where=False`` positions are left out (they get no derivative) and need
+    ``initial``.  An empty reduction without ``initial`` is an error, as in
+    NumPy: max has no identity.
 
     >>> max(np.array([[1, 5], [3, 2]]), axis=0)
     array([3, 5])
+    >>> max(np.array([1.0, 7.0]), where=np.array([True, False]), initial=0.0)
+    array(1.)
     """
     _no_out("max", out)
-    return _reduce("max", reduce_max_p, a, axis, keepdims)
+    return _extremum("max", reduce_max_p, a, axis, keepdims, initial, where)
 
 
-def min(a, axis=None, out=None, keepdims=False):
-    """``numpy.min``: refuses an empty reduced axis (no identity), as NumPy does."""
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+    """``numpy.min``, with ``initial`` and ``where`` as in ``max``."""
     _no_out("min", out)
-    return _reduce("min", reduce_min_p, a, axis, keepdims)
+    return _extremum("min", reduce_min_p, a, axis, keepdims, initial, where)
+
+
+def _extremum(name: str, prim: Primitive, a, axis, keepdims: bool, initial, where):
+    x = asarray(a)
+    axes = normalize_axes(name, axis, x.ndim)
+    if initial is None:
+        if where is not True:
+            raise ValueError(
+                f"fnp.{name}: where= needs initial= ({name} has no identity: a reduction "
+                f"whose positions are all masked out would have no value); pass the value "
+                f"for that case, e.g. initial={'-' if name == 'max' else ''}np.inf"
+            )
+        empty = [ax for ax in axes if x.shape[ax] == 0]
+        if empty:
+            raise ShapeError(
+                f"fnp.{name}: the {name} over axis={axis!r} of an array of shape "
+                f"{tuple(x.shape)} is empty (axis {empty[0]} has size 0), and {name} has no "
+                f"identity; pass initial= (the value of an empty {name}, e.g. "
+                f"initial={'-' if name == 'max' else ''}np.inf), or reduce a non-empty axis"
+            )
+        return _reduce_axes(prim, x, axes, keepdims, None)
+    init = _initial(name, initial, x.dtype)
+    out_shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    if builtins.any(x.shape[ax] == 0 for ax in axes):
+        out = broadcast_to(init, out_shape)  # initial is the only element
+    else:
+        mask = _where_mask(name, where, x.shape)
+        if is_inexact(x.dtype) and is_traced(x, init, mask):
+            out = _extremum_with_jvp()(prim, axes, x, init, mask)
+        else:
+            out = _masked_extremum(prim, axes, x, init, mask)
+    return bind(expand_dims_p, out, dimensions=axes) if keepdims else out
+
+
+def _initial(name: str, initial, dtype: np.dtype):
+    """``initial`` as a 0-d value of the reduced array's dtype (NumPy converts
+    it to that dtype, refusing a Python int out of its range)."""
+    if is_traced(initial):
+        init = asarray(initial)
+    else:
+        try:
+            init = np.asarray(initial, dtype=dtype)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise type(e)(
+                f"fnp.{name}: initial={initial!r} cannot be converted to the array's dtype "
+                f"{dtype.name} ({e}); pass a scalar that {dtype.name} can hold"
+            ) from None
+    if init.shape != ():
+        raise ShapeError(
+            f"fnp.{name}: initial must be a scalar, got an array of shape "
+            f"{tuple(init.shape)}; pass one value (it takes part in every reduced slice)"
+        )
+    return _convert(init, dtype)
+
+
+def _where_mask(name: str, where, shape: tuple[int, ...]):
+    """``where`` as a bool array of the reduced array's ``shape``."""
+    if where is True:
+        return np.ones(shape, np.bool_)
+    mask = asarray(where)
+    if mask.dtype.kind not in "biu":
+        raise DTypeError(
+            f"fnp.{name}: where must be a bool array (True keeps a position), got dtype "
+            f"{mask.dtype.name}; pass a comparison such as where=x > 0"
+        )
+    try:
+        ok = np.broadcast_shapes(tuple(mask.shape), shape) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ShapeError(
+            f"fnp.{name}: where of shape {tuple(mask.shape)} does not broadcast to the "
+            f"array's shape {shape}; pass a mask of that shape or one that broadcasts to it"
+        )
+    return broadcast_to(_convert(mask, np.bool_), shape)
+
+
+def _masked_extremum(prim: Primitive, axes: tuple[int, ...], x, init, mask):
+    """The max (min) over ``axes`` of the positions of ``x`` that ``mask``
+    keeps, and ``init``: masked-out positions are filled with ``init``, which
+    takes part anyway, so they change nothing (a NaN there included)."""
+    best = bind(prim, _where(mask, x, init), axes=axes)
+    return (maximum if prim is reduce_max_p else minimum)(best, init)
+
+
+@functools.cache
+def _extremum_with_jvp():
+    """``_masked_extremum`` with the derivative of a max over the kept
+    positions and ``init`` as one more element: the tangent of the winner,
+    ties (``init`` among them) sharing it equally.  Filling masked-out
+    positions cannot give that by itself: a fill value equal to the result
+    (-inf, or ``init``) would count as a tie.  Built on first use:
+    ``custom_derivatives`` sits above this module."""
+    from functrans.custom_derivatives import custom_jvp
+
+    fun = custom_jvp(_masked_extremum, nondiff_argnums=(0, 1))
+
+    @fun.defjvp
+    def fun_jvp(prim, axes, primals, tangents):
+        (x, init, mask), (tx, t_init, _) = primals, tangents
+        out = fun(prim, axes, x, init, mask)
+        wins = logical_and(mask, equal(x, expand_reduced(out, tuple(x.shape), axes)))
+        init_wins = equal(init, out)
+        one, zero = np.ones((), x.dtype), np.zeros((), x.dtype)
+        count = add(bind(reduce_sum_p, _where(wins, one, zero), axes=axes),
+                    _where(init_wins, one, zero))
+        total = add(bind(reduce_sum_p, _where(wins, tx, zero), axes=axes),
+                    _where(init_wins, t_init, zero))
+        return out, divide(total, count)
+
+    return fun
 
 
 amax = max
@@ -201,6 +336,13 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
 
 def _arg_reduce(name: str, prim: Primitive, a: Any, axis: Any, keepdims: bool):
     x = asarray(a)
+    length = x.size if axis is None else x.shape[normalize_axis(name, axis, x.ndim)]
+    if length == 0:
+        raise ShapeError(
+            f"fnp.{name}: the {name} over axis={axis!r} of an array of shape "
+            f"{tuple(x.shape)} is empty, so there is no position to return; reduce a "
+            "non-empty axis"
+        )
     if axis is None:
         flat = bind(reshape_p, x, new_sizes=(x.size,))
         out = bind(prim, flat, axis=0, index_dtype=np.dtype(np.intp))
