@@ -51,10 +51,9 @@ from functrans.devices import is_device_array
 from functrans.dtypes import float0, is_inexact
 from functrans.errors import ConcretizationError, TracerConversionError
 from functrans.interpreters.jvp import tangent_aval
-from functrans.interpreters.partial_eval import linearize_jaxpr
+from functrans.interpreters.partial_eval import Linearized
 from functrans.interpreters.transpose import backward_pass, transpose_jaxpr
 from functrans.interpreters.vmap import batch_jaxpr
-from functrans.passes.dce import dce
 from functrans.passes.pipeline import run_passes
 from functrans.primitives import shape as shape_prims
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
@@ -153,51 +152,11 @@ def _materialize(ct: Any, aval: ShapedArray) -> Any:
     return np.zeros(aval.shape, aval.dtype) if type(ct) is Zero else ct
 
 
-class _Linearized:
-    """A function traced, differentiated and split into its forward (known)
-    part, evaluated at once, and its linear (tangent) part, kept as a Jaxpr."""
-
-    def __init__(self, flat: Callable, leaves: list, name: str, out_cell: list, active,
-                 drop_first: bool = False):
-        """``drop_first``: the first output is not wanted (None in ``outs``),
-        and the forward pass skips what only it needs."""
-        closed = trace_flat(flat, leaves, name, out_cell)
-        self.out_avals = closed.out_avals
-        opened, consts = open_jaxpr(closed)
-        self.active = [a and is_inexact(core.get_aval(x).dtype) for a, x in zip(active, leaves)]
-        known, self.linear, n_out = linearize_jaxpr(
-            opened, (False,) * len(consts) + tuple(self.active)
-        )
-        if drop_first:
-            vals = run_jaxpr(_without_first_output(known, n_out), list(consts) + list(leaves))
-            self.outs, self.residuals = [None] + vals[: n_out - 1], vals[n_out - 1 :]
-        else:
-            vals = run_jaxpr(known, list(consts) + list(leaves))
-            self.outs, self.residuals = vals[:n_out], vals[n_out:]
-        self.tangent_avals = [
-            tangent_aval(core.get_aval(x)) for x, a in zip(leaves, self.active) if a
-        ]
-
-    def jvp(self, tangents: Sequence[Any]) -> list[Any]:
-        return run_jaxpr(self.linear, list(self.residuals) + list(tangents))
-
-    def vjp(self, cts: Sequence[Any]) -> list[Any]:
-        """Cotangents of the active inputs (instantiated) from output cotangents,
-        where a ``Zero`` output cotangent is symbolic."""
-        nonzero = tuple(type(c) is not Zero for c in cts)
-        n_res, n_t = len(self.residuals), len(self.tangent_avals)
-        transposed = transpose_jaxpr(self.linear, (False,) * n_res + (True,) * n_t, nonzero)
-        given = [c for c in cts if type(c) is not Zero]
-        return run_jaxpr(transposed, list(self.residuals) + given)
-
-
-@functools.lru_cache(maxsize=512)
-def _without_first_output(known: ClosedJaxpr, n_out: int) -> ClosedJaxpr:
-    """The forward pass without its first output (``grad`` needs no value:
-    then, for one, a while loop whose backward pass runs it again is not run
-    forwards as well)."""
-    keep = [False] + [True] * (len(known.out_avals) - 1)
-    return ClosedJaxpr(dce(known.jaxpr, keep), known.consts)
+def _linearized(flat: Callable, leaves: list, name: str, out_cell: list, active,
+                drop_first: bool = False) -> Linearized:
+    """``flat`` traced at ``leaves`` and linearized in the ``active`` ones
+    (see ``functrans.interpreters.partial_eval.Linearized``)."""
+    return Linearized(trace_flat(flat, leaves, name, out_cell), leaves, active, drop_first)
 
 
 def value_and_grad(
@@ -238,7 +197,7 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
             _check_scalar_output(label, name, out, holomorphic)
             return [out] + list(aux_leaves)
 
-        lin = _Linearized(flat, leaves, name, aux_cell, [True] * len(leaves),
+        lin = _linearized(flat, leaves, name, aux_cell, [True] * len(leaves),
                           drop_first=not need_value)
         value = lin.outs[0]
         one = np.ones((), lin.out_avals[0].dtype)
@@ -325,7 +284,7 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[A
     avals = [tangent_aval(core.get_aval(x)) for x in leaves]
     t_leaves = _tangents_in(label, t_leaves, avals, paths)
     flat, out_cell = _flat_of(f, label, name, in_tree, {})
-    lin = _Linearized(flat, leaves, name, out_cell, [True] * len(leaves))
+    lin = _linearized(flat, leaves, name, out_cell, [True] * len(leaves))
     touts = _tangents_out(lin.jvp([t for t, a in zip(t_leaves, lin.active) if a]),
                           lin.out_avals)
     out_tree = out_cell[-1]
@@ -339,7 +298,7 @@ def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
     label = f"linearize({name})"
     leaves, in_tree = check_leaves(label, "primal ", primals)
     flat, out_cell = _flat_of(f, label, name, in_tree, {})
-    lin = _Linearized(flat, leaves, name, out_cell, [True] * len(leaves))
+    lin = _linearized(flat, leaves, name, out_cell, [True] * len(leaves))
     out_tree = out_cell[-1]
     avals = [tangent_aval(core.get_aval(x)) for x in leaves]
 
@@ -365,7 +324,7 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
     out_cell: list = []
     flat = _outputs_then_aux(lambda xs: f(*tree_unflatten(in_tree, xs)), label, name,
                              has_aux, aux_cell, out_cell)
-    lin = _Linearized(flat, leaves, name, out_cell, [True] * len(leaves))
+    lin = _linearized(flat, leaves, name, out_cell, [True] * len(leaves))
     out_tree, n_out = out_cell[-1]
     out_avals = [a.strip_weak() for a in lin.out_avals[:n_out]]
 
@@ -435,11 +394,11 @@ def _hvp_jaxpr(opened: ClosedJaxpr, active: tuple[bool, ...]) -> ClosedJaxpr:
         def value(*ys):
             return core.eval_jaxpr(opened.jaxpr, opened.consts, *ys)
 
-        lin = _Linearized(value, list(xs), "hvp", [], list(active))
+        lin = _linearized(value, list(xs), "hvp", [], list(active))
         return lin.vjp([np.ones((), lin.out_avals[0].dtype)])
 
     def program(*args):
-        lin = _Linearized(gradient, list(args[:n]), "hvp", [], list(active))
+        lin = _linearized(gradient, list(args[:n]), "hvp", [], list(active))
         return lin.jvp(list(args[n:]))
 
     avals = list(opened.in_avals)
@@ -607,7 +566,7 @@ def _jacobian(f: Callable, argnums, has_aux: bool, chunk_size, mode: str,
         flat = _outputs_then_aux(
             lambda xs: f(*_replace_args(args, nums, tree_unflatten(in_tree, xs)), **kwargs),
             label, name, has_aux, aux_cell, out_cell)
-        lin = _Linearized(flat, leaves, name, out_cell, [True] * len(leaves))
+        lin = _linearized(flat, leaves, name, out_cell, [True] * len(leaves))
         out_tree, n_out = out_cell[-1]
         in_avals = lin.tangent_avals
         out_avals = [a.strip_weak() for a in lin.out_avals[:n_out]]
@@ -628,7 +587,7 @@ def _jacobian(f: Callable, argnums, has_aux: bool, chunk_size, mode: str,
     return jacobian_f
 
 
-def _forward_blocks(lin: _Linearized, in_avals, out_avals, chunk_size, label) -> list:
+def _forward_blocks(lin: Linearized, in_avals, out_avals, chunk_size, label) -> list:
     """Push chunks of the input basis through the linear map: blocks[i][j]
     of shape ``out_i.shape + in_j.shape``."""
     total = sum(a.size for a in in_avals)
@@ -662,7 +621,7 @@ def _forward_blocks(lin: _Linearized, in_avals, out_avals, chunk_size, label) ->
     return blocks
 
 
-def _reverse_blocks(lin: _Linearized, in_avals, out_avals, chunk_size, label) -> list:
+def _reverse_blocks(lin: Linearized, in_avals, out_avals, chunk_size, label) -> list:
     """Pull chunks of the output basis back through the transposed linear map."""
     n_res, n_t, n_out = len(lin.residuals), len(in_avals), len(out_avals)
     n_aux = len(lin.out_avals) - n_out

@@ -11,10 +11,12 @@ part is linear in the tangents: reverse mode transposes it.
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from typing import Any, Sequence
 
-from functrans.core import ClosedJaxpr, Jaxpr, Literal, Var
-from functrans.interpreters.jvp import jvp_jaxpr
+from functrans.core import ClosedJaxpr, Jaxpr, Literal, Var, Zero, get_aval, open_jaxpr, run_jaxpr
+from functrans.dtypes import is_inexact
+from functrans.interpreters.jvp import jvp_jaxpr, tangent_aval
+from functrans.interpreters.transpose import transpose_jaxpr
 from functrans.passes.dce import dce
 from functrans.passes.pipeline import run_passes
 
@@ -91,3 +93,53 @@ def linearize_jaxpr(closed: ClosedJaxpr, active: tuple[bool, ...]):
         jv, [False] * n_in + [True] * n_t, [False] * n_out + [True] * n_out
     )
     return run_passes(known), run_passes(linear), n_out
+
+
+class Linearized:
+    """A traced function differentiated and split into its forward (known)
+    part, evaluated at once on ``leaves``, and its linear (tangent) part, kept
+    as a Jaxpr: the engine of every autodiff transform in ``functrans.api``.
+
+    ``active`` flags the leaves to differentiate (integer ones never are);
+    ``drop_first``: the first output is not wanted (None in ``outs``), and the
+    forward pass skips what only it needs.
+    """
+
+    def __init__(self, closed: ClosedJaxpr, leaves: Sequence[Any], active: Sequence[bool],
+                 drop_first: bool = False):
+        self.out_avals = closed.out_avals
+        opened, consts = open_jaxpr(closed)
+        self.active = [a and is_inexact(get_aval(x).dtype) for a, x in zip(active, leaves)]
+        known, self.linear, n_out = linearize_jaxpr(
+            opened, (False,) * len(consts) + tuple(self.active)
+        )
+        if drop_first:
+            vals = run_jaxpr(_without_first_output(known, n_out), list(consts) + list(leaves))
+            self.outs, self.residuals = [None] + vals[: n_out - 1], vals[n_out - 1 :]
+        else:
+            vals = run_jaxpr(known, list(consts) + list(leaves))
+            self.outs, self.residuals = vals[:n_out], vals[n_out:]
+        self.tangent_avals = [
+            tangent_aval(get_aval(x)) for x, a in zip(leaves, self.active) if a
+        ]
+
+    def jvp(self, tangents: Sequence[Any]) -> list[Any]:
+        return run_jaxpr(self.linear, list(self.residuals) + list(tangents))
+
+    def vjp(self, cts: Sequence[Any]) -> list[Any]:
+        """Cotangents of the active inputs (instantiated) from output cotangents,
+        where a ``Zero`` output cotangent is symbolic."""
+        nonzero = tuple(type(c) is not Zero for c in cts)
+        n_res, n_t = len(self.residuals), len(self.tangent_avals)
+        transposed = transpose_jaxpr(self.linear, (False,) * n_res + (True,) * n_t, nonzero)
+        given = [c for c in cts if type(c) is not Zero]
+        return run_jaxpr(transposed, list(self.residuals) + given)
+
+
+@functools.lru_cache(maxsize=512)
+def _without_first_output(known: ClosedJaxpr, n_out: int) -> ClosedJaxpr:
+    """The forward pass without its first output (``grad`` needs no value:
+    then, for one, a while loop whose backward pass runs it again is not run
+    forwards as well)."""
+    keep = [False] + [True] * (len(known.out_avals) - 1)
+    return ClosedJaxpr(dce(known.jaxpr, keep), known.consts)
