@@ -131,6 +131,12 @@ def _examples() -> dict[str, Callable[[], tuple[Callable, list]]]:
         "shape": one(lambda a: fnp.shape(a)[0] * a, v),
         "iscomplexobj": one(lambda a: fnp.iscomplexobj(a) + a, v),
         "isrealobj": one(lambda a: fnp.isrealobj(a) + a, v),
+        "astype": one(lambda a: fnp.astype(a, fnp.float32), v),
+        "result_type": one(lambda a: a.astype(fnp.result_type(a, 1.0)), v),
+        "promote_types": one(lambda a: a.astype(fnp.promote_types(a.dtype, fnp.int8)), v),
+        "can_cast": one(lambda a: a if fnp.can_cast(a, fnp.float64) else None, v),
+        "issubdtype": one(lambda a: a if fnp.issubdtype(a.dtype, fnp.floating) else None, v),
+        "isdtype": one(lambda a: a if fnp.isdtype(a.dtype, "real floating") else None, v),
         # functrans.numpy.linalg
         "solve": one(la.solve, m, v),
         "lstsq": one(lambda a, y: la.lstsq(a, y)[0], m, v),
@@ -203,8 +209,10 @@ def _rule_cells(prims: set[str]) -> tuple[str, str, str]:
 
 
 def _rows(module: Any, examples: dict) -> list[str]:
+    import numpy as np
+
     from functrans.api import make_jaxpr
-    from functrans.numpy._extra import _AxisConcatenator, _ScalarMeta
+    from functrans.numpy._extra import _AxisConcatenator
 
     rows = []
     for name in sorted(set(module.__all__)):
@@ -214,8 +222,8 @@ def _rows(module: Any, examples: dict) -> list[str]:
         if isinstance(obj, _AxisConcatenator):  # r_, c_: traced as obj[a, a]
             v = _defaults()[0][0]
             rows.append(_row(name, _primitives(make_jaxpr(lambda a, o=obj: o[a, a])(v), set())))
-        elif isinstance(obj, _ScalarMeta):
-            rows.append(f"| `{name}` | - (scalar type; called, it casts) | - | - | - |")
+        elif isinstance(obj, type) and issubclass(obj, np.generic):
+            rows.append(f"| `{name}` | - (NumPy's scalar type) | - | - | - |")
         elif isinstance(obj, type):
             rows.append(f"| `{name}` | - (type) | - | - | - |")
         elif not callable(obj):

@@ -46,11 +46,15 @@ def ufunc_operand(dtype: np.dtype, weak_type: bool):
     return _WEAK_TYPE.get(dtype.kind, dtype) if weak_type else dtype
 
 
+def numpy_operand(aval):
+    """What to hand ``np.result_type``/``np.can_cast`` for an operand of this
+    aval: its dtype, or a Python scalar of its kind when it is weak."""
+    return _WEAK_VALUE.get(aval.dtype.kind, aval.dtype) if aval.weak_type else aval.dtype
+
+
 def result_type(*avals) -> np.dtype:
     """NumPy 2 result dtype of operands given as avals (weakness respected)."""
-    return np.result_type(
-        *(_WEAK_VALUE.get(a.dtype.kind, a.dtype) if a.weak_type else a.dtype for a in avals)
-    )
+    return np.result_type(*(numpy_operand(a) for a in avals))
 
 
 def is_inexact(dtype: np.dtype) -> bool:

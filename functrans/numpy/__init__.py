@@ -13,7 +13,51 @@ tracers their array behaviour (operators, methods, indexing, ``.at``,
 array([0., 0.])
 """
 
-from numpy import e, inf, nan, ndarray, newaxis, pi
+# NumPy's constants, and its own scalar types, dtype class and dtype functions,
+# so that code written for NumPy sees the same objects (``fnp.float32 is
+# np.float32``).  A scalar type called on a traced value asks for its value, as
+# it does in NumPy: ``x.astype(fnp.float32)`` and ``fnp.asarray(x,
+# dtype=fnp.float32)`` cast traced values.  ``result_type``, ``can_cast`` and
+# ``astype``, which take traced arrays, come from ``_extra``.
+from numpy import (
+    bool,
+    bool_,
+    complex64,
+    complex128,
+    complexfloating,
+    dtype,
+    e,
+    finfo,
+    float16,
+    float32,
+    float64,
+    floating,
+    generic,
+    iinfo,
+    inexact,
+    inf,
+    int8,
+    int16,
+    int32,
+    int64,
+    integer,
+    intp,
+    isdtype,
+    issubdtype,
+    nan,
+    ndarray,
+    newaxis,
+    number,
+    pi,
+    promote_types,
+    signedinteger,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    uintp,
+    unsignedinteger,
+)
 
 from functrans.numpy import (
     _contract,
@@ -28,13 +72,18 @@ from functrans.numpy import (
 from functrans.numpy._contract import *  # noqa: F403
 from functrans.numpy._creation import *  # noqa: F403
 from functrans.numpy._elementwise import *  # noqa: F403
-from functrans.numpy._extra import *  # noqa: F403  (scalar types that also cast)
+from functrans.numpy._extra import *  # noqa: F403
 from functrans.numpy._indexing import *  # noqa: F403
 from functrans.numpy._reductions import *  # noqa: F403
 from functrans.numpy._shape import *  # noqa: F403
 
 __all__ = [
     "e", "inf", "nan", "ndarray", "newaxis", "pi",
+    "bool", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "intp", "uintp", "float16", "float32", "float64", "complex64", "complex128",
+    "generic", "number", "integer", "signedinteger", "unsignedinteger", "inexact", "floating",
+    "complexfloating",
+    "dtype", "finfo", "iinfo", "isdtype", "issubdtype", "promote_types",
     *_contract.__all__, *_creation.__all__, *_elementwise.__all__, *_indexing.__all__,
     *_reductions.__all__, *_shape.__all__, *_extra.__all__, "linalg",
 ]  # fmt: skip

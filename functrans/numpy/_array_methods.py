@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 import functrans.numpy as fnp  # mid-import here: its attributes are read at call time
 from functrans.core import Tracer
 from functrans.numpy._indexing import IndexUpdateHelper, getitem
@@ -75,9 +77,19 @@ def _transpose(self, *axes):
     return fnp.transpose(self, axes[0] if len(axes) == 1 else axes or None)
 
 
-def _astype(self, dtype, copy=True):
-    """``x.astype(dtype)``: a conversion unless ``x`` already has that dtype
-    (``copy`` is NumPy's; a tracer is never written into, so it changes nothing)."""
+def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+    """``x.astype(dtype)``: a conversion to ``np.dtype(dtype)`` (so ``None`` and
+    ``float`` mean float64, as in NumPy) unless ``x`` already has that dtype.
+    ``casting`` is checked as NumPy checks it; ``order``, ``subok`` and ``copy``
+    change nothing: a tracer has no memory layout and is never written into."""
+    dtype = np.dtype(dtype)
+    if casting != "unsafe" and not np.can_cast(self.dtype, dtype, casting):
+        raise TypeError(
+            f"{self._trace.fun_name}: x.astype({dtype.name}, casting={casting!r}) on a traced "
+            f"{self.aval.str_short()} array: casting={casting!r} does not allow "
+            f"{self.dtype.name} -> {dtype.name} (NumPy's rule); pass casting='unsafe' (the "
+            "default) to convert anyway"
+        )
     if dtype == self.dtype and not self.weak_type:
         return self
     return convert_element_type(self, dtype)

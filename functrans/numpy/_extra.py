@@ -1,7 +1,7 @@
 """The rest of everyday NumPy for ``functrans.numpy``: complex parts, more
 elementwise math, padding and rolling, matrices (diag, tril, kron, cross),
-differences, sorting and searching, ``r_``/``c_``, and the scalar types as
-casts (``fnp.float32(x)``).
+differences, sorting and searching, ``r_``/``c_``, and the dtype functions
+that take traced arrays (``result_type``, ``can_cast``, ``astype``).
 
 Everything here is a composition of the existing primitives, except sorting,
 which binds ``sort`` (``primitives/sort.py``): values with the permutation
@@ -31,6 +31,7 @@ import numpy as np
 
 from functrans import dtypes
 from functrans.core import Tracer, bind, get_aval
+from functrans.devices import is_device_array
 from functrans.errors import AxisError, ConcretizationError, DTypeError, ShapeError
 from functrans.numpy import _elementwise, _indexing, _reductions, _shape
 from functrans.numpy._elementwise import (
@@ -58,9 +59,8 @@ from functrans.primitives.sort import sort_p
 from functrans.primitives.sort import take_along_axis as _take_along_same_shape
 
 __all__ = [
-    # scalar types that also cast
-    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64", "complex64", "complex128",
+    # dtypes of traced arrays (NumPy's scalar types are re-exported in __init__)
+    "astype", "can_cast", "result_type",
     # complex numbers
     "real", "imag", "conj", "conjugate", "angle", "iscomplex", "isreal", "iscomplexobj",
     "isrealobj",
@@ -85,54 +85,56 @@ _convert = _shape._convert
 
 
 # --------------------------------------------------------------------------
-# Scalar types that cast
+# Dtypes
 # --------------------------------------------------------------------------
 
 
-class _ScalarMeta(type):
-    """``fnp.float32`` is NumPy's type for dtypes, comparisons and
-    ``isinstance``, and a cast when called: ``fnp.float32(x)`` converts a
-    traced ``x`` (NumPy's own ``np.float32(x)`` would ask for its value)."""
-
-    dtype: np.dtype
-
-    def __call__(cls, x=0, /):
-        if is_traced(x) or (isinstance(x, (list, tuple)) and _contains_tracer(x)):
-            return asarray(x, cls.dtype)
-        return cls.dtype.type(x)
-
-    def __eq__(cls, other):
-        if isinstance(other, _ScalarMeta):
-            return cls.dtype == other.dtype
-        try:
-            return cls.dtype == np.dtype(other)
-        except TypeError:
-            return False
-
-    def __hash__(cls):
-        return hash(cls.dtype.type)
-
-    def __instancecheck__(cls, instance):
-        return isinstance(instance, cls.dtype.type)
-
-    def __repr__(cls):
-        return f"<class 'functrans.numpy.{cls.__name__}'>"
+def _dtype_operand(x):
+    """What stands for ``x`` in NumPy's dtype functions: a tracer by its dtype
+    (a traced Python scalar as a Python scalar, so that it stays weak, as the
+    scalar itself would be in eager code); anything else as it is."""
+    return dtypes.numpy_operand(x.aval) if isinstance(x, Tracer) else x
 
 
-def _contains_tracer(x) -> bool:
-    return any(_contains_tracer(e) if isinstance(e, (list, tuple)) else is_traced(e) for e in x)
+def result_type(*arrays_and_dtypes):
+    """``numpy.result_type``: the dtype NumPy 2 gives an operation on these
+    arrays, scalars and dtypes; traced arrays count by their dtype.
+
+    >>> result_type(np.ones(2, np.float32), 2.0, np.int8)
+    dtype('float32')
+    """
+    return np.result_type(*(_dtype_operand(x) for x in arrays_and_dtypes))
 
 
-def _scalar_type(name: str, dtype) -> type:
-    return _ScalarMeta(name, (), {"dtype": np.dtype(dtype), "__module__": "functrans.numpy",
-                                  "__doc__": f"``numpy.{name}``, and a cast of traced values"})
+def can_cast(from_, to, casting="safe") -> bool:
+    """``numpy.can_cast``: whether ``casting`` allows converting ``from_`` (a
+    dtype, an array or a traced array) to the dtype ``to``.
+
+    >>> can_cast(np.ones(2, np.float32), np.float64), can_cast(np.float64, np.int64)
+    (True, False)
+    """
+    return np.can_cast(_dtype_operand(from_), to, casting)
 
 
-bool_ = _scalar_type("bool_", np.bool_)
-int8, int16, int32, int64 = (_scalar_type(f"int{b}", f"int{b}") for b in (8, 16, 32, 64))
-uint8, uint16, uint32, uint64 = (_scalar_type(f"uint{b}", f"uint{b}") for b in (8, 16, 32, 64))
-float16, float32, float64 = (_scalar_type(f"float{b}", f"float{b}") for b in (16, 32, 64))
-complex64, complex128 = (_scalar_type(f"complex{b}", f"complex{b}") for b in (64, 128))
+def astype(x, dtype, /, *, copy: bool = True, device=None):
+    """``numpy.astype``: ``x`` converted to ``dtype``, traced arrays too
+    (``fnp.float32(x)`` cannot do that: ``fnp.float32`` is NumPy's own scalar
+    type, which turns its argument into a NumPy constant).
+
+    >>> astype(np.array([1.7, -2.2]), np.int32)
+    array([ 1, -2], dtype=int32)
+    """
+    if is_traced(x):
+        if device is not None:
+            raise TypeError(
+                f"astype: device={device!r} was given for a traced {x.aval.str_short()} "
+                "array, which has no device of its own (its trace runs where its inputs "
+                "are); drop the device argument"
+            )
+        return x.astype(dtype, copy=copy)
+    if type(x) is not np.ndarray and is_device_array(x):
+        return x.astype(dtype, copy=copy)
+    return np.astype(x, dtype, copy=copy, device=device)
 
 
 # --------------------------------------------------------------------------
