@@ -456,13 +456,31 @@ RULES = {
 }
 
 
+class RuleFactory:
+    """A rule made from its own primitive, for rule shapes many primitives
+    share (a linear JVP, a zero JVP, an elementwise batching rule): given in
+    the declaration (``jvp=linear_jvp``), called by ``Primitive`` with the new
+    primitive, so no rule is attached after its declaration."""
+
+    def __init__(self, make: Callable[[Primitive], Callable]):
+        self.make = make
+        self.__doc__ = make.__doc__
+
+
+def rule_factory(make: Callable[[Primitive], Callable]) -> RuleFactory:
+    """Decorator: ``make(prim)`` returns ``prim``'s rule (see ``RuleFactory``)."""
+    return RuleFactory(make)
+
+
 class Primitive:
     """A named operation and its rules.
 
     ``abstract_eval(*avals, **params)`` returns the output aval (a list of
     them when ``multiple_results``); ``impl(*arrays, **params)`` computes
     with NumPy.  The other rules are optional slots, filled where the
-    primitive is declared and looked up by transforms with ``rule``.
+    primitive is declared and looked up by transforms with ``rule``; a
+    ``RuleFactory`` in a slot is called with the primitive to make the rule.
+    ``doc`` is the one-line meaning shown in the IR reference (docs/ir.md).
     """
 
     def __init__(
@@ -482,6 +500,7 @@ class Primitive:
         numexpr: str | None = None,
         linear: bool = False,
         broadcasts: bool = False,
+        doc: str | None = None,
     ):
         if name in registry:
             raise ValueError(f"primitive {name!r} is declared twice")
@@ -514,6 +533,11 @@ class Primitive:
         #: params (``shape``, ``broadcast_dimensions``): fusion takes it into
         #: the group that consumes it at no cost.
         self.broadcasts = broadcasts
+        self.doc = doc
+        for slot in ("jvp", "transpose", "batch", "simplify", "numpy_kernel"):
+            rule = getattr(self, slot)
+            if isinstance(rule, RuleFactory):
+                setattr(self, slot, rule.make(self))
         registry[name] = self
 
     def bind(self, *args, **params):
