@@ -1,4 +1,4 @@
-"""The derivative rules of every primitive, driven by ``tests/_diff_specs.py``.
+"""The derivative rules of every primitive, driven by ``tests/_specs.py``.
 
 * Every registered primitive has a row, a JVP rule, a batching rule, and a
   transpose rule when it is linear.
@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _diff_specs import (
+from _op_chains import program, programs
+from _specs import (
     DIFFERENTIABLE,
     SPECS,
     VIA_API,
     ZERO_DERIVATIVE,
     bind_with,
-    program,
-    programs,
     zero_derivative,
 )
 from hypothesis import assume, given, settings
@@ -43,8 +42,8 @@ from functrans.tree_util import tree_leaves, tree_map
 
 def test_every_primitive_has_a_row_and_its_rules():
     missing = sorted(set(registry) - set(SPECS))
-    assert not missing, f"primitives without a row in tests/_diff_specs.py: {missing}"
-    assert not set(SPECS) - set(registry), "_diff_specs names primitives that do not exist"
+    assert not missing, f"primitives without a row in tests/_specs.py: {missing}"
+    assert not set(SPECS) - set(registry), "tests/_specs.py names primitives that do not exist"
     for name, prim in registry.items():
         assert prim.jvp is not None, f"{name} has no jvp rule"
         assert prim.batch is not None, f"{name} has no batching rule"

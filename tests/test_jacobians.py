@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _diff_specs import NOT_SMOOTH, program, programs
+from _op_chains import NOT_SMOOTH, program, programs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -1,4 +1,4 @@
-"""The batching rule of every primitive, driven by ``tests/_diff_specs.py``.
+"""The batching rule of every primitive, driven by ``tests/_specs.py``.
 
 For each primitive, ``vmap`` of the bound primitive must equal a Python loop
 over the batch stacking the per-member results, when each operand alone is
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _diff_specs import BOUND, SPECS, Case, out_aval, variant
+from _specs import BOUND, SPECS, Case, out_aval, variant
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
