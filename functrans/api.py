@@ -240,17 +240,29 @@ def grad(
 
 def _tangents_in(label: str, t_leaves: Sequence[Any], avals: Sequence[ShapedArray], paths):
     """Check tangents against the primals' avals.  Integer and bool primals
-    have no tangent space: their tangents are float0 zeros, as in JAX (zeros
-    of the primal's own dtype are taken too), and enter the program as zeros."""
+    have no tangent space: their tangents are float0 zeros, as in JAX, and
+    enter the program as zeros.  Concrete all-zero tangents of the primal's
+    own dtype are taken too; any other tangent of that dtype is refused,
+    since dropping it would silently answer as if it were zero."""
     checked = []
     for t, aval, path in zip(t_leaves, avals, paths):
         if not is_inexact(aval.dtype):
             got = core.get_aval(t)
+            fix = (f"pass a float0 tangent, np.zeros({aval.shape}, functrans.dtypes.float0), "
+                   "or make the primal a float array (x.astype(float)) to differentiate "
+                   "along it")
             if got.shape != aval.shape or got.dtype not in (float0, aval.dtype):
                 raise TypeError(
                     f"{label}: tangent {keystr(path)} has type {got.str_short()}, but the "
                     f"primal is {aval.str_short()}: integer and bool primals take float0 "
-                    f"tangents, np.zeros({aval.shape}, functrans.dtypes.float0)"
+                    f"tangents; {fix}"
+                )
+            if got.dtype == aval.dtype and (isinstance(t, Tracer) or np.any(t)):
+                found = "a traced" if isinstance(t, Tracer) else "a nonzero"
+                raise TypeError(
+                    f"{label}: tangent {keystr(path)} is {found} {got.str_short()} array, but "
+                    f"the primal is {aval.str_short()}: integer and bool primals have no "
+                    f"derivative, so this tangent would be dropped as if it were zero; {fix}"
                 )
             t = np.zeros(aval.shape, aval.dtype)
         checked.append(t)

@@ -29,7 +29,6 @@ from functrans.dtypes import is_inexact
 from functrans.errors import DTypeError, ShapeError
 from functrans.numpy._elementwise import (
     _no_out,
-    absolute,
     add,
     divide,
     equal,
@@ -43,7 +42,8 @@ from functrans.numpy._elementwise import (
 from functrans.numpy._elementwise import where as _where
 from functrans.numpy._shape import broadcast_to
 from functrans.numpy._util import asarray, is_traced, normalize_axes, normalize_axis
-from functrans.primitives.elementwise import convert_element_type
+from functrans.primitives.custom import stop_gradient_p
+from functrans.primitives.elementwise import conj, convert_element_type, real
 from functrans.primitives.reductions import (
     argmax_p,
     argmin_p,
@@ -310,15 +310,16 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
     axes = normalize_axes("var", axis, x.ndim)
     acc = np.float64 if dtype is None and x.dtype.kind in "biu" else dtype
     dev = subtract(x, mean(x, axes, acc, keepdims=True))
-    squares = _abs2(dev) if dev.dtype.kind == "c" else multiply(dev, dev)
+    n = _count(x.shape, axes)
+    if n <= 1:
+        # The deviations of a single element are identically 0, whatever the
+        # element: their derivative is 0 (exactly, not the 0 * inf = NaN that
+        # sqrt' at 0 would make of it in std).
+        dev = bind(stop_gradient_p, dev)
+    # |z|^2 as Re(z conj(z)), NumPy's formula: smooth at z == 0, where |z| is not.
+    squares = real(multiply(dev, conj(dev))) if dev.dtype.kind == "c" else multiply(dev, dev)
     total = _reduce_axes(reduce_sum_p, squares, axes, keepdims, acc)
-    dof = builtins.max(_count(x.shape, axes) - ddof, 0)
-    return _convert(divide(total, dof), total.dtype)
-
-
-def _abs2(z):
-    r = absolute(z)
-    return multiply(r, r)
+    return _convert(divide(total, builtins.max(n - ddof, 0)), total.dtype)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):

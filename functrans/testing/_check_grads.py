@@ -69,17 +69,21 @@ def _assert_close(what: str, got, want, atol: float, rtol: float) -> None:
     paths, g_leaves, _ = tree_flatten_with_path(got)
     w_leaves = tree_flatten(want)[0]
     for path, g, w in zip(paths, g_leaves, w_leaves):
-        g = np.asarray(_numeric(g), dtype=np.complex128)
-        w = np.asarray(_numeric(w), dtype=np.complex128)
+        g, w = _numeric(g), _numeric(w)
+        # Compared as complex numbers; shown as real ones unless either is complex.
+        show = np.complex128 if np.iscomplexobj(g) or np.iscomplexobj(w) else np.float64
+        g, w = np.asarray(g, dtype=np.complex128), np.asarray(w, dtype=np.complex128)
         err = np.abs(g - w)
         bound = atol + rtol * np.abs(w)
         if g.shape != w.shape or not np.all(err <= bound):
             worst = float(np.max(err - bound)) if g.shape == w.shape and err.size else float("nan")
+            shown = [np.array2string(v if show is np.complex128 else v.real, precision=6)
+                     for v in (g, w)]
             raise AssertionError(
                 f"check_grads: {what}, output{keystr(path)}: mismatch beyond "
                 f"atol={atol:g}, rtol={rtol:g} (worst excess {worst:.3g})\n"
-                f"  got:      {np.array2string(g.real if not np.iscomplexobj(w) else g, 6)}\n"
-                f"  expected: {np.array2string(w.real if not np.iscomplexobj(w) else w, 6)}"
+                f"  got:      {shown[0]}\n"
+                f"  expected: {shown[1]}"
             )
 
 
