@@ -61,9 +61,9 @@ class Direction(NamedTuple):
     """What CG found: the direction ``d`` and why it stopped: ``"converged"``
     (the residual test), ``"curvature"`` (nonpositive curvature: ``d`` is
     the iterate so far, or steepest descent at the first), ``"maxiter"``
-    or ``"nonfinite"`` (a product was NaN or inf; ``d`` is None)."""
+    or ``"nonfinite"`` (a product was NaN or inf; ``d`` is meaningless)."""
 
-    d: np.ndarray | None
+    d: np.ndarray
     how: str
 
 
@@ -84,7 +84,7 @@ def truncated_cg(hvp, g: np.ndarray, maxiter: int, forcing: float | None = None)
         hp = hvp(p)
         curv = float(p.dot(hp))
         if not math.isfinite(curv):
-            return Direction(None, "nonfinite")
+            return Direction(d, "nonfinite")
         if curv <= 3 * EPS * float(p.dot(p)):
             # Zero or negative curvature along p: no Newton step to take.
             # NB: SciPy tests curv <= 3 eps without the |p|^2, which stops
@@ -121,7 +121,7 @@ def minimize_newton_cg(problem: Problem, p: Point, opts: dict, monitor: Monitor)
             break
         cg = pending or truncated_cg(lambda v, x=p.x: problem.hvp(x, v), p.g, 20 * n)
         pending = None
-        if cg.d is None:
+        if cg.how == "nonfinite":
             status, message = NONFINITE, (
                 f"NaN result encountered: a Hessian-vector product of {problem.name} was "
                 "not finite"
