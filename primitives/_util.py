@@ -58,9 +58,11 @@ def check_dtype(name: str, aval: ShapedArray, kinds: str, what: str) -> None:
 
 def same_type(eqn, a) -> bool:
     """For simplify rules: True when atom ``a`` can stand for the equation's
-    output unchanged (same shape and dtype)."""
+    output unchanged (same shape, dtype and weakness: a cast that makes a weak
+    Python scalar strong changes how later operations promote it)."""
     out, aval = eqn.outputs[0].aval, a.aval
-    return aval.shape == out.shape and aval.dtype == out.dtype
+    return (aval.shape == out.shape and aval.dtype == out.dtype
+            and aval.weak_type == out.weak_type)
 
 
 def linear_jvp(prim: Primitive):

@@ -47,7 +47,9 @@ def asarray(x: Any, dtype: Any = None) -> Any:
     """Like ``np.asarray``, but tracers (also inside lists and tuples) stay
     traced, and device (CuPy) arrays stay on their device."""
     if isinstance(x, Tracer) or (type(x) is not np.ndarray and is_device_array(x)):
-        if dtype is not None and np.dtype(dtype) != x.dtype:
+        # An explicit dtype also makes a weak (Python scalar) value strong, as
+        # np.asarray(2.0, dtype=np.float64) is.
+        if dtype is not None and (np.dtype(dtype) != x.dtype or getattr(x, "weak_type", False)):
             return bind(convert_element_type_p, x, new_dtype=np.dtype(dtype))
         return x
     if isinstance(x, (list, tuple)) and _contains_tracer(x):
