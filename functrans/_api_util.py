@@ -161,6 +161,13 @@ def check_leaves(name: str, what: str, tree: Any) -> tuple[list, Any]:
     otherwise raise a TypeError naming the leaf's path and the way out."""
     paths, leaves, treedef = tree_flatten_with_path(tree)
     for path, leaf in zip(paths, leaves):
+        if isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype == object:
+            raise DTypeError(
+                f"{name}: {what}{keystr(path)} is an object array (object{list(leaf.shape)}), "
+                "which holds Python objects, not numbers; convert it with "
+                "np.asarray(x, dtype=float) (an object array usually comes from a list of "
+                "mixed or ragged values)"
+            )
         if isinstance(leaf, (Tracer, np.ndarray, np.generic, ShapeDtypeStruct, bool, int,
                              float, complex)):
             continue
@@ -233,7 +240,10 @@ def _diff_args(label: str, argnums, args: tuple, allow_int: bool, holomorphic: b
     nums = normalize_argnums(label, argnums, len(args))
     diff = tuple(args[i] for i in nums)
     check_devices(label, "argument ", args, tree_flatten(args)[0], call="args")
-    leaves, in_tree = check_leaves(label, "argument ", diff)
+    # Checked with the other arguments blanked out (None is an empty node), so
+    # that error paths give each argument's position in the call.
+    check_leaves(label, "argument ", tuple(a if i in nums else None for i, a in enumerate(args)))
+    leaves, in_tree = tree_flatten(diff)
     _check_grad_inputs(label, nums, diff, allow_int, holomorphic, real_only=real_only)
     return nums, leaves, in_tree
 

@@ -245,18 +245,31 @@ def _scan_length(label: str, xs, x_leaves, length) -> int:
 def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
     """``for i in range(lower, upper): val = body_fun(i, val)``.  Concrete bounds
     make a ``scan`` (reverse mode stores the carries); traced bounds make a
-    ``while_loop``.
+    ``while_loop``.  The bounds are integers (a float, even 3.0, is refused
+    rather than truncated); ``body_fun`` keeps the carry's shapes and dtypes.
 
     >>> import functrans as ft
     >>> ft.lax.fori_loop(0, 5, lambda i, x: x + i, 0.0)
     array(10.)
     """
+    name = core.fun_name(body_fun)
+    label = f"lax.fori_loop({name})"
+    _check_bound(label, "lower", lower)
+    _check_bound(label, "upper", upper)
+    leaves = check_leaves(label, "init_val", init_val)[0]
+    in_avals = [a.strip_weak() for a in _avals(leaves)]
+
+    def checked_body(i, val):
+        new = body_fun(i, val)
+        _check_carry(label, name, init_val, in_avals, new)
+        return new
+
     if not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
         lo, hi = int(lower), int(upper)
 
         def step(carry, _):
             i, val = carry
-            return (i + 1, body_fun(i, val)), None
+            return (i + 1, checked_body(i, val)), None
 
         (_, val), _ = scan(step, (np.int64(lo), init_val), None, length=max(hi - lo, 0))
         return val
@@ -266,8 +279,70 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
 
     def body(carry):
         i, hi, val = carry
-        return i + 1, hi, body_fun(i, val)
+        return i + 1, hi, checked_body(i, val)
 
     start = convert_element_type(lower, np.int64)
     stop = convert_element_type(upper, np.int64)
     return while_loop(cond_fun, body, (start, stop, init_val))[2]
+
+
+def _check_bound(label: str, what: str, bound: Any) -> None:
+    """A loop bound is an integer scalar: a Python or NumPy int, or a traced
+    one.  Floats are refused, integral ones too (as JAX does): truncating 0.5
+    to 0 would run a loop the caller did not write."""
+    if isinstance(bound, (bool, np.bool_)):
+        raise TypeError(f"{label}: {what} is {bound!r}, a bool; loop bounds are ints: write "
+                        f"{int(bound)}")
+    if isinstance(bound, int):
+        return
+    try:
+        aval = core.get_aval(bound)
+    except TypeError:
+        aval = None
+    if aval is not None and aval.shape == () and aval.dtype.kind in "iu":
+        return
+    if aval is not None and aval.shape != ():
+        raise TypeError(f"{label}: {what} has type {aval.str_short()}, but a loop bound is one "
+                        "integer; pass a scalar")
+    shown = (f"a traced {aval.str_short()}" if isinstance(bound, Tracer)
+             else f"{bound!r} (a {type(bound).__name__})")
+    if aval is None or aval.dtype.kind != "f":
+        raise TypeError(f"{label}: {what} is {shown}, but loop bounds are integers; pass an int")
+    if isinstance(bound, float) and bound.is_integer():
+        fix = f"write {int(bound)}"
+    elif isinstance(bound, Tracer):
+        fix = f"convert it with {what}.astype(int) (it truncates) or compute it as an integer"
+    else:
+        fix = f"pass int({what}) to truncate it, or round() it"
+    raise TypeError(f"{label}: {what} is {shown}, but loop bounds are integers (a float "
+                    f"bound would be truncated); {fix}")
+
+
+def _check_carry(label: str, name: str, init_val: Any, in_avals: list, new: Any) -> None:
+    """``body_fun`` returns the carry with the structure, shapes and dtypes of
+    ``init_val`` (checked here, at trace time, to name the loop and the
+    carry's path rather than the scan or while loop it becomes)."""
+    paths, _, in_tree = tree_flatten_with_path(init_val)
+    new_leaves, new_tree = tree_flatten(new)
+    if new_tree != in_tree:
+        raise TypeError(
+            f"{label}: {name} must return the carry with the structure of init_val, "
+            f"{in_tree}, but it returns {new_tree}"
+        )
+    for path, a, x in zip(paths, in_avals, new_leaves):
+        b = core.get_aval(x)
+        if b.shape != a.shape:
+            raise TypeError(
+                f"{label}: {name} changes the shape of the carry init_val{keystr(path)} from "
+                f"{a.str_short()} to {b.str_short()}; a loop carry keeps its shape, so return "
+                f"a value of shape {a.shape} there"
+            )
+        if b.dtype != a.dtype:
+            where = f"init_val{keystr(path)}"
+            example = ", or 1.0 for 1" if a.dtype.kind in "biu" and b.dtype.kind == "f" else ""
+            raise TypeError(
+                f"{label}: {name} changes the dtype of the carry {where} from "
+                f"{a.str_short()} to {b.str_short()}; a loop carry keeps its dtype, so give "
+                f"{where} that dtype (np.asarray(v, np.{b.dtype.name}){example}) or cast "
+                f"{name}'s result back with .astype(np.{a.dtype.name})"
+            )

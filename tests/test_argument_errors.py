@@ -7,6 +7,7 @@ import pytest
 
 import functrans as ft
 import functrans.numpy as fnp
+from functrans import lax
 
 
 def f(x):
@@ -158,3 +159,106 @@ def test_static_argnames_must_be_strs():
     with pytest.raises(TypeError, match=r"got \('y', 0\) \(tuple\)"):
         ft.jit(g, static_argnames=("y", 0))
     assert ft.jit(g, static_argnames=["y"])(np.ones(2), y=3.0) == 6.0
+
+
+# --------------------------------------------------------------------------
+# Object arrays
+# --------------------------------------------------------------------------
+
+
+_OBJECT = (r"is an object array \(object\[2\]\), which holds Python objects, not numbers; "
+           r"convert it with np\.asarray\(x, dtype=float\)")
+
+
+def test_object_arrays_are_named_as_such():
+    o = np.array([1.0, 2.0], dtype=object)
+    # grad used to call it an "integer or bool type".
+    def h(x, y):
+        return g(x, y["w"])
+
+    with pytest.raises(TypeError, match=rf"^grad\(h\): argument \[1\]\['w'\] {_OBJECT}"):
+        ft.grad(h, argnums=1)(1.0, {"w": o})
+    with pytest.raises(TypeError, match=rf"^grad\(g\): argument \[0\] {_OBJECT}"):
+        ft.grad(g, allow_int=True)(o, 1.0)
+    # The others used to fail inside NumPy ("loop of ufunc does not support ...").
+    with pytest.raises(TypeError, match=rf"^jit\(f\): argument \[0\] {_OBJECT}"):
+        ft.jit(f)(o)
+    with pytest.raises(TypeError, match=rf"^vmap\(f\): argument \[0\] {_OBJECT}"):
+        ft.vmap(f)(o)
+    with pytest.raises(TypeError, match=rf"^vjp\(f\): primal \[0\] {_OBJECT}"):
+        ft.vjp(f, o)
+
+
+def test_grad_argument_paths_are_call_positions():
+    with pytest.raises(TypeError, match=r"^grad\(g\): argument \[1\] is a str, which is not "
+                                        r"an array"):
+        ft.grad(g, argnums=1)(1.0, "a")
+
+
+# --------------------------------------------------------------------------
+# fori_loop
+# --------------------------------------------------------------------------
+
+
+def scale(i, c):
+    return c * 1.5
+
+
+def scale_second(i, c):
+    return c[0], {"k": c[1]["k"] * 1.5}
+
+
+def test_fori_loop_body_that_changes_the_carry_dtype():
+    want = (r"^lax\.fori_loop\(scale\): scale changes the dtype of the carry init_val from "
+            r"i64\[\] to f64\[\]; a loop carry keeps its dtype, so give init_val that dtype "
+            r"\(np\.asarray\(v, np\.float64\), or 1\.0 for 1\) or cast scale's result back "
+            r"with \.astype\(np\.int64\)$")
+    with pytest.raises(TypeError, match=want):  # used to say "lax.scan: output[1] ..."
+        lax.fori_loop(0, 3, scale, 1)
+    with pytest.raises(TypeError, match=want):  # traced bounds: a while loop
+        ft.jit(lambda n: lax.fori_loop(0, n, scale, 1))(3)
+    with pytest.raises(TypeError, match=r"^lax\.fori_loop\(scale_second\): scale_second changes "
+                                        r"the dtype of the carry init_val\[1\]\['k'\] from "
+                                        r"i32\[\] to f64\[\];.*\.astype\(np\.int32\)$"):
+        lax.fori_loop(0, 3, scale_second, (1.0, {"k": np.int32(2)}))
+
+
+def test_fori_loop_body_that_changes_the_carry_shape_or_structure():
+    with pytest.raises(TypeError, match=r"^lax\.fori_loop\(<lambda>\): <lambda> changes the "
+                                        r"shape of the carry init_val from f64\[2\] to "
+                                        r"f64\[4\]; a loop carry keeps its shape, so return a "
+                                        r"value of shape \(2,\) there$"):
+        lax.fori_loop(0, 3, lambda i, c: fnp.concatenate([c, c]), np.ones(2))
+    with pytest.raises(TypeError, match=r"^lax\.fori_loop\(<lambda>\): <lambda> must return the "
+                                        r"carry with the structure of init_val"):
+        lax.fori_loop(0, 3, lambda i, c: (c, c), 1.0)
+
+
+@pytest.mark.parametrize("lower, upper, want", [
+    (0.5, 3, r"lower is 0\.5 \(a float\), but loop bounds are integers \(a float bound would "
+             r"be truncated\); pass int\(lower\) to truncate it, or round\(\) it$"),
+    (0, 3.0, r"upper is 3\.0 \(a float\), but loop bounds are integers \(a float bound would "
+             r"be truncated\); write 3$"),
+    (np.float32(1.5), 3, r"lower is np\.float32\(1\.5\) \(a float32\)"),
+    (True, 3, r"lower is True, a bool; loop bounds are ints: write 1$"),
+    (np.arange(2), 3, r"lower has type i64\[2\], but a loop bound is one integer; pass a "
+                      r"scalar$"),
+    ("0", 3, r"lower is '0' \(a str\), but loop bounds are integers; pass an int$"),
+])
+def test_fori_loop_bounds_must_be_integers(lower, upper, want):
+    # 0.5 used to run range(0, 3) silently.
+    with pytest.raises(TypeError, match=r"^lax\.fori_loop\(<lambda>\): " + want):
+        lax.fori_loop(lower, upper, lambda i, c: c + i, 0.0)
+
+
+def test_fori_loop_traced_bounds():
+    loop = ft.jit(lambda n: lax.fori_loop(0, n, lambda i, c: c + i, 0.0))
+    with pytest.raises(TypeError, match=r"^lax\.fori_loop\(<lambda>\): upper is a traced "
+                                        r"f64\[\], but loop bounds are integers \(a float bound "
+                                        r"would be truncated\); convert it with "
+                                        r"upper\.astype\(int\)"):
+        loop(3.0)
+    assert loop(3) == 3.0 and loop(np.int32(4)) == 6.0
+    assert lax.fori_loop(np.int32(1), np.array(4), lambda i, c: c + i, 0.0) == 6.0
+    grad = ft.grad(lambda x, n: lax.fori_loop(0, n, lambda i, c: c * x, 1.0))
+    assert grad(2.0, 3) == 12.0
