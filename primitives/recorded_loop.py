@@ -42,6 +42,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 from functrans.primitives import elementwise as ew
 from functrans.primitives import shape
+from functrans.primitives._layout import fill_in, flatten, partition_list, split_list
 from functrans.primitives._subjaxpr import (
     any_member,
     batched,
@@ -51,6 +52,8 @@ from functrans.primitives._subjaxpr import (
     runner,
     select_members,
     trace,
+    transpose,
+    zeros_for,
 )
 
 from functrans.core import (
@@ -66,6 +69,7 @@ from functrans.core import (
 )
 from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
+from functrans.passes.pipeline import run_passes
 
 
 class Sweep(NamedTuple):
@@ -80,38 +84,55 @@ class Sweep(NamedTuple):
     nacc: int = 0
     reverse: bool = False
 
+    def split_outputs(self, outs: Sequence[Any]) -> list[list]:
+        """Outputs of the body as ``[carry, acc, extras]``."""
+        return split_list(outs, [len(self.init), self.nacc])
+
     @property
     def carry_avals(self) -> list[ShapedArray]:
-        return [a.strip_weak() for a in self.body.out_avals[: len(self.init)]]
+        return _stripped(self.split_outputs(self.body.out_avals)[0])
 
     @property
     def acc_avals(self) -> list[ShapedArray]:
-        nk = len(self.init)
-        return [a.strip_weak() for a in self.body.out_avals[nk : nk + self.nacc]]
+        return _stripped(self.split_outputs(self.body.out_avals)[1])
 
     @property
     def record_avals(self) -> list[ShapedArray]:
         """The carry it enters a step with, then the extras of that step."""
-        nk = len(self.init)
-        return self.carry_avals + [a.strip_weak() for a in self.body.out_avals[nk + self.nacc :]]
+        return self.carry_avals + _stripped(self.split_outputs(self.body.out_avals)[2])
+
+
+def _stripped(avals) -> list[ShapedArray]:
+    return [a.strip_weak() for a in avals]
+
+
+def _is_linear(x) -> bool:
+    return type(x) is UndefinedPrimal
+
+
+def _aval(x) -> ShapedArray:
+    return x.aval if type(x) is UndefinedPrimal else get_aval(x)
+
+
+# --------------------------------------------------------------------------
+# recorded_loop(*cond_consts, *consts_0, *init_0, *consts_1, *init_1, ...,
+#               cond_jaxpr, cond_nconsts, bodies, nconsts, ncarry, nacc, reverse)
+# outputs: *carry_0, *carry_1, *acc_1, ... (per sweep: final carry, sums)
+# --------------------------------------------------------------------------
 
 
 def _sweeps_of(args: Sequence[Any], params: dict) -> tuple[list, list[Sweep]]:
     """The cond constants and the sweeps of an equation's operands."""
-    n = params["cond_nconsts"]
-    cc, rest = list(args[:n]), list(args[n:])
-    sweeps = []
-    for body, nc, nk, na, rev in zip(params["bodies"], params["nconsts"], params["ncarry"],
-                                     params["nacc"], params["reverse"]):
-        sweeps.append(Sweep(body, rest[:nc], rest[nc : nc + nk], na, rev))
-        rest = rest[nc + nk :]
-    return cc, sweeps
+    sizes = [n for pair in zip(params["nconsts"], params["ncarry"]) for n in pair]
+    cc, *groups, _ = split_list(args, [params["cond_nconsts"], *sizes])
+    return cc, [Sweep(body, consts, init, nacc, rev) for body, consts, init, nacc, rev in zip(
+        params["bodies"], groups[0::2], groups[1::2], params["nacc"], params["reverse"])]
 
 
 def bind_sweeps(cond_jaxpr: ClosedJaxpr, cc: Sequence[Any], sweeps: Sequence[Sweep]):
     """Bind a ``recorded_loop``; its outputs as one ``(carry, acc)`` pair per sweep."""
     outs = bind(
-        recorded_loop_p, *cc, *[x for sw in sweeps for x in sw.consts + sw.init],
+        recorded_loop_p, *cc, *flatten(sw.consts + sw.init for sw in sweeps),
         cond_jaxpr=cond_jaxpr, cond_nconsts=len(cc),
         bodies=tuple(sw.body for sw in sweeps),
         nconsts=tuple(len(sw.consts) for sw in sweeps),
@@ -123,35 +144,22 @@ def bind_sweeps(cond_jaxpr: ClosedJaxpr, cc: Sequence[Any], sweeps: Sequence[Swe
 
 
 def _split_outs(outs: Sequence[Any], sweeps: Sequence[Sweep]) -> list[tuple[list, list]]:
-    pairs, rest = [], list(outs)
-    for sw in sweeps:
-        nk = len(sw.init)
-        pairs.append((rest[:nk], rest[nk : nk + sw.nacc]))
-        rest = rest[nk + sw.nacc :]
-    return pairs
-
-
-def _aval(x) -> ShapedArray:
-    return x.aval if type(x) is UndefinedPrimal else get_aval(x)
+    *pieces, _ = split_list(outs, [n for sw in sweeps for n in (len(sw.init), sw.nacc)])
+    return list(zip(pieces[0::2], pieces[1::2]))
 
 
 def trace_sweep_body(fn, consts, carry_avals, earlier: Sequence[Sweep]) -> ClosedJaxpr:
     """Trace ``fn(consts, carry, records)`` as a sweep body; ``records`` holds
     one list per sweep in ``earlier``."""
-    from functrans.passes.pipeline import run_passes
-
     const_avals = [_aval(c) for c in consts]
     rec_avals = [sw.record_avals for sw in earlier]
-    nc, nk = len(const_avals), len(carry_avals)
+    sizes = [len(const_avals), len(carry_avals)] + [len(r) for r in rec_avals]
 
     def flat(*a):
-        records, rest = [], list(a[nc + nk :])
-        for avals in rec_avals:
-            records.append(rest[: len(avals)])
-            rest = rest[len(avals) :]
-        return fn(list(a[:nc]), list(a[nc : nc + nk]), records)
+        consts, carry, *records, _ = split_list(a, sizes)
+        return fn(consts, carry, records)
 
-    avals = const_avals + list(carry_avals) + [a for r in rec_avals for a in r]
+    avals = const_avals + list(carry_avals) + flatten(rec_avals)
     return run_passes(trace(flat, avals, "while body"))
 
 
@@ -163,11 +171,8 @@ def _reads(sweeps_key: tuple) -> list[list[list[bool]]]:
     for s, body in enumerate(bodies):
         j = body.jaxpr
         used = {id(a) for e in j.eqns for a in e.inputs} | {id(a) for a in j.outvars}
-        flags = [id(v) in used for v in j.invars[nconsts[s] + ncarry[s] :]]
-        per_sweep = []
-        for size in rec_sizes[:s]:
-            per_sweep.append(flags[:size])
-            flags = flags[size:]
+        _, _, flags = split_list([id(v) in used for v in j.invars], [nconsts[s], ncarry[s]])
+        *per_sweep, _ = split_list(flags, rec_sizes[:s])
         reads.append(per_sweep)
     return reads
 
@@ -183,11 +188,9 @@ def _reads_of(sweeps: Sequence[Sweep]) -> list[list[list[bool]]]:
 # --------------------------------------------------------------------------
 
 
-def _abstract_eval(*avals, cond_jaxpr, cond_nconsts, bodies, nconsts, ncarry, nacc, reverse):
-    cc, sweeps = _sweeps_of(avals, dict(cond_nconsts=cond_nconsts, bodies=bodies,
-                                        nconsts=nconsts, ncarry=ncarry, nacc=nacc,
-                                        reverse=reverse))
-    (pred,) = cond_jaxpr.out_avals
+def _abstract_eval(*avals, **params):
+    _, sweeps = _sweeps_of(avals, params)
+    (pred,) = params["cond_jaxpr"].out_avals
     if pred.shape != () or pred.dtype != np.bool_:
         raise ShapeError(f"recorded_loop: the loop condition must return a bool scalar, got "
                          f"{pred.str_short()}")
@@ -214,36 +217,48 @@ def _impl(*args, **params):
     keep = [[any(reads[s][r][f] for s in range(r + 1, len(sweeps)))
              for f in range(len(sw.record_avals))] for r, sw in enumerate(sweeps)]
     xp = array_module(args)
-    loop = sweeps[0]
-    cond = runner(params["cond_jaxpr"], cc + loop.init)
-    step = runner(loop.body, loop.consts + loop.init)
-    carry, nk = list(loop.init), len(loop.init)
-    # records[i]: the kept fields every sweep so far recorded at step i, in
-    # sweep order (the fields no later body reads as None).
-    records: list[list] = []
-    while bool(cond(*cc, *carry)[0]):
-        out = step(*loop.consts, *carry)
-        records.append([x if k else None for x, k in zip(carry + list(out[nk:]), keep[0])])
-        carry = list(out[:nk])
+    carry, records = _run_loop(params["cond_jaxpr"], cc, sweeps[0], keep[0])
     outs = [xp.asarray(c) for c in carry]
-    n = len(records)
     for sw, kept in zip(sweeps[1:], keep[1:]):
-        nk, na = len(sw.init), sw.nacc
-        body = runner(sw.body, sw.consts + sw.init)
-        carry = list(sw.init)
-        acc = [xp.zeros(a.shape, a.dtype) for a in sw.acc_avals]
-        tape: list = [[None] * len(kept)] * n
-        for i in reversed(range(n)) if sw.reverse else range(n):
-            out = body(*sw.consts, *carry, *records[i])
-            if any(kept):
-                tape[i] = [x if k else None for x, k in zip(carry + list(out[nk + na :]), kept)]
-            if na:
-                acc = [a + d for a, d in zip(acc, out[nk : nk + na])]
-            carry = list(out[:nk])
-        for rec, fields in zip(records, tape):
-            rec.extend(fields)
+        carry, acc = _run_sweep(sw, records, kept, xp)
         outs += [xp.asarray(c) for c in carry] + [xp.asarray(a) for a in acc]
     return outs
+
+
+def _kept(fields: list, kept: Sequence[bool]) -> list:
+    return [x if k else None for x, k in zip(fields, kept)]
+
+
+def _run_loop(cond_jaxpr: ClosedJaxpr, cc: list, loop: Sweep, kept: Sequence[bool]):
+    """Run sweep 0: its final carry, and ``records[i]``, the fields it
+    recorded at step i (those no later body reads as None)."""
+    cond = runner(cond_jaxpr, cc + loop.init)
+    step = runner(loop.body, loop.consts + loop.init)
+    carry, records = list(loop.init), []
+    while bool(cond(*cc, *carry)[0]):
+        new_carry, extras = split_list(step(*loop.consts, *carry), [len(carry)])
+        records.append(_kept(carry + extras, kept))
+        carry = new_carry
+    return carry, records
+
+
+def _run_sweep(sw: Sweep, records: list[list], kept: Sequence[bool], xp):
+    """Run a later sweep over the loop's steps: its final carry and sums.
+    It extends each step's ``records`` with the fields it records there."""
+    body = runner(sw.body, sw.consts + sw.init)
+    carry = list(sw.init)
+    acc = [xp.zeros(a.shape, a.dtype) for a in sw.acc_avals]
+    tape: list = [[None] * len(kept)] * len(records)
+    steps = range(len(records))
+    for i in reversed(steps) if sw.reverse else steps:
+        new_carry, terms, extras = sw.split_outputs(body(*sw.consts, *carry, *records[i]))
+        if any(kept):
+            tape[i] = _kept(carry + extras, kept)
+        acc = [a + d for a, d in zip(acc, terms)]
+        carry = new_carry
+    for rec, fields in zip(records, tape):
+        rec.extend(fields)
+    return carry, acc
 
 
 # --------------------------------------------------------------------------
@@ -251,68 +266,84 @@ def _impl(*args, **params):
 # --------------------------------------------------------------------------
 
 
+class _Nonzeros(NamedTuple):
+    """Which tangents of one sweep are nonzero: of its consts, and of the
+    three groups of its body's outputs."""
+
+    consts: list[bool]
+    carry: list[bool]
+    acc: list[bool]
+    extras: list[bool]
+
+    @property
+    def outs(self) -> list[bool]:
+        return self.carry + self.acc + self.extras
+
+    @property
+    def records(self) -> list[bool]:
+        return self.carry + self.extras
+
+
+def _nonzeros(sw: Sweep, tsw: Sweep, prior: list[bool]) -> _Nonzeros:
+    """The nonzero tangents of sweep ``sw``, whose operands' tangents
+    ``tsw`` holds, given those of the earlier sweeps' records (``prior``); a
+    carry's also when the body makes it so."""
+    consts = [type(t) is not Zero for t in tsw.consts]
+
+    def out_nz(carry):
+        return jvp(sw.body, consts + carry + prior, False)[1]
+
+    start = [type(t) is not Zero and is_inexact(a.dtype) for t, a in zip(tsw.init, sw.carry_avals)]
+    carry = fixpoint(start, lambda nz: out_nz(nz)[: len(nz)])
+    _, acc, extras = sw.split_outputs(out_nz(carry))
+    return _Nonzeros(consts, carry, acc, extras)
+
+
 def _jvp_rule(primals, tangents, **params):
     outs = bind(recorded_loop_p, *primals, **params)
-    cond_jaxpr = params["cond_jaxpr"]
     cc, sweeps = _sweeps_of(primals, params)
     _, t_sweeps = _sweeps_of(tangents, params)
-    out_avals = [a for sw in sweeps for a in sw.carry_avals + sw.acc_avals]
-    # Which tangents are nonzero, sweep by sweep.
-    rec_nz: list[list[bool]] = []
-    plans = []
+    nz: list[_Nonzeros] = []
     for sw, tsw in zip(sweeps, t_sweeps):
-        nk = len(sw.init)
-        const_nz = [type(t) is not Zero for t in tsw.consts]
-        prior_nz = [f for r in rec_nz for f in r]
-
-        def out_nz(carry_nz, sw=sw, const_nz=const_nz, prior_nz=prior_nz):
-            return jvp(sw.body, const_nz + carry_nz + prior_nz, False)[1]
-
-        carry_nz = fixpoint(
-            [type(t) is not Zero and is_inexact(a.dtype) for t, a in zip(tsw.init, sw.carry_avals)],
-            lambda nz, out_nz=out_nz, nk=nk: out_nz(nz)[:nk])
-        nz = out_nz(carry_nz)
-        nz[:nk] = carry_nz
-        rec_nz.append(carry_nz + nz[nk + sw.nacc :])
-        plans.append((const_nz, nz))
-    if not any(f for _, nz in plans for f in nz):
-        return outs, [Zero(a) for a in out_avals]
-
+        nz.append(_nonzeros(sw, tsw, flatten(n.records for n in nz)))
+    out_avals = [sw.carry_avals + sw.acc_avals for sw in sweeps]
+    if not any(flatten(n.outs for n in nz)):
+        return outs, [Zero(a) for a in flatten(out_avals)]
     new = list(sweeps)
     tangent_of: dict[int, int] = {}  # sweep -> index of its tangent sweep in ``new``
-    for s, (sw, tsw, (const_nz, nz)) in enumerate(zip(sweeps, t_sweeps, plans)):
-        if not any(nz):
-            continue
-        nk = len(sw.init)
-        prior_nz = [f for r in rec_nz[:s] for f in r]
-        jv, _ = jvp(sw.body, const_nz + rec_nz[s][:nk] + prior_nz, nz)
-        n_out, np_c = len(sw.body.out_avals), len(sw.consts)
-        before = dict(tangent_of)
-
-        def body(consts, t_carry, records, s=s, jv=jv, n_out=n_out, np_c=np_c, nk=nk,
-                 before=before):
-            p_prior = [x for r in records[:s] for x in r]
-            t_prior = [x for r in range(s) if r in before for x in records[before[r]]]
-            ins = (consts[:np_c] + records[s][:nk] + p_prior + consts[np_c:] + t_carry
-                   + t_prior)
-            return run(jv, ins)[n_out:]
-
-        t_consts = [t for t, f in zip(tsw.consts, const_nz) if f]
-        t_init = [instantiate(t) if type(t) is Zero else t
-                  for t, f in zip(tsw.init, rec_nz[s][:nk]) if f]
-        carry_avals = [a for a, f in zip(sw.carry_avals, rec_nz[s][:nk]) if f]
-        traced = trace_sweep_body(body, sw.consts + t_consts, carry_avals, new)
-        tangent_of[s] = len(new)
-        new.append(Sweep(traced, sw.consts + t_consts, t_init, sum(nz[nk : nk + sw.nacc]),
-                         sw.reverse))
-    results = bind_sweeps(cond_jaxpr, cc, new)
+    for s, tsw in enumerate(t_sweeps):
+        if any(nz[s].outs):
+            new.append(_tangent_sweep(s, tsw, nz, tangent_of, new))
+            tangent_of[s] = len(new) - 1
+    results = bind_sweeps(params["cond_jaxpr"], cc, new)
     t_outs = []
-    for s, (sw, (_, nz)) in enumerate(zip(sweeps, plans)):
-        nk = len(sw.init)
-        got = iter(sum(results[tangent_of[s]], [])) if s in tangent_of else iter(())
-        t_outs += [next(got) if f else Zero(a)
-                   for a, f in zip(sw.carry_avals + sw.acc_avals, nz[: nk + sw.nacc])]
+    for s, avals in enumerate(out_avals):
+        got = flatten(results[tangent_of[s]]) if s in tangent_of else []
+        t_outs += fill_in(nz[s].carry + nz[s].acc, got, [Zero(a) for a in avals])
     return outs, t_outs
+
+
+def _tangent_sweep(s: int, tsw: Sweep, nz: list[_Nonzeros], tangent_of: dict[int, int],
+                   earlier: list[Sweep]) -> Sweep:
+    """The tangent sweep of sweep ``s`` (``earlier``: the primal sweeps,
+    then the tangent sweeps so far, sweep r's at ``tangent_of[r]``).  Its
+    body is the JVP of the primal one: the primal consts, carry and records
+    (from sweep ``s``'s and the earlier sweeps' records), then the tangents."""
+    sw, n = earlier[s], nz[s]
+    jv, _ = jvp(sw.body, n.consts + n.carry + flatten(m.records for m in nz[:s]), n.outs)
+    n_out, n_pc, nk = len(sw.body.out_avals), len(sw.consts), len(sw.init)
+
+    def body(consts, t_carry, records):
+        p_consts, t_consts = split_list(consts, [n_pc])
+        primal = p_consts + records[s][:nk] + flatten(records[:s])
+        t_prior = flatten(records[tangent_of[r]] for r in range(s) if r in tangent_of)
+        return run(jv, primal + t_consts + t_carry + t_prior)[n_out:]
+
+    consts = sw.consts + [t for t, f in zip(tsw.consts, n.consts) if f]
+    t_init = [instantiate(t) for t, f in zip(tsw.init, n.carry) if f]
+    _, carry_avals = partition_list(n.carry, sw.carry_avals)
+    traced = trace_sweep_body(body, consts, carry_avals, earlier)
+    return Sweep(traced, consts, t_init, sum(n.acc), sw.reverse)
 
 
 # --------------------------------------------------------------------------
@@ -326,42 +357,44 @@ def transpose_sweeps(cond_jaxpr: ClosedJaxpr, cc: Sequence[Any], sweeps: Sequenc
     (one ``(consts, init)`` pair per sweep, ``None`` where defined), given
     one ``(carry, acc)`` pair of output cotangents per sweep."""
     loop = sweeps[0]
-    if any(type(x) is UndefinedPrimal for x in list(cc) + loop.consts + loop.init):
+    if any(_is_linear(x) for x in list(cc) + loop.consts + loop.init):
         raise NotImplementedError(
             "recorded_loop transpose: the loop's own operands (sweep 0, which decides the "
             "trip count) must be known; only the later sweeps can be linear")
     reads = _reads_of(sweeps)
-    n = len(sweeps)
     linear = [False]
     for s, sw in enumerate(sweeps[1:], start=1):
-        linear.append(any(type(x) is UndefinedPrimal for x in sw.consts + sw.init)
+        linear.append(any(_is_linear(x) for x in sw.consts + sw.init)
                       or any(linear[r] and any(reads[s][r]) for r in range(s)))
-    # Which linear sweeps any cotangent reaches (the others' is zero), and
-    # which non-linear ones the transposes read (the others need not run).
-    reached = [False] * n
-    for s in reversed(range(n)):
-        reached[s] = linear[s] and (
-            any(type(c) is not Zero for c in cts[s][0] + cts[s][1])
-            or any(reached[t] and any(reads[t][s]) for t in range(s + 1, n)))
-    needed = [False] * n
-    for s in reversed(range(n)):
-        needed[s] = not linear[s] and (
-            s == 0 or any((reached[t] or needed[t]) and any(reads[t][s]) for t in range(s + 1, n)))
-    plan = _Transposition(sweeps, reads, linear, [s for s in range(n) if needed[s]])
-    for s in reversed(range(n)):
+    reached, needed = _reached_and_needed(linear, reads, cts)
+    plan = _Transposition(sweeps, reads, linear, [s for s, f in enumerate(needed) if f])
+    for s in reversed(range(len(sweeps))):
         if reached[s]:
             plan.add_transpose_of(s, *cts[s])
     results = bind_sweeps(cond_jaxpr, cc, plan.new)
-    out = []
-    for s, sw in enumerate(sweeps):
-        if not reached[s]:
-            out.append(([None] * len(sw.consts), [None] * len(sw.init)))
-            continue
-        ct_init, ct_consts = results[plan.position[s]]
-        it = iter(ct_consts)
-        out.append(([next(it) if type(c) is UndefinedPrimal else None for c in sw.consts],
-                    [c if type(x) is UndefinedPrimal else None for c, x in zip(ct_init, sw.init)]))
-    return out
+    return [_operand_cts(sw, results[plan.position[s]]) if reached[s]
+            else ([None] * len(sw.consts), [None] * len(sw.init)) for s, sw in enumerate(sweeps)]
+
+
+def _reached_and_needed(linear: list[bool], reads, cts) -> tuple[list[bool], list[bool]]:
+    """Which linear sweeps a cotangent reaches (the others' is zero), and
+    which non-linear ones the transposes read (the others need not run)."""
+    n = len(linear)
+    reached, needed = [False] * n, [False] * n
+    for s in reversed(range(n)):
+        readers = [t for t in range(s + 1, n) if any(reads[t][s])]
+        reached[s] = linear[s] and (any(type(c) is not Zero for c in flatten(cts[s]))
+                                    or any(reached[t] for t in readers))
+        needed[s] = not linear[s] and (s == 0 or any(reached[t] or needed[t] for t in readers))
+    return reached, needed
+
+
+def _operand_cts(sw: Sweep, result: tuple[list, list]) -> tuple[list, list]:
+    """The cotangents of ``sw``'s undefined consts and inits, from the final
+    carry (the inits') and sums (the linear consts') of its transpose."""
+    ct_init, ct_consts = result
+    return (fill_in([_is_linear(c) for c in sw.consts], ct_consts),
+            [c if _is_linear(x) else None for c, x in zip(ct_init, sw.init)])
 
 
 def _relayout(sw: Sweep, earlier: Sequence[Sweep], kept: Sequence[int]) -> Sweep:
@@ -370,16 +403,21 @@ def _relayout(sw: Sweep, earlier: Sequence[Sweep], kept: Sequence[int]) -> Sweep
     s = len(earlier)
     if list(kept[: kept.index(s)]) == list(range(s)):
         return sw
-    zeros = [[instantiate(Zero(a)) for a in e.record_avals] for e in earlier]
+    zeros = [zeros_for(e.record_avals) for e in earlier]
 
     def body(consts, carry, records):
         full = list(zeros)
         for r, rec in zip(kept, records):
             full[r] = rec
-        return run(sw.body, consts + carry + [x for rec in full for x in rec])
+        return run(sw.body, consts + carry + flatten(full))
 
     rest = [earlier[r] for r in kept if r < s]
     return sw._replace(body=trace_sweep_body(body, sw.consts, sw.carry_avals, rest))
+
+
+def _plus(x, y):
+    """``x + y``, or ``x`` where there is no ``y`` (None)."""
+    return x if y is None else ew.add(x, y)
 
 
 class _Transposition:
@@ -403,78 +441,83 @@ class _Transposition:
         cotangents of ``s``'s linear consts; its extras those of the linear
         records ``s`` reads.  At each step it adds in the cotangents the
         transposes of later sweeps left for ``s``'s own records."""
-        from functrans.interpreters.transpose import transpose_jaxpr
+        sw, nk = self.sweeps[s], len(self.sweeps[s].init)
+        lin_consts = [_is_linear(c) for c in sw.consts]
+        fixed_consts, _ = partition_list(lin_consts, sw.consts)
+        lin_fields = [(r, f) for r in range(s) if self.linear[r]
+                      for f in range(len(self.sweeps[r].record_avals))]
+        is_read = [self.reads[s][r][f] for r, f in lin_fields]
+        sources = self._sources(s)
+        lin_records = [self.linear[r] for r in range(s) for _ in self.sweeps[r].record_avals]
+        tr = transpose(sw.body, lin_consts + [True] * nk + lin_records,
+                       [True] * nk + [type(c) is not Zero for c in ct_acc]
+                       + [bool(src) for src in sources[nk:]])
+        # tr: (fixed consts, non-linear records, ct carry', ct acc, ct extras)
+        #     -> (ct linear consts, ct carry, ct linear records)
+        n_fixed, n_lin = len(fixed_consts), sum(lin_consts)
 
-        sweeps, linear, new = self.sweeps, self.linear, self.new
-        sw = sweeps[s]
-        lin_fields = [(r, f) for r in range(s) if linear[r]
-                      for f in range(len(sweeps[r].record_avals))]
-        read = [(r, f) for r, f in lin_fields if self.reads[s][r][f]]
-        nk = len(sw.init)
-        lin_consts = [type(c) is UndefinedPrimal for c in sw.consts]
-        fixed_consts = [c for c, lin in zip(sw.consts, lin_consts) if not lin]
-        rec_linear = [linear[r] for r in range(s) for _ in sweeps[r].record_avals]
-        flags = lin_consts + [True] * nk + rec_linear
-        acc_nz = [type(c) is not Zero for c in ct_acc]
-        n_extra = len(sw.record_avals) - nk
-        # Who left cotangents for field f of s's records: (sweep in ``new``, its extra index).
-        sources: list[list[tuple[int, int]]] = [[] for _ in sw.record_avals]
+        def body(consts, kappa, records):
+            fixed, acc_cts = split_list(consts, [n_fixed])
+            extras = [self._left_for(records, src) for src in sources[nk:] if src]
+            cts_in = run(tr, fixed + self._nonlinear_records(s, records) + kappa + acc_cts
+                         + extras)
+            ct_consts, ct_k, ct_recs = split_list(cts_in, [n_lin, nk])
+            new_kappa = [_plus(c, self._left_for(records, src))
+                         for c, src in zip(ct_k, sources[:nk])]
+            return new_kappa + ct_consts + partition_list(is_read, ct_recs)[1]
+
+        consts = fixed_consts + [c for c in ct_acc if type(c) is not Zero]
+        traced = trace_sweep_body(body, consts, sw.carry_avals, self.new)
+        self.new.append(Sweep(traced, consts, [instantiate(c) for c in ct_carry],
+                              n_lin, not sw.reverse))
+        self.ct_reads[len(self.new) - 1] = partition_list(is_read, lin_fields)[1]
+        self.position[s] = len(self.new) - 1
+
+    def _sources(self, s: int) -> list[list[tuple[int, int]]]:
+        """For each field of sweep ``s``'s records, who left cotangents for
+        it: (transposed sweep's position in ``new``, its extra's index)."""
+        sources: list[list[tuple[int, int]]] = [[] for _ in self.sweeps[s].record_avals]
         for t, fields in self.ct_reads.items():
             for k, (r, f) in enumerate(fields):
                 if r == s:
                     sources[f].append((t, k))
-        extra_nz = [bool(src) for src in sources[nk:]]
-        tr = transpose_jaxpr(sw.body, tuple(flags), tuple([True] * nk + acc_nz + extra_nz))
-        n_fixed = len(fixed_consts)
-        given_acc = [c for c in ct_acc if type(c) is not Zero]
-        # The non-linear sweeps' records, as the transposed body takes them: from
-        # ``new`` where the sweep runs there, zeros (never read) where it does not.
-        nl_records_of = [(self.position[r], None) if r in self.position
-                         else (None, [instantiate(Zero(a)) for a in sweeps[r].record_avals])
-                         for r in range(s) if not linear[r]]
-        n_lin_consts = sum(lin_consts)
-        lin_index = {rf: i for i, rf in enumerate(lin_fields)}
+        return sources
 
-        def body(consts, kappa, records):
-            fixed, acc_cts = consts[:n_fixed], consts[n_fixed:]
+    def _left_for(self, records, sources: list[tuple[int, int]]):
+        """The sum of the cotangents ``sources`` left for one record field, or None."""
+        terms = [records[t][len(self.new[t].init) + k] for t, k in sources]
+        return functools.reduce(ew.add, terms) if terms else None
 
-            def left_for(f):
-                terms = [records[t][len(new[t].init) + k] for t, k in sources[f]]
-                total = terms[0] if terms else None
-                for term in terms[1:]:
-                    total = ew.add(total, term)
-                return total
-
-            nl_records = [x for p, zeros in nl_records_of
-                          for x in (records[p] if zeros is None else zeros)]
-            extras = [left_for(nk + j) for j in range(n_extra) if extra_nz[j]]
-            cts_in = run(tr, fixed + nl_records + kappa + acc_cts + extras)
-            ct_consts = cts_in[:n_lin_consts]
-            ct_k = cts_in[n_lin_consts : n_lin_consts + nk]
-            ct_recs = cts_in[n_lin_consts + nk :]
-            new_kappa = []
-            for f, c in enumerate(ct_k):
-                later = left_for(f)
-                new_kappa.append(c if later is None else ew.add(c, later))
-            return new_kappa + ct_consts + [ct_recs[lin_index[rf]] for rf in read]
-
-        consts = fixed_consts + given_acc
-        traced = trace_sweep_body(body, consts, sw.carry_avals, new)
-        init = [instantiate(c) if type(c) is Zero else c for c in ct_carry]
-        new.append(Sweep(traced, consts, init, n_lin_consts, not sw.reverse))
-        self.ct_reads[len(new) - 1] = read
-        self.position[s] = len(new) - 1
+    def _nonlinear_records(self, s: int, records) -> list:
+        """The non-linear sweeps' records before ``s``, as its transposed body
+        takes them: from ``new`` where the sweep runs there, zeros (never
+        read) where it does not."""
+        return flatten(records[self.position[r]] if r in self.position
+                       else zeros_for(self.sweeps[r].record_avals)
+                       for r in range(s) if not self.linear[r])
 
 
 def _transpose_rule(cts, *args, **params):
     cc, sweeps = _sweeps_of(args, params)
     per_sweep = transpose_sweeps(params["cond_jaxpr"], cc, sweeps, _split_outs(cts, sweeps))
-    return [None] * len(cc) + [x for consts, init in per_sweep for x in consts + init]
+    return [None] * len(cc) + flatten(consts + init for consts, init in per_sweep)
 
 
 # --------------------------------------------------------------------------
 # Batching: every operand batched (axis 0); finished members' steps masked
 # --------------------------------------------------------------------------
+
+
+def _const_front(v, d):
+    return v if d is None else shape.moveaxis(v, d, 0)
+
+
+def _batched_body(sw: Sweep, const_dims, axis_size: int) -> ClosedJaxpr:
+    """``sw``'s body batched: its consts batched axis-first or not at all,
+    its carry and records axis-first."""
+    n_rest = len(sw.body.in_avals) - len(sw.consts)
+    dims = [None if d is None else 0 for d in const_dims] + [0] * n_rest
+    return batched(sw.body, dims, axis_size)
 
 
 def _batch_rule(vals, dims, *, axis_size, **params):
@@ -483,50 +526,55 @@ def _batch_rule(vals, dims, *, axis_size, **params):
     copied per member."""
     cc, sweeps = _sweeps_of(vals, params)
     cc_dims, sweep_dims = _sweeps_of(dims, params)
-
-    def const(v, d):
-        return v if d is None else shape.moveaxis(v, d, 0)
-
-    def const_dims(ds):
-        return [None if d is None else 0 for d in ds]
-
-    cc = [const(v, d) for v, d in zip(cc, cc_dims)]
-    cc_dims = const_dims(cc_dims)
-    sweeps = [sw._replace(consts=[const(v, d) for v, d in zip(sw.consts, sd.consts)],
+    cc = [_const_front(v, d) for v, d in zip(cc, cc_dims)]
+    sweeps = [sw._replace(consts=[_const_front(v, d) for v, d in zip(sw.consts, sd.consts)],
                           init=[shape.to_front(v, d, axis_size) for v, d in zip(sw.init, sd.init)])
               for sw, sd in zip(sweeps, sweep_dims)]
-    ncc, loop = len(cc), sweeps[0]
-    nk0 = len(loop.init)
-    cond_b = batched(params["cond_jaxpr"], cc_dims + [0] * nk0, axis_size)
+    cond_dims = [None if d is None else 0 for d in cc_dims] + [0] * len(sweeps[0].init)
+    cond_b = batched(params["cond_jaxpr"], cond_dims, axis_size)
     cond = trace(lambda *a: [any_member(run(cond_b, a)[0])], cond_b.in_avals, "vmap")
-    loop_b = batched(loop.body, const_dims(sweep_dims[0].consts) + [0] * nk0, axis_size)
+    new = [_masked_loop(cond_b, cc, sweeps[0], _batched_body(sweeps[0], sweep_dims[0].consts,
+                                                             axis_size))]
+    for sw, sd in zip(sweeps[1:], sweep_dims[1:]):
+        new.append(_masked_sweep(cond_b, cc, sw, _batched_body(sw, sd.consts, axis_size), new))
+    flat = flatten(carry + acc for carry, acc in bind_sweeps(cond, cc, new))
+    return flat, [0] * len(flat)
+
+
+def _masked_loop(cond_b: ClosedJaxpr, cc: list, loop: Sweep, body_b: ClosedJaxpr) -> Sweep:
+    """The batched loop (sweep 0, body ``body_b``): a member whose loop has
+    ended keeps its carry.  The cond constants lead its constants."""
+    ncc, nk = len(cc), len(loop.init)
 
     def step(consts, carry, records):
-        active = run(cond_b, consts[:ncc] + carry)[0]
-        out = run(loop_b, consts[ncc:] + carry)
-        return [select_members(active, n, o) for n, o in zip(out, carry)] + list(out[nk0:])
+        cond_consts, own = split_list(consts, [ncc])
+        active = run(cond_b, cond_consts + carry)[0]
+        new_carry, extras = split_list(run(body_b, own + carry), [nk])
+        return [select_members(active, n, o) for n, o in zip(new_carry, carry)] + extras
 
-    new = [Sweep(trace_sweep_body(step, cc + loop.consts, [get_aval(x) for x in loop.init], []),
-                 cc + loop.consts, loop.init)]
-    for sw, sd in zip(sweeps[1:], sweep_dims[1:]):
-        nk, na = len(sw.init), sw.nacc
-        n_in = len(sw.body.in_avals) - len(sw.consts)
-        body_b = batched(sw.body, const_dims(sd.consts) + [0] * n_in, axis_size)
+    consts = cc + loop.consts
+    traced = trace_sweep_body(step, consts, [get_aval(x) for x in loop.init], [])
+    return Sweep(traced, consts, loop.init)
 
-        def body(consts, carry, records, nk=nk, na=na, body_b=body_b):
-            active = run(cond_b, consts[:ncc] + records[0][:nk0])[0]
-            out = run(body_b, consts[ncc:] + carry + [x for r in records for x in r])
-            zero = [np.zeros((), get_aval(d).dtype) for d in out[nk : nk + na]]
-            return ([select_members(active, n, o) for n, o in zip(out[:nk], carry)]
-                    + [select_members(active, d, z) for d, z in zip(out[nk : nk + na], zero)]
-                    + list(out[nk + na :]))
 
-        carry_avals = [get_aval(x) for x in sw.init]
-        new.append(Sweep(trace_sweep_body(body, cc + sw.consts, carry_avals, new), cc + sw.consts,
-                         sw.init, na, sw.reverse))
-    outs = bind_sweeps(cond, cc, new)
-    flat = [x for carry, acc in outs for x in carry + acc]
-    return flat, [0] * len(flat)
+def _masked_sweep(cond_b: ClosedJaxpr, cc: list, sw: Sweep, body_b: ClosedJaxpr,
+                  earlier: list[Sweep]) -> Sweep:
+    """A later sweep batched (body ``body_b``): at a step a member's loop did
+    not run, its carry is unchanged and it adds nothing to its sums.  The
+    cond constants lead its constants."""
+    ncc, nk0 = len(cc), len(earlier[0].init)
+
+    def body(consts, carry, records):
+        cond_consts, own = split_list(consts, [ncc])
+        active = run(cond_b, cond_consts + records[0][:nk0])[0]
+        new_carry, terms, extras = sw.split_outputs(run(body_b, own + carry + flatten(records)))
+        zeros = [np.zeros((), get_aval(d).dtype) for d in terms]
+        return ([select_members(active, n, o) for n, o in zip(new_carry, carry)]
+                + [select_members(active, d, z) for d, z in zip(terms, zeros)] + extras)
+
+    consts = cc + sw.consts
+    traced = trace_sweep_body(body, consts, [get_aval(x) for x in sw.init], earlier)
+    return Sweep(traced, consts, sw.init, sw.nacc, sw.reverse)
 
 
 recorded_loop_p = Primitive(
