@@ -5,8 +5,18 @@ The cache key is the argument pytree structure, each leaf's shape and dtype
 (a Python scalar is keyed by its type, never its value, so ``f(1.0)`` and
 ``f(2.0)`` share an entry), the static arguments and the backend.  Like
 JAX's, jit's contract is that the function is pure: values it closes over
-(globals, captured arrays) are baked in when it is traced, and Python
-control flow on traced values raises a concretization error.
+(globals, captured arrays) are baked in when it is traced, captured arrays
+as copies taken then, and Python control flow on traced values raises a
+concretization error.  A result is never an array the caller passed in or
+one the program keeps (a constant, a pooled buffer): where the program's
+output is, or may be a view of, one of those, it is copied.
+
+The cache of each jitted function holds at most ``config.jit_cache_size``
+programs and drops the least recently used beyond that.  It is safe under
+concurrent calls: bookkeeping happens under a lock, tracing and compiling
+outside it (so a function traced in one thread may call jitted functions,
+itself included, without deadlock); two threads missing on the same
+signature may both compile, and the first program stored is kept.
 
 Called with tracers (inside ``grad``, ``vmap``, another ``jit`` ...), a
 jitted function contributes its optimised Jaxpr to the enclosing trace.
@@ -14,13 +24,18 @@ jitted function contributes its optimised Jaxpr to the enclosing trace.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import itertools
+import threading
 import warnings
+import weakref
+from collections import OrderedDict
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from functrans import core
+from functrans import config, core
 from functrans._api_util import check_argnames, check_argnums, check_leaves, normalize_argnums
 from functrans.backends.numpy import Compiled
 from functrans.core import ClosedJaxpr, ShapedArray, ShapeDtypeStruct, Tracer
@@ -34,10 +49,30 @@ __all__ = ["CacheInfo", "JitCacheMiss", "Lowered", "ShapeDtypeStruct", "jit"]
 _SCALAR_TYPES = (bool, int, float, complex)
 
 
-class CacheInfo(NamedTuple):
+class _Counts(NamedTuple):
     hits: int
     misses: int
     entries: int
+
+
+class CacheInfo(_Counts):
+    """A jitted function's cache: ``hits``, ``misses`` (each one a
+    compilation) and ``entries`` (programs held), which unpack and compare as
+    a tuple; besides, ``evictions`` (programs dropped to stay within the
+    size) and ``maxsize`` (``functrans.config.jit_cache_size``)."""
+
+    evictions: int = 0
+    maxsize: int = 0
+
+    def __new__(cls, hits: int, misses: int, entries: int, evictions: int = 0,
+                maxsize: int = 0):
+        info = super().__new__(cls, hits, misses, entries)
+        info.evictions, info.maxsize = evictions, maxsize
+        return info
+
+    def __repr__(self):
+        evicted = f", evictions={self.evictions}" if self.evictions else ""
+        return f"CacheInfo(hits={self.hits}, misses={self.misses}, entries={self.entries}{evicted})"
 
 
 class JitCacheMiss(UserWarning):
@@ -61,6 +96,83 @@ def _leaf_key(x: Any) -> Any:
 
 def _leaf_aval(x: Any) -> ShapedArray:
     return x.aval if isinstance(x, Tracer) else core.get_aval(x)
+
+
+# -- captured arrays are snapshotted ----------------------------------------------
+
+#: The arrays jit made for its programs (copies of captured arrays, constants
+#: folded from them), by id: a program traced through another jitted
+#: function's program (jit of a jit) uses them as they are, not copying twice.
+_OWNED: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, np.ndarray) or is_device_array(x)
+
+
+def _is_owned(x: Any) -> bool:
+    return _OWNED.get(id(x)) is x
+
+
+def _record_owned(x: Any) -> Any:
+    try:
+        _OWNED[id(x)] = x
+    except TypeError:  # an array type without weak references: copied again if recaptured
+        pass
+    return x
+
+
+def _may_share(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return bool(np.may_share_memory(a, b))
+    if type(a) is type(b):  # two device arrays
+        return bool(core.array_module([a]).may_share_memory(a, b))
+    return False
+
+
+def _snapshot(x: Any) -> Any:
+    """A copy of the captured array ``x``, on its device.  A broadcast view
+    (zero strides, such as instantiated zero tangents) copies only the data
+    under it and stays a broadcast view of that copy."""
+    if isinstance(x, np.ndarray):
+        if x.size > 1 and 0 in x.strides:
+            under = x[tuple(slice(0, 1) if s == 0 else slice(None) for s in x.strides)]
+            return np.broadcast_to(under.copy(order="K"), x.shape)
+        return x.copy(order="K")
+    device = getattr(x, "device", None)
+    on_device = device if isinstance(device, contextlib.AbstractContextManager) \
+        else contextlib.nullcontext()
+    with on_device:
+        return x.copy()
+
+
+def _snapshot_consts(optimized: ClosedJaxpr, captured: Sequence[Any]) -> ClosedJaxpr:
+    """``optimized`` with constants of its own: each that is, or may share
+    memory with, an array the traced function captured (``captured``, the
+    traced Jaxpr's constants) is replaced by a copy.  Taken once per
+    compilation and after the passes, which read the captured arrays at the
+    same moment, so that an array only folded away or dropped is never
+    copied; the other constants (folded from literals and earlier copies)
+    are jit's already."""
+    theirs = [c for c in captured if _is_array(c) and not _is_owned(c)]
+    consts, copies = [], {}
+    for c in optimized.consts:
+        if _is_array(c) and not _is_owned(c):
+            if any(c is u or _may_share(c, u) for u in theirs):
+                if id(c) not in copies:
+                    copies[id(c)] = _record_owned(_snapshot(c))
+                c = copies[id(c)]
+            else:
+                _record_owned(c)
+        consts.append(c)
+    return ClosedJaxpr(optimized.jaxpr, consts) if copies else optimized
+
+
+def _fresh(x: Any) -> Any:
+    """``x`` as a jitted function may return it: a concrete array copied
+    (evaluated into an enclosing trace, an output that does not depend on the
+    traced values is an input or a constant, or a view of one)."""
+    return x.copy() if _is_array(x) else x
 
 
 class Lowered:
@@ -106,6 +218,17 @@ class Lowered:
         return f"Lowered(\n{self.jaxpr}\n)"
 
 
+class _Slot(NamedTuple):
+    """A cached entry and its bookkeeping: ``token`` is its place in the
+    least-recently-used order, ``key`` its signature and ``fast_key`` the
+    shorter key of the positional-arrays path (or None)."""
+
+    entry: _Entry
+    token: int
+    key: Any
+    fast_key: tuple | None
+
+
 class _Entry(NamedTuple):
     jaxpr: ClosedJaxpr
     compiled: Any  # a backends.numpy.Compiled, or a backends.cupy.Compiled for the GPU
@@ -128,9 +251,16 @@ class _Jitted:
         self._static_argnums = (nums,) if isinstance(nums, int) else nums
         self._static_argnames = check_argnames(self._label, "static_argnames", static_argnames)
         self._explain = explain_cache_misses
-        self._cache: dict[Any, _Entry] = {}
-        self._hits = 0
-        self._misses = 0
+        # The cache: signature -> slot, the same slots by fast key, and by token
+        # in least-recently-used order.  Readers look slots up without the lock
+        # (a dict lookup is atomic); every change happens under it.
+        self._entries: dict[Any, _Slot] = {}
+        self._fast: dict[tuple, _Slot] = {}
+        self._order: OrderedDict[int, _Slot] = OrderedDict()
+        self._tokens = itertools.count()
+        # Reentrant: hashing a key may run a static argument's __hash__/__eq__.
+        self._lock = threading.RLock()
+        self._hits = self._misses = self._evictions = 0
         self._last_signature: tuple | None = None
 
     # -- the call path ---------------------------------------------------------
@@ -138,14 +268,25 @@ class _Jitted:
     def __call__(self, *args, **kwargs):
         if not kwargs and not self._static_argnums and all(type(a) is np.ndarray for a in args):
             # The common case, kept short: positional arrays only.
-            key = tuple([(a.shape, a.dtype) for a in args])
-            entry = self._cache.get(key)
-            if entry is not None:
-                self._hits += 1
+            slot = self._fast.get(tuple([(a.shape, a.dtype) for a in args]))
+            if slot is not None:
+                self._touch(slot)
+                entry = slot.entry
                 outs = entry.compiled.fn(*args)
                 return outs[0] if entry.single_output else tree_unflatten(entry.out_tree, outs)
-            return self._call(args, kwargs)
         return self._call(args, kwargs)
+
+    def _touch(self, slot: _Slot) -> None:
+        """Count a hit and make ``slot`` the most recently used."""
+        lock = self._lock
+        lock.acquire()
+        try:
+            self._hits += 1
+            self._order.move_to_end(slot.token)
+        except KeyError:  # evicted by another thread meanwhile: this call still runs it
+            pass
+        finally:
+            lock.release()
 
     def _call(self, args, kwargs):
         if not self._static_argnums and not self._static_argnames:
@@ -155,17 +296,19 @@ class _Jitted:
             dyn_args, dyn_kwargs, static_key = self._split(args, kwargs)
             leaves, tree = tree_flatten((dyn_args, dyn_kwargs))
         key = (tree, tuple(map(_leaf_key, leaves)), static_key)
-        entry = self._cache.get(key)
-        if entry is None:
+        slot = self._entries.get(key)
+        if slot is None:
             device = check_devices(self._label, "argument ", (args, kwargs), leaves, call=True)
-            entry = self._compile(key, args, kwargs, leaves, device)
-            cacheable = not entry.traced_consts and not kwargs and not static_key
-            if cacheable and all(type(a) is np.ndarray for a in args):
-                self._cache[tuple([(a.shape, a.dtype) for a in args])] = entry
+            fast = None
+            if not kwargs and not static_key and all(type(a) is np.ndarray for a in args):
+                fast = tuple([(a.shape, a.dtype) for a in args])
+            entry = self._compile(key, fast, args, kwargs, leaves, device)
         else:
-            self._hits += 1
+            self._touch(slot)
+            entry = slot.entry
         if entry.traced_consts or any(isinstance(x, Tracer) for x in leaves):
             outs = core.eval_jaxpr(entry.jaxpr.jaxpr, entry.jaxpr.consts, *leaves)
+            outs = [_fresh(x) for x in outs]
         else:
             outs = entry.compiled.fn(*leaves)
         return tree_unflatten(entry.out_tree, outs)
@@ -195,13 +338,36 @@ class _Jitted:
 
     # -- tracing and compiling ---------------------------------------------------
 
-    def _compile(self, key, args, kwargs, leaves, device="cpu") -> _Entry:
-        self._misses += 1
-        if self._explain:
-            self._explain_miss(args, kwargs, key)
+    def _compile(self, key, fast_key, args, kwargs, leaves, device="cpu") -> _Entry:
+        with self._lock:
+            self._misses += 1
+            if self._explain:
+                self._explain_miss(args, kwargs, key)
+        # No lock while tracing: the function may call jitted functions, this one too.
         entry = self._lower(args, kwargs, [_leaf_aval(x) for x in leaves], device)
-        if not entry.traced_consts:
-            self._cache[key] = entry
+        return entry if entry.traced_consts else self._insert(key, fast_key, entry)
+
+    def _insert(self, key, fast_key, entry: _Entry) -> _Entry:
+        """Store ``entry`` under ``key`` and drop the least recently used
+        entries beyond ``config.jit_cache_size``.  If another thread stored one
+        for ``key`` meanwhile, that one is kept and returned (both are correct;
+        the cache keeps one program per signature)."""
+        with self._lock:
+            slot = self._entries.get(key)
+            if slot is not None:
+                self._order.move_to_end(slot.token)
+                return slot.entry
+            slot = _Slot(entry, next(self._tokens), key, fast_key)
+            self._entries[key] = slot
+            if fast_key is not None:
+                self._fast[fast_key] = slot
+            self._order[slot.token] = slot
+            while len(self._order) > config.jit_cache_size:
+                _, old = self._order.popitem(last=False)
+                del self._entries[old.key]
+                if old.fast_key is not None and self._fast.get(old.fast_key) is old:
+                    del self._fast[old.fast_key]
+                self._evictions += 1
         return entry
 
     def _lower(self, args, kwargs, avals, device="cpu") -> _Entry:
@@ -231,17 +397,19 @@ class _Jitted:
         closed, _, _ = core.trace_to_jaxpr(flat, avals, name=self._name, reason=" inside jit",
                                            in_jit=True)
         optimized = run_passes(closed)
+        traced = any(isinstance(c, Tracer) for c in optimized.consts)
+        if not traced:  # (a traced program's constants go to the enclosing trace)
+            optimized = _snapshot_consts(optimized, closed.consts)
         out_tree = out_cell[-1]
         single = out_tree.num_leaves == 1 and out_tree.num_nodes == 1
         compiled: Any
         if device == "gpu":
             from functrans.backends import cupy as gpu_backend
 
-            compiled = gpu_backend.Compiled(optimized, self._name)
+            compiled = gpu_backend.Compiled(optimized, self._name, own_outputs=True)
         else:
             optimized = _fuse_for_cpu(optimized)
-            compiled = Compiled(optimized, self._name)
-        traced = any(isinstance(c, Tracer) for c in optimized.consts)
+            compiled = Compiled(optimized, self._name, own_outputs=True)
         return _Entry(optimized, compiled, out_tree, single, traced)
 
     def _explain_miss(self, args, kwargs, key) -> None:
@@ -287,12 +455,19 @@ class _Jitted:
         return Lowered(self._lower(args, kwargs, avals, device), device)
 
     def cache_info(self) -> CacheInfo:
-        entries = len({id(e) for e in self._cache.values()})
-        return CacheInfo(self._hits, self._misses, entries)
+        """Hits, misses and entries of this function's cache (and its
+        ``evictions`` and ``maxsize``)."""
+        with self._lock:
+            return CacheInfo(self._hits, self._misses, len(self._order), self._evictions,
+                             config.jit_cache_size)
 
     def clear_cache(self) -> None:
-        self._cache.clear()
-        self._hits = self._misses = 0
+        """Drop every compiled program (the next call traces again) and reset the counts."""
+        with self._lock:
+            self._entries.clear()
+            self._fast.clear()
+            self._order.clear()
+            self._hits = self._misses = self._evictions = 0
 
 
 def _fuse_for_cpu(closed: ClosedJaxpr) -> ClosedJaxpr:

@@ -457,16 +457,38 @@ def _div_transpose(ct, x, y):
     return [Zero(x.aval) if type(ct) is Zero else unbroadcast(div(ct, y), x.aval), None]
 
 
-def _drop_identity(identity, positions=(0, 1)):
-    """Simplify rule: ``x op identity`` (and ``identity op x`` for positions
-    0 and 1) is ``x`` when that changes neither shape nor dtype."""
+def _exact_identity(op: str, value, dtype) -> bool:
+    """Whether ``x op value`` (and ``value op x`` for add and mul) is ``x`` bit
+    for bit for every ``x`` of the result's ``dtype``.  Integers keep the
+    integer identities.  In real floating point only ``x + (-0.0)``,
+    ``x - 0.0``, ``x * 1`` and ``x / 1`` are identities: ``-0.0 + 0.0`` is
+    ``+0.0``, and ``-0.0 - (-0.0)`` is too.  In complex arithmetic only the
+    zeros are, with those signs on both parts (a real constant gets a
+    ``+0.0`` imaginary part), and never ``* 1``: ``(inf + 1j) * 1`` has a NaN
+    part."""
+    kind = np.dtype(dtype).kind
+    if kind in "biu":
+        return bool(value == (1 if op in ("mul", "div") else 0))
+    v = np.asarray(value)
+    if op in ("mul", "div"):
+        return kind == "f" and bool(v == 1)
+    if not v == 0:  # NaN too
+        return False
+    parts = [v.real] if kind == "f" else [v.real, v.imag if v.dtype.kind == "c" else 0.0]
+    return all((math.copysign(1.0, float(p)) < 0) == (op == "add") for p in parts)
+
+
+def _drop_identity(op: str, positions=(0, 1)):
+    """Simplify rule: ``x op c`` (and ``c op x`` for positions 0 and 1) is
+    ``x`` when the constant ``c`` is an exact identity (``_exact_identity``)
+    and that changes neither shape nor dtype."""
 
     def rule(eqn, ctx):
+        dtype = eqn.outputs[0].aval.dtype
         for keep in positions:
-            other = eqn.inputs[1 - keep]
             x = eqn.inputs[keep]
-            value = ctx.scalar(other)
-            if value is not None and value == identity and same_type(eqn, x):
+            value = ctx.scalar(eqn.inputs[1 - keep])
+            if value is not None and same_type(eqn, x) and _exact_identity(op, value, dtype):
                 return x
         return None
 
@@ -479,44 +501,57 @@ def _negated(ctx, a):
     return inner.inputs[0] if inner is not None and inner.primitive.name == "neg" else None
 
 
+def _negated_in(ctx, a, dtype):
+    """``_negated``, only for an ``a`` of type ``dtype`` (the result's): a
+    negation in a narrower type followed by a conversion is not the
+    conversion negated (``-0`` as an integer is ``+0.0``, ``-INT_MIN``
+    wraps)."""
+    return _negated(ctx, a) if a.aval.dtype == dtype else None
+
+
 def _neg_simplify(eqn, ctx):
-    """-(-x) = x;  -(x - y) = y - x;  -((-x) * y) = x * y."""
+    """-(-x) = x;  -(x - y) = y - x for integers (in floating point
+    ``-(x - x)`` is ``-0.0``, ``x - x`` is ``+0.0``);  -((-x) * y) = x * y
+    for integers and real floats (a real product's sign is its operands'
+    signs combined; complex products mix the parts)."""
     x = eqn.inputs[0]
     inner = _negated(ctx, x)
     if inner is not None and same_type(eqn, inner):
         return inner
+    dtype = eqn.outputs[0].aval.dtype
     producer = ctx.producer(x)
-    if producer is not None and producer.primitive.name == "sub":
+    if producer is not None and producer.primitive.name == "sub" and dtype.kind in "iu":
         a, b = producer.inputs
         return producer.primitive, (b, a), {}
-    if producer is not None and producer.primitive.name == "mul":
+    if producer is not None and producer.primitive.name == "mul" and dtype.kind in "iuf":
         a, b = producer.inputs
         for mine, other in ((a, b), (b, a)):
-            inner = _negated(ctx, mine)
+            inner = _negated_in(ctx, mine, dtype)
             if inner is not None:
                 return producer.primitive, (inner, other), {}
     return None
 
 
 def _add_simplify(eqn, ctx):
-    """x + 0 = x;  x + (-y) = x - y: one pass instead of two."""
-    dropped = _drop_identity(0)(eqn, ctx)
+    """x + (-0.0) = x (``_exact_identity``);  x + (-y) = x - y (IEEE
+    subtraction is that addition): one pass instead of two."""
+    dropped = _drop_identity("add")(eqn, ctx)
     if dropped is not None:
         return dropped
     x, y = eqn.inputs
     for keep, other in ((x, y), (y, x)):
-        inner = _negated(ctx, other)
+        inner = _negated_in(ctx, other, eqn.outputs[0].aval.dtype)
         if inner is not None:
             return binary["sub"], (keep, inner), {}
     return None
 
 
 def _sub_simplify(eqn, ctx):
-    """x - 0 = x;  x - (-y) = x + y."""
-    dropped = _drop_identity(0, positions=(0,))(eqn, ctx)
+    """x - 0.0 = x (``_exact_identity``);  x - (-y) = x + y."""
+    dropped = _drop_identity("sub", positions=(0,))(eqn, ctx)
     if dropped is not None:
         return dropped
-    inner = _negated(ctx, eqn.inputs[1])
+    inner = _negated_in(ctx, eqn.inputs[1], eqn.outputs[0].aval.dtype)
     return (binary["add"], (eqn.inputs[0], inner), {}) if inner is not None else None
 
 
@@ -534,8 +569,9 @@ _RULES: dict[str, dict[str, Any]] = {
         simplify=_sub_simplify,
         linear=True,
     ),
-    "mul": dict(transpose=_mul_transpose, simplify=_drop_identity(1), linear=True),
-    "div": dict(transpose=_div_transpose, simplify=_drop_identity(1, positions=(0,)), linear=True),
+    "mul": dict(transpose=_mul_transpose, simplify=_drop_identity("mul"), linear=True),
+    "div": dict(transpose=_div_transpose, simplify=_drop_identity("div", positions=(0,)),
+                linear=True),
 }
 _DTYPE_RULES = {"round": _round_dtype, "real": _real_part_dtype, "imag": _real_part_dtype}
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from functrans import core
 from functrans.backends import cuda
-from functrans.backends.numpy import last_uses
+from functrans.backends.numpy import last_uses, output_sources
 from functrans.core import ClosedJaxpr, Eqn, Literal, Primitive, Var, lookup_primitive
 from functrans.errors import DeviceError, GPUUnavailableError, MissingRuleError
 from functrans.passes.dce import dce_closed
@@ -109,6 +109,21 @@ def to_device(x: Any):
     if is_device_array(x):
         return x
     return cupy_module().asarray(x)
+
+
+def owned(x: Any, *sources: Any):
+    """``x`` (a device array), or a copy of it when it may share memory with
+    one of ``sources`` (the caller's arguments, the program's constants), as
+    ``backends.numpy.owned`` on the host."""
+    for s in sources:
+        if x is s or (type(s) is type(x) and _cp.may_share_memory(x, s)):
+            return x.copy()
+    return x
+
+
+def copied(x: Any):
+    """A new device array holding ``x``: an output that is an input or a constant."""
+    return to_device(x).copy()
 
 
 # -- eager operations ---------------------------------------------------------------------------
@@ -585,10 +600,14 @@ class Step:
 class Lowering:
     """A Jaxpr lowered for the GPU, without CuPy: ``jaxpr`` (fused),
     ``kernels`` (one per fused group or lone elementwise equation, in
-    program order) and ``source`` (the Python program calling them)."""
+    program order) and ``source`` (the Python program calling them).  With
+    ``own_outputs`` (``jit``) no result is, or shares memory with, an
+    argument or a constant: those results are copied on the device."""
 
-    def __init__(self, closed: ClosedJaxpr, name: str = "gpu_program"):
+    def __init__(self, closed: ClosedJaxpr, name: str = "gpu_program",
+                 own_outputs: bool = False):
         check_dtypes(closed)
+        self.own_outputs = own_outputs
         self.name = _identifier(name)
         self.jaxpr: ClosedJaxpr = fuse(dce_closed(closed), _gpu_fusible)
         self.steps: list[Step] = []
@@ -629,6 +648,10 @@ class Lowering:
         args = [local(v) for v in jaxpr.invars]
         lines = [f"def {self.name}({', '.join(args)}):"]
         lines += [f"    {a} = _to_device({a})" for a in args]
+        # A kernel writes arrays it allocates; a CuPy impl may return a view.
+        sources = output_sources(jaxpr, [s.kernel is not None for s in self.steps]) \
+            if self.own_outputs else [[] for _ in jaxpr.outvars]
+        checked = {names[id(v)] for src in sources for v in src}  # alive until the return
         for step, dead in zip(self.steps, last_uses(jaxpr)):
             e = step.eqn
             fn = f"f{len(callees)}"
@@ -643,18 +666,29 @@ class Lowering:
             comment = f"  # {step.kernel.name}" if step.kernel is not None else \
                 f"  # {e.primitive.name}"
             lines.append(f"    {lhs} = {call}{comment}")
-            dead_locals = [names[i] for i in dead if names[i].startswith("v")]
+            dead_locals = [names[i] for i in dead
+                           if names[i].startswith("v") and names[i] not in checked]
             if dead_locals:
                 lines.append(f"    del {', '.join(dead_locals)}")
-        results = ", ".join(f"_to_device({ref(a)})" for a in jaxpr.outvars)
-        lines.append(f"    return [{results}]")
+        returned = []
+        for a, src in zip(jaxpr.outvars, sources):
+            out = ref(a)
+            if src == [a] or (self.own_outputs and out.startswith("_k")):
+                returned.append(f"_copied({out})")  # an argument, a constant, a kept literal
+            elif src:
+                against = ", ".join(names[id(v)] for v in src)
+                returned.append(f"_owned(_to_device({out}), {against})")
+            else:
+                returned.append(f"_to_device({out})")
+        lines.append(f"    return [{', '.join(returned)}]")
         self._literals = literals
         return "\n".join(lines) + "\n", callees
 
     def build(self) -> Callable:
         """The executable (needs CuPy and a GPU)."""
         cp = require_gpu(f"jit({self.name})")
-        namespace: dict[str, Any] = {"_to_device": to_device}
+        namespace: dict[str, Any] = {"_to_device": to_device, "_owned": owned,
+                                     "_copied": copied}
         for k, c in enumerate(self.jaxpr.consts):
             namespace[f"_c{k}"] = to_device(c)
         for k, val in enumerate(self._literals):
@@ -694,8 +728,8 @@ class Compiled:
     """A Jaxpr compiled for the GPU: the lowering at once, the executable on
     first call (so lowering needs neither CuPy nor a GPU)."""
 
-    def __init__(self, closed: ClosedJaxpr, name: str = "compiled"):
-        self.lowering = Lowering(closed, name)
+    def __init__(self, closed: ClosedJaxpr, name: str = "compiled", own_outputs: bool = False):
+        self.lowering = Lowering(closed, name, own_outputs)
         self.jaxpr = self.lowering.jaxpr
         self.source = self.lowering.source
         self._fn: Callable | None = None

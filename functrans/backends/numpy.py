@@ -39,6 +39,40 @@ def last_uses(jaxpr: Jaxpr) -> list[list[int]]:
     return out
 
 
+def output_sources(jaxpr: Jaxpr, fresh: Sequence[bool]) -> list[list[Var]]:
+    """For each output of ``jaxpr``, the inputs and constants it may share
+    memory with: itself for an input or a constant, none for the result of an
+    equation that allocates its results (``fresh``, one flag per equation),
+    else whatever the equation's operands may share (a reshape, a slice, an
+    impl that returns an operand as it is)."""
+    roots: dict[int, tuple] = {id(v): (v,) for v in (*jaxpr.constvars, *jaxpr.invars)}
+    for e, new in zip(jaxpr.eqns, fresh):
+        shared: dict[int, Var] = {}
+        if not new:
+            for a in e.inputs:
+                if type(a) is not Literal:
+                    shared.update((id(r), r) for r in roots.get(id(a), ()))
+        for v in e.outputs:
+            roots[id(v)] = tuple(shared.values())
+    return [[] if type(a) is Literal else list(roots.get(id(a), ())) for a in jaxpr.outvars]
+
+
+def owned(x: Any, *sources: Any) -> Any:
+    """``x``, or a copy of it when it may share memory with one of
+    ``sources`` (the caller's arguments, the program's constants): what a
+    jitted function returns is never an array the caller or the program
+    keeps."""
+    for s in sources:
+        if x is s or np.may_share_memory(x, s):
+            return np.array(x, copy=True)
+    return x
+
+
+def copied(x: Any) -> np.ndarray:
+    """A new array holding ``x``: an output that is an input or a constant."""
+    return np.array(x, copy=True)
+
+
 def eval_jaxpr(closed: ClosedJaxpr, *args: Any) -> list[Any]:
     """Run ``closed`` on concrete arrays and return its outputs as a list."""
     jaxpr = closed.jaxpr
@@ -67,13 +101,16 @@ class Compiled:
 
     ``source`` is the generated code; the impls, params and constants it
     uses are bound in its namespace.  Intermediates are deleted right after
-    their last use, so peak memory follows the program's live values.
+    their last use, so peak memory follows the program's live values.  With
+    ``own_outputs`` (``jit``) no result is, or shares memory with, an
+    argument or a constant: those results are copied.
     """
 
-    def __init__(self, closed: ClosedJaxpr, name: str = "compiled", scalars_out: bool = False):
+    def __init__(self, closed: ClosedJaxpr, name: str = "compiled", scalars_out: bool = False,
+                 own_outputs: bool = False):
         self.jaxpr = closed
         name = _identifier(name)
-        self.source, namespace = generate_source(closed, name, scalars_out)
+        self.source, namespace = generate_source(closed, name, scalars_out, own_outputs)
         exec(compile(self.source, f"<functrans:{name}>", "exec"), namespace)
         self.fn = namespace[name]
 
@@ -124,10 +161,13 @@ def _identifier(name: str) -> str:
     return ident
 
 
-def generate_source(closed: ClosedJaxpr, name: str,
-                    scalars_out: bool = False) -> tuple[str, dict]:
+def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
+                    own_outputs: bool = False) -> tuple[str, dict]:
     """Python source of ``closed`` as a function, and the namespace it needs;
-    rank-0 results are arrays unless ``scalars_out``."""
+    rank-0 results are arrays unless ``scalars_out``; with ``own_outputs``
+    results that are, or may share memory with, an argument or a constant
+    are copied (checked at run time where an equation may or may not return
+    a view)."""
     jaxpr = closed.jaxpr
     name = _identifier(name)
     namespace: dict[str, Any] = {"_asarray": as_array}
@@ -156,8 +196,12 @@ def generate_source(closed: ClosedJaxpr, name: str,
     args = [local(v) for v in jaxpr.invars]
     lines = [f"def {name}({', '.join(args)}):"]
     buffers = _Buffers(constant)
-    for e, dead in zip(jaxpr.eqns, last_uses(jaxpr)):
-        fn = _callable(e)
+    fns = [_callable(e) for e in jaxpr.eqns]
+    sources = output_sources(jaxpr, [_allocates(e, fn) for e, fn in zip(jaxpr.eqns, fns)]) \
+        if own_outputs else [[] for _ in jaxpr.outvars]
+    # The arguments an output is checked against stay alive until the return.
+    checked = {names[id(v)] for src in sources for v in src}
+    for e, dead, fn in zip(jaxpr.eqns, last_uses(jaxpr), fns):
         fn_name = callables.get(fn)
         if fn_name is None:
             fn_name = callables[fn] = constant(fn, "f")
@@ -172,17 +216,30 @@ def generate_source(closed: ClosedJaxpr, name: str,
         lines.append(f"    {lhs} = {call}")
         give, dead_locals = buffers.release(e, fn, dead, names, into)
         lines += [f"    _give({name})" for name in give]
+        dead_locals = [n for n in dead_locals if n not in checked]
         if dead_locals:
             lines.append(f"    del {', '.join(dead_locals)}")
     # NumPy returns scalars for 0-d results; anything with an axis is an array.
-    results = ", ".join(
-        f"_asarray({ref(a)})" if type(a) is Literal or (not a.aval.shape and not scalars_out)
-        else ref(a)
-        for a in jaxpr.outvars
-    )
-    lines.append(f"    return [{results}]")
+    returned = []
+    for a, src in zip(jaxpr.outvars, sources):
+        wrap = type(a) is Literal or (not a.aval.shape and not scalars_out)
+        out = f"_asarray({ref(a)})" if wrap else ref(a)
+        if src == [a]:  # an argument or a constant itself
+            out = f"_copied({ref(a)})"
+        elif src:
+            out = f"_owned({out}, {', '.join(names[id(v)] for v in src)})"
+        returned.append(out)
+    lines.append(f"    return [{', '.join(returned)}]")
     namespace["_take"], namespace["_give"] = scratch.take, scratch.give
+    namespace["_owned"], namespace["_copied"] = owned, copied
     return "\n".join(lines) + "\n", namespace
+
+
+def _allocates(e, fn) -> bool:
+    """Whether ``e``'s result is certainly a new array (or an immutable NumPy
+    scalar): an elementwise ufunc's, which never returns an operand."""
+    return (isinstance(fn, np.ufunc) and fn.signature is None and fn.nout == 1
+            and not e.primitive.multiple_results)
 
 
 def _fresh_ufunc_result(e, fn) -> bool:

@@ -1,12 +1,27 @@
 """Constant folding: equations whose inputs are all known (literals or the
 Jaxpr's constants) are evaluated once, at optimisation time; their results
-become literals (scalars) or new constants."""
+become literals (scalars) or new constants.
+
+A folded value is exactly what evaluating the program gives: the equation
+runs through ``core.apply_impl``, as ``bind`` runs it on concrete values (the
+same NumPy function, or the device backend's, on the same operands, so the
+same dtype promotion), and a scalar becomes a literal only when it has its
+variable's dtype."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Tracer, Var
+from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Tracer, Var, apply_impl
+
+
+def _literal(x, aval: ShapedArray) -> Literal | None:
+    """The literal standing for the rank-0 host result ``x`` of type ``aval``,
+    or None (a device array, or a result of another dtype: it stays a
+    constant, as it is)."""
+    if not isinstance(x, np.ndarray) or x.dtype != aval.dtype:
+        return None
+    return Literal(x[()], ShapedArray((), x.dtype))
 
 
 def fold(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -27,17 +42,19 @@ def fold(closed: ClosedJaxpr) -> ClosedJaxpr:
     for e in jaxpr.eqns:
         inputs = tuple(sub(a) for a in e.inputs)
         if all(type(a) is Literal or id(a) in known for a in inputs):
-            outs = e.primitive.impl(*map(value, inputs), **e.params)
+            outs = apply_impl(e.primitive, [value(a) for a in inputs], e.params)
             for v, x in zip(e.outputs, outs if e.primitive.multiple_results else [outs]):
-                x = np.asarray(x)
-                if x.ndim == 0:
-                    replace[id(v)] = Literal(x[()], ShapedArray((), x.dtype))
-                else:
-                    new = Var(v.aval)
-                    constvars.append(new)
-                    consts.append(x)
-                    known[id(new)] = x
-                    replace[id(v)] = new
+                if isinstance(x, (np.generic, int, float, complex, bool)):
+                    x = np.asarray(x)
+                lit = _literal(x, v.aval) if not v.aval.shape else None
+                if lit is not None:
+                    replace[id(v)] = lit
+                    continue
+                new = Var(v.aval)
+                constvars.append(new)
+                consts.append(x)
+                known[id(new)] = x
+                replace[id(v)] = new
             continue
         eqns.append(e if inputs == e.inputs else Eqn(e.primitive, inputs, e.outputs, e.params))
     if not replace:
