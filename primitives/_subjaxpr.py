@@ -1,8 +1,8 @@
 """Helpers the control-flow primitives share: evaluating, tracing and
 transforming the sub-Jaxprs in their params, and the batch-member masks of
 batched loops.  The transforms import only ``functrans.core``, so the
-primitives import them at the top.  Evaluating a sub-Jaxpr dispatches on the
-operands' backend: that import stays inside ``run`` and ``runner``."""
+primitives import them at the top; evaluating a sub-Jaxpr goes through
+``core.run_jaxpr``, which dispatches on the operands' backend."""
 
 from __future__ import annotations
 

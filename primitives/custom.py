@@ -5,8 +5,7 @@
 The sub-Jaxprs in their params are "open": their constants are leading
 operands of the equation (``num_consts``), so an outer tracer a function
 closes over is an ordinary input.  The rules of ``checkpoint`` transform
-their sub-Jaxpr with the transforms themselves; those are imported inside
-the rules, because transforms sit below primitives in the layering.
+their sub-Jaxpr with the transforms themselves.
 """
 
 from __future__ import annotations
@@ -29,6 +28,10 @@ from functrans.core import (
     trace_to_jaxpr,
 )
 from functrans.errors import FunctransError
+from functrans.interpreters.jvp import jvp_jaxpr
+from functrans.interpreters.transpose import backward_pass
+from functrans.interpreters.vmap import batch_eval, batch_jaxpr
+from functrans.passes.dce import dce
 
 # -- stop_gradient ----------------------------------------------------------------
 
@@ -89,8 +92,6 @@ def member_aval(x) -> ShapedArray:
 def batch_front(fn: Callable, member_avals, size: int) -> Callable:
     """``fn`` (flat list in, flat list out) lifted to batch-axis-first
     arguments and results, by tracing it at ``member_avals`` and batching."""
-    from functrans.interpreters.vmap import batch_eval
-
     closed, _, _ = trace_to_jaxpr(lambda *xs: fn(*xs), member_avals, name="batched rule")
 
     def batched(*args):
@@ -283,9 +284,6 @@ def _checkpoint_jvp(primals, tangents, *, jaxpr, name):
     """Two equations: the primal call, and a second call that recomputes the
     primal inside it and returns only tangents.  Partial evaluation then keeps
     just the inputs as residuals, and the backward pass recomputes the rest."""
-    from functrans.interpreters.jvp import jvp_jaxpr
-    from functrans.passes.dce import dce
-
     outs = bind(checkpoint_p, *primals, jaxpr=jaxpr, name=name)
     nonzeros = [type(t) is not Zero for t in tangents]
     jv, out_nz = jvp_jaxpr(jaxpr, nonzeros, instantiate_outs=False)
@@ -299,15 +297,11 @@ def _checkpoint_jvp(primals, tangents, *, jaxpr, name):
 
 
 def _checkpoint_transpose(cts, *args, jaxpr, name):
-    from functrans.interpreters.transpose import backward_pass
-
     cts_in = iter(backward_pass(jaxpr.jaxpr, jaxpr.consts, args, cts))
     return [next(cts_in) if type(a) is UndefinedPrimal else None for a in args]
 
 
 def _checkpoint_batch(vals, dims, *, axis_size, jaxpr, name):
-    from functrans.interpreters.vmap import batch_jaxpr
-
     batched, out_dims = batch_jaxpr(jaxpr, tuple(dims), axis_size)
     return bind(checkpoint_p, *vals, jaxpr=batched, name=name), list(out_dims)
 

@@ -21,6 +21,8 @@ import importlib.util
 import numpy as np
 
 from functrans.core import Eqn, Jaxpr, Literal, Primitive
+from functrans.interpreters.jvp import jvp_eval
+from functrans.interpreters.vmap import batch_eval
 
 
 def _fused_abstract_eval(*avals, jaxpr: Jaxpr):
@@ -118,14 +120,10 @@ def _streams(args, shape) -> bool:
 
 
 def _fused_jvp(primals, tangents, *, jaxpr):
-    from functrans.interpreters.jvp import jvp_eval
-
     return jvp_eval(jaxpr, (), primals, tangents)
 
 
 def _fused_batch(vals, dims, *, axis_size, jaxpr):
-    from functrans.interpreters.vmap import batch_eval
-
     return batch_eval(jaxpr, (), vals, dims, axis_size)
 
 
