@@ -481,6 +481,16 @@ class Primitive:
     primitive is declared and looked up by transforms with ``rule``; a
     ``RuleFactory`` in a slot is called with the primitive to make the rule.
     ``doc`` is the one-line meaning shown in the IR reference (docs/ir.md).
+
+    How the GPU backend runs a primitive is declared too, in one of three
+    ways: an elementwise ``cuda`` rule (a generated kernel);
+    ``xp_impl=True``, saying that ``impl`` is written against its operands'
+    array module (``array_module(operands)``, NumPy or CuPy), or only binds
+    primitives and evaluates sub-Jaxprs, so the same impl runs on device
+    arrays (one without operands makes NumPy arrays, which the backend
+    copies to the device); or ``gpu=fn``, the impl on device arrays, same
+    signature, only where the GPU computation really differs (CUDA atomics,
+    a function CuPy lacks or gives other semantics).
     """
 
     def __init__(
@@ -501,6 +511,8 @@ class Primitive:
         linear: bool = False,
         broadcasts: bool = False,
         doc: str | None = None,
+        xp_impl: bool = False,
+        gpu: Callable | None = None,
     ):
         if name in registry:
             raise ValueError(f"primitive {name!r} is declared twice")
@@ -534,6 +546,12 @@ class Primitive:
         #: the group that consumes it at no cost.
         self.broadcasts = broadcasts
         self.doc = doc
+        if xp_impl and gpu is not None:
+            raise ValueError(f"primitive {name!r}: give gpu= or xp_impl=True, not both")
+        #: True when ``impl`` runs on any backend's arrays (see the class doc).
+        self.xp_impl = xp_impl
+        #: The impl on CuPy arrays where it differs from ``impl``, or None.
+        self.gpu = gpu
         for slot in ("jvp", "transpose", "batch", "simplify", "numpy_kernel"):
             rule = getattr(self, slot)
             if isinstance(rule, RuleFactory):
