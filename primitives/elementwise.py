@@ -350,6 +350,12 @@ BINARY = [
     Row("atan2",    np.arctan2,       (lambda x, y, out: div(y, add(mul(x, x), mul(y, y))),
                                        lambda x, y, out: div(neg(x), add(mul(x, x), mul(y, y)))),
         cuda="atan2(x, y)"),
+    # A row of its own, not a rewrite through max/min and |.|: their ties
+    # (|x| == |y|, x == 0) would split derivatives 0.5/0.5 and lose the
+    # curvature of a smooth function.
+    Row("hypot",    np.hypot,         (lambda x, y, out: _hypot_d(x, out),
+                                       lambda x, y, out: _hypot_d(y, out)),
+        cuda="hypot(x, y)"),
     Row("eq",       np.equal,         ZERO, cuda="x == y"),
     Row("ne",       np.not_equal,     ZERO, cuda="x != y"),
     Row("lt",       np.less,          ZERO, cuda={"c": "ft_clt(x, y)", "*": "x < y"}),
@@ -372,6 +378,15 @@ def _pow_dx(x, y):
     zero_base = and_(eq(y, 0), eq(x, 0))
     safe_x = select(zero_base, 1.0, x)
     return select(zero_base, 0.0, mul(y, pow(safe_x, sub(y, 1))))
+
+
+def _hypot_d(a, r):
+    # d hypot(a, b)/da = a / r.  At the origin (r == 0, the tip of a cone) it
+    # is taken as 0, and for an infinite a as sign(a), the limit there; r is
+    # replaced in both places so that no NaN reaches higher derivatives.
+    origin, infinite = eq(r, 0), eq(abs(a), math.inf)
+    ratio = div(a, select(or_(origin, infinite), 1.0, r))
+    return select(infinite, sign(a), select(origin, 0.0, ratio))
 
 
 def _pow_dy(x, out):
@@ -801,6 +816,7 @@ pow: Op = _op(binary["pow"])
 max: Op = _op(binary["max"])
 min: Op = _op(binary["min"])
 atan2: Op = _op(binary["atan2"])
+hypot: Op = _op(binary["hypot"])
 eq: Op = _op(binary["eq"])
 ne: Op = _op(binary["ne"])
 lt: Op = _op(binary["lt"])
