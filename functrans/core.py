@@ -668,6 +668,26 @@ class Tracer:
         val = self._constant("np.asarray()")
         return np.asarray(val, dtype=dtype)
 
+    def item(self, *index):
+        """``ndarray.item``: a Python scalar, refused where it would drop a derivative."""
+        return np.asarray(self._constant("item()")).item(*index)
+
+    def tolist(self):
+        """``ndarray.tolist``: nested Python scalars, refused where they would
+        drop a derivative."""
+        return np.asarray(self._constant("tolist()")).tolist()
+
+    def __round__(self, ndigits=None):
+        # Rounding is piecewise constant: no derivative is lost, as with int().
+        val = np.asarray(self._concrete("round()"))
+        return round(val.item(), ndigits) if ndigits is not None else round(val.item())
+
+    def __copy__(self):
+        return self  # tracers are immutable values, as arrays under a transform are
+
+    def __deepcopy__(self, memo):
+        return self
+
     def __hash__(self):
         return id(self)
 
@@ -923,6 +943,14 @@ _CONVERSION_ADVICE = {
         "functrans.numpy functions instead of math.* (functrans.numpy.exp(x), not "
         "math.exp(x)); to use the value without its derivative, convert "
         "functrans.lax.stop_gradient(x)."
+    ),
+    "item()": (
+        "Keep it an array: index it (x[i]) instead of taking .item(); to use the value "
+        "without its derivative, call functrans.lax.stop_gradient(x).item()."
+    ),
+    "tolist()": (
+        "Keep it an array: iterate over it or index it instead of .tolist(); to use the "
+        "values without their derivative, call functrans.lax.stop_gradient(x).tolist()."
     ),
     "complex()": (
         "Keep it an array: drop the complex() (0-d arrays work in arithmetic), and use "

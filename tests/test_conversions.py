@@ -151,3 +151,24 @@ def test_a_float_used_as_an_index_is_an_error_as_in_numpy():
     # An integer index keeps working on the concrete path.
     np.testing.assert_allclose(
         ft.grad(lambda x: x * np.arange(3.0)[int(x)])(1.0), 1.0)
+
+
+def test_item_and_tolist_are_conversions_too():
+    for f, what in ((lambda x: x[0].item() * np.sum(x), "item()"),
+                    (lambda x: sum(x.tolist()), "tolist()")):
+        with pytest.raises(TracerConversionError, match=rf"{what[:-2]}\(\) would turn"):
+            ft.grad(f)(X)
+    # Integer values carry no derivative: their item() works on the concrete path.
+    np.testing.assert_allclose(ft.grad(lambda x: np.sum(x) * np.sum(x > 0).item())(X),
+                               np.full(3, 2.0))
+    with pytest.raises(ConcretizationError, match="stop_gradient"):
+        ft.jit(lambda x: x.tolist())(X)
+
+
+def test_round_is_piecewise_constant_and_copies_are_the_value_itself():
+    import copy
+
+    np.testing.assert_allclose(ft.grad(lambda x: round(x[0], 1) * np.sum(x))(X),
+                               np.full(3, 0.5))
+    np.testing.assert_allclose(ft.grad(lambda x: np.sum(copy.deepcopy(x) ** 2))(X), 2 * X)
+    np.testing.assert_allclose(ft.jit(lambda x: copy.copy(x) * 2.0)(X), 2 * X)
