@@ -516,19 +516,25 @@ def _negated(ctx, a):
     return inner.inputs[0] if inner is not None and inner.primitive.name == "neg" else None
 
 
-def _negated_in(ctx, a, dtype):
-    """``_negated``, only for an ``a`` of type ``dtype`` (the result's): a
-    negation in a narrower type followed by a conversion is not the
-    conversion negated (``-0`` as an integer is ``+0.0``, ``-INT_MIN``
+def _negated_integer(ctx, a, dtype):
+    """``_negated``, only for an integer ``a`` of type ``dtype`` (the
+    result's).  Negations merge into a neighbouring operation only in
+    integer arithmetic, which wraps and has no signed zero.  In floating
+    point, ``-(x - y)`` is ``-0.0`` where ``y - x`` is ``+0.0``, and the NaN
+    a two-operand operation returns is one of its operands' (the first, on
+    x86), so ``x + (-y)`` gives a NaN ``y`` negated where ``x - y`` gives it
+    as it is; that sign shows later (``copysign``, the infinite imaginary
+    part of a complex square root).  An integer negated in a narrower type
+    and then converted is not the conversion negated either (``-INT_MIN``
     wraps)."""
-    return _negated(ctx, a) if a.aval.dtype == dtype else None
+    if dtype.kind not in "iu" or a.aval.dtype != dtype:
+        return None
+    return _negated(ctx, a)
 
 
 def _neg_simplify(eqn, ctx):
-    """-(-x) = x;  -(x - y) = y - x for integers (in floating point
-    ``-(x - x)`` is ``-0.0``, ``x - x`` is ``+0.0``);  -((-x) * y) = x * y
-    for integers and real floats (a real product's sign is its operands'
-    signs combined; complex products mix the parts)."""
+    """-(-x) = x;  for integers (``_negated_integer``) also -(x - y) = y - x
+    and -((-x) * y) = x * y."""
     x = eqn.inputs[0]
     inner = _negated(ctx, x)
     if inner is not None and same_type(eqn, inner):
@@ -538,35 +544,35 @@ def _neg_simplify(eqn, ctx):
     if producer is not None and producer.primitive.name == "sub" and dtype.kind in "iu":
         a, b = producer.inputs
         return producer.primitive, (b, a), {}
-    if producer is not None and producer.primitive.name == "mul" and dtype.kind in "iuf":
+    if producer is not None and producer.primitive.name == "mul":
         a, b = producer.inputs
         for mine, other in ((a, b), (b, a)):
-            inner = _negated_in(ctx, mine, dtype)
+            inner = _negated_integer(ctx, mine, dtype)
             if inner is not None:
                 return producer.primitive, (inner, other), {}
     return None
 
 
 def _add_simplify(eqn, ctx):
-    """x + (-0.0) = x (``_exact_identity``);  x + (-y) = x - y (IEEE
-    subtraction is that addition): one pass instead of two."""
+    """x + (-0.0) = x (``_exact_identity``);  for integers x + (-y) = x - y:
+    one pass instead of two."""
     dropped = _drop_identity("add")(eqn, ctx)
     if dropped is not None:
         return dropped
     x, y = eqn.inputs
     for keep, other in ((x, y), (y, x)):
-        inner = _negated_in(ctx, other, eqn.outputs[0].aval.dtype)
+        inner = _negated_integer(ctx, other, eqn.outputs[0].aval.dtype)
         if inner is not None:
             return binary["sub"], (keep, inner), {}
     return None
 
 
 def _sub_simplify(eqn, ctx):
-    """x - 0.0 = x (``_exact_identity``);  x - (-y) = x + y."""
+    """x - 0.0 = x (``_exact_identity``);  for integers x - (-y) = x + y."""
     dropped = _drop_identity("sub", positions=(0,))(eqn, ctx)
     if dropped is not None:
         return dropped
-    inner = _negated_in(ctx, eqn.inputs[1], eqn.outputs[0].aval.dtype)
+    inner = _negated_integer(ctx, eqn.inputs[1], eqn.outputs[0].aval.dtype)
     return (binary["add"], (eqn.inputs[0], inner), {}) if inner is not None else None
 
 
