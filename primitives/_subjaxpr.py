@@ -13,6 +13,8 @@ from functrans.primitives import reductions, shape
 
 from functrans.core import (
     ClosedJaxpr,
+    ShapedArray,
+    UndefinedPrimal,
     Var,
     Zero,
     bind,
@@ -83,6 +85,16 @@ def trace(fun, avals, name: str) -> ClosedJaxpr:
     """The Jaxpr of ``fun`` at ``avals``."""
     closed, _, _ = trace_to_jaxpr(fun, avals, name=name)
     return closed
+
+
+def stripped(avals) -> list[ShapedArray]:
+    """The avals without Python-scalar weakness, as an equation's outputs have them."""
+    return [a.strip_weak() for a in avals]
+
+
+def is_linear(x) -> bool:
+    """Whether ``x`` is an operand a transpose rule transposes in."""
+    return type(x) is UndefinedPrimal
 
 
 def zeros_for(avals):

@@ -51,7 +51,6 @@ from functrans.core import (
     Jaxpr,
     Primitive,
     ShapedArray,
-    UndefinedPrimal,
     Var,
     Zero,
     array_module,
@@ -67,10 +66,6 @@ def _is_nonzero(t) -> bool:
     return type(t) is not Zero
 
 
-def _is_linear(x) -> bool:
-    return type(x) is UndefinedPrimal
-
-
 def _nonzero(tangents) -> list:
     """The tangents that are not symbolic zeros, as a transformed equation takes them."""
     return [t for t in tangents if type(t) is not Zero]
@@ -81,10 +76,6 @@ def _nonzero_carry(tangents, avals, flags) -> list:
     may make a tangent nonzero that starts as zero."""
     return [instantiate(Zero(a)) if type(t) is Zero else t
             for t, a, f in zip(tangents, avals, flags) if f]
-
-
-def _stripped(avals) -> list[ShapedArray]:
-    return [a.strip_weak() for a in avals]
 
 
 def _dims(batched: Sequence[bool]) -> list[int | None]:
@@ -108,7 +99,7 @@ def _cond_abstract_eval(index, *operands, branches):
         raise ShapeError(
             f"cond: the branch index must be an integer scalar, got {index.str_short()}"
         )
-    return _stripped(branches[0].out_avals)
+    return sj.stripped(branches[0].out_avals)
 
 
 def _clamp_index(index, n: int) -> int:
@@ -123,7 +114,7 @@ def _cond_jvp(primals, tangents, *, branches):
     index, *ops = primals
     nonzeros = [_is_nonzero(t) for t in tangents[1:]]
     outs = bind(cond_p, index, *ops, branches=branches)
-    out_avals = _stripped(branches[0].out_avals)
+    out_avals = sj.stripped(branches[0].out_avals)
     out_nz = [is_inexact(a.dtype) for a in out_avals]
     if not any(nonzeros) or not any(out_nz):
         return outs, [Zero(a) for a in out_avals]
@@ -136,7 +127,7 @@ def _cond_jvp(primals, tangents, *, branches):
 
 
 def _cond_transpose(cts, index, *operands, branches):
-    linear = [_is_linear(x) for x in operands]
+    linear = [sj.is_linear(x) for x in operands]
     fixed, _ = partition_list(linear, operands)
     transposed = tuple(sj.transpose(b, linear) for b in branches)
     cts_in = bind(cond_p, index, *fixed, *[instantiate(c) for c in cts], branches=transposed)
@@ -281,7 +272,7 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse):
                 f"scan: the body turns a carry of type {a.str_short()} into {b.str_short()}; "
                 "the carry must keep its shape and dtype"
             )
-    return _stripped(carry_avals) + [ShapedArray((length,) + a.shape, a.dtype) for a in body_ys]
+    return sj.stripped(carry_avals) + [ShapedArray((length,) + a.shape, a.dtype) for a in body_ys]
 
 
 def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse):
@@ -291,10 +282,11 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse):
     ys = [xp.empty((length,) + a.shape, a.dtype) for a in jaxpr.out_avals[num_carry:]]
     body = sj.runner(jaxpr, ops.consts + ops.carry + xs)
     carry = ops.carry
-    for step in range(length):
+    for step in range(length):  # slices, not split_list, in the loops that run per step
         i = length - 1 - step if reverse else step
-        carry, y = split_list(body(*ops.consts, *carry, *[x[i] for x in xs]), [num_carry])
-        for stack, out in zip(ys, y):
+        outs = body(*ops.consts, *carry, *[x[i] for x in xs])
+        carry = outs[:num_carry]
+        for stack, out in zip(ys, outs[num_carry:]):
             stack[i] = out
     return [xp.asarray(c) for c in carry] + ys
 
@@ -303,12 +295,12 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
     params = dict(num_consts=num_consts, num_carry=num_carry, length=length, reverse=reverse)
     p = ScanOperands.split(primals, num_consts, num_carry)
     t = ScanOperands.split(tangents, num_consts, num_carry)
-    carry_avals = _stripped(ScanOperands.split(jaxpr.in_avals, num_consts, num_carry).carry)
+    carry_avals = sj.stripped(ScanOperands.split(jaxpr.in_avals, num_consts, num_carry).carry)
     nz = _scan_nonzeros(jaxpr, t, carry_avals)
     if not any(flatten(nz)):
         outs = bind(scan_p, *primals, jaxpr=jaxpr, **params)
         return outs, [Zero(get_aval(o).strip_weak()) for o in outs]
-    y_avals = _stripped(jaxpr.out_avals[num_carry:])
+    y_avals = sj.stripped(jaxpr.out_avals[num_carry:])
     nz_y = [is_inexact(a.dtype) for a in y_avals]
     known, tangent, kinds = _scan_body_parts(jaxpr, nz, nz_y)
     # 1. The primal scan, also stacking the residuals that vary per step.
@@ -381,14 +373,15 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse):
     avals = ScanOperands.split(jaxpr.in_avals, num_consts, num_carry)
     # Every carry is treated as linear: in a linear scan a carry that is not
     # an undefined input is a constant zero (an instantiated zero tangent).
-    lin = map_groups(_is_linear, ops)._replace(carry=[True] * num_carry)
+    lin = map_groups(sj.is_linear, ops)._replace(carry=[True] * num_carry)
     body_t = sj.transpose(jaxpr, flatten(lin))
     # body_t: (fixed consts, fixed xs, ct carry', ct y) ->
     #         (ct linear consts, ct carry, ct linear xs)
     fixed_c, _ = partition_list(lin.consts, ops.consts)
     fixed_x, _ = partition_list(lin.xs, ops.xs)
     fixed_c_avals, lin_c_avals = partition_list(lin.consts, avals.consts)
-    lin_c_avals = _stripped(lin_c_avals)
+    fixed_x_avals, _ = partition_list(lin.xs, avals.xs)
+    lin_c_avals = sj.stripped(lin_c_avals)
     n_lc, n_fx = len(lin_c_avals), len(fixed_x)
 
     def step(consts, carry, x):
@@ -398,18 +391,16 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse):
                                         [n_lc, num_carry])
         return ct_k + [ew.add(s, c) for s, c in zip(acc, ct_lc)] + ct_lx
 
-    step_avals = ScanOperands(fixed_c_avals, _stripped(avals.carry) + lin_c_avals,
-                              partition_list(lin.xs, avals.xs)[0]
-                              + _stripped(jaxpr.out_avals[num_carry:]))
+    step_avals = ScanOperands(fixed_c_avals, sj.stripped(avals.carry) + lin_c_avals,
+                              fixed_x_avals + sj.stripped(jaxpr.out_avals[num_carry:]))
     body = _trace_scan_body(step, step_avals, "transposed scan body")
     ct_carry, ct_ys = split_list([instantiate(c) for c in cts], [num_carry])
     carry_out, ct_lx = _bind_scan(
         body, ScanOperands(fixed_c, ct_carry + sj.zeros_for(lin_c_avals), fixed_x + ct_ys),
         length, not reverse)
     ct_init, ct_lc = split_list(carry_out, [num_carry])
-    return flatten(ScanOperands(fill_in(lin.consts, ct_lc),
-                                [c if _is_linear(x) else None for c, x in zip(ct_init, ops.carry)],
-                                fill_in(lin.xs, ct_lx)))
+    ct_init = [c if sj.is_linear(x) else None for c, x in zip(ct_init, ops.carry)]
+    return flatten(ScanOperands(fill_in(lin.consts, ct_lc), ct_init, fill_in(lin.xs, ct_lx)))
 
 
 def _scan_batch(vals, dims, *, axis_size, jaxpr, num_consts, num_carry, length, reverse):
@@ -501,7 +492,7 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
                 f"while_loop: body_fun turns a carry of type {a.str_short()} into "
                 f"{b.str_short()}; the carry must keep its shape and dtype"
             )
-    return _stripped(carry)
+    return sj.stripped(carry)
 
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -519,7 +510,7 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     p = WhileOperands.split(primals, cond_nconsts, body_nconsts)
     t = WhileOperands.split(tangents, cond_nconsts, body_nconsts)
     outs = _bind_while(cond_jaxpr, body_jaxpr, p)
-    carry_avals = _stripped(body_jaxpr.out_avals)
+    carry_avals = sj.stripped(body_jaxpr.out_avals)
     nz_bc = [_is_nonzero(x) for x in t.body_consts]
     nz_carry = sj.fixpoint(
         [_is_nonzero(x) and is_inexact(a.dtype) for x, a in zip(t.carry, carry_avals)],
@@ -546,16 +537,16 @@ def _while_transpose(cts, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
     on their own) and linear ones; the transpose is a ``recorded_loop`` whose
     backward sweep is the transposed linear part."""
     ops = WhileOperands.split(args, cond_nconsts, body_nconsts)
-    if any(_is_linear(x) for x in ops.cond_consts):
+    if any(sj.is_linear(x) for x in ops.cond_consts):
         raise NotImplementedError("while_loop transpose: the loop condition cannot be linear")
-    lin_b = [_is_linear(x) for x in ops.body_consts]
+    lin_b = [sj.is_linear(x) for x in ops.body_consts]
     # A carry is linear if it starts undefined or the body feeds it from a
     # linear value (a tangent carry that starts as an instantiated zero).
-    lin_k = sj.fixpoint([_is_linear(x) for x in ops.carry],
+    lin_k = sj.fixpoint([sj.is_linear(x) for x in ops.carry],
                         lambda flags: sj.depends(body_jaxpr, lin_b + flags))
     loop, sweep = _while_sweeps(body_jaxpr, ops, lin_b, lin_k)
     cond = _drop_inputs(cond_jaxpr, cond_nconsts, lin_k)
-    fixed_zeros = [Zero(a) for a, lin in zip(_stripped(body_jaxpr.out_avals), lin_k) if not lin]
+    fixed_zeros = [Zero(a) for a, lin in zip(sj.stripped(body_jaxpr.out_avals), lin_k) if not lin]
     _, ct_k = partition_list(lin_k, cts)
     _, (ct_consts, ct_init) = transpose_sweeps(cond, ops.cond_consts, [loop, sweep],
                                                [(fixed_zeros, []), (ct_k, [])])
@@ -589,7 +580,7 @@ def _while_sweeps(body_jaxpr: ClosedJaxpr, ops: WhileOperands, lin_b: list[bool]
         return sj.run(linear, _residual_values(kinds, fb, rec_carry, inv, rec_extras) + lb + carry)
 
     lin_consts = fixed_b + invariant + lin_bc
-    _, lin_k_avals = partition_list(lin_k, _stripped(body_jaxpr.out_avals))
+    _, lin_k_avals = partition_list(lin_k, sj.stripped(body_jaxpr.out_avals))
     body = trace_sweep_body(lin_part, lin_consts, lin_k_avals, [loop])
     return loop, Sweep(body, lin_consts, lin_init)
 

@@ -47,10 +47,12 @@ from functrans.primitives._subjaxpr import (
     any_member,
     batched,
     fixpoint,
+    is_linear,
     jvp,
     run,
     runner,
     select_members,
+    stripped,
     trace,
     transpose,
     zeros_for,
@@ -90,24 +92,16 @@ class Sweep(NamedTuple):
 
     @property
     def carry_avals(self) -> list[ShapedArray]:
-        return _stripped(self.split_outputs(self.body.out_avals)[0])
+        return stripped(self.split_outputs(self.body.out_avals)[0])
 
     @property
     def acc_avals(self) -> list[ShapedArray]:
-        return _stripped(self.split_outputs(self.body.out_avals)[1])
+        return stripped(self.split_outputs(self.body.out_avals)[1])
 
     @property
     def record_avals(self) -> list[ShapedArray]:
         """The carry it enters a step with, then the extras of that step."""
-        return self.carry_avals + _stripped(self.split_outputs(self.body.out_avals)[2])
-
-
-def _stripped(avals) -> list[ShapedArray]:
-    return [a.strip_weak() for a in avals]
-
-
-def _is_linear(x) -> bool:
-    return type(x) is UndefinedPrimal
+        return self.carry_avals + stripped(self.split_outputs(self.body.out_avals)[2])
 
 
 def _aval(x) -> ShapedArray:
@@ -125,8 +119,8 @@ def _sweeps_of(args: Sequence[Any], params: dict) -> tuple[list, list[Sweep]]:
     """The cond constants and the sweeps of an equation's operands."""
     sizes = [n for pair in zip(params["nconsts"], params["ncarry"]) for n in pair]
     cc, *groups, _ = split_list(args, [params["cond_nconsts"], *sizes])
-    return cc, [Sweep(body, consts, init, nacc, rev) for body, consts, init, nacc, rev in zip(
-        params["bodies"], groups[0::2], groups[1::2], params["nacc"], params["reverse"])]
+    return cc, list(map(Sweep, params["bodies"], groups[0::2], groups[1::2], params["nacc"],
+                        params["reverse"]))
 
 
 def bind_sweeps(cond_jaxpr: ClosedJaxpr, cc: Sequence[Any], sweeps: Sequence[Sweep]):
@@ -234,11 +228,11 @@ def _run_loop(cond_jaxpr: ClosedJaxpr, cc: list, loop: Sweep, kept: Sequence[boo
     recorded at step i (those no later body reads as None)."""
     cond = runner(cond_jaxpr, cc + loop.init)
     step = runner(loop.body, loop.consts + loop.init)
-    carry, records = list(loop.init), []
-    while bool(cond(*cc, *carry)[0]):
-        new_carry, extras = split_list(step(*loop.consts, *carry), [len(carry)])
-        records.append(_kept(carry + extras, kept))
-        carry = new_carry
+    carry, records, nk = list(loop.init), [], len(loop.init)
+    while bool(cond(*cc, *carry)[0]):  # slices, not split_list, in the loops that run per step
+        out = step(*loop.consts, *carry)
+        records.append(_kept(carry + list(out[nk:]), kept))
+        carry = list(out[:nk])
     return carry, records
 
 
@@ -249,13 +243,14 @@ def _run_sweep(sw: Sweep, records: list[list], kept: Sequence[bool], xp):
     carry = list(sw.init)
     acc = [xp.zeros(a.shape, a.dtype) for a in sw.acc_avals]
     tape: list = [[None] * len(kept)] * len(records)
-    steps = range(len(records))
+    steps, nk, na = range(len(records)), len(sw.init), sw.nacc
     for i in reversed(steps) if sw.reverse else steps:
-        new_carry, terms, extras = sw.split_outputs(body(*sw.consts, *carry, *records[i]))
+        out = body(*sw.consts, *carry, *records[i])  # [carry, acc terms, extras], sliced
         if any(kept):
-            tape[i] = _kept(carry + extras, kept)
-        acc = [a + d for a, d in zip(acc, terms)]
-        carry = new_carry
+            tape[i] = _kept(carry + list(out[nk + na :]), kept)
+        if na:
+            acc = [a + d for a, d in zip(acc, out[nk : nk + na])]
+        carry = list(out[:nk])
     for rec, fields in zip(records, tape):
         rec.extend(fields)
     return carry, acc
@@ -357,14 +352,14 @@ def transpose_sweeps(cond_jaxpr: ClosedJaxpr, cc: Sequence[Any], sweeps: Sequenc
     (one ``(consts, init)`` pair per sweep, ``None`` where defined), given
     one ``(carry, acc)`` pair of output cotangents per sweep."""
     loop = sweeps[0]
-    if any(_is_linear(x) for x in list(cc) + loop.consts + loop.init):
+    if any(is_linear(x) for x in list(cc) + loop.consts + loop.init):
         raise NotImplementedError(
             "recorded_loop transpose: the loop's own operands (sweep 0, which decides the "
             "trip count) must be known; only the later sweeps can be linear")
     reads = _reads_of(sweeps)
     linear = [False]
     for s, sw in enumerate(sweeps[1:], start=1):
-        linear.append(any(_is_linear(x) for x in sw.consts + sw.init)
+        linear.append(any(is_linear(x) for x in sw.consts + sw.init)
                       or any(linear[r] and any(reads[s][r]) for r in range(s)))
     reached, needed = _reached_and_needed(linear, reads, cts)
     plan = _Transposition(sweeps, reads, linear, [s for s, f in enumerate(needed) if f])
@@ -393,8 +388,8 @@ def _operand_cts(sw: Sweep, result: tuple[list, list]) -> tuple[list, list]:
     """The cotangents of ``sw``'s undefined consts and inits, from the final
     carry (the inits') and sums (the linear consts') of its transpose."""
     ct_init, ct_consts = result
-    return (fill_in([_is_linear(c) for c in sw.consts], ct_consts),
-            [c if _is_linear(x) else None for c, x in zip(ct_init, sw.init)])
+    return (fill_in([is_linear(c) for c in sw.consts], ct_consts),
+            [c if is_linear(x) else None for c, x in zip(ct_init, sw.init)])
 
 
 def _relayout(sw: Sweep, earlier: Sequence[Sweep], kept: Sequence[int]) -> Sweep:
@@ -442,7 +437,7 @@ class _Transposition:
         records ``s`` reads.  At each step it adds in the cotangents the
         transposes of later sweeps left for ``s``'s own records."""
         sw, nk = self.sweeps[s], len(self.sweeps[s].init)
-        lin_consts = [_is_linear(c) for c in sw.consts]
+        lin_consts = [is_linear(c) for c in sw.consts]
         fixed_consts, _ = partition_list(lin_consts, sw.consts)
         lin_fields = [(r, f) for r in range(s) if self.linear[r]
                       for f in range(len(self.sweeps[r].record_avals))]
@@ -533,10 +528,10 @@ def _batch_rule(vals, dims, *, axis_size, **params):
     cond_dims = [None if d is None else 0 for d in cc_dims] + [0] * len(sweeps[0].init)
     cond_b = batched(params["cond_jaxpr"], cond_dims, axis_size)
     cond = trace(lambda *a: [any_member(run(cond_b, a)[0])], cond_b.in_avals, "vmap")
-    new = [_masked_loop(cond_b, cc, sweeps[0], _batched_body(sweeps[0], sweep_dims[0].consts,
-                                                             axis_size))]
-    for sw, sd in zip(sweeps[1:], sweep_dims[1:]):
-        new.append(_masked_sweep(cond_b, cc, sw, _batched_body(sw, sd.consts, axis_size), new))
+    bodies = [_batched_body(sw, sd.consts, axis_size) for sw, sd in zip(sweeps, sweep_dims)]
+    new = [_masked_loop(cond_b, cc, sweeps[0], bodies[0])]
+    for sw, body_b in zip(sweeps[1:], bodies[1:]):
+        new.append(_masked_sweep(cond_b, cc, sw, body_b, new))
     flat = flatten(carry + acc for carry, acc in bind_sweeps(cond, cc, new))
     return flat, [0] * len(flat)
 
