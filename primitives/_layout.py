@@ -4,10 +4,10 @@ An equation of a primitive with sub-Jaxprs (``scan``, ``while_loop``,
 ``recorded_loop``) takes its operands as one flat list, groups laid end to
 end (constants, carry, per-step inputs) with their sizes in the params.  Its
 rules read them by name: a NamedTuple per layout, next to the primitive,
-filled with ``split_list`` and flattened back with ``flatten``.  Within a
-group, ``partition_list``, ``merge_lists`` and ``fill_in`` separate and put
-back the entries a flag list picks (the linear operands, the nonzero
-tangents)."""
+filled with ``split_list`` and flattened back with ``flatten``;
+``map_groups`` turns one into flags (which operands are linear, which
+tangents nonzero).  ``partition_list``, ``merge_lists`` and ``fill_in``
+separate and put back the entries a flag list picks."""
 
 from __future__ import annotations
 
