@@ -8,6 +8,7 @@ import pytest
 import functrans as ft
 import functrans.numpy as fnp
 from functrans import lax
+from functrans.errors import AxisError
 
 
 def f(x):
@@ -262,3 +263,35 @@ def test_fori_loop_traced_bounds():
     assert lax.fori_loop(np.int32(1), np.array(4), lambda i, c: c + i, 0.0) == 6.0
     grad = ft.grad(lambda x, n: lax.fori_loop(0, n, lambda i, c: c * x, 1.0))
     assert grad(2.0, 3) == 12.0
+
+
+# --------------------------------------------------------------------------
+# functrans.numpy: messages that were NumPy's wording, now with the function
+# and the fix (NumPy's exception classes are kept)
+# --------------------------------------------------------------------------
+
+
+M = np.ones((3, 3))
+
+
+@pytest.mark.parametrize("call, error, want", [
+    (lambda: fnp.moveaxis(M, (0, 0), (1, 0)), AxisError,
+     r"fnp\.moveaxis: source axes \(0, 0\) repeat: each axis may be moved once$"),
+    (lambda: fnp.moveaxis(M, (0, 1), (1, 1)), AxisError,
+     r"fnp\.moveaxis: destination axes \(1, 1\) repeat: each position may be filled once$"),
+    (lambda: fnp.take(np.ones(0), np.array([0]), mode="wrap"), IndexError,
+     r"fnp\.take: the axis is empty, so there is nothing for 1 indices to take"),
+    (lambda: fnp.sum(M, axis=3), AxisError,
+     r"sum: axis 3 is out of bounds for an array of rank 2; use an axis in \[-2, 2\)$"),
+    (lambda: fnp.sum(M, axis=(0, 0)), AxisError,
+     r"sum: repeated axis in \(0, 0\); name each axis once$"),
+    (lambda: fnp.linalg.norm(M, axis=1.5), TypeError,
+     r"fnp\.linalg\.norm: axis must be None, an int or a tuple of ints, got 1\.5$"),
+    (lambda: fnp.linalg.lstsq(M, np.ones(2)), np.linalg.LinAlgError,
+     r"fnp\.linalg\.lstsq: a of shape \(3, 3\) has 3 rows, but b of shape \(2,\) has 2"),
+    (lambda: fnp.linalg.multi_dot([M]), ValueError,
+     r"fnp\.linalg\.multi_dot: got 1 array\(s\), but it multiplies two or more"),
+])
+def test_numpy_namespace_errors(call, error, want):
+    with pytest.raises(error, match="^" + want):
+        call()

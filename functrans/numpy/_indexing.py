@@ -436,7 +436,9 @@ def _take_indices(idx, n: int, mode: str):
     if mode not in ("wrap", "clip"):
         raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
     if n == 0 and idx.size:
-        raise IndexError("take: cannot do a non-empty take from an empty axis")
+        raise IndexError(f"fnp.take: the axis is empty, so there is nothing for {idx.size} "
+                         f"indices to take (mode={mode!r} has no element to wrap or clip to); "
+                         "take from a non-empty axis")
     if mode == "wrap":
         return elementwise.rem(idx, np.asarray(n, idx.dtype))
     return elementwise.max(elementwise.min(idx, np.asarray(n - 1, idx.dtype)),

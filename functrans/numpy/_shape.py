@@ -169,7 +169,8 @@ def _axis_list(name: str, axes, ndim: int, what: str) -> list[int]:
     axes = list(axes) if isinstance(axes, (tuple, list)) else [axes]
     out = [normalize_axis(name, ax, ndim) for ax in axes]
     if len(set(out)) != len(out):
-        raise AxisError(f"{name}: repeated axis in `{what}` argument {axes}")
+        again = "axis may be moved" if what == "source" else "position may be filled"
+        raise AxisError(f"fnp.{name}: {what} axes {tuple(axes)} repeat: each {again} once")
     return out
 
 
@@ -184,8 +185,8 @@ def moveaxis(a, source, destination):
     dst = _axis_list("moveaxis", destination, a.ndim, "destination")
     if len(src) != len(dst):
         raise ValueError(
-            f"moveaxis: `source` and `destination` must have the same number of "
-            f"elements, got {len(src)} and {len(dst)}"
+            f"fnp.moveaxis: source {tuple(src)} and destination {tuple(dst)} have "
+            f"{len(src)} and {len(dst)} axes; give one destination per source axis"
         )
     rest = [i for i in range(a.ndim) if i not in src]
     for d, s in sorted(zip(dst, src)):

@@ -26,7 +26,8 @@ def normalize_axis(name: str, axis: Any, ndim: int) -> int:
     except TypeError:
         raise TypeError(f"{name}: axis must be an integer, got {axis!r}") from None
     if not -ndim <= ax < ndim:
-        raise AxisError(f"{name}: axis {axis} is out of bounds for an array of rank {ndim}")
+        raise AxisError(f"{name}: axis {axis} is out of bounds for an array of rank {ndim}; "
+                        f"use an axis in [{-ndim}, {ndim})")
     return ax % ndim
 
 
@@ -39,7 +40,7 @@ def normalize_axes(name: str, axis: Any, ndim: int) -> tuple[int, ...]:
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     out = tuple(normalize_axis(name, a, ndim) for a in axes)
     if len(set(out)) != len(out):
-        raise AxisError(f"{name}: repeated axis in {axis!r}")
+        raise AxisError(f"{name}: repeated axis in {axis!r}; name each axis once")
     return tuple(sorted(out))
 
 

@@ -273,7 +273,8 @@ def cholesky(a, /, *, upper: bool = False):
 
 def _lower_view(a, UPLO: str):
     if UPLO not in ("L", "U"):
-        raise ValueError(f"UPLO argument must be 'L' or 'U', got {UPLO!r}")
+        raise ValueError(f"fnp.linalg.eigh: UPLO must be 'L' (read the lower triangle) or 'U' "
+                         f"(the upper one), got {UPLO!r}")
     # The Hermitian matrix of a's upper triangle is that of a^H's lower one.
     return a if UPLO == "L" else _conj_t(a)
 
@@ -370,7 +371,8 @@ def _pinv_cutoff(a, rcond, rtol):
             return max(a.shape[-2:]) * np.finfo(a.dtype).eps
         return rtol
     if rtol is not _NO_VALUE:
-        raise ValueError("pinv: `rtol` and `rcond` can't be both set")
+        raise ValueError("fnp.linalg.pinv: both rtol= and rcond= were given; they are two names "
+                         "for the cutoff, so pass one")
     return rcond
 
 
@@ -456,8 +458,9 @@ def lstsq(a, b, rcond=None):
     a, b = _common(a, b)
     m, n = a.shape
     if b.shape[0] != m:
-        raise LinAlgError(f"lstsq: incompatible dimensions: a is {tuple(a.shape)}, b is "
-                          f"{tuple(b.shape)}")
+        raise LinAlgError(f"fnp.linalg.lstsq: a of shape {tuple(a.shape)} has {m} rows, but b "
+                          f"of shape {tuple(b.shape)} has {b.shape[0]}; b needs one row per "
+                          "row of a")
     real = np.dtype(a.dtype.char.lower()) if a.dtype.kind == "c" else a.dtype
     if rcond is None:
         rcond = np.finfo(a.dtype).eps * max(m, n)
@@ -497,7 +500,8 @@ def matrix_power(a, n):
     try:
         n = operator.index(n)
     except TypeError:
-        raise TypeError("matrix_power: exponent must be an integer") from None
+        raise TypeError(f"fnp.linalg.matrix_power: the exponent must be an int, got {n!r}; for "
+                        "a fractional power of a symmetric matrix use eigh") from None
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise LinAlgError(
             f"matrix_power: expected a stack of square matrices, got shape {tuple(a.shape)}"
@@ -545,7 +549,8 @@ def multi_dot(arrays, *, out=None):
         raise TypeError("multi_dot: out= is not supported (arrays are immutable); use the result")
     xs = [asarray(x) for x in arrays]
     if len(xs) < 2:
-        raise ValueError("multi_dot: expecting at least two arrays")
+        raise ValueError(f"fnp.linalg.multi_dot: got {len(xs)} array(s), but it multiplies two "
+                         "or more; use the array itself, or fnp.dot")
     first_1d, last_1d = xs[0].ndim == 1, xs[-1].ndim == 1
     if first_1d:
         xs[0] = _reshape(xs[0], (1, xs[0].shape[0]))
@@ -593,7 +598,9 @@ def _vector_norm(x, ord, axis: tuple[int, ...], keepdims: bool):
     if ord is None or ord == 2:
         return _elementwise.sqrt(r.sum(_abs2(x), axis=axis, keepdims=keepdims))
     if isinstance(ord, str):
-        raise ValueError(f"norm: invalid norm order {ord!r} for vectors")
+        raise ValueError(f"fnp.linalg.norm: ord={ord!r} is not a vector norm; use None or 2, 1, "
+                         "inf, -inf, 0 or a real p ('fro' and 'nuc' are matrix norms: give two "
+                         "axes)")
     if ord == math.inf:
         return r.max(ew.abs(x), axis=axis, keepdims=keepdims)
     if ord == -math.inf:
@@ -607,7 +614,8 @@ def _vector_norm(x, ord, axis: tuple[int, ...], keepdims: bool):
     try:
         p = float(ord)
     except (TypeError, ValueError):
-        raise ValueError(f"norm: invalid norm order {ord!r} for vectors") from None
+        raise ValueError(f"fnp.linalg.norm: ord={ord!r} is not a vector norm; use None or 2, 1, "
+                         "inf, -inf, 0 or a real p") from None
     total = r.sum(_elementwise.power(ew.abs(x), p), axis=axis, keepdims=keepdims)
     return _elementwise.power(total, 1.0 / p)
 
@@ -621,7 +629,8 @@ def _matrix_norm(x, ord, axis: tuple[int, int], keepdims: bool):
     r = _reductions
     row, col = (normalize_axis("norm", ax, x.ndim) for ax in axis)
     if row == col:
-        raise ValueError("norm: duplicate axes given")
+        raise ValueError(f"fnp.linalg.norm: axis={tuple(axis)} names axis {row} twice; a matrix "
+                         "norm needs two different axes")
     if ord == 2:
         out = _svd_norm(x, row, col, r.max)
     elif ord == -2:
@@ -637,7 +646,8 @@ def _matrix_norm(x, ord, axis: tuple[int, int], keepdims: bool):
     elif ord == "nuc":
         out = _svd_norm(x, row, col, r.sum)
     else:
-        raise ValueError(f"norm: invalid norm order {ord!r} for matrices")
+        raise ValueError(f"fnp.linalg.norm: ord={ord!r} is not a matrix norm; use None or "
+                         "'fro', 'nuc', 1, -1, 2, -2, inf or -inf")
     if keepdims:
         shape = list(x.shape)
         shape[row] = shape[col] = 1
@@ -667,14 +677,15 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
             axis = (operator.index(axis),)
         except TypeError:
             raise TypeError(
-                "norm: 'axis' must be None, an integer or a tuple of integers"
+                f"fnp.linalg.norm: axis must be None, an int or a tuple of ints, got {axis!r}"
             ) from None
     if len(axis) == 1:
         return _vector_norm(x, ord, (normalize_axis("norm", axis[0], x.ndim),), keepdims)
     if len(axis) == 2:
         return _matrix_norm(x, ord, axis, keepdims)
-    raise ValueError(f"norm: improper number of dimensions to norm: axis {axis} of an array "
-                     f"of shape {tuple(x.shape)}")
+    raise ValueError(f"fnp.linalg.norm: axis={axis} names {len(axis)} axes of an array of shape "
+                     f"{tuple(x.shape)}; a norm is over one axis (a vector norm) or two (a "
+                     "matrix norm)")
 
 
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
