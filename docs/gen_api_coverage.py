@@ -212,7 +212,7 @@ def _rows(module: Any, examples: dict) -> list[str]:
     import numpy as np
 
     from functrans.api import make_jaxpr
-    from functrans.numpy._extra import _AxisConcatenator
+    from functrans.numpy._concatenators import _AxisConcatenator
 
     rows = []
     for name in sorted(set(module.__all__)):

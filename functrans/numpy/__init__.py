@@ -18,7 +18,7 @@ array([0., 0.])
 # np.float32``).  A scalar type called on a traced value asks for its value, as
 # it does in NumPy: ``x.astype(fnp.float32)`` and ``fnp.asarray(x,
 # dtype=fnp.float32)`` cast traced values.  ``result_type``, ``can_cast`` and
-# ``astype``, which take traced arrays, come from ``_extra``.
+# ``astype``, which take traced arrays, come from ``_dtype_functions``.
 from numpy import (
     bool,
     bool_,
@@ -60,22 +60,40 @@ from numpy import (
 )
 
 from functrans.numpy import (
+    _complex_numbers,
+    _concatenators,
     _contract,
     _creation,
+    _differences,
+    _dtype_functions,
     _elementwise,
-    _extra,
+    _elementwise_compositions,
     _indexing,
+    _matrices,
+    _padding,
+    _rearranging,
     _reductions,
     _shape,
+    _sorting,
+    _static_properties,
     linalg,
 )
+from functrans.numpy._complex_numbers import *  # noqa: F403
+from functrans.numpy._concatenators import *  # noqa: F403
 from functrans.numpy._contract import *  # noqa: F403
 from functrans.numpy._creation import *  # noqa: F403
+from functrans.numpy._differences import *  # noqa: F403
+from functrans.numpy._dtype_functions import *  # noqa: F403
 from functrans.numpy._elementwise import *  # noqa: F403
-from functrans.numpy._extra import *  # noqa: F403
+from functrans.numpy._elementwise_compositions import *  # noqa: F403
 from functrans.numpy._indexing import *  # noqa: F403
+from functrans.numpy._matrices import *  # noqa: F403
+from functrans.numpy._padding import *  # noqa: F403
+from functrans.numpy._rearranging import *  # noqa: F403
 from functrans.numpy._reductions import *  # noqa: F403
 from functrans.numpy._shape import *  # noqa: F403
+from functrans.numpy._sorting import *  # noqa: F403
+from functrans.numpy._static_properties import *  # noqa: F403
 
 __all__ = [
     "e", "inf", "nan", "ndarray", "newaxis", "pi",
@@ -85,7 +103,10 @@ __all__ = [
     "complexfloating",
     "dtype", "finfo", "iinfo", "isdtype", "issubdtype", "promote_types",
     *_contract.__all__, *_creation.__all__, *_elementwise.__all__, *_indexing.__all__,
-    *_reductions.__all__, *_shape.__all__, *_extra.__all__, "linalg",
+    *_reductions.__all__, *_shape.__all__, *_dtype_functions.__all__,
+    *_static_properties.__all__, *_complex_numbers.__all__, *_elementwise_compositions.__all__,
+    *_rearranging.__all__, *_padding.__all__, *_concatenators.__all__, *_matrices.__all__,
+    *_differences.__all__, *_sorting.__all__, "linalg",
 ]  # fmt: skip
 
 # Last: the tracer behaviour forwards to the functions above.

@@ -54,7 +54,7 @@ import numpy as np
 
 from functrans.core import bind
 from functrans.errors import DTypeError, LinAlgError
-from functrans.numpy import _contract, _elementwise, _reductions, _shape
+from functrans.numpy import _contract, _elementwise, _reductions, _shape, _sorting
 from functrans.numpy._shape import _broadcast_shape, _broadcast_to, _reshape
 from functrans.numpy._util import asarray, is_traced, normalize_axis
 from functrans.primitives import elementwise as ew
@@ -338,17 +338,15 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
 
 
 def _hermitian_svd(a, compute_uv: bool):
-    from functrans.numpy import _extra
-
     w, v = bind(la.eigh_p, a)
     s = ew.abs(w)
     if not compute_uv:
-        return _shape.flip(_extra.sort(s, axis=-1), -1)
-    order = _shape.flip(_extra.argsort(s, axis=-1), -1)
-    sgn = _extra.take_along_axis(ew.sign(w), order, axis=-1)
-    s = _extra.take_along_axis(s, order, axis=-1)
+        return _shape.flip(_sorting.sort(s, axis=-1), -1)
+    order = _shape.flip(_sorting.argsort(s, axis=-1), -1)
+    sgn = _sorting.take_along_axis(ew.sign(w), order, axis=-1)
+    s = _sorting.take_along_axis(s, order, axis=-1)
     cols = _broadcast_to(_shape.expand_dims(order, -2), tuple(v.shape))
-    u = _extra.take_along_axis(v, cols, axis=-1)
+    u = _sorting.take_along_axis(v, cols, axis=-1)
     vh = _conj_t(ew.mul(u, _shape.expand_dims(_shape._convert(sgn, u.dtype), -2)))
     return SVDResult(u, s, vh)
 

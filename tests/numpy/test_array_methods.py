@@ -12,8 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import functrans
+import functrans.numpy as fnp
 from functrans.backends.numpy import eval_jaxpr
 from functrans.core import check_jaxpr
+from functrans.errors import ConcretizationError
 
 DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64, np.complex128]
 PAIRS = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3)
@@ -179,6 +181,20 @@ def test_properties():
         return a
 
     functrans.make_jaxpr(f)(X)
+
+
+def test_python_len_sum_and_max_on_tracers():
+    m = np.random.default_rng(3).standard_normal((3, 4))
+    assert functrans.jit(lambda x: len(x) * x[0, 0])(m) == 3 * m[0, 0]
+    np.testing.assert_allclose(functrans.jit(lambda x: sum([x, 2 * x, x ** 2]))(m),
+                               3 * m + m ** 2)
+    assert functrans.grad(lambda t: sum([t, t * 2, t ** 2]))(3.0) == 9.0
+    # max() compares in Python: it works where values are known (eager autodiff
+    # retraces with values), and under jit asks for fnp.maximum instead.
+    assert functrans.grad(lambda t: max([t, t * 2, t ** 2]))(3.0) == 6.0
+    with pytest.raises(ConcretizationError, match=r"bool\(\) needs a concrete value"):
+        functrans.jit(lambda t: max([t, t * 2]))(3.0)
+    assert functrans.jit(lambda t: fnp.max(fnp.stack([t, t * 2])))(3.0) == 6.0
 
 
 # -- NumPy's dispatch protocols -------------------------------------------------------------

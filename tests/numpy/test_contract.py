@@ -8,6 +8,7 @@ import string
 
 import numpy as np
 import pytest
+from _numpy_checks import same
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -17,6 +18,7 @@ from functrans.backends.numpy import eval_jaxpr
 from functrans.core import check_jaxpr
 from functrans.errors import AxisError, ShapeError
 from functrans.numpy import _contract as fc
+from functrans.testing import check_grads
 
 DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64, np.complex128]
 dtypes = st.sampled_from(DTYPES)
@@ -200,6 +202,19 @@ def test_einsum_interleaved_form_and_dtype():
     bools = a > 2
     assert_same(fc.einsum("ij->i", bools), np.einsum("ij->i", bools))
     assert_same(fc.einsum("ij->j", a.astype(np.int32)), np.einsum("ij->j", a.astype(np.int32)))
+
+
+def test_einsum_sublists_and_ellipses():
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 5))
+    same(fc.einsum(a, [0, 1, 2], b, [2, 3], [0, 1, 3]),
+         np.einsum(a, [0, 1, 2], b, [2, 3], [0, 1, 3]))
+    same(fc.einsum(a, [Ellipsis, 2], b, [2, 3], [Ellipsis, 3]),
+         np.einsum(a, [Ellipsis, 2], b, [2, 3], [Ellipsis, 3]))
+    same(fc.einsum("...ij,jk->...ik", a, b), np.einsum("...ij,jk->...ik", a, b))
+    same(fc.einsum("i...->...", a), np.einsum("i...->...", a))
+    same(fc.einsum(a, [0, 1, 2]), np.einsum(a, [0, 1, 2]))
+    check_grads(lambda x, y: fc.einsum(x, [Ellipsis, 2], y, [2, 3], [Ellipsis, 3]), (a, b))
 
 
 def test_einsum_jaxpr_is_one_contraction():

@@ -1,0 +1,292 @@
+"""The elementwise functions of NumPy that have no primitive of their own:
+``fabs``, ``sinc``, ``logaddexp``/``logaddexp2``, ``fmax``/``fmin``,
+``hypot``, ``fmod``, ``deg2rad``/``rad2deg``, ``heaviside``, ``nan_to_num``,
+``isclose`` and ``allclose``.
+
+Each takes its result dtype from NumPy's own ufunc (``_ufunc_dtype``), casts
+its operands to it and composes the primitives that ``_elementwise.py``
+wraps (``hypot`` is one bind of its own primitive).  Compositions are chosen
+so that derivatives are right at the awkward points too: ``logaddexp`` splits
+a tie evenly, ``sinc`` has all its derivatives at 0, ``fmod`` has derivative
+1 in its first argument at 0, and branches that are not taken never see
+values that would make a NaN (the "double where" pattern).  The small
+argument helpers at the top are shared with the other modules of this
+package that compose elementwise math.
+
+>>> import numpy as np
+>>> import functrans.numpy as fnp
+>>> fnp.logaddexp(1000.0, 1000.0)
+array(1000.69314718)
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import math
+
+import numpy as np
+
+from functrans import dtypes
+from functrans.core import get_aval
+from functrans.errors import DTypeError
+from functrans.numpy import _elementwise, _reductions
+from functrans.numpy._elementwise import (
+    absolute,
+    add,
+    equal,
+    greater,
+    isfinite,
+    isnan,
+    less,
+    less_equal,
+    logical_and,
+    logical_or,
+    maximum,
+    minimum,
+    multiply,
+    subtract,
+    where,
+)
+from functrans.numpy._shape import _convert
+from functrans.numpy._util import asarray, is_traced
+from functrans.primitives import elementwise as ew
+
+__all__ = [
+    "fabs", "sinc", "logaddexp", "logaddexp2", "fmax", "fmin", "hypot", "fmod",
+    "deg2rad", "rad2deg", "degrees", "radians", "heaviside", "nan_to_num", "isclose",
+    "allclose",
+]  # fmt: skip
+
+
+def _arg(x):
+    """Lists and tuples as arrays; arrays, tracers and (weak) scalars as they are."""
+    return asarray(x) if isinstance(x, (list, tuple)) else x
+
+
+def _ufunc_dtype(ufunc: np.ufunc, *xs) -> np.dtype:
+    """The result dtype NumPy's ``ufunc`` gives these operands (Python scalars weak)."""
+    avals = [get_aval(x) for x in xs]
+    ops = tuple(dtypes.ufunc_operand(a.dtype, a.weak_type) for a in avals)
+    try:
+        return ufunc.resolve_dtypes(ops + (None,))[-1]
+    except TypeError:
+        types = ", ".join(a.str_short() for a in avals)
+        raise DTypeError(
+            f"{ufunc.__name__}: not defined for operands of type {types} (NumPy has no loop "
+            "for them); convert with .astype() first"
+        ) from None
+
+
+def _cast(x, dtype):
+    """``x`` (maybe a Python scalar) as an array of the already resolved ``dtype``."""
+    if type(x) in dtypes.PYTHON_SCALAR_DTYPES:
+        return np.asarray(x, dtype)
+    return _convert(asarray(x), dtype)
+
+
+def _zero(dtype):
+    return np.zeros((), dtype)
+
+
+def fabs(x, /):
+    """``numpy.fabs``: the absolute value as a float (complex is refused, as in NumPy)."""
+    x = _arg(x)
+    return ew.abs(_cast(x, _ufunc_dtype(np.fabs, x)))
+
+
+def _sinc_series(k: int, x):
+    """The ``k``-th derivative of sin(x)/x at x = 0 (shaped like ``x``)."""
+    zero = multiply(x, 0)
+    return zero if k % 2 else add(zero, (-1) ** (k // 2) / (k + 1))
+
+
+@functools.cache
+def _sinc_series_with_jvp():
+    """``_sinc_series`` with its JVP: the next term of the series (built on
+    first use: ``custom_derivatives`` sits above this module)."""
+    from functrans.custom_derivatives import custom_jvp
+
+    series = custom_jvp(_sinc_series, nondiff_argnums=(0,))
+
+    @series.defjvp
+    def series_jvp(k, primals, tangents):
+        (x,), (t,) = primals, tangents
+        return series(k, x), multiply(t, series(k + 1, x))
+
+    return series
+
+
+def sinc(x, /):
+    """``numpy.sinc``: ``sin(pi x) / (pi x)``, 1 at 0, where every derivative
+    is the Maclaurin series' (so ``hessian`` at 0 is right too).
+
+    >>> sinc(np.array([0.0, 0.5]))
+    array([1.        , 0.63661977])
+    """
+    x = _arg(x)
+    dtype = _ufunc_dtype(np.sin, x)
+    x = _cast(x, dtype)
+    at_zero = equal(x, 0)
+    safe = multiply(where(at_zero, 1.0, x), math.pi)
+    ratio = _elementwise.divide(_elementwise.sin(safe), safe)
+    return where(at_zero, _sinc_series_with_jvp()(0, multiply(x, math.pi)), ratio)
+
+
+def _logaddexp(x1, x2, log1p_exp, scale):
+    with np.errstate(invalid="ignore"):  # inf - inf, eagerly: the NaN is handled
+        return _logaddexp_body(x1, x2, log1p_exp, scale)
+
+
+def _logaddexp_body(x1, x2, log1p_exp, scale):
+    x1, x2 = _arg(x1), _arg(x2)
+    dtype = _ufunc_dtype(np.logaddexp, x1, x2)
+    x1, x2 = _cast(x1, dtype), _cast(x2, dtype)
+    delta = subtract(x1, x2)
+    nan = isnan(delta)  # NaNs, or infinities of one sign
+    # select, not maximum: with |.|'s derivative 1 at 0, a tie then splits
+    # the derivative 1/2 and 1/2, as it should.
+    bigger = where(_elementwise.greater_equal(x1, x2), x1, x2)
+    gap = ew.neg(absolute(where(nan, _zero(dtype), delta)))
+    soft = log1p_exp(gap)
+    out = add(bigger, soft if scale == 1.0 else multiply(soft, scale))
+    return where(nan, add(x1, x2), out)
+
+
+def logaddexp(x1, x2, /):
+    """``numpy.logaddexp``: ``log(exp(x1) + exp(x2))`` without overflow.
+
+    >>> logaddexp(1000.0, 0.0)
+    array(1000.)
+    """
+    return _logaddexp(x1, x2, lambda g: _elementwise.log1p(_elementwise.exp(g)), 1.0)
+
+
+def logaddexp2(x1, x2, /):
+    """``numpy.logaddexp2``: ``log2(2**x1 + 2**x2)`` without overflow."""
+    return _logaddexp(x1, x2, lambda g: _elementwise.log1p(_elementwise.exp2(g)),
+                      1.0 / math.log(2.0))
+
+
+def fmax(x1, x2, /):
+    """``numpy.fmax``: the elementwise maximum, ignoring a NaN on one side.
+
+    >>> fmax(np.array([1.0, np.nan]), np.array([np.nan, 2.0]))
+    array([1., 2.])
+    """
+    x1, x2 = _arg(x1), _arg(x2)
+    return where(isnan(x1), x2, where(isnan(x2), x1, maximum(x1, x2)))
+
+
+def fmin(x1, x2, /):
+    """``numpy.fmin``: the elementwise minimum, ignoring a NaN on one side."""
+    x1, x2 = _arg(x1), _arg(x2)
+    return where(isnan(x1), x2, where(isnan(x2), x1, minimum(x1, x2)))
+
+
+def hypot(x1, x2, /):
+    """``numpy.hypot``: ``sqrt(x1**2 + x2**2)`` without overflow or underflow,
+    the ``hypot`` primitive (NumPy's own values; derivative ``x1 / hypot``
+    in ``x1``, 0 at the origin).
+
+    >>> hypot(3.0, np.array([4.0, 1e200]))
+    array([5.e+000, 1.e+200])
+    """
+    return ew.hypot(_arg(x1), _arg(x2))
+
+
+def fmod(x1, x2, /):
+    """``numpy.fmod``: the C remainder, with the sign of ``x1``.
+
+    >>> fmod(np.array([-3, 3]), 2)
+    array([-1,  1])
+    """
+    x1, x2 = _arg(x1), _arg(x2)
+    dtype = _ufunc_dtype(np.fmod, x1, x2)
+    x1, x2 = _cast(x1, dtype), _cast(x2, dtype)
+    # sign(x1) * (|x1| mod |x2|), exact; the sign is taken as +1 at 0 so that
+    # the derivative in x1 is 1 there too.
+    s = _convert(asarray(where(less(x1, 0), -1, 1)), dtype)
+    return multiply(s, _elementwise.remainder(multiply(s, x1), absolute(x2)))
+
+
+def deg2rad(x, /):
+    """``numpy.deg2rad``: degrees to radians."""
+    x = _arg(x)
+    return multiply(_cast(x, _ufunc_dtype(np.deg2rad, x)), math.pi / 180.0)
+
+
+def rad2deg(x, /):
+    """``numpy.rad2deg``: radians to degrees."""
+    x = _arg(x)
+    return multiply(_cast(x, _ufunc_dtype(np.rad2deg, x)), 180.0 / math.pi)
+
+
+radians = deg2rad
+
+degrees = rad2deg
+
+
+def heaviside(x1, x2, /):
+    """``numpy.heaviside``: 0 where ``x1 < 0``, 1 where ``x1 > 0``, ``x2`` where
+    ``x1 == 0`` (NaN where ``x1`` is NaN).
+
+    >>> heaviside(np.array([-1.0, 0.0, 2.0]), 0.5)
+    array([0. , 0.5, 1. ])
+    """
+    x1, x2 = _arg(x1), _arg(x2)
+    dtype = _ufunc_dtype(np.heaviside, x1, x2)
+    x1, x2 = _cast(x1, dtype), _cast(x2, dtype)
+    step = where(less(x1, 0), _zero(dtype), where(greater(x1, 0), np.ones((), dtype), x2))
+    return where(isnan(x1), np.array(np.nan, dtype), step)
+
+
+def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None):
+    """``numpy.nan_to_num``: NaN becomes ``nan``, infinities the largest
+    finite values (or ``posinf``/``neginf``); for complex numbers, in each part.
+
+    >>> nan_to_num(np.array([np.nan, -np.inf, 1.0]))
+    array([ 0.00000000e+000, -1.79769313e+308,  1.00000000e+000])
+    """
+    x = asarray(x)
+    if x.dtype.kind not in "fc":
+        return x if is_traced(x) else np.array(x, copy=copy)
+    if x.dtype.kind == "c":
+        re = nan_to_num(ew.real(x), nan=nan, posinf=posinf, neginf=neginf)
+        im = nan_to_num(ew.imag(x), nan=nan, posinf=posinf, neginf=neginf)
+        return add(_convert(re, x.dtype), multiply(_convert(im, x.dtype), 1j))
+    info = np.finfo(x.dtype)
+    big = info.max if posinf is None else posinf
+    small = info.min if neginf is None else neginf
+    out = where(isnan(x), np.asarray(nan, x.dtype), x)
+    out = where(equal(x, math.inf), np.asarray(big, x.dtype), out)
+    return where(equal(x, -math.inf), np.asarray(small, x.dtype), out)
+
+
+def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """``numpy.isclose``: ``|a - b| <= atol + rtol * |b|`` elementwise, infinities
+    equal only to themselves, NaN equal to NaN with ``equal_nan``.
+
+    >>> isclose(np.array([1.0, np.inf, np.nan]), np.array([1.0 + 1e-9, np.inf, np.nan]))
+    array([ True,  True, False])
+    """
+    with np.errstate(invalid="ignore"):  # inf - inf, eagerly: infinities are handled
+        return _isclose(_arg(a), _arg(b), rtol, atol, equal_nan)
+
+
+def _isclose(x, y, rtol, atol, equal_nan):
+    y_aval = get_aval(y)
+    if type(y) not in dtypes.PYTHON_SCALAR_DTYPES and y_aval.dtype.kind in "biu":
+        y = _convert(asarray(y), np.float64)
+    close = less_equal(absolute(subtract(x, y)), add(atol, multiply(rtol, absolute(y))))
+    out = logical_or(logical_and(close, isfinite(y)), equal(x, y))
+    if equal_nan:
+        out = logical_or(out, logical_and(isnan(x), isnan(y)))
+    return out
+
+
+def allclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """``numpy.allclose``: whether ``isclose`` holds everywhere (a Python bool
+    for concrete arrays, a traced bool array otherwise)."""
+    out = _reductions.all(isclose(a, b, rtol, atol, equal_nan))
+    return out if is_traced(out) else builtins.bool(out)

@@ -1,0 +1,137 @@
+"""Tests of functrans/numpy/_elementwise_compositions.py: fabs, sinc,
+logaddexp(2), fmax/fmin, hypot, fmod, deg2rad/rad2deg, heaviside,
+nan_to_num, isclose and allclose.  Values against NumPy on hypothesis-drawn
+inputs (eagerly and under ``jit``) and at the edge values, derivatives
+against finite differences to second order and exactly at the awkward
+points, ``vmap`` against a Python loop."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from _numpy_checks import POS, X, Y, check, check_vmap
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import functrans as ft
+import functrans.numpy as fnp
+from functrans.errors import DTypeError
+from functrans.testing import check_grads
+from functrans.testing import strategies as fts
+
+UNARY = ["fabs", "sinc", "deg2rad", "rad2deg", "degrees", "radians", "nan_to_num"]
+BINARY = ["logaddexp", "logaddexp2", "fmax", "fmin", "hypot", "fmod", "heaviside", "isclose"]
+
+
+@pytest.mark.parametrize("name", UNARY)
+@settings(max_examples=12)
+@given(data=st.data())
+def test_unary_functions_match_numpy(name, data):
+    kinds = ("float64", "float32", "int64", "bool") if name not in ("fabs",) else (
+        "float64", "float32", "int32")
+    if name == "nan_to_num":
+        kinds = kinds + ("complex128",)
+    dtype = np.dtype(data.draw(st.sampled_from(kinds)))
+    special = name in ("nan_to_num", "fabs", "sinc") and dtype.kind in "fc"
+    x = data.draw(fts.arrays(dtype=dtype, shape=fts.shapes(max_rank=3, max_side=3),
+                             min_value=-5, max_value=5, allow_nan=special,
+                             allow_infinity=special))
+    if name == "sinc" and dtype.kind == "f":
+        x = np.where(np.isinf(x), 1.0, x).astype(dtype)
+    if name == "sinc" and dtype == np.bool_:
+        return
+    check(name, x)
+
+
+@pytest.mark.parametrize("name", BINARY)
+@settings(max_examples=12)
+@given(data=st.data())
+def test_binary_functions_match_numpy(name, data):
+    s1, s2 = data.draw(fts.broadcastable_shapes(2, max_rank=3, max_side=3))
+    kinds = ("float64", "float32") if name != "fmod" else ("float64", "int64", "int32")
+    d1, d2 = (np.dtype(data.draw(st.sampled_from(kinds))) for _ in range(2))
+    special = name in ("logaddexp", "logaddexp2", "fmax", "fmin", "hypot", "isclose")
+    x = data.draw(fts.arrays(dtype=d1, shape=s1, min_value=-5, max_value=5,
+                             allow_nan=special, allow_infinity=special))
+    y = data.draw(fts.arrays(dtype=d2, shape=s2, min_value=-5, max_value=5,
+                             allow_nan=special, allow_infinity=special))
+    if name == "fmod" and d2.kind == "i":
+        y = np.where(y == 0, 3, y).astype(d2)
+    if name == "fmod" and d1.kind == "f":
+        x = np.where(x == 0, 1.5, x).astype(d1)  # fmod(-0.0, y) keeps the sign of zero
+    with np.errstate(all="ignore"):
+        check(name, x, y)
+    if data.draw(st.booleans()):  # one Python scalar operand, which stays weak
+        scalar = 2.5 if name != "fmod" or d1.kind == "f" else 3
+        with np.errstate(all="ignore"):
+            check(name, x, scalar)
+
+
+def test_edge_values_of_elementwise_functions():
+    inf, nan = math.inf, math.nan
+    check("logaddexp", np.array([inf, -inf, inf, nan, 1000.0, -inf]),
+          np.array([inf, -inf, -inf, 1.0, 1000.0, 3.0]))
+    check("hypot", np.array([inf, 1e300, 0.0, nan, 3.0]), np.array([nan, 1e300, 0.0, inf, -4.0]))
+    check("fmax", np.array([nan, 1.0, nan]), np.array([2.0, nan, nan]))
+    check("heaviside", np.array([-1.0, 0.0, 1.0, nan]), np.array(0.5))
+    check("nan_to_num", np.array([nan, inf, -inf]), nan=1.0, posinf=2.0, neginf=-3.0)
+    check("nan_to_num", np.array([complex(nan, inf), complex(-inf, 1.0)]))
+    check("sinc", np.array([0.0, 1.0, -2.5, 1e-20]))
+    check("isclose", np.array([1.0, inf, nan, -inf]), np.array([1.0 + 1e-9, inf, nan, inf]),
+          equal_nan=True)
+    assert fnp.allclose(X, X + 1e-10) is True and fnp.allclose(X, X + 1) is False
+    assert ft.jit(fnp.allclose)(X, X).dtype == np.bool_
+
+
+GRAD_CASES = {
+    "fabs": (fnp.fabs, (POS,)),
+    "sinc": (fnp.sinc, (X,)),
+    "logaddexp": (fnp.logaddexp, (X, Y)),
+    "logaddexp2": (fnp.logaddexp2, (X, Y)),
+    "fmax": (fnp.fmax, (X, Y)),
+    "hypot": (fnp.hypot, (X, Y)),
+    "fmod": (fnp.fmod, (X * 3, POS)),
+    "deg2rad": (fnp.deg2rad, (X,)),
+    "heaviside": (lambda y: fnp.heaviside(np.array([-1.0, 0.0, 2.0]), y), (X[0, :3],)),
+    "nan_to_num": (fnp.nan_to_num, (X,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRAD_CASES))
+def test_check_grads_to_second_order(name):
+    f, args = GRAD_CASES[name]
+    check_grads(f, args, order=2, modes=("fwd", "rev"))
+
+
+def test_derivatives_at_the_awkward_points():
+    # logaddexp splits a tie evenly; its second derivative there is 1/4.
+    assert ft.grad(fnp.logaddexp)(1.0, 1.0) == 0.5
+    assert ft.grad(ft.grad(fnp.logaddexp))(1.0, 1.0) == 0.25
+    # sinc at 0: value 1, slope 0, curvature -pi^2/3, all exact.
+    assert fnp.sinc(0.0) == 1.0
+    assert ft.grad(fnp.sinc)(0.0) == 0.0
+    np.testing.assert_allclose(ft.grad(ft.grad(fnp.sinc))(0.0), -(math.pi ** 2) / 3)
+    np.testing.assert_allclose(ft.hessian(lambda x: fnp.sum(fnp.sinc(x)))(np.zeros(2)),
+                               -(math.pi ** 2) / 3 * np.eye(2))
+    # fmod's derivative in x1 is 1, also at 0; in x2 it is -trunc(x1 / x2).
+    assert ft.grad(fnp.fmod)(0.0, 2.0) == 1.0
+    assert ft.grad(fnp.fmod, argnums=1)(-7.0, 2.0) == 3.0
+
+
+VMAP_CASES = {
+    "logaddexp": (lambda a: fnp.logaddexp(a, 0.3), (X,), 0),
+    "sinc": (fnp.sinc, (X,), 1),
+    "grad_sinc": (ft.grad(lambda a: fnp.sum(fnp.sinc(a))), (X,), 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VMAP_CASES))
+def test_vmap_matches_a_python_loop(name):
+    check_vmap(*VMAP_CASES[name])
+
+
+def test_errors():
+    with pytest.raises(DTypeError, match=r"fabs: not defined for operands of type c128"):
+        fnp.fabs(np.array([1j]))

@@ -1,0 +1,63 @@
+"""Tests of functrans/numpy/_padding.py: pad in every supported mode against
+NumPy (eagerly and under ``jit``), a traced constant, derivatives against
+finite differences to second order, ``vmap`` against a Python loop, and
+the errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _numpy_checks import X, check, check_vmap, same
+
+import functrans as ft
+import functrans.numpy as fnp
+from functrans.testing import check_grads
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "symmetric", "wrap", "empty"])
+def test_pad_matches_numpy(mode):
+    want = np.pad(X, ((1, 2), (3, 0)), mode=mode)
+    if mode == "empty":
+        want = np.pad(X, ((1, 2), (3, 0)))  # our "empty" is zeros
+    same(fnp.pad(X, ((1, 2), (3, 0)), mode=mode), want)
+    same(ft.jit(lambda x: fnp.pad(x, ((1, 2), (3, 0)), mode=mode))(X), want)
+    if mode != "empty":
+        check("pad", np.arange(3.0), (7, 5), mode=mode)  # pads wider than the array
+        check("pad", np.arange(4), 2, mode=mode)
+    check("pad", X, 1, mode="constant", constant_values=((1, 2), (3, 4)))
+    check("pad", np.arange(3), (1, 1), constant_values=7.9)
+
+
+def test_pad_with_a_traced_constant_is_differentiable():
+    g = ft.grad(lambda c: fnp.sum(fnp.pad(X, 1, constant_values=c)))(0.5)
+    np.testing.assert_allclose(g, np.pad(X, 1, constant_values=1.0).size - X.size)
+
+
+GRAD_CASES = {
+    "pad_reflect": (lambda a: fnp.pad(a, ((2, 1), (0, 3)), mode="reflect"), (X,)),
+    "pad_constant": (lambda a: fnp.pad(a, 2, constant_values=1.5), (X,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRAD_CASES))
+def test_check_grads_to_second_order(name):
+    f, args = GRAD_CASES[name]
+    check_grads(f, args, order=2, modes=("fwd", "rev"))
+
+
+VMAP_CASES = {
+    "pad": (lambda a: fnp.pad(a, 2, mode="wrap"), (X,), 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VMAP_CASES))
+def test_vmap_matches_a_python_loop(name):
+    check_vmap(*VMAP_CASES[name])
+
+
+def test_errors():
+    with pytest.raises(ValueError, match=r"^fnp\.pad: pad_width \[\(-1, -1\), \(-1, -1\)\] has "
+                                         r"a negative width"):
+        fnp.pad(X, -1)
+    with pytest.raises(NotImplementedError, match=r"pad: mode 'median' is not supported"):
+        fnp.pad(X, 1, mode="median")

@@ -1,0 +1,114 @@
+"""Tests of functrans/numpy/_sorting.py: sort, argsort, partition,
+argpartition, searchsorted, select and take_along_axis against NumPy on
+hypothesis-drawn inputs (eagerly and under ``jit``; NaNs, ties, empty
+axes), derivatives against finite differences to second order and exactly
+(sort moves the tangent, argsort has none), ``vmap`` against a Python loop,
+and the errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _numpy_checks import RNG, X, Y, check, check_vmap, same
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import functrans as ft
+import functrans.numpy as fnp
+from functrans.testing import check_grads
+from functrans.testing import strategies as fts
+
+
+@settings(max_examples=20)
+@given(data=st.data())
+def test_sort_and_argsort_match_numpy(data):
+    dtype = data.draw(st.sampled_from(["float64", "float32", "int64", "bool", "complex128"]))
+    x = data.draw(fts.arrays(dtype=dtype, shape=fts.shapes(min_rank=1, max_rank=3, max_side=4),
+                             min_value=-3, max_value=3, allow_nan=dtype.startswith("f")))
+    axis = data.draw(st.sampled_from([None, 0, -1]))
+    check("sort", x, axis, exact=True)
+    check("argsort", x, axis, kind="stable", exact=True)
+    if axis is not None and x.shape[axis]:
+        kth = data.draw(st.integers(0, x.shape[axis] - 1))
+        got = fnp.partition(x, kth, axis)
+        want = np.partition(x, kth, axis)
+        np.testing.assert_array_equal(np.take(got, kth, axis), np.take(want, kth, axis))
+        idx = fnp.argpartition(x, kth, axis)
+        np.testing.assert_array_equal(np.take(np.take_along_axis(x, idx, axis), kth, axis),
+                                      np.take(want, kth, axis))
+
+
+@settings(max_examples=20)
+@given(data=st.data())
+def test_searchsorted_matches_numpy(data):
+    a = np.sort(data.draw(fts.arrays(dtype=np.float64, shape=(data.draw(st.integers(0, 6)),),
+                                     min_value=-3, max_value=3, allow_nan=True)))
+    v = data.draw(fts.arrays(dtype=np.float64, shape=fts.shapes(max_rank=2, max_side=3),
+                             min_value=-4, max_value=4, allow_nan=True))
+    for side in ("left", "right"):
+        check("searchsorted", a, v, side=side)
+    sorter = np.argsort(-a)
+    check("searchsorted", -a, v, sorter=sorter)
+
+
+def test_select_and_take_along_axis():
+    check("select", [X > 0, Y > 0], [X, Y], -1.0)
+    check("select", [X > 0], [1], 0)
+    check("select", [X > 0, X < -1], [X.astype(np.float32), 2.0])
+    same(fnp.take_along_axis(X, np.argsort(X, 1), 1), np.take_along_axis(X, np.argsort(X, 1), 1))
+    check("take_along_axis", X, np.array([[0], [3], [-1]]), 1)
+    check("take_along_axis", X, np.array([[0, 2, 1, 1]]), 0)
+    check("take_along_axis", X, np.array([5, 0]), None)
+
+
+GRAD_CASES = {
+    "sort": (lambda a: fnp.sort(a, 0), (X,)),
+    "partition": (lambda a: fnp.partition(a, 1), (X,)),
+    "select": (lambda a, b: fnp.select([a > 0, b > 0], [a * b, b], a), (X, Y)),
+    "take_along_axis": (lambda a: fnp.take_along_axis(a, np.argsort(X, 1), 1), (X,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRAD_CASES))
+def test_check_grads_to_second_order(name):
+    f, args = GRAD_CASES[name]
+    check_grads(f, args, order=2, modes=("fwd", "rev"))
+
+
+def test_sort_moves_the_tangent_and_argsort_has_none():
+    assert list(ft.jvp(fnp.sort, (np.array([3.0, 1.0]),), (np.array([10.0, 20.0]),))[1]) == \
+        [20.0, 10.0]
+    assert ft.jacfwd(lambda x: fnp.argsort(x).astype(float))(np.array([3.0, 1.0])).sum() == 0
+
+
+VMAP_CASES = {
+    "sort": (lambda a: fnp.sort(a), (X,), 0),
+    "argsort": (lambda a: fnp.argsort(a), (X,), 1),
+    "searchsorted": (lambda v: fnp.searchsorted(np.array([-1.0, 0.0, 1.0]), v), (X,), 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VMAP_CASES))
+def test_vmap_matches_a_python_loop(name):
+    check_vmap(*VMAP_CASES[name])
+
+
+def test_searchsorted_traced_sorted_array_under_vmap():
+    a = np.sort(RNG.standard_normal((3, 5)), axis=1)
+    v = RNG.standard_normal((3, 2))
+    got = ft.vmap(fnp.searchsorted)(a, v)
+    same(got, np.stack([np.searchsorted(a[i], v[i]) for i in range(3)]))
+
+
+def test_errors():
+    with pytest.raises(ValueError, match=r"^fnp\.select: 1 conditions but 2 choices"):
+        fnp.select([X > 0], [X, Y])
+    with pytest.raises(TypeError, match=r"^fnp\.select: condlist\[0\] has dtype float64, but "
+                                        r"conditions must be bool arrays"):
+        fnp.select([X], [Y])
+    with pytest.raises(ValueError, match=r"^fnp\.searchsorted: side must be 'left' or 'right', "
+                                         r"got 'middle'"):
+        fnp.searchsorted(np.arange(3), 1, side="middle")
+    with pytest.raises(ValueError, match=r"^fnp\.partition: kth=5 is out of bounds for an axis "
+                                         r"of length 4; use a kth in \[-4, 4\)"):
+        fnp.partition(X, 5)
