@@ -30,14 +30,6 @@ __all__ = ["jit_cache_size", "update"]
 
 
 def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, str):  # from the environment
-        try:
-            value = int(value)
-        except ValueError:
-            raise ValueError(
-                f"functrans.config: {name} must be a positive integer, got the string "
-                f"{value!r} (from FUNCTRANS_{name.upper()}); set it to a number such as 256"
-            ) from None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(
             f"functrans.config: {name} must be a positive integer, got {value!r}; "
@@ -46,9 +38,20 @@ def _positive_int(name: str, value: Any) -> int:
     return value
 
 
-#: name -> (default, check that returns the value to store).
-_OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any]]] = {
-    "jit_cache_size": (256, _positive_int),
+def _parse_int(name: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(
+            f"functrans.config: {name} must be a positive integer, got the string {text!r}; "
+            "use a number such as 256"
+        ) from None
+
+
+#: name -> (default, check that returns the value to store, parser of the
+#: environment variable's text).
+_OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], Callable[[str, str], Any]]] = {
+    "jit_cache_size": (256, _positive_int, _parse_int),
 }
 
 jit_cache_size: int
@@ -67,9 +70,13 @@ def update(name: str, value: Any) -> None:
 
 
 def _from_environment() -> None:
-    for name, (default, check) in _OPTIONS.items():
-        raw = os.environ.get(f"FUNCTRANS_{name.upper()}")
-        globals()[name] = default if raw is None else check(name, raw)
+    for name, (default, check, parse) in _OPTIONS.items():
+        variable = f"FUNCTRANS_{name.upper()}"
+        raw = os.environ.get(variable)
+        try:
+            globals()[name] = default if raw is None else check(name, parse(name, raw))
+        except ValueError as e:
+            raise ValueError(f"{e} (in the environment variable {variable})") from None
 
 
 _from_environment()
