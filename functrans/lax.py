@@ -304,7 +304,7 @@ def _check_bound(label: str, what: str, bound: Any) -> None:
     if aval is not None and aval.shape != ():
         raise TypeError(f"{label}: {what} has type {aval.str_short()}, but a loop bound is one "
                         "integer; pass a scalar")
-    shown = (f"a traced {aval.str_short()}" if isinstance(bound, Tracer)
+    shown = (f"a traced {bound.aval.str_short()}" if isinstance(bound, Tracer)
              else f"{bound!r} (a {type(bound).__name__})")
     if aval is None or aval.dtype.kind != "f":
         raise TypeError(f"{label}: {what} is {shown}, but loop bounds are integers; pass an int")
