@@ -497,6 +497,15 @@ def jit(
 ) -> _Jitted:
     """Compile ``fun`` for each new argument signature and reuse it after.
 
+    ``fun`` must be pure: arrays it captures (globals, closures) are copied
+    when it is traced, so writing into them later does not change the
+    compiled program; trace again (``clear_cache()``) to see new values.
+    Results are always new arrays, never an argument, a captured array or a
+    view of one, even where the optimised program simply returns its input.
+    Each function keeps at most ``functrans.config.jit_cache_size`` compiled
+    programs (the least recently used is dropped); calls from many threads
+    are safe.  See docs/jit.md.
+
     >>> import functrans as ft, numpy as np
     >>> f = ft.jit(lambda x, y: np.sin(x) * y)
     >>> f(np.zeros(3), 2.0)
@@ -505,6 +514,11 @@ def jit(
     array([4.20735492, 4.20735492, 4.20735492])
     >>> f.cache_info()
     CacheInfo(hits=1, misses=1, entries=1)
+    >>> w = np.ones(3)
+    >>> g = ft.jit(lambda x: x * w)
+    >>> _ = g(np.ones(3)); w[:] = 2.0  # after tracing: g keeps its snapshot
+    >>> g(np.ones(3))
+    array([1., 1., 1.])
     """
     return _Jitted(fun, static_argnums, static_argnames, explain_cache_misses)
 
