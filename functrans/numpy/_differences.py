@@ -92,7 +92,7 @@ def gradient(f, *varargs, axis=None, edge_order: int = 1):
         axes = tuple(normalize_axis("gradient", ax, nd)
                      for ax in (axis if isinstance(axis, (tuple, list)) else (axis,)))
         if len(set(axes)) != len(axes):
-            raise AxisError(f"gradient: repeated axis in {axis!r}")
+            raise AxisError(f"fnp.gradient: repeated axis in {axis!r}; name each axis once")
     n_axes = len(axes)
     if len(varargs) == 0:
         spacing = [1.0] * n_axes

@@ -138,8 +138,9 @@ def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
                          f"{tuple(b.shape)} with those axes last); name the component axes "
                          "with axisa=, axisb= (or axis=)")
     if a.shape[-1] == 2 or b.shape[-1] == 2:
-        warnings.warn("Arrays of 2-dimensional vectors are deprecated. Use arrays of "
-                      "3-dimensional vectors instead. (deprecated in NumPy 2.0)",
+        warnings.warn(f"fnp.cross: the vectors have {a.shape[-1]} and {b.shape[-1]} "
+                      "components; cross products of 2-vectors are deprecated (as in NumPy "
+                      "2.0); append a zero z component to make them 3-vectors",
                       DeprecationWarning, stacklevel=2)
 
     def part(x, i):

@@ -33,15 +33,19 @@ def _pairs(name: str, value, rank: int) -> list:
     a pair, or one pair per axis."""
     if is_traced(value):
         if ndim(value) != 0:
-            raise ConcretizationError(f"{name}: per-axis values must be concrete or a scalar")
+            raise ConcretizationError(
+                f"fnp.{name}: constant_values is a traced {value.aval.str_short()} array; a "
+                "traced value must be a scalar (the same on every side); pass concrete "
+                "(before, after) pairs to pad each side with its own value"
+            )
         return [(value, value)] * rank
     arr = np.asarray(value, dtype=object) if not isinstance(value, np.ndarray) else value
     try:
         pairs = np.broadcast_to(arr, (rank, 2))
     except ValueError:
         raise ValueError(
-            f"{name}: {value!r} cannot be broadcast to one (before, after) pair per axis "
-            f"({rank} axes)"
+            f"fnp.{name}: constant_values={value!r} cannot be broadcast to one (before, after) "
+            f"pair per axis ({rank} axes); pass a scalar, one pair, or one pair per axis"
         ) from None
     return [(pairs[i, 0], pairs[i, 1]) for i in range(rank)]
 
@@ -59,7 +63,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
     """
     x = asarray(array)
     if is_traced(pad_width):
-        raise ConcretizationError("pad: pad_width must be concrete: it decides the shape")
+        raise ConcretizationError("fnp.pad: pad_width is traced, but it decides the shape of "
+                                  "the result, so it must be concrete; pass Python ints")
     pw = np.asarray(pad_width)
     if pw.dtype.kind not in "iu":
         raise TypeError(f"fnp.pad: pad_width must hold integers, got dtype {pw.dtype.name}; "
@@ -72,8 +77,9 @@ def pad(array, pad_width, mode="constant", **kwargs):
     if mode in ("constant", "empty"):
         values = kwargs.pop("constant_values", 0) if mode == "constant" else 0
         if kwargs:
-            raise ValueError(f"pad: unsupported keyword arguments for mode {mode!r}: "
-                             f"{sorted(kwargs)}")
+            takes = "only constant_values=" if mode == "constant" else "no keyword arguments"
+            raise ValueError(f"fnp.pad: mode {mode!r} takes {takes}, got {sorted(kwargs)}; "
+                             "drop them")
         return _pad_constant(x, widths, values)
     if mode in _PAD_INDEX_MODES:
         reflect_type = kwargs.pop("reflect_type", "even")

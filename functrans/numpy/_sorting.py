@@ -48,7 +48,8 @@ __all__ = [
 
 def _sort_operand(name: str, a, axis, order):
     if order is not None:
-        raise NotImplementedError(f"{name}: order= (structured arrays) is not supported")
+        raise NotImplementedError(f"fnp.{name}: order= sorts the fields of a structured array, "
+                                  "and functrans arrays have no fields; drop order=")
     a = asarray(a)
     if axis is None:
         return _shape.ravel(a), 0
@@ -86,8 +87,8 @@ def _check_kth(name: str, a, kth, axis):
     n = x.shape[ax]
     for k in np.atleast_1d(np.asarray(kth)).tolist():
         if not -n <= operator.index(k) < n:
-            raise ValueError(f"fnp.{name}: kth={k} is out of bounds for an axis of length {n}; use "
-                         f"a kth in [{-n}, {n})")
+            raise ValueError(f"fnp.{name}: kth={k} is out of bounds for an axis of length {n}; "
+                             f"use a kth in [{-n}, {n})")
 
 
 def partition(a, kth, axis=-1, kind="introselect", order=None):
@@ -188,8 +189,10 @@ def take_along_axis(arr, indices, axis=-1):
                   for d, (p, q) in enumerate(zip(arr.shape, indices.shape)))
     for d, (p, q) in enumerate(zip(arr.shape, indices.shape)):
         if d != ax and p != q and 1 not in (p, q):
-            raise ShapeError(f"take_along_axis: shapes {tuple(arr.shape)} and "
-                             f"{tuple(indices.shape)} do not broadcast along axis {d}")
+            raise ShapeError(f"fnp.take_along_axis: arr of shape {tuple(arr.shape)} and indices "
+                             f"of shape {tuple(indices.shape)} do not broadcast along axis {d} "
+                             f"(sizes {p} and {q}); away from axis={axis} their sizes must be "
+                             "equal or 1")
     full = _shape.broadcast_to(indices, shape)
     arr = _shape.broadcast_to(arr, tuple(s if d != ax else arr.shape[ax]
                                          for d, s in enumerate(shape)))

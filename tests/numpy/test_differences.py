@@ -10,6 +10,7 @@ import pytest
 from _numpy_checks import A3, X, check, check_vmap
 
 import functrans.numpy as fnp
+from functrans.errors import AxisError
 from functrans.testing import check_grads
 
 CASES = [
@@ -69,3 +70,6 @@ def test_errors():
                                          r"has 2 elements, too few for edge_order=2, which needs "
                                          r"3"):
         fnp.gradient(np.ones(2), edge_order=2)
+    with pytest.raises(AxisError, match=r"^fnp\.gradient: repeated axis in \(1, 1\); name each "
+                                        r"axis once$"):
+        fnp.gradient(X, axis=(1, 1))

@@ -69,5 +69,7 @@ def test_errors():
     with pytest.raises(ValueError, match=r"^fnp\.cross: vectors have 2 or 3 components, but the "
                                          r"component axes have"):
         fnp.cross(X, Y)
-    with pytest.warns(DeprecationWarning, match=r"2-dimensional vectors are deprecated"):
+    with pytest.warns(DeprecationWarning, match=r"^fnp\.cross: the vectors have 2 and 2 "
+                                                r"components; cross products of 2-vectors are "
+                                                r"deprecated .*append a zero z component"):
         fnp.cross(X[:, :2], Y[:, :2])

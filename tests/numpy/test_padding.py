@@ -11,6 +11,7 @@ from _numpy_checks import X, check, check_vmap, same
 
 import functrans as ft
 import functrans.numpy as fnp
+from functrans.errors import ConcretizationError
 from functrans.testing import check_grads
 
 
@@ -61,3 +62,19 @@ def test_errors():
         fnp.pad(X, -1)
     with pytest.raises(NotImplementedError, match=r"pad: mode 'median' is not supported"):
         fnp.pad(X, 1, mode="median")
+    with pytest.raises(ConcretizationError, match=r"^fnp\.pad: constant_values is a traced "
+                                                  r"f64\[2\] array; a traced value must be a "
+                                                  r"scalar"):
+        ft.jit(lambda x, c: fnp.pad(x, 1, constant_values=c))(X, np.ones(2))
+    with pytest.raises(ValueError, match=r"^fnp\.pad: constant_values=\[1, 2, 3\] cannot be "
+                                         r"broadcast to one \(before, after\) pair per axis "
+                                         r"\(2 axes\); pass a scalar"):
+        fnp.pad(X, 1, constant_values=[1, 2, 3])
+    with pytest.raises(ConcretizationError, match=r"^fnp\.pad: pad_width is traced, but it "
+                                                  r"decides the shape"):
+        ft.jit(lambda x, w: fnp.pad(x, w))(X, 1)
+    with pytest.raises(ValueError, match=r"^fnp\.pad: mode 'constant' takes only "
+                                         r"constant_values=, got \['stat_length'\]; drop them$"):
+        fnp.pad(X, 1, stat_length=2)
+    with pytest.raises(ValueError, match=r"^fnp\.pad: mode 'empty' takes no keyword arguments"):
+        fnp.pad(X, 1, mode="empty", constant_values=2)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import functrans as ft
 import functrans.numpy as fnp
+from functrans.errors import ShapeError
 from functrans.testing import check_grads
 from functrans.testing import strategies as fts
 
@@ -112,3 +113,10 @@ def test_errors():
     with pytest.raises(ValueError, match=r"^fnp\.partition: kth=5 is out of bounds for an axis "
                                          r"of length 4; use a kth in \[-4, 4\)"):
         fnp.partition(X, 5)
+    with pytest.raises(NotImplementedError, match=r"^fnp\.sort: order= sorts the fields of a "
+                                                  r"structured array.*; drop order=$"):
+        fnp.sort(X, order="a")
+    with pytest.raises(ShapeError, match=r"^fnp\.take_along_axis: arr of shape \(3, 4\) and "
+                                         r"indices of shape \(2, 1\) do not broadcast along "
+                                         r"axis 0 \(sizes 3 and 2\); away from axis=1"):
+        fnp.take_along_axis(X, np.zeros((2, 1), int), 1)
