@@ -1,6 +1,6 @@
 """The user-facing transforms.  Each one flattens its arguments' pytrees, traces
 the user's function into a Jaxpr with ``core.trace_to_jaxpr``, rewrites the
-Jaxpr with the transforms in ``functrans.transforms``, evaluates it and
+Jaxpr with the interpreters in ``functrans.interpreters``, evaluates it and
 unflattens the results.  Argument handling (argnums, axis specifications,
 leaf checks) lives in ``functrans._api_util``.
 """

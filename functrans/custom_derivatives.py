@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from functrans import core
 from functrans._api_util import check_leaves
 from functrans.core import open_jaxpr
@@ -24,6 +26,22 @@ def _hashable(x: Any) -> Any:
         return x
     except TypeError:
         return ("id", id(x))
+
+
+def _positions(label: str, nums: Any) -> tuple[int, ...]:
+    """``nondiff_argnums`` as a tuple of argument positions: an int or a
+    sequence of non-negative ints (bools are not positions)."""
+    def is_position(i):
+        return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)) and i >= 0
+
+    if is_position(nums):
+        return (int(nums),)
+    if isinstance(nums, (list, tuple)) and all(is_position(i) for i in nums):
+        return tuple(int(i) for i in nums)
+    raise TypeError(
+        f"{label}: nondiff_argnums must be an int or a sequence of non-negative ints "
+        f"(argument positions), got {nums!r}; pass nondiff_argnums=(0,) for the first argument"
+    )
 
 
 class _Traced:
@@ -92,7 +110,8 @@ class custom_jvp:
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = _positions(f"{type(self).__name__}({core.fun_name(fun)})",
+                                          nondiff_argnums)
         self.jvp: Callable | None = None
 
     def defjvp(self, jvp: Callable) -> Callable:
@@ -154,7 +173,8 @@ class custom_vjp:
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = _positions(f"{type(self).__name__}({core.fun_name(fun)})",
+                                          nondiff_argnums)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
 

@@ -2,6 +2,8 @@
 out_axes, axis_size) and for loop bounds and carries: each names the
 transform, the user's function, the argument, what was found and the fix."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -334,3 +336,26 @@ M = np.ones((3, 3))
 def test_numpy_namespace_errors(call, error, want):
     with pytest.raises(error, match="^" + want):
         call()
+
+
+@pytest.mark.parametrize("bad", ["x", 0.5, True, (0, "y"), -1])
+@pytest.mark.parametrize("decorator", ["custom_jvp", "custom_vjp"])
+def test_nondiff_argnums_must_be_argument_positions(decorator, bad):
+    def scale(n, x):
+        return n * x
+
+    with pytest.raises(TypeError, match=rf"{decorator}\(scale\): nondiff_argnums must be an int "
+                                        r"or a sequence of non-negative ints"):
+        getattr(ft, decorator)(scale, nondiff_argnums=bad)
+
+
+def test_nondiff_argnums_may_be_one_int():
+    @functools.partial(ft.custom_jvp, nondiff_argnums=0)
+    def scale(n, x):
+        return n * x
+
+    @scale.defjvp
+    def scale_jvp(n, primals, tangents):
+        return scale(n, primals[0]), n * tangents[0]
+
+    np.testing.assert_allclose(ft.grad(lambda x: scale(3.0, x))(2.0), 3.0)
