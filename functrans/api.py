@@ -152,6 +152,16 @@ def _materialize(ct: Any, aval: ShapedArray) -> Any:
     return np.zeros(aval.shape, aval.dtype) if type(ct) is Zero else ct
 
 
+def _owned(outs: Sequence[Any], *sources: Sequence[Any]) -> list[Any]:
+    """``outs`` with every output that is one of the arrays in ``sources`` (an
+    argument, a tangent, a captured constant) copied: a program the passes
+    reduced to the identity (``x * 1.0``) hands its input back, and the
+    caller's later writes to one must never show in the other, as in eager
+    NumPy.  Views stay views, as NumPy's own ``x.T`` does."""
+    ids = {id(x) for group in sources for x in group if hasattr(x, "__array__")}
+    return [x.copy() if id(x) in ids and not isinstance(x, Tracer) else x for x in outs]
+
+
 def _linearized(flat: Callable, leaves: list, name: str, out_cell: list, active,
                 drop_first: bool = False) -> Linearized:
     """``flat`` traced at ``leaves`` and linearized in the ``active`` ones
@@ -300,7 +310,9 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[A
     touts = _tangents_out(lin.jvp([t for t, a in zip(t_leaves, lin.active) if a]),
                           lin.out_avals)
     out_tree = out_cell[-1]
-    return tree_unflatten(out_tree, lin.outs), tree_unflatten(out_tree, touts)
+    sources = (leaves, t_leaves, lin.consts, lin.residuals)
+    return (tree_unflatten(out_tree, _owned(lin.outs, *sources)),
+            tree_unflatten(out_tree, _owned(touts, *sources)))
 
 
 def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
@@ -321,9 +333,10 @@ def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
         t_leaves = _tangents_in(label, t_leaves, avals, paths)
         touts = _tangents_out(lin.jvp([t for t, a in zip(t_leaves, lin.active) if a]),
                               lin.out_avals)
-        return tree_unflatten(out_tree, touts)
+        return tree_unflatten(out_tree, _owned(touts, leaves, t_leaves, lin.consts,
+                                               lin.residuals))
 
-    return tree_unflatten(out_tree, lin.outs), f_jvp
+    return tree_unflatten(out_tree, _owned(lin.outs, leaves, lin.consts)), f_jvp
 
 
 def vjp(f: Callable, *primals: Any, has_aux: bool = False):
@@ -352,9 +365,10 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
         cts += [Zero(a.strip_weak()) for a in lin.out_avals[n_out:]]
         grads = iter(lin.vjp(cts))
         flat_ct = [next(grads) if a else _zeros_like_leaf(x) for x, a in zip(leaves, lin.active)]
+        flat_ct = _owned(flat_ct, leaves, ct_leaves, lin.consts, lin.residuals)
         return tuple(tree_unflatten(in_tree, flat_ct))
 
-    out = tree_unflatten(out_tree, lin.outs[:n_out])
+    out = tree_unflatten(out_tree, _owned(lin.outs[:n_out], leaves, lin.consts))
     if has_aux:
         aux_tree = aux_cell[-1]
         return out, vjp_fn, tree_unflatten(aux_tree, lin.outs[n_out:])
@@ -491,7 +505,7 @@ def vmap(
         batched, out_dims = batch_jaxpr(
             opened, (None,) * len(consts) + tuple(dims), size
         )
-        outs = run_jaxpr(batched, list(consts) + list(leaves))
+        outs = _owned(run_jaxpr(batched, list(consts) + list(leaves)), consts, leaves)
         out_tree = out_cell[-1]
         out_paths = tree_flatten_with_path(tree_unflatten(out_tree, outs))[0]
         axes = _axis_spec_leaves(label, "out_axes", out_axes, tree_unflatten(out_tree, outs))

@@ -109,6 +109,7 @@ class Linearized:
                  drop_first: bool = False):
         self.out_avals = closed.out_avals
         opened, consts = open_jaxpr(closed)
+        self.consts = consts
         self.active = [a and is_inexact(get_aval(x).dtype) for a, x in zip(active, leaves)]
         known, self.linear, n_out = linearize_jaxpr(
             opened, (False,) * len(consts) + tuple(self.active)

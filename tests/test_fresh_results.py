@@ -1,0 +1,40 @@
+"""Results of the transforms outside jit never are the caller's arrays (an
+argument, a tangent, a cotangent, a captured constant), even where the
+passes reduce the program to the identity: writing into one must not change
+the other, as with eager NumPy.  jit's own rule is tested in
+test_jit_semantics.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import functrans as ft
+
+A = np.array([1.0, 2.0, 3.0])
+Y = np.array([4.0, 5.0, 6.0])
+
+CALLS = {
+    "vmap": lambda a, y: [ft.vmap(lambda x: x * 1.0)(a)],
+    "vmap of a constant": lambda a, y: [ft.vmap(lambda x: y, out_axes=None)(a)],
+    "jvp": lambda a, y: list(ft.jvp(lambda x: x * 1.0, (a,), (y,))),
+    "linearize": lambda a, y: [ft.linearize(lambda x: x * 1.0, a)[0],
+                               ft.linearize(lambda x: x * 1.0, a)[1](y)],
+    "vjp": lambda a, y: [ft.vjp(lambda x: x * 1.0, a)[0],
+                         ft.vjp(lambda x: x * 1.0, a)[1](y)[0]],
+    "grad of a product with a constant": lambda a, y: [ft.grad(lambda x: (x * y).sum())(a)],
+}
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_results_are_not_the_callers_arrays(name):
+    a, y = A.copy(), Y.copy()
+    results = CALLS[name](a, y)
+    for r in results:
+        assert r is not a and r is not y
+        assert not np.shares_memory(r, a) and not np.shares_memory(r, y)
+    before = [r.copy() for r in results]
+    a[:] = -1.0
+    y[:] = -1.0
+    for r, b in zip(results, before):
+        np.testing.assert_array_equal(r, b)
