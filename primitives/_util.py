@@ -6,14 +6,19 @@ from typing import Sequence
 
 import numpy as np
 
-from functrans.core import Primitive, ShapedArray, Zero, bind, get_aval
+from functrans.core import Primitive, ShapedArray, Zero, array_module, bind, get_aval
 from functrans.dtypes import is_inexact
 from functrans.errors import AxisError, DTypeError, NotLinearError, ShapeError
 
 
-def as_array(x) -> np.ndarray:
-    """NumPy hands back scalars for 0-d results; functrans always returns arrays."""
-    return x if type(x) is np.ndarray else np.asarray(x)
+def as_array(x):
+    """NumPy hands back scalars for 0-d results; functrans always returns arrays
+    (of ``x``'s array module: a CuPy array stays one)."""
+    if type(x) is np.ndarray:
+        return x
+    if isinstance(x, np.generic):
+        return np.asarray(x)
+    return array_module((x,)).asarray(x)
 
 
 def broadcast_shapes(name: str, *avals: ShapedArray) -> tuple[int, ...]:

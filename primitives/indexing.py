@@ -33,6 +33,7 @@ from functrans.core import (
     ShapedArray,
     UndefinedPrimal,
     Zero,
+    array_module,
     bind,
     get_aval,
     instantiate,
@@ -114,7 +115,7 @@ def _gather_abstract_eval(x, *indices, spec):
 
 
 def _gather_impl(x, *indices, spec):
-    return as_array(np.asarray(x)[_numpy_index(spec, indices)])
+    return as_array(as_array(x)[_numpy_index(spec, indices)])
 
 
 def _gather_kernel(avals, *, spec):
@@ -141,7 +142,7 @@ def _gather_transpose(ct, x, *indices, spec):
 
 gather_p = Primitive(
     "gather", abstract_eval=_gather_abstract_eval, impl=_gather_impl,
-    transpose=_gather_transpose, numpy_kernel=_gather_kernel, linear=True,
+    transpose=_gather_transpose, numpy_kernel=_gather_kernel, linear=True, xp_impl=True,
 )
 gather_p.jvp = linear_jvp(gather_p)
 
@@ -181,6 +182,45 @@ def _scatter_impl(x, updates, *indices, spec, mode):
         out[idx] = _UFUNC_AT[mode](out[idx], updates)
     else:
         _UFUNC_AT[mode].at(out, idx, updates)
+    return out
+
+
+def _scatter_gpu(x, updates, *indices, spec, mode):
+    """The impl on CuPy arrays: repeated indices combine through CUDA's atomics
+    (CuPy's ``ufunc.at``), which have no multiply, and which lack complex
+    numbers (adds split into real and imaginary parts) and small integer types
+    (done in wider ones)."""
+    xp = array_module((x, updates) + indices)
+    out = xp.array(x, copy=True)
+    idx = _numpy_index(spec, indices)
+    updates = xp.asarray(updates).astype(out.dtype, copy=False)
+    if mode == "set":
+        out[idx] = updates
+        return out
+    ufunc = getattr(xp, _UFUNC_AT[mode].__name__)
+    if not indices:
+        out[idx] = ufunc(out[idx], updates)
+        return out
+    if mode == "mul":
+        raise NotImplementedError(
+            "scatter: x.at[index].mul(...) with integer-array indices has no GPU impl "
+            "(CUDA has no atomic multiply); use basic indices or run on the CPU"
+        )
+    if out.dtype.kind == "c":
+        if mode != "add":
+            raise NotImplementedError(f"scatter: x.at[index].{mode}() of complex arrays has no "
+                                      "GPU impl; run it on the CPU")
+        re, im = out.real.copy(), out.imag.copy()
+        ufunc.at(re, idx, updates.real)
+        ufunc.at(im, idx, updates.imag)
+        return (re + 1j * im).astype(out.dtype, copy=False)
+    wide = {1: np.int32, 2: np.int32}.get(out.dtype.itemsize) if out.dtype.kind in "biu" else None
+    if wide is not None or out.dtype == np.float16 and mode != "add":
+        wide = wide or np.float32
+        work = out.astype(wide)
+        ufunc.at(work, idx, updates.astype(wide))
+        return (work != 0) if out.dtype == np.bool_ else work.astype(out.dtype)
+    ufunc.at(out, idx, updates)
     return out
 
 
@@ -241,7 +281,7 @@ def _last_writes(x_shape, target_shape, spec, indices):
 
 
 scatter_p = Primitive(
-    "scatter", abstract_eval=_scatter_abstract_eval, impl=_scatter_impl,
+    "scatter", abstract_eval=_scatter_abstract_eval, impl=_scatter_impl, gpu=_scatter_gpu,
     jvp=_scatter_jvp, transpose=_scatter_transpose, linear=True,
 )
 
@@ -375,7 +415,7 @@ def _dynamic_slice_abstract_eval(x, *starts, slice_sizes):
 
 
 def _dynamic_slice_impl(x, *starts, slice_sizes):
-    x = np.asarray(x)
+    x = as_array(x)
     begin = _clamped_starts(x.shape, slice_sizes, starts)
     return as_array(x[tuple(slice(b, b + n) for b, n in zip(begin, slice_sizes))])
 
@@ -415,7 +455,7 @@ def _dynamic_slice_batch(vals, dims, *, axis_size, slice_sizes):
 
 dynamic_slice_p = Primitive(
     "dynamic_slice", abstract_eval=_dynamic_slice_abstract_eval, impl=_dynamic_slice_impl,
-    transpose=_dynamic_slice_transpose, batch=_dynamic_slice_batch, linear=True,
+    transpose=_dynamic_slice_transpose, batch=_dynamic_slice_batch, linear=True, xp_impl=True,
 )
 dynamic_slice_p.jvp = linear_jvp(dynamic_slice_p)
 
@@ -431,7 +471,7 @@ def _dynamic_update_slice_abstract_eval(x, update, *starts):
 
 
 def _dynamic_update_slice_impl(x, update, *starts):
-    out = np.array(x, copy=True)
+    out = array_module((x, update)).array(x, copy=True)
     begin = _clamped_starts(out.shape, np.shape(update), starts)
     out[tuple(slice(b, b + n) for b, n in zip(begin, np.shape(update)))] = update
     return out
@@ -483,4 +523,5 @@ dynamic_update_slice_p = Primitive(
     transpose=_dynamic_update_slice_transpose,
     batch=_dynamic_update_slice_batch,
     linear=True,
+    xp_impl=True,
 )

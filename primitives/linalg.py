@@ -20,7 +20,15 @@ from functrans.primitives import elementwise as ew
 from functrans.primitives import reductions, shape
 from functrans.primitives._util import as_array, check_axes, require_linear
 
-from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, get_aval
+from functrans.core import (
+    Primitive,
+    ShapedArray,
+    UndefinedPrimal,
+    Zero,
+    array_module,
+    bind,
+    get_aval,
+)
 from functrans.dtypes import is_inexact, result_type
 from functrans.errors import DTypeError, ShapeError
 
@@ -48,41 +56,43 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers):
     return ShapedArray(shape, result_type(lhs, rhs))
 
 
-def _dot_general_kernel(avals, *, dimension_numbers):
-    """What generated code (and the impl) calls for one dot_general: NumPy's
-    own products where the axes allow, skipping the general path's axis
-    bookkeeping (about 5 us a call, measured on the 16-vector RNN's steps);
-    BLAS takes transposed views as they are."""
+def _own_product(xp, avals, dimension_numbers):
+    """The array module ``xp``'s own product computing a dot_general where the
+    axes allow (or None), skipping the general path's axis bookkeeping (about
+    5 us a call, measured on the 16-vector RNN's steps); BLAS takes
+    transposed views as they are."""
     (lc, rc), (lb, rb) = dimension_numbers
     lhs, rhs = avals
     nb = len(lb)
     if lb:
         aligned = tuple(lb) == tuple(rb) == tuple(range(nb)) and lhs.ndim == rhs.ndim == nb + 2
         if aligned and tuple(lc) == (nb + 1,) and tuple(rc) == (nb,):
-            return np.matmul  # batched matrix product
+            return xp.matmul  # batched matrix product
         return None
     if not lc:
-        return np.multiply.outer  # lhs axes, then rhs axes: dot_general's order
+        return xp.multiply.outer  # lhs axes, then rhs axes: dot_general's order
     if len(lc) == 1 and lhs.ndim <= 2 and rhs.ndim <= 2:
-        return _DOTS[lc[0] != lhs.ndim - 1, rc[0] != 0]
+        # xp.dot with the operands transposed where their contracted axis is
+        # not the one dot contracts.
+        t_lhs, t_rhs = lc[0] != lhs.ndim - 1, rc[0] != 0
+        if not (t_lhs or t_rhs):
+            return xp.dot
+        return lambda a, b: xp.dot(a.T if t_lhs else a, b.T if t_rhs else b)
     return None
 
 
-#: np.dot with the operands transposed as (lhs, rhs) flags say.
-_DOTS = {
-    (False, False): np.dot,
-    (True, False): lambda a, b: np.dot(a.T, b),
-    (False, True): lambda a, b: np.dot(a, b.T),
-    (True, True): lambda a, b: np.dot(a.T, b.T),
-}
+def _dot_general_kernel(avals, *, dimension_numbers):
+    """What generated code calls for one dot_general: NumPy's own product."""
+    return _own_product(np, avals, dimension_numbers)
 
 
 def _dot_general_impl(lhs, rhs, *, dimension_numbers):
     (lc, rc), (lb, rb) = dimension_numbers
-    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
-    kernel = _dot_general_kernel((lhs, rhs), dimension_numbers=dimension_numbers)
-    if kernel is not None:
-        return as_array(kernel(lhs, rhs))
+    xp = array_module((lhs, rhs))
+    lhs, rhs = xp.asarray(lhs), xp.asarray(rhs)
+    product = _own_product(xp, (lhs, rhs), dimension_numbers)
+    if product is not None:
+        return as_array(product(lhs, rhs))
     lf = _free_axes(lhs.ndim, lc, lb)
     rf = _free_axes(rhs.ndim, rc, rb)
     batch = tuple(lhs.shape[i] for i in lb)
@@ -92,11 +102,11 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers):
     nb = math.prod(batch)
     # Explicit sizes: ``-1`` cannot be inferred when another axis is 0.
     mm, nn = math.prod(m), math.prod(n)
-    a = np.transpose(lhs, tuple(lb) + lf + tuple(lc)).reshape(nb, mm, k)
-    b = np.transpose(rhs, tuple(rb) + tuple(rc) + rf).reshape(nb, k, nn)
+    a = lhs.transpose(tuple(lb) + lf + tuple(lc)).reshape(nb, mm, k)
+    b = rhs.transpose(tuple(rb) + tuple(rc) + rf).reshape(nb, k, nn)
     if not lc:  # batched outer products: one broadcast multiply beats many k=1 GEMMs
-        return as_array(np.multiply(a, b).reshape(batch + m + n))
-    return as_array(np.matmul(a, b).reshape(batch + m + n))
+        return as_array(xp.multiply(a, b).reshape(batch + m + n))
+    return as_array(xp.matmul(a, b).reshape(batch + m + n))
 
 
 def _dot_general_jvp(primals, tangents, *, dimension_numbers):
@@ -186,7 +196,7 @@ def _dot_general_batch(vals, dims, *, axis_size, dimension_numbers):
 dot_general_p = Primitive(
     "dot_general", abstract_eval=_dot_general_abstract_eval, impl=_dot_general_impl,
     jvp=_dot_general_jvp, transpose=_dot_general_transpose, batch=_dot_general_batch,
-    numpy_kernel=_dot_general_kernel, linear=True,
+    numpy_kernel=_dot_general_kernel, linear=True, xp_impl=True,
 )
 
 
@@ -345,6 +355,27 @@ def _triangular_solve_impl(a, b, *, lower, transpose_a, conjugate_a, unit_diagon
     return np.linalg.solve(t.astype(dtype, copy=False), b.astype(dtype, copy=False))
 
 
+def _triangular_solve_gpu(a, b, *, lower, transpose_a, conjugate_a, unit_diagonal):
+    """The impl on CuPy arrays: cuBLAS's triangular solve (trsm, through
+    ``cupyx.scipy.linalg``), one matrix at a time; CuPy's NumPy API has no
+    triangular solver either."""
+    from cupyx.scipy.linalg import solve_triangular  # CuPy's: only loaded on the GPU
+
+    xp = array_module((a, b))
+    dtype = np.result_type(a.dtype, b.dtype)
+    a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
+    trans = ("C" if conjugate_a else "T") if transpose_a else "N"
+    if conjugate_a and not transpose_a:
+        a, trans = a.conj(), "N"
+    if a.ndim == 2:
+        return solve_triangular(a, b, lower=lower, trans=trans, unit_diagonal=unit_diagonal)
+    out = xp.empty(b.shape, dtype)
+    for i in np.ndindex(*a.shape[:-2]):
+        out[i] = solve_triangular(a[i], b[i], lower=lower, trans=trans,
+                                  unit_diagonal=unit_diagonal)
+    return out
+
+
 def triangular_solve(a, b, *, lower: bool, transpose_a: bool = False, conjugate_a: bool = False,
                      unit_diagonal: bool = False):
     """``op(a)^-1 b`` for the triangle of ``a`` (``op`` transposes and/or conjugates)."""
@@ -409,7 +440,7 @@ def _triangular_solve_batch(vals, dims, *, axis_size, **params):
 
 triangular_solve_p = Primitive(
     "triangular_solve", abstract_eval=_triangular_solve_abstract_eval,
-    impl=_triangular_solve_impl, jvp=_triangular_solve_jvp,
+    impl=_triangular_solve_impl, gpu=_triangular_solve_gpu, jvp=_triangular_solve_jvp,
     transpose=_triangular_solve_transpose, batch=_triangular_solve_batch, linear=True,
 )
 
@@ -467,23 +498,25 @@ def _lu_impl(a):
 
 
 def lu_numpy(a, block: int = 32):
-    """The LU of ``_lu_impl`` in NumPy alone: blocked and right-looking (a loop
-    over narrow panels, the trailing update a matrix product), vectorised
-    over the leading axes."""
-    a = np.asarray(a)
+    """The LU of ``_lu_impl`` in array operations alone (NumPy's, or CuPy's:
+    the impl on the GPU, whose CuPy has no LU in its NumPy API): blocked and
+    right-looking (a loop over narrow panels, the trailing update a matrix
+    product), vectorised over the leading axes."""
+    xp = array_module((a,))
+    a = xp.asarray(a)
     *batch, n, _ = a.shape
     count = int(np.prod(batch, dtype=np.int64))
-    x = np.array(a, copy=True).reshape((count, n, n))
-    pivots = np.zeros((count, n), np.int32)
-    perm = np.tile(np.arange(n, dtype=np.int32), (count, 1))
-    members = np.arange(count)
+    x = xp.array(a, copy=True).reshape((count, n, n))
+    pivots = xp.zeros((count, n), np.int32)
+    perm = xp.tile(xp.arange(n, dtype=np.int32), (count, 1))
+    members = xp.arange(count)
     for j0 in range(0, n, block):
         j1 = min(j0 + block, n)
         for j in range(j0, j1):
             col = x[:, j:, j]
             # LAPACK's i?amax: |re| + |im| for complex numbers.
-            size = np.abs(col.real) + np.abs(col.imag) if col.dtype.kind == "c" else np.abs(col)
-            p = j + np.argmax(size, axis=1)
+            size = xp.abs(col.real) + xp.abs(col.imag) if col.dtype.kind == "c" else xp.abs(col)
+            p = j + xp.argmax(size, axis=1)
             pivots[:, j] = p
             moved = p != j
             if moved.any():
@@ -491,11 +524,11 @@ def lu_numpy(a, block: int = 32):
                 x[m, j, :], x[m, pm, :] = x[m, pm, :], x[m, j, :].copy()
                 perm[m, j], perm[m, pm] = perm[m, pm], perm[m, j].copy()
             pivot = x[:, j, j]
-            x[:, j + 1:, j] /= np.where(pivot == 0, 1, pivot)[:, None]  # a zero column stays
+            x[:, j + 1:, j] /= xp.where(pivot == 0, 1, pivot)[:, None]  # a zero column stays
             x[:, j + 1:, j + 1:j1] -= x[:, j + 1:, j, None] * x[:, j, None, j + 1:j1]
         if j1 < n:
-            l11 = np.tril(x[:, j0:j1, j0:j1], -1) + np.eye(j1 - j0, dtype=x.dtype)
-            x[:, j0:j1, j1:] = np.linalg.solve(l11, x[:, j0:j1, j1:])
+            l11 = xp.tril(x[:, j0:j1, j0:j1], -1) + xp.eye(j1 - j0, dtype=x.dtype)
+            x[:, j0:j1, j1:] = xp.linalg.solve(l11, x[:, j0:j1, j1:])
             x[:, j1:, j1:] -= x[:, j1:, j0:j1] @ x[:, j0:j1, j1:]
     shape_ = tuple(batch)
     return [x.reshape(a.shape), pivots.reshape(shape_ + (n,)), perm.reshape(shape_ + (n,))]
@@ -530,8 +563,8 @@ def _lu_jvp(primals, tangents):
     return [lu, pivots, perm], [t_lu] + zeros
 
 
-lu_p = Primitive("lu", abstract_eval=_lu_abstract_eval, impl=_lu_impl, multiple_results=True,
-                 jvp=_lu_jvp)
+lu_p = Primitive("lu", abstract_eval=_lu_abstract_eval, impl=_lu_impl, gpu=lu_numpy,
+                 multiple_results=True, jvp=_lu_jvp)
 lu_p.batch = _leading_batch_rule(lu_p)
 
 
@@ -553,14 +586,15 @@ def _pivots_abstract_eval(pivots, *, permutation_size):
 
 
 def _pivots_impl(pivots, *, permutation_size):
-    pivots = np.asarray(pivots)
+    xp = array_module((pivots,))
+    pivots = xp.asarray(pivots)
     batch, k = pivots.shape[:-1], pivots.shape[-1]
     flat = pivots.reshape((int(np.prod(batch, dtype=np.int64)), k))
-    perm = np.tile(np.arange(permutation_size, dtype=np.int32), (flat.shape[0], 1))
-    members = np.arange(flat.shape[0])
+    perm = xp.tile(xp.arange(permutation_size, dtype=np.int32), (flat.shape[0], 1))
+    members = xp.arange(flat.shape[0])
     for i in range(k):
         p = flat[:, i]
-        if np.any((p < 0) | (p >= permutation_size)):
+        if xp.any((p < 0) | (p >= permutation_size)):
             raise IndexError(f"lu_pivots_to_permutation: pivot out of range [0, "
                              f"{permutation_size}) at position {i}")
         perm[members, i], perm[members, p] = perm[members, p], perm[members, i].copy()
@@ -576,7 +610,7 @@ def _pivots_batch(vals, dims, *, axis_size, permutation_size):
 
 lu_pivots_to_permutation_p = Primitive(
     "lu_pivots_to_permutation", abstract_eval=_pivots_abstract_eval, impl=_pivots_impl,
-    batch=_pivots_batch,
+    batch=_pivots_batch, xp_impl=True,
 )
 lu_pivots_to_permutation_p.jvp = reductions.zero_jvp(lu_pivots_to_permutation_p)
 
@@ -587,7 +621,8 @@ lu_pivots_to_permutation_p.jvp = reductions.zero_jvp(lu_pivots_to_permutation_p)
 def _cholesky_impl(a):
     # NumPy reads the lower triangle only, and raises LinAlgError("Matrix is
     # not positive definite") when it is not.
-    return np.linalg.cholesky(np.asarray(a))
+    xp = array_module((a,))
+    return xp.linalg.cholesky(xp.asarray(a))
 
 
 def _cholesky_jvp(primals, tangents):
@@ -613,6 +648,7 @@ def _cholesky_abstract_eval(a):
 
 cholesky_p = Primitive(
     "cholesky", abstract_eval=_cholesky_abstract_eval, impl=_cholesky_impl, jvp=_cholesky_jvp,
+    xp_impl=True,
 )
 cholesky_p.batch = _leading_batch_rule(cholesky_p)
 
@@ -626,7 +662,8 @@ def _eigh_abstract_eval(a):
 
 
 def _eigh_impl(a):
-    w, v = np.linalg.eigh(np.asarray(a), UPLO="L")  # the lower triangle, as NumPy
+    xp = array_module((a,))
+    w, v = xp.linalg.eigh(xp.asarray(a), UPLO="L")  # the lower triangle, as NumPy
     return [w, v]
 
 
@@ -655,7 +692,7 @@ def _eigh_jvp(primals, tangents):
 
 
 eigh_p = Primitive("eigh", abstract_eval=_eigh_abstract_eval, impl=_eigh_impl,
-                   multiple_results=True, jvp=_eigh_jvp)
+                   multiple_results=True, jvp=_eigh_jvp, xp_impl=True)
 eigh_p.batch = _leading_batch_rule(eigh_p)
 
 
@@ -671,7 +708,8 @@ def _qr_abstract_eval(a, *, full_matrices):
 
 
 def _qr_impl(a, *, full_matrices):
-    q, r = np.linalg.qr(np.asarray(a), mode="complete" if full_matrices else "reduced")
+    xp = array_module((a,))
+    q, r = xp.linalg.qr(xp.asarray(a), mode="complete" if full_matrices else "reduced")
     return [q, r]
 
 
@@ -725,7 +763,7 @@ def _columns(x, lo: int, hi: int):
 
 
 qr_p = Primitive("qr", abstract_eval=_qr_abstract_eval, impl=_qr_impl, multiple_results=True,
-                 jvp=_qr_jvp)
+                 jvp=_qr_jvp, xp_impl=True)
 qr_p.batch = _leading_batch_rule(qr_p)
 
 
@@ -745,10 +783,11 @@ def _svd_abstract_eval(a, *, full_matrices, compute_uv):
 
 
 def _svd_impl(a, *, full_matrices, compute_uv):
-    a = np.asarray(a)
+    xp = array_module((a,))
+    a = xp.asarray(a)
     if not compute_uv:
-        return [np.linalg.svd(a, compute_uv=False)]
-    u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+        return [xp.linalg.svd(a, compute_uv=False)]
+    u, s, vh = xp.linalg.svd(a, full_matrices=full_matrices)
     return [u, s, vh]
 
 
@@ -809,5 +848,5 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
 
 
 svd_p = Primitive("svd", abstract_eval=_svd_abstract_eval, impl=_svd_impl,
-                  multiple_results=True, jvp=_svd_jvp)
+                  multiple_results=True, jvp=_svd_jvp, xp_impl=True)
 svd_p.batch = _leading_batch_rule(svd_p)

@@ -18,7 +18,7 @@ from functrans.primitives import elementwise as ew
 from functrans.primitives import indexing, shape
 from functrans.primitives._util import as_array, check_axes, check_dtype
 
-from functrans.core import Primitive, ShapedArray, Zero, bind, get_aval, registry
+from functrans.core import Primitive, ShapedArray, Zero, array_module, bind, get_aval, registry
 from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
 
@@ -29,9 +29,12 @@ def _reduced_dtype(fn: Callable, dtype: np.dtype) -> np.dtype:
     return np.asarray(fn(np.zeros(1, dtype))).dtype
 
 
-def _reduce(name: str, fn: Callable, identity: bool = True, **rules) -> Primitive:
-    """A reduction primitive doing ``fn(x, axis=axes)``.  Reductions without an
-    identity (max, min) refuse empty reduced axes, as NumPy does."""
+def _reduce(name: str, fn: Callable, method: str, identity: bool = True, **rules) -> Primitive:
+    """A reduction primitive doing ``fn(x, axis=axes)``, computed by the array
+    method ``method`` (``x.sum``, ``x.max`` ...: NumPy's and CuPy's alike,
+    with the same result dtypes, and faster than the module functions).
+    Reductions without an identity (max, min) refuse empty reduced axes, as
+    NumPy does."""
 
     def abstract_eval(x, *, axes):
         check_axes(name, x, axes)
@@ -45,10 +48,10 @@ def _reduce(name: str, fn: Callable, identity: bool = True, **rules) -> Primitiv
         return ShapedArray(shape, _reduced_dtype(fn, x.dtype))
 
     def impl(x, *, axes):
-        return as_array(fn(x, axis=axes))
+        return as_array(getattr(as_array(x), method)(axis=axes))
 
     return Primitive(name, abstract_eval=abstract_eval, impl=impl, batch=_reduce_batch(name),
-                     **rules)
+                     xp_impl=True, **rules)
 
 
 def _reduce_batch(name: str) -> Callable:
@@ -152,21 +155,23 @@ def reduce_prod(x, axes):
 
 
 reduce_sum_p = _reduce(
-    "reduce_sum", np.add.reduce, jvp=_reduce_sum_jvp, transpose=_reduce_sum_transpose, linear=True
+    "reduce_sum", np.add.reduce, "sum", jvp=_reduce_sum_jvp, transpose=_reduce_sum_transpose,
+    linear=True,
 )
-reduce_prod_p = _reduce("reduce_prod", np.multiply.reduce, jvp=_reduce_prod_jvp)
-reduce_max_p = _reduce("reduce_max", np.maximum.reduce, identity=False)
+reduce_prod_p = _reduce("reduce_prod", np.multiply.reduce, "prod", jvp=_reduce_prod_jvp)
+reduce_max_p = _reduce("reduce_max", np.maximum.reduce, "max", identity=False)
 reduce_max_p.jvp = _extremum_jvp(reduce_max_p)
-reduce_min_p = _reduce("reduce_min", np.minimum.reduce, identity=False)
+reduce_min_p = _reduce("reduce_min", np.minimum.reduce, "min", identity=False)
 reduce_min_p.jvp = _extremum_jvp(reduce_min_p)
-reduce_and_p = _reduce("reduce_and", np.all)
+reduce_and_p = _reduce("reduce_and", np.all, "all")
 reduce_and_p.jvp = zero_jvp(reduce_and_p)
-reduce_or_p = _reduce("reduce_or", np.any)
+reduce_or_p = _reduce("reduce_or", np.any, "any")
 reduce_or_p.jvp = zero_jvp(reduce_or_p)
 
 
-def _arg_reduce(name: str, fn: Callable) -> Primitive:
-    """``argmax``/``argmin`` along one axis, giving ``index_dtype`` indices."""
+def _arg_reduce(name: str) -> Primitive:
+    """``argmax``/``argmin`` along one axis (the array method ``name``),
+    giving ``index_dtype`` indices."""
 
     def abstract_eval(x, *, axis, index_dtype):
         check_axes(name, x, (axis,))
@@ -179,25 +184,28 @@ def _arg_reduce(name: str, fn: Callable) -> Primitive:
         return ShapedArray(shape, index_dtype)
 
     def impl(x, *, axis, index_dtype):
-        return as_array(fn(x, axis=axis)).astype(index_dtype, copy=False)
+        return as_array(getattr(as_array(x), name)(axis=axis)).astype(index_dtype, copy=False)
 
     def batch(vals, dims, *, axis_size, axis, index_dtype):
         (x,), (d,) = vals, dims
         out = bind(registry[name], x, axis=shape.batched_axis(axis, d), index_dtype=index_dtype)
         return out, d - (axis < d)
 
-    return Primitive(name, abstract_eval=abstract_eval, impl=impl, batch=batch)
+    return Primitive(name, abstract_eval=abstract_eval, impl=impl, batch=batch, xp_impl=True)
 
 
-argmax_p = _arg_reduce("argmax", np.argmax)
+argmax_p = _arg_reduce("argmax")
 argmax_p.jvp = zero_jvp(argmax_p)
-argmin_p = _arg_reduce("argmin", np.argmin)
+argmin_p = _arg_reduce("argmin")
 argmin_p.jvp = zero_jvp(argmin_p)
 
 
-def _cumulative(name: str, fn: Callable, dtype_of: Callable | None, **rules) -> Primitive:
+def _cumulative(name: str, scan: Callable, dtype_of: Callable | None,
+                gpu_scan: Callable | None = None, **rules) -> Primitive:
     """A scan along ``axis`` (from the end when ``reverse``), shape-preserving.
-    ``dtype_of`` gives the result dtype (NumPy's accumulate rule), or None to keep it."""
+    ``scan(x, axis)`` is the forward scan, on arrays of any array module
+    unless ``gpu_scan`` gives the one on CuPy arrays.  ``dtype_of`` gives the
+    result dtype (NumPy's accumulate rule), or None to keep it."""
 
     def abstract_eval(x, *, axis, reverse):
         check_axes(name, x, (axis,))
@@ -205,17 +213,43 @@ def _cumulative(name: str, fn: Callable, dtype_of: Callable | None, **rules) -> 
             check_dtype(name, x, "biuf", "a real array")
         return ShapedArray(x.shape, dtype_of(x.dtype) if dtype_of else x.dtype)
 
-    def impl(x, *, axis, reverse):
-        x = np.asarray(x)
-        if reverse:
-            return np.flip(fn(np.flip(x, axis), axis=axis), axis)
-        return as_array(fn(x, axis=axis))
+    def scanning(scan: Callable) -> Callable:
+        def impl(x, *, axis, reverse):
+            x = as_array(x)
+            if reverse:
+                xp = array_module((x,))
+                return xp.flip(scan(xp.flip(x, axis), axis), axis)
+            return as_array(scan(x, axis))
+
+        return impl
 
     def batch(vals, dims, *, axis_size, axis, reverse):
         (x,), (d,) = vals, dims
         return bind(registry[name], x, axis=shape.batched_axis(axis, d), reverse=reverse), d
 
-    return Primitive(name, abstract_eval=abstract_eval, impl=impl, batch=batch, **rules)
+    return Primitive(name, abstract_eval=abstract_eval, impl=scanning(scan), batch=batch,
+                     xp_impl=gpu_scan is None,
+                     gpu=None if gpu_scan is None else scanning(gpu_scan), **rules)
+
+
+def _doubling_scan(op: str) -> Callable:
+    """The running maximum or minimum (``op`` names the elementwise function)
+    by a Hillis-Steele scan: log2(n) rounds, each one elementwise op of the
+    array and itself shifted.  For the GPU, whose CuPy has no
+    ``maximum.accumulate`` (its ufuncs accumulate only add and multiply)."""
+
+    def scan(x, axis):
+        combine = getattr(array_module((x,)), op)
+        out, n, step = x.copy(), x.shape[axis], 1
+        while step < n:
+            later = tuple(slice(step, None) if d == axis else slice(None) for d in range(x.ndim))
+            earlier = tuple(slice(None, n - step) if d == axis else slice(None)
+                            for d in range(x.ndim))
+            out[later] = combine(out[later], out[earlier])
+            step *= 2
+        return out
+
+    return scan
 
 
 def _cumsum_jvp(primals, tangents, *, axis, reverse):
@@ -288,13 +322,18 @@ def _running_extremum_jvp(prim):
 
 
 cumsum_p = _cumulative(
-    "cumsum", np.cumsum, lambda d: _reduced_dtype(np.add.reduce, d),
+    "cumsum", lambda x, axis: x.cumsum(axis=axis, dtype=_reduced_dtype(np.add.reduce, x.dtype)),
+    lambda d: _reduced_dtype(np.add.reduce, d),
     jvp=_cumsum_jvp, transpose=_cumsum_transpose, linear=True,
 )
 cumprod_p = _cumulative(
-    "cumprod", np.cumprod, lambda d: _reduced_dtype(np.multiply.reduce, d), jvp=_cumprod_jvp
+    "cumprod",
+    lambda x, axis: x.cumprod(axis=axis, dtype=_reduced_dtype(np.multiply.reduce, x.dtype)),
+    lambda d: _reduced_dtype(np.multiply.reduce, d), jvp=_cumprod_jvp,
 )
-cummax_p = _cumulative("cummax", np.maximum.accumulate, None)
+cummax_p = _cumulative("cummax", lambda x, axis: np.maximum.accumulate(x, axis=axis), None,
+                       gpu_scan=_doubling_scan("maximum"))
 cummax_p.jvp = _running_extremum_jvp(cummax_p)
-cummin_p = _cumulative("cummin", np.minimum.accumulate, None)
+cummin_p = _cumulative("cummin", lambda x, axis: np.minimum.accumulate(x, axis=axis), None,
+                       gpu_scan=_doubling_scan("minimum"))
 cummin_p.jvp = _running_extremum_jvp(cummin_p)

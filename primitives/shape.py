@@ -22,6 +22,7 @@ from functrans.core import (
     ShapedArray,
     UndefinedPrimal,
     Zero,
+    array_module,
     bind,
     get_aval,
     instantiate,
@@ -49,10 +50,12 @@ def _identity_simplify(eqn, ctx):
 
 def _declare_linear(name, abstract_eval, impl, ct_rule, batch, simplify=_identity_simplify,
                     numpy_kernel=None, broadcasts=False):
+    """A one-operand linear shape primitive; its impl is written with array
+    methods or the operand's array module, so it runs on CuPy arrays too."""
     prim = Primitive(
         name, abstract_eval=abstract_eval, impl=impl,
         transpose=linear_unary_transpose(ct_rule), batch=batch, simplify=simplify,
-        numpy_kernel=numpy_kernel, linear=True, broadcasts=broadcasts,
+        numpy_kernel=numpy_kernel, linear=True, broadcasts=broadcasts, xp_impl=True,
     )
     prim.jvp = linear_jvp(prim)
     return prim
@@ -114,11 +117,11 @@ def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
 
 
 def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
-    x = np.asarray(x)
+    x = as_array(x)
     expanded = [1] * len(shape)
     for i, d in enumerate(broadcast_dimensions):
         expanded[d] = x.shape[i]
-    return np.broadcast_to(x.reshape(expanded), shape)
+    return array_module((x,)).broadcast_to(x.reshape(expanded), shape)
 
 
 def _broadcast_in_dim_kernel(avals, *, shape, broadcast_dimensions):
@@ -195,7 +198,7 @@ def _reshape_simplify(eqn, ctx):
 reshape_p: Primitive = _declare_linear(
     "reshape",
     _reshape_abstract_eval,
-    lambda x, *, new_sizes: np.reshape(x, new_sizes),
+    lambda x, *, new_sizes: as_array(x).reshape(new_sizes),
     lambda ct, x, *, new_sizes: bind(reshape_p, ct, new_sizes=x.shape),
     _unary_batch(lambda x, d, *, new_sizes: (bind(
         reshape_p, moveaxis(x, d, 0), new_sizes=(get_aval(x).shape[d],) + tuple(new_sizes)), 0)),
@@ -238,7 +241,7 @@ def _transpose_simplify(eqn, ctx):
 transpose_p: Primitive = _declare_linear(
     "transpose",
     _transpose_abstract_eval,
-    lambda x, *, permutation: np.transpose(x, permutation),
+    lambda x, *, permutation: as_array(x).transpose(permutation),
     lambda ct, x, *, permutation: bind(
         transpose_p, ct, permutation=tuple(int(i) for i in np.argsort(permutation))
     ),
@@ -265,7 +268,7 @@ def _squeeze_abstract_eval(x, *, dimensions):
 squeeze_p: Primitive = _declare_linear(
     "squeeze",
     _squeeze_abstract_eval,
-    lambda x, *, dimensions: np.squeeze(x, dimensions),
+    lambda x, *, dimensions: as_array(x).squeeze(dimensions),
     lambda ct, x, *, dimensions: bind(reshape_p, ct, new_sizes=x.shape),
     _unary_batch(lambda x, d, *, dimensions: (
         bind(squeeze_p, x, dimensions=tuple(batched_axis(a, d) for a in dimensions)),
@@ -284,10 +287,17 @@ def _expand_dims_abstract_eval(x, *, dimensions):
     return ShapedArray(tuple(1 if i in dimensions else next(rest) for i in range(ndim)), x.dtype)
 
 
+def _expand_dims_impl(x, *, dimensions):
+    x = as_array(x)
+    rest = iter(x.shape)
+    ndim = x.ndim + len(dimensions)
+    return x.reshape(tuple(1 if i in dimensions else next(rest) for i in range(ndim)))
+
+
 expand_dims_p: Primitive = _declare_linear(
     "expand_dims",
     _expand_dims_abstract_eval,
-    lambda x, *, dimensions: np.expand_dims(x, dimensions),
+    _expand_dims_impl,
     lambda ct, x, *, dimensions: bind(reshape_p, ct, new_sizes=x.shape),
     _unary_batch(lambda x, d, *, dimensions: (bind(
         expand_dims_p, moveaxis(x, d, 0), dimensions=tuple(a + 1 for a in dimensions)), 0)),
@@ -357,11 +367,12 @@ def _concatenate_batch(vals, dims, *, axis_size, dimension):
 concatenate_p = Primitive(
     "concatenate",
     abstract_eval=_concatenate_abstract_eval,
-    impl=lambda *xs, dimension: np.concatenate(xs, axis=dimension),
+    impl=lambda *xs, dimension: array_module(xs).concatenate(xs, axis=dimension),
     jvp=_concatenate_jvp,
     transpose=_concatenate_transpose,
     batch=_concatenate_batch,
     linear=True,
+    xp_impl=True,
 )
 
 # -- slice ------------------------------------------------------------------------
@@ -384,7 +395,7 @@ def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
 
 def _slice_impl(x, *, start_indices, limit_indices, strides):
     # as_array: indexing a 0-d array with () gives a NumPy scalar.
-    return as_array(np.asarray(x)[tuple(map(slice, start_indices, limit_indices, strides))])
+    return as_array(as_array(x)[tuple(map(slice, start_indices, limit_indices, strides))])
 
 
 def _slice_ct(ct, x, *, start_indices, limit_indices, strides):
@@ -458,13 +469,29 @@ def _pad_plan(shape: tuple, padding_config: tuple):
     return grown, inner, crop
 
 
+def _positive_zero(v) -> bool:
+    """Whether the host value ``v`` is +0, which a zeroed buffer (faster to
+    make than a filled one) already holds: -0.0 is not (its sign would be
+    lost).  A device value is not looked at, which would wait for the GPU."""
+    t = type(v)
+    if t is int or t is bool:
+        return v == 0
+    if t is float:
+        return v == 0 and math.copysign(1.0, v) > 0
+    if isinstance(v, (np.ndarray, np.generic)):
+        return not np.asarray(v).tobytes().strip(b"\0")
+    return False
+
+
 def _pad_impl(x, padding_value, *, padding_config):
-    x = np.asarray(x)
+    xp = array_module((x, padding_value))
+    x = xp.asarray(x)
     grown, inner, crop = _pad_plan(x.shape, tuple(padding_config))
-    if padding_value == 0:
-        out = np.zeros(grown, dtype=x.dtype)
+    if _positive_zero(padding_value):
+        out = xp.zeros(grown, dtype=x.dtype)
     else:
-        out = np.full(grown, padding_value, dtype=x.dtype)
+        out = xp.empty(grown, dtype=x.dtype)
+        out[...] = padding_value
     out[inner] = x
     return as_array(out if crop is None else out[crop])
 
@@ -530,7 +557,7 @@ def _pad_kernel(avals, *, padding_config):
     dtype = x.dtype
 
     def pad(x, padding_value):
-        out = (np.zeros(grown, dtype) if padding_value == 0
+        out = (np.zeros(grown, dtype) if _positive_zero(padding_value)
                else np.full(grown, padding_value, dtype))
         out[inner] = x
         return out
@@ -541,7 +568,7 @@ def _pad_kernel(avals, *, padding_config):
 pad_p = Primitive(
     "pad", abstract_eval=_pad_abstract_eval, impl=_pad_impl,
     jvp=_pad_jvp, transpose=_pad_transpose, batch=_pad_batch, numpy_kernel=_pad_kernel,
-    linear=True,
+    linear=True, xp_impl=True,
 )
 
 # -- rev -----------------------------------------------------------------------------
@@ -564,7 +591,7 @@ def _rev_simplify(eqn, ctx):
 rev_p: Primitive = _declare_linear(
     "rev",
     _rev_abstract_eval,
-    lambda x, *, dimensions: as_array(np.flip(x, dimensions)),
+    lambda x, *, dimensions: as_array(array_module((x,)).flip(x, dimensions)),
     lambda ct, x, *, dimensions: bind(rev_p, ct, dimensions=dimensions),
     _unary_batch(lambda x, d, *, dimensions: (
         bind(rev_p, x, dimensions=tuple(batched_axis(a, d) for a in dimensions)), d)),
@@ -583,6 +610,8 @@ def _iota_abstract_eval(*, dtype, shape, dimension):
 
 
 def _iota_impl(*, dtype, shape, dimension):
+    # No operand to take an array module from: NumPy's arrays, which a device
+    # backend copies to its device.
     values = np.arange(shape[dimension], dtype=dtype)
     expanded = [1] * len(shape)
     expanded[dimension] = shape[dimension]
@@ -598,4 +627,5 @@ iota_p: Primitive = Primitive(
         bind(iota_p, **params), Zero(_iota_abstract_eval(**params))
     ),
     batch=lambda vals, dims, **params: (bind(iota_p, **params), None),
+    xp_impl=True,
 )

@@ -16,7 +16,7 @@ import numpy as np
 from functrans.primitives import indexing, shape
 from functrans.primitives._util import as_array, check_axes
 
-from functrans.core import Primitive, ShapedArray, Zero, bind, get_aval
+from functrans.core import Primitive, ShapedArray, Zero, array_module, bind, get_aval
 from functrans.dtypes import is_inexact
 
 
@@ -26,9 +26,10 @@ def _sort_abstract_eval(x, *, axis):
 
 
 def _sort_impl(x, *, axis):
-    x = np.asarray(x)
-    order = np.argsort(x, axis=axis, kind="stable").astype(np.int64, copy=False)
-    return [as_array(np.take_along_axis(x, order, axis=axis)), order]
+    xp = array_module((x,))
+    x = xp.asarray(x)
+    order = xp.argsort(x, axis=axis, kind="stable").astype(np.int64, copy=False)
+    return [as_array(xp.take_along_axis(x, order, axis=axis)), order]
 
 
 def take_along_axis(x, indices, axis: int):
@@ -58,4 +59,4 @@ def _sort_batch(vals, dims, *, axis_size, axis):
 
 
 sort_p = Primitive("sort", abstract_eval=_sort_abstract_eval, impl=_sort_impl,
-                   multiple_results=True, jvp=_sort_jvp, batch=_sort_batch)
+                   multiple_results=True, jvp=_sort_jvp, batch=_sort_batch, xp_impl=True)

@@ -109,11 +109,15 @@ def _method(name):
     return method
 
 
-for _name in ("reshape", "transpose", "copy", "astype", "conj", "squeeze", "sum", "fill", "min",
-              "max",
-              "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
-              "__truediv__", "__rtruediv__", "__neg__", "__ne__", "__eq__", "__lt__",
-              "__le__", "__gt__", "__ge__"):
+#: The methods of ``cupy.ndarray`` the stand-in has (every one is CuPy's too,
+#: checked by test_gpu_rules.py).
+METHODS = ("reshape", "transpose", "copy", "astype", "conj", "squeeze", "sum", "prod", "fill",
+           "min", "max", "all", "any", "argmax", "argmin", "cumsum", "cumprod",
+           "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+           "__truediv__", "__rtruediv__", "__matmul__", "__rmatmul__", "__neg__", "__invert__",
+           "__and__", "__rand__", "__or__", "__ror__", "__ne__", "__eq__", "__lt__", "__le__",
+           "__gt__", "__ge__")
+for _name in METHODS:
     setattr(ndarray, _name, _method(_name))
 
 
@@ -127,18 +131,28 @@ class _Ufunc:
     def at(self, a, indices, b=None):
         self.ufunc.at(a._a, unwrap(indices), unwrap(b))
 
+    def outer(self, a, b):
+        return wrap(self.ufunc.outer(unwrap(a), unwrap(b)))
+
+
+#: The functions looked up on the stand-in, as ("cupy" or "cupy.linalg", name):
+#: test_gpu_rules.py checks that CuPy has every one.
+USED: set[tuple[str, str]] = set()
+
 
 class _Namespace(types.SimpleNamespace):
     """NumPy's functions (or a submodule's), on fake device arrays."""
 
-    def __init__(self, source, **extra):
+    def __init__(self, source, path, **extra):
         super().__init__(**extra)
         self._source = source
+        self._path = path
 
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
         f = getattr(self._source, name)
+        USED.add((self._path, name))
         if isinstance(f, np.ufunc):
             return _Ufunc(f)
 
@@ -207,9 +221,10 @@ class FakeCupy(_Namespace):
 def make() -> FakeCupy:
     fake = FakeCupy(
         np,
+        "cupy",
         ndarray=ndarray,
         ElementwiseKernel=ElementwiseKernel,
-        linalg=_Namespace(np.linalg),
+        linalg=_Namespace(np.linalg, "cupy.linalg"),
         cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=lambda: 1)),
     )
     fake.asarray = lambda x, dtype=None: x if isinstance(x, ndarray) and dtype is None \

@@ -1,0 +1,321 @@
+"""Every primitive's GPU path, from its declaration (see ``core.Primitive``).
+
+* Completeness: each primitive in the registry has an elementwise CUDA rule,
+  an impl written against the operands' array module (``xp_impl=True``) or
+  a ``gpu=`` impl; the fused primitive is the backend's one kernel per group.
+* Each primitive with ``xp_impl`` or ``gpu=``, run eagerly on device arrays
+  (the stand-in for CuPy of tests/_gpu_fake.py, or CuPy on a GPU), gives its
+  NumPy impl's dtypes and values and stays on the device; every function the
+  stand-in was asked for is one CuPy has.
+* The GPU program moves to the device what an impl makes on the host (the
+  results of iota, which has no operand to take an array module from) and
+  the Python-number literals an impl gets as its only operands.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import _gpu_fake
+import numpy as np
+import pytest
+from functrans.primitives import indexing, linalg, reductions, shape
+from functrans.primitives.elementwise import Cuda
+from functrans.primitives.fused import fused_elementwise_p
+
+import functrans as ft
+import functrans.numpy as fnp
+from functrans import core
+from functrans.backends import cupy as gpu
+from functrans.errors import MissingRuleError
+
+# -- completeness ------------------------------------------------------------------------
+
+#: Primitives whose impls already run on device arrays (they evaluate
+#: sub-Jaxprs, or convert with the array-module-aware ``as_array``) but whose
+#: declarations do not say so yet, and primitives with no GPU path at all:
+#: the file to edit, and what to add.
+UNDECLARED = {
+    "cond": "control_flow.py: xp_impl=True",
+    "scan": "control_flow.py: xp_impl=True",
+    "while_loop": "control_flow.py: xp_impl=True",
+    "recorded_loop": "recorded_loop.py: xp_impl=True",
+    "custom_jvp_call": "custom.py: xp_impl=True",
+    "custom_vjp_call": "custom.py: xp_impl=True",
+    "custom_lin": "custom.py: xp_impl=True",
+    "checkpoint": "custom.py: xp_impl=True",
+    "stop_gradient": "custom.py: xp_impl=True",
+    "digamma": "special.py: a CUDA expression or gpu= (cupyx.scipy.special.digamma)",
+    "polygamma": "special.py: a CUDA expression or gpu= (cupyx.scipy.special.polygamma)",
+}
+
+
+def gpu_path(prim: core.Primitive) -> str | None:
+    if isinstance(prim.cuda, Cuda):
+        return "elementwise kernel"
+    if prim is fused_elementwise_p:
+        return "the kernel of its group"
+    if prim.gpu is not None:
+        return "gpu impl"
+    if prim.xp_impl:
+        return "xp impl"
+    return None
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=UNDECLARED[n]))
+    if n in UNDECLARED else n
+    for n in sorted(core.registry) if not n.startswith("test_")
+])
+def test_every_primitive_declares_its_gpu_path(name):
+    prim = core.registry[name]
+    assert gpu_path(prim) is not None, (
+        f"primitive '{name}' declares no GPU path: give it a cuda= rule, write its impl "
+        "with xp = functrans.core.array_module(operands) and declare xp_impl=True, or add gpu="
+    )
+
+
+def test_a_declaration_gives_gpu_or_xp_impl_not_both():
+    with pytest.raises(ValueError, match="give gpu= or xp_impl=True, not both"):
+        core.Primitive("test_gpu_rules_both", abstract_eval=lambda x: x, impl=lambda x: x,
+                       xp_impl=True, gpu=lambda x: x)
+    assert "test_gpu_rules_both" not in core.registry
+
+
+def test_the_backend_keys_nothing_by_primitive_name():
+    source = open(gpu.__file__).read()
+    for pattern in ("IMPLS", "NUMPY_IMPL_RUNS", "registry[", ".name ==", "lookup_primitive"):
+        assert pattern not in source, pattern
+
+
+# -- each primitive's GPU impl, eagerly on device arrays ------------------------------------
+
+RNG = np.random.default_rng(0)
+M = RNG.standard_normal((3, 4))
+V = np.array([2.0, -0.0, np.nan, 1.0, 2.0, -3.0])
+SPD = M[:, :3].T @ M[:, :3] + 3 * np.eye(3)
+BATCH = RNG.standard_normal((2, 4, 4))
+IDX = np.array([0, 2, 0, 1])
+
+#: Operands and params per primitive: several dtypes, NaN, -0.0, ties and
+#: empty axes where the impl treats them.
+CASES: dict[str, list[tuple[tuple, dict]]] = {
+    "broadcast_in_dim": [((V[:3],), dict(shape=(2, 3), broadcast_dimensions=(1,))),
+                         ((np.float32(2.5),), dict(shape=(2,), broadcast_dimensions=()))],
+    "reshape": [((M,), dict(new_sizes=(4, 3))), ((np.zeros((0, 2)),), dict(new_sizes=(2, 0)))],
+    "transpose": [((M,), dict(permutation=(1, 0)))],
+    "squeeze": [((M[:1],), dict(dimensions=(0,)))],
+    "expand_dims": [((M,), dict(dimensions=(0, 3)))],
+    "concatenate": [((M, M[:1].astype(np.float32)), dict(dimension=0))],
+    "slice": [((M,), dict(start_indices=(0, 1), limit_indices=(3, 4), strides=(2, 2)))],
+    "pad": [((M, np.float64(-0.0)), dict(padding_config=((1, 2, 1), (-1, 0, 0)))),
+            ((M.astype(np.int8), np.int8(0)), dict(padding_config=((0, 1, 0), (2, 0, 0))))],
+    "rev": [((M,), dict(dimensions=(0, 1)))],
+    "reduce_sum": [((M,), dict(axes=(0,))), ((M > 0,), dict(axes=(0, 1))),
+                   ((M.astype(np.int8),), dict(axes=(1,))),
+                   ((M.astype(np.float16),), dict(axes=(0,))),
+                   ((np.zeros((0, 3)),), dict(axes=(0,)))],
+    "reduce_prod": [((M,), dict(axes=(1,))), ((M.astype(np.uint8),), dict(axes=(0,)))],
+    "reduce_max": [((V,), dict(axes=(0,))), ((M.astype(np.int16),), dict(axes=(0, 1)))],
+    "reduce_min": [((V[3:],), dict(axes=(0,))), ((M,), dict(axes=(1,)))],
+    "reduce_and": [((M > -1,), dict(axes=(0,)))],
+    "reduce_or": [((M > 1,), dict(axes=(1,)))],
+    "argmax": [((V,), dict(axis=0, index_dtype=np.dtype(np.int32))),
+               ((M,), dict(axis=1, index_dtype=np.dtype(np.int64)))],
+    "argmin": [((V[3:],), dict(axis=0, index_dtype=np.dtype(np.int64)))],
+    "cumsum": [((M,), dict(axis=1, reverse=True)), ((M > 0,), dict(axis=0, reverse=False))],
+    "cumprod": [((M,), dict(axis=0, reverse=False)),
+                ((M.astype(np.int32),), dict(axis=1, reverse=True))],
+    "cummax": [((V,), dict(axis=0, reverse=False)), ((V,), dict(axis=0, reverse=True)),
+               ((M.astype(np.int8),), dict(axis=1, reverse=False)),
+               ((np.zeros((2, 0)),), dict(axis=1, reverse=False))],
+    "cummin": [((M,), dict(axis=0, reverse=True)), ((V[::-1],), dict(axis=0, reverse=False))],
+    "gather": [((M, IDX[:3]), dict(spec=(("array",), ("slice", 1, None, None)))),
+               ((M,), dict(spec=(("int", -1), ("none",), ("slice", None, None, 2))))],
+    "scatter": [((V, np.ones(4), IDX), dict(spec=(("array",),), mode="add")),
+                ((V, np.ones(4), IDX), dict(spec=(("array",),), mode="max")),
+                ((V, 5.0, IDX[:1]), dict(spec=(("array",),), mode="set")),
+                ((V, 2.0), dict(spec=(("slice", 1, 4, None),), mode="mul")),
+                ((V + 1j, np.full(4, 1 - 2j), IDX), dict(spec=(("array",),), mode="add")),
+                ((np.arange(6, dtype=np.int8), np.int8(7), IDX), dict(spec=(("array",),),
+                                                                      mode="add")),
+                ((np.zeros(6, bool), np.ones(4, bool), IDX), dict(spec=(("array",),), mode="max")),
+                ((V.astype(np.float16), np.ones(4, np.float16), IDX),
+                 dict(spec=(("array",),), mode="min"))],
+    "dynamic_slice": [((M, np.int64(2), np.int32(-1)), dict(slice_sizes=(2, 3)))],
+    "dynamic_update_slice": [((M, np.ones((2, 2)), np.int64(5), np.int64(1)), {})],
+    "dot_general": [((M, M), dict(dimension_numbers=(((1,), (1,)), ((), ())))),
+                    ((M, M[0]), dict(dimension_numbers=(((1,), (0,)), ((), ())))),
+                    ((M[0], M), dict(dimension_numbers=(((), ()), ((), ())))),
+                    ((BATCH, BATCH), dict(dimension_numbers=(((2,), (1,)), ((0,), (0,))))),
+                    ((BATCH, BATCH), dict(dimension_numbers=(((1,), (2,)), ((0,), (0,))))),
+                    ((BATCH, BATCH[0]), dict(dimension_numbers=(((2, 1), (0, 1)), ((), ())))),
+                    ((M.astype(np.float32), M), dict(dimension_numbers=(((0,), (0,)), ((), ())))),
+                    ((M.astype(np.int32), M.astype(np.int32)),
+                     dict(dimension_numbers=(((1,), (1,)), ((), ()))))],
+    "triangular_solve": [((SPD, M[:, :3]), dict(lower=True, transpose_a=True, conjugate_a=False,
+                                                unit_diagonal=False)),
+                         ((BATCH, BATCH[:, :, :2]), dict(lower=False, transpose_a=False,
+                                                         conjugate_a=False, unit_diagonal=True))],
+    "lu": [((BATCH,), {}), ((SPD.astype(np.complex128) * 1j,), {}),
+           ((np.array([[0.0, 1.0], [0.0, 2.0]]),), {})],
+    "lu_pivots_to_permutation": [((np.array([[2, 2, 2], [0, 2, 2]], np.int32),),
+                                  dict(permutation_size=4))],
+    "cholesky": [((SPD,), {})],
+    "eigh": [((SPD,), {})],
+    "qr": [((M,), dict(full_matrices=False)), ((M.T,), dict(full_matrices=True))],
+    "svd": [((M,), dict(full_matrices=False, compute_uv=True)),
+            ((BATCH,), dict(full_matrices=True, compute_uv=False))],
+    "sort": [((V,), dict(axis=0)), ((np.array([[2, 1, 2, 1]], np.int16),), dict(axis=1))],
+}
+
+#: Impls whose GPU algorithm is another one than the CPU's (the same result up
+#: to rounding; for LU the same pivots, as neither matrix has ties).
+APPROXIMATE = {"lu", "triangular_solve"}
+#: GPU impls calling CuPy beyond its NumPy API (cupyx), which the stand-in lacks.
+NEEDS_CUPY = {"triangular_solve"}
+
+
+def test_every_primitive_with_a_gpu_impl_has_cases():
+    declared = {n for n, p in core.registry.items()
+                if (p.xp_impl or p.gpu is not None) and not n.startswith("test_")}
+    covered = set(CASES) | {"iota"}  # iota has no operands: see the program tests below
+    # Sub-Jaxpr primitives are run on the device by test_gpu_dispatch.py.
+    assert declared - covered <= set(UNDECLARED), declared - covered
+    assert set(CASES) <= declared
+
+
+@pytest.fixture(params=["fake", pytest.param("cupy", marks=pytest.mark.gpu)])
+def device(request):
+    """The GPU backend on the stand-in for CuPy, or on CuPy and a GPU."""
+    if request.param == "cupy":
+        if not gpu.gpu_available():
+            pytest.skip("needs CuPy and a CUDA GPU")
+        yield "cupy"
+        return
+    _module, undo = _gpu_fake.install()
+    try:
+        yield "fake"
+    finally:
+        undo()
+
+
+def _to_device(x):
+    if isinstance(x, np.ndarray) or isinstance(x, np.generic) and x.ndim == 0 \
+            and not isinstance(x, np.integer):
+        return ft.device_put(np.asarray(x), "gpu")
+    return x  # Python numbers and NumPy integer scalars (start indices) stay on the host
+
+
+def _check(name, got, want):
+    for g, w in zip(got if isinstance(got, list) else [got],
+                    want if isinstance(want, list) else [want]):
+        assert gpu.is_device_array(g), f"{name}: a {type(g).__name__}, not a device array"
+        g = g.get()
+        assert g.dtype == w.dtype and g.shape == w.shape, (name, g, w)
+        if name in APPROXIMATE:
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+        else:
+            np.testing.assert_array_equal(g, w)
+            assert (np.signbit(g.real) == np.signbit(w.real)).all(), (name, g, w)
+
+
+@pytest.mark.parametrize("name, k", [(n, k) for n in sorted(CASES) for k in range(len(CASES[n]))])
+def test_gpu_impl_matches_the_numpy_impl(device, name, k):
+    if device == "fake" and name in NEEDS_CUPY:
+        pytest.skip("cupyx.scipy.linalg needs CuPy on a GPU")
+    prim = core.registry[name]
+    args, params = CASES[name][k]
+    with np.errstate(invalid="ignore"):  # NaN among the values compared
+        want = prim.impl(*args, **params)
+        got = prim.bind(*[_to_device(a) for a in args], **params)
+    _check(name, got, want)
+
+
+def test_gpu_impls_raise_what_cuda_cannot_do(device):
+    x = _to_device(V)
+    with pytest.raises(NotImplementedError, match="CUDA has no atomic multiply"):
+        indexing.scatter_p.bind(x, _to_device(np.ones(4)), _to_device(IDX),
+                                spec=(("array",),), mode="mul")
+    with pytest.raises(NotImplementedError, match=r"x.at\[index\].max\(\) of complex arrays"):
+        indexing.scatter_p.bind(_to_device(V + 1j), _to_device(np.ones(4) + 0j),
+                                _to_device(IDX), spec=(("array",),), mode="max")
+
+
+def test_the_stand_in_only_offers_what_cupy_has(device):
+    """Run after the cases above (same module): the functions the impls asked the
+    stand-in for, and its array methods, all exist in CuPy."""
+    if importlib.util.find_spec("cupy") is None:
+        pytest.skip("needs CuPy installed (no GPU needed)")
+    import cupy
+
+    modules = {"cupy": cupy, "cupy.linalg": cupy.linalg}
+    missing = [f"{path}.{name}" for path, name in sorted(_gpu_fake.USED)
+               if not hasattr(modules[path], name)]
+    missing += [f"cupy.ndarray.{m}" for m in _gpu_fake.METHODS if not hasattr(cupy.ndarray, m)]
+    assert not missing
+
+
+# -- the GPU program: host-made values moved to the device ----------------------------------
+
+
+def test_host_results_and_literal_operands_go_to_the_device(device):
+    # Written out: tracing would evaluate the operand-free equations at once.
+    f64 = np.dtype(np.float64)
+    x, counts, half, both, sums, out = (core.Var(core.ShapedArray(s, f64)) for s in
+                                        [(3,), (2, 3), (1, 3), (3, 3), (3,), (3,)])
+    eqns = [
+        core.Eqn(shape.iota_p, (), (counts,), dict(dtype=f64, shape=(2, 3), dimension=1)),
+        core.Eqn(shape.broadcast_in_dim_p, (core.Literal(0.5, core.get_aval(0.5)),), (half,),
+                 dict(shape=(1, 3), broadcast_dimensions=())),
+        core.Eqn(shape.concatenate_p, (counts, half), (both,), dict(dimension=0)),
+        core.Eqn(reductions.reduce_sum_p, (both,), (sums,), dict(axes=(0,))),
+        core.Eqn(core.registry["add"], (sums, x), (out,), {}),
+    ]
+    closed = core.ClosedJaxpr(core.Jaxpr([], [x], [out], eqns), [])
+    core.check_jaxpr(closed.jaxpr)
+    got = core.run_jaxpr(closed, [_to_device(np.array([1.0, 2.0, 3.0]))])[0]
+    assert gpu.is_device_array(got)
+    np.testing.assert_array_equal(got.get(), [1.5, 4.5, 7.5])
+
+
+def test_an_impl_that_converts_to_numpy_names_the_fix(device):
+    def host_only(x):
+        return np.asarray(x) + 1
+
+    host_only.__module__ = "functrans.primitives.example"
+    prim = core.Primitive("test_gpu_rules_host_only", abstract_eval=lambda x: x, impl=host_only)
+    try:
+        with pytest.raises(MissingRuleError, match=(
+                r"primitive 'test_gpu_rules_host_only' has no GPU impl, and its NumPy impl "
+                r"converts its operands to NumPy arrays, which would copy them to the host; "
+                r"write the impl with the operands' array module \(xp = "
+                r"functrans.core.array_module\(operands\)\) or add gpu= to the declaration in "
+                r"functrans/primitives/example.py, or run this on the CPU")):
+            prim.bind(_to_device(V))
+    finally:
+        del core.registry[prim.name]
+
+
+# -- pad keeps a padding value of -0.0 ---------------------------------------------------------
+
+
+def test_padding_with_negative_zero_keeps_its_sign():
+    x = np.ones(2)
+    want = np.pad(x, 1, constant_values=-0.0)
+    for got in (shape.pad_p.bind(x, np.float64(-0.0), padding_config=((1, 1, 0),)),
+                shape.pad_p.bind(x, -0.0, padding_config=((1, 1, 0),)),
+                ft.jit(lambda v: fnp.pad(v, 1, constant_values=-0.0))(x)):
+        assert np.signbit(got).tolist() == np.signbit(want).tolist()
+    plus = shape.pad_p.bind(x, 0.0, padding_config=((1, 1, 0),))
+    assert not np.signbit(plus).any()
+
+
+def test_lu_on_the_gpu_solves(device):
+    a = RNG.standard_normal((3, 5, 5))
+    lu, pivots, perm = linalg.lu_p.bind(_to_device(a))
+    lu, perm = lu.get(), perm.get()
+    lower = np.tril(lu, -1) + np.eye(5)
+    upper = np.triu(lu)
+    np.testing.assert_allclose(np.take_along_axis(a, perm[..., None], axis=1),
+                               lower @ upper, rtol=1e-12, atol=1e-12)
