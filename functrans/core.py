@@ -507,7 +507,7 @@ class Primitive:
         simplify: Callable | None = None,
         numpy_fn: Callable | None = None,
         numpy_kernel: Callable | None = None,
-        numexpr: str | None = None,
+        numexpr: str | Callable[..., str | None] | None = None,
         linear: bool = False,
         broadcasts: bool = False,
         doc: str | None = None,
@@ -534,8 +534,10 @@ class Primitive:
         #: chosen once for its params and operand types (or None: the impl).
         self.numpy_kernel = numpy_kernel
         #: For elementwise primitives: a numexpr expression template over the
-        #: operands ``{0}``, ``{1}`` ... (params by name), used to evaluate
-        #: large fused groups on the CPU in one pass (see primitives.fused).
+        #: operands ``{0}``, ``{1}`` ... (params by name), or a function of the
+        #: params giving one (None: not for those params), used to evaluate
+        #: large fused groups on the CPU in one pass, where numexpr computes
+        #: exactly NumPy's result (see functrans.primitives.fused).
         self.numexpr = numexpr
         #: True when the primitive is linear in (some of) its operands, so that
         #: it needs a transpose rule.

@@ -58,11 +58,17 @@ def have_numexpr() -> bool:
     return importlib.util.find_spec("numexpr") is not None
 
 
+def numexpr_template(e: Eqn) -> str | None:
+    """The numexpr template of equation ``e`` (its primitive's, for its params)."""
+    template = e.primitive.numexpr
+    return template(**e.params) if callable(template) else template
+
+
 def cpu_fusible(e: Eqn) -> bool:
     """The equations a numexpr group may hold: a numexpr template, one float64
     output of at least NUMEXPR_MIN_SIZE elements, operands that are Python
     numbers or float64 arrays of the output's shape."""
-    if e.primitive.numexpr is None or len(e.outputs) != 1:
+    if numexpr_template(e) is None or len(e.outputs) != 1:
         return False
     out = e.outputs[0].aval
     if out.dtype != np.float64 or out.size < NUMEXPR_MIN_SIZE:
@@ -77,23 +83,32 @@ def cpu_fusible(e: Eqn) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def numexpr_plan(jaxpr: Jaxpr) -> tuple | None:
-    """One numexpr expression per group output, over the inputs ``a0, a1 ...``
-    (members inlined into their users), or None unless every member is one
-    ``cpu_fusible`` accepts."""
+    """``(expressions, constants)``: one numexpr expression per group output
+    over the inputs ``a0, a1 ...`` and the literals ``c0, c1 ...`` (members
+    inlined into their users), and the literals' values; or None unless every
+    member is one ``cpu_fusible`` accepts.  Literals are variables, not
+    numbers in the text: numexpr turns a division by a number into a
+    multiplication by its reciprocal, which rounds differently, and it has no
+    NaN or inf literal."""
     names = {id(v): f"a{i}" for i, v in enumerate(jaxpr.invars)}
     exprs: dict[int, str] = {}
+    constants: dict[str, float] = {}
 
     def text(a) -> str:
         if type(a) is Literal:
-            return repr(a.val)
+            name = f"c{len(constants)}"
+            constants[name] = float(a.val)
+            return name
         return names.get(id(a)) or exprs[id(a)]
 
     for e in jaxpr.eqns:
         if not cpu_fusible(e):  # numexpr computes NumPy's results only for these
             return None
-        exprs[id(e.outputs[0])] = e.primitive.numexpr.format(*map(text, e.inputs), **e.params)
+        exprs[id(e.outputs[0])] = numexpr_template(e).format(*map(text, e.inputs), **e.params)
     plan = tuple(text(a) for a in jaxpr.outvars)
-    return None if any(len(p) > _MAX_EXPRESSION for p in plan) else plan
+    if any(len(p) > _MAX_EXPRESSION for p in plan):
+        return None
+    return plan, tuple(constants.items())
 
 
 def _fused_impl(*args, jaxpr: Jaxpr):
@@ -104,9 +119,11 @@ def _fused_impl(*args, jaxpr: Jaxpr):
         return run_members(jaxpr, args)
     import numexpr
 
+    exprs, constants = plan
     local = {f"a{i}": x for i, x in enumerate(args)}
+    local.update(constants)
     return [local[p] if p in local else numexpr.evaluate(p, local_dict=local, global_dict={})
-            for p in plan]
+            for p in exprs]
 
 
 def _streams(args, shape) -> bool:
