@@ -1,13 +1,22 @@
 """Test-suite settings: hypothesis profiles (derandomized in CI, so runs
-repeat), and the ``transform_mode`` fixture that runs a transform test module
-twice: as written, and with every transformed function wrapped in ``jit``."""
+repeat); every Jaxpr a transform or the pass pipeline returns is type-checked
+with ``check_jaxpr`` (``check_transform_outputs``, like JAX's
+``jax_enable_checks``); and the ``transform_mode`` fixture that runs a
+transform test module twice: as written, and with every transformed function
+wrapped in ``jit``."""
 
+import functools
+import importlib
 import os
+import sys
+import types
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 import functrans
+from functrans.core import ClosedJaxpr, Jaxpr, check_jaxpr
+from functrans.errors import JaxprTypeError
 
 settings.register_profile(
     "ci",
@@ -23,6 +32,78 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+# The interpreter entry points and the pass pipeline: every Jaxpr they return
+# is checked.  Modules that imported one by name (``from ... import run_passes``)
+# hold their own reference, so each reference in a loaded module is replaced,
+# not only the defining module's.
+CHECKED = (
+    ("functrans.interpreters.jvp", "jvp_jaxpr"),
+    ("functrans.interpreters.partial_eval", "partial_eval"),
+    ("functrans.interpreters.partial_eval", "linearize_jaxpr"),
+    ("functrans.interpreters.transpose", "transpose_jaxpr"),
+    ("functrans.interpreters.vmap", "batch_jaxpr"),
+    ("functrans.passes.pipeline", "run_passes"),
+)
+# Jaxprs already checked in the running test, by identity (kept alive so that
+# ids stay unique): the cached transforms return the same object on every call
+# of a transformed function (and for every hypothesis example that traces the
+# same program), which is then checked once.  Cleared after each test, so that
+# no test's arrays (a Jaxpr's consts) outlive it.
+_checked: dict[int, object] = {}
+
+
+def _check_outputs(name, out, given):
+    """``check_jaxpr`` on each Jaxpr in ``out`` (one, or a tuple holding some)."""
+    for x in out if isinstance(out, (tuple, list)) else (out,):
+        if isinstance(x, (ClosedJaxpr, Jaxpr)) and id(x) not in _checked:
+            try:
+                check_jaxpr(x)
+            except JaxprTypeError as err:
+                raise JaxprTypeError(
+                    f"{name} returned an ill-typed Jaxpr: {err}\nIt was given:\n{given}"
+                ) from None
+            _checked[id(x)] = x
+
+
+def _checking(name, fn):
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        _check_outputs(name, out, args[0] if args else kwargs)
+        return out
+
+    return checked
+
+
+def _holders():
+    """The loaded functrans modules and test modules."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    for mod in list(sys.modules.values()):
+        if isinstance(mod, types.ModuleType):
+            name, file = vars(mod).get("__name__", ""), vars(mod).get("__file__") or ""
+            if name.startswith("functrans") or file.startswith(tests):
+                yield mod
+
+
+@pytest.fixture(autouse=True, scope="session")
+def check_transform_outputs():
+    """Wrap the entry points in ``CHECKED`` for the whole session (the test
+    modules are imported by then: their references are replaced too)."""
+    with pytest.MonkeyPatch.context() as mp:
+        for module, attr in CHECKED:
+            original = getattr(importlib.import_module(module), attr)
+            wrapped = _checking(f"{module}.{attr}", original)
+            for mod in _holders():
+                for key, value in list(vars(mod).items()):
+                    if value is original:
+                        mp.setattr(mod, key, wrapped)
+        yield
+
+
+def pytest_runtest_teardown(item):
+    _checked.clear()
+
 
 # The transforms that return a function; in "jit" mode that function is jitted.
 _WRAPPED = ("grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "hessian")
