@@ -102,9 +102,10 @@ def numexpr_plan(jaxpr: Jaxpr) -> tuple | None:
         return names.get(id(a)) or exprs[id(a)]
 
     for e in jaxpr.eqns:
-        if not cpu_fusible(e):  # numexpr computes NumPy's results only for these
+        template = numexpr_template(e)
+        if template is None or not cpu_fusible(e):  # numexpr is exact only for these
             return None
-        exprs[id(e.outputs[0])] = numexpr_template(e).format(*map(text, e.inputs), **e.params)
+        exprs[id(e.outputs[0])] = template.format(*map(text, e.inputs), **e.params)
     plan = tuple(text(a) for a in jaxpr.outvars)
     if any(len(p) > _MAX_EXPRESSION for p in plan):
         return None
