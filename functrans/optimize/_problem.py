@@ -207,13 +207,16 @@ class Problem:
         return p
 
     def hessian(self, x: np.ndarray) -> np.ndarray:
-        assert self._hess is not None, "built without the Hessian"
+        if self._hess is None:  # a method asked for what it did not declare: a bug here
+            raise RuntimeError(f"{self.label}: internal error: the problem has no Hessian")
         self.nhev += 1
         h = np.asarray(self._hess(x, *self._dynamic))
         return 0.5 * (h + h.T)  # exact symmetry, for the Cholesky factorisations
 
     def hvp(self, x: np.ndarray, t: np.ndarray) -> np.ndarray:
-        assert self._hvp is not None, "built without Hessian-vector products"
+        if self._hvp is None:
+            raise RuntimeError(
+                f"{self.label}: internal error: the problem has no Hessian-vector products")
         self.nhev += 1
         return self._hvp(x, t, *self._dynamic)
 
