@@ -231,7 +231,7 @@ def _more_sorensen(h: np.ndarray, g: np.ndarray, gnorm: float, radius: float, ma
             lam, lower = _safeguard(lo, hi), None
             continue
         # Here the factorisation succeeded: lower and p are set (mypy cannot see it).
-        assert lower is not None and p is not None  # noqa: S101  (narrowing, not a check)
+        assert lower is not None and p is not None
         if lam == 0.0 and pnorm <= radius:
             return TrustStep(p, False, lo)  # the Newton step lies inside the region
         # Newton's step on 1/|p(lam)| - 1/radius, with w = L^{-1} p/|p| so
