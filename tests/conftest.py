@@ -73,6 +73,10 @@ def _checking(name, fn):
         _check_outputs(name, out, args[0] if args else kwargs)
         return out
 
+    # The cached entry points keep their cache's interface (docs read cache_info()).
+    for attr in ("cache_info", "cache_clear"):
+        if hasattr(fn, attr):
+            setattr(checked, attr, getattr(fn, attr))
     return checked
 
 
