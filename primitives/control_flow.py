@@ -163,6 +163,10 @@ cond_p = Primitive(
     batch=_cond_batch,
     multiple_results=True,
     linear=True,
+    doc=(
+        "run `branches[index]` (index clamped into range) on the operands; `lax.cond` and "
+        "`lax.switch`"
+    ),
 )
 
 
@@ -454,6 +458,11 @@ scan_p = Primitive(
     batch=_scan_batch,
     multiple_results=True,
     linear=True,
+    doc=(
+        "loop `length` times over the leading axis of the `xs` operands (backwards when "
+        "`reverse`): `jaxpr` maps (consts, carry, x) to (carry, y); gives the final carry and the "
+        "stacked ys. Operands: `num_consts` consts, `num_carry` carries, xs"
+    ),
 )
 
 
@@ -644,4 +653,8 @@ while_p = Primitive(
     batch=_while_batch,
     multiple_results=True,
     linear=True,
+    doc=(
+        "`while cond_jaxpr(carry): carry = body_jaxpr(carry)`; the operands are `cond_nconsts` "
+        "and `body_nconsts` constants, then the initial carry"
+    ),
 )

@@ -48,6 +48,7 @@ stop_gradient_p: Primitive = Primitive(
     impl=as_array,  # a Python scalar in, a 0-d array out, like every primitive
     jvp=_stop_gradient_jvp,
     batch=lambda vals, dims, *, axis_size: (bind(stop_gradient_p, vals[0]), dims[0]),
+    doc="`x` unchanged; its derivative is zero",
 )
 
 
@@ -162,6 +163,10 @@ custom_jvp_call_p = Primitive(
     jvp=_custom_jvp_call_jvp,
     batch=_custom_jvp_call_batch,
     multiple_results=True,
+    doc=(
+        "run the sub-Jaxpr `call` (its first `num_consts` operands are the constants it closes "
+        "over); derivatives come from the user's rule `jvp` (`custom_jvp` function `name`)"
+    ),
 )
 
 
@@ -223,6 +228,10 @@ custom_vjp_call_p = Primitive(
     jvp=_custom_vjp_call_jvp,
     batch=_custom_vjp_call_batch,
     multiple_results=True,
+    doc=(
+        "run the sub-Jaxpr `call`; reverse mode uses the user's `fwd` and `bwd` rules "
+        "(`custom_vjp` function `name`)"
+    ),
 )
 
 
@@ -264,17 +273,27 @@ def _custom_lin_batch(vals, dims, *, axis_size, num_res, bwd, out_avals, name):
     return outs, [0] * len(outs)
 
 
+def _custom_lin_jvp(primals, tangents, **params):
+    """custom_lin only ever appears on the tangent side of a custom_vjp_call's
+    JVP, so differentiating it again is forward mode of the user's function:
+    the impl's error says so."""
+    return _custom_lin_impl(**params)
+
+
 custom_lin_p = Primitive(
     "custom_lin",
     abstract_eval=lambda *avals, num_res, bwd, out_avals, name: list(out_avals),
     impl=_custom_lin_impl,
+    jvp=_custom_lin_jvp,
     transpose=_custom_lin_transpose,
     batch=_custom_lin_batch,
     multiple_results=True,
     linear=True,
+    doc=(
+        "the linear half of a `custom_vjp_call`'s derivative: `num_res` residuals, then tangents "
+        "giving `out_avals`; transposed by calling `bwd`, never run"
+    ),
 )
-# custom_lin only ever appears on the tangent side of a custom_vjp_call's JVP.
-custom_lin_p.jvp = lambda primals, tangents, **params: _custom_lin_impl(**params)
 
 
 # -- checkpoint ------------------------------------------------------------------------
@@ -315,4 +334,8 @@ checkpoint_p = Primitive(
     batch=_checkpoint_batch,
     multiple_results=True,
     linear=True,
+    doc=(
+        "run the sub-Jaxpr `jaxpr`; reverse mode recomputes its intermediates instead of "
+        "storing them"
+    ),
 )

@@ -9,15 +9,17 @@ has eagerly.  Keeping broadcasting and promotion inside the primitive, rather
 than as separate ``broadcast``/``convert`` equations, keeps Jaxprs short and
 tracing cheap; transposes undo broadcasting in one helper, ``unbroadcast``.
 
-A row is ``(name, numpy, deriv)``: the NumPy function doing the work and its
-derivative, written with the library's own ops so that it is differentiable
-in turn.  A unary ``deriv(x, y)`` gives dy/dx from the input and the output;
-a binary row gives one ``deriv(x, y, out)`` per operand.  ``ZERO`` marks
-piecewise-constant functions and those with integer or bool results;
-``LINEAR`` marks the linear ones, whose rules are written out below the table.
-``dtype_like`` names the ufunc whose dtype resolution a non-ufunc shares.
-``_declare`` turns a row into a Primitive with its impl, shape/dtype rule and
-JVP rule.
+A row (``Row``) is a whole primitive: ``(name, numpy, deriv)``, the NumPy
+function doing the work and its derivative, written with the library's own
+ops so that it is differentiable in turn, then keyword columns for whatever
+the row needs beyond that (its CUDA expression, numexpr template, dtype rule,
+transpose, simplification, docs text).  A unary ``deriv(x, y)`` gives dy/dx
+from the input and the output; a binary row gives one ``deriv(x, y, out)``
+per operand.  ``ZERO`` marks piecewise-constant functions and those with
+integer or bool results; ``LINEAR`` marks the linear ones, whose transpose
+rules are written out above the table.  ``declare`` turns a row into a
+Primitive with its impl, shape/dtype rule, JVP and batching rules; adding a
+function is adding a row.
 """
 
 from __future__ import annotations
@@ -37,7 +39,16 @@ from functrans.primitives._util import (
     same_type,
 )
 
-from functrans.core import Primitive, ShapedArray, UndefinedPrimal, Zero, bind, get_aval
+from functrans.core import (
+    Primitive,
+    RuleFactory,
+    ShapedArray,
+    UndefinedPrimal,
+    Zero,
+    bind,
+    get_aval,
+    rule_factory,
+)
 from functrans.dtypes import is_inexact, result_type, ufunc_operand
 from functrans.errors import DTypeError
 
@@ -46,11 +57,19 @@ LINEAR = "linear"
 
 
 class Row(NamedTuple):
+    """One elementwise primitive; the columns after ``deriv`` are optional."""
+
     name: str
     numpy: Callable
-    deriv: Any  # a function, a tuple of functions (binary), ZERO or LINEAR
+    deriv: Any  # a function, a tuple of functions (binary), ZERO or LINEAR; None with jvp=
     dtype_like: np.ufunc | None = None  # when ``numpy`` is not itself a ufunc
     cuda: str | dict | None = None  # the CUDA C expression (see the table)
+    numexpr: str | None = None  # the numexpr template (see the table)
+    dtype_rule: Callable | None = None  # avals -> dtype, where the ufunc's resolution is not it
+    jvp: Callable | None = None  # a JVP rule of its own, where ``deriv`` cannot say it
+    transpose: Callable | None = None  # for rows linear in an operand (marks them linear)
+    simplify: Callable | None = None  # algebraic simplification (functrans.passes.simplify)
+    doc: str | None = None  # docs/ir.md's text, where the NumPy function's name is not enough
 
 
 class Cuda:
@@ -155,24 +174,30 @@ def unbroadcast(ct, aval: ShapedArray):
     return ct
 
 
-def _jvp_from_derivs(prim: Primitive, derivs) -> Callable:
-    """The JVP rule ``t_out = sum_i deriv_i * t_i`` of a row with derivatives."""
+def derivative_jvp(derivs) -> RuleFactory:
+    """The JVP rule ``t_out = sum_i deriv_i * t_i`` of a row with derivatives
+    ``derivs`` (one per operand, or ``ZERO``)."""
 
-    def jvp(primals, tangents):
-        out = bind(prim, *primals)
-        aval = get_aval(out).strip_weak()
-        if derivs is ZERO or not is_inexact(aval.dtype):
-            return out, Zero(aval)
-        t_out = None
-        for t, d in zip(tangents, derivs):
-            if type(t) is not Zero:
-                term = mul(t, d(*primals, out))
-                t_out = term if t_out is None else add(t_out, term)
-        return out, Zero(aval) if t_out is None else fit(t_out, aval)
+    @rule_factory
+    def make(prim: Primitive) -> Callable:
+        def jvp(primals, tangents):
+            out = bind(prim, *primals)
+            aval = get_aval(out).strip_weak()
+            if derivs is ZERO or not is_inexact(aval.dtype):
+                return out, Zero(aval)
+            t_out = None
+            for t, d in zip(tangents, derivs):
+                if type(t) is not Zero:
+                    term = mul(t, d(*primals, out))
+                    t_out = term if t_out is None else add(t_out, term)
+            return out, Zero(aval) if t_out is None else fit(t_out, aval)
 
-    return jvp
+        return jvp
+
+    return make
 
 
+@rule_factory
 def elementwise_batch(prim: Primitive) -> Callable:
     """Batching rule of a broadcasting primitive.  When every batched operand
     has its batch axis at the same place and no unbatched operand reaches
@@ -203,26 +228,36 @@ def elementwise_batch(prim: Primitive) -> Callable:
     return batch
 
 
-def _declare(row: Row, dtype_rule: Callable | None = None, **rules) -> Primitive:
-    dtype_rule = dtype_rule or _ufunc_dtype_rule(row.name, row.dtype_like or row.numpy)
+def declare(row: Row) -> Primitive:
+    """The Primitive of a table row: NumPy's broadcasting and dtype resolution
+    (or the row's ``dtype_rule``), the impl calling ``row.numpy``, the JVP
+    from ``deriv`` (a unary ``LINEAR`` row is its own JVP; the binary linear
+    rows give ``jvp=``), elementwise batching, and the row's other columns."""
+    dtype_rule = row.dtype_rule or _ufunc_dtype_rule(row.name, row.dtype_like or row.numpy)
     name, fn = row.name, row.numpy
 
     def abstract_eval(*avals):
         return ShapedArray(broadcast_shapes(name, *avals), dtype_rule(*avals))
 
+    jvp: Callable | RuleFactory | None = row.jvp
+    if jvp is None and row.deriv is LINEAR:
+        if getattr(fn, "nin", 1) != 1:  # linear_jvp would drop the other operands' tangents
+            raise ValueError(f"elementwise row {name!r}: a LINEAR row of several operands "
+                             "gives its own jvp=")
+        jvp = rule_factory(linear_jvp)
+    elif jvp is None:
+        jvp = derivative_jvp(row.deriv if row.deriv is ZERO or isinstance(row.deriv, tuple)
+                             else (row.deriv,))
     loop = row.dtype_like or (fn if isinstance(fn, np.ufunc) else None)
-    cuda = None if row.cuda is None else Cuda(row.cuda, loop)
-    prim = Primitive(
+    return Primitive(
         name, abstract_eval=abstract_eval, impl=lambda *xs: as_array(fn(*xs)), numpy_fn=fn,
-        cuda=cuda, **rules,
+        jvp=jvp, transpose=row.transpose, batch=elementwise_batch,
+        cuda=None if row.cuda is None else Cuda(row.cuda, loop), simplify=row.simplify,
+        numexpr=row.numexpr, linear=row.transpose is not None, doc=row.doc,
     )
-    prim.batch = elementwise_batch(prim)
-    if prim.jvp is None and row.deriv is LINEAR:  # unary: the binary ones give their own
-        prim.jvp = linear_jvp(prim)
-    elif prim.jvp is None:
-        derivs = row.deriv if row.deriv is ZERO or isinstance(row.deriv, tuple) else (row.deriv,)
-        prim.jvp = _jvp_from_derivs(prim, derivs)
-    return prim
+
+
+# -- rules of the rows -------------------------------------------------------------
 
 
 def _logistic(x):
@@ -245,129 +280,14 @@ def _round_dtype(aval):
     return aval.dtype if aval.dtype.kind in "iu" else _rint_dtype(aval)
 
 
+def _real_part_dtype(aval):
+    """real/imag: the float dtype of a complex dtype, other dtypes unchanged."""
+    return np.dtype(aval.dtype.char.lower()) if aval.dtype.kind == "c" else aval.dtype
+
+
 def _tie_weight(x, y, out):
     """d max(x, y)/dx: 1 where x wins, 0.5 at a tie (JAX's convention), else 0."""
     return select(eq(x, y), 0.5, select(eq(out, x), 1.0, 0.0))
-
-
-_LN2 = math.log(2.0)
-
-# The ``cuda`` column: the CUDA C expression of the row in its operands ``x``
-# (and ``y``), evaluated in the C type ``{T}`` of the operands' loop dtype
-# (NumPy's loop for the ufunc; ``{R}`` is its real part type), or a dict of
-# variants keyed by dtype kinds (b bool, i signed, u unsigned, f float,
-# c complex; None: not available on the GPU).  float32 (and float16, computed
-# in float) call the f-suffixed C functions (sinf), which the backend derives
-# from the double form; complex uses thrust::complex from CuPy's headers; the
-# ``ft_*`` helpers, with NumPy's rules for signs, zeros and NaNs, are in
-# ``functrans/backends/cuda.py``.
-
-# fmt: off
-UNARY = [
-    Row("neg",       np.negative,  LINEAR, cuda="-x"),
-    Row("exp",       np.exp,       lambda x, y: y, cuda="exp(x)"),
-    Row("exp2",      np.exp2,      lambda x, y: mul(y, _LN2),
-        cuda={"c": "exp(x * {R}(0.6931471805599453))", "f": "exp2(x)"}),
-    Row("log",       np.log,       lambda x, y: div(1.0, x), cuda="log(x)"),
-    Row("log2",      np.log2,      lambda x, y: div(1.0 / _LN2, x),
-        cuda={"c": "log(x) / {R}(0.6931471805599453)", "f": "log2(x)"}),
-    Row("log1p",     np.log1p,     lambda x, y: div(1.0, add(x, 1.0)),
-        cuda={"c": "log({T}(1) + x)", "f": "log1p(x)"}),
-    Row("expm1",     np.expm1,     lambda x, y: add(y, 1.0),
-        cuda={"c": "exp(x) - {T}(1)", "f": "expm1(x)"}),
-    Row("sin",       np.sin,       lambda x, y: cos(x), cuda="sin(x)"),
-    Row("cos",       np.cos,       lambda x, y: neg(sin(x)), cuda="cos(x)"),
-    Row("tan",       np.tan,       lambda x, y: add(1.0, mul(y, y)), cuda="tan(x)"),
-    Row("arcsin",    np.arcsin,    lambda x, y: div(1.0, sqrt(sub(1.0, mul(x, x)))),
-        cuda="asin(x)"),
-    Row("arccos",    np.arccos,    lambda x, y: div(-1.0, sqrt(sub(1.0, mul(x, x)))),
-        cuda="acos(x)"),
-    Row("arctan",    np.arctan,    lambda x, y: div(1.0, add(1.0, mul(x, x))), cuda="atan(x)"),
-    Row("sinh",      np.sinh,      lambda x, y: cosh(x), cuda="sinh(x)"),
-    Row("cosh",      np.cosh,      lambda x, y: sinh(x), cuda="cosh(x)"),
-    Row("tanh",      np.tanh,      lambda x, y: sub(1.0, mul(y, y)), cuda="tanh(x)"),
-    Row("arcsinh",   np.arcsinh,   lambda x, y: div(1.0, sqrt(add(mul(x, x), 1.0))),
-        cuda="asinh(x)"),
-    Row("arccosh",   np.arccosh,   lambda x, y: div(1.0, sqrt(sub(mul(x, x), 1.0))),
-        cuda="acosh(x)"),
-    Row("arctanh",   np.arctanh,   lambda x, y: div(1.0, sub(1.0, mul(x, x))),
-        cuda="atanh(x)"),
-    Row("sqrt",      np.sqrt,      lambda x, y: div(0.5, y), cuda="sqrt(x)"),
-    Row("cbrt",      np.cbrt,      lambda x, y: div(1.0, mul(3.0, mul(y, y))), cuda="cbrt(x)"),
-    Row("abs",       np.absolute,  lambda x, y: select(ge(x, 0), 1.0, -1.0),  # 1 at 0
-        cuda={"bu": "x", "i": "(x < 0 ? -x : x)", "f": "fabs(x)", "c": "abs(x)"}),
-    Row("sign",      np.sign,      ZERO,
-        cuda={"u": "(x > 0)", "i": "((x > 0) - (x < 0))",
-              "f": "(x > 0 ? {T}(1) : (x < 0 ? {T}(-1) : (x == 0 ? {T}(0) : x)))",
-              "c": "(x == {T}(0) ? {T}(0) : x / abs(x))"}),
-    Row("floor",     np.floor,     ZERO, cuda={"biu": "x", "f": "floor(x)"}),
-    Row("ceil",      np.ceil,      ZERO, cuda={"biu": "x", "f": "ceil(x)"}),
-    Row("round",     np.round,     ZERO,
-        cuda={"biu": "x", "f": "rint(x)", "c": "{T}(rint(x.real()), rint(x.imag()))"}),
-    Row("is_finite", np.isfinite,  ZERO,
-        cuda={"biu": "true", "f": "isfinite(x)",
-              "c": "(isfinite(x.real()) && isfinite(x.imag()))"}),
-    Row("logistic",  _logistic,    lambda x, y: mul(y, sub(1.0, y)), dtype_like=np.exp,
-        cuda={"f": "(x >= 0 ? {T}(1) / ({T}(1) + exp(-x)) : exp(x) / ({T}(1) + exp(x)))",
-              "c": "{T}(1) / ({T}(1) + exp(-x))"}),
-    Row("not",       np.invert,    ZERO,   # logical not on bool, bitwise not on integers
-        cuda={"b": "!x", "iu": "~x"}),
-    # np.asarray first: np.real(True) is the Python int 1 (bool's .real), not a bool.
-    Row("real",      lambda x: np.real(np.asarray(x)), LINEAR, dtype_like=np.absolute,
-        cuda={"c": "x.real()", "*": "x"}),
-    Row("imag",      lambda x: np.imag(np.asarray(x)), LINEAR, dtype_like=np.absolute,
-        cuda={"c": "x.imag()", "*": "{T}(0)"}),
-    Row("conj",      np.conjugate, LINEAR, cuda={"c": "conj(x)", "*": "x"}),
-]
-
-BINARY = [
-    Row("add",      np.add,           LINEAR, cuda={"b": "(x || y)", "*": "x + y"}),
-    Row("sub",      np.subtract,      LINEAR, cuda="x - y"),
-    Row("mul",      np.multiply,      (lambda x, y, out: y,
-                                       lambda x, y, out: x),
-        cuda={"b": "(x && y)", "*": "x * y"}),
-    Row("div",      np.true_divide,   (lambda x, y, out: div(1.0, y),
-                                       lambda x, y, out: neg(div(out, y))),
-        cuda={"c": "ft_cdiv(x, y)", "*": "x / y"}),  # complex: NumPy's (Smith's) division
-    Row("floordiv", np.floor_divide,  ZERO,
-        cuda={"i": "ft_floordiv_s(x, y)", "u": "ft_floordiv_u(x, y)",
-              "f": "ft_floordiv_f(x, y)"}),
-    Row("rem",      np.remainder,     (lambda x, y, out: 1.0,
-                                       lambda x, y, out: neg(floordiv(x, y))),
-        cuda={"i": "ft_rem_s(x, y)", "u": "ft_rem_u(x, y)", "f": "ft_rem_f(x, y)"}),
-    Row("pow",      np.power,         (lambda x, y, out: _pow_dx(x, y),
-                                       lambda x, y, out: _pow_dy(x, out)),
-        cuda={"iu": "ft_ipow(x, y)", "f": "pow(x, y)", "c": "ft_cpow(x, y)"}),
-    Row("max",      np.maximum,       (_tie_weight,
-                                       lambda x, y, out: _tie_weight(y, x, out)),
-        # floats: NaN wins, and a tie (0 and -0) gives y, as NumPy's loops.
-        cuda={"b": "(x || y)", "iu": "(x >= y ? x : y)", "f": "((x > y || x != x) ? x : y)",
-              "c": "ft_cmax(x, y)"}),
-    Row("min",      np.minimum,       (_tie_weight,
-                                       lambda x, y, out: _tie_weight(y, x, out)),
-        cuda={"b": "(x && y)", "iu": "(x <= y ? x : y)", "f": "((x < y || x != x) ? x : y)",
-              "c": "ft_cmin(x, y)"}),
-    Row("atan2",    np.arctan2,       (lambda x, y, out: div(y, add(mul(x, x), mul(y, y))),
-                                       lambda x, y, out: div(neg(x), add(mul(x, x), mul(y, y)))),
-        cuda="atan2(x, y)"),
-    # A row of its own, not a rewrite through max/min and |.|: their ties
-    # (|x| == |y|, x == 0) would split derivatives 0.5/0.5 and lose the
-    # curvature of a smooth function.
-    Row("hypot",    np.hypot,         (lambda x, y, out: _hypot_d(x, out),
-                                       lambda x, y, out: _hypot_d(y, out)),
-        cuda="hypot(x, y)"),
-    Row("eq",       np.equal,         ZERO, cuda="x == y"),
-    Row("ne",       np.not_equal,     ZERO, cuda="x != y"),
-    Row("lt",       np.less,          ZERO, cuda={"c": "ft_clt(x, y)", "*": "x < y"}),
-    Row("le",       np.less_equal,    ZERO, cuda={"c": "ft_cle(x, y)", "*": "x <= y"}),
-    Row("gt",       np.greater,       ZERO, cuda={"c": "ft_clt(y, x)", "*": "x > y"}),
-    Row("ge",       np.greater_equal, ZERO, cuda={"c": "ft_cle(y, x)", "*": "x >= y"}),
-    # and, or, xor are logical on bool operands.
-    Row("and",      np.bitwise_and,   ZERO, cuda={"b": "(x && y)", "iu": "x & y"}),
-    Row("or",       np.bitwise_or,    ZERO, cuda={"b": "(x || y)", "iu": "x | y"}),
-    Row("xor",      np.bitwise_xor,   ZERO, cuda={"b": "(x != y)", "iu": "x ^ y"}),
-]
-# fmt: on
 
 
 def _pow_dx(x, y):
@@ -395,12 +315,17 @@ def _pow_dy(x, out):
     return select(eq(x, 0), 0.0, mul(log(safe_x), out))
 
 
-# -- rules of the linear rows ------------------------------------------------------
-
-
-def _real_part_dtype(aval):
-    """real/imag: the float dtype of a complex dtype, other dtypes unchanged."""
-    return np.dtype(aval.dtype.char.lower()) if aval.dtype.kind == "c" else aval.dtype
+def _abs_jvp(primals, tangents):
+    """|x|' is sign(x) for real x (1 at 0, JAX's convention) and
+    Re(conj(z) t) / |z| for complex z."""
+    (x,), (t,) = primals, tangents
+    out = abs(x)
+    aval = get_aval(out).strip_weak()
+    if type(t) is Zero or not is_inexact(aval.dtype):
+        return out, Zero(aval)
+    if get_aval(x).dtype.kind == "c":
+        return out, fit(div(real(mul(conj(x), t)), out), aval)
+    return out, fit(mul(t, select(ge(x, 0), 1.0, -1.0)), aval)
 
 
 def _real_transpose(ct, x):
@@ -416,17 +341,8 @@ def _imag_transpose(ct, x):
     return [mul(bind(convert_element_type_p, ct, new_dtype=x.aval.dtype), -1j)]
 
 
-def _abs_jvp(primals, tangents):
-    """|x|' is sign(x) for real x (1 at 0, JAX's convention) and
-    Re(conj(z) t) / |z| for complex z."""
-    (x,), (t,) = primals, tangents
-    out = abs(x)
-    aval = get_aval(out).strip_weak()
-    if type(t) is Zero or not is_inexact(aval.dtype):
-        return out, Zero(aval)
-    if get_aval(x).dtype.kind == "c":
-        return out, fit(div(real(mul(conj(x), t)), out), aval)
-    return out, fit(mul(t, select(ge(x, 0), 1.0, -1.0)), aval)
+def _conj_transpose(ct, x):
+    return [Zero(x.aval) if type(ct) is Zero else conj(ct)]
 
 
 def _neg_transpose(ct, x):
@@ -457,6 +373,14 @@ def _add_transpose(ct, x, y, negate_y=False):
         else:
             cts.append(unbroadcast(neg(ct) if sign else ct, operand.aval))
     return cts
+
+
+def _sub_jvp(primals, tangents):
+    return _add_jvp(primals, tangents, negate_y=True)
+
+
+def _sub_transpose(ct, x, y):
+    return _add_transpose(ct, x, y, negate_y=True)
 
 
 def _mul_transpose(ct, x, y):
@@ -576,31 +500,19 @@ def _sub_simplify(eqn, ctx):
     return (binary["add"], (eqn.inputs[0], inner), {}) if inner is not None else None
 
 
-_RULES: dict[str, dict[str, Any]] = {
-    "abs": dict(jvp=_abs_jvp),
-    "real": dict(transpose=_real_transpose, linear=True),
-    "imag": dict(transpose=_imag_transpose, linear=True),
-    "conj": dict(transpose=lambda ct, x: [Zero(x.aval) if type(ct) is Zero else conj(ct)],
-                 linear=True),
-    "neg": dict(transpose=_neg_transpose, simplify=_neg_simplify, linear=True),
-    "add": dict(jvp=_add_jvp, transpose=_add_transpose, simplify=_add_simplify, linear=True),
-    "sub": dict(
-        jvp=lambda p, t: _add_jvp(p, t, negate_y=True),
-        transpose=lambda ct, x, y: _add_transpose(ct, x, y, negate_y=True),
-        simplify=_sub_simplify,
-        linear=True,
-    ),
-    "mul": dict(transpose=_mul_transpose, simplify=_drop_identity("mul"), linear=True),
-    "div": dict(transpose=_div_transpose, simplify=_drop_identity("div", positions=(0,)),
-                linear=True),
-}
-_DTYPE_RULES = {"round": _round_dtype, "real": _real_part_dtype, "imag": _real_part_dtype}
 
-#: Primitive objects by name, for the unary and binary rows.
-unary = {r.name: _declare(r, _DTYPE_RULES.get(r.name), **_RULES.get(r.name, {})) for r in UNARY}
-binary = {r.name: _declare(r, **_RULES.get(r.name, {})) for r in BINARY}
+_LN2 = math.log(2.0)
 
-
+# The ``cuda`` column: the CUDA C expression of the row in its operands ``x``
+# (and ``y``), evaluated in the C type ``{T}`` of the operands' loop dtype
+# (NumPy's loop for the ufunc; ``{R}`` is its real part type), or a dict of
+# variants keyed by dtype kinds (b bool, i signed, u unsigned, f float,
+# c complex; None: not available on the GPU).  float32 (and float16, computed
+# in float) call the f-suffixed C functions (sinf), which the backend derives
+# from the double form; complex uses thrust::complex from CuPy's headers; the
+# ``ft_*`` helpers, with NumPy's rules for signs, zeros and NaNs, are in
+# ``functrans/backends/cuda.py``.
+#
 # The numexpr column: the rows numexpr evaluates as NumPy does, as templates
 # over the operands.  Arithmetic, sqrt and abs are correctly rounded, so bit
 # for bit the same; the transcendental functions listed give NumPy's values at
@@ -608,15 +520,137 @@ binary = {r.name: _declare(r, **_RULES.get(r.name, {})) for r in BINARY}
 # differ from NumPy's own SIMD loops in the last bit.  expm1, log1p, sinh,
 # cosh, arccos, arccosh and arctanh are left out: numexpr's differ even at
 # special values (measured on 2**18 random and special float64 values).
-NUMEXPR = {
-    "neg": "(-{0})", "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})",
-    "div": "({0} / {1})", "sqrt": "sqrt({0})", "abs": "abs({0})", "exp": "exp({0})",
-    "log": "log({0})", "sin": "sin({0})", "cos": "cos({0})", "tan": "tan({0})",
-    "arcsin": "arcsin({0})", "arctan": "arctan({0})", "tanh": "tanh({0})",
-    "arcsinh": "arcsinh({0})", "atan2": "arctan2({0}, {1})",
-}
-for _name, _template in NUMEXPR.items():
-    (unary.get(_name) or binary[_name]).numexpr = _template
+
+# fmt: off
+UNARY = [
+    Row("neg",       np.negative,  LINEAR, cuda="-x", numexpr="(-{0})",
+        transpose=_neg_transpose, simplify=_neg_simplify),
+    Row("exp",       np.exp,       lambda x, y: y, cuda="exp(x)", numexpr="exp({0})"),
+    Row("exp2",      np.exp2,      lambda x, y: mul(y, _LN2),
+        cuda={"c": "exp(x * {R}(0.6931471805599453))", "f": "exp2(x)"}),
+    Row("log",       np.log,       lambda x, y: div(1.0, x), cuda="log(x)", numexpr="log({0})"),
+    Row("log2",      np.log2,      lambda x, y: div(1.0 / _LN2, x),
+        cuda={"c": "log(x) / {R}(0.6931471805599453)", "f": "log2(x)"}),
+    Row("log1p",     np.log1p,     lambda x, y: div(1.0, add(x, 1.0)),
+        cuda={"c": "log({T}(1) + x)", "f": "log1p(x)"}),
+    Row("expm1",     np.expm1,     lambda x, y: add(y, 1.0),
+        cuda={"c": "exp(x) - {T}(1)", "f": "expm1(x)"}),
+    Row("sin",       np.sin,       lambda x, y: cos(x), cuda="sin(x)", numexpr="sin({0})"),
+    Row("cos",       np.cos,       lambda x, y: neg(sin(x)), cuda="cos(x)", numexpr="cos({0})"),
+    Row("tan",       np.tan,       lambda x, y: add(1.0, mul(y, y)), cuda="tan(x)",
+        numexpr="tan({0})"),
+    Row("arcsin",    np.arcsin,    lambda x, y: div(1.0, sqrt(sub(1.0, mul(x, x)))),
+        cuda="asin(x)", numexpr="arcsin({0})"),
+    Row("arccos",    np.arccos,    lambda x, y: div(-1.0, sqrt(sub(1.0, mul(x, x)))),
+        cuda="acos(x)"),
+    Row("arctan",    np.arctan,    lambda x, y: div(1.0, add(1.0, mul(x, x))), cuda="atan(x)",
+        numexpr="arctan({0})"),
+    Row("sinh",      np.sinh,      lambda x, y: cosh(x), cuda="sinh(x)"),
+    Row("cosh",      np.cosh,      lambda x, y: sinh(x), cuda="cosh(x)"),
+    Row("tanh",      np.tanh,      lambda x, y: sub(1.0, mul(y, y)), cuda="tanh(x)",
+        numexpr="tanh({0})"),
+    Row("arcsinh",   np.arcsinh,   lambda x, y: div(1.0, sqrt(add(mul(x, x), 1.0))),
+        cuda="asinh(x)", numexpr="arcsinh({0})"),
+    Row("arccosh",   np.arccosh,   lambda x, y: div(1.0, sqrt(sub(mul(x, x), 1.0))),
+        cuda="acosh(x)"),
+    Row("arctanh",   np.arctanh,   lambda x, y: div(1.0, sub(1.0, mul(x, x))),
+        cuda="atanh(x)"),
+    Row("sqrt",      np.sqrt,      lambda x, y: div(0.5, y), cuda="sqrt(x)", numexpr="sqrt({0})"),
+    Row("cbrt",      np.cbrt,      lambda x, y: div(1.0, mul(3.0, mul(y, y))), cuda="cbrt(x)"),
+    Row("abs",       np.absolute,  None, jvp=_abs_jvp,
+        cuda={"bu": "x", "i": "(x < 0 ? -x : x)", "f": "fabs(x)", "c": "abs(x)"},
+        numexpr="abs({0})"),
+    Row("sign",      np.sign,      ZERO,
+        cuda={"u": "(x > 0)", "i": "((x > 0) - (x < 0))",
+              "f": "(x > 0 ? {T}(1) : (x < 0 ? {T}(-1) : (x == 0 ? {T}(0) : x)))",
+              "c": "(x == {T}(0) ? {T}(0) : x / abs(x))"}),
+    Row("floor",     np.floor,     ZERO, cuda={"biu": "x", "f": "floor(x)"}),
+    Row("ceil",      np.ceil,      ZERO, cuda={"biu": "x", "f": "ceil(x)"}),
+    Row("round",     np.round,     ZERO, dtype_rule=_round_dtype,
+        cuda={"biu": "x", "f": "rint(x)", "c": "{T}(rint(x.real()), rint(x.imag()))"},
+        doc="`np.round` (half to even); integer dtypes are kept"),
+    Row("is_finite", np.isfinite,  ZERO,
+        cuda={"biu": "true", "f": "isfinite(x)",
+              "c": "(isfinite(x.real()) && isfinite(x.imag()))"}),
+    Row("logistic",  _logistic,    lambda x, y: mul(y, sub(1.0, y)), dtype_like=np.exp,
+        cuda={"f": "(x >= 0 ? {T}(1) / ({T}(1) + exp(-x)) : exp(x) / ({T}(1) + exp(x)))",
+              "c": "{T}(1) / ({T}(1) + exp(-x))"},
+        doc="`1 / (1 + exp(-x))`, computed without overflow"),
+    Row("not",       np.invert,    ZERO, cuda={"b": "!x", "iu": "~x"},
+        doc="`np.invert`: logical not on bool, bitwise not on integers"),
+    # np.asarray first: np.real(True) is the Python int 1 (bool's .real), not a bool.
+    Row("real",      lambda x: np.real(np.asarray(x)), LINEAR, dtype_like=np.absolute,
+        dtype_rule=_real_part_dtype, transpose=_real_transpose,
+        cuda={"c": "x.real()", "*": "x"},
+        doc="`np.real(x)`: the real part (real inputs pass through)"),
+    Row("imag",      lambda x: np.imag(np.asarray(x)), LINEAR, dtype_like=np.absolute,
+        dtype_rule=_real_part_dtype, transpose=_imag_transpose,
+        cuda={"c": "x.imag()", "*": "{T}(0)"},
+        doc="`np.imag(x)`: the imaginary part (zeros for real inputs)"),
+    Row("conj",      np.conjugate, LINEAR, cuda={"c": "conj(x)", "*": "x"},
+        transpose=_conj_transpose),
+]
+
+BINARY = [
+    Row("add",      np.add,           LINEAR, jvp=_add_jvp, transpose=_add_transpose,
+        simplify=_add_simplify, cuda={"b": "(x || y)", "*": "x + y"}, numexpr="({0} + {1})"),
+    Row("sub",      np.subtract,      LINEAR, jvp=_sub_jvp, transpose=_sub_transpose,
+        simplify=_sub_simplify, cuda="x - y", numexpr="({0} - {1})"),
+    Row("mul",      np.multiply,      (lambda x, y, out: y,
+                                       lambda x, y, out: x),
+        transpose=_mul_transpose, simplify=_drop_identity("mul"),
+        cuda={"b": "(x && y)", "*": "x * y"}, numexpr="({0} * {1})"),
+    Row("div",      np.true_divide,   (lambda x, y, out: div(1.0, y),
+                                       lambda x, y, out: neg(div(out, y))),
+        transpose=_div_transpose, simplify=_drop_identity("div", positions=(0,)),
+        cuda={"c": "ft_cdiv(x, y)", "*": "x / y"},  # complex: NumPy's (Smith's) division
+        numexpr="({0} / {1})"),
+    Row("floordiv", np.floor_divide,  ZERO,
+        cuda={"i": "ft_floordiv_s(x, y)", "u": "ft_floordiv_u(x, y)",
+              "f": "ft_floordiv_f(x, y)"}),
+    Row("rem",      np.remainder,     (lambda x, y, out: 1.0,
+                                       lambda x, y, out: neg(floordiv(x, y))),
+        cuda={"i": "ft_rem_s(x, y)", "u": "ft_rem_u(x, y)", "f": "ft_rem_f(x, y)"}),
+    Row("pow",      np.power,         (lambda x, y, out: _pow_dx(x, y),
+                                       lambda x, y, out: _pow_dy(x, out)),
+        cuda={"iu": "ft_ipow(x, y)", "f": "pow(x, y)", "c": "ft_cpow(x, y)"}),
+    Row("max",      np.maximum,       (_tie_weight,
+                                       lambda x, y, out: _tie_weight(y, x, out)),
+        # floats: NaN wins, and a tie (0 and -0) gives y, as NumPy's loops.
+        cuda={"b": "(x || y)", "iu": "(x >= y ? x : y)", "f": "((x > y || x != x) ? x : y)",
+              "c": "ft_cmax(x, y)"}),
+    Row("min",      np.minimum,       (_tie_weight,
+                                       lambda x, y, out: _tie_weight(y, x, out)),
+        cuda={"b": "(x && y)", "iu": "(x <= y ? x : y)", "f": "((x < y || x != x) ? x : y)",
+              "c": "ft_cmin(x, y)"}),
+    Row("atan2",    np.arctan2,       (lambda x, y, out: div(y, add(mul(x, x), mul(y, y))),
+                                       lambda x, y, out: div(neg(x), add(mul(x, x), mul(y, y)))),
+        cuda="atan2(x, y)", numexpr="arctan2({0}, {1})"),
+    # A row of its own, not a rewrite through max/min and |.|: their ties
+    # (|x| == |y|, x == 0) would split derivatives 0.5/0.5 and lose the
+    # curvature of a smooth function.
+    Row("hypot",    np.hypot,         (lambda x, y, out: _hypot_d(x, out),
+                                       lambda x, y, out: _hypot_d(y, out)),
+        cuda="hypot(x, y)"),
+    Row("eq",       np.equal,         ZERO, cuda="x == y"),
+    Row("ne",       np.not_equal,     ZERO, cuda="x != y"),
+    Row("lt",       np.less,          ZERO, cuda={"c": "ft_clt(x, y)", "*": "x < y"}),
+    Row("le",       np.less_equal,    ZERO, cuda={"c": "ft_cle(x, y)", "*": "x <= y"}),
+    Row("gt",       np.greater,       ZERO, cuda={"c": "ft_clt(y, x)", "*": "x > y"}),
+    Row("ge",       np.greater_equal, ZERO, cuda={"c": "ft_cle(y, x)", "*": "x >= y"}),
+    # and, or, xor are logical on bool operands.
+    Row("and",      np.bitwise_and,   ZERO, cuda={"b": "(x && y)", "iu": "x & y"},
+        doc="`np.bitwise_and`: logical and on bool"),
+    Row("or",       np.bitwise_or,    ZERO, cuda={"b": "(x || y)", "iu": "x | y"},
+        doc="`np.bitwise_or`: logical or on bool"),
+    Row("xor",      np.bitwise_xor,   ZERO, cuda={"b": "(x != y)", "iu": "x ^ y"},
+        doc="`np.bitwise_xor`: logical xor on bool"),
+]
+# fmt: on
+
+#: Primitive objects by name, for the unary and binary rows.
+unary = {r.name: declare(r) for r in UNARY}
+binary = {r.name: declare(r) for r in BINARY}
 
 
 # -- integer_pow: x ** y for a static Python int y ------------------------
@@ -668,14 +702,15 @@ integer_pow_p = Primitive(
     abstract_eval=_integer_pow_abstract_eval,
     impl=_integer_pow_impl,
     jvp=_integer_pow_jvp,
+    batch=elementwise_batch,
     cuda=Cuda(_integer_pow_cuda, args=("x",)),
     # Generated code squares with the ufunc itself (bool squares stay with the impl).
     numpy_kernel=lambda avals, *, y: np.square if y == 2 and avals[0].dtype != np.bool_ else None,
+    # x * x is what the impl computes for y == 2; numexpr's other powers multiply
+    # where NumPy calls pow, so they are not exact.
+    numexpr=lambda y: "({0} * {0})" if y == 2 else None,
+    doc="`x ** y` for a static Python int `y` (`x * x` when `y == 2`)",
 )
-integer_pow_p.batch = elementwise_batch(integer_pow_p)
-# x * x is what the impl computes for y == 2; numexpr's other powers multiply
-# where NumPy calls pow, so they are not exact.
-integer_pow_p.numexpr = lambda y: "({0} * {0})" if y == 2 else None
 
 
 # -- select: np.where(pred, on_true, on_false) ----------------------------
@@ -721,10 +756,11 @@ select_p = Primitive(
     impl=lambda pred, on_true, on_false: as_array(np.where(pred, on_true, on_false)),
     jvp=_select_jvp,
     transpose=_select_transpose,
+    batch=elementwise_batch,
     cuda=Cuda("(p ? x : y)", args=("p", "x", "y")),
     linear=True,
+    doc="`np.where(pred, on_true, on_false)`; `pred` is bool, all three broadcast",
 )
-select_p.batch = elementwise_batch(select_p)
 
 
 # -- convert_element_type ---------------------------------------------------
@@ -759,11 +795,12 @@ convert_element_type_p = Primitive(
     impl=_convert_impl,
     jvp=_convert_jvp,
     transpose=_convert_transpose,
+    batch=elementwise_batch,
     simplify=lambda eqn, ctx: eqn.inputs[0] if same_type(eqn, eqn.inputs[0]) else None,
     cuda=Cuda("x", args=("x",)),  # the conversion is that of the operand to the output dtype
     linear=True,
+    doc="`x.astype(new_dtype)`",
 )
-convert_element_type_p.batch = elementwise_batch(convert_element_type_p)
 
 
 def convert_element_type(x, dtype) -> np.ndarray:

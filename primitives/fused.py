@@ -152,4 +152,8 @@ fused_elementwise_p = Primitive(
     jvp=_fused_jvp,
     batch=_fused_batch,
     multiple_results=True,
+    doc=(
+        "the elementwise equations of `jaxpr` run as one (one CUDA kernel on the GPU); its "
+        "outputs are the members' values used outside the group"
+    ),
 )

@@ -581,4 +581,10 @@ recorded_loop_p = Primitive(
     batch=_batch_rule,
     multiple_results=True,
     linear=True,
+    doc=(
+        "reverse mode through a `while_loop`: runs `bodies[0]` while `cond_jaxpr` holds, "
+        "recording each carry, then each later body as a sweep over the same steps (backwards "
+        "where `reverse`), reading the earlier sweeps' records of each step; gives every sweep's "
+        "final carry and its `nacc` outputs summed over the steps"
+    ),
 )

@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 from functrans.primitives import elementwise as ew
-from functrans.primitives.elementwise import Row, _declare
+from functrans.primitives.elementwise import Row, declare
 
 from functrans.core import ShapedArray, get_aval
 from functrans.errors import DTypeError
@@ -96,23 +96,29 @@ def _gauss(x):
 # fmt: off
 ROWS = [
     Row("erf",       _scipy_fn("erf", "erf"),
-        lambda x, y: ew.mul(_TWO_OVER_SQRT_PI, _gauss(x)), cuda="erf(x)"),
+        lambda x, y: ew.mul(_TWO_OVER_SQRT_PI, _gauss(x)), cuda="erf(x)",
+        dtype_rule=_dtype_rule("erf"), doc="`scipy.special.erf(x)`"),
     Row("erfc",      _scipy_fn("erfc", "erfc"),
-        lambda x, y: ew.mul(-_TWO_OVER_SQRT_PI, _gauss(x)), cuda="erfc(x)"),
+        lambda x, y: ew.mul(-_TWO_OVER_SQRT_PI, _gauss(x)), cuda="erfc(x)",
+        dtype_rule=_dtype_rule("erfc"), doc="`scipy.special.erfc(x)`"),
     Row("erfinv",    _scipy_fn("erfinv", "erfinv"),
-        lambda x, y: ew.mul(_SQRT_PI_OVER_TWO, ew.exp(ew.mul(y, y))), cuda="erfinv(x)"),
+        lambda x, y: ew.mul(_SQRT_PI_OVER_TWO, ew.exp(ew.mul(y, y))), cuda="erfinv(x)",
+        dtype_rule=_dtype_rule("erfinv"), doc="`scipy.special.erfinv(x)`"),
     Row("lgamma",    _scipy_fn("lgamma", "gammaln"),
-        lambda x, y: digamma(x), cuda="lgamma(x)"),
+        lambda x, y: digamma(x), cuda="lgamma(x)",
+        dtype_rule=_dtype_rule("lgamma"), doc="`scipy.special.gammaln(x)`"),
     Row("digamma",   _scipy_fn("digamma", "psi"),
-        lambda x, y: polygamma(1, x)),
+        lambda x, y: polygamma(1, x),
+        dtype_rule=_dtype_rule("digamma"), doc="`scipy.special.digamma(x)`"),
     # polygamma(n, x): no derivative in the (integer) order n.
     Row("polygamma", _scipy_fn("polygamma", "polygamma"),
-        (lambda n, x, out: 0.0, lambda n, x, out: polygamma(ew.add(n, 1), x))),
+        (lambda n, x, out: 0.0, lambda n, x, out: polygamma(ew.add(n, 1), x)),
+        dtype_rule=_dtype_rule("polygamma"), doc="`scipy.special.polygamma(n, x)`"),
 ]
 # fmt: on
 
 #: Primitive objects by name.
-special = {r.name: _declare(r, _dtype_rule(r.name)) for r in ROWS}
+special = {r.name: declare(r) for r in ROWS}
 erf_p, erfc_p, erfinv_p, lgamma_p, digamma_p, polygamma_p = special.values()
 
 
