@@ -566,6 +566,7 @@ UNARY = [
               "c": "(x == {T}(0) ? {T}(0) : x / abs(x))"}),
     Row("floor",     np.floor,     ZERO, cuda={"biu": "x", "f": "floor(x)"}),
     Row("ceil",      np.ceil,      ZERO, cuda={"biu": "x", "f": "ceil(x)"}),
+    Row("trunc",     np.trunc,     ZERO, cuda={"biu": "x", "f": "trunc(x)"}),
     Row("round",     np.round,     ZERO, dtype_rule=_round_dtype,
         cuda={"biu": "x", "f": "rint(x)", "c": "{T}(rint(x.real()), rint(x.imag()))"},
         doc="`np.round` (half to even); integer dtypes are kept"),
@@ -847,6 +848,7 @@ abs: Op = _op(unary["abs"])
 sign: Op = _op(unary["sign"])
 floor: Op = _op(unary["floor"])
 ceil: Op = _op(unary["ceil"])
+trunc: Op = _op(unary["trunc"])
 round: Op = _op(unary["round"])
 is_finite: Op = _op(unary["is_finite"])
 logistic: Op = _op(unary["logistic"])

@@ -1863,6 +1863,8 @@ SPECS: dict[str, Spec] = {
     "sign": Spec(unary_impl(np.sign, -10, 10), unary_case(-3, 3, away=0.2), zero_derivative=True),
     "floor": Spec(unary_impl(np.floor, -10, 10), unary_case(-3, 3), zero_derivative=True),
     "ceil": Spec(unary_impl(np.ceil, -10, 10), unary_case(-3, 3), zero_derivative=True),
+    "trunc": Spec(unary_impl(np.trunc, -10, 10, allow_special=True), unary_case(-3, 3),
+                  zero_derivative=True),
     "round": Spec(unary_impl(np.round, -10, 10), unary_case(-3, 3), zero_derivative=True),
     "is_finite": Spec(unary_impl(np.isfinite, -10, 10, allow_special=True), unary_case(-3, 3),
                       zero_derivative=True),

@@ -40,7 +40,7 @@ __all__ = [
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
     "arcsinh", "arccosh", "arctanh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
     "sqrt", "cbrt", "square", "reciprocal", "abs", "absolute", "sign", "floor", "ceil",
-    "round", "around", "isfinite", "isnan", "isinf",
+    "trunc", "round", "around", "isfinite", "isnan", "isinf",
     "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder",
     "mod", "power", "pow", "maximum", "minimum", "arctan2", "atan2",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
@@ -127,6 +127,7 @@ abs = absolute = _unary("absolute", unary["abs"])
 sign = _unary("sign", unary["sign"])
 floor = _unary("floor", unary["floor"])
 ceil = _unary("ceil", unary["ceil"])
+trunc = _unary("trunc", unary["trunc"])
 isfinite = _unary("isfinite", unary["is_finite"])
 invert = bitwise_not = bitwise_invert = _unary("invert", unary["not"])
 
