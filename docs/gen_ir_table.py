@@ -38,58 +38,6 @@ FAMILIES = {
     "functrans.primitives.fused": "Fusion (made by the GPU lowering)",
 }
 
-#: One line per primitive that is not an elementwise table row.
-MEANINGS = {
-    "reduce_sum": "`np.sum(x, axis=axes)`; the reduced axes are dropped",
-    "reduce_prod": "`np.prod(x, axis=axes)`",
-    "reduce_max": "`np.max(x, axis=axes)`; empty axes are an error",
-    "reduce_min": "`np.min(x, axis=axes)`; empty axes are an error",
-    "reduce_and": "`np.all(x, axis=axes)`",
-    "reduce_or": "`np.any(x, axis=axes)`",
-    "argmax": "`np.argmax(x, axis=axis)` as `index_dtype`",
-    "argmin": "`np.argmin(x, axis=axis)` as `index_dtype`",
-    "cumsum": "`np.cumsum(x, axis=axis)`, from the end when `reverse`",
-    "cumprod": "`np.cumprod(x, axis=axis)`, from the end when `reverse`",
-    "cummax": "`np.maximum.accumulate(x, axis=axis)`, from the end when `reverse`",
-    "cummin": "`np.minimum.accumulate(x, axis=axis)`, from the end when `reverse`",
-    "broadcast_in_dim": "broadcast `x` to `shape`; operand axis `i` becomes result axis "
-    "`broadcast_dimensions[i]`",
-    "reshape": "`np.reshape(x, new_sizes)` (row-major, sizes fully given)",
-    "transpose": "`np.transpose(x, permutation)`",
-    "squeeze": "remove the size-1 axes `dimensions`",
-    "expand_dims": "insert size-1 axes at `dimensions` of the result",
-    "concatenate": "`np.concatenate(xs, axis=dimension)`, dtypes promoted",
-    "slice": "`x[start:limit:stride, ...]` with static bounds per axis",
-    "pad": "pad with `padding_value`: a `(low, high, interior)` triple per axis; "
-    "negative low/high crop",
-    "rev": "`np.flip(x, dimensions)`",
-    "iota": "`arange` along `dimension`, broadcast to `shape`",
-    "gather": "`x[index]` for NumPy basic and advanced indexing; `spec` describes the "
-    "index, `indices` are its integer-array entries",
-    "scatter": "`x.at[index].<mode>(updates)`: a copy of `x` with the indexed part set, "
-    "added to, multiplied, min-ed or max-ed",
-    "dynamic_slice": "`x[s0:s0+n0, ...]` with traced starts clamped into range and "
-    "static `slice_sizes`",
-    "dynamic_update_slice": "a copy of `x` with `update` written at traced (clamped) starts",
-    "dot_general": "contract `lhs` and `rhs`: `dimension_numbers = ((lhs_contract, "
-    "rhs_contract), (lhs_batch, rhs_batch))`; result axes are batch, lhs free, rhs free",
-    "triangular_solve": "`op(a)^-1 b` for the lower (`lower`) or upper triangle of `a` "
-    "(`op` transposes and/or conjugates; `unit_diagonal` takes the diagonal as ones); "
-    "batched over leading axes, linear in `b`",
-    "lu": "`P a = L U` with partial pivoting: the packed factors, LAPACK's 0-based row "
-    "interchanges and the permutation they make",
-    "lu_pivots_to_permutation": "the permutation of `permutation_size` rows that LAPACK "
-    "row interchanges `pivots` make",
-    "cholesky": "`np.linalg.cholesky(a)`: lower triangular `L` with `a = L L^H`, reading "
-    "`a`'s lower triangle",
-    "eigh": "`np.linalg.eigh(a)`: eigenvalues (ascending) and eigenvectors of the Hermitian "
-    "matrix of `a`'s lower triangle",
-    "qr": "`np.linalg.qr(a)`: `Q` and `R`, reduced or (`full_matrices`) complete",
-    "svd": "`np.linalg.svd(a)`: `U`, `S`, `Vh` (`full_matrices`), or `S` alone "
-    "(`compute_uv=False`)",
-    "sort": "`np.sort(x, axis)` and the stable `np.argsort(x, axis)`, as two results",
-}
-
 
 def signature_cells(prim) -> tuple[str, str]:
     """``(operands, params)`` as shown in the table, from the shape rule."""
@@ -116,8 +64,6 @@ def meaning(prim) -> str:
     table row without one is described by its NumPy function."""
     if prim.doc:
         return prim.doc
-    if prim.name in MEANINGS:
-        return MEANINGS[prim.name]
     fn = prim.numpy_fn  # the NumPy function of an elementwise table row
     if fn is not None and getattr(np, fn.__name__, None) is fn:
         return f"`np.{fn.__name__}({signature_cells(prim)[0]})`"

@@ -6,7 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
-from functrans.core import Primitive, ShapedArray, Zero, array_module, bind, get_aval
+from functrans.core import Primitive, ShapedArray, Zero, array_module, bind, get_aval, rule_factory
 from functrans.dtypes import is_inexact
 from functrans.errors import AxisError, DTypeError, NotLinearError, ShapeError
 
@@ -70,6 +70,7 @@ def same_type(eqn, a) -> bool:
             and aval.weak_type == out.weak_type)
 
 
+@rule_factory
 def linear_jvp(prim: Primitive):
     """The JVP rule of a primitive linear in its first operand, whose other
     operands (indices, start positions) carry no derivative: the primitive
@@ -82,6 +83,18 @@ def linear_jvp(prim: Primitive):
         if type(t) is Zero or not is_inexact(aval.dtype):
             return out, Zero(aval)
         return out, bind(prim, t, *primals[1:], **params)
+
+    return jvp
+
+
+@rule_factory
+def zero_jvp(prim: Primitive):
+    """The JVP rule of a primitive whose outputs have no derivative (integer or
+    bool results, piecewise-constant functions)."""
+
+    def jvp(primals, tangents, **params):
+        out = bind(prim, *primals, **params)
+        return out, Zero(get_aval(out).strip_weak())
 
     return jvp
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from functrans.primitives import shape
-from functrans.primitives._util import as_array
+from functrans.primitives._util import as_array, zero_jvp
 
 from functrans.core import (
     ClosedJaxpr,
@@ -36,18 +36,16 @@ from functrans.passes.dce import dce
 # -- stop_gradient ----------------------------------------------------------------
 
 
-def _stop_gradient_jvp(primals, tangents):
-    (x,) = primals
-    out = bind(stop_gradient_p, x)
-    return out, Zero(get_aval(out).strip_weak())
+def _stop_gradient_batch(vals, dims, *, axis_size):
+    return bind(stop_gradient_p, vals[0]), dims[0]
 
 
-stop_gradient_p: Primitive = Primitive(
+stop_gradient_p = Primitive(
     "stop_gradient",
     abstract_eval=lambda x: x.strip_weak(),
     impl=as_array,  # a Python scalar in, a 0-d array out, like every primitive
-    jvp=_stop_gradient_jvp,
-    batch=lambda vals, dims, *, axis_size: (bind(stop_gradient_p, vals[0]), dims[0]),
+    jvp=zero_jvp,
+    batch=_stop_gradient_batch,
     doc="`x` unchanged; its derivative is zero",
 )
 

@@ -244,7 +244,7 @@ def declare(row: Row) -> Primitive:
         if getattr(fn, "nin", 1) != 1:  # linear_jvp would drop the other operands' tangents
             raise ValueError(f"elementwise row {name!r}: a LINEAR row of several operands "
                              "gives its own jvp=")
-        jvp = rule_factory(linear_jvp)
+        jvp = linear_jvp
     elif jvp is None:
         jvp = derivative_jvp(row.deriv if row.deriv is ZERO or isinstance(row.deriv, tuple)
                              else (row.deriv,))

@@ -107,6 +107,66 @@ def _contiguous_in_spec(spec) -> bool:
     return positions == list(range(positions[0], positions[0] + len(positions)))
 
 
+# -- batching: indices that differ per batch member -----------------------------------
+#
+# With batched index operands, NumPy's mixed index becomes a fully advanced
+# one: for every axis of x, an integer array giving the source coordinate of
+# each output element, laid out in NumPy's output order.  The batch axis
+# itself is indexed by an iota.  Gathers and scatters in that form batch with
+# no per-member work.
+
+
+def _place(x, at: int, rank: int, batched: bool):
+    """Reshape ``x`` (batch axis first if ``batched``) so that its per-member
+    axes end at output axis ``at + ndim`` of a rank-``rank`` result."""
+    x_shape = get_aval(x).shape
+    lead = x_shape[:1] if batched else ()
+    body = x_shape[1:] if batched else x_shape
+    new = lead + (1,) * at + body + (1,) * (rank - at - len(body))
+    return x if new == x_shape else bind(shape.reshape_p, x, new_sizes=new)
+
+
+def _normalized(i, size: int):
+    return ew.select(ew.lt(i, 0), ew.add(i, size), i)
+
+
+def coordinates(spec, x_shape, indices, index_dims, out_rank: int) -> list:
+    """Source coordinates along each axis of ``x`` for ``x[index]``, each
+    broadcastable to the (batch axis first) per-member result of rank
+    ``out_rank``."""
+    has_arrays = any(e[0] == "array" for e in spec)
+    adv = [i for i, e in enumerate(spec) if e[0] == "array" or (has_arrays and e[0] == "int")]
+    contiguous = _contiguous_in_spec(spec) if adv else False
+    members = [get_aval(ix).shape[d is not None:] for ix, d in zip(indices, index_dims)]
+    adv_rank = max((len(m) for m in members), default=0)
+    # Advanced axes go where the first advanced entry is, or first of all.
+    out_dim = 0 if contiguous or not adv else adv_rank
+    adv_start = 0
+    coords, axis, arrays = [], 0, iter(zip(indices, index_dims))
+    for pos, entry in enumerate(spec):
+        if contiguous and pos == adv[0]:
+            adv_start = out_dim
+            out_dim += adv_rank
+        if entry[0] == "none":
+            out_dim += 1
+            continue
+        size = x_shape[axis]
+        axis += 1
+        if entry[0] == "slice":
+            rng = np.arange(*slice(*entry[1:]).indices(size))
+            coords.append(_place(rng, out_dim, out_rank, False))
+            out_dim += 1
+        elif entry[0] == "int":
+            coords.append(np.asarray(entry[1] % size if size else 0))
+        else:
+            ix, d = next(arrays)
+            batched = d is not None
+            ix = shape.moveaxis(ix, d, 0) if batched else ix
+            at = adv_start + adv_rank - (get_aval(ix).ndim - batched)
+            coords.append(_place(_normalized(ix, size), at, out_rank, batched))
+    return coords
+
+
 # -- gather ----------------------------------------------------------------------------
 
 
@@ -140,11 +200,38 @@ def _gather_transpose(ct, x, *indices, spec):
     return [bind(scatter_p, zeros, ct, *indices, spec=spec, mode="add")] + [None] * len(indices)
 
 
+def _gather_batch(vals, dims, *, axis_size, spec):
+    (x, *indices), (dx, *idims) = vals, dims
+    x_aval = get_aval(x)
+    if all(d is None for d in idims):
+        # Only x is batched: index it with a leading full slice.
+        x = shape.moveaxis(x, dx, 0)
+        out = bind(gather_p, x, *indices, spec=(("slice", None, None, None),) + tuple(spec))
+        noncontiguous = indices and not _contiguous_in_spec(spec)
+        adv_rank = max((get_aval(ix).ndim for ix in indices), default=0)
+        return out, adv_rank if noncontiguous else 0
+    member = x_aval if dx is None else x_aval.update(
+        shape=x_aval.shape[:dx] + x_aval.shape[dx + 1:])
+    members = [get_aval(ix).update(shape=get_aval(ix).shape[:d] + get_aval(ix).shape[d + 1:])
+               if d is not None else get_aval(ix) for ix, d in zip(indices, idims)]
+    out_rank = len(indexed_shape("gather", member, spec, members))
+    coords = coordinates(spec, member.shape, indices, idims, out_rank)
+    if dx is not None:
+        coords.insert(0, _place(np.arange(axis_size), 0, out_rank, True))
+        x = shape.moveaxis(x, dx, 0)
+    return bind(gather_p, x, *coords, spec=(("array",),) * len(coords)), 0
+
+
 gather_p = Primitive(
-    "gather", abstract_eval=_gather_abstract_eval, impl=_gather_impl,
-    transpose=_gather_transpose, numpy_kernel=_gather_kernel, linear=True, xp_impl=True,
+    "gather", abstract_eval=_gather_abstract_eval, impl=_gather_impl, jvp=linear_jvp,
+    transpose=_gather_transpose, batch=_gather_batch, numpy_kernel=_gather_kernel, linear=True,
+    xp_impl=True,
+    doc=(
+        "`x[index]` for NumPy basic and advanced indexing; `spec` describes the index, `indices` "
+        "are its integer-array entries"
+    ),
 )
-gather_p.jvp = linear_jvp(gather_p)
+
 
 # -- scatter ---------------------------------------------------------------------------
 
@@ -280,96 +367,6 @@ def _last_writes(x_shape, target_shape, spec, indices):
     return ew.eq(bind(gather_p, owner, *indices, spec=spec), ids)
 
 
-scatter_p = Primitive(
-    "scatter", abstract_eval=_scatter_abstract_eval, impl=_scatter_impl, gpu=_scatter_gpu,
-    jvp=_scatter_jvp, transpose=_scatter_transpose, linear=True,
-)
-
-# -- batching: indices that differ per batch member -----------------------------------
-#
-# With batched index operands, NumPy's mixed index becomes a fully advanced
-# one: for every axis of x, an integer array giving the source coordinate of
-# each output element, laid out in NumPy's output order.  The batch axis
-# itself is indexed by an iota.  Gathers and scatters in that form batch with
-# no per-member work.
-
-
-def _place(x, at: int, rank: int, batched: bool):
-    """Reshape ``x`` (batch axis first if ``batched``) so that its per-member
-    axes end at output axis ``at + ndim`` of a rank-``rank`` result."""
-    x_shape = get_aval(x).shape
-    lead = x_shape[:1] if batched else ()
-    body = x_shape[1:] if batched else x_shape
-    new = lead + (1,) * at + body + (1,) * (rank - at - len(body))
-    return x if new == x_shape else bind(shape.reshape_p, x, new_sizes=new)
-
-
-def _normalized(i, size: int):
-    return ew.select(ew.lt(i, 0), ew.add(i, size), i)
-
-
-def coordinates(spec, x_shape, indices, index_dims, out_rank: int) -> list:
-    """Source coordinates along each axis of ``x`` for ``x[index]``, each
-    broadcastable to the (batch axis first) per-member result of rank
-    ``out_rank``."""
-    has_arrays = any(e[0] == "array" for e in spec)
-    adv = [i for i, e in enumerate(spec) if e[0] == "array" or (has_arrays and e[0] == "int")]
-    contiguous = _contiguous_in_spec(spec) if adv else False
-    members = [get_aval(ix).shape[d is not None:] for ix, d in zip(indices, index_dims)]
-    adv_rank = max((len(m) for m in members), default=0)
-    # Advanced axes go where the first advanced entry is, or first of all.
-    out_dim = 0 if contiguous or not adv else adv_rank
-    adv_start = 0
-    coords, axis, arrays = [], 0, iter(zip(indices, index_dims))
-    for pos, entry in enumerate(spec):
-        if contiguous and pos == adv[0]:
-            adv_start = out_dim
-            out_dim += adv_rank
-        if entry[0] == "none":
-            out_dim += 1
-            continue
-        size = x_shape[axis]
-        axis += 1
-        if entry[0] == "slice":
-            rng = np.arange(*slice(*entry[1:]).indices(size))
-            coords.append(_place(rng, out_dim, out_rank, False))
-            out_dim += 1
-        elif entry[0] == "int":
-            coords.append(np.asarray(entry[1] % size if size else 0))
-        else:
-            ix, d = next(arrays)
-            batched = d is not None
-            ix = shape.moveaxis(ix, d, 0) if batched else ix
-            at = adv_start + adv_rank - (get_aval(ix).ndim - batched)
-            coords.append(_place(_normalized(ix, size), at, out_rank, batched))
-    return coords
-
-
-def _gather_batch(vals, dims, *, axis_size, spec):
-    (x, *indices), (dx, *idims) = vals, dims
-    x_aval = get_aval(x)
-    if all(d is None for d in idims):
-        # Only x is batched: index it with a leading full slice.
-        x = shape.moveaxis(x, dx, 0)
-        out = bind(gather_p, x, *indices, spec=(("slice", None, None, None),) + tuple(spec))
-        noncontiguous = indices and not _contiguous_in_spec(spec)
-        adv_rank = max((get_aval(ix).ndim for ix in indices), default=0)
-        return out, adv_rank if noncontiguous else 0
-    member = x_aval if dx is None else x_aval.update(
-        shape=x_aval.shape[:dx] + x_aval.shape[dx + 1:])
-    members = [get_aval(ix).update(shape=get_aval(ix).shape[:d] + get_aval(ix).shape[d + 1:])
-               if d is not None else get_aval(ix) for ix, d in zip(indices, idims)]
-    out_rank = len(indexed_shape("gather", member, spec, members))
-    coords = coordinates(spec, member.shape, indices, idims, out_rank)
-    if dx is not None:
-        coords.insert(0, _place(np.arange(axis_size), 0, out_rank, True))
-        x = shape.moveaxis(x, dx, 0)
-    return bind(gather_p, x, *coords, spec=(("array",),) * len(coords)), 0
-
-
-gather_p.batch = _gather_batch
-
-
 def _scatter_batch(vals, dims, *, axis_size, spec, mode):
     (x, u, *indices), (dx, du, *idims) = vals, dims
     x = shape.to_front(x, dx, axis_size)
@@ -386,7 +383,14 @@ def _scatter_batch(vals, dims, *, axis_size, spec, mode):
     return out, 0
 
 
-scatter_p.batch = _scatter_batch
+scatter_p = Primitive(
+    "scatter", abstract_eval=_scatter_abstract_eval, impl=_scatter_impl, gpu=_scatter_gpu,
+    jvp=_scatter_jvp, transpose=_scatter_transpose, batch=_scatter_batch, linear=True,
+    doc=(
+        "`x.at[index].<mode>(updates)`: a copy of `x` with the indexed part set, added to, "
+        "multiplied, min-ed or max-ed"
+    ),
+)
 
 
 # -- dynamic_slice / dynamic_update_slice --------------------------------------------
@@ -455,9 +459,10 @@ def _dynamic_slice_batch(vals, dims, *, axis_size, slice_sizes):
 
 dynamic_slice_p = Primitive(
     "dynamic_slice", abstract_eval=_dynamic_slice_abstract_eval, impl=_dynamic_slice_impl,
-    transpose=_dynamic_slice_transpose, batch=_dynamic_slice_batch, linear=True, xp_impl=True,
+    jvp=linear_jvp, transpose=_dynamic_slice_transpose, batch=_dynamic_slice_batch, linear=True,
+    xp_impl=True,
+    doc="`x[s0:s0+n0, ...]` with traced starts clamped into range and static `slice_sizes`",
 )
-dynamic_slice_p.jvp = linear_jvp(dynamic_slice_p)
 
 
 def _dynamic_update_slice_abstract_eval(x, update, *starts):
@@ -524,4 +529,5 @@ dynamic_update_slice_p = Primitive(
     batch=_dynamic_update_slice_batch,
     linear=True,
     xp_impl=True,
+    doc="a copy of `x` with `update` written at traced (clamped) starts",
 )

@@ -18,7 +18,7 @@ import math
 import numpy as np
 from functrans.primitives import elementwise as ew
 from functrans.primitives import reductions, shape
-from functrans.primitives._util import as_array, check_axes, require_linear
+from functrans.primitives._util import as_array, check_axes, require_linear, zero_jvp
 
 from functrans.core import (
     Primitive,
@@ -28,6 +28,7 @@ from functrans.core import (
     array_module,
     bind,
     get_aval,
+    rule_factory,
 )
 from functrans.dtypes import is_inexact, result_type
 from functrans.errors import DTypeError, ShapeError
@@ -197,6 +198,10 @@ dot_general_p = Primitive(
     "dot_general", abstract_eval=_dot_general_abstract_eval, impl=_dot_general_impl,
     jvp=_dot_general_jvp, transpose=_dot_general_transpose, batch=_dot_general_batch,
     numpy_kernel=_dot_general_kernel, linear=True, xp_impl=True,
+    doc=(
+        "contract `lhs` and `rhs`: `dimension_numbers = ((lhs_contract, rhs_contract), "
+        "(lhs_batch, rhs_batch))`; result axes are batch, lhs free, rhs free"
+    ),
 )
 
 
@@ -305,7 +310,8 @@ def _batch_leading(vals, dims, axis_size, core_ranks):
     return [shape.to_front(v, d, axis_size) for v, d in zip(vals, dims)], 0
 
 
-def _leading_batch_rule(prim):
+@rule_factory
+def _leading_batch_rule(prim: Primitive):
     """Batching rule of a one-operand primitive over leading axes; every
     output has the batch axis where the operand's ended up."""
 
@@ -442,6 +448,11 @@ triangular_solve_p = Primitive(
     "triangular_solve", abstract_eval=_triangular_solve_abstract_eval,
     impl=_triangular_solve_impl, gpu=_triangular_solve_gpu, jvp=_triangular_solve_jvp,
     transpose=_triangular_solve_transpose, batch=_triangular_solve_batch, linear=True,
+    doc=(
+        "`op(a)^-1 b` for the lower (`lower`) or upper triangle of `a` (`op` transposes and/or "
+        "conjugates; `unit_diagonal` takes the diagonal as ones); batched over leading axes, "
+        "linear in `b`"
+    ),
 )
 
 
@@ -563,9 +574,14 @@ def _lu_jvp(primals, tangents):
     return [lu, pivots, perm], [t_lu] + zeros
 
 
-lu_p = Primitive("lu", abstract_eval=_lu_abstract_eval, impl=_lu_impl, gpu=lu_numpy,
-                 multiple_results=True, jvp=_lu_jvp)
-lu_p.batch = _leading_batch_rule(lu_p)
+lu_p = Primitive(
+    "lu", abstract_eval=_lu_abstract_eval, impl=_lu_impl, gpu=lu_numpy, multiple_results=True,
+    jvp=_lu_jvp, batch=_leading_batch_rule,
+    doc=(
+        "`P a = L U` with partial pivoting: the packed factors, LAPACK's 0-based row interchanges "
+        "and the permutation they make"
+    ),
+)
 
 
 # -- lu_pivots_to_permutation ----------------------------------------------------------------
@@ -610,9 +626,9 @@ def _pivots_batch(vals, dims, *, axis_size, permutation_size):
 
 lu_pivots_to_permutation_p = Primitive(
     "lu_pivots_to_permutation", abstract_eval=_pivots_abstract_eval, impl=_pivots_impl,
-    batch=_pivots_batch, xp_impl=True,
+    jvp=zero_jvp, batch=_pivots_batch, xp_impl=True,
+    doc="the permutation of `permutation_size` rows that LAPACK row interchanges `pivots` make",
 )
-lu_pivots_to_permutation_p.jvp = reductions.zero_jvp(lu_pivots_to_permutation_p)
 
 
 # -- cholesky ----------------------------------------------------------------------------------
@@ -648,9 +664,12 @@ def _cholesky_abstract_eval(a):
 
 cholesky_p = Primitive(
     "cholesky", abstract_eval=_cholesky_abstract_eval, impl=_cholesky_impl, jvp=_cholesky_jvp,
-    xp_impl=True,
+    batch=_leading_batch_rule, xp_impl=True,
+    doc=(
+        "`np.linalg.cholesky(a)`: lower triangular `L` with `a = L L^H`, reading `a`'s lower "
+        "triangle"
+    ),
 )
-cholesky_p.batch = _leading_batch_rule(cholesky_p)
 
 
 # -- eigh ---------------------------------------------------------------------------------------
@@ -691,9 +710,14 @@ def _eigh_jvp(primals, tangents):
     return [w, v], [dw, dv]
 
 
-eigh_p = Primitive("eigh", abstract_eval=_eigh_abstract_eval, impl=_eigh_impl,
-                   multiple_results=True, jvp=_eigh_jvp, xp_impl=True)
-eigh_p.batch = _leading_batch_rule(eigh_p)
+eigh_p = Primitive(
+    "eigh", abstract_eval=_eigh_abstract_eval, impl=_eigh_impl, multiple_results=True,
+    jvp=_eigh_jvp, batch=_leading_batch_rule, xp_impl=True,
+    doc=(
+        "`np.linalg.eigh(a)`: eigenvalues (ascending) and eigenvectors of the Hermitian matrix of "
+        "`a`'s lower triangle"
+    ),
+)
 
 
 # -- qr ------------------------------------------------------------------------------------------
@@ -762,9 +786,11 @@ def _columns(x, lo: int, hi: int):
                 limit_indices=x_shape[:-1] + (hi,), strides=(1,) * nd)
 
 
-qr_p = Primitive("qr", abstract_eval=_qr_abstract_eval, impl=_qr_impl, multiple_results=True,
-                 jvp=_qr_jvp, xp_impl=True)
-qr_p.batch = _leading_batch_rule(qr_p)
+qr_p = Primitive(
+    "qr", abstract_eval=_qr_abstract_eval, impl=_qr_impl, multiple_results=True, jvp=_qr_jvp,
+    batch=_leading_batch_rule, xp_impl=True,
+    doc="`np.linalg.qr(a)`: `Q` and `R`, reduced or (`full_matrices`) complete",
+)
 
 
 # -- svd ------------------------------------------------------------------------------------------
@@ -847,6 +873,8 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     return outs, [du, ds, mH(dv)]
 
 
-svd_p = Primitive("svd", abstract_eval=_svd_abstract_eval, impl=_svd_impl,
-                  multiple_results=True, jvp=_svd_jvp, xp_impl=True)
-svd_p.batch = _leading_batch_rule(svd_p)
+svd_p = Primitive(
+    "svd", abstract_eval=_svd_abstract_eval, impl=_svd_impl, multiple_results=True,
+    jvp=_svd_jvp, batch=_leading_batch_rule, xp_impl=True,
+    doc="`np.linalg.svd(a)`: `U`, `S`, `Vh` (`full_matrices`), or `S` alone (`compute_uv=False`)",
+)

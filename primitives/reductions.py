@@ -16,9 +16,18 @@ from typing import Callable
 import numpy as np
 from functrans.primitives import elementwise as ew
 from functrans.primitives import indexing, shape
-from functrans.primitives._util import as_array, check_axes, check_dtype
+from functrans.primitives._util import as_array, check_axes, check_dtype, zero_jvp
 
-from functrans.core import Primitive, ShapedArray, Zero, array_module, bind, get_aval, registry
+from functrans.core import (
+    Primitive,
+    ShapedArray,
+    Zero,
+    array_module,
+    bind,
+    get_aval,
+    registry,
+    rule_factory,
+)
 from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
 
@@ -50,30 +59,20 @@ def _reduce(name: str, fn: Callable, method: str, identity: bool = True, **rules
     def impl(x, *, axes):
         return as_array(getattr(as_array(x), method)(axis=axes))
 
-    return Primitive(name, abstract_eval=abstract_eval, impl=impl, batch=_reduce_batch(name),
+    return Primitive(name, abstract_eval=abstract_eval, impl=impl, batch=_reduce_batch,
                      xp_impl=True, **rules)
 
 
-def _reduce_batch(name: str) -> Callable:
+@rule_factory
+def _reduce_batch(prim: Primitive) -> Callable:
     """Reduce the shifted axes; the batch axis moves left past reduced ones."""
 
     def batch(vals, dims, *, axis_size, axes):
         (x,), (d,) = vals, dims
         new_axes = tuple(sorted(shape.batched_axis(a, d) for a in axes))
-        return bind(registry[name], x, axes=new_axes), d - sum(a < d for a in axes)
+        return bind(prim, x, axes=new_axes), d - sum(a < d for a in axes)
 
     return batch
-
-
-def zero_jvp(prim: Primitive) -> Callable:
-    """The JVP rule of a primitive whose outputs have no derivative (integer or
-    bool results, piecewise-constant functions)."""
-
-    def jvp(primals, tangents, **params):
-        out = bind(prim, *primals, **params)
-        return out, Zero(get_aval(out).strip_weak())
-
-    return jvp
 
 
 def kept_dims(ndim: int, axes) -> tuple[int, ...]:
@@ -128,7 +127,8 @@ def exclusive_cumprod(x, axis: int, reverse: bool):
     return shifted(bind(cumprod_p, x, axis=axis, reverse=reverse), axis, 1, reverse, one)
 
 
-def _extremum_jvp(prim):
+@rule_factory
+def _extremum_jvp(prim: Primitive) -> Callable:
     """max/min: the tangent of the winner; ties share it equally (JAX's rule)."""
 
     def jvp(primals, tangents, *, axes):
@@ -156,22 +156,21 @@ def reduce_prod(x, axes):
 
 reduce_sum_p = _reduce(
     "reduce_sum", np.add.reduce, "sum", jvp=_reduce_sum_jvp, transpose=_reduce_sum_transpose,
-    linear=True,
+    linear=True, doc="`np.sum(x, axis=axes)`; the reduced axes are dropped",
 )
-reduce_prod_p = _reduce("reduce_prod", np.multiply.reduce, "prod", jvp=_reduce_prod_jvp)
-reduce_max_p = _reduce("reduce_max", np.maximum.reduce, "max", identity=False)
-reduce_max_p.jvp = _extremum_jvp(reduce_max_p)
-reduce_min_p = _reduce("reduce_min", np.minimum.reduce, "min", identity=False)
-reduce_min_p.jvp = _extremum_jvp(reduce_min_p)
-reduce_and_p = _reduce("reduce_and", np.all, "all")
-reduce_and_p.jvp = zero_jvp(reduce_and_p)
-reduce_or_p = _reduce("reduce_or", np.any, "any")
-reduce_or_p.jvp = zero_jvp(reduce_or_p)
+reduce_prod_p = _reduce("reduce_prod", np.multiply.reduce, "prod", jvp=_reduce_prod_jvp,
+                        doc="`np.prod(x, axis=axes)`")
+reduce_max_p = _reduce("reduce_max", np.maximum.reduce, "max", identity=False,
+                       jvp=_extremum_jvp, doc="`np.max(x, axis=axes)`; empty axes are an error")
+reduce_min_p = _reduce("reduce_min", np.minimum.reduce, "min", identity=False,
+                       jvp=_extremum_jvp, doc="`np.min(x, axis=axes)`; empty axes are an error")
+reduce_and_p = _reduce("reduce_and", np.all, "all", jvp=zero_jvp, doc="`np.all(x, axis=axes)`")
+reduce_or_p = _reduce("reduce_or", np.any, "any", jvp=zero_jvp, doc="`np.any(x, axis=axes)`")
 
 
-def _arg_reduce(name: str) -> Primitive:
+def _arg_reduce(name: str, doc: str) -> Primitive:
     """``argmax``/``argmin`` along one axis (the array method ``name``),
-    giving ``index_dtype`` indices."""
+    giving ``index_dtype`` indices (which have no derivative)."""
 
     def abstract_eval(x, *, axis, index_dtype):
         check_axes(name, x, (axis,))
@@ -191,13 +190,12 @@ def _arg_reduce(name: str) -> Primitive:
         out = bind(registry[name], x, axis=shape.batched_axis(axis, d), index_dtype=index_dtype)
         return out, d - (axis < d)
 
-    return Primitive(name, abstract_eval=abstract_eval, impl=impl, batch=batch, xp_impl=True)
+    return Primitive(name, abstract_eval=abstract_eval, impl=impl, jvp=zero_jvp, batch=batch,
+                     xp_impl=True, doc=doc)
 
 
-argmax_p = _arg_reduce("argmax")
-argmax_p.jvp = zero_jvp(argmax_p)
-argmin_p = _arg_reduce("argmin")
-argmin_p.jvp = zero_jvp(argmin_p)
+argmax_p = _arg_reduce("argmax", "`np.argmax(x, axis=axis)` as `index_dtype`")
+argmin_p = _arg_reduce("argmin", "`np.argmin(x, axis=axis)` as `index_dtype`")
 
 
 def _cumulative(name: str, scan: Callable, dtype_of: Callable | None,
@@ -293,7 +291,8 @@ def _cumprod_jvp(primals, tangents, *, axis, reverse):
     return out, dy
 
 
-def _running_extremum_jvp(prim):
+@rule_factory
+def _running_extremum_jvp(prim: Primitive) -> Callable:
     """cummax/cummin: each output takes the tangent of the element that holds
     the running extremum (the latest one among equal values)."""
 
@@ -325,15 +324,21 @@ cumsum_p = _cumulative(
     "cumsum", lambda x, axis: x.cumsum(axis=axis, dtype=_reduced_dtype(np.add.reduce, x.dtype)),
     lambda d: _reduced_dtype(np.add.reduce, d),
     jvp=_cumsum_jvp, transpose=_cumsum_transpose, linear=True,
+    doc="`np.cumsum(x, axis=axis)`, from the end when `reverse`",
 )
 cumprod_p = _cumulative(
     "cumprod",
     lambda x, axis: x.cumprod(axis=axis, dtype=_reduced_dtype(np.multiply.reduce, x.dtype)),
     lambda d: _reduced_dtype(np.multiply.reduce, d), jvp=_cumprod_jvp,
+    doc="`np.cumprod(x, axis=axis)`, from the end when `reverse`",
 )
-cummax_p = _cumulative("cummax", lambda x, axis: np.maximum.accumulate(x, axis=axis), None,
-                       gpu_scan=_doubling_scan("maximum"))
-cummax_p.jvp = _running_extremum_jvp(cummax_p)
-cummin_p = _cumulative("cummin", lambda x, axis: np.minimum.accumulate(x, axis=axis), None,
-                       gpu_scan=_doubling_scan("minimum"))
-cummin_p.jvp = _running_extremum_jvp(cummin_p)
+cummax_p = _cumulative(
+    "cummax", lambda x, axis: np.maximum.accumulate(x, axis=axis), None,
+    gpu_scan=_doubling_scan("maximum"), jvp=_running_extremum_jvp,
+    doc="`np.maximum.accumulate(x, axis=axis)`, from the end when `reverse`",
+)
+cummin_p = _cumulative(
+    "cummin", lambda x, axis: np.minimum.accumulate(x, axis=axis), None,
+    gpu_scan=_doubling_scan("minimum"), jvp=_running_extremum_jvp,
+    doc="`np.minimum.accumulate(x, axis=axis)`, from the end when `reverse`",
+)

@@ -15,7 +15,14 @@ import math
 import numpy as np
 from functrans.primitives import elementwise as ew
 from functrans.primitives import reductions
-from functrans.primitives._util import as_array, check_axes, check_dtype, linear_jvp, same_type
+from functrans.primitives._util import (
+    as_array,
+    check_axes,
+    check_dtype,
+    linear_jvp,
+    same_type,
+    zero_jvp,
+)
 
 from functrans.core import (
     Primitive,
@@ -49,16 +56,14 @@ def _identity_simplify(eqn, ctx):
 
 
 def _declare_linear(name, abstract_eval, impl, ct_rule, batch, simplify=_identity_simplify,
-                    numpy_kernel=None, broadcasts=False):
+                    numpy_kernel=None, broadcasts=False, *, doc: str):
     """A one-operand linear shape primitive; its impl is written with array
     methods or the operand's array module, so it runs on CuPy arrays too."""
-    prim = Primitive(
-        name, abstract_eval=abstract_eval, impl=impl,
+    return Primitive(
+        name, abstract_eval=abstract_eval, impl=impl, jvp=linear_jvp,
         transpose=linear_unary_transpose(ct_rule), batch=batch, simplify=simplify,
-        numpy_kernel=numpy_kernel, linear=True, broadcasts=broadcasts, xp_impl=True,
+        numpy_kernel=numpy_kernel, linear=True, broadcasts=broadcasts, xp_impl=True, doc=doc,
     )
-    prim.jvp = linear_jvp(prim)
-    return prim
 
 
 # -- batch-axis helpers for the batching rules of every family -------------------
@@ -171,6 +176,7 @@ broadcast_in_dim_p = _declare_linear(
     _unary_batch(_broadcast_in_dim_batch),
     numpy_kernel=_broadcast_in_dim_kernel,
     broadcasts=True,
+    doc="broadcast `x` to `shape`; operand axis `i` becomes result axis `broadcast_dimensions[i]`",
 )
 
 # -- reshape --------------------------------------------------------------------
@@ -205,6 +211,7 @@ reshape_p: Primitive = _declare_linear(
     _reshape_simplify,
     numpy_kernel=lambda avals, *, new_sizes: (
         (lambda x: x.reshape(new_sizes)) if avals[0].ndim else None),
+    doc="`np.reshape(x, new_sizes)` (row-major, sizes fully given)",
 )
 
 # -- transpose ------------------------------------------------------------------
@@ -250,6 +257,7 @@ transpose_p: Primitive = _declare_linear(
     _transpose_simplify,
     numpy_kernel=lambda avals, *, permutation: (
         (lambda x: x.transpose(permutation)) if avals[0].ndim else None),
+    doc="`np.transpose(x, permutation)`",
 )
 
 # -- squeeze / expand_dims ----------------------------------------------------
@@ -273,6 +281,7 @@ squeeze_p: Primitive = _declare_linear(
     _unary_batch(lambda x, d, *, dimensions: (
         bind(squeeze_p, x, dimensions=tuple(batched_axis(a, d) for a in dimensions)),
         d - sum(a < d for a in dimensions))),
+    doc="remove the size-1 axes `dimensions`",
 )
 
 
@@ -301,6 +310,7 @@ expand_dims_p: Primitive = _declare_linear(
     lambda ct, x, *, dimensions: bind(reshape_p, ct, new_sizes=x.shape),
     _unary_batch(lambda x, d, *, dimensions: (bind(
         expand_dims_p, moveaxis(x, d, 0), dimensions=tuple(a + 1 for a in dimensions)), 0)),
+    doc="insert size-1 axes at `dimensions` of the result",
 )
 
 # -- concatenate ----------------------------------------------------------------
@@ -373,6 +383,7 @@ concatenate_p = Primitive(
     batch=_concatenate_batch,
     linear=True,
     xp_impl=True,
+    doc="`np.concatenate(xs, axis=dimension)`, dtypes promoted",
 )
 
 # -- slice ------------------------------------------------------------------------
@@ -431,6 +442,7 @@ def _slice_kernel(avals, *, start_indices, limit_indices, strides):
 slice_p = _declare_linear(
     "slice", _slice_abstract_eval, _slice_impl, _slice_ct, _unary_batch(_slice_batch),
     numpy_kernel=_slice_kernel,
+    doc="`x[start:limit:stride, ...]` with static bounds per axis",
 )
 
 # -- pad ---------------------------------------------------------------------------
@@ -569,6 +581,10 @@ pad_p = Primitive(
     "pad", abstract_eval=_pad_abstract_eval, impl=_pad_impl,
     jvp=_pad_jvp, transpose=_pad_transpose, batch=_pad_batch, numpy_kernel=_pad_kernel,
     linear=True, xp_impl=True,
+    doc=(
+        "pad with `padding_value`: a `(low, high, interior)` triple per axis; negative low/high "
+        "crop"
+    ),
 )
 
 # -- rev -----------------------------------------------------------------------------
@@ -596,6 +612,7 @@ rev_p: Primitive = _declare_linear(
     _unary_batch(lambda x, d, *, dimensions: (
         bind(rev_p, x, dimensions=tuple(batched_axis(a, d) for a in dimensions)), d)),
     _rev_simplify,
+    doc="`np.flip(x, dimensions)`",
 )
 
 # -- iota ------------------------------------------------------------------------------
@@ -618,14 +635,16 @@ def _iota_impl(*, dtype, shape, dimension):
     return as_array(np.broadcast_to(values.reshape(expanded), shape))
 
 
-iota_p: Primitive = Primitive(
+def _iota_batch(vals, dims, **params):
+    return bind(iota_p, **params), None
+
+
+iota_p = Primitive(
     "iota",
     abstract_eval=_iota_abstract_eval,
     impl=_iota_impl,
-    # No operands, so never a tangent: the rule only restates that.
-    jvp=lambda primals, tangents, **params: (
-        bind(iota_p, **params), Zero(_iota_abstract_eval(**params))
-    ),
-    batch=lambda vals, dims, **params: (bind(iota_p, **params), None),
+    jvp=zero_jvp,  # no operands, so never a tangent: the rule only restates that
+    batch=_iota_batch,
     xp_impl=True,
+    doc="`arange` along `dimension`, broadcast to `shape`",
 )

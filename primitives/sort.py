@@ -58,5 +58,8 @@ def _sort_batch(vals, dims, *, axis_size, axis):
     return out, [d, d]
 
 
-sort_p = Primitive("sort", abstract_eval=_sort_abstract_eval, impl=_sort_impl,
-                   multiple_results=True, jvp=_sort_jvp, batch=_sort_batch, xp_impl=True)
+sort_p = Primitive(
+    "sort", abstract_eval=_sort_abstract_eval, impl=_sort_impl, multiple_results=True,
+    jvp=_sort_jvp, batch=_sort_batch, xp_impl=True,
+    doc="`np.sort(x, axis)` and the stable `np.argsort(x, axis)`, as two results",
+)
