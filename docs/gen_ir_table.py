@@ -67,10 +67,10 @@ def meaning(prim) -> str:
     fn = prim.numpy_fn  # the NumPy function of an elementwise table row
     if fn is not None and getattr(np, fn.__name__, None) is fn:
         return f"`np.{fn.__name__}({signature_cells(prim)[0]})`"
-    where = "its table row a doc= column" if fn is not None else "its declaration a doc= line"
+    where = "a doc= column to its table row" if fn is not None else "doc= to its declaration"
     raise LookupError(
-        f"primitive {prim.name!r} has no description: give {where} "
-        f"({prim.abstract_eval.__module__}), then run `python docs/gen_ir_table.py --write`"
+        f"primitive {prim.name!r} (declared by {prim.abstract_eval.__module__}) has no "
+        f"description: add {where}, then run `python docs/gen_ir_table.py --write`"
     )
 
 

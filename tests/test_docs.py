@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from functrans.core import registry
+import numpy as np
+import pytest
+from functrans.primitives import elementwise as ew
+
+from functrans.core import Primitive, registry
 
 ROOT = Path(__file__).resolve().parents[1]
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
@@ -45,6 +49,27 @@ def test_ir_page_tables_are_generated():
     assert gen.replace_block(page, gen.tables()) == page, (
         "docs/ir.md is out of date: run python docs/gen_ir_table.py --write"
     )
+
+
+def test_ir_page_refuses_an_undescribed_primitive():
+    """A primitive's text is the doc= of its declaration; only an elementwise
+    row may go without, described by its NumPy function."""
+    gen = _load(ROOT / "docs" / "gen_ir_table.py")
+    Primitive("undescribed", abstract_eval=lambda x: x, impl=lambda x: x)
+    ew.declare(ew.Row("undescribed_row", lambda x: x, ew.LINEAR, dtype_like=np.absolute))
+    try:
+        with pytest.raises(LookupError, match=r"^primitive 'undescribed' \(declared by "
+                           r"test_docs\) has no description: add doc= to its declaration"):
+            gen.tables()
+        del registry["undescribed"]
+        with pytest.raises(LookupError, match=r"^primitive 'undescribed_row' .* add a doc= "
+                           "column to its table row"):
+            gen.tables()
+    finally:
+        registry.pop("undescribed", None)
+        registry.pop("undescribed_row", None)
+    assert gen.meaning(registry["trunc"]) == "`np.trunc(x)`"
+    assert gen.meaning(registry["select"]) == registry["select"].doc
 
 
 def test_tour_runs():
