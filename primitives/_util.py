@@ -1,4 +1,6 @@
-"""Helpers shared by the primitive families: shape checks and array outputs."""
+"""Helpers shared by the primitive families: shape checks, array outputs,
+and the rule factories several families name in their declarations
+(``jvp=linear_jvp``, ``jvp=zero_jvp``)."""
 
 from __future__ import annotations
 
