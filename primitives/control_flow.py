@@ -156,6 +156,7 @@ def _cond_batch(vals, dims, *, axis_size, branches):
 
 cond_p = Primitive(
     "cond",
+    xp_impl=True,
     abstract_eval=_cond_abstract_eval,
     impl=_cond_impl,
     jvp=_cond_jvp,
@@ -451,6 +452,7 @@ def _first_member(x):
 
 scan_p = Primitive(
     "scan",
+    xp_impl=True,
     abstract_eval=_scan_abstract_eval,
     impl=_scan_impl,
     jvp=_scan_jvp,
@@ -646,6 +648,7 @@ def _masked_step(cond_b: ClosedJaxpr, body_b: ClosedJaxpr, n_cc: int, n_bc: int)
 
 while_p = Primitive(
     "while_loop",
+    xp_impl=True,
     abstract_eval=_while_abstract_eval,
     impl=_while_impl,
     jvp=_while_jvp,

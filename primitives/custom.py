@@ -42,6 +42,7 @@ def _stop_gradient_batch(vals, dims, *, axis_size):
 
 stop_gradient_p = Primitive(
     "stop_gradient",
+    xp_impl=True,
     abstract_eval=lambda x: x.strip_weak(),
     impl=as_array,  # a Python scalar in, a 0-d array out, like every primitive
     jvp=zero_jvp,
@@ -156,6 +157,7 @@ def _custom_jvp_call_batch(vals, dims, *, axis_size, call, jvp, num_consts, name
 
 custom_jvp_call_p = Primitive(
     "custom_jvp_call",
+    xp_impl=True,
     abstract_eval=_call_abstract_eval,
     impl=lambda *args, call, jvp, num_consts, name: run_jaxpr(call, args),
     jvp=_custom_jvp_call_jvp,
@@ -221,6 +223,7 @@ def _custom_vjp_call_batch(vals, dims, *, axis_size, call, fwd, bwd, num_consts,
 
 custom_vjp_call_p = Primitive(
     "custom_vjp_call",
+    xp_impl=True,
     abstract_eval=_call_abstract_eval,
     impl=lambda *args, call, fwd, bwd, num_consts, name: run_jaxpr(call, args),
     jvp=_custom_vjp_call_jvp,
@@ -280,6 +283,7 @@ def _custom_lin_jvp(primals, tangents, **params):
 
 custom_lin_p = Primitive(
     "custom_lin",
+    xp_impl=True,
     abstract_eval=lambda *avals, num_res, bwd, out_avals, name: list(out_avals),
     impl=_custom_lin_impl,
     jvp=_custom_lin_jvp,
@@ -325,6 +329,7 @@ def _checkpoint_batch(vals, dims, *, axis_size, jaxpr, name):
 
 checkpoint_p = Primitive(
     "checkpoint",
+    xp_impl=True,
     abstract_eval=lambda *avals, jaxpr, name: [a.strip_weak() for a in jaxpr.out_avals],
     impl=lambda *args, jaxpr, name: run_jaxpr(jaxpr, args),
     jvp=_checkpoint_jvp,

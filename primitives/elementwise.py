@@ -70,6 +70,7 @@ class Row(NamedTuple):
     transpose: Callable | None = None  # for rows linear in an operand (marks them linear)
     simplify: Callable | None = None  # algebraic simplification (functrans.passes.simplify)
     doc: str | None = None  # docs/ir.md's text, where the NumPy function's name is not enough
+    gpu: Callable | None = None  # the impl on device arrays, for rows with no CUDA expression
 
 
 class Cuda:
@@ -253,7 +254,7 @@ def declare(row: Row) -> Primitive:
         name, abstract_eval=abstract_eval, impl=lambda *xs: as_array(fn(*xs)), numpy_fn=fn,
         jvp=jvp, transpose=row.transpose, batch=elementwise_batch,
         cuda=None if row.cuda is None else Cuda(row.cuda, loop), simplify=row.simplify,
-        numexpr=row.numexpr, linear=row.transpose is not None, doc=row.doc,
+        numexpr=row.numexpr, linear=row.transpose is not None, doc=row.doc, gpu=row.gpu,
     )
 
 

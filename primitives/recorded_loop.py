@@ -574,6 +574,7 @@ def _masked_sweep(cond_b: ClosedJaxpr, cc: list, sw: Sweep, body_b: ClosedJaxpr,
 
 recorded_loop_p = Primitive(
     "recorded_loop",
+    xp_impl=True,
     abstract_eval=_abstract_eval,
     impl=_impl,
     jvp=_jvp_rule,

@@ -85,6 +85,22 @@ def _scipy_fn(name: str, scipy_name: str) -> Callable:
     return fn
 
 
+def _cupyx_fn(name: str) -> Callable:
+    """The GPU impl of a function CUDA's math library lacks: CuPy's own
+    ``cupyx.scipy.special`` kernel, in the dtype of the row's rule."""
+    rule = _dtype_rule(name)
+
+    def fn(*xs):
+        # CuPy is optional: imported here, where a device array is already at hand.
+        from cupyx.scipy import special as cupyx_special
+
+        dtype = rule(*(get_aval(x) for x in xs))
+        return getattr(cupyx_special, name)(*xs).astype(dtype, copy=False)
+
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
 
@@ -108,11 +124,12 @@ ROWS = [
         lambda x, y: digamma(x), cuda="lgamma(x)",
         dtype_rule=_dtype_rule("lgamma"), doc="`scipy.special.gammaln(x)`"),
     Row("digamma",   _scipy_fn("digamma", "psi"),
-        lambda x, y: polygamma(1, x),
+        lambda x, y: polygamma(1, x), gpu=_cupyx_fn("digamma"),
         dtype_rule=_dtype_rule("digamma"), doc="`scipy.special.digamma(x)`"),
     # polygamma(n, x): no derivative in the (integer) order n.
     Row("polygamma", _scipy_fn("polygamma", "polygamma"),
         (lambda n, x, out: 0.0, lambda n, x, out: polygamma(ew.add(n, 1), x)),
+        gpu=_cupyx_fn("polygamma"),
         dtype_rule=_dtype_rule("polygamma"), doc="`scipy.special.polygamma(n, x)`"),
 ]
 # fmt: on

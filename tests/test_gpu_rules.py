@@ -31,23 +31,6 @@ from functrans.errors import MissingRuleError
 
 # -- completeness ------------------------------------------------------------------------
 
-#: Primitives whose impls already run on device arrays (they evaluate
-#: sub-Jaxprs, or convert with the array-module-aware ``as_array``) but whose
-#: declarations do not say so yet, and primitives with no GPU path at all:
-#: the file to edit, and what to add.
-UNDECLARED = {
-    "cond": "control_flow.py: xp_impl=True",
-    "scan": "control_flow.py: xp_impl=True",
-    "while_loop": "control_flow.py: xp_impl=True",
-    "recorded_loop": "recorded_loop.py: xp_impl=True",
-    "custom_jvp_call": "custom.py: xp_impl=True",
-    "custom_vjp_call": "custom.py: xp_impl=True",
-    "custom_lin": "custom.py: xp_impl=True",
-    "checkpoint": "custom.py: xp_impl=True",
-    "stop_gradient": "custom.py: xp_impl=True",
-    "digamma": "special.py: a CUDA expression or gpu= (cupyx.scipy.special.digamma)",
-    "polygamma": "special.py: a CUDA expression or gpu= (cupyx.scipy.special.polygamma)",
-}
 
 
 def gpu_path(prim: core.Primitive) -> str | None:
@@ -62,11 +45,7 @@ def gpu_path(prim: core.Primitive) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=UNDECLARED[n]))
-    if n in UNDECLARED else n
-    for n in sorted(core.registry) if not n.startswith("test_")
-])
+@pytest.mark.parametrize("name", [n for n in sorted(core.registry) if not n.startswith("test_")])
 def test_every_primitive_declares_its_gpu_path(name):
     prim = core.registry[name]
     assert gpu_path(prim) is not None, (
@@ -167,21 +146,26 @@ CASES: dict[str, list[tuple[tuple, dict]]] = {
     "svd": [((M,), dict(full_matrices=False, compute_uv=True)),
             ((BATCH,), dict(full_matrices=True, compute_uv=False))],
     "sort": [((V,), dict(axis=0)), ((np.array([[2, 1, 2, 1]], np.int16),), dict(axis=1))],
+    "stop_gradient": [((M,), {}), ((M.astype(np.int32),), {})],
+    "digamma": [((np.abs(V) + 0.5,), {}), ((np.array([1.5, 3.0], np.float32),), {})],
+    "polygamma": [((np.array([1, 2]), np.array([0.5, 4.0])), {})],
 }
 
 #: Impls whose GPU algorithm is another one than the CPU's (the same result up
 #: to rounding; for LU the same pivots, as neither matrix has ties).
-APPROXIMATE = {"lu", "triangular_solve"}
+APPROXIMATE = {"lu", "triangular_solve", "digamma", "polygamma"}
 #: GPU impls calling CuPy beyond its NumPy API (cupyx), which the stand-in lacks.
-NEEDS_CUPY = {"triangular_solve"}
+NEEDS_CUPY = {"triangular_solve", "digamma", "polygamma"}
+#: Primitives that evaluate sub-Jaxprs: test_gpu_dispatch.py runs them on the device.
+SUB_JAXPR = {"cond", "scan", "while_loop", "recorded_loop", "custom_jvp_call",
+             "custom_vjp_call", "custom_lin", "checkpoint"}
 
 
 def test_every_primitive_with_a_gpu_impl_has_cases():
     declared = {n for n, p in core.registry.items()
                 if (p.xp_impl or p.gpu is not None) and not n.startswith("test_")}
     covered = set(CASES) | {"iota"}  # iota has no operands: see the program tests below
-    # Sub-Jaxpr primitives are run on the device by test_gpu_dispatch.py.
-    assert declared - covered <= set(UNDECLARED), declared - covered
+    assert declared - covered == SUB_JAXPR, declared - covered
     assert set(CASES) <= declared
 
 
@@ -223,7 +207,7 @@ def _check(name, got, want):
 @pytest.mark.parametrize("name, k", [(n, k) for n in sorted(CASES) for k in range(len(CASES[n]))])
 def test_gpu_impl_matches_the_numpy_impl(device, name, k):
     if device == "fake" and name in NEEDS_CUPY:
-        pytest.skip("cupyx.scipy.linalg needs CuPy on a GPU")
+        pytest.skip("cupyx.scipy needs CuPy on a GPU")
     prim = core.registry[name]
     args, params = CASES[name][k]
     with np.errstate(invalid="ignore"):  # NaN among the values compared
