@@ -182,9 +182,12 @@ def _reads_of(sweeps: Sequence[Sweep]) -> list[list[list[bool]]]:
 # --------------------------------------------------------------------------
 
 
-def _abstract_eval(*avals, **params):
+def _abstract_eval(*avals, cond_jaxpr, cond_nconsts, bodies, nconsts, ncarry, nacc, reverse):
+    # The params by name: the IR reference (docs/ir.md) lists them from here.
+    params = dict(cond_jaxpr=cond_jaxpr, cond_nconsts=cond_nconsts, bodies=bodies,
+                  nconsts=nconsts, ncarry=ncarry, nacc=nacc, reverse=reverse)
     _, sweeps = _sweeps_of(avals, params)
-    (pred,) = params["cond_jaxpr"].out_avals
+    (pred,) = cond_jaxpr.out_avals
     if pred.shape != () or pred.dtype != np.bool_:
         raise ShapeError(f"recorded_loop: the loop condition must return a bool scalar, got "
                          f"{pred.str_short()}")
