@@ -41,7 +41,9 @@ from functrans.backends.numpy import Compiled
 from functrans.core import ClosedJaxpr, ShapedArray, ShapeDtypeStruct, Tracer
 from functrans.devices import check_devices, is_device_array
 from functrans.errors import DeviceError
+from functrans.passes.fuse import fuse, unfuse_small
 from functrans.passes.pipeline import run_passes
+from functrans.primitives.fused import cpu_fusible, have_numexpr
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 __all__ = ["CacheInfo", "JitCacheMiss", "Lowered", "ShapeDtypeStruct", "jit"]
@@ -474,12 +476,8 @@ def _fuse_for_cpu(closed: ClosedJaxpr) -> ClosedJaxpr:
     """Large float64 elementwise groups become ``fused_elementwise`` equations,
     which the NumPy backend evaluates in one numexpr pass (when numexpr is
     installed: the ``fast`` extra)."""
-    from functrans.primitives.fused import cpu_fusible, have_numexpr
-
     if not have_numexpr() or not any(cpu_fusible(e) for e in closed.jaxpr.eqns):
         return closed
-    from functrans.passes.fuse import fuse, unfuse_small
-
     # A group of one or two operations saves too little to pay numexpr's
     # setup (measured on the Rosenbrock Hessian at n=1000): those stay NumPy calls.
     fused = unfuse_small(fuse(closed, cpu_fusible), min_members=3)

@@ -39,7 +39,7 @@ import numpy as np
 
 from functrans import core
 from functrans.backends import cuda
-from functrans.backends.numpy import last_uses, output_sources
+from functrans.backends.numpy import _identifier, last_uses, output_sources
 from functrans.core import ClosedJaxpr, Eqn, Literal, Primitive, Var
 from functrans.errors import DeviceError, GPUUnavailableError, MissingRuleError
 from functrans.passes.dce import dce_closed
@@ -457,12 +457,6 @@ def _bound(prim: Primitive, params: dict) -> Callable:
     if not params:
         return fn
     return functools.partial(fn, **params)
-
-
-def _identifier(name: str) -> str:
-    from functrans.backends.numpy import _identifier as ident
-
-    return ident(name)
 
 
 class Compiled:

@@ -29,6 +29,7 @@ import numpy as np
 
 from functrans import dtypes
 from functrans.core import get_aval
+from functrans.custom_derivatives import custom_jvp
 from functrans.errors import DTypeError
 from functrans.numpy import _elementwise, _reductions
 from functrans.numpy._elementwise import (
@@ -105,8 +106,6 @@ def _sinc_series(k: int, x):
 def _sinc_series_with_jvp():
     """``_sinc_series`` with its JVP: the next term of the series (built on
     first use: ``custom_derivatives`` sits above this module)."""
-    from functrans.custom_derivatives import custom_jvp
-
     series = custom_jvp(_sinc_series, nondiff_argnums=(0,))
 
     @series.defjvp

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from functrans.core import Primitive, bind
+from functrans.custom_derivatives import custom_jvp
 from functrans.dtypes import is_inexact
 from functrans.errors import DTypeError, ShapeError
 from functrans.numpy._elementwise import (
@@ -222,8 +223,6 @@ def _extremum_with_jvp():
     positions cannot give that by itself: a fill value equal to the result
     (-inf, or ``init``) would count as a tie.  Built on first use:
     ``custom_derivatives`` sits above this module."""
-    from functrans.custom_derivatives import custom_jvp
-
     fun = custom_jvp(_masked_extremum, nondiff_argnums=(0, 1))
 
     @fun.defjvp

@@ -53,6 +53,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from functrans.core import bind
+from functrans.custom_derivatives import custom_jvp
 from functrans.errors import DTypeError, LinAlgError
 from functrans.numpy import _contract, _elementwise, _reductions, _shape, _sorting
 from functrans.numpy._shape import _broadcast_shape, _broadcast_to, _reshape
@@ -388,8 +389,6 @@ def _pinv_value(a, rcond, hermitian):
 
 @functools.cache
 def _pinv_with_jvp():
-    from functrans.custom_derivatives import custom_jvp
-
     pinv_ = custom_jvp(_pinv_value, nondiff_argnums=(1, 2))
 
     @pinv_.defjvp
