@@ -13,6 +13,7 @@ import numpy as np
 
 import functrans as ft
 import functrans.numpy as fnp
+from functrans import lax
 
 SECTIONS: list[tuple[str, Callable[[], None]]] = []
 
@@ -121,8 +122,6 @@ def jacobians() -> None:
 
 @section("Control flow: lax.scan and lax.while_loop under grad and vmap")
 def control_flow() -> None:
-    from functrans import lax
-
     def newton_sqrt(a):
         return lax.while_loop(lambda y: abs(y * y - a) > 1e-12,
                               lambda y: 0.5 * (y + a / y), a)

@@ -42,7 +42,7 @@ def devices() -> list[str]:
     >>> ft.devices()[0]
     'cpu'
     """
-    from functrans.backends import cupy as gpu
+    from functrans.backends import cupy as gpu  # loaded for GPU work only
 
     try:
         import importlib.util
@@ -69,7 +69,7 @@ def device_put(x: Any, device: str = "cpu") -> Any:
             "functrans.devices())"
         )
     if device == "gpu":
-        from functrans.backends import cupy as gpu
+        from functrans.backends import cupy as gpu  # loaded for GPU work only
 
         cp = gpu.require_gpu("device_put(x, 'gpu')")
 

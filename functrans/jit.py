@@ -203,7 +203,7 @@ class Lowered:
         """Compile every kernel with nvcc for ``sm_<arch>`` (one nvcc call) and
         return the kernels checked; a KernelCompileError shows the source and
         the equations of a kernel that fails."""
-        from functrans.backends import cuda
+        from functrans.backends import cuda  # the GPU code generator loads on first use
 
         return cuda.compile_check(self.kernels, arch=arch)
 
@@ -406,7 +406,7 @@ class _Jitted:
         single = out_tree.num_leaves == 1 and out_tree.num_nodes == 1
         compiled: Any
         if device == "gpu":
-            from functrans.backends import cupy as gpu_backend
+            from functrans.backends import cupy as gpu_backend  # loaded for GPU work only
 
             compiled = gpu_backend.Compiled(optimized, self._name, own_outputs=True)
         else:
