@@ -760,6 +760,10 @@ class JaxprTrace:
         self._keepalive: list[Any] = []
         #: Inputs and constants standing for tracers of enclosing traces, by id of their Var.
         self._outer: dict[int, Tracer] = {}
+        #: The equation making each Var (by id), for ``carries_derivative``; built
+        #: on the first conversion, so recording itself keeps no extra map.
+        self._producers: dict[int, Eqn] = {}
+        self._producers_upto = 0
 
     # -- entering and leaving -------------------------------------------
 
@@ -866,7 +870,11 @@ class JaxprTrace:
         float or complex values (integers carry none) and not through
         ``stop_gradient``.  Walks the equations back from ``var``: only
         conversions ask, so recording stays free of bookkeeping."""
-        producers = {id(v): e for e in self.eqns for v in e.outputs}
+        producers = self._producers
+        for e in self.eqns[self._producers_upto:]:  # extended as the trace grows
+            for v in e.outputs:
+                producers[id(v)] = e
+        self._producers_upto = len(self.eqns)
         invars = {id(v) for v in self.invars}
         todo: list[Any] = [var]
         seen: set[int] = set()
