@@ -149,7 +149,8 @@ def cast(expr: str, src: np.dtype, dst: np.dtype) -> str:
 
 _MATH_FUNCTIONS = (
     "sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp exp2 expm1 log log2 "
-    "log10 log1p sqrt cbrt fabs floor ceil rint fmod pow atan2 copysign"
+    "log10 log1p sqrt cbrt fabs floor ceil rint trunc fmod pow atan2 copysign hypot erf erfc "
+    "erfinv lgamma"
 ).split()
 _F32_NAMES = re.compile(r"\b(" + "|".join(_MATH_FUNCTIONS) + r")\(")
 
