@@ -421,3 +421,15 @@ def test_kernel_inputs_name_the_group_inputs():
     assert [i.operand for i in k.inputs] == [0, 1]
     assert k.in_params == "float32 in0, float32 in1" and k.out_params == "float32 out0"
     assert [v.aval for v in k.invars] == [core.ShapedArray((4,), np.float32)] * 2
+
+
+def test_float32_kernels_call_the_float_math_functions():
+    import functrans.scipy.special as sps
+
+    def f(x, y):
+        return fnp.hypot(x, y) * fnp.trunc(x) + sps.erf(x) + sps.erfc(y) + sps.gammaln(y)
+
+    x = np.ones(8, np.float32)
+    (kernel,) = ft.jit(f).lower(x, x, device="gpu").kernels
+    for name in ("hypotf(", "truncf(", "erff(", "erfcf(", "lgammaf("):
+        assert name in kernel.source, name
