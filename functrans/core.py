@@ -658,7 +658,7 @@ class Tracer:
         return complex(self._constant("complex()"))
 
     def __index__(self):
-        if self.aval.dtype.kind not in "iub":
+        if self.aval.dtype.kind not in "iu":  # NumPy refuses float and bool indices
             raise TypeError(
                 f"{self._trace.fun_name}: a traced {self.aval.str_short()} value was used as "
                 f"an index (at {user_frame_summary()}); only integer values can be indices, as "
@@ -747,7 +747,7 @@ class JaxprTrace:
         self.fun_name = fun_name
         self.concrete = concrete
         self.concretized = False
-        self.reason = reason
+        self.reason = reason or (" inside jit" if in_jit else "")
         self.differentiated = differentiated
         self.in_jit = in_jit
         self.level = len(_state.stack)
@@ -780,10 +780,13 @@ class JaxprTrace:
         if stack and stack[-1] is self:
             stack.pop()
             return
+        if self not in stack:
+            return  # already unwound with an enclosing trace that ended out of order
         # Traces nest like the with-blocks that make them, so this is a bug in
         # functrans; say so instead of leaving the stack in a wrong state.
-        if self in stack:
-            del stack[stack.index(self):]
+        for t in stack[stack.index(self):]:
+            t.active = False
+        del stack[stack.index(self):]
         if exc[0] is None:
             raise RuntimeError(
                 f"functrans: the trace of {self.fun_name!r} ended out of order (internal "

@@ -408,47 +408,61 @@ def _branchy(x):
     return [cos(x)]
 
 
-@pytest.mark.parametrize("op, what", [
-    (bool, r"bool\(\)"),
-    (int, r"int\(\)"),
-    (lambda x: [0, 1, 2][x], r"use as an index \(__index__\)"),
-])
-def test_concretizing_a_tracer_names_the_function_and_the_ways_out(op, what):
+#: op, what the message names, the value traced, the advice it must give and
+#: must not give.  Control flow gets control-flow advice; float(), complex()
+#: and np.asarray() make constants, so theirs is how to keep an array.
+_CONCRETIZING = [
+    (bool, r"bool\(\)", np.array(1), ("functrans.lax.cond", "where", "static_argnums"), None),
+    (int, r"int\(\)", np.array(1), ("functrans.lax.cond", "where", "static_argnums"), None),
+    (lambda x: [0, 1, 2][x], r"use as an index \(__index__\)", np.array(1),
+     ("functrans.lax.cond", "where", "static_argnums"), None),
+    (float, r"float\(\)", np.array(1.0),
+     ("functrans.numpy functions instead of math", "static_argnums"), "lax.cond"),
+    (complex, r"complex\(\)", np.array(1.0),
+     ("functrans.numpy functions instead of cmath", "static_argnums"), "lax.cond"),
+    (np.asarray, r"np\.asarray\(\)", np.array(1.0),
+     ("functrans.numpy.asarray(x)", "static_argnums"), "lax.cond"),
+]
+
+
+@pytest.mark.parametrize("op, what, value, ways_out, wrong_advice", _CONCRETIZING)
+def test_concretizing_a_tracer_names_the_function_and_the_ways_out(op, what, value, ways_out,
+                                                                   wrong_advice):
     def my_fun(x):
         op(x)
         return [x]
 
     with pytest.raises(ConcretizationError) as info:
-        trace(my_fun, np.array(1))
+        trace(my_fun, value)
     message = str(info.value)
     assert re.match(rf"my_fun: {what} needs a concrete value, but the value here is traced",
                     message)
     assert re.search(r"\(at .*test_core\.py:\d+\)", message)
-    for way_out in ("functrans.lax.cond", "where", "static_argnums"):
+    for way_out in ways_out:
         assert way_out in message
+    assert wrong_advice is None or wrong_advice not in message
     assert isinstance(info.value, TypeError)
 
 
-@pytest.mark.parametrize("op, what, way_out", [
-    (float, r"float\(\)", "functrans.numpy functions instead of math"),
-    (complex, r"complex\(\)", "functrans.numpy functions instead of cmath"),
-    (np.asarray, r"np\.asarray\(\)", "functrans.numpy.asarray(x)"),
-])
-def test_converting_a_tracer_to_a_constant_gives_conversion_advice(op, what, way_out):
-    """float(), complex() and np.asarray() make constants: the advice is how
-    to keep the value an array, not how to branch."""
-    def my_fun(x):
-        op(x)
-        return [x]
+def test_a_float_or_bool_traced_value_is_not_an_index_as_in_numpy():
+    for value in (np.array(1.0), np.array(True)):
+        with pytest.raises(TypeError, match=r"my_fun: a traced .* was used as an index .*"
+                                            r"only integer values can be indices"):
+            def my_fun(x):
+                [0, 1, 2][x]
+                return [x]
 
-    with pytest.raises(ConcretizationError) as info:
-        trace(my_fun, np.array(1.0))
-    message = str(info.value)
-    assert re.match(rf"my_fun: {what} needs a concrete value, but the value here is traced",
-                    message)
-    assert re.search(r"\(at .*test_core\.py:\d+\)", message)
-    assert way_out in message and "static_argnums" in message
-    assert "lax.cond" not in message
+            trace(my_fun, value)
+
+
+def test_a_trace_ended_out_of_order_is_an_internal_error():
+    outer, inner = core.JaxprTrace("outer"), core.JaxprTrace("inner")
+    outer.__enter__()
+    inner.__enter__()
+    with pytest.raises(RuntimeError, match="the trace of 'outer' ended out of order"):
+        outer.__exit__(None, None, None)
+    assert core.current_trace() is None  # the stack is not left wrong
+    inner.__exit__(None, None, None)
 
 
 def test_python_if_on_a_traced_comparison():
