@@ -203,10 +203,13 @@ def fmod(x1, x2, /):
     x1, x2 = _arg(x1), _arg(x2)
     dtype = _ufunc_dtype(np.fmod, x1, x2)
     x1, x2 = _cast(x1, dtype), _cast(x2, dtype)
-    # sign(x1) * (|x1| mod |x2|), exact; the sign is taken as +1 at 0 so that
-    # the derivative in x1 is 1 there too.
+    # sign(x1) * (|x1| mod |x2|), exact.  At x1 = -0.0 that sign reads +1 and
+    # the remainder is +0.0, so a zero x1 is returned as it is: fmod keeps the
+    # sign of a zero dividend, and the derivative in x1 stays 1 at 0.  A NaN
+    # remainder (x2 zero or NaN) is no zero and stays.
     s = _convert(asarray(where(less(x1, 0), -1, 1)), dtype)
-    return multiply(s, _elementwise.remainder(multiply(s, x1), absolute(x2)))
+    r = multiply(s, _elementwise.remainder(multiply(s, x1), absolute(x2)))
+    return where(logical_and(equal(x1, 0), equal(r, 0)), x1, r)
 
 
 def deg2rad(x, /):

@@ -59,8 +59,6 @@ def test_binary_functions_match_numpy(name, data):
                              allow_nan=special, allow_infinity=special))
     if name == "fmod" and d2.kind == "i":
         y = np.where(y == 0, 3, y).astype(d2)
-    if name == "fmod" and d1.kind == "f":
-        x = np.where(x == 0, 1.5, x).astype(d1)  # fmod(-0.0, y) keeps the sign of zero
     with np.errstate(all="ignore"):
         check(name, x, y)
     if data.draw(st.booleans()):  # one Python scalar operand, which stays weak
@@ -79,6 +77,14 @@ def test_edge_values_of_elementwise_functions():
     check("nan_to_num", np.array([nan, inf, -inf]), nan=1.0, posinf=2.0, neginf=-3.0)
     check("nan_to_num", np.array([complex(nan, inf), complex(-inf, 1.0)]))
     check("sinc", np.array([0.0, 1.0, -2.5, 1e-20]))
+    # fmod keeps the sign of a zero dividend and of a zero result.
+    x1 = np.array([-0.0, 0.0, -0.0, -0.0, -0.0, -4.0, nan, inf, 3.0, -3.0])
+    x2 = np.array([2.0, -2.0, inf, 0.0, nan, 2.0, 1.0, 2.0, inf, -inf])
+    with np.errstate(all="ignore"):
+        check("fmod", x1, x2)
+        want = np.fmod(x1, x2)
+        for got in (fnp.fmod(x1, x2), ft.jit(fnp.fmod)(x1, x2)):
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
     check("isclose", np.array([1.0, inf, nan, -inf]), np.array([1.0 + 1e-9, inf, nan, inf]),
           equal_nan=True)
     assert fnp.allclose(X, X + 1e-10) is True and fnp.allclose(X, X + 1) is False
