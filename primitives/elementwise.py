@@ -385,8 +385,11 @@ def _sub_transpose(ct, x, y):
 
 
 def _mul_transpose(ct, x, y):
-    """mul is linear in whichever operand is undefined (never both: a tangent
-    times a tangent cannot come out of a JVP rule)."""
+    """mul is linear in whichever operand is undefined.  A JVP rule never
+    multiplies two tangents, but ``linear_transpose`` of a user's ``x * x``
+    reaches here with both undefined."""
+    require_linear(type(x) is not UndefinedPrimal or type(y) is not UndefinedPrimal,
+                   "mul is linear in one operand at a time, not quadratic")
     if type(x) is UndefinedPrimal:
         return [Zero(x.aval) if type(ct) is Zero else unbroadcast(mul(ct, y), x.aval), None]
     return [None, Zero(y.aval) if type(ct) is Zero else unbroadcast(mul(x, ct), y.aval)]

@@ -324,6 +324,28 @@ def test_custom_lin_is_bound_by_custom_vjp_and_transposed_by_bwd():
     np.testing.assert_allclose(gy, np.cos(inner) * np.sin(x))
 
 
+_NOT_LINEAR = {
+    "mul": (lambda x: x * x, "mul is linear in one operand at a time"),
+    "div": (lambda x: 1.0 / x, "div is linear in its numerator only"),
+    "select": (lambda x: fnp.where(x > 0, x, 0.0), "select is not linear in its predicate"),
+    "dot_general": (lambda x: fnp.dot(x, x), "dot_general is bilinear"),
+    "cond": (lambda x: ft.lax.cond(True, lambda v: v * v, lambda v: v, x), "mul is linear"),
+    "scan": (lambda x: ft.lax.scan(lambda c, a: (c * a, c), x, x)[0], "mul is linear"),
+    "while_loop": (lambda x: ft.lax.fori_loop(0, 2, lambda i, v: v * v, x), "mul is linear"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NOT_LINEAR))
+def test_transpose_rules_refuse_a_function_that_is_not_linear(name):
+    """A transpose rule met in an operand it is not linear in raises
+    NotLinearError naming the primitive, inside sub-Jaxprs too."""
+    f, message = _NOT_LINEAR[name]
+    x = np.array([0.5, 2.0, 3.0])
+    with pytest.raises(ft.errors.NotLinearError, match=message) as info:
+        ft.linear_transpose(f, x)(np.ones(()) if name == "dot_general" else x)
+    assert "linear_transpose needs a linear function" in str(info.value)
+
+
 # --------------------------------------------------------------------------
 # Random programs: forward and reverse mode are the same linear map
 # --------------------------------------------------------------------------
