@@ -955,7 +955,9 @@ _CONVERSION_ADVICE = {
         "Keep it an array: drop the float() (0-d arrays work in arithmetic), and use "
         "functrans.numpy functions instead of math.* (functrans.numpy.exp(x), not "
         "math.exp(x)); to use the value without its derivative, convert "
-        "functrans.lax.stop_gradient(x)."
+        "functrans.lax.stop_gradient(x). Writing a traced value into an element of a "
+        "NumPy array (buf[i] = x) ends up here too: build the array with "
+        "functrans.numpy.at(buf)[i].set(x) instead."
     ),
     "item()": (
         "Keep it an array: index it (x[i]) instead of taking .item(); to use the value "

@@ -95,8 +95,8 @@ def test_writing_one_element_into_a_buffer_chains_the_explanation():
     while e is not None:
         chain.append(str(e))
         e = e.__cause__ or e.__context__
-    assert any("derivative would be silently lost" in m and "x.at[i].set(v)" not in m
-               or "functrans.numpy.at(buf)" in m for m in chain), chain
+    assert any("derivative would be silently lost" in m and "functrans.numpy.at(buf)" in m
+               for m in chain), chain
 
 
 @pytest.mark.parametrize("name", ["np.asarray", "float", "math.exp", "buffer write"])
