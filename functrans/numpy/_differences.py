@@ -62,7 +62,8 @@ def diff(a, n: int = 1, axis: int = -1, prepend=_NO_VALUE, append=_NO_VALUE):
     op = not_equal if a.dtype == np.bool_ else subtract
     for _ in range(n):
         size = a.shape[axis]
-        a = op(_shape._slice_axis(a, axis, 1, size), _shape._slice_axis(a, axis, 0, size - 1))
+        lo = min(1, size)  # an empty axis stays empty (NumPy's diff of nothing)
+        a = op(_shape._slice_axis(a, axis, lo, size), _shape._slice_axis(a, axis, 0, size - lo))
     return a
 
 

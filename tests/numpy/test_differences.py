@@ -16,6 +16,7 @@ from functrans.testing import check_grads
 CASES = [
     ("diff", (X,)), ("diff", (X, 2, 0)), ("diff", (np.array([True, False, False]),)),
     ("diff", (X, 1, -1, 0.0, np.ones((3, 1)))), ("diff", (np.arange(5), 3)),
+    ("diff", (np.zeros(0),)), ("diff", (np.zeros((2, 0)),)), ("diff", (np.arange(3.0), 5)),
     ("gradient", (np.array([1.0, 2, 4, 7, 11]),)), ("gradient", (X,)),
     ("gradient", (X, 2.0)), ("gradient", (X, 1.0, np.array([0.0, 1, 3, 4]))),
     ("gradient", (np.array([1.0, 2, 4, 7, 11]), np.array([0.0, 1, 1.5, 3.5, 4]))),
