@@ -214,12 +214,10 @@ def _more_sorensen(h: np.ndarray, g: np.ndarray, gnorm: float, radius: float, ma
     lo = max(lo, lam_lo)
     hi = max(hi, lo)
     lam = 0.0 if lo == 0.0 else _safeguard(lo, hi)
-    lower = None  # the Cholesky factor of H + lam I, when already known
     candidates = [(cauchy, True)]
     for _ in range(maxiter):
-        a = h + lam * eye if lam else h
-        if lower is None:
-            lower = _cholesky(a)
+        a = h + lam * eye
+        lower = _cholesky(a)
         p = None if lower is None else -cho_solve(lower, g)
         pnorm = math.inf if p is None else norm2(p)
         if not pnorm < math.inf:
@@ -228,7 +226,7 @@ def _more_sorensen(h: np.ndarray, g: np.ndarray, gnorm: float, radius: float, ma
             # grows if need be.
             lo = max(lo, lam + _indefiniteness(a))
             hi = max(hi, 2.0 * lo)
-            lam, lower = _safeguard(lo, hi), None
+            lam = _safeguard(lo, hi)
             continue
         # Here the factorisation succeeded: lower and p are set (mypy cannot see it).
         assert lower is not None and p is not None
@@ -251,18 +249,12 @@ def _more_sorensen(h: np.ndarray, g: np.ndarray, gnorm: float, radius: float, ma
                 return TrustStep(p, True, lo)
             hi = lam
             candidates.append((p, False))
-            lower = None
-            if lo < new < hi:  # keep the factor at the new lam if there is one
-                lower = _cholesky(h + new * eye)
-                if lower is None:
-                    lo = new
-            lam = new if lower is not None else _safeguard(lo, hi)
         else:
             if pnorm - radius <= K_EASY * radius:
                 return TrustStep(p, True, lo)
             lo = lam
             candidates.append((p * (radius / pnorm), True))
-            lam, lower = (new if lo < new < hi else _safeguard(lo, hi)), None
+        lam = new if lo < new < hi else _safeguard(lo, hi)
         if hi - lo <= EPS * hi:  # the bracket has collapsed
             break
     # Out of iterations: the best step seen (scaled into the region); the
