@@ -11,8 +11,8 @@ factorisation.  The safeguards: ``lam`` stays in a bracket that starts from
 Gershgorin and matrix-norm bounds and shrinks with every factorisation; in
 the hard case (``g`` nearly orthogonal to the eigenvectors of the least
 eigenvalue, ``|p(lam)| < radius`` for every admissible ``lam``) the step
-moves along an approximate least eigenvector (inverse iteration with the
-Cholesky factor) out to the boundary; the Newton update is computed from a
+moves along an approximate least eigenvector (LINPACK's condition estimate
+with the Cholesky factor) out to the boundary; the Newton update is computed from a
 unit vector, so tiny or huge ``p`` and tiny or singular ``H`` never divide
 by zero; and the answer is never worse, in model value, than the Cauchy
 point (the model's minimiser along ``-g``), which is what global convergence
