@@ -44,6 +44,7 @@ from functrans.primitives._layout import (
     partition_list,
     split_list,
 )
+from functrans.primitives._util import require_linear
 from functrans.primitives.recorded_loop import Sweep, trace_sweep_body, transpose_sweeps
 
 from functrans.core import (
@@ -548,8 +549,10 @@ def _while_transpose(cts, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
     on their own) and linear ones; the transpose is a ``recorded_loop`` whose
     backward sweep is the transposed linear part."""
     ops = WhileOperands.split(args, cond_nconsts, body_nconsts)
-    if any(sj.is_linear(x) for x in ops.cond_consts):
-        raise NotImplementedError("while_loop transpose: the loop condition cannot be linear")
+    # The condition sees primals only under grad; a linear condition operand
+    # comes from linear_transpose of a loop whose trip count depends on its input.
+    require_linear(not any(sj.is_linear(x) for x in ops.cond_consts),
+                   "while_loop's condition reads the input (its trip count depends on it)")
     lin_b = [sj.is_linear(x) for x in ops.body_consts]
     # A carry is linear if it starts undefined or the body feeds it from a
     # linear value (a tangent carry that starts as an instantiated zero).
@@ -601,8 +604,9 @@ def _drop_inputs(closed: ClosedJaxpr, n_consts: int, drop: Sequence[bool]) -> Cl
     j = closed.jaxpr
     consts, carry = split_list(j.invars, [n_consts])
     used = {id(a) for e in j.eqns for a in e.inputs} | {id(a) for a in j.outvars}
-    if any(d and id(v) in used for v, d in zip(carry, drop)):
-        raise NotImplementedError("while_loop transpose: the loop condition reads a linear carry")
+    require_linear(not any(d and id(v) in used for v, d in zip(carry, drop)),
+                   "while_loop's condition reads a carry that depends on the input (its trip "
+                   "count depends on it)")
     return _with_invars(closed, consts + partition_list(drop, carry)[0])
 
 

@@ -332,6 +332,12 @@ _NOT_LINEAR = {
     "cond": (lambda x: ft.lax.cond(True, lambda v: v * v, lambda v: v, x), "mul is linear"),
     "scan": (lambda x: ft.lax.scan(lambda c, a: (c * a, c), x, x)[0], "mul is linear"),
     "while_loop": (lambda x: ft.lax.fori_loop(0, 2, lambda i, v: v * v, x), "mul is linear"),
+    "while_loop condition": (
+        lambda x: ft.lax.while_loop(lambda v: fnp.sum(v) < 10.0, lambda v: v * 2.0, x),
+        "while_loop's condition reads a carry that depends on the input"),
+    "while_loop condition consts": (
+        lambda x: ft.lax.while_loop(lambda v: v[0] < fnp.sum(x), lambda v: v + 1.0, 0.0 * x),
+        "while_loop's condition reads the input"),
 }
 
 
