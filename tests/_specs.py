@@ -696,18 +696,22 @@ def concatenate_impl() -> Impl:
     return Impl(draw_args, ref, exact=True)
 
 
+def draw_slice_params(draw, shape) -> dict:
+    """slice's params for an operand of ``shape``: in-bounds starts and limits, strides 1-3."""
+    starts, limits, strides = [], [], []
+    for d in shape:
+        lo = draw(st.integers(0, d))
+        starts.append(lo)
+        limits.append(draw(st.integers(lo, d)))
+        strides.append(draw(st.integers(1, 3)))
+    return {"start_indices": tuple(starts), "limit_indices": tuple(limits),
+            "strides": tuple(strides)}
+
+
 def slice_impl() -> Impl:
     def draw_args(draw):
         x = any_array(draw)
-        starts, limits, strides = [], [], []
-        for d in x.shape:
-            lo = draw(st.integers(0, d))
-            starts.append(lo)
-            limits.append(draw(st.integers(lo, d)))
-            strides.append(draw(st.integers(1, 3)))
-        params = {"start_indices": tuple(starts), "limit_indices": tuple(limits),
-                  "strides": tuple(strides)}
-        return (x,), params
+        return (x,), draw_slice_params(draw, x.shape)
 
     def ref(x, *, start_indices, limit_indices, strides):
         ranges = [np.arange(*r) for r in zip(start_indices, limit_indices, strides)]
@@ -868,15 +872,7 @@ def concatenate_case() -> DrawCase:
 def slice_case() -> DrawCase:
     def draw_case(draw):
         shape = draw(SHAPES)
-        starts, limits, strides = [], [], []
-        for d in shape:
-            lo = draw(st.integers(0, d))
-            starts.append(lo)
-            limits.append(draw(st.integers(lo, d)))
-            strides.append(draw(st.integers(1, 3)))
-        params = {"start_indices": tuple(starts), "limit_indices": tuple(limits),
-                  "strides": tuple(strides)}
-        return Case((real(draw, shape),), params)
+        return Case((real(draw, shape),), draw_slice_params(draw, shape))
 
     return draw_case
 
