@@ -108,7 +108,10 @@ class Problem:
         self.sizes = [a.size for a in arrays]
         flat = np.concatenate([a.astype(np.float64).ravel() for a in arrays])
         if flat.size == 0:
-            raise ValueError(f"{self.label}: x0 has no elements")
+            raise ValueError(
+                f"{self.label}: x0 has no elements (shapes {', '.join(map(str, self.shapes))}); "
+                "there is nothing to minimise over: pass at least one number"
+            )
         self._paths = paths
         return flat
 

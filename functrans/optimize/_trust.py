@@ -289,7 +289,7 @@ def minimize_trust_newton(problem: Problem, p: Point, opts: dict, monitor: Monit
     if not 0 < radius <= max_radius:
         raise ValueError(
             f"{problem.label}: need 0 < initial_trust_radius <= max_trust_radius, got "
-            f"{radius} and {max_radius}"
+            f"{radius} and {max_radius}; lower initial_trust_radius or raise max_trust_radius"
         )
     gnorm = norm2(p.g)
     monitor.row(0, p.f, gnorm, None)
