@@ -165,8 +165,14 @@ def _owned(outs: Sequence[Any], *sources: Sequence[Any]) -> list[Any]:
 def _linearized(flat: Callable, leaves: list, name: str, out_cell: list, active,
                 drop_first: bool = False) -> Linearized:
     """``flat`` traced at ``leaves`` and linearized in the ``active`` ones
-    (see ``functrans.interpreters.partial_eval.Linearized``)."""
-    return Linearized(trace_flat(flat, leaves, name, out_cell), leaves, active, drop_first)
+    (see ``functrans.interpreters.partial_eval.Linearized``).  Its forward
+    values (outputs and aux) are the caller's from here on, so none is an
+    argument, a captured constant or a residual that the linear part still
+    reads: writing into ``vjp``'s output must not change what ``vjp_fn``
+    returns later."""
+    lin = Linearized(trace_flat(flat, leaves, name, out_cell), leaves, active, drop_first)
+    lin.outs = _owned(lin.outs, leaves, lin.consts, lin.residuals)
+    return lin
 
 
 def value_and_grad(
@@ -310,9 +316,8 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[A
     touts = _tangents_out(lin.jvp([t for t, a in zip(t_leaves, lin.active) if a]),
                           lin.out_avals)
     out_tree = out_cell[-1]
-    sources = (leaves, t_leaves, lin.consts, lin.residuals)
-    return (tree_unflatten(out_tree, _owned(lin.outs, *sources)),
-            tree_unflatten(out_tree, _owned(touts, *sources)))
+    touts = _owned(touts, leaves, t_leaves, lin.consts, lin.residuals)
+    return tree_unflatten(out_tree, lin.outs), tree_unflatten(out_tree, touts)
 
 
 def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
@@ -336,7 +341,7 @@ def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
         return tree_unflatten(out_tree, _owned(touts, leaves, t_leaves, lin.consts,
                                                lin.residuals))
 
-    return tree_unflatten(out_tree, _owned(lin.outs, leaves, lin.consts)), f_jvp
+    return tree_unflatten(out_tree, lin.outs), f_jvp
 
 
 def vjp(f: Callable, *primals: Any, has_aux: bool = False):
@@ -368,7 +373,7 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
         flat_ct = _owned(flat_ct, leaves, ct_leaves, lin.consts, lin.residuals)
         return tuple(tree_unflatten(in_tree, flat_ct))
 
-    out = tree_unflatten(out_tree, _owned(lin.outs[:n_out], leaves, lin.consts))
+    out = tree_unflatten(out_tree, lin.outs[:n_out])
     if has_aux:
         aux_tree = aux_cell[-1]
         return out, vjp_fn, tree_unflatten(aux_tree, lin.outs[n_out:])

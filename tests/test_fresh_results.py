@@ -23,7 +23,26 @@ CALLS = {
     "vjp": lambda a, y: [ft.vjp(lambda x: x * 1.0, a)[0],
                          ft.vjp(lambda x: x * 1.0, a)[1](y)[0]],
     "grad of a product with a constant": lambda a, y: [ft.grad(lambda x: (x * y).sum())(a)],
+    "grad's aux": lambda a, y: [ft.grad(lambda x: (x.sum(), x * 1.0), has_aux=True)(a)[1]],
+    "vjp's aux": lambda a, y: [ft.vjp(lambda x: (x, x * 1.0), a, has_aux=True)[2]],
+    "jacrev's aux": lambda a, y: [ft.jacrev(lambda x: (x, x * 1.0), has_aux=True)(a)[1]],
+    "jacfwd's aux": lambda a, y: [ft.jacfwd(lambda x: (x, x * 1.0), has_aux=True)(a)[1]],
 }
+
+
+@pytest.mark.parametrize("transform", ["vjp", "linearize"])
+def test_writing_into_the_output_leaves_the_derivative_alone(transform):
+    # exp's output is also the residual its derivative reads.
+    a = A.copy()
+    if transform == "vjp":
+        out, vjp_fn = ft.vjp(np.exp, a)
+        apply = lambda: vjp_fn(np.ones(3))[0]  # noqa: E731
+    else:
+        out, f_jvp = ft.linearize(np.exp, a)
+        apply = lambda: f_jvp(np.ones(3))  # noqa: E731
+    want = apply().copy()
+    out[:] = 0.0
+    np.testing.assert_array_equal(apply(), want)
 
 
 @pytest.mark.parametrize("name", list(CALLS))
