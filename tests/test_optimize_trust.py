@@ -144,6 +144,17 @@ def test_default_gtol_is_reached_where_f_is_large_or_the_hessian_singular(name):
     assert res.message == "Optimization terminated successfully."
 
 
+@pytest.mark.parametrize("name", ["penalty2-n100", "jennrich-sampson", "brown-dennis"])
+def test_trust_exact_stops_short_of_the_default_gtol_where_f_is_large(name):
+    """The docs' comparison: where f is large at the minimiser, trust-exact
+    (SciPy 1.17) gives up at gtol = 1e-8; trust-newton gets there (above)."""
+    f, x0, _, options = MGH[name]
+    theirs = trust_exact(f, x0, {"gtol": 1e-8, **options})
+    assert not theirs.success
+    assert theirs.message == "A bad approximation caused failure to predict improvement."
+    assert minimize(f, x0, method="trust-newton", options=options).success
+
+
 def test_brown_badly_scaled_with_the_default_radius_cap_stops_at_maxiter():
     res = minimize(brown_badly_scaled, np.ones(2), method="trust-newton")
     assert not res.success and res.status == 1 and res.nit == 400
