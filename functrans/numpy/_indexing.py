@@ -23,7 +23,7 @@ from functrans.core import Tracer, bind, get_aval
 from functrans.devices import is_device_array
 from functrans.errors import ConcretizationError, DTypeError, ShapeError
 from functrans.numpy._shape import _broadcast_to, _reshape, _transpose
-from functrans.numpy._util import asarray, normalize_axis
+from functrans.numpy._util import asarray, broadcasts_to, normalize_axis
 from functrans.primitives import elementwise
 from functrans.primitives.indexing import gather_p, indexed_shape, scatter_p
 from functrans.primitives.shape import expand_dims_p, rev_p, slice_p, squeeze_p
@@ -391,11 +391,7 @@ def _fit_values(name: str, values, shape: tuple[int, ...], x):
     extra = values.ndim - len(shape)
     if extra > 0 and all(d == 1 for d in values.shape[:extra]):
         values = _reshape(values, tuple(values.shape[extra:]))
-    try:
-        fits = np.broadcast_shapes(tuple(values.shape), shape) == shape
-    except ValueError:
-        fits = False
-    if not fits:
+    if not broadcasts_to(values.shape, shape):
         raise ShapeError(
             f"{name}: values of shape {tuple(values.shape)} do not broadcast to the indexed "
             f"shape {shape}"

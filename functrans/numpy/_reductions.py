@@ -42,7 +42,13 @@ from functrans.numpy._elementwise import (
 )
 from functrans.numpy._elementwise import where as _where
 from functrans.numpy._shape import broadcast_to
-from functrans.numpy._util import asarray, is_traced, normalize_axes, normalize_axis
+from functrans.numpy._util import (
+    asarray,
+    broadcasts_to,
+    is_traced,
+    normalize_axes,
+    normalize_axis,
+)
 from functrans.primitives.custom import stop_gradient_p
 from functrans.primitives.elementwise import conj, convert_element_type, real
 from functrans.primitives.reductions import (
@@ -195,11 +201,7 @@ def _where_mask(name: str, where, shape: tuple[int, ...]):
             f"fnp.{name}: where must be a bool array (True keeps a position), got dtype "
             f"{mask.dtype.name}; pass a comparison such as where=x > 0"
         )
-    try:
-        ok = np.broadcast_shapes(tuple(mask.shape), shape) == shape
-    except ValueError:
-        ok = False
-    if not ok:
+    if not broadcasts_to(mask.shape, shape):
         raise ShapeError(
             f"fnp.{name}: where of shape {tuple(mask.shape)} does not broadcast to the "
             f"array's shape {shape}; pass a mask of that shape or one that broadcasts to it"

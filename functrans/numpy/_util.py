@@ -44,6 +44,15 @@ def normalize_axes(name: str, axis: Any, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
+def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether an array of ``shape`` broadcasts to exactly ``target`` (a
+    ``where=`` mask to the reduced array, values to the indexed slots)."""
+    try:
+        return np.broadcast_shapes(tuple(shape), target) == target
+    except ValueError:
+        return False
+
+
 def asarray(x: Any, dtype: Any = None) -> Any:
     """Like ``np.asarray``, but tracers (also inside lists and tuples) stay
     traced, and device (CuPy) arrays stay on their device."""
