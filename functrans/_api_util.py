@@ -317,18 +317,6 @@ def _check_like(label: str, what: str, xs: Sequence[Any], avals: Sequence[Shaped
             )
 
 
-def _flat_of(f: Callable, label: str, name: str, in_tree, kwargs: dict):
-    out_cell: list = []
-
-    def flat(*xs):
-        out = f(*tree_unflatten(in_tree, xs), **kwargs)
-        out_leaves, out_tree = check_leaves(label, "output", out)
-        out_cell.append(out_tree)
-        return out_leaves
-
-    return flat, out_cell
-
-
 def _outputs_then_aux(call: Callable, label: str, name: str, has_aux: bool, aux_cell: list,
                       out_cell: list) -> Callable:
     """The flat function ``vjp`` and the Jacobians trace: ``call(leaves)``'s

@@ -21,7 +21,6 @@ from functrans._api_util import (
     _check_scalar_output,
     _chunks,
     _diff_args,
-    _flat_of,
     _mapped_size,
     _member_aval,
     _move_out_axis,
@@ -311,7 +310,7 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[A
         )
     avals = [tangent_aval(core.get_aval(x)) for x in leaves]
     t_leaves = _tangents_in(label, t_leaves, avals, paths)
-    flat, out_cell = _flat_of(f, label, name, in_tree, {})
+    flat, out_cell = flat_fun(f, label, in_tree, {}, {})
     lin = _linearized(flat, leaves, name, out_cell, [True] * len(leaves))
     touts = _tangents_out(lin.jvp([t for t, a in zip(t_leaves, lin.active) if a]),
                           lin.out_avals)
@@ -326,7 +325,7 @@ def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
     name = core.fun_name(f)
     label = f"linearize({name})"
     leaves, in_tree = check_leaves(label, "primal ", primals)
-    flat, out_cell = _flat_of(f, label, name, in_tree, {})
+    flat, out_cell = flat_fun(f, label, in_tree, {}, {})
     lin = _linearized(flat, leaves, name, out_cell, [True] * len(leaves))
     out_tree = out_cell[-1]
     avals = [tangent_aval(core.get_aval(x)) for x in leaves]
@@ -405,7 +404,7 @@ def hvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
         )
     _check_like(label, "tangent ", t_leaves, [tangent_aval(core.get_aval(x)) for x in leaves],
                 paths)
-    flat, out_cell = _flat_of(f, label, name, in_tree, {})
+    flat, out_cell = flat_fun(f, label, in_tree, {}, {})
     closed = trace_flat(flat, leaves, name, out_cell)
     out_types = [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
     _check_scalar_output(label, name, tree_unflatten(out_cell[-1], out_types))
@@ -445,7 +444,7 @@ def linear_transpose(f: Callable, *primals: Any) -> Callable:
     label = f"linear_transpose({name})"
     leaves, in_tree = check_leaves(label, "primal ", primals)
     avals = [core.get_aval(x).strip_weak() for x in leaves]
-    flat, out_cell = _flat_of(f, label, name, in_tree, {})
+    flat, out_cell = flat_fun(f, label, in_tree, {}, {})
     closed, _, _ = core.trace_to_jaxpr(flat, avals, name=name)
     out_tree = out_cell[-1]
     out_avals = [a.strip_weak() for a in closed.out_avals]
