@@ -93,3 +93,11 @@ def test_problem_without_second_derivatives_says_so():
         problem.hessian(np.zeros(2))
     with pytest.raises(RuntimeError, match="has no Hessian-vector products"):
         problem.hvp(np.zeros(2), np.ones(2))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_zero_gradient_is_success_even_at_gtol_zero(method):
+    """Newton's strict test norm(g) < gtol never passes at gtol=0; its
+    steepest-descent fallback then divided by |g| = 0."""
+    res = minimize(lambda x: np.sum((x - 1.0) ** 2), np.ones(2), method=method, tol=0.0)
+    assert res.success and res.nit == 0, res.message

@@ -11,7 +11,7 @@ shifted, steepest-descent-like step rather than a stop.
 Stopping paths:
 
 * the gradient's 2-norm is below ``gtol`` (as in SciPy's trust-region
-  methods): success, the only one;
+  methods), or zero: success, the only one;
 * ``maxiter`` iterations: status 1;
 * a Hessian that is not finite: status 3;
 * the line search fails along the Newton direction and then along steepest
@@ -66,7 +66,7 @@ def minimize_newton(problem: Problem, p: Point, opts: dict, monitor: Monitor) ->
     gnorm = norm2(p.g)
     monitor.row(0, p.f, gnorm, None)
     k, status, message = 0, SUCCESS, None
-    while gnorm >= opts["gtol"]:
+    while gnorm >= opts["gtol"] and gnorm > 0:  # g = 0 is stationary even at gtol=0
         if k >= maxiter:
             status = MAXITER
             break

@@ -20,7 +20,7 @@ needs.
 
 Stopping paths of ``minimize_trust_newton``:
 
-* ``|g| < gtol`` (2-norm): success, the only one;
+* ``|g| < gtol`` (2-norm), or ``g = 0``: success, the only one;
 * ``maxiter`` iterations, rejected steps included: status 1;
 * a Hessian that is not finite: status 3;
 * ``fun`` reached ``-inf``: status 3 (unbounded below);
@@ -296,7 +296,7 @@ def minimize_trust_newton(problem: Problem, p: Point, opts: dict, monitor: Monit
     h, h_at = problem.hessian(p.x), p.x
     lam_lo = 0.0
     k, status, message = 0, SUCCESS, None
-    while gnorm >= opts["gtol"]:
+    while gnorm >= opts["gtol"] and gnorm > 0:  # g = 0 is stationary even at gtol=0
         if k >= maxiter:
             status = MAXITER
             break
