@@ -101,3 +101,15 @@ def test_zero_gradient_is_success_even_at_gtol_zero(method):
     steepest-descent fallback then divided by |g| = 0."""
     res = minimize(lambda x: np.sum((x - 1.0) ** 2), np.ones(2), method=method, tol=0.0)
     assert res.success and res.nit == 0, res.message
+
+
+@pytest.mark.parametrize("method", ["newton", "trust-newton"])
+@pytest.mark.parametrize("scale, tol", [(1e155, None), (1e-170, 0.0)])
+def test_gradient_norm_does_not_overflow_or_underflow(method, scale, tol):
+    """|g|^2 overflows above about 1e154 and underflows below 1e-162:
+    trust-newton took |g| = inf (a zero Cauchy point, then precision loss),
+    and at tol=0 a gradient of 1e-170 read as zero, that is converged."""
+    res = minimize(lambda x: scale * np.sum((x - 1.0) ** 2), np.array([0.0, 3.0]),
+                   method=method, tol=tol)
+    assert res.success and res.nit >= 1, res.message
+    np.testing.assert_allclose(res.x, [1.0, 1.0], rtol=1e-12)

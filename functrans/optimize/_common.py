@@ -72,4 +72,12 @@ def vecnorm(v: np.ndarray, ord: float) -> float:
 
 
 def norm2(v: np.ndarray) -> float:
-    return float(np.sqrt(v.dot(v)))
+    """The 2-norm, rescaled where the sum of squares overflows (entries
+    above about 1e154) or underflows to zero (below about 1e-162)."""
+    r = float(np.sqrt(v.dot(v)))
+    if r == 0.0 or r == math.inf:
+        scale = float(np.max(np.abs(v), initial=0.0))
+        if 0.0 < scale < math.inf:
+            u = v / scale
+            return scale * float(np.sqrt(u.dot(u)))
+    return r
