@@ -61,7 +61,8 @@ class Direction(NamedTuple):
     """What CG found: the direction ``d`` and why it stopped: ``"converged"``
     (the residual test), ``"curvature"`` (nonpositive curvature: ``d`` is
     the iterate so far, or steepest descent at the first), ``"maxiter"``
-    or ``"nonfinite"`` (a product was NaN or inf; ``d`` is meaningless)."""
+    or ``"nonfinite"`` (a product was NaN or inf; ``d`` is meaningless);
+    ``"steepest"`` marks the fallback ``-g`` after a failed line search."""
 
     d: np.ndarray
     how: str
