@@ -122,6 +122,14 @@ RETURNS_AN_INPUT = {
     "constant view": (lambda x: (x * 2.0, CONST.T), (np.arange(6.0),)),
     "constant * 1.0": (lambda x: (x * 2.0, CONST * 1.0), (np.arange(6.0),)),
     "constant plus input": (lambda x: (CONST.reshape(-1), x), (np.arange(6.0),)),
+    # Common-subexpression elimination makes these one value returned twice.
+    "one result twice": (lambda x: (x * 2.0, x * 2.0), (np.arange(6.0),)),
+    "one 0-d result twice": (lambda x: (fnp.sum(x), fnp.sum(x)), (np.arange(6.0),)),
+    "one result twice in a dict": (lambda x: {"a": fnp.sin(x), "b": fnp.sin(x)},
+                                   (np.arange(6.0),)),
+    "a result, then a view of it": (lambda x: (x * 2.0, (x * 2.0).reshape(2, 3)),
+                                    (np.arange(6.0),)),
+    "a view of a result, then it": (lambda x: ((x * 2.0)[1:], x * 2.0), (np.arange(6.0),)),
 }
 
 
@@ -198,7 +206,7 @@ def test_gpu_results_never_share_memory_with_arguments_or_constants(fake):
     d = ft.device_put(np.arange(6.0), "gpu")
     c = ft.device_put(np.ones(6), "gpu")
     f = ft.jit(lambda x: (x, x * 1.0, x, x.reshape(2, 3), c, c.reshape(3, 2), x * c,
-                          fnp.sum(x)))
+                          fnp.sum(x), x * c, fnp.sin(x).reshape(2, 3), fnp.sin(x)))
     consts = [k._a for k in f.lower(d).jaxpr.consts]
     for _ in range(2):
         outs = f(d)

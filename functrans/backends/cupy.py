@@ -392,7 +392,8 @@ class Lowering:
         # A kernel writes arrays it allocates; a CuPy impl may return a view.
         sources = output_sources(jaxpr, [s.kernel is not None for s in self.steps]) \
             if self.own_outputs else [[] for _ in jaxpr.outvars]
-        checked = {names[id(v)] for src in sources for v in src}  # alive until the return
+        # Inputs and constants checked against stay alive until the return (outputs do).
+        checked = {names[id(v)] for src in sources for v in src if id(v) in names}
         for step, dead in zip(self.steps, last_uses(jaxpr)):
             e = step.eqn
             fn = f"f{len(callees)}"
@@ -415,7 +416,7 @@ class Lowering:
         for a, src in zip(jaxpr.outvars, sources):
             out = ref(a)
             if src == [a] or (self.own_outputs and out.startswith("_k")):
-                returned.append(f"_copied({out})")  # an argument, a constant, a kept literal
+                returned.append(f"_copied({out})")  # an input, a constant, a repeat, a literal
             elif src:
                 against = ", ".join(names[id(v)] for v in src)
                 returned.append(f"_owned(_to_device({out}), {against})")

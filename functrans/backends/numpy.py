@@ -40,21 +40,40 @@ def last_uses(jaxpr: Jaxpr) -> list[list[int]]:
 
 
 def output_sources(jaxpr: Jaxpr, fresh: Sequence[bool]) -> list[list[Var]]:
-    """For each output of ``jaxpr``, the inputs and constants it may share
-    memory with: itself for an input or a constant, none for the result of an
-    equation that allocates its results (``fresh``, one flag per equation),
-    else whatever the equation's operands may share (a reshape, a slice, an
-    impl that returns an operand as it is)."""
-    roots: dict[int, tuple] = {id(v): (v,) for v in (*jaxpr.constvars, *jaxpr.invars)}
+    """For each output of ``jaxpr``, the variables it may share memory with
+    that the caller must not also get: the inputs and constants it may be a
+    view of, and the earlier outputs it may share memory with; itself alone
+    where it certainly shares (an input, a constant, or an output listed
+    twice, as common-subexpression elimination makes of ``(x * 2, x * 2)``).
+    ``fresh`` flags the equations that allocate their results; any other
+    equation's results may share whatever its operands share (a reshape, a
+    slice, an impl that returns an operand as it is)."""
+    kept = {id(v): v for v in (*jaxpr.constvars, *jaxpr.invars)}
+    # var id -> the inputs, constants and allocated results whose memory it may use
+    roots: dict[int, dict[int, Var]] = {i: {i: v} for i, v in kept.items()}
     for e, new in zip(jaxpr.eqns, fresh):
         shared: dict[int, Var] = {}
         if not new:
             for a in e.inputs:
                 if type(a) is not Literal:
-                    shared.update((id(r), r) for r in roots.get(id(a), ()))
+                    shared.update(roots.get(id(a), {}))
         for v in e.outputs:
-            roots[id(v)] = tuple(shared.values())
-    return [[] if type(a) is Literal else list(roots.get(id(a), ())) for a in jaxpr.outvars]
+            roots[id(v)] = {id(v): v} if new else shared
+    sources: list[list[Var]] = []
+    earlier: list[tuple[Var, dict[int, Var]]] = []
+    for a in jaxpr.outvars:
+        if type(a) is Literal:
+            sources.append([])
+            continue
+        mine = roots.get(id(a), {})
+        if id(a) in kept or any(b is a for b, _ in earlier):
+            sources.append([a])
+        else:
+            src = {i: v for i, v in mine.items() if i in kept}
+            src.update((id(b), b) for b, theirs in earlier if not mine.keys().isdisjoint(theirs))
+            sources.append(list(src.values()))
+        earlier.append((a, mine))
+    return sources
 
 
 def owned(x: Any, *sources: Any) -> Any:
@@ -199,8 +218,9 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
     fns = [_callable(e) for e in jaxpr.eqns]
     sources = output_sources(jaxpr, [_allocates(e, fn) for e, fn in zip(jaxpr.eqns, fns)]) \
         if own_outputs else [[] for _ in jaxpr.outvars]
-    # The arguments an output is checked against stay alive until the return.
-    checked = {names[id(v)] for src in sources for v in src}
+    # The arguments and constants an output is checked against stay alive until
+    # the return (the earlier outputs it may be checked against do anyway).
+    checked = {names[id(v)] for src in sources for v in src if id(v) in names}
     for e, dead, fn in zip(jaxpr.eqns, last_uses(jaxpr), fns):
         fn_name = callables.get(fn)
         if fn_name is None:
@@ -224,7 +244,7 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
     for a, src in zip(jaxpr.outvars, sources):
         wrap = type(a) is Literal or (not a.aval.shape and not scalars_out)
         out = f"_asarray({ref(a)})" if wrap else ref(a)
-        if src == [a]:  # an argument or a constant itself
+        if src == [a]:  # an argument, a constant or an output returned already
             out = f"_copied({ref(a)})"
         elif src:
             out = f"_owned({out}, {', '.join(names[id(v)] for v in src)})"
