@@ -161,6 +161,15 @@ def _owned(outs: Sequence[Any], *sources: Sequence[Any]) -> list[Any]:
     return [x.copy() if id(x) in ids and not isinstance(x, Tracer) else x for x in outs]
 
 
+def _keep_residuals(lin: Linearized, leaves: Sequence[Any]) -> None:
+    """For a linear map handed back to the caller (``vjp``, ``linearize``):
+    its residuals that are the caller's arrays (an argument, a captured
+    constant) are copied, so that writing into them before the map is applied
+    cannot change what it computes, as a NumPy array the caller owns may be
+    written at any time."""
+    lin.residuals = _owned(lin.residuals, leaves, lin.consts)
+
+
 def _linearized(flat: Callable, leaves: list, name: str, out_cell: list, active,
                 drop_first: bool = False) -> Linearized:
     """``flat`` traced at ``leaves`` and linearized in the ``active`` ones
@@ -327,6 +336,7 @@ def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
     leaves, in_tree = check_leaves(label, "primal ", primals)
     flat, out_cell = flat_fun(f, label, in_tree, {}, {})
     lin = _linearized(flat, leaves, name, out_cell, [True] * len(leaves))
+    _keep_residuals(lin, leaves)
     out_tree = out_cell[-1]
     avals = [tangent_aval(core.get_aval(x)) for x in leaves]
 
@@ -354,6 +364,7 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
     flat = _outputs_then_aux(lambda xs: f(*tree_unflatten(in_tree, xs)), label, name,
                              has_aux, aux_cell, out_cell)
     lin = _linearized(flat, leaves, name, out_cell, [True] * len(leaves))
+    _keep_residuals(lin, leaves)
     out_tree, n_out = out_cell[-1]
     out_avals = [a.strip_weak() for a in lin.out_avals[:n_out]]
 

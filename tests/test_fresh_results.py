@@ -57,3 +57,14 @@ def test_results_are_not_the_callers_arrays(name):
     y[:] = -1.0
     for r, b in zip(results, before):
         np.testing.assert_array_equal(r, b)
+
+
+def test_the_linear_maps_handed_back_keep_their_inputs():
+    """vjp_fn and f_jvp read residuals later: writing into the caller's array
+    in between must not change what they compute."""
+    x = np.array([1.0, 2.0, 3.0])
+    _, vjp_fn = ft.vjp(lambda x: x * x, x)
+    _, f_jvp = ft.linearize(lambda x: x * x, x)
+    x[:] = 0.0
+    np.testing.assert_array_equal(vjp_fn(np.ones(3))[0], [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(f_jvp(np.ones(3)), [2.0, 4.0, 6.0])
