@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import keyword
 import math
+import re
 import threading
 from typing import Any, Sequence
 
@@ -173,9 +174,18 @@ class HostBackend:
 core.host_backend = HostBackend()
 
 
+#: The names generated code gives its own values: operations ``f0``,
+#: constants ``c1``, literals ``k2``, pool keys ``t3``, locals ``v4`` (the
+#: GPU program's operations and locals too).
+_GENERATED_NAME = re.compile(r"[cfktv][0-9]+")
+
+
 def _identifier(name: str) -> str:
+    """``name`` made the generated function's name: an identifier that is no
+    keyword and none of the generated code's own names (a function named
+    ``f1`` would otherwise call itself where it means its first operation)."""
     ident = "".join(c if c.isalnum() else "_" for c in name).strip("_") or "compiled"
-    if ident[0].isdigit() or keyword.iskeyword(ident):
+    if ident[0].isdigit() or keyword.iskeyword(ident) or _GENERATED_NAME.fullmatch(ident):
         return f"f_{ident}"
     return ident
 
