@@ -274,10 +274,10 @@ def _allocates(e, fn) -> bool:
 
 def _fresh_ufunc_result(e, fn) -> bool:
     """Whether ``e`` runs as one elementwise NumPy ufunc call returning a new
-    array (not a generalised ufunc such as ``matmul``, whose output may not
-    share memory with its operands)."""
-    return (isinstance(fn, np.ufunc) and fn.signature is None and fn.nout == 1
-            and not e.primitive.multiple_results and e.outputs[0].aval.ndim > 0)
+    array, one that ``out=`` can name (not the NumPy scalar of a 0-d result;
+    not a generalised ufunc such as ``matmul``, whose output may not share
+    memory with its operands)."""
+    return _allocates(e, fn) and e.outputs[0].aval.ndim > 0
 
 
 class _Buffers:
