@@ -467,6 +467,14 @@ class RuleFactory:
         self.__doc__ = make.__doc__
 
 
+def zero_derivative(jvp: Callable) -> Callable:
+    """Mark a JVP rule whose output tangents are always zero (``stop_gradient``,
+    ``floor``, ``argmax``): values it makes carry no derivative, so converting
+    them into constants loses nothing (``JaxprTrace.carries_derivative``)."""
+    jvp.zero_derivative = True  # type: ignore[attr-defined]
+    return jvp
+
+
 def rule_factory(make: Callable[[Primitive], Callable]) -> RuleFactory:
     """Decorator: ``make(prim)`` returns ``prim``'s rule (see ``RuleFactory``)."""
     return RuleFactory(make)
@@ -870,9 +878,10 @@ class JaxprTrace:
     def carries_derivative(self, var: Var) -> bool:
         """Whether ``var`` depends on a differentiated input of this trace, or on
         a tracer of an enclosing trace that carries a derivative, through
-        float or complex values (integers carry none) and not through
-        ``stop_gradient``.  Walks the equations back from ``var``: only
-        conversions ask, so recording stays free of bookkeeping."""
+        float or complex values (integers carry none) and not through a
+        primitive whose JVP is marked ``zero_derivative``.  Walks the equations
+        back from ``var``: only conversions ask, so recording stays free of
+        bookkeeping."""
         producers = self._producers
         for e in self.eqns[self._producers_upto:]:  # extended as the trace grows
             for v in e.outputs:
@@ -895,7 +904,7 @@ class JaxprTrace:
                     return True
             else:
                 eqn = producers.get(id(v))
-                if eqn is not None and eqn.primitive.name != "stop_gradient":
+                if eqn is not None and not getattr(eqn.primitive.jvp, "zero_derivative", False):
                     todo.extend(eqn.inputs)
         return False
 

@@ -8,7 +8,16 @@ from typing import Sequence
 
 import numpy as np
 
-from functrans.core import Primitive, ShapedArray, Zero, array_module, bind, get_aval, rule_factory
+from functrans.core import (
+    Primitive,
+    ShapedArray,
+    Zero,
+    array_module,
+    bind,
+    get_aval,
+    rule_factory,
+    zero_derivative,
+)
 from functrans.dtypes import is_inexact
 from functrans.errors import AxisError, DTypeError, NotLinearError, ShapeError
 
@@ -94,6 +103,7 @@ def zero_jvp(prim: Primitive):
     """The JVP rule of a primitive whose outputs have no derivative (integer or
     bool results, piecewise-constant functions)."""
 
+    @zero_derivative
     def jvp(primals, tangents, **params):
         out = bind(prim, *primals, **params)
         return out, Zero(get_aval(out).strip_weak())

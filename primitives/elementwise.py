@@ -37,6 +37,7 @@ from functrans.primitives._util import (
     linear_jvp,
     require_linear,
     same_type,
+    zero_jvp,
 )
 
 from functrans.core import (
@@ -177,14 +178,14 @@ def unbroadcast(ct, aval: ShapedArray):
 
 def derivative_jvp(derivs) -> RuleFactory:
     """The JVP rule ``t_out = sum_i deriv_i * t_i`` of a row with derivatives
-    ``derivs`` (one per operand, or ``ZERO``)."""
+    ``derivs`` (one per operand; a ``ZERO`` row takes ``zero_jvp``)."""
 
     @rule_factory
     def make(prim: Primitive) -> Callable:
         def jvp(primals, tangents):
             out = bind(prim, *primals)
             aval = get_aval(out).strip_weak()
-            if derivs is ZERO or not is_inexact(aval.dtype):
+            if not is_inexact(aval.dtype):
                 return out, Zero(aval)
             t_out = None
             for t, d in zip(tangents, derivs):
@@ -246,9 +247,10 @@ def declare(row: Row) -> Primitive:
             raise ValueError(f"elementwise row {name!r}: a LINEAR row of several operands "
                              "gives its own jvp=")
         jvp = linear_jvp
+    elif jvp is None and row.deriv is ZERO:
+        jvp = zero_jvp
     elif jvp is None:
-        jvp = derivative_jvp(row.deriv if row.deriv is ZERO or isinstance(row.deriv, tuple)
-                             else (row.deriv,))
+        jvp = derivative_jvp(row.deriv if isinstance(row.deriv, tuple) else (row.deriv,))
     loop = row.dtype_like or (fn if isinstance(fn, np.ufunc) else None)
     return Primitive(
         name, abstract_eval=abstract_eval, impl=lambda *xs: as_array(fn(*xs)), numpy_fn=fn,

@@ -172,3 +172,11 @@ def test_round_is_piecewise_constant_and_copies_are_the_value_itself():
                                np.full(3, 0.5))
     np.testing.assert_allclose(ft.grad(lambda x: np.sum(copy.deepcopy(x) ** 2))(X), 2 * X)
     np.testing.assert_allclose(ft.jit(lambda x: copy.copy(x) * 2.0)(X), 2 * X)
+
+
+def test_values_of_zero_derivative_primitives_convert():
+    """floor, sign, round and stop_gradient have zero derivatives: converting
+    their values loses nothing, so it is not refused."""
+    for f in (fnp.floor, fnp.sign, fnp.round, lax.stop_gradient):
+        np.testing.assert_allclose(ft.grad(lambda x, f=f: np.sum(x) * float(f(x[0])))(X),
+                                   np.full(3, float(f(X[0]))))

@@ -324,10 +324,6 @@ def check_dtypes(closed: ClosedJaxpr) -> None:
             cuda.check_dtype(a.aval.dtype, f"{e.primitive.name} (GPU lowering)")
 
 
-def _gpu_fusible(e: Eqn) -> bool:
-    return is_elementwise(e)
-
-
 class Step:
     """One line of the GPU program: a kernel (``kernel``) or a CuPy impl."""
 
@@ -351,7 +347,7 @@ class Lowering:
         check_dtypes(closed)
         self.own_outputs = own_outputs
         self.name = _identifier(name)
-        self.jaxpr: ClosedJaxpr = fuse(dce_closed(closed), _gpu_fusible)
+        self.jaxpr: ClosedJaxpr = fuse(dce_closed(closed), is_elementwise)
         self.steps: list[Step] = []
         for e in self.jaxpr.jaxpr.eqns:
             if e.primitive is fused_elementwise_p:
