@@ -281,6 +281,41 @@ def test_an_impl_that_converts_to_numpy_names_the_fix(device):
         del core.registry[prim.name]
 
 
+def test_an_impl_that_returns_host_arrays_names_the_fix(device):
+    def host_result(x):
+        return np.zeros(x.shape)
+
+    host_result.__module__ = "functrans.primitives.example"
+    prim = core.Primitive("test_gpu_rules_host_result", abstract_eval=lambda x: x,
+                          impl=host_result)
+    try:
+        with pytest.raises(MissingRuleError, match=(
+                r"primitive 'test_gpu_rules_host_result' has no GPU impl, and its NumPy impl "
+                r"returned a NumPy array for CuPy operands; write the impl with the operands' "
+                r"array module .* or add gpu= to the declaration in "
+                r"functrans/primitives/example.py, or run this on the CPU")):
+            prim.bind(_to_device(V))
+    finally:
+        del core.registry[prim.name]
+
+
+def test_a_gpu_impl_that_returns_host_arrays_is_named_as_such(device):
+    def host_result(x):
+        return np.zeros(x.shape)
+
+    host_result.__module__ = "functrans.primitives.example"
+    prim = core.Primitive("test_gpu_rules_host_gpu_impl", abstract_eval=lambda x: x,
+                          impl=host_result, gpu=host_result)
+    try:
+        with pytest.raises(MissingRuleError, match=(
+                r"primitive 'test_gpu_rules_host_gpu_impl': its gpu= impl in "
+                r"functrans/primitives/example.py returned a NumPy array for CuPy operands; "
+                r"make it return CuPy arrays")):
+            prim.bind(_to_device(V))
+    finally:
+        del core.registry[prim.name]
+
+
 # -- pad keeps a padding value of -0.0 ---------------------------------------------------------
 
 

@@ -289,6 +289,11 @@ def impl(prim: Primitive) -> Callable:
             out = [to_device(x) for x in out] if prim.multiple_results else to_device(out)
         for x in out if prim.multiple_results else [out]:
             if isinstance(x, np.ndarray):
+                if prim.gpu is not None:
+                    raise MissingRuleError(
+                        f"primitive '{prim.name}': its gpu= impl{_declared_in(prim)} returned "
+                        "a NumPy array for CuPy operands; make it return CuPy arrays "
+                        "(xp.asarray of what it computes on the host)")
                 raise MissingRuleError(_no_gpu_impl(
                     prim, "returned a NumPy array for CuPy operands"))
         return out
@@ -296,18 +301,22 @@ def impl(prim: Primitive) -> Callable:
     return run
 
 
-def _no_gpu_impl(prim: Primitive, what: str) -> str:
-    """The error text, naming the file that declares ``prim`` (the primitives
-    module holding it, else its impl's module) when it is one of functrans's."""
+def _declared_in(prim: Primitive) -> str:
+    """`` in <file>`` for the file that declares ``prim`` (the primitives module
+    holding it, else its impl's module) when it is one of functrans's, else ''."""
     module = next((name for name, m in list(sys.modules.items())
                    if name.startswith("functrans.primitives.")
                    and any(v is prim for v in vars(m).values())),
                   getattr(prim.impl, "__module__", None) or "")
-    where = f" in {module.replace('.', '/')}.py" if module.startswith("functrans.") else ""
+    return f" in {module.replace('.', '/')}.py" if module.startswith("functrans.") else ""
+
+
+def _no_gpu_impl(prim: Primitive, what: str) -> str:
+    """The error text for a primitive without a ``gpu`` impl whose impl ``what``."""
     return (
         f"primitive '{prim.name}' has no GPU impl, and its NumPy impl {what}; write the "
         "impl with the operands' array module (xp = functrans.core.array_module(operands)) "
-        f"or add gpu= to the declaration{where}, or run this on the CPU"
+        f"or add gpu= to the declaration{_declared_in(prim)}, or run this on the CPU"
     )
 
 
