@@ -15,8 +15,9 @@ Settings:
     How many compiled programs each jitted function keeps, one per argument
     signature; past that, the least recently used one is dropped (it is
     compiled again if that signature comes back).  A program costs some
-    tens of kilobytes (its Jaxpr, generated code and snapshotted constants),
-    so a function called at many shapes, as in a property-based test, stays
+    kilobytes (its Jaxpr, generated code and snapshotted constants: 8 KiB
+    for a two-line model, 32 KiB for its gradient, measured with
+    ``tracemalloc``), so a function called at many shapes, as in a property-based test, stays
     within a bounded amount of memory.  A new value applies from each
     function's next compilation on.
 """
