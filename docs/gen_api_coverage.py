@@ -88,6 +88,7 @@ def _examples() -> dict[str, Callable[[], tuple[Callable, list]]]:
         "tile": one(lambda a: fnp.tile(a, 2), v),
         "repeat": one(lambda a: fnp.repeat(a, 2), v),
         "take": one(lambda a, k: fnp.take(a, k), v, i),
+        "at": one(lambda a, c: fnp.at(a)[i].add(c), v, v),
         "take_along_axis": one(lambda a, k: fnp.take_along_axis(a, k, 0), v, i),
         "einsum": one(lambda a, c: fnp.einsum("ij,jk->ik", a, c), m, m),
         "tensordot": one(lambda a, c: fnp.tensordot(a, c, 1), m, m),

@@ -218,15 +218,22 @@ Atom = "Var | Literal"
 
 
 class Eqn:
-    """``outputs = primitive[params](*inputs)``.  Params are hashable values."""
+    """``outputs = primitive[params](*inputs)``.  Params are hashable values.
 
-    __slots__ = ("primitive", "inputs", "outputs", "params")
+    ``source`` is ``file.py:12``, the user's line that made the equation (the
+    line of the equation a transform derived it from), for the errors of
+    ``debug_nans`` and the warnings of generated code; it is not part of the
+    program (two Jaxprs differing only in sources are equal)."""
 
-    def __init__(self, primitive: Primitive, inputs: tuple, outputs: tuple, params: dict):
+    __slots__ = ("primitive", "inputs", "outputs", "params", "source")
+
+    def __init__(self, primitive: Primitive, inputs: tuple, outputs: tuple, params: dict,
+                 source: str | None = None):
         self.primitive = primitive
         self.inputs = inputs
         self.outputs = outputs
         self.params = params
+        self.source = source
 
     def __repr__(self):
         return f"Eqn({self.primitive.name}, {len(self.inputs)} in, {len(self.outputs)} out)"
@@ -453,6 +460,7 @@ RULES = {
     "transpose": "transpose",
     "batch": "vmap",
     "cuda": "the GPU backend",
+    "sparsity": "sparsity detection (functrans.sparse)",
 }
 
 
@@ -521,6 +529,7 @@ class Primitive:
         doc: str | None = None,
         xp_impl: bool = False,
         gpu: Callable | None = None,
+        sparsity: Callable | RuleFactory | None = None,
     ):
         if name in registry:
             raise ValueError(f"primitive {name!r} is declared twice")
@@ -562,7 +571,12 @@ class Primitive:
         self.xp_impl = xp_impl
         #: The impl on CuPy arrays where it differs from ``impl``, or None.
         self.gpu = gpu
-        for slot in ("jvp", "transpose", "batch", "simplify", "numpy_kernel"):
+        #: Optional: which operand elements each output element depends on, and
+        #: which operands meet nonlinearly (``functrans.interpreters.sparsity``);
+        #: without it, sparsity detection takes every output element to depend
+        #: on every operand element.
+        self.sparsity = sparsity
+        for slot in ("jvp", "transpose", "batch", "simplify", "numpy_kernel", "sparsity"):
             rule = getattr(self, slot)
             if isinstance(rule, RuleFactory):
                 setattr(self, slot, rule.make(self))
@@ -697,6 +711,18 @@ class Tracer:
 
     def __deepcopy__(self, memo):
         return self
+
+    def copy(self, order: str = "K"):
+        """``ndarray.copy``: the tracer itself, which no write can change."""
+        return self
+
+    def __setitem__(self, idx, value):
+        raise TypeError(
+            f"{self._trace.fun_name}: x[idx] = v would write into a traced "
+            f"{self.aval.str_short()} array (at {user_frame_summary()}), but traced arrays "
+            "are immutable. Write y = x.at[idx].set(v) (x[idx] += v: x.at[idx].add(v)) and "
+            "use y; functrans.numpy.at(x)[idx].set(v) does the same on NumPy arrays too"
+        )
 
     def __hash__(self):
         return id(self)

@@ -1,5 +1,6 @@
 """NumPy indexing for ``functrans.numpy``: ``x[idx]`` (``getitem``), the
-functional updates ``x.at[idx].set/add/mul/min/max(v)`` (``IndexUpdateHelper``)
+functional updates ``x.at[idx].set/add/mul/min/max(v)`` (``IndexUpdateHelper``;
+``at(x)`` gives the same for NumPy arrays, which have no ``.at``), ``copy``
 and ``take``.
 
 An index is parsed once into the static ``spec`` of the gather and scatter
@@ -28,7 +29,7 @@ from functrans.primitives import elementwise
 from functrans.primitives.indexing import gather_p, indexed_shape, scatter_p
 from functrans.primitives.shape import expand_dims_p, rev_p, slice_p, squeeze_p
 
-__all__ = ["take"]  # getitem and IndexUpdateHelper back Tracer.__getitem__ and .at
+__all__ = ["at", "copy", "take"]  # getitem and IndexUpdateHelper back Tracer.__getitem__, .at
 
 
 class Index(NamedTuple):
@@ -325,6 +326,42 @@ class IndexUpdateHelper:
         return f"IndexUpdateHelper({self.array!r})"
 
 
+def at(x) -> IndexUpdateHelper:
+    """``x.at`` for any array: ``at(x)[idx].set(v)`` is ``x.at[idx].set(v)``
+    on a tracer and runs eagerly on a NumPy (or CuPy) array or a nested list,
+    returning a new array and leaving ``x`` as it was.  Code written with it
+    runs the same inside and outside a transform; ``x.at`` alone exists only
+    on tracers, since ``numpy.ndarray`` cannot be given new attributes.
+
+    >>> import numpy as np
+    >>> x = np.zeros(3)
+    >>> at(x)[1:].set(5.0), x
+    (array([0., 5., 5.]), array([0., 0., 0.]))
+    """
+    return IndexUpdateHelper(x)
+
+
+def copy(a, order: str = "K", subok: bool = False):
+    """``np.copy``: a new array with ``a``'s values.  A tracer is returned
+    as it is: traced values are immutable, so a copy could never be told
+    apart from the original (and ``jit`` never hands back an argument's
+    buffer).  ``order`` lays out a NumPy result as in NumPy.
+
+    >>> import numpy as np
+    >>> x = np.arange(3.0)
+    >>> y = copy(x)
+    >>> y is x, y
+    (False, array([0., 1., 2.]))
+    """
+    if order not in ("K", "A", "C", "F"):
+        raise ValueError(f"copy: order must be one of 'K', 'A', 'C', 'F', got {order!r}")
+    if subok:
+        raise TypeError("copy: subok=True is not supported: functrans returns base arrays; "
+                        "drop the argument")
+    a = asarray(a)
+    return a if isinstance(a, Tracer) else a.copy(order=order)
+
+
 class IndexUpdateRef:
     """``x.at[idx]``: the update methods for one index."""
 
@@ -335,8 +372,12 @@ class IndexUpdateRef:
         self.index = index
 
     def get(self):
-        """``x[idx]``."""
-        return getitem(self.array, self.index)
+        """``x[idx]`` as a new array: on a NumPy array, unlike ``x[idx]``,
+        never a view that a later write into ``x`` would change."""
+        out = getitem(self.array, self.index)
+        if not isinstance(out, Tracer) and (out is self.array or out.base is not None):
+            out = out.copy()
+        return out
 
     def set(self, values):
         """A copy of ``x`` with ``x[idx] = values`` (the last write wins on repeats)."""
