@@ -58,3 +58,12 @@ __all__ = [
     "vmap",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # functrans.sparse needs SciPy, an optional dependency: loaded on first use.
+    if name == "sparse":
+        import importlib
+
+        return importlib.import_module("functrans.sparse")
+    raise AttributeError(f"module 'functrans' has no attribute {name!r}")

@@ -1,0 +1,616 @@
+"""Sparsity detection: which input elements each value of a Jaxpr depends on
+(the Jacobian pattern) and which pairs of input elements meet in a nonlinear
+operation (the Hessian pattern), found without any input value.
+
+An abstract interpretation over the IR like the other transforms.  A value is
+a ``Pattern``: its aval, the boolean ``m x n`` matrix of the ``n`` input
+elements each of its ``m`` elements depends on through a derivative that is
+not structurally zero (a ``scipy.sparse`` CSR array, or None for none), and
+its concrete value where it depends on no input at all (constants, iotas,
+index arithmetic), so that gathers, pads and selects with known indices and
+masks get exact patterns.
+
+Each primitive declares a ``sparsity`` rule next to its other rules:
+``rule(operands, **params)`` gets the operands' Patterns and returns a
+``Structure`` (for each operand, how output elements map onto its elements,
+plus which operands meet nonlinearly) or, for control flow and custom rules,
+the output Patterns themselves (from ``run`` on its sub-Jaxprs).  A primitive
+without a rule is taken to make every output element depend on every operand
+element, and every pair of them to meet: conservative, never a missing
+nonzero.
+
+The Hessian pattern of a scalar function is the union over the nonlinear
+operations whose result reaches the output of the products of their operands'
+dependence rows (chain rule: ``d2f = sum_v df/dv d2v``); reach is found by a
+backward pass over the same maps, so a discarded element adds nothing.  Inside
+control flow every element is taken to reach (conservative).
+
+The rule vocabulary (``Gather``, ``Pairs``, ``DENSE``, ``Structure``,
+``Sites``) and the rule factories at the end need only NumPy; the interpreter
+loads SciPy when it runs (``functrans.sparse`` is its public entry point).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from functrans.core import (
+    ClosedJaxpr,
+    Jaxpr,
+    Literal,
+    Primitive,
+    RuleFactory,
+    ShapedArray,
+    bind,
+    rule_factory,
+    trace_to_jaxpr,
+)
+
+# --------------------------------------------------------------------------
+# The rule vocabulary
+# --------------------------------------------------------------------------
+
+
+class Gather:
+    """Output element ``i`` depends on operand element ``src[i]`` (none where
+    ``src[i] < 0``): broadcasting, reshapes, slices, pads, gathers.  ``None``
+    is the identity (an elementwise operand of the output's shape)."""
+
+    __slots__ = ("src",)
+
+    def __init__(self, src: np.ndarray | None):
+        self.src = None if src is None else np.asarray(src, np.int64).ravel()
+
+
+class Pairs:
+    """Output element ``rows[t]`` depends on operand element ``cols[t]``, for
+    every ``t``: reductions, contractions, scatters."""
+
+    __slots__ = ("rows", "cols")
+
+    def __init__(self, rows: np.ndarray, cols: np.ndarray):
+        self.rows = np.asarray(rows, np.int64).ravel()
+        self.cols = np.asarray(cols, np.int64).ravel()
+
+
+class _Dense:
+    """Every output element depends on every operand element."""
+
+    def __repr__(self):
+        return "DENSE"
+
+
+DENSE = _Dense()
+
+#: Second-order kinds: no pair of operand elements meets (jointly linear, or
+#: piecewise linear such as max), or every pair meets at each output element.
+NONE = "none"
+ALL = "all"
+
+
+class Sites:
+    """The bilinear terms of a contraction: term ``t`` multiplies operand-0
+    element ``left[t]`` by operand-1 element ``right[t]`` into output element
+    ``out[t]``; only these pairs meet (not every pair of a row and a column)."""
+
+    __slots__ = ("out", "left", "right")
+
+    def __init__(self, out: np.ndarray, left: np.ndarray, right: np.ndarray):
+        self.out, self.left, self.right = out, left, right
+
+
+class Structure:
+    """What a rule returns for a one-output primitive.
+
+    ``maps``: per operand a ``Gather``, ``Pairs``, ``DENSE``, or None (no
+    derivative flows from it).  ``second``: ``NONE``, ``ALL``, a tuple of
+    operand index pairs ``(k, l)`` that meet at each output element, a
+    ``Sites``, or a function of no arguments giving one of these (called only
+    when a Hessian pattern is asked for).
+    """
+
+    __slots__ = ("maps", "second")
+
+    def __init__(self, maps: Sequence[Any], second: Any = NONE):
+        self.maps = tuple(maps)
+        self.second = second
+
+
+# --------------------------------------------------------------------------
+# The interpreter
+# --------------------------------------------------------------------------
+
+
+def _sp():
+    import scipy.sparse  # lazily: SciPy is an optional dependency (functrans[scipy])
+
+    return scipy.sparse
+
+
+class Pattern:
+    """A value during detection: ``aval``, ``deps`` (CSR bool, ``size x n``,
+    or None) and ``value`` (the concrete array, or None)."""
+
+    __slots__ = ("aval", "deps", "value")
+
+    def __init__(self, aval: ShapedArray, deps: Any = None, value: Any = None):
+        self.aval = aval
+        self.deps = deps
+        self.value = value
+
+
+class SparsityDetection:
+    """One run of detection over ``n`` input elements: the Hessian terms met
+    so far and, at the top level, the record of maps for the reach pass."""
+
+    def __init__(self, n: int, hessian: bool, top: bool = True):
+        self.n = n
+        self.hessian = hessian
+        self.top = top
+        # (output var id or None for ungated, site -> output element or None, L, R)
+        self.terms: list[tuple[Any, Any, Any, Any]] = []
+        # (output var ids, [(operand var id, map as CSR out x in, DENSE, or "all")])
+        self.tape: list[tuple[tuple[int, ...], list[tuple[int | None, Any]]]] = []
+        self.sizes: dict[int, int] = {}  # var id -> size, for the reach pass
+
+    # -- building blocks -----------------------------------------------------
+
+    def empty(self, m: int):
+        return _sp().csr_array((m, self.n), dtype=bool)
+
+    def map_matrix(self, mp: Pairs, m_out: int, m_in: int):
+        """The CSR ``m_out x m_in`` bool matrix of a Pairs map."""
+        ones = np.ones(mp.rows.shape[0], bool)
+        out = _sp().coo_array((ones, (mp.rows, mp.cols)), shape=(m_out, m_in)).tocsr()
+        out.sum_duplicates()
+        return out
+
+    def union_row(self, deps) -> Any:
+        """The 1 x n row of every input element ``deps`` has."""
+        cols = np.unique(deps.indices)
+        return _sp().csr_array((np.ones(cols.shape[0], bool), cols, [0, cols.shape[0]]),
+                               shape=(1, self.n))
+
+    def broadcast_row(self, row, m: int):
+        """``row`` (1 x n) repeated for ``m`` rows."""
+        cols = row.indices
+        k = cols.shape[0]
+        return _sp().csr_array((np.ones(m * k, bool), np.tile(cols, m),
+                                np.arange(m + 1, dtype=np.int64) * k), shape=(m, self.n))
+
+    # -- running a Jaxpr -----------------------------------------------------
+
+    def run(self, jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Pattern]) -> list[Pattern]:
+        env: dict[int, Pattern] = {}
+        for v, c in zip(jaxpr.constvars, consts):
+            env[id(v)] = c if type(c) is Pattern else Pattern(v.aval, None, c)
+        for v, x in zip(jaxpr.invars, args):
+            env[id(v)] = x
+
+        def read(a) -> Pattern:
+            if type(a) is Literal:
+                return Pattern(a.aval, None, a.val)
+            return env[id(a)]
+
+        for e in jaxpr.eqns:
+            ins = [read(a) for a in e.inputs]
+            outs = self.apply(e.primitive, ins, e.params, e.outputs,
+                              [None if type(a) is Literal else id(a) for a in e.inputs])
+            for v, x in zip(e.outputs, outs):
+                env[id(v)] = x
+        return [read(a) for a in jaxpr.outvars]
+
+    def apply(self, prim: Primitive, ins: list[Pattern], params: dict, outvars,
+              in_ids: list[int | None]) -> list[Pattern]:
+        out_avals = [v.aval for v in outvars]
+        if all(x.value is not None for x in ins):  # depends on no input: compute it
+            res = bind(prim, *[x.value for x in ins], **params)
+            vals = list(res) if prim.multiple_results else [res]
+            return [Pattern(a, None, np.asarray(val)) for a, val in zip(out_avals, vals)]
+        if all(x.deps is None for x in ins) or getattr(prim.jvp, "zero_derivative", False):
+            return [Pattern(a) for a in out_avals]
+        rule: Any = prim.sparsity
+        res = rule(ins, **params) if rule is not None else _default(prim, ins)
+        if res is _all_on_all:
+            res = _all_on_all(self, ins, out_avals)
+        out_ids = tuple(id(v) for v in outvars)
+        if type(res) is not Structure:  # the rule ran the program itself
+            outs = [Pattern(a, p.deps if _inexact(a) else None, None)
+                    for a, p in zip(out_avals, res)]
+            self.tape.append((out_ids, [(i, "all") for i, x in zip(in_ids, ins)
+                                        if i is not None and x.deps is not None]))
+            return outs
+        aval = out_avals[0]
+        m_out = aval.size
+        gs: list[Any] = []  # per operand: its contribution m_out x n, or None
+        record = []
+        for mp, x, i in zip(res.maps, ins, in_ids):
+            if mp is None or x.deps is None:
+                gs.append(None)
+                continue
+            if mp is DENSE:
+                g = self.broadcast_row(self.union_row(x.deps), m_out)
+            elif type(mp) is Gather:
+                g = x.deps if mp.src is None else _take_rows(x.deps, mp.src)
+            else:
+                g = self.map_matrix(mp, m_out, x.aval.size) @ x.deps
+            record.append((i, mp))
+            gs.append(g)
+        present = [g for g in gs if g is not None]
+        if not present or not _inexact(aval):
+            return [Pattern(aval)]
+        deps = present[0]
+        for g in present[1:]:
+            deps = deps + g
+        deps = _csr(deps)
+        if self.top:
+            self.tape.append((out_ids, [r for r in record if r[0] is not None]))
+        if self.hessian:
+            self._second(res.second, gs, ins, deps, out_ids[0])
+        return [Pattern(aval, deps)]
+
+    def _second(self, second, gs, ins, deps, out_id):
+        if callable(second):
+            second = second()
+        gate = out_id if self.top else None
+        if second is NONE:
+            return
+        if second is ALL:
+            self.terms.append((gate, None, deps, deps))
+            return
+        if type(second) is Sites:
+            a, b = ins[0].deps, ins[1].deps
+            if a is None or b is None:
+                return
+            self.terms.append((gate, second.out, a[second.left], b[second.right]))
+            return
+        for k, j in second:
+            if gs[k] is not None and gs[j] is not None:
+                self.terms.append((gate, None, gs[k], gs[j]))
+
+    # -- the Hessian pattern -------------------------------------------------
+
+    def hessian_pattern(self, outvars) -> Any:
+        """Gate the recorded terms by reach (a backward pass over the tape)
+        and add them up into the symmetric ``n x n`` pattern."""
+        reach: dict[int, np.ndarray] = {}
+        for v in outvars:
+            if type(v) is not Literal:
+                reach[id(v)] = np.ones(v.aval.size, bool)
+        for out_ids, record in reversed(self.tape):
+            r_outs = [reach.get(i) for i in out_ids]
+            if all(r is None or not r.any() for r in r_outs):
+                continue
+            for i, mp in record:
+                size = self.sizes.get(i)
+                if size is None:
+                    continue
+                r_in = _reach_back(mp, r_outs[0], size)
+                old = reach.get(i)
+                reach[i] = r_in if old is None else old | r_in
+        lefts, rights = [], []
+        for gate, site_out, left, right in self.terms:
+            if gate is not None:
+                r = reach.get(gate)
+                if r is None or not r.any():
+                    continue
+                mask = r if site_out is None else r[site_out]
+                if not mask.all():
+                    left, right = left[mask], right[mask]
+            lefts.append(left)
+            rights.append(right)
+        if not lefts:
+            return _sp().csr_array((self.n, self.n), dtype=bool)
+        sp = _sp()
+        # One product for all terms: sum_t L_t^T R_t = [L_1; L_2; ...]^T [R_1; R_2; ...].
+        h = sp.vstack(lefts, format="csr").T @ sp.vstack(rights, format="csr")
+        return _csr(h + h.T)
+
+
+def _take_rows(deps, src: np.ndarray):
+    """Rows ``src`` of the CSR array ``deps`` (empty rows where ``src < 0``),
+    by index arithmetic: O(rows + entries taken)."""
+    ok = src >= 0
+    safe = np.where(ok, src, 0)
+    lengths = np.where(ok, np.diff(deps.indptr)[safe], 0)
+    indptr = np.zeros(src.shape[0] + 1, np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    total = int(indptr[-1])
+    starts = np.repeat(deps.indptr[:-1][safe] - indptr[:-1], lengths)
+    taken = deps.indices[starts + np.arange(total, dtype=np.int64)]
+    return _sp().csr_array((np.ones(total, bool), taken, indptr),
+                           shape=(src.shape[0], deps.shape[1]))
+
+
+def _reach_back(mp: Any, r_out: np.ndarray | None, size: int) -> np.ndarray:
+    """The operand elements that output elements ``r_out`` depend on."""
+    if r_out is None or isinstance(mp, str) or mp is DENSE:
+        return np.full(size, r_out is None or bool(r_out.any()))
+    r_in = np.zeros(size, bool)
+    if type(mp) is Gather:
+        if mp.src is None:
+            return r_out.copy()
+        src = mp.src[r_out]
+        r_in[src[src >= 0]] = True
+    else:
+        r_in[mp.cols[r_out[mp.rows]]] = True
+    return r_in
+
+
+def _csr(a):
+    a = _sp().csr_array(a)
+    a.sum_duplicates()
+    a.sort_indices()
+    return a
+
+
+def _inexact(aval: ShapedArray) -> bool:
+    return aval.dtype.kind in "fc"
+
+
+def _default(prim: Primitive, ins: list[Pattern]) -> Any:
+    """No declared rule: an elementwise primitive (one with an elementwise GPU
+    kernel, as fusion knows them) maps broadcast elements and its operands
+    meet; any other makes every output element depend on every operand
+    element."""
+    if prim.multiple_results:
+        return _all_on_all
+    if hasattr(prim.cuda, "loop_dtypes"):
+        out_shape = np.broadcast_shapes(*(x.aval.shape for x in ins))
+        return Structure([broadcast_gather(x.aval.shape, out_shape) for x in ins], ALL)
+    return Structure([DENSE] * len(ins), ALL)
+
+
+def _all_on_all(run: SparsityDetection, ins: list[Pattern], out_avals) -> list[Pattern]:
+    """The outputs of a several-output primitive with no rule: each element
+    on every operand element, and all of them meeting."""
+    rows = [run.union_row(x.deps) for x in ins if x.deps is not None]
+    union = rows[0]
+    for r in rows[1:]:
+        union = union + r
+    union = _csr(union)
+    if run.hessian:
+        run.terms.append((None, None, union, union))
+    return [Pattern(a, run.broadcast_row(union, a.size) if _inexact(a) else None)
+            for a in out_avals]
+
+
+def detect(closed: ClosedJaxpr, diff: Sequence[bool], hessian: bool = False):
+    """The patterns of ``closed``: its inputs marked in ``diff`` are the ``n``
+    differentiated elements (raveled in C order, concatenated in order).
+
+    Returns ``(jacobian, hessian)``: the CSR bool ``m x n`` pattern of all
+    outputs raveled and stacked, and the ``n x n`` Hessian pattern of the
+    (scalar) output, or None unless ``hessian``.
+    """
+    sp = _sp()
+    jaxpr = closed.jaxpr
+    sizes = [v.aval.size for v, d in zip(jaxpr.invars, diff) if d]
+    n = int(sum(sizes))
+    run = SparsityDetection(n, hessian)
+    run.sizes = _var_sizes(jaxpr)
+    args, start = [], 0
+    for v, d in zip(jaxpr.invars, diff):
+        if d:
+            m = v.aval.size
+            ident = sp.csr_array((np.ones(m, bool), np.arange(start, start + m),
+                                  np.arange(m + 1)), shape=(m, n))
+            args.append(Pattern(v.aval, ident))
+            start += m
+        else:
+            args.append(Pattern(v.aval))
+    _runs.stack.append(run)
+    try:
+        outs = run.run(jaxpr, closed.consts, args)
+    finally:
+        _runs.stack.pop()
+    rows = [x.deps if x.deps is not None else run.empty(x.aval.size) for x in outs]
+    jac = _csr(sp.vstack(rows, format="csr")) if rows else run.empty(0)
+    hess = run.hessian_pattern(jaxpr.outvars) if hessian else None
+    return jac, hess
+
+
+def _var_sizes(jaxpr: Jaxpr) -> dict[int, int]:
+    sizes = {id(v): v.aval.size for v in jaxpr.constvars + jaxpr.invars}
+    for e in jaxpr.eqns:
+        for v in e.outputs:
+            sizes[id(v)] = v.aval.size
+    return sizes
+
+
+def run_sub(closed: ClosedJaxpr, ins: Sequence[Pattern]) -> list[Pattern]:
+    """Detection inside a sub-program (control flow, custom rules), for their
+    rules: the outputs' Patterns, its Hessian terms counted as reaching."""
+    outer = _runs.stack[-1]
+    sub = SparsityDetection(outer.n, outer.hessian, top=False)
+    outs = sub.run(closed.jaxpr, closed.consts, ins)
+    outer.terms.extend(sub.terms)
+    return outs
+
+
+class _Runs(threading.local):
+    """The runs under way on this thread (``run_sub`` joins the innermost)."""
+
+    def __init__(self):
+        self.stack: list[SparsityDetection] = []
+
+
+_runs = _Runs()
+
+
+# --------------------------------------------------------------------------
+# Rule factories (NumPy only)
+# --------------------------------------------------------------------------
+
+
+def flat_index(shape: tuple[int, ...]) -> np.ndarray:
+    """The C-order flat position of every element of an array of ``shape``."""
+    return np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
+
+
+def broadcast_gather(in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> Gather:
+    """The map of NumPy broadcasting from ``in_shape`` to ``out_shape``."""
+    if tuple(in_shape) == tuple(out_shape):
+        return Gather(None)
+    return Gather(np.broadcast_to(flat_index(in_shape), out_shape).ravel())
+
+
+def movement_sparsity(data: Sequence[int] | None = (0,)) -> RuleFactory:
+    """The rule of a primitive that only moves elements of its ``data``
+    operands (reshape, transpose, slice, pad, concatenate, gather): found by
+    running its own impl on element numbers, so it cannot disagree with the
+    impl.  Its other operands (indices) must be known; where one depends on
+    the input, every output element depends on every data element.
+    ``data=None``: every operand is data (concatenate)."""
+
+    @rule_factory
+    def make(prim: Primitive) -> Callable:
+        def rule(ins: list[Pattern], **params):
+            data = range(len(ins)) if data_ops is None else data_ops
+            if any(x.value is None for k, x in enumerate(ins) if k not in data):
+                return Structure([DENSE if k in data else None for k in range(len(ins))])
+            maps: list[Any] = []
+            for k in range(len(ins)):
+                if k not in data or ins[k].deps is None:
+                    maps.append(None)
+                    continue
+                args = [x.value if j not in data else
+                        np.zeros(x.aval.shape, np.int64) for j, x in enumerate(ins)]
+                args[k] = flat_index(ins[k].aval.shape) + 1
+                maps.append(Gather(np.asarray(prim.impl(*args, **params)) - 1))
+            return Structure(maps, NONE)
+
+        return rule
+
+    data_ops = data
+    return make
+
+
+def _zero_row(deriv: Any) -> bool:
+    return isinstance(deriv, str) and deriv.startswith("zero")
+
+
+def elementwise_sparsity(deriv: Any) -> RuleFactory:
+    """The rule of an elementwise table row with derivative column ``deriv``
+    (a function, one per operand, ``"zero derivative"``, ``"linear"``, or
+    None where the row gives its own JVP): each output element depends on
+    the elements broadcasting puts there, except through a zero derivative.
+    Operands ``k`` and ``j`` meet where ``d out / d operand k`` depends on
+    operand ``j`` (or on the output): found once, by detection on the row's
+    own derivative at scalars, so ``mul`` meets only across its operands and
+    ``abs`` (derivative ``sign``) not at all."""
+
+    @rule_factory
+    def make(prim: Primitive) -> Callable:
+        cache: list[Any] = []
+
+        def second(nin: int) -> Any:
+            if not cache:
+                cache.append(_derivative_meetings(deriv, nin))
+            return cache[0]
+
+        def rule(ins: list[Pattern], **params):
+            out_shape = np.broadcast_shapes(*(x.aval.shape for x in ins))
+            derivs = deriv if isinstance(deriv, tuple) else (deriv,) * len(ins)
+            maps = [None if _zero_row(d) or not _inexact(x.aval)
+                    else broadcast_gather(x.aval.shape, out_shape)
+                    for d, x in zip(derivs, ins)]
+            return Structure(maps, lambda: second(len(ins)))
+
+        return rule
+
+    return make
+
+
+def _derivative_meetings(deriv: Any, nin: int) -> Any:
+    """The operand pairs whose elements meet in a row of derivative ``deriv``."""
+    if deriv is None:
+        return ALL
+    if isinstance(deriv, str):
+        return NONE if deriv == "linear" or _zero_row(deriv) else ALL
+    derivs = deriv if isinstance(deriv, tuple) else (deriv,)
+    scalar = ShapedArray((), np.float64)
+    pairs = set()
+    for k, d in enumerate(derivs):
+        if not callable(d):
+            if not (isinstance(d, str) and (d == "linear" or _zero_row(d))):
+                return ALL
+            continue
+        closed, _, _ = trace_to_jaxpr(lambda *a, d=d: [d(*a)], [scalar] * (nin + 1),
+                                      name="derivative")
+        jac, _ = detect(closed, [True] * (nin + 1))
+        used = set(np.unique(jac.indices).tolist())
+        if nin in used:  # through the output: on every operand
+            used |= set(range(nin))
+        pairs |= {(k, j) for j in used if j < nin}
+    return tuple(sorted(pairs)) if pairs else NONE
+
+
+def reduction_sparsity(second: Any = NONE) -> RuleFactory:
+    """The rule of a reduction over ``axes``: each output element depends on
+    the elements reduced into it; ``second`` says how they meet (``NONE`` for
+    sums and the piecewise linear max/min, ``ALL`` for products)."""
+
+    @rule_factory
+    def make(prim: Primitive) -> Callable:
+        def rule(ins: list[Pattern], *, axes, **params):
+            shape = ins[0].aval.shape
+            kept = tuple(1 if i in axes else d for i, d in enumerate(shape))
+            rows = np.broadcast_to(flat_index(kept), shape).ravel()
+            return Structure([Pairs(rows, np.arange(rows.shape[0]))], second)
+
+        return rule
+
+    return make
+
+
+def dot_general_sparsity(ins: list[Pattern], *, dimension_numbers, **params) -> Structure:
+    """``dot_general``: output element ``o`` depends on the operand elements
+    of its terms, and only the two factors of one term meet; a known operand
+    (a constant matrix) drops the terms where it is zero."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    a, b = ins[0].aval.shape, ins[1].aval.shape
+    lf = [i for i in range(len(a)) if i not in lc and i not in lb]
+    rf = [i for i in range(len(b)) if i not in rc and i not in rb]
+    # The term space: batch axes, lhs free, rhs free, contracted (the output's first).
+    bs, ls, rs = [a[i] for i in lb], [a[i] for i in lf], [b[i] for i in rf]
+    cs = [a[i] for i in lc]
+    sizes = tuple(bs + ls + rs + cs)
+    lhs = flat_index(a).transpose(tuple(lb) + tuple(lf) + tuple(lc))
+    lhs = lhs.reshape(tuple(bs + ls) + (1,) * len(rs) + tuple(cs))
+    rhs = flat_index(b).transpose(tuple(rb) + tuple(rf) + tuple(rc))
+    rhs = rhs.reshape(tuple(bs) + (1,) * len(ls) + tuple(rs + cs))
+    out = flat_index(tuple(bs + ls + rs)).reshape(tuple(bs + ls + rs) + (1,) * len(cs))
+    left, right, out = (np.broadcast_to(t, sizes).ravel() for t in (lhs, rhs, out))
+    keep = np.ones(out.shape[0], bool)
+    for x, idx in ((ins[0], left), (ins[1], right)):
+        if x.value is not None:
+            keep &= np.asarray(x.value).ravel()[idx] != 0
+    if not keep.all():
+        out, left, right = out[keep], left[keep], right[keep]
+    maps = [Pairs(out, left), Pairs(out, right)]
+    return Structure(maps, Sites(out, left, right))
+
+
+def select_sparsity(ins: list[Pattern], **params) -> Structure:
+    """``select(pred, on_true, on_false)``: each output element depends on the
+    branch its predicate picks; an unknown predicate may pick either."""
+    pred, *branches = ins
+    out_shape = np.broadcast_shapes(*(x.aval.shape for x in ins))
+    maps: list[Any] = [None]
+    for keep, x in zip((True, False), branches):
+        src = np.broadcast_to(flat_index(x.aval.shape), out_shape).ravel()
+        if pred.value is not None:
+            chosen = np.broadcast_to(np.asarray(pred.value, bool), out_shape).ravel()
+            src = np.where(chosen == keep, src, -1)
+        maps.append(Gather(src))
+    return Structure(maps, NONE)
+
+
+def pow_sparsity(ins: list[Pattern], *, y, **params) -> Structure:
+    """``integer_pow``: the element itself; it meets itself unless ``y`` is 0 or 1."""
+    return Structure([Gather(None) if y != 0 else None],
+                     NONE if y in (0, 1) else ((0, 0),))

@@ -1,0 +1,246 @@
+"""functrans.sparse: sparse Jacobians and Hessians equal the dense ones, and
+their patterns never miss a nonzero, on random and real programs; jit,
+float32, n-D inputs, several argnums; the errors."""
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import functrans as ft
+import functrans.numpy as fnp
+import functrans.sparse as fsp
+from functrans import lax
+from functrans.errors import ConcretizationError, DTypeError, ShapeError
+from tests._programs import dataflow, run_dataflow
+
+N = 7
+RNG = np.random.default_rng(0)
+BANDED = np.triu(np.tril(RNG.normal(size=(N, N)), 1), -1)  # a tridiagonal constant
+MASK = RNG.random(N) > 0.5
+
+
+def shift(v):
+    return fnp.concatenate([v[1:], v[:1]])
+
+
+UNARY = [
+    fnp.sin,
+    lambda v: fnp.exp(0.3 * v),
+    lambda v: v ** 2,
+    lambda v: v[::-1],
+    shift,
+    fnp.tanh,
+    lambda v: BANDED @ v,
+    lambda v: fnp.sum(v) * fnp.ones(N),  # couples every element
+    lambda v: fnp.pad(v[1:], (0, 1)),
+    lambda v: v.reshape(N, 1).T.reshape(N),
+    lambda v: fnp.where(MASK, v, 2.0),
+    fnp.abs,
+]
+BINARY = [
+    fnp.add,
+    fnp.multiply,
+    fnp.subtract,
+    lambda a, b: a / (1.5 + b ** 2),
+    fnp.maximum,
+    lambda a, b: fnp.where(MASK, a, b),
+    lambda a, b: fnp.dot(a, b) * fnp.ones(N),
+]
+
+
+def program_function(program):
+    def f(x):
+        outs = run_dataflow(program, UNARY, BINARY, [x])
+        return sum(fnp.sum(o * (1.0 + 0.1 * k)) for k, o in enumerate(outs))
+
+    return f
+
+
+def program_vector(program):
+    def f(x):
+        outs = run_dataflow(program, UNARY, BINARY, [x])
+        return fnp.concatenate([o.reshape(-1) for o in outs])
+
+    return f
+
+
+def assert_covers(pattern, dense):
+    missing = (dense != 0) & ~pattern.toarray()
+    assert not missing.any(), f"pattern misses {np.argwhere(missing)[:5]}"
+
+
+def assert_equal_dense(sparse, dense):
+    scale = max(1.0, float(np.abs(dense).max(initial=0.0)))
+    np.testing.assert_allclose(sparse.toarray(), dense, rtol=1e-12, atol=1e-12 * scale)
+
+
+@settings(max_examples=25, deadline=None)
+@given(dataflow(len(UNARY), len(BINARY), 1, 6), st.integers(0, 2**31))
+def test_random_programs_hessian(program, seed):
+    f = program_function(program)
+    x = np.random.default_rng(seed).uniform(-1.5, 1.5, N)
+    dense = ft.hessian(f)(x)
+    pattern = fsp.hessian_sparsity(f)(x)
+    assert_covers(pattern, dense)
+    assert (pattern != pattern.T).nnz == 0
+    h = fsp.hessian(f)(x)
+    assert isinstance(h, fsp._api.sp.csr_array)
+    assert_equal_dense(h, dense)
+
+
+@settings(max_examples=25, deadline=None)
+@given(dataflow(len(UNARY), len(BINARY), 1, 6), st.integers(0, 2**31),
+       st.sampled_from(["auto", "fwd", "rev"]))
+def test_random_programs_jacobian(program, seed, mode):
+    f = program_vector(program)
+    x = np.random.default_rng(seed).uniform(-1.5, 1.5, N)
+    dense = ft.jacfwd(f)(x)
+    assert_covers(fsp.jacobian_sparsity(f)(x), dense)
+    assert_equal_dense(fsp.jacobian(f, mode=mode)(x), dense)
+
+
+# -- real programs ------------------------------------------------------------------
+
+
+def rosenbrock(x):
+    return fnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def minimal_surface(u):
+    """Area of the surface over a grid with u as heights (a 2-D input)."""
+    ux = u[1:, :-1] - u[:-1, :-1]
+    uy = u[:-1, 1:] - u[:-1, :-1]
+    return fnp.sum(fnp.sqrt(1.0 + ux ** 2 + uy ** 2))
+
+
+def laplacian_energy(u):
+    return 0.5 * fnp.sum((u[1:, :] - u[:-1, :]) ** 2) + 0.5 * fnp.sum(
+        (u[:, 1:] - u[:, :-1]) ** 2) + fnp.sum(u ** 4) / 12
+
+
+def banded_least_squares(x):
+    r = BANDED @ x - 1.0
+    return 0.5 * fnp.sum(r ** 2)
+
+
+def dense_hessian(x):
+    return fnp.log(fnp.sum(fnp.exp(x)))
+
+
+REAL = [
+    (rosenbrock, (12,)),
+    (minimal_surface, (5, 6)),
+    (laplacian_energy, (4, 5)),
+    (banded_least_squares, (N,)),
+    (dense_hessian, (6,)),
+]
+
+
+@pytest.mark.parametrize("f, shape", REAL, ids=[f.__name__ for f, _ in REAL])
+def test_real_programs(f, shape):
+    x = RNG.uniform(0.2, 1.3, shape)
+    dense = ft.hessian(f)(x).reshape(x.size, x.size)
+    pattern = fsp.hessian_sparsity(f)(x)
+    assert_covers(pattern, dense)
+    assert_equal_dense(fsp.hessian(f)(x), dense)
+    g = ft.grad(f)
+    jac = ft.jacfwd(g)(x).reshape(x.size, x.size)
+    assert_equal_dense(fsp.jacobian(g)(x), jac)
+
+
+def test_jit_float32_and_nd():
+    x = RNG.uniform(0.5, 1.0, (3, 4)).astype(np.float32)
+    h = ft.jit(lambda x: fsp.hessian(minimal_surface)(x).toarray())  # noqa: F841
+    hs = fsp.hessian(minimal_surface)(x)
+    assert hs.dtype == np.float32 and hs.shape == (12, 12)
+    dense = ft.hessian(minimal_surface)(x).reshape(12, 12)
+    np.testing.assert_allclose(hs.toarray(), dense, rtol=1e-5, atol=1e-5)
+
+
+def test_several_argnums_and_other_arguments():
+    def f(a, c, b):
+        return fnp.sum(c * a[1:] * b[:-1]) + fnp.sum(a ** 3)
+
+    a, b, c = RNG.normal(size=4), RNG.normal(size=4), RNG.normal(size=3)
+    h = fsp.hessian(f, argnums=(0, 2))(a, c, b)
+    dense = ft.hessian(lambda ab: f(ab[:4], c, ab[4:]))(np.concatenate([a, b]))
+    assert_equal_dense(h, dense)
+    # A plan is made per argument signature and reused.
+    hf = fsp.hessian(f, argnums=(0, 2))
+    hf(a, c, b)
+    hf(a + 1, c * 2, b)
+    assert len(hf._plans) == 1
+    assert_equal_dense(hf(a, 2 * c, b),
+                       ft.hessian(lambda ab: f(ab[:4], 2 * c, ab[4:]))(np.concatenate([a, b])))
+
+
+def test_control_flow_is_conservative_and_correct():
+    def f(x):
+        y = lax.cond(x[0] > 0, lambda v: v ** 2, lambda v: fnp.sin(v), x)
+        z = lax.fori_loop(0, 3, lambda i, v: v * fnp.roll(v, 1), y)
+        return fnp.sum(z)
+
+    x = RNG.uniform(0.1, 1.0, 6)
+    dense = ft.hessian(f)(x)
+    assert_covers(fsp.hessian_sparsity(f)(x), dense)
+    assert_equal_dense(fsp.hessian(f)(x), dense)
+
+
+def test_value_dependent_index_is_conservative():
+    def f(x):
+        i = fnp.argmax(x)
+        return fnp.sum(x * x[i]) + fnp.sum(x[1:] ** 2)
+
+    x = RNG.uniform(0.1, 1.0, 5)
+    dense = ft.hessian(f)(x)
+    assert_covers(fsp.hessian_sparsity(f)(x), dense)
+    assert_equal_dense(fsp.hessian(f)(x), dense)
+
+
+def test_threads_share_a_plan():
+    h = fsp.hessian(rosenbrock)
+    x = np.ones(30)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(h(x))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4 and all((r != results[0]).nnz == 0 for r in results)
+
+
+# -- errors -------------------------------------------------------------------------
+
+
+def test_error_non_scalar_hessian():
+    with pytest.raises(ShapeError, match=r"sparse.hessian\(<lambda>\): the function must "
+                                         r"return a scalar, got f64\[3\]; sum it"):
+        fsp.hessian(lambda x: x ** 2)(np.ones(3))
+
+
+def test_error_complex_and_integer_inputs():
+    with pytest.raises(DTypeError, match=r"argument 0 is complex \(c128\[3\]\); sparse "
+                                         "derivatives take real inputs"):
+        fsp.hessian(lambda x: fnp.sum(fnp.abs(x)))(np.ones(3, complex))
+    with pytest.raises(DTypeError, match=r"argument 0 has dtype int64 .* must be floats"):
+        fsp.jacobian(lambda x: x * 2.0)(np.arange(3))
+
+
+def test_error_python_branch_on_a_value():
+    def f(x):
+        return fnp.sum(x ** 2) if x[0] > 0 else fnp.sum(x)
+
+    with pytest.raises(ConcretizationError, match=r"sparse.hessian\(f\): the sparsity pattern "
+                                                  r"is found from the program alone.*where"):
+        fsp.hessian(f)(np.ones(3))
+
+
+def test_error_bad_arguments():
+    with pytest.raises(TypeError, match="argnums must be an int or a non-empty tuple"):
+        fsp.hessian(rosenbrock, argnums="x")
+    with pytest.raises(ValueError, match="mode must be one of"):
+        fsp.jacobian(rosenbrock, mode="sideways")
+    with pytest.raises(ValueError, match="argnums value 2 is out of range"):
+        fsp.hessian(rosenbrock, argnums=2)(np.ones(3))
