@@ -61,6 +61,7 @@ from functrans.core import (
 )
 from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
+from functrans.interpreters import sparsity
 
 
 def _is_nonzero(t) -> bool:
@@ -163,6 +164,7 @@ cond_p = Primitive(
     jvp=_cond_jvp,
     transpose=_cond_transpose,
     batch=_cond_batch,
+    sparsity=lambda ins, *, branches: sparsity.cond_rule(branches, ins[0], ins[1:]),
     multiple_results=True,
     linear=True,
     doc=(
@@ -451,6 +453,11 @@ def _first_member(x):
     return bind(shape.squeeze_p, piece, dimensions=(0,))
 
 
+def _scan_sparsity(ins, *, jaxpr, num_consts, num_carry, length, reverse):
+    ops = ScanOperands.split(ins, num_consts, num_carry)
+    return sparsity.scan_rule(jaxpr, ops.consts, ops.carry, ops.xs, length, reverse)
+
+
 scan_p = Primitive(
     "scan",
     xp_impl=True,
@@ -459,6 +466,7 @@ scan_p = Primitive(
     jvp=_scan_jvp,
     transpose=_scan_transpose,
     batch=_scan_batch,
+    sparsity=_scan_sparsity,
     multiple_results=True,
     linear=True,
     doc=(
@@ -650,6 +658,11 @@ def _masked_step(cond_b: ClosedJaxpr, body_b: ClosedJaxpr, n_cc: int, n_bc: int)
     return sj.trace(step, cond_b.in_avals[:n_cc] + body_b.in_avals, "vmap")
 
 
+def _while_sparsity(ins, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    _, body_consts, carry = WhileOperands.split(ins, cond_nconsts, body_nconsts)
+    return sparsity.while_rule(body_jaxpr, body_consts, carry)
+
+
 while_p = Primitive(
     "while_loop",
     xp_impl=True,
@@ -658,6 +671,7 @@ while_p = Primitive(
     jvp=_while_jvp,
     transpose=_while_transpose,
     batch=_while_batch,
+    sparsity=_while_sparsity,
     multiple_results=True,
     linear=True,
     doc=(

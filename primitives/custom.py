@@ -28,6 +28,7 @@ from functrans.core import (
     trace_to_jaxpr,
 )
 from functrans.errors import FunctransError
+from functrans.interpreters import sparsity
 from functrans.interpreters.jvp import jvp_jaxpr
 from functrans.interpreters.transpose import backward_pass
 from functrans.interpreters.vmap import batch_eval, batch_jaxpr
@@ -155,6 +156,21 @@ def _custom_jvp_call_batch(vals, dims, *, axis_size, call, jvp, num_consts, name
     return outs, [0] * len(outs)
 
 
+def _custom_jvp_call_sparsity(ins, *, call, jvp, num_consts, name):
+    """The pattern of the rule's tangents (``sparsity.custom_jvp_rule``)."""
+    if any(x.deps is not None for x in ins[:num_consts]):
+        raise _closed_over_tangent(f"custom_jvp({name})")
+    ops = ins[num_consts:]
+    n = len(ops)
+    avals = [x.aval for x in ops] + [x.aval.strip_weak() for x in ops]
+
+    def trace_rule():
+        rule, _, _ = trace_to_jaxpr(lambda *xs: list(jvp(xs[:n], xs[n:])[1]), avals, name=name)
+        return rule
+
+    return sparsity.custom_jvp_rule(trace_rule, lambda: sparsity.run_sub(call, ins), ops)
+
+
 custom_jvp_call_p = Primitive(
     "custom_jvp_call",
     xp_impl=True,
@@ -162,6 +178,7 @@ custom_jvp_call_p = Primitive(
     impl=lambda *args, call, jvp, num_consts, name: run_jaxpr(call, args),
     jvp=_custom_jvp_call_jvp,
     batch=_custom_jvp_call_batch,
+    sparsity=_custom_jvp_call_sparsity,
     multiple_results=True,
     doc=(
         "run the sub-Jaxpr `call` (its first `num_consts` operands are the constants it closes "
@@ -335,6 +352,7 @@ checkpoint_p = Primitive(
     jvp=_checkpoint_jvp,
     transpose=_checkpoint_transpose,
     batch=_checkpoint_batch,
+    sparsity=lambda ins, *, jaxpr, name: sparsity.run_sub(jaxpr, ins),
     multiple_results=True,
     linear=True,
     doc=(

@@ -20,7 +20,8 @@ import importlib.util
 
 import numpy as np
 
-from functrans.core import Eqn, Jaxpr, Literal, Primitive
+from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive
+from functrans.interpreters import sparsity
 from functrans.interpreters.jvp import jvp_eval
 from functrans.interpreters.vmap import batch_eval
 
@@ -151,6 +152,7 @@ fused_elementwise_p = Primitive(
     impl=_fused_impl,
     jvp=_fused_jvp,
     batch=_fused_batch,
+    sparsity=lambda ins, *, jaxpr: sparsity.run_sub(ClosedJaxpr(jaxpr, ()), ins),
     multiple_results=True,
     doc=(
         "the elementwise equations of `jaxpr` run as one (one CUDA kernel on the GPU); its "

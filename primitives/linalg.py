@@ -32,6 +32,7 @@ from functrans.core import (
 )
 from functrans.dtypes import is_inexact, result_type
 from functrans.errors import DTypeError, ShapeError
+from functrans.interpreters import sparsity
 
 
 def _free_axes(ndim, *used):
@@ -198,6 +199,7 @@ dot_general_p = Primitive(
     "dot_general", abstract_eval=_dot_general_abstract_eval, impl=_dot_general_impl,
     jvp=_dot_general_jvp, transpose=_dot_general_transpose, batch=_dot_general_batch,
     numpy_kernel=_dot_general_kernel, linear=True, xp_impl=True,
+    sparsity=sparsity.dot_general_sparsity,
     doc=(
         "contract `lhs` and `rhs`: `dimension_numbers = ((lhs_contract, rhs_contract), "
         "(lhs_batch, rhs_batch))`; result axes are batch, lhs free, rhs free"

@@ -6,7 +6,8 @@ import threading
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import functrans as ft
 import functrans.numpy as fnp
@@ -182,6 +183,36 @@ def test_control_flow_is_conservative_and_correct():
         z = lax.fori_loop(0, 3, lambda i, v: v * fnp.roll(v, 1), y)
         return fnp.sum(z)
 
+    x = RNG.uniform(0.1, 1.0, 6)
+    dense = ft.hessian(f)(x)
+    assert_covers(fsp.hessian_sparsity(f)(x), dense)
+    assert_equal_dense(fsp.hessian(f)(x), dense)
+
+
+def longloop(x):
+    return fnp.sum(lax.fori_loop(0, 40, lambda i, v: v + 0.01 * fnp.sin(v[::-1]), x))
+
+
+def while_loop(x):
+    body = lambda c: (c[0] * 1.1 + fnp.sin(shift(c[0])), c[1] + 1)  # noqa: E731
+    return fnp.sum(lax.while_loop(lambda c: c[1] < 3, body, (x, 0))[0])
+
+
+def scan(x):
+    c, ys = lax.scan(lambda c, xi: (c + xi ** 2, c * xi), 0.0, x)
+    return c + fnp.sum(ys)
+
+
+def custom_rule(x):
+    return fnp.sum(fnp.sinc(x) * x[::-1])
+
+
+def checkpointed(x):
+    return fnp.sum(ft.checkpoint(lambda v: fnp.sin(v) * shift(v))(x))
+
+
+@pytest.mark.parametrize("f", [longloop, while_loop, scan, custom_rule, checkpointed])
+def test_loops_and_custom_rules(f):
     x = RNG.uniform(0.1, 1.0, 6)
     dense = ft.hessian(f)(x)
     assert_covers(fsp.hessian_sparsity(f)(x), dense)

@@ -155,6 +155,7 @@ class SparsityDetection:
         # (output var ids, [(operand var id, map as CSR out x in, DENSE, or "all")])
         self.tape: list[tuple[tuple[int, ...], list[tuple[int | None, Any]]]] = []
         self.sizes: dict[int, int] = {}  # var id -> size, for the reach pass
+        self.custom_depth = 0  # custom rules being analysed (custom_jvp_rule)
 
     # -- building blocks -----------------------------------------------------
 
@@ -426,7 +427,12 @@ def run_sub(closed: ClosedJaxpr, ins: Sequence[Pattern]) -> list[Pattern]:
     rules: the outputs' Patterns, its Hessian terms counted as reaching."""
     outer = _runs.stack[-1]
     sub = SparsityDetection(outer.n, outer.hessian, top=False)
-    outs = sub.run(closed.jaxpr, closed.consts, ins)
+    sub.custom_depth = outer.custom_depth
+    _runs.stack.append(sub)
+    try:
+        outs = sub.run(closed.jaxpr, closed.consts, ins)
+    finally:
+        _runs.stack.pop()
     outer.terms.extend(sub.terms)
     return outs
 
@@ -614,3 +620,170 @@ def pow_sparsity(ins: list[Pattern], *, y, **params) -> Structure:
     """``integer_pow``: the element itself; it meets itself unless ``y`` is 0 or 1."""
     return Structure([Gather(None) if y != 0 else None],
                      NONE if y in (0, 1) else ((0, 0),))
+
+
+# --------------------------------------------------------------------------
+# Control flow and custom rules (helpers for their declarations)
+# --------------------------------------------------------------------------
+
+
+def union(a: Pattern, b: Pattern) -> Pattern:
+    """A value that may be either ``a`` or ``b`` (a branch, a loop carry)."""
+    if a.deps is None and b.deps is None:
+        same = (a.value is not None and b.value is not None
+                and np.array_equal(a.value, b.value, equal_nan=True))
+        return Pattern(a.aval, None, a.value if same else None)
+    if a.deps is None or b.deps is None:
+        return Pattern(a.aval, a.deps if b.deps is None else b.deps)
+    return Pattern(a.aval, _csr(a.deps + b.deps))
+
+
+def _covers(new: Pattern, old: Pattern) -> bool:
+    """Whether ``old`` already holds every dependence (and value) of ``new``."""
+    if new.deps is not None:
+        if old.deps is None or (new.deps > old.deps).nnz:
+            return False
+    return new.value is None or old.value is not None
+
+
+def cond_rule(branches: Sequence[ClosedJaxpr], index: Pattern,
+              operands: Sequence[Pattern]) -> list[Pattern]:
+    """``cond``: the branch a known index picks, else every branch (their union)."""
+    if index.value is not None:
+        k = int(min(max(int(index.value), 0), len(branches) - 1))
+        return run_sub(branches[k], operands)
+    outs = run_sub(branches[0], operands)
+    for b in branches[1:]:
+        outs = [union(x, y) for x, y in zip(outs, run_sub(b, operands))]
+    return [Pattern(o.aval, o.deps) for o in outs]  # the branch taken is unknown
+
+
+def fixed_point(step: Callable[[list[Pattern]], list[Pattern]],
+                carry: list[Pattern]) -> list[Pattern]:
+    """The smallest carry pattern that one more ``step`` does not grow: a loop
+    of any trip count (values dropped: they change from step to step).
+    Dependences only grow and are bounded, so this ends."""
+    carry = [Pattern(x.aval, x.deps) for x in carry]
+    while True:
+        new = [union(x, y) for x, y in zip(carry, step(carry))]
+        new = [Pattern(x.aval, x.deps) for x in new]
+        if all(_covers(y, x) for x, y in zip(carry, new)):
+            return carry
+        carry = new
+
+
+def while_rule(body: ClosedJaxpr, consts: Sequence[Pattern],
+               carry: Sequence[Pattern]) -> list[Pattern]:
+    """``while_loop``: a fixed point of the body over the carry (the trip
+    count depends on values, so every count is covered, zero included)."""
+    return fixed_point(lambda c: run_sub(body, list(consts) + c), list(carry))
+
+
+#: Scans up to this length are unrolled in detection (exact, index values
+#: known); longer ones are taken to a fixed point (conservative).
+UNROLL = 32
+
+
+def scan_rule(body: ClosedJaxpr, consts: Sequence[Pattern], carry: Sequence[Pattern],
+              xs: Sequence[Pattern], length: int, reverse: bool) -> list[Pattern]:
+    """``scan``: carry outputs, then the stacked per-step outputs."""
+    y_avals = body.out_avals[len(carry):]
+    if length <= UNROLL:
+        c, ys = list(carry), []
+        for step in range(length):
+            i = length - 1 - step if reverse else step
+            outs = run_sub(body, list(consts) + c + [_row(x, i, length) for x in xs])
+            c, y = outs[: len(carry)], outs[len(carry):]
+            ys.append((i, y))
+        ys.sort(key=lambda t: t[0])
+        stacked = [_stack([y[k] for _, y in ys], a, length) for k, a in enumerate(y_avals)]
+        return c + stacked
+    slices = [_any_row(x, length) for x in xs]
+    c = fixed_point(lambda c: run_sub(body, list(consts) + c + slices)[: len(carry)],
+                    list(carry))
+    ys_one = run_sub(body, list(consts) + c + slices)[len(carry):]
+    return c + [_stack([y] * length, a, length) for y, a in zip(ys_one, y_avals)]
+
+
+def _row(x: Pattern, i: int, length: int) -> Pattern:
+    aval = ShapedArray(x.aval.shape[1:], x.aval.dtype)
+    k = aval.size
+    deps = None if x.deps is None else x.deps[i * k:(i + 1) * k]
+    value = None if x.value is None else np.asarray(x.value)[i]
+    return Pattern(aval, deps, value)
+
+
+def _any_row(x: Pattern, length: int) -> Pattern:
+    """A step's slice of ``x`` at an unknown step: the union of its rows."""
+    aval = ShapedArray(x.aval.shape[1:], x.aval.dtype)
+    if x.deps is None:
+        return Pattern(aval)
+    k = aval.size
+    rows = np.arange(length * k, dtype=np.int64) % k
+    sp = _sp()
+    m = sp.csr_array((np.ones(length * k, bool), (rows, np.arange(length * k))),
+                     shape=(k, length * k))
+    return Pattern(aval, _csr(m @ x.deps))
+
+
+def _stack(ys: list[Pattern], aval: ShapedArray, length: int) -> Pattern:
+    out = ShapedArray((length,) + aval.shape, aval.dtype)
+    if all(y.deps is None for y in ys):
+        return Pattern(out)
+    sp = _sp()
+    rows = [y.deps if y.deps is not None else sp.csr_array((y.aval.size, _runs.stack[-1].n),
+                                                             dtype=bool) for y in ys]
+    return Pattern(out, _csr(sp.vstack(rows, format="csr")))
+
+
+def call_rule(jaxpr: ClosedJaxpr, operands: Sequence[Pattern]) -> list[Pattern]:
+    """A call of a sub-program (checkpoint, fused groups): its own pattern."""
+    return run_sub(jaxpr, operands)
+
+
+#: How deep custom rules are analysed inside custom rules: a rule may call
+#: functions with custom rules of their own without end (a series whose
+#: derivative is the next series), and the Hessian needs two levels.
+CUSTOM_DEPTH = 2
+
+
+def custom_jvp_rule(trace_rule: Callable[[], ClosedJaxpr],
+                    own_program: Callable[[], list[Pattern]],
+                    operands: Sequence[Pattern]) -> list[Pattern]:
+    """A function with a custom JVP rule, whose derivative is the rule's, not
+    the function's.  ``trace_rule()`` gives the rule's program from (primals,
+    tangents) to the tangent outputs.  First order: a tangent input depends on
+    what its operand depends on.  Second order: an output element's tangent
+    is linear in the tangents with coefficients of the primals, so the pairs
+    that meet are (an input its coefficients depend on, an input its tangent
+    depends on).  Below ``CUSTOM_DEPTH`` nested rules, a custom function is
+    taken as its own program (``own_program()``)."""
+    outer = _runs.stack[-1]
+    if outer.custom_depth >= CUSTOM_DEPTH:
+        return own_program()
+    outer.custom_depth += 1
+    try:
+        rule = trace_rule()
+        plain = [Pattern(x.aval, None, x.value) for x in operands]
+        tangents = [Pattern(x.aval.strip_weak(), x.deps) for x in operands]
+        outs = _first_order(outer, rule, plain + tangents)
+        if outer.hessian:
+            coefficients = _first_order(outer, rule, list(operands) + [
+                Pattern(x.aval.strip_weak()) for x in operands])
+            for t, c in zip(outs, coefficients):
+                if t.deps is not None and c.deps is not None:
+                    outer.terms.append((None, None, c.deps, t.deps))
+    finally:
+        outer.custom_depth -= 1
+    return [Pattern(o.aval, o.deps) for o in outs]
+
+
+def _first_order(outer: SparsityDetection, closed: ClosedJaxpr,
+                 ins: Sequence[Pattern]) -> list[Pattern]:
+    sub = SparsityDetection(outer.n, False, top=False)
+    sub.custom_depth = outer.custom_depth
+    _runs.stack.append(sub)
+    try:
+        return sub.run(closed.jaxpr, closed.consts, ins)
+    finally:
+        _runs.stack.pop()
