@@ -13,7 +13,12 @@ Methods (options, defaults and stopping tests follow SciPy's namesakes):
 * ``"trust-newton"``: exact Hessian in a trust region (SciPy's trust-exact);
 * ``"newton-cg"``: truncated CG on Hessian-vector products (Newton-CG);
 * ``"bfgs"``: dense inverse-Hessian BFGS (BFGS);
-* ``"lbfgs"``: limited-memory BFGS, no bounds (L-BFGS-B).
+* ``"lbfgs"``: limited-memory BFGS (L-BFGS-B), with ``bounds`` a projected
+  method (``_lbfgsb``).
+
+SciPy's names for these (``"L-BFGS-B"``, ``"Newton-CG"``, ``"BFGS"``,
+``"trust-exact"``) are accepted in any case, and so are SciPy's ``jac``,
+``hess``, ``hessp`` and ``bounds`` arguments.
 
 >>> import numpy as np
 >>> from functrans.optimize import minimize
@@ -30,7 +35,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from functrans.optimize import _bfgs, _lbfgs, _newton, _newton_cg, _trust
+from functrans.optimize import _bfgs, _lbfgs, _lbfgsb, _newton, _newton_cg, _trust
 from functrans.optimize._problem import Monitor, Problem
 from functrans.optimize._result import (
     CALLBACK_STOP,
@@ -38,6 +43,7 @@ from functrans.optimize._result import (
     LbfgsInvHessProduct,
     OptimizeResult,
 )
+from functrans.tree_util import tree_leaves
 
 __all__ = ["LbfgsInvHessProduct", "OptimizeResult", "minimize"]
 
@@ -51,23 +57,54 @@ METHODS = {
 }
 
 
+#: SciPy's method names (lower case) -> ours.
+SCIPY_NAMES = {"l-bfgs-b": "lbfgs", "bfgs": "bfgs", "newton-cg": "newton-cg",
+               "trust-exact": "trust-newton"}
+#: SciPy's other methods, which have no counterpart here.
+SCIPY_ONLY = ("nelder-mead", "powell", "cg", "tnc", "cobyla", "cobyqa", "slsqp",
+              "trust-constr", "dogleg", "trust-ncg", "trust-krylov")
+#: The methods that can use a user's hess / hessp.
+USES_HESS = {"newton", "trust-newton", "newton-cg"}
+USES_HESSP = {"newton-cg"}
+
+
 def minimize(
     fun: Callable,
     x0: Any,
     args: tuple = (),
-    method: str = "lbfgs",
+    method: str | None = "lbfgs",
+    jac: Callable | bool | None = None,
+    hess: Callable | None = None,
+    hessp: Callable | None = None,
+    bounds: Any = None,
+    constraints: Any = (),
     tol: float | None = None,
-    options: dict | None = None,
     callback: Callable | None = None,
+    options: dict | None = None,
     has_aux: bool = False,
 ) -> OptimizeResult:
-    """Minimise scalar ``fun(x, *args)`` from ``x0`` (an array or a pytree).
+    """Minimise scalar ``fun(x, *args)`` from ``x0`` (an array or a pytree),
+    with SciPy's signature.
 
+    ``x0``: an array, a pytree of arrays, or an array-like of numbers (a list,
+    a nested list, a tuple: an array, as in SciPy); integers become float64.
     ``args``: extra arguments of ``fun``; arrays and floats among them are
     traced (not differentiated) arguments of the compiled derivatives, other
     values (ints, strings ...) are baked in as constants.
-    ``method``: ``"lbfgs"`` (default), ``"bfgs"``, ``"newton-cg"``,
-    ``"newton"`` or ``"trust-newton"``.
+    ``method``: ``"lbfgs"`` (default; also for None), ``"bfgs"``,
+    ``"newton-cg"``, ``"newton"`` or ``"trust-newton"``, or SciPy's names
+    ``"L-BFGS-B"``, ``"BFGS"``, ``"Newton-CG"``, ``"trust-exact"`` (any case).
+    ``jac``, ``hess``, ``hessp``: derivatives to use instead of functrans'
+    own, as in SciPy: ``jac(x, *args)`` shaped like ``x0``, or ``jac=True``
+    when ``fun`` returns ``(value, gradient)`` (``fun`` is then called as it
+    is, never traced); ``hess(x, *args)`` the ``(n, n)`` Hessian over the
+    flattened ``x0``, for the Newton methods; ``hessp(x, p, *args)``, the
+    Hessian times ``p``, for Newton-CG.  Derivatives not given are computed
+    by functrans.
+    ``bounds`` (``lbfgs`` only): ``(min, max)`` per element of the flattened
+    ``x0`` (None for no bound), or an object with ``lb`` and ``ub`` (SciPy's
+    ``Bounds``); ``x0`` is clipped into them and the solution stays there.
+    ``constraints`` are not supported (an error says where to go).
     ``tol``: sets the method's main tolerance(s) unless ``options`` does, as
     in SciPy: ``gtol`` (bfgs, newton, trust-newton), ``ftol`` and ``gtol``
     (lbfgs), ``xtol`` (newton-cg).
@@ -85,17 +122,36 @@ def minimize(
     >>> res = minimize(lambda x: np.sum((x - np.arange(3.0)) ** 2), np.ones(3))
     >>> res.success, np.round(res.x, 6)
     (True, array([0., 1., 2.]))
+    >>> res = minimize(lambda x: np.sum((x - 2.0) ** 2), [0, 0, 5], method="L-BFGS-B",
+    ...                bounds=[(None, 1.0), (3.0, None), (0.0, 4.0)])
+    >>> res.x, res.message
+    (array([1., 3., 2.]), 'CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL')
     """
-    if not isinstance(method, str) or method.lower() not in METHODS:
-        raise ValueError(
-            f"minimize: unknown method {method!r}; choose one of: {', '.join(sorted(METHODS))}"
-        )
-    method = method.lower()
+    method = _method(method)
     module, solver, need = METHODS[method]
+    _check_derivatives(method, jac, hess, hessp, has_aux)
+    if constraints not in ((), [], None):
+        raise ValueError(
+            "minimize: constraints are not supported; functrans minimises with bounds at "
+            "most (method='L-BFGS-B'). For general constraints call "
+            "scipy.optimize.minimize(fun, x0, method='SLSQP' or 'trust-constr', "
+            "jac=functrans.jit(functrans.grad(fun)), constraints=...)"
+        )
     opts = _options(method, module, tol, options)
     if not isinstance(args, tuple):
         args = (args,)
-    problem = Problem(fun, x0, args, has_aux, need)
+    problem = Problem(fun, _array_like_x0(x0), args, has_aux, need, jac, hess, hessp)
+    if bounds is not None:
+        if method != "lbfgs":
+            raise ValueError(
+                f"minimize: method {method!r} cannot use bounds; use method='L-BFGS-B' "
+                "(or 'lbfgs'), or drop bounds"
+            )
+        lo, hi = _bounds(problem, bounds)
+        if np.isfinite(lo).any() or np.isfinite(hi).any():
+            problem.bounds = (lo, hi)
+            problem.x0 = np.clip(problem.x0, lo, hi)  # as SciPy's L-BFGS-B does
+            solver = _lbfgsb.minimize_lbfgsb
     # Trial points may overflow or leave fun's domain; the solvers handle
     # NaN and inf themselves (an error at x0, status 3 later), so NumPy's
     # warnings about them would only be noise.
@@ -125,6 +181,120 @@ def minimize(
         if need:
             print(f"         Hessian evaluations: {res.nhev:d}")
     return res
+
+
+# -- method, derivatives, x0 and bounds -------------------------------------------------
+
+
+def _method(method: Any) -> str:
+    if method is None:
+        return "lbfgs"
+    name = method.lower() if isinstance(method, str) else None
+    if name in METHODS:
+        return name
+    if name in SCIPY_NAMES:
+        return SCIPY_NAMES[name]
+    known = (f"{', '.join(sorted(METHODS))}, or SciPy's names for them: "
+             "BFGS, L-BFGS-B, Newton-CG, trust-exact (any case)")
+    hint = ""
+    if name in SCIPY_ONLY:
+        hint = (f"; SciPy's {method!r} has no counterpart here: run SciPy's with functrans' "
+                f"gradient, scipy.optimize.minimize(fun, x0, method={method!r}, "
+                "jac=functrans.jit(functrans.grad(fun)))")
+    raise ValueError(f"minimize: unknown method {method!r}; choose one of: {known}{hint}")
+
+
+def _check_derivatives(method: str, jac: Any, hess: Any, hessp: Any, has_aux: bool) -> None:
+    for name, value in (("jac", jac), ("hess", hess), ("hessp", hessp)):
+        if isinstance(value, str):
+            raise ValueError(
+                f"minimize: {name}={value!r} asks for finite differences; functrans computes "
+                f"exact derivatives itself: drop {name} (or pass a function)"
+            )
+        if value is not None and not callable(value) and not (name == "jac" and
+                                                               isinstance(value, bool)):
+            raise TypeError(
+                f"minimize: {name} must be a function{' or True' if name == 'jac' else ''}, "
+                f"got {type(value).__name__}"
+            )
+    if hess is not None and method not in USES_HESS:
+        raise ValueError(
+            f"minimize: method {method!r} does not use hess; choose 'newton', 'trust-newton' "
+            "or 'newton-cg' to use it, or drop hess"
+        )
+    if hessp is not None and method not in USES_HESSP:
+        raise ValueError(
+            f"minimize: method {method!r} does not use hessp (Hessian-vector products); "
+            + ("pass the whole Hessian as hess=, or use method='Newton-CG'"
+               if method in USES_HESS else "use method='Newton-CG', or drop hessp")
+        )
+    if has_aux and (jac not in (None, False) or hess is not None or hessp is not None):
+        raise ValueError(
+            "minimize: has_aux=True works with functrans' own derivatives only; drop "
+            "jac/hess/hessp, or return the auxiliary values some other way"
+        )
+
+
+def _numbers_only(x: Any) -> bool:
+    """A (nested) plain list or tuple of Python or NumPy scalars."""
+    if type(x) in (list, tuple):
+        return all(_numbers_only(e) for e in x)
+    return isinstance(x, (numbers.Number, np.generic))
+
+
+def _array_like_x0(x0: Any) -> Any:
+    """A list or tuple of numbers is an array, as in SciPy (a container that
+    holds arrays, or a namedtuple, stays a pytree)."""
+    if type(x0) in (list, tuple) and tree_leaves(x0) and _numbers_only(x0):
+        try:
+            return np.asarray(x0)
+        except ValueError:
+            raise ValueError(
+                "minimize: x0 is a ragged list (its rows differ in length); pass an array, or "
+                "a pytree of arrays"
+            ) from None
+    return x0
+
+
+def _bounds(problem: Problem, bounds: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``bounds`` as two float64 vectors over the flat ``x0`` (-inf/inf for
+    no bound)."""
+    n = problem.x0.size
+    label = problem.label
+    if hasattr(bounds, "lb") and hasattr(bounds, "ub"):
+        pairs = None
+        lo_raw, hi_raw = bounds.lb, bounds.ub
+    else:
+        try:
+            pairs = [tuple(b) for b in bounds]
+        except TypeError:
+            raise TypeError(
+                f"{label}: bounds must be a sequence of (min, max) pairs, one per element of "
+                f"x0, or scipy.optimize.Bounds, got {type(bounds).__name__}"
+            ) from None
+        if len(pairs) != n or any(len(b) != 2 for b in pairs):
+            raise ValueError(
+                f"{label}: bounds must hold one (min, max) pair per element of x0 ({n}), got "
+                f"{len(pairs)} entries" + ("" if len(pairs) != n else
+                                           " that are not all pairs")
+            )
+        lo_raw = [-np.inf if b[0] is None else b[0] for b in pairs]
+        hi_raw = [np.inf if b[1] is None else b[1] for b in pairs]
+    try:
+        lo = np.broadcast_to(np.asarray(lo_raw, dtype=np.float64), (n,)).copy()
+        hi = np.broadcast_to(np.asarray(hi_raw, dtype=np.float64), (n,)).copy()
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{label}: bounds.lb and bounds.ub must be numbers or arrays of x0's size ({n})"
+        ) from None
+    bad = np.flatnonzero(np.isnan(lo) | np.isnan(hi) | (lo > hi))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"{label}: the bounds of {problem.leaf_of(i)} are ({lo[i]}, {hi[i]}); each lower "
+            "bound must be at most its upper bound, and neither NaN (None means unbounded)"
+        )
+    return lo, hi
 
 
 # -- options -------------------------------------------------------------------------

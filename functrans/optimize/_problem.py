@@ -45,25 +45,43 @@ _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class Problem:
-    def __init__(self, fun: Callable, x0: Any, args: tuple, has_aux: bool, need: frozenset):
+    """``jac``, ``hess``, ``hessp``: derivatives the user gives instead of
+    functrans' own (SciPy's conventions: ``jac(x, *args)``, or ``jac=True``
+    for a ``fun`` returning ``(f, g)``; ``hess(x, *args)`` an ``(n, n)``
+    matrix over the flattened ``x0``; ``hessp(x, p, *args)``).  With ``jac``,
+    ``fun`` is called as it is, never traced."""
+
+    def __init__(self, fun: Callable, x0: Any, args: tuple, has_aux: bool, need: frozenset,
+                 jac: Any = None, hess: Callable | None = None,
+                 hessp: Callable | None = None):
         self.name = core.fun_name(fun)
         self.label = f"minimize({self.name})"
         self.fun, self.has_aux = fun, has_aux
         self.x0 = self._flatten_x0(x0)
+        self.bounds: tuple[np.ndarray, np.ndarray] | None = None
         self._dynamic, self._rebuild_args, static_key = self._split_args(args)
         self.nfev = self.njev = self.nhev = 0
-        key: tuple | None = (has_aux, self.treedef, tuple(self.shapes), static_key, need)
+        given = UserDerivatives(self, args, jac, hess, hessp)
+        need = need - given.provides
+        with_vg = jac is None or jac is False
+        key: tuple | None = (has_aux, self.treedef, tuple(self.shapes), static_key, need,
+                             with_vg)
         try:
             per_fun = _COMPILED.setdefault(fun, {})
             hash(key)
         except TypeError:  # not weak-referenceable, or an unhashable constant argument
             per_fun, key = {}, None
         if key not in per_fun:
-            per_fun[key] = self._compile(need)
+            per_fun[key] = self._compile(need, with_vg)
         self._vg, self._hess, self._hvp = per_fun[key]
+        if not with_vg:
+            self._vg = given.value_and_grad
+        self._hess = given.hessian or self._hess
+        self._hvp = given.hvp or self._hvp
 
-    def _compile(self, need: frozenset):
-        """The jitted value-and-gradient, and the Hessian or HVP the method needs."""
+    def _compile(self, need: frozenset, with_vg: bool = True):
+        """The jitted value-and-gradient (unless the user gives ``jac``), and
+        the Hessian or HVP the method needs."""
         has_aux = self.has_aux
         flat_value_and_aux = self._flat_fun()
 
@@ -76,7 +94,7 @@ class Problem:
 
         flat_value.__name__ = flat_hvp.__name__ = self.name
         return (
-            jit(value_and_grad(flat_value_and_aux, has_aux=has_aux)),
+            jit(value_and_grad(flat_value_and_aux, has_aux=has_aux)) if with_vg else None,
             jit(hessian(flat_value)) if "hess" in need else None,
             jit(flat_hvp) if "hvp" in need else None,
         )
@@ -228,6 +246,97 @@ class Problem:
         """The compiled functions, by name (for tests and ``cache_info()``)."""
         out = {"value_and_grad": self._vg, "hessian": self._hess, "hvp": self._hvp}
         return {name: fn for name, fn in out.items() if fn is not None}
+
+
+class UserDerivatives:
+    """The derivatives given to ``minimize`` as plain functions on the flat
+    vector (each call gets a fresh copy of ``x``, reshaped like ``x0``),
+    their results checked and flattened; ``provides``: what the method no
+    longer needs functrans to compute."""
+
+    def __init__(self, problem: Problem, args: tuple, jac: Any, hess: Callable | None,
+                 hessp: Callable | None):
+        self.problem, self.args = problem, args
+        self.jac: Any = jac
+        self.hess_fn: Any = hess
+        self.hessp_fn: Any = hessp
+        self.value_and_grad = self._value_and_grad if jac is not None and jac is not False else None
+        self.hessian = self._hessian if hess is not None else None
+        self.hvp = (self._hessp if hessp is not None
+                    else self._hess_times if hess is not None else None)
+        self.provides = frozenset(
+            name for name, fn in (("hess", self.hessian), ("hvp", self.hvp)) if fn is not None)
+
+    def _x(self, x: np.ndarray) -> Any:
+        return self.problem.unravel(x.copy())
+
+    def _value_and_grad(self, x: np.ndarray, *dyn):
+        label, name = self.problem.label, self.problem.name
+        if self.jac is True:
+            out = self.problem.fun(self._x(x), *self.args)
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError(
+                    f"{label}: with jac=True, {name} must return a pair (value, gradient), got "
+                    f"{type(out).__name__}; return both, or pass jac=None to let functrans "
+                    "differentiate it"
+                )
+            f, g = out
+        else:
+            f = self.problem.fun(self._x(x), *self.args)
+            g = self.jac(self._x(x), *self.args)
+        return self._scalar(f), self.flat_like_x0(g, "jac")
+
+    def _scalar(self, f: Any) -> float:
+        a = np.asarray(f)
+        if a.size != 1 or a.dtype.kind not in "biuf":
+            raise TypeError(
+                f"{self.problem.label}: {self.problem.name} must return a real scalar, got "
+                f"{'shape ' + str(a.shape) if a.size != 1 else 'dtype ' + str(a.dtype)}"
+            )
+        return float(a.reshape(()))
+
+    def flat_like_x0(self, v: Any, what: str) -> np.ndarray:
+        """A derivative returned by the user as one float64 vector; it must be
+        shaped like ``x0`` (or, for an array ``x0``, have its size)."""
+        p = self.problem
+        leaves, treedef = tree_flatten(v)
+        if len(p.shapes) == 1 and treedef != p.treedef:
+            leaves, treedef = [v], None  # an array-like (a list of numbers) for an array x0
+        if treedef is not None and treedef != p.treedef:
+            raise ValueError(
+                f"{p.label}: {what} returned a {treedef} for x0 of structure {p.treedef}; "
+                "return the derivative shaped like x0"
+            )
+        arrays = [np.asarray(leaf, dtype=np.float64) for leaf in leaves]
+        sizes = [a.size for a in arrays]
+        if (treedef is None and sum(sizes) != sum(p.sizes)) or (
+                treedef is not None and [a.shape for a in arrays] != p.shapes):
+            got = ", ".join(str(a.shape) for a in arrays)
+            want = ", ".join(str(s) for s in p.shapes)
+            raise ValueError(
+                f"{p.label}: {what} returned shape {got} for x0 of shape {want}; return the "
+                "derivative shaped like x0"
+            )
+        return np.concatenate([a.ravel() for a in arrays])
+
+    def _hessian(self, x: np.ndarray, *dyn) -> np.ndarray:
+        h = self.hess_fn(self._x(x), *self.args)
+        if hasattr(h, "toarray"):  # a scipy.sparse matrix
+            h = h.toarray()
+        h = np.asarray(h, dtype=np.float64)
+        n = x.size
+        if h.shape != (n, n):
+            raise ValueError(
+                f"{self.problem.label}: hess returned shape {h.shape}; it must return the "
+                f"({n}, {n}) Hessian over x0 flattened (leaves in pytree order)"
+            )
+        return h
+
+    def _hess_times(self, x: np.ndarray, t: np.ndarray, *dyn) -> np.ndarray:
+        return self._hessian(x) @ t
+
+    def _hessp(self, x: np.ndarray, t: np.ndarray, *dyn) -> np.ndarray:
+        return self.flat_like_x0(self.hessp_fn(self._x(x), self._x(t), *self.args), "hessp")
 
 
 class Monitor:
