@@ -1,0 +1,71 @@
+"""Costs that must stay linear in the size of a program: the objects a cached
+Jaxpr keeps, and the host backend running a program it meets once without
+generating code for it (an interpreter that must give what the code gives)."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import functrans as ft
+import functrans.numpy as fnp
+from functrans import core
+from functrans.backends import numpy as host
+
+
+def _loop(steps):
+    def f(h):
+        for _ in range(steps):
+            h = fnp.tanh(h * 0.9 + 0.1) * 1.01
+        return fnp.sum(h)
+
+    return f
+
+
+def test_a_programs_structure_key_is_one_container():
+    # The key of a 400-equation program: one tuple, not a few per equation.
+    closed = ft.make_jaxpr(_loop(100))(np.ones(4))
+    gc.collect()
+    before = len(gc.get_objects())
+    hash(closed.jaxpr)
+    gc.collect()
+    assert len(gc.get_objects()) - before < 10
+
+
+def _closed(f, *args):
+    return ft.make_jaxpr(f)(*args)
+
+
+@pytest.mark.parametrize(
+    "f, args",
+    [
+        (lambda x: fnp.sin(x) * 2.0 + x, (np.linspace(-1, 1, 5),)),
+        (lambda x: (fnp.sum(x), x), (np.arange(3.0),)),  # a 0-d output, an input returned
+        (lambda x: (fnp.sum(x), x * -1.0), (np.array([np.nan, -0.0, np.inf]),)),
+        (lambda x, n: (x * n, fnp.reshape(x, (2, 2)).T), (np.arange(4.0), np.int32(3))),
+        (lambda x: fnp.sort(x)[::-1], (np.array([3.0, np.nan, -0.0, 0.0]),)),
+        (lambda x: x, (np.zeros((0, 2)),)),
+    ],
+)
+def test_interpreting_a_program_gives_what_its_generated_code_gives(f, args):
+    closed = _closed(f, *args)
+    want = host.Compiled(closed).fn(*args)
+    got = host.interpret(closed, args)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert type(g) is type(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
+        np.testing.assert_array_equal(g, w)
+
+
+def test_a_program_met_once_is_interpreted_and_compiled_when_met_again():
+    closed = _closed(lambda x: fnp.cos(x) * 3.0 - 1.0, np.ones(3))
+    misses = host.compiled.cache_info().misses
+    first = core.run_jaxpr(closed, [np.ones(3)])
+    assert host.compiled.cache_info().misses == misses  # no code generated
+    second = core.run_jaxpr(closed, [np.ones(3)])
+    assert host.compiled.cache_info().misses == misses + 1
+    np.testing.assert_array_equal(first[0], second[0])
