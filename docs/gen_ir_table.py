@@ -26,6 +26,7 @@ END = "<!-- END PRIMITIVES -->"
 
 #: Family headings, in page order, by declaring module.
 FAMILIES = {
+    "functrans.primitives.broadcasting": "Broadcasting and conversion",
     "functrans.primitives.elementwise": "Elementwise",
     "functrans.primitives.reductions": "Reductions and scans",
     "functrans.primitives.shape": "Shape",

@@ -1,5 +1,6 @@
 """Elementwise primitives: unary and binary math as one table row each, plus
-``integer_pow``, ``select`` and ``convert_element_type``.
+``integer_pow`` and ``select``; ``convert_element_type`` (declared in
+``broadcasting``, below this family) is presented here too.
 
 Elementwise primitives broadcast like NumPy ufuncs and promote like NumPy 2:
 the shape rule broadcasts the operand shapes and the dtype rule asks the
@@ -18,8 +19,12 @@ from the input and the output; a binary row gives one ``deriv(x, y, out)``
 per operand.  ``ZERO`` marks piecewise-constant functions and those with
 integer or bool results; ``LINEAR`` marks the linear ones, whose transpose
 rules are written out above the table.  ``declare`` turns a row into a
-Primitive with its impl, shape/dtype rule, JVP and batching rules; adding a
-function is adding a row.
+Primitive with its impl, shape/dtype rule, JVP and batching rules.  Adding
+a function is adding a row and its spec row in ``tests/_specs.py`` (which
+feeds the impl, JVP, transpose, vmap and GPU tests); ``python -m
+functrans.numpy._generate_names --write`` then writes its names: the op
+function below (``ew.<name>``) and each NumPy name of its ufunc in
+``functrans.numpy``.
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ import math
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
-from functrans.primitives import reductions, shape
+from functrans.primitives import broadcasting
+from functrans.primitives._cuda import Cuda
 from functrans.primitives._util import (
     as_array,
     broadcast_shapes,
@@ -38,6 +44,13 @@ from functrans.primitives._util import (
     require_linear,
     same_type,
     zero_jvp,
+)
+from functrans.primitives.broadcasting import (
+    convert_element_type_p,
+    elementwise_batch,
+    fit,
+    reduce_sum_p,
+    reshape_p,
 )
 
 from functrans.core import (
@@ -52,6 +65,10 @@ from functrans.core import (
 )
 from functrans.dtypes import is_inexact, result_type, ufunc_operand
 from functrans.errors import DTypeError
+
+# Declared in ``broadcasting`` (below every family) and presented here too.
+convert_element_type = broadcasting.convert_element_type
+moveaxis = broadcasting.moveaxis
 
 ZERO = "zero derivative"
 LINEAR = "linear"
@@ -72,50 +89,6 @@ class Row(NamedTuple):
     simplify: Callable | None = None  # algebraic simplification (functrans.passes.simplify)
     doc: str | None = None  # docs/ir.md's text, where the NumPy function's name is not enough
     gpu: Callable | None = None  # the impl on device arrays, for rows with no CUDA expression
-
-
-class Cuda:
-    """The GPU lowering of an elementwise primitive, its ``cuda`` rule.
-
-    ``expr`` is a CUDA C expression in the operand names ``args`` with
-    ``{T}``/``{R}`` for the compute type and its real part, or a dict of such
-    expressions keyed by dtype kind letters (``"*"`` for the rest; None where
-    the GPU has none), or a function of the equation's params giving either.
-    Operands are first converted to their NumPy loop dtypes: ``loop``'s
-    (a ufunc) when given, else the output dtype (``p``, a predicate, stays bool).
-    """
-
-    __slots__ = ("expr", "loop", "args", "_loops")
-
-    def __init__(self, expr, loop: np.ufunc | None = None, args: tuple[str, ...] = ("x", "y")):
-        self.expr = expr
-        self.loop = loop
-        self.args = args
-        self._loops: dict[tuple, tuple] = {}
-
-    def loop_dtypes(self, avals, out: ShapedArray) -> tuple[np.dtype, ...]:
-        """The dtypes the operands (avals, weakness respected) are computed in."""
-        key = tuple((a.dtype, a.weak_type) for a in avals) + (out.dtype,)
-        loops = self._loops.get(key)
-        if loops is None:
-            if self.loop is None:
-                loops = tuple(a.dtype if name == "p" else out.dtype
-                              for name, a in zip(self.args, avals))
-            else:
-                ops = tuple(ufunc_operand(a.dtype, a.weak_type) for a in avals)
-                loops = tuple(self.loop.resolve_dtypes(ops + (None,))[: len(avals)])
-            self._loops[key] = loops
-        return loops
-
-    def template(self, kind: str, params: dict) -> str | None:
-        """The expression for operands of dtype kind ``kind`` (None: none)."""
-        expr = self.expr(**params) if callable(self.expr) else self.expr
-        if isinstance(expr, dict):
-            for kinds, variant in expr.items():
-                if kind in kinds or kinds == "*":
-                    return variant
-            return None
-        return expr
 
 
 def _ufunc_dtype_rule(name: str, ufunc: Any) -> Callable:
@@ -144,18 +117,6 @@ def _ufunc_dtype_rule(name: str, ufunc: Any) -> Callable:
 # -- helpers for the rules -----------------------------------------------------
 
 
-def fit(t, aval: ShapedArray):
-    """Broadcast and convert a tangent to ``aval`` (the output's shape and dtype)."""
-    t_aval = get_aval(t)
-    if t_aval.shape != aval.shape:
-        nd = len(aval.shape)
-        dims = tuple(range(nd - t_aval.ndim, nd))
-        t = bind(shape.broadcast_in_dim_p, t, shape=aval.shape, broadcast_dimensions=dims)
-    if t_aval.dtype != aval.dtype:
-        t = bind(convert_element_type_p, t, new_dtype=aval.dtype)
-    return t
-
-
 def unbroadcast(ct, aval: ShapedArray):
     """Undo NumPy broadcasting: sum ``ct`` down to ``aval``'s shape and dtype."""
     ct_shape = get_aval(ct).shape
@@ -165,9 +126,9 @@ def unbroadcast(ct, aval: ShapedArray):
             i + lead for i, d in enumerate(aval.shape) if d == 1 and ct_shape[i + lead] != 1
         )
         if axes:
-            ct = bind(reductions.reduce_sum_p, ct, axes=axes)
+            ct = bind(reduce_sum_p, ct, axes=axes)
         if get_aval(ct).shape != aval.shape:
-            ct = bind(shape.reshape_p, ct, new_sizes=aval.shape)
+            ct = bind(reshape_p, ct, new_sizes=aval.shape)
     ct_dtype = get_aval(ct).dtype
     if ct_dtype.kind == "c" and aval.dtype.kind != "c":
         ct = real(ct)  # a real input's cotangent is the real part (JAX's convention)
@@ -197,37 +158,6 @@ def derivative_jvp(derivs) -> RuleFactory:
         return jvp
 
     return make
-
-
-@rule_factory
-def elementwise_batch(prim: Primitive) -> Callable:
-    """Batching rule of a broadcasting primitive.  When every batched operand
-    has its batch axis at the same place and no unbatched operand reaches
-    that axis, the primitive applies as it is; otherwise batch axes move to
-    the front and batched operands of lower rank gain unit axes so that
-    NumPy broadcasting lines the rest up."""
-
-    def batch(vals, dims, *, axis_size, **params):
-        ranks = [get_aval(v).ndim - (d is not None) for v, d in zip(vals, dims)]
-        rank = builtins.max(ranks)
-        batch_axes = {d for d in dims if d is not None}
-        if len(batch_axes) == 1:
-            (d,) = batch_axes
-            if all(r == rank if dd is not None else r <= rank - d
-                   for r, dd in zip(ranks, dims)):
-                return bind(prim, *vals, **params), d
-        moved = []
-        for v, d, r in zip(vals, dims, ranks):
-            if d is not None:
-                v = shape.moveaxis(v, d, 0)
-                if r < rank:
-                    v_shape = get_aval(v).shape
-                    v = bind(shape.reshape_p, v,
-                             new_sizes=v_shape[:1] + (1,) * (rank - r) + v_shape[1:])
-            moved.append(v)
-        return bind(prim, *moved, **params), 0
-
-    return batch
 
 
 def declare(row: Row) -> Primitive:
@@ -770,50 +700,6 @@ select_p = Primitive(
 )
 
 
-# -- convert_element_type ---------------------------------------------------
-
-
-def _convert_abstract_eval(x, *, new_dtype):
-    return ShapedArray(x.shape, new_dtype)
-
-
-def _convert_impl(x, *, new_dtype):
-    return np.asarray(x).astype(new_dtype)
-
-
-def _convert_jvp(primals, tangents, *, new_dtype):
-    (x,), (t,) = primals, tangents
-    out = bind(convert_element_type_p, x, new_dtype=new_dtype)
-    aval = get_aval(out)
-    if type(t) is Zero or not is_inexact(new_dtype):
-        return out, Zero(aval)
-    return out, bind(convert_element_type_p, t, new_dtype=new_dtype)
-
-
-def _convert_transpose(ct, x, *, new_dtype):
-    if type(ct) is Zero or not is_inexact(x.aval.dtype):
-        return [Zero(x.aval)]
-    return [unbroadcast(ct, x.aval)]
-
-
-convert_element_type_p = Primitive(
-    "convert_element_type",
-    abstract_eval=_convert_abstract_eval,
-    impl=_convert_impl,
-    jvp=_convert_jvp,
-    transpose=_convert_transpose,
-    batch=elementwise_batch,
-    simplify=lambda eqn, ctx: eqn.inputs[0] if same_type(eqn, eqn.inputs[0]) else None,
-    cuda=Cuda("x", args=("x",)),  # the conversion is that of the operand to the output dtype
-    linear=True,
-    doc="`x.astype(new_dtype)`",
-)
-
-
-def convert_element_type(x, dtype) -> np.ndarray:
-    return bind(convert_element_type_p, x, new_dtype=np.dtype(dtype))
-
-
 # -- plain functions over the primitives, for rules and for functrans.numpy ----
 
 
@@ -829,6 +715,7 @@ Op = Callable[..., Any]
 
 #: One function per table row, binding its primitive: ``sin(x)``, ``add(x, y)``.
 #: Python keywords get a trailing underscore (``not_``, ``and_``, ``or_``).
+# -- BEGIN GENERATED by python -m functrans.numpy._generate_names; do not edit
 neg: Op = _op(unary["neg"])
 exp: Op = _op(unary["exp"])
 exp2: Op = _op(unary["exp2"])
@@ -882,6 +769,7 @@ ge: Op = _op(binary["ge"])
 and_: Op = _op(binary["and"])
 or_: Op = _op(binary["or"])
 xor: Op = _op(binary["xor"])
+# -- END GENERATED
 
 
 def integer_pow(x, y: int):

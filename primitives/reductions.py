@@ -10,13 +10,21 @@ give bool.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Callable
 
 import numpy as np
+from functrans.primitives import broadcasting, indexing, shape
 from functrans.primitives import elementwise as ew
-from functrans.primitives import indexing, shape
 from functrans.primitives._util import as_array, check_axes, check_dtype, zero_jvp
+from functrans.primitives.broadcasting import (
+    batched_axis,
+    expand_reduced,
+    fit,
+    kept_dims,
+    reduce_sum,
+    reduced_dtype,
+    reduction,
+)
 
 from functrans.core import (
     Primitive,
@@ -25,80 +33,13 @@ from functrans.core import (
     array_module,
     bind,
     get_aval,
-    registry,
     rule_factory,
 )
 from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
 
-
-@cache
-def _reduced_dtype(fn: Callable, dtype: np.dtype) -> np.dtype:
-    """The dtype NumPy's reduction ``fn`` gives for an input of ``dtype``."""
-    return np.asarray(fn(np.zeros(1, dtype))).dtype
-
-
-def _reduce(name: str, fn: Callable, method: str, identity: bool = True, **rules) -> Primitive:
-    """A reduction primitive doing ``fn(x, axis=axes)``, computed by the array
-    method ``method`` (``x.sum``, ``x.max`` ...: NumPy's and CuPy's alike,
-    with the same result dtypes, and without the module functions' dispatch:
-    ``x.sum(axis=(0,))`` on a 3x4 float64 array took 1.05 us against 2.34 us
-    for ``np.sum``, NumPy 2.4 on one x86 core; the gap stays ~1 us at any size).
-    Reductions without an identity (max, min) refuse empty reduced axes, as
-    NumPy does."""
-
-    def abstract_eval(x, *, axes):
-        check_axes(name, x, axes)
-        if not identity and any(x.shape[a] == 0 for a in axes):
-            raise ShapeError(
-                f"{name}: reducing an axis of size 0 of {x.str_short()}; {name} has no "
-                "identity, so reduce a non-empty axis, or give the value of an empty "
-                "reduction (functrans.numpy.max/min take initial=)"
-            )
-        shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
-        return ShapedArray(shape, _reduced_dtype(fn, x.dtype))
-
-    def impl(x, *, axes):
-        return as_array(getattr(as_array(x), method)(axis=axes))
-
-    return Primitive(name, abstract_eval=abstract_eval, impl=impl, batch=_reduce_batch,
-                     xp_impl=True, **rules)
-
-
-@rule_factory
-def _reduce_batch(prim: Primitive) -> Callable:
-    """Reduce the shifted axes; the batch axis moves left past reduced ones."""
-
-    def batch(vals, dims, *, axis_size, axes):
-        (x,), (d,) = vals, dims
-        new_axes = tuple(sorted(shape.batched_axis(a, d) for a in axes))
-        return bind(prim, x, axes=new_axes), d - sum(a < d for a in axes)
-
-    return batch
-
-
-def kept_dims(ndim: int, axes) -> tuple[int, ...]:
-    return tuple(i for i in range(ndim) if i not in axes)
-
-
-def expand_reduced(y, x_shape, axes):
-    """Broadcast a reduction's result back over the reduced axes of ``x``."""
-    return bind(
-        shape.broadcast_in_dim_p, y, shape=x_shape,
-        broadcast_dimensions=kept_dims(len(x_shape), axes),
-    )
-
-
-def _reduce_sum_jvp(primals, tangents, *, axes):
-    (x,), (t,) = primals, tangents
-    out = reduce_sum(x, axes)
-    return out, ew.fit(reduce_sum(t, axes), get_aval(out).strip_weak())
-
-
-def _reduce_sum_transpose(ct, x, *, axes):
-    if type(ct) is Zero:
-        return [Zero(x.aval)]
-    return [ew.fit(expand_reduced(ct, x.aval.shape, axes), x.aval)]
+# Declared in ``broadcasting`` (below every family) and presented here too.
+reduce_sum_p = broadcasting.reduce_sum_p
 
 
 def _reduce_prod_jvp(primals, tangents, *, axes):
@@ -110,7 +51,7 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
     if not is_inexact(aval.dtype):
         return out, Zero(aval)
     if not axes:
-        return out, ew.fit(t, aval)
+        return out, fit(t, aval)
     x_shape = get_aval(x).shape
     n = int(np.prod([x_shape[a] for a in axes], dtype=np.int64))
     perm = kept_dims(len(x_shape), axes) + tuple(axes)
@@ -119,7 +60,7 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
     ts = bind(shape.reshape_p, bind(shape.transpose_p, t, permutation=perm), new_sizes=flat_shape)
     last = len(flat_shape) - 1
     others = ew.mul(exclusive_cumprod(xs, last, False), exclusive_cumprod(xs, last, True))
-    return out, ew.fit(reduce_sum(ew.mul(ts, others), (last,)), aval)
+    return out, fit(reduce_sum(ew.mul(ts, others), (last,)), aval)
 
 
 def exclusive_cumprod(x, axis: int, reverse: bool):
@@ -143,34 +84,26 @@ def _extremum_jvp(prim: Primitive) -> Callable:
         location = ew.select(ew.eq(x, expand_reduced(out, x_aval.shape, axes)), 1.0, 0.0)
         location = ew.convert_element_type(location, aval.dtype)
         counts = reduce_sum(location, axes)
-        return out, ew.fit(ew.div(reduce_sum(ew.mul(t, location), axes), counts), aval)
+        return out, fit(ew.div(reduce_sum(ew.mul(t, location), axes), counts), aval)
 
     return jvp
-
-
-def reduce_sum(x, axes):
-    return bind(reduce_sum_p, x, axes=tuple(axes))
 
 
 def reduce_prod(x, axes):
     return bind(reduce_prod_p, x, axes=tuple(axes))
 
 
-reduce_sum_p = _reduce(
-    "reduce_sum", np.add.reduce, "sum", jvp=_reduce_sum_jvp, transpose=_reduce_sum_transpose,
-    linear=True, doc="`np.sum(x, axis=axes)`; the reduced axes are dropped",
-)
-reduce_prod_p = _reduce("reduce_prod", np.multiply.reduce, "prod", jvp=_reduce_prod_jvp,
+reduce_prod_p = reduction("reduce_prod", np.multiply.reduce, "prod", jvp=_reduce_prod_jvp,
                         doc="`np.prod(x, axis=axes)`")
-reduce_max_p = _reduce("reduce_max", np.maximum.reduce, "max", identity=False,
+reduce_max_p = reduction("reduce_max", np.maximum.reduce, "max", identity=False,
                        jvp=_extremum_jvp, doc="`np.max(x, axis=axes)`; empty axes are an error")
-reduce_min_p = _reduce("reduce_min", np.minimum.reduce, "min", identity=False,
+reduce_min_p = reduction("reduce_min", np.minimum.reduce, "min", identity=False,
                        jvp=_extremum_jvp, doc="`np.min(x, axis=axes)`; empty axes are an error")
-reduce_and_p = _reduce("reduce_and", np.all, "all", jvp=zero_jvp, doc="`np.all(x, axis=axes)`")
-reduce_or_p = _reduce("reduce_or", np.any, "any", jvp=zero_jvp, doc="`np.any(x, axis=axes)`")
+reduce_and_p = reduction("reduce_and", np.all, "all", jvp=zero_jvp, doc="`np.all(x, axis=axes)`")
+reduce_or_p = reduction("reduce_or", np.any, "any", jvp=zero_jvp, doc="`np.any(x, axis=axes)`")
 
 
-def _arg_reduce(name: str, doc: str) -> Primitive:
+def _argreduction(name: str, doc: str) -> Primitive:
     """``argmax``/``argmin`` along one axis (the array method ``name``),
     giving ``index_dtype`` indices (which have no derivative)."""
 
@@ -187,29 +120,40 @@ def _arg_reduce(name: str, doc: str) -> Primitive:
     def impl(x, *, axis, index_dtype):
         return as_array(getattr(as_array(x), name)(axis=axis)).astype(index_dtype, copy=False)
 
-    def batch(vals, dims, *, axis_size, axis, index_dtype):
-        (x,), (d,) = vals, dims
-        out = bind(registry[name], x, axis=shape.batched_axis(axis, d), index_dtype=index_dtype)
-        return out, d - (axis < d)
-
-    return Primitive(name, abstract_eval=abstract_eval, impl=impl, jvp=zero_jvp, batch=batch,
+    return Primitive(name, abstract_eval=abstract_eval, impl=impl, jvp=zero_jvp,
+                     batch=_argreduction_batch,
                      xp_impl=True, doc=doc)
 
 
-argmax_p = _arg_reduce("argmax", "`np.argmax(x, axis=axis)` as `index_dtype`")
-argmin_p = _arg_reduce("argmin", "`np.argmin(x, axis=axis)` as `index_dtype`")
+@rule_factory
+def _argreduction_batch(prim: Primitive) -> Callable:
+    """Reduce the shifted axis; the batch axis moves left past it."""
+
+    def batch(vals, dims, *, axis_size, axis, index_dtype):
+        (x,), (d,) = vals, dims
+        out = bind(prim, x, axis=batched_axis(axis, d), index_dtype=index_dtype)
+        return out, d - (axis < d)
+
+    return batch
+
+
+argmax_p = _argreduction("argmax", "`np.argmax(x, axis=axis)` as `index_dtype`")
+argmin_p = _argreduction("argmin", "`np.argmin(x, axis=axis)` as `index_dtype`")
 
 
 def _cumulative(name: str, scan: Callable, dtype_of: Callable | None,
-                gpu_scan: Callable | None = None, **rules) -> Primitive:
+                gpu_scan: Callable | None = None, real_only: bool = False,
+                **rules) -> Primitive:
     """A scan along ``axis`` (from the end when ``reverse``), shape-preserving.
     ``scan(x, axis)`` is the forward scan, on arrays of any array module
     unless ``gpu_scan`` gives the one on CuPy arrays.  ``dtype_of`` gives the
-    result dtype (NumPy's accumulate rule), or None to keep it."""
+    result dtype (NumPy's accumulate rule), or None to keep it;
+    ``real_only`` refuses complex operands (an ordering scan has no order
+    for them)."""
 
     def abstract_eval(x, *, axis, reverse):
         check_axes(name, x, (axis,))
-        if name in ("cummax", "cummin"):
+        if real_only:
             check_dtype(name, x, "biuf", "a real array")
         return ShapedArray(x.shape, dtype_of(x.dtype) if dtype_of else x.dtype)
 
@@ -223,13 +167,20 @@ def _cumulative(name: str, scan: Callable, dtype_of: Callable | None,
 
         return impl
 
-    def batch(vals, dims, *, axis_size, axis, reverse):
-        (x,), (d,) = vals, dims
-        return bind(registry[name], x, axis=shape.batched_axis(axis, d), reverse=reverse), d
-
-    return Primitive(name, abstract_eval=abstract_eval, impl=scanning(scan), batch=batch,
+    return Primitive(name, abstract_eval=abstract_eval, impl=scanning(scan), batch=_scan_batch,
                      xp_impl=gpu_scan is None,
                      gpu=None if gpu_scan is None else scanning(gpu_scan), **rules)
+
+
+@rule_factory
+def _scan_batch(prim: Primitive) -> Callable:
+    """The scan along the shifted axis; the batch axis stays where it is."""
+
+    def batch(vals, dims, *, axis_size, axis, reverse):
+        (x,), (d,) = vals, dims
+        return bind(prim, x, axis=batched_axis(axis, d), reverse=reverse), d
+
+    return batch
 
 
 def _doubling_scan(op: str) -> Callable:
@@ -256,13 +207,13 @@ def _cumsum_jvp(primals, tangents, *, axis, reverse):
     (x,), (t,) = primals, tangents
     out = bind(cumsum_p, x, axis=axis, reverse=reverse)
     aval = get_aval(out).strip_weak()
-    return out, ew.fit(bind(cumsum_p, t, axis=axis, reverse=reverse), aval)
+    return out, fit(bind(cumsum_p, t, axis=axis, reverse=reverse), aval)
 
 
 def _cumsum_transpose(ct, x, *, axis, reverse):
     if type(ct) is Zero:
         return [Zero(x.aval)]
-    return [ew.fit(bind(cumsum_p, ct, axis=axis, reverse=not reverse), x.aval)]
+    return [fit(bind(cumsum_p, ct, axis=axis, reverse=not reverse), x.aval)]
 
 
 def shifted(x, axis: int, step: int, reverse: bool, fill):
@@ -281,7 +232,7 @@ def _cumprod_jvp(primals, tangents, *, axis, reverse):
     aval = get_aval(out).strip_weak()
     if not is_inexact(aval.dtype):
         return out, Zero(aval)
-    y, dy = ew.fit(x, aval), ew.fit(t, aval)
+    y, dy = fit(x, aval), fit(t, aval)
     n, step = aval.shape[axis], 1
     one, zero = np.ones((), aval.dtype), np.zeros((), aval.dtype)
     while step < n:
@@ -317,30 +268,30 @@ def _running_extremum_jvp(prim: Primitive) -> Callable:
             for d in range(aval.ndim)
         ]
         spec = (("array",),) * aval.ndim
-        return out, ew.fit(bind(indexing.gather_p, t, *index, spec=spec), aval)
+        return out, fit(bind(indexing.gather_p, t, *index, spec=spec), aval)
 
     return jvp
 
 
 cumsum_p = _cumulative(
-    "cumsum", lambda x, axis: x.cumsum(axis=axis, dtype=_reduced_dtype(np.add.reduce, x.dtype)),
-    lambda d: _reduced_dtype(np.add.reduce, d),
+    "cumsum", lambda x, axis: x.cumsum(axis=axis, dtype=reduced_dtype(np.add.reduce, x.dtype)),
+    lambda d: reduced_dtype(np.add.reduce, d),
     jvp=_cumsum_jvp, transpose=_cumsum_transpose, linear=True,
     doc="`np.cumsum(x, axis=axis)`, from the end when `reverse`",
 )
 cumprod_p = _cumulative(
     "cumprod",
-    lambda x, axis: x.cumprod(axis=axis, dtype=_reduced_dtype(np.multiply.reduce, x.dtype)),
-    lambda d: _reduced_dtype(np.multiply.reduce, d), jvp=_cumprod_jvp,
+    lambda x, axis: x.cumprod(axis=axis, dtype=reduced_dtype(np.multiply.reduce, x.dtype)),
+    lambda d: reduced_dtype(np.multiply.reduce, d), jvp=_cumprod_jvp,
     doc="`np.cumprod(x, axis=axis)`, from the end when `reverse`",
 )
 cummax_p = _cumulative(
     "cummax", lambda x, axis: np.maximum.accumulate(x, axis=axis), None,
-    gpu_scan=_doubling_scan("maximum"), jvp=_running_extremum_jvp,
+    gpu_scan=_doubling_scan("maximum"), real_only=True, jvp=_running_extremum_jvp,
     doc="`np.maximum.accumulate(x, axis=axis)`, from the end when `reverse`",
 )
 cummin_p = _cumulative(
     "cummin", lambda x, axis: np.minimum.accumulate(x, axis=axis), None,
-    gpu_scan=_doubling_scan("minimum"), jvp=_running_extremum_jvp,
+    gpu_scan=_doubling_scan("minimum"), real_only=True, jvp=_running_extremum_jvp,
     doc="`np.minimum.accumulate(x, axis=axis)`, from the end when `reverse`",
 )

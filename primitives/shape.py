@@ -1,5 +1,6 @@
-"""Shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims,
-concatenate, slice, pad, rev, iota.
+"""Shape primitives: squeeze, expand_dims, concatenate, slice, pad, rev, iota,
+and (declared in ``broadcasting``, below every family) broadcast_in_dim,
+reshape and transpose.
 
 Their params are static and normalised (non-negative axes, full shapes), as
 in JAX's ``lax``; ``functrans.numpy`` turns NumPy's friendlier arguments
@@ -13,15 +14,24 @@ import functools
 import math
 
 import numpy as np
+from functrans.primitives import broadcasting
 from functrans.primitives import elementwise as ew
-from functrans.primitives import reductions
 from functrans.primitives._util import (
     as_array,
     check_axes,
     check_dtype,
-    linear_jvp,
     same_type,
     zero_jvp,
+)
+from functrans.primitives.broadcasting import (
+    batched_axis,
+    broadcast_in_dim_p,
+    declare_linear,
+    moveaxis,
+    reduce_sum,
+    reshape_p,
+    to_front,
+    unary_batch,
 )
 
 from functrans.core import (
@@ -37,228 +47,9 @@ from functrans.core import (
 from functrans.dtypes import is_inexact, result_type
 from functrans.errors import ShapeError
 
-
-def linear_unary_transpose(make_ct):
-    """Transpose rule of a one-operand linear primitive from ``make_ct(ct,
-    operand_aval, **params)``; zero cotangents stay symbolic."""
-
-    def transpose(ct, x, **params):
-        if type(ct) is Zero:
-            return [Zero(x.aval)]
-        return [make_ct(ct, x.aval, **params)]
-
-    return transpose
-
-
-def _identity_simplify(eqn, ctx):
-    """A shape op that leaves its operand's shape alone is the operand."""
-    return eqn.inputs[0] if same_type(eqn, eqn.inputs[0]) else None
-
-
-def _declare_linear(name, abstract_eval, impl, ct_rule, batch, simplify=_identity_simplify,
-                    numpy_kernel=None, broadcasts=False, *, doc: str):
-    """A one-operand linear shape primitive; its impl is written with array
-    methods or the operand's array module, so it runs on CuPy arrays too."""
-    return Primitive(
-        name, abstract_eval=abstract_eval, impl=impl, jvp=linear_jvp,
-        transpose=linear_unary_transpose(ct_rule), batch=batch, simplify=simplify,
-        numpy_kernel=numpy_kernel, linear=True, broadcasts=broadcasts, xp_impl=True, doc=doc,
-    )
-
-
-# -- batch-axis helpers for the batching rules of every family -------------------
-
-
-def moveaxis(x, src: int, dst: int):
-    """``x`` with axis ``src`` moved to ``dst`` (no equation when it is there)."""
-    if src == dst:
-        return x
-    perm = list(range(get_aval(x).ndim))
-    perm.insert(dst, perm.pop(src))
-    return bind(transpose_p, x, permutation=tuple(perm))
-
-
-def to_front(x, dim: int | None, size: int):
-    """``x`` with its batch axis first; an unbatched ``x`` is broadcast to have one."""
-    if dim is None:
-        aval = get_aval(x)
-        return bind(broadcast_in_dim_p, x, shape=(size,) + aval.shape,
-                    broadcast_dimensions=tuple(range(1, aval.ndim + 1)))
-    return moveaxis(x, dim, 0)
-
-
-def batched_axis(axis: int, dim: int) -> int:
-    """Where per-example axis ``axis`` sits once a batch axis is at ``dim``."""
-    return axis + (axis >= dim)
-
-
-def _unary_batch(rule):
-    """Batching rule of a one-operand primitive from ``rule(x, dim, **params)
-    -> (out, out_dim)``."""
-
-    def batch(vals, dims, *, axis_size, **params):
-        return rule(vals[0], dims[0], **params)
-
-    return batch
-
-# -- broadcast_in_dim ---------------------------------------------------------
-
-
-def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
-    if len(broadcast_dimensions) != x.ndim or any(
-        not 0 <= d < len(shape) for d in broadcast_dimensions
-    ) or list(broadcast_dimensions) != sorted(set(broadcast_dimensions)):
-        raise ShapeError(
-            f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must be "
-            f"{x.ndim} increasing axes of the result shape {shape}"
-        )
-    for i, d in enumerate(broadcast_dimensions):
-        if x.shape[i] not in (1, shape[d]):
-            raise ShapeError(
-                f"broadcast_in_dim: cannot broadcast {x.str_short()} to shape {shape}: "
-                f"axis {i} has size {x.shape[i]}, target axis {d} has size {shape[d]}"
-            )
-    return ShapedArray(tuple(shape), x.dtype)
-
-
-def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
-    x = as_array(x)
-    expanded = [1] * len(shape)
-    for i, d in enumerate(broadcast_dimensions):
-        expanded[d] = x.shape[i]
-    return array_module((x,)).broadcast_to(x.reshape(expanded), shape)
-
-
-def _broadcast_in_dim_kernel(avals, *, shape, broadcast_dimensions):
-    """For generated code: small results are filled into a fresh array (0.2 us
-    for a scalar to f64[16], measured, against 2 us for ``np.broadcast_to``'s
-    view); large ones stay views."""
-    (x,) = avals
-    if math.prod(shape) > 4096:
-        return None
-    expanded = [1] * len(shape)
-    for i, d in enumerate(broadcast_dimensions):
-        expanded[d] = x.shape[i]
-    expanded, dtype = tuple(expanded), x.dtype
-
-    def fill(v):
-        out = np.empty(shape, dtype)
-        out[...] = v if x.ndim == 0 else v.reshape(expanded)
-        return out
-
-    return fill
-
-
-def _broadcast_in_dim_ct(ct, x, *, shape, broadcast_dimensions):
-    """Sum over the new axes and over the axes that were stretched from 1."""
-    new = tuple(i for i in range(len(shape)) if i not in broadcast_dimensions)
-    stretched = tuple(
-        d for i, d in enumerate(broadcast_dimensions) if x.shape[i] == 1 and shape[d] != 1
-    )
-    summed = reductions.reduce_sum(ct, tuple(sorted(new + stretched))) if new or stretched else ct
-    if get_aval(summed).shape != x.shape:
-        summed = bind(reshape_p, summed, new_sizes=x.shape)
-    return ew.fit(summed, x)
-
-
-def _broadcast_in_dim_batch(x, d, *, shape, broadcast_dimensions):
-    size = get_aval(x).shape[d]
-    out = bind(broadcast_in_dim_p, moveaxis(x, d, 0), shape=(size,) + tuple(shape),
-               broadcast_dimensions=(0,) + tuple(b + 1 for b in broadcast_dimensions))
-    return out, 0
-
-
-broadcast_in_dim_p = _declare_linear(
-    "broadcast_in_dim",
-    _broadcast_in_dim_abstract_eval,
-    _broadcast_in_dim_impl,
-    _broadcast_in_dim_ct,
-    _unary_batch(_broadcast_in_dim_batch),
-    numpy_kernel=_broadcast_in_dim_kernel,
-    broadcasts=True,
-    doc="broadcast `x` to `shape`; operand axis `i` becomes result axis `broadcast_dimensions[i]`",
-)
-
-# -- reshape --------------------------------------------------------------------
-
-
-def _reshape_abstract_eval(x, *, new_sizes):
-    if any(d < 0 for d in new_sizes) or int(np.prod(new_sizes, dtype=np.int64)) != x.size:
-        raise ShapeError(
-            f"reshape: cannot reshape {x.str_short()} ({x.size} elements) into shape "
-            f"{tuple(new_sizes)}"
-        )
-    return ShapedArray(tuple(new_sizes), x.dtype)
-
-
-def _reshape_simplify(eqn, ctx):
-    x = eqn.inputs[0]
-    if same_type(eqn, x):
-        return x
-    inner = ctx.producer(x)
-    if inner is not None and inner.primitive is reshape_p:
-        return reshape_p, inner.inputs, eqn.params
-    return None
-
-
-reshape_p: Primitive = _declare_linear(
-    "reshape",
-    _reshape_abstract_eval,
-    lambda x, *, new_sizes: as_array(x).reshape(new_sizes),
-    lambda ct, x, *, new_sizes: bind(reshape_p, ct, new_sizes=x.shape),
-    _unary_batch(lambda x, d, *, new_sizes: (bind(
-        reshape_p, moveaxis(x, d, 0), new_sizes=(get_aval(x).shape[d],) + tuple(new_sizes)), 0)),
-    _reshape_simplify,
-    numpy_kernel=lambda avals, *, new_sizes: (
-        (lambda x: x.reshape(new_sizes)) if avals[0].ndim else None),
-    doc="`np.reshape(x, new_sizes)` (row-major, sizes fully given)",
-)
-
-# -- transpose ------------------------------------------------------------------
-
-
-def _transpose_abstract_eval(x, *, permutation):
-    if sorted(permutation) != list(range(x.ndim)):
-        raise ShapeError(
-            f"transpose: permutation {tuple(permutation)} is not a permutation of the "
-            f"axes of {x.str_short()}"
-        )
-    return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype)
-
-
-def _transpose_simplify(eqn, ctx):
-    perm = tuple(eqn.params["permutation"])
-    x = eqn.inputs[0]
-    if perm == tuple(range(len(perm))):
-        return x
-    inner = ctx.producer(x)
-    if inner is not None and inner.primitive is transpose_p:
-        first = inner.params["permutation"]
-        combined = tuple(first[p] for p in perm)
-        if combined == tuple(range(len(combined))):
-            return inner.inputs[0]
-        return transpose_p, inner.inputs, {"permutation": combined}
-    # NB: a transpose of a dot_general's result is not rewritten as the
-    # dot_general of the swapped operands: BLAS sums in another order then
-    # (f64 (200, 300) @ (300, 2) differs in the last bits), and no pass may
-    # change a result.
-    return None
-
-
-transpose_p: Primitive = _declare_linear(
-    "transpose",
-    _transpose_abstract_eval,
-    lambda x, *, permutation: as_array(x).transpose(permutation),
-    lambda ct, x, *, permutation: bind(
-        transpose_p, ct, permutation=tuple(int(i) for i in np.argsort(permutation))
-    ),
-    _unary_batch(lambda x, d, *, permutation: (bind(
-        transpose_p, x, permutation=(d,) + tuple(batched_axis(p, d) for p in permutation)), 0)),
-    _transpose_simplify,
-    numpy_kernel=lambda avals, *, permutation: (
-        (lambda x: x.transpose(permutation)) if avals[0].ndim else None),
-    doc="`np.transpose(x, permutation)`",
-)
+# Declared in ``broadcasting`` (below every family) and presented here too.
+linear_unary_transpose = broadcasting.linear_unary_transpose
+transpose_p = broadcasting.transpose_p
 
 # -- squeeze / expand_dims ----------------------------------------------------
 
@@ -273,12 +64,12 @@ def _squeeze_abstract_eval(x, *, dimensions):
     return ShapedArray(tuple(d for i, d in enumerate(x.shape) if i not in dimensions), x.dtype)
 
 
-squeeze_p: Primitive = _declare_linear(
+squeeze_p: Primitive = declare_linear(
     "squeeze",
     _squeeze_abstract_eval,
     lambda x, *, dimensions: as_array(x).squeeze(dimensions),
     lambda ct, x, *, dimensions: bind(reshape_p, ct, new_sizes=x.shape),
-    _unary_batch(lambda x, d, *, dimensions: (
+    unary_batch(lambda x, d, *, dimensions: (
         bind(squeeze_p, x, dimensions=tuple(batched_axis(a, d) for a in dimensions)),
         d - sum(a < d for a in dimensions))),
     doc="remove the size-1 axes `dimensions`",
@@ -303,12 +94,12 @@ def _expand_dims_impl(x, *, dimensions):
     return x.reshape(tuple(1 if i in dimensions else next(rest) for i in range(ndim)))
 
 
-expand_dims_p: Primitive = _declare_linear(
+expand_dims_p: Primitive = declare_linear(
     "expand_dims",
     _expand_dims_abstract_eval,
     _expand_dims_impl,
     lambda ct, x, *, dimensions: bind(reshape_p, ct, new_sizes=x.shape),
-    _unary_batch(lambda x, d, *, dimensions: (bind(
+    unary_batch(lambda x, d, *, dimensions: (bind(
         expand_dims_p, moveaxis(x, d, 0), dimensions=tuple(a + 1 for a in dimensions)), 0)),
     doc="insert size-1 axes at `dimensions` of the result",
 )
@@ -439,8 +230,8 @@ def _slice_kernel(avals, *, start_indices, limit_indices, strides):
     return lambda x: x[index]
 
 
-slice_p = _declare_linear(
-    "slice", _slice_abstract_eval, _slice_impl, _slice_ct, _unary_batch(_slice_batch),
+slice_p = declare_linear(
+    "slice", _slice_abstract_eval, _slice_impl, _slice_ct, unary_batch(_slice_batch),
     numpy_kernel=_slice_kernel,
     doc="`x[start:limit:stride, ...]` with static bounds per axis",
 )
@@ -537,7 +328,7 @@ def _pad_transpose(ct, x, pv, *, padding_config):
     cts = [ew.fit(t_x, x_aval) if type(x) is UndefinedPrimal else None]
     if type(pv) is UndefinedPrimal:
         axes = tuple(range(len(shape)))
-        rest = ew.sub(reductions.reduce_sum(ct, axes), reductions.reduce_sum(t_x, axes))
+        rest = ew.sub(reduce_sum(ct, axes), reduce_sum(t_x, axes))
         cts.append(ew.fit(rest, pv.aval))
     else:
         cts.append(None)
@@ -606,12 +397,12 @@ def _rev_simplify(eqn, ctx):
     return None
 
 
-rev_p: Primitive = _declare_linear(
+rev_p: Primitive = declare_linear(
     "rev",
     _rev_abstract_eval,
     lambda x, *, dimensions: as_array(array_module((x,)).flip(x, dimensions)),
     lambda ct, x, *, dimensions: bind(rev_p, ct, dimensions=dimensions),
-    _unary_batch(lambda x, d, *, dimensions: (
+    unary_batch(lambda x, d, *, dimensions: (
         bind(rev_p, x, dimensions=tuple(batched_axis(a, d) for a in dimensions)), d)),
     _rev_simplify,
     doc="`np.flip(x, dimensions)`",

@@ -44,3 +44,25 @@ def test_every_package_folder_is_installed():
              for p in (ROOT / "functrans").rglob("__init__.py")}
     found.add("functrans.primitives")
     assert found == listed, "update [tool.setuptools] packages in pyproject.toml"
+
+
+def test_generated_elementwise_names_are_current():
+    """Each elementwise row has its ``ew.<name>`` op and its NumPy names in
+    ``functrans.numpy``; the lines are generated from the table."""
+    from functrans.numpy import _generate_names
+
+    stale = _generate_names.stale()
+    assert not stale, f"{stale}: run python -m functrans.numpy._generate_names --write"
+
+
+def test_generated_names_follow_numpy():
+    import numpy as np
+
+    import functrans.numpy as fnp
+    from functrans.primitives import elementwise as ew
+
+    for row in ew.UNARY + ew.BINARY:
+        assert callable(getattr(ew, row.name + "_" * (row.name in ("not", "and", "or"))))
+        if isinstance(row.numpy, np.ufunc):
+            for name in (n for n in dir(np) if getattr(np, n) is row.numpy):
+                assert callable(getattr(fnp, name)), name

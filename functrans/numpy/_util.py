@@ -11,7 +11,7 @@ import numpy as np
 from functrans.core import Tracer, bind
 from functrans.devices import is_device_array
 from functrans.errors import AxisError
-from functrans.primitives.elementwise import convert_element_type_p
+from functrans.primitives.elementwise import convert_element_type
 from functrans.primitives.shape import concatenate_p, expand_dims_p
 
 
@@ -60,7 +60,7 @@ def asarray(x: Any, dtype: Any = None) -> Any:
         # An explicit dtype also makes a weak (Python scalar) value strong, as
         # np.asarray(2.0, dtype=np.float64) is.
         if dtype is not None and (np.dtype(dtype) != x.dtype or getattr(x, "weak_type", False)):
-            return bind(convert_element_type_p, x, new_dtype=np.dtype(dtype))
+            return convert_element_type(x, dtype)
         return x
     if isinstance(x, (list, tuple)) and _contains_tracer(x):
         parts = [asarray(e) for e in x]
