@@ -20,14 +20,42 @@ Settings:
     ``tracemalloc``), so a function called at many shapes, as in a property-based test, stays
     within a bounded amount of memory.  A new value applies from each
     function's next compilation on.
+
+``jit_compiler`` (default ``"numpy"``)
+    The code generator of functions jitted without ``compiler=``, read when
+    ``jit`` is called: ``"numpy"`` (straight-line NumPy calls, millisecond
+    compiles) or ``"native"`` (fused elementwise groups compiled with Numba,
+    the ``native`` extra; see docs/jit.md, "The native tier").
+
+``native_cache_dir`` (default ``$XDG_CACHE_HOME/functrans/native``, else
+``~/.cache/functrans/native``)
+    Where the native tier keeps its kernels' source and Numba's compiled
+    machine code, so that a new process loads a kernel in milliseconds
+    instead of compiling it again; the empty string keeps kernels in memory
+    only.  Applies to kernels not yet loaded in this process.
+
+``debug_nans``, ``debug_infs`` (default False)
+    Check the floating-point results of every primitive, eagerly, under
+    every transform and in jitted code, forward and backward: the first
+    one holding a NaN (an infinity) raises ``FloatingPointError`` naming the
+    primitive and the user's line that made it (see docs/debugging.md).
+    Programs are generated again with the checks when a flag changes; with
+    both off, generated code has none (no cost).  The environment variables
+    take ``1``/``0`` (or ``true``/``false``).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Callable
 
-__all__ = ["jit_cache_size", "update"]
+import numpy as np
+
+from functrans import core
+
+__all__ = ["debug_infs", "debug_nans", "jit_cache_size", "jit_compiler", "native_cache_dir",
+           "update"]
 
 
 def _positive_int(name: str, value: Any) -> int:
@@ -49,13 +77,75 @@ def _parse_int(name: str, text: str) -> int:
         ) from None
 
 
+def _compiler(name: str, value: Any) -> str:
+    if value not in ("numpy", "native"):
+        raise ValueError(
+            f"functrans.config: {name} must be 'numpy' or 'native', got {value!r}"
+        )
+    return value
+
+
+def _folder(name: str, value: Any) -> str:
+    if not isinstance(value, (str, os.PathLike)):
+        raise ValueError(
+            f"functrans.config: {name} must be a folder path (a string; '' turns the disk "
+            f"cache off), got {value!r}"
+        )
+    return os.path.expanduser(os.fspath(value))
+
+
+def _text(name: str, text: str) -> str:
+    return text
+
+
+def _default_cache_dir() -> str:
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~")
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "functrans", "native")
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"functrans.config: {name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _parse_flag(name: str, text: str) -> bool:
+    flags = {"1": True, "true": True, "0": False, "false": False, "": False}
+    if text.strip().lower() not in flags:
+        raise ValueError(
+            f"functrans.config: {name} must be 1 or 0 (true or false), got the string {text!r}"
+        )
+    return flags[text.strip().lower()]
+
+
+def _checks_changed() -> None:
+    core.set_value_checks(globals()["debug_nans"], globals()["debug_infs"])
+
+
 #: name -> (default, check that returns the value to store, parser of the
 #: environment variable's text).
 _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], Callable[[str, str], Any]]] = {
     "jit_cache_size": (256, _positive_int, _parse_int),
+    "jit_compiler": ("numpy", _compiler, _text),
+    "native_cache_dir": (_default_cache_dir(), _folder, _text),
+    "debug_nans": (False, _flag, _parse_flag),
+    "debug_infs": (False, _flag, _parse_flag),
+}
+
+#: Called after a setting changes (here and from the environment).
+_AFTER: dict[str, Callable[[], None]] = {
+    "debug_nans": _checks_changed,
+    "debug_infs": _checks_changed,
 }
 
 jit_cache_size: int
+jit_compiler: str
+native_cache_dir: str
+debug_nans: bool
+debug_infs: bool
 
 
 def update(name: str, value: Any) -> None:
@@ -65,9 +155,11 @@ def update(name: str, value: Any) -> None:
     if option is None:
         raise AttributeError(
             f"functrans.config: no setting named {name!r}; the settings are "
-            f"{', '.join(sorted(_OPTIONS))}"
+            f"{', '.join(_OPTIONS)}"
         )
     globals()[name] = option[1](name, value)
+    if name in _AFTER:
+        _AFTER[name]()
 
 
 def _from_environment() -> None:
@@ -81,3 +173,4 @@ def _from_environment() -> None:
 
 
 _from_environment()
+_checks_changed()

@@ -28,6 +28,7 @@ import contextlib
 import functools
 import itertools
 import threading
+import time
 import warnings
 import weakref
 from collections import OrderedDict
@@ -41,12 +42,13 @@ from functrans.backends.numpy import Compiled
 from functrans.core import ClosedJaxpr, ShapedArray, ShapeDtypeStruct, Tracer
 from functrans.devices import check_devices, is_device_array
 from functrans.errors import DeviceError
+from functrans.interpreters.vmap import bound_axes
 from functrans.passes.fuse import fuse, unfuse_small
 from functrans.passes.pipeline import run_passes
 from functrans.primitives.fused import cpu_fusible, have_numexpr
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
-__all__ = ["CacheInfo", "JitCacheMiss", "Lowered", "ShapeDtypeStruct", "jit"]
+__all__ = ["CacheInfo", "JitCacheMiss", "Lowered", "ShapeDtypeStruct", "disable_jit", "jit"]
 
 _SCALAR_TYPES = (bool, int, float, complex)
 
@@ -61,15 +63,21 @@ class CacheInfo(_Counts):
     """A jitted function's cache: ``hits``, ``misses`` (each one a
     compilation) and ``entries`` (programs held), which unpack and compare as
     a tuple; besides, ``evictions`` (programs dropped to stay within the
-    size) and ``maxsize`` (``functrans.config.jit_cache_size``)."""
+    size), ``maxsize`` (``functrans.config.jit_cache_size``), ``compile_time``
+    (seconds spent tracing, optimising and generating code for the misses)
+    and ``native_compile_time`` (the part of it spent compiling or loading
+    native kernels: ``compiler="native"``)."""
 
     evictions: int = 0
     maxsize: int = 0
+    compile_time: float = 0.0
+    native_compile_time: float = 0.0
 
     def __new__(cls, hits: int, misses: int, entries: int, evictions: int = 0,
-                maxsize: int = 0):
+                maxsize: int = 0, compile_time: float = 0.0, native_compile_time: float = 0.0):
         info = super().__new__(cls, hits, misses, entries)
         info.evictions, info.maxsize = evictions, maxsize
+        info.compile_time, info.native_compile_time = compile_time, native_compile_time
         return info
 
     def __repr__(self):
@@ -193,6 +201,9 @@ class Lowered:
         self.device = device
         self.jaxpr: ClosedJaxpr = entry.compiled.jaxpr if device == "gpu" else entry.jaxpr
         self.source: str = entry.compiled.source
+        #: The Numba source of each native kernel the program calls
+        #: (``compiler="native"``; empty otherwise).
+        self.native_sources: list[str] = list(entry.native_sources)
 
     @property
     def kernels(self) -> list:
@@ -239,16 +250,33 @@ class _Entry(NamedTuple):
     # Closed over a tracer of an enclosing transform: evaluated by binding into
     # that transform's trace, and never cached past it.
     traced_consts: bool
+    native_seconds: float = 0.0  # spent compiling or loading its native kernels
+    native_sources: tuple = ()  # the Numba source of its native kernels
+
+
+_COMPILERS = ("numpy", "native")
 
 
 class _Jitted:
     """The callable ``jit`` returns."""
 
-    def __init__(self, fun, static_argnums, static_argnames, explain_cache_misses):
+    def __init__(self, fun, static_argnums, static_argnames, explain_cache_misses,
+                 compiler=None):
         functools.update_wrapper(self, fun)
         self._fun = fun
         self._name = core.fun_name(fun)
         self._label = f"jit({self._name})"
+        if compiler is None:
+            compiler = config.jit_compiler
+        if compiler not in _COMPILERS:
+            raise ValueError(f"{self._label}: compiler must be 'numpy' or 'native', got "
+                             f"{compiler!r}")
+        if compiler == "native":
+            from functrans.backends import native  # Numba itself loads on the first lowering
+
+            native.check_available(self._label)
+        self._compiler = compiler
+        self._compile_time = self._native_time = 0.0
         nums = check_argnums(self._label, static_argnums, static=True)
         self._static_argnums = (nums,) if isinstance(nums, int) else nums
         self._static_argnames = check_argnames(self._label, "static_argnames", static_argnames)
@@ -268,6 +296,8 @@ class _Jitted:
     # -- the call path ---------------------------------------------------------
 
     def __call__(self, *args, **kwargs):
+        if _disabled_anywhere and _disabled.on:
+            return self._fun(*args, **kwargs)
         if not kwargs and not self._static_argnums and all(type(a) is np.ndarray for a in args):
             # The common case, kept short: positional arrays only.
             slot = self._fast.get(tuple([(a.shape, a.dtype) for a in args]))
@@ -297,12 +327,17 @@ class _Jitted:
         else:
             dyn_args, dyn_kwargs, static_key = self._split(args, kwargs)
             leaves, tree = tree_flatten((dyn_args, dyn_kwargs))
-        key = (tree, tuple(map(_leaf_key, leaves)), static_key)
+        # The named vmap axes around the call: a collective's shapes and scale
+        # (all_gather, pmean) depend on their sizes.
+        axes = bound_axes()
+        key = (tree, tuple(map(_leaf_key, leaves)), static_key, axes)
         slot = self._entries.get(key)
         if slot is None:
             device = check_devices(self._label, "argument ", (args, kwargs), leaves, call=True)
             fast = None
-            if not kwargs and not static_key and all(type(a) is np.ndarray for a in args):
+            if not kwargs and not static_key and not axes and all(
+                type(a) is np.ndarray for a in args
+            ):
                 fast = tuple([(a.shape, a.dtype) for a in args])
             entry = self._compile(key, fast, args, kwargs, leaves, device)
         else:
@@ -343,10 +378,19 @@ class _Jitted:
     def _compile(self, key, fast_key, args, kwargs, leaves, device="cpu") -> _Entry:
         with self._lock:
             self._misses += 1
-            if self._explain:
-                self._explain_miss(args, kwargs, key)
+            reason = self._explain_miss(args, kwargs, key) if self._explain else None
         # No lock while tracing: the function may call jitted functions, this one too.
+        start = time.perf_counter()
         entry = self._lower(args, kwargs, [_leaf_aval(x) for x in leaves], device)
+        spent = time.perf_counter() - start
+        with self._lock:
+            self._compile_time += spent
+            self._native_time += entry.native_seconds
+        if reason is not None:
+            native = f", {entry.native_seconds * 1e3:.1f} ms of it native kernels" \
+                if self._compiler == "native" and device == "cpu" else ""
+            warnings.warn(f"{self._label}: compiling for a new signature ({reason}); compiled "
+                          f"in {spent * 1e3:.1f} ms{native}", JitCacheMiss, stacklevel=4)
         return entry if entry.traced_consts else self._insert(key, fast_key, entry)
 
     def _insert(self, key, fast_key, entry: _Entry) -> _Entry:
@@ -409,12 +453,21 @@ class _Jitted:
             from functrans.backends import cupy as gpu_backend  # loaded for GPU work only
 
             compiled = gpu_backend.Compiled(optimized, self._name, own_outputs=True)
+        elif self._compiler == "native" and not traced:
+            from functrans.backends import native
+
+            lowering = native.lower(optimized)
+            compiled = Compiled(lowering.jaxpr, self._name, own_outputs=True)
+            return _Entry(optimized, compiled, out_tree, single, traced,
+                          lowering.compile_seconds, tuple(lowering.sources))
         else:
-            optimized = _fuse_for_cpu(optimized)
+            if core.value_checks == (False, False):  # debug_nans names single equations
+                optimized = _fuse_for_cpu(optimized)
             compiled = Compiled(optimized, self._name, own_outputs=True)
         return _Entry(optimized, compiled, out_tree, single, traced)
 
-    def _explain_miss(self, args, kwargs, key) -> None:
+    def _explain_miss(self, args, kwargs, key) -> str:
+        """Why this call compiles (the signature's changes since the last miss)."""
         paths, leaves, _ = tree_flatten_with_path((args, kwargs))
         signature = {
             keystr(p): (_leaf_aval(x).str_short(), type(x).__name__) for p, x in zip(paths, leaves)
@@ -430,8 +483,7 @@ class _Jitted:
             changed += [f"{p}: removed" for p in old if p not in signature]
             reason = "; ".join(changed) or f"static arguments changed: {key[2]}"
         self._last_signature = tuple(signature.items())
-        warnings.warn(f"{self._label}: compiling for a new signature ({reason})", JitCacheMiss,
-                      stacklevel=4)
+        return reason
 
     # -- inspection -----------------------------------------------------------------
 
@@ -458,10 +510,10 @@ class _Jitted:
 
     def cache_info(self) -> CacheInfo:
         """Hits, misses and entries of this function's cache (and its
-        ``evictions`` and ``maxsize``)."""
+        ``evictions``, ``maxsize``, ``compile_time`` and ``native_compile_time``)."""
         with self._lock:
             return CacheInfo(self._hits, self._misses, len(self._order), self._evictions,
-                             config.jit_cache_size)
+                             config.jit_cache_size, self._compile_time, self._native_time)
 
     def clear_cache(self) -> None:
         """Drop every compiled program (the next call traces again) and reset the counts."""
@@ -470,6 +522,7 @@ class _Jitted:
             self._fast.clear()
             self._order.clear()
             self._hits = self._misses = self._evictions = 0
+            self._compile_time = self._native_time = 0.0
 
 
 def _fuse_for_cpu(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -487,11 +540,66 @@ def _fuse_for_cpu(closed: ClosedJaxpr) -> ClosedJaxpr:
     return fused
 
 
+class _Disabled(threading.local):
+    on = False
+
+
+#: ``disable_jit`` per thread, and how many threads are inside one (a jitted
+#: call looks at the thread's flag only when some thread is).
+_disabled = _Disabled()
+_disabled_anywhere = 0
+_disabled_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True):
+    """Inside ``with disable_jit():`` jitted functions called in this thread run
+    their Python function as it is: eagerly on arrays (so ``print`` shows
+    values and a debugger stops inside), or traced by the enclosing
+    transform.  Other threads are unaffected; ``disable_jit(False)`` turns jit
+    back on in a block inside.
+
+    >>> import functrans as ft, numpy as np
+    >>> f = ft.jit(lambda x: print("running f on", x) or x * 2)
+    >>> with ft.disable_jit():
+    ...     f(np.arange(3))
+    running f on [0 1 2]
+    array([0, 2, 4])
+    >>> f.cache_info().misses  # nothing was compiled
+    0
+    """
+    global _disabled_anywhere
+    saved = _disabled.on
+    with _disabled_lock:
+        _disabled_anywhere += 1
+    _disabled.on = bool(disable)
+    try:
+        yield
+    finally:
+        _disabled.on = saved
+        with _disabled_lock:
+            _disabled_anywhere -= 1
+
+
+#: Every jitted function, so that their programs go when debug_nans or
+#: debug_infs changes (programs are generated with or without the checks).
+_ALL: weakref.WeakSet[_Jitted] = weakref.WeakSet()
+
+
+def _clear_all() -> None:
+    for f in list(_ALL):
+        f.clear_cache()
+
+
+core.on_value_checks.append(_clear_all)
+
+
 def jit(
     fun: Callable,
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
     explain_cache_misses: bool = False,
+    compiler: str | None = None,
 ) -> _Jitted:
     """Compile ``fun`` for each new argument signature and reuse it after.
 
@@ -502,7 +610,10 @@ def jit(
     view of one, even where the optimised program simply returns its input.
     Each function keeps at most ``functrans.config.jit_cache_size`` compiled
     programs (the least recently used is dropped); calls from many threads
-    are safe.  See docs/jit.md.
+    are safe.  ``compiler`` picks the code generator: ``"numpy"`` (NumPy
+    calls, the default) or ``"native"`` (elementwise groups compiled with
+    Numba, the ``native`` extra); None means ``functrans.config.jit_compiler``.
+    See docs/jit.md.
 
     >>> import functrans as ft, numpy as np
     >>> f = ft.jit(lambda x, y: np.sin(x) * y)
@@ -518,5 +629,7 @@ def jit(
     >>> g(np.ones(3))
     array([1., 1., 1.])
     """
-    return _Jitted(fun, static_argnums, static_argnames, explain_cache_misses)
+    jitted = _Jitted(fun, static_argnums, static_argnames, explain_cache_misses, compiler)
+    _ALL.add(jitted)
+    return jitted
 

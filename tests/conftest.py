@@ -7,6 +7,7 @@ wrapped in ``jit``."""
 
 import functools
 import importlib
+import importlib.util
 import os
 import sys
 import types
@@ -113,22 +114,33 @@ def pytest_runtest_teardown(item):
 _WRAPPED = ("grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "hessian")
 
 
-@pytest.fixture(params=["eager", "jit"])
+def _have_numba() -> bool:
+    return importlib.util.find_spec("numba") is not None
+
+
+@pytest.fixture(params=["eager", "jit", pytest.param("native", marks=pytest.mark.native)])
 def transform_mode(request, monkeypatch):
     """Use with ``pytestmark = pytest.mark.usefixtures("transform_mode")``: the
-    module's tests run once as written and once under ``jit``.  Tests that
-    rely on Python control flow on traced values are marked ``no_jit``."""
-    if request.param == "jit":
+    module's tests run once as written, once under ``jit``, and once under
+    ``jit(compiler="native")`` (with ``jit_compiler`` set to "native" for the
+    test's own jits too; skipped without Numba).  Tests that rely on Python
+    control flow on traced values are marked ``no_jit``."""
+    if request.param in ("jit", "native"):
         if request.node.get_closest_marker("no_jit"):
             pytest.skip("relies on Python control flow on values, which jit forbids")
+        if request.param == "native":
+            if not _have_numba():
+                pytest.skip("the native tier needs Numba (pip install 'functrans[native]')")
+            monkeypatch.setattr(functrans.config, "jit_compiler", "native")
+        compiler = "native" if request.param == "native" else "numpy"
         for name in _WRAPPED:
             original = getattr(functrans, name)
-            monkeypatch.setattr(functrans, name, _jitted(original))
+            monkeypatch.setattr(functrans, name, _jitted(original, compiler))
     return request.param
 
 
-def _jitted(transform):
+def _jitted(transform, compiler="numpy"):
     def wrapped(*args, **kwargs):
-        return functrans.jit(transform(*args, **kwargs))
+        return functrans.jit(transform(*args, **kwargs), compiler=compiler)
 
     return wrapped

@@ -1,0 +1,377 @@
+"""The native tier of ``jit`` (``jit(f, compiler="native")``): fused
+elementwise groups compiled to machine code with Numba, every other equation
+run by the NumPy tier inside the same program.
+
+``lower`` takes the optimised Jaxpr, fuses the equations Numba can compute
+exactly as NumPy does (``native_ufunc``) with the fusion pass, and replaces
+each group by a call of one Numba kernel: a loop nest over the group's
+shape that reads each operand once, keeps the intermediates in registers
+and writes only the values used outside the group.  The rest of the
+program (reductions, shape operations, control flow, whatever has no native
+lowering) stays NumPy calls in the straight-line code the NumPy backend
+generates: a graph split, never an error.
+
+Numerics.  A group member is the NumPy ufunc its primitive declares
+(``numpy_fn``, or the ufunc its ``numpy_kernel`` picks for its params),
+called on scalars inside the loop: Numba compiles a ufunc's scalar loop
+from the same C semantics as NumPy's (NaN, inf, the sign of zero, integer
+division by zero giving 0, wrapping integer overflow).  Each operand is cast
+to the loop NumPy itself would pick (``ufunc.resolve_dtypes``, Python
+scalars weak as under NEP 50) and each result to the equation's dtype, so
+Numba's own promotion rules never apply.  No fastmath.  Complex numbers and
+the few loops where Numba's scalar code differs from NumPy's
+(``_DIFFERENT``) are left to NumPy.
+
+Compiled per dtype and rank, never per shape.  A kernel's source depends on
+the group's operations, dtypes, literals and ranks only: the output shape
+is an argument, and operands of a smaller shape arrive as broadcast views
+of the full rank.  Numba specialises a kernel on its argument types (dtype,
+rank, memory layout), so one program traced at many shapes compiles each
+kernel once per rank.  Kernels are kept in memory by source, and on disk in
+Numba's cache under ``functrans.config.native_cache_dir`` (a user cache
+folder by default, ``FUNCTRANS_NATIVE_CACHE_DIR`` overrides it; an empty
+string keeps kernels in memory only): a new process loads a kernel in a few
+milliseconds instead of compiling it again.
+
+Numba is imported on the first native lowering, never by ``import functrans``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from functrans import config
+from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, lookup_primitive
+from functrans.passes.fuse import fuse
+
+__all__ = ["NativeUnavailableError", "available", "check_available", "lower", "native_ufunc"]
+
+INSTALL_HINT = "install Numba: pip install 'functrans[native]' (or pip install numba)"
+
+
+class NativeUnavailableError(ImportError):
+    """``compiler="native"`` without Numba installed."""
+
+
+def available() -> bool:
+    """Whether Numba can be imported (checked without importing it)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def check_available(label: str) -> None:
+    """Raise ``NativeUnavailableError`` for ``label`` (``jit(f)``) without Numba."""
+    if not available():
+        raise NativeUnavailableError(
+            f"{label}: compiler='native' needs Numba, which is not installed; {INSTALL_HINT}, "
+            "or use compiler='numpy'"
+        )
+
+
+# -- which equations have a native lowering ---------------------------------
+
+#: Kinds NumPy and Numba compute alike: bool, signed and unsigned integers,
+#: floats.  Complex loops stay with NumPy (Numba's complex division and
+#: functions are not NumPy's algorithms).
+_KINDS = "biuf"
+
+#: Ufunc loops Numba supports but computes differently from NumPy, found by
+#: comparing both on special values (tests/test_native_numerics.py), with the
+#: dtype kinds concerned; these stay NumPy calls.  Integers: NumPy raises for
+#: a negative integer power where Numba's loop returns 0; on the signed
+#: minimum divided by -1 NumPy's floor_divide gives the minimum (Numba 0), its
+#: fmod 0 (Numba the minimum), and Numba's remainder kills the process with
+#: SIGFPE; Numba's sign of a large unsigned integer is the integer itself.
+#: Floats: Numba's floor_divide gives -0.0 for -1 // inf (NumPy -1.0), its
+#: remainder 0.0 where NumPy gives -0.0 (0.0 % -inf), its sign(-0.0) is -0.0
+#: (NumPy 0.0), and its maximum and minimum pick the other zero of -0.0 and
+#: 0.0.
+_DIFFERENT: dict[Any, str] = {
+    np.power: "iu", np.floor_divide: "if", np.remainder: "if", np.fmod: "i",
+    np.sign: "uf", np.maximum: "f", np.minimum: "f", np.fmax: "f", np.fmin: "f",
+}
+
+
+def _loops(ufunc) -> frozenset[str]:
+    from numba.np import ufunc_db  # Numba loads only for the native tier
+
+    try:
+        return frozenset(ufunc_db.get_ufunc_info(ufunc))
+    except KeyError:
+        return frozenset()
+
+
+_LOOPS: dict[Any, frozenset[str]] = {}
+
+
+def _operand_type(a) -> Any:
+    """What NumPy's loop resolution sees of operand ``a``: its dtype, or the
+    Python type of a weak scalar (a literal, a Python number argument)."""
+    aval = a.aval
+    if aval.weak_type and aval.ndim == 0:
+        return {"b": bool, "i": int, "u": int, "f": float, "c": complex}[aval.dtype.kind]
+    return aval.dtype
+
+
+def native_ufunc(e: Eqn) -> tuple[Any, tuple[np.dtype, ...]] | None:
+    """``(ufunc, loop dtypes)`` of an equation Numba computes as NumPy does:
+    one result, a NumPy ufunc (the primitive's ``numpy_fn``, or the one its
+    ``numpy_kernel`` picks for these params), a loop Numba has, real dtypes
+    only; else None."""
+    prim = e.primitive
+    if prim.multiple_results or len(e.outputs) != 1:
+        return None
+    fn = None
+    kernel: Any = prim.numpy_kernel  # what the NumPy backend's generated code calls
+    if kernel is not None:
+        fn = kernel([a.aval for a in e.inputs], **e.params)
+    if fn is None and not e.params:
+        fn = prim.numpy_fn
+    if not isinstance(fn, np.ufunc) or fn.nout != 1 or fn.nin != len(e.inputs):
+        return None
+    if any(a.aval.dtype.kind not in _KINDS for a in (*e.inputs, *e.outputs)):
+        return None
+    try:
+        dtypes = fn.resolve_dtypes((*map(_operand_type, e.inputs), None))
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if fn in _DIFFERENT and any(d.kind in _DIFFERENT[fn] for d in dtypes):
+        return None
+    loops = _LOOPS.get(fn)
+    if loops is None:
+        loops = _LOOPS[fn] = _loops(fn)
+    signature = "".join(d.char for d in dtypes[:-1]) + "->" + dtypes[-1].char
+    return (fn, tuple(dtypes)) if signature in loops else None
+
+
+def fusible(e: Eqn) -> bool:
+    """The equations a native group may hold."""
+    return native_ufunc(e) is not None
+
+
+# -- kernel source -------------------------------------------------------------
+
+
+def _literal(value: Any, dtype: np.dtype) -> str:
+    """Exact Python source of a scalar of ``dtype`` (NaN, inf, -0.0 included)."""
+    value = np.asarray(value).astype(dtype)[()]
+    if dtype.kind == "b":
+        return f"np.bool_({bool(value)})"
+    if dtype.kind in "iu":
+        return f"np.{dtype.name}({int(value)})"
+    return f"np.{dtype.name}(float.fromhex({float(value).hex()!r}))"
+
+
+def kernel_source(group: Jaxpr, scalars: Sequence[bool]) -> str:
+    """Source of the kernel computing the fused ``group``: a function of the
+    output shape and the group's inputs (``scalars`` flags the rank-0 ones,
+    passed as scalars; the others are arrays of the output's rank) that
+    returns a tuple of the group's outputs.  Shapes appear only as the
+    argument: the text depends on dtypes, ranks and literals alone."""
+    rank = group.outvars[0].aval.ndim
+    index = ", ".join(f"i{d}" for d in range(rank)) if rank else "()"
+    names: dict[int, str] = {}
+    dtypes: dict[int, np.dtype] = {}
+    globs: list[str] = []
+    body: list[str] = []
+    args = [f"a{k}" for k in range(len(group.invars))]
+    for k, (v, scalar) in enumerate(zip(group.invars, scalars)):
+        names[id(v)], dtypes[id(v)] = (f"a{k}" if scalar else f"a{k}[{index}]"), v.aval.dtype
+
+    def operand(a, dtype: np.dtype) -> str:
+        if type(a) is Literal:
+            globs.append(f"K{len(globs)} = {_literal(a.val, dtype)}")
+            return f"K{len(globs) - 1}"
+        text = names[id(a)]
+        return text if dtypes[id(a)] == dtype else f"np.{dtype.name}({text})"
+
+    for n, e in enumerate(group.eqns):
+        found = native_ufunc(e)
+        if found is None:  # fusion took only equations native_ufunc accepts
+            raise RuntimeError(f"functrans: no native lowering for {e.primitive.name} "
+                               "(internal error); please report it")
+        ufunc, loop = found
+        ins = ", ".join(operand(a, d) for a, d in zip(e.inputs, loop))
+        out = e.outputs[0].aval.dtype
+        call = f"np.{ufunc.__name__}({ins})"
+        if loop[-1] != out:
+            call = f"np.{out.name}({call})"
+        body.append(f"t{n} = {call}")
+        names[id(e.outputs[0])], dtypes[id(e.outputs[0])] = f"t{n}", out
+    outs = []
+    for k, v in enumerate(group.outvars):
+        globs.append(f"D{k} = np.{v.aval.dtype.name}")
+        outs.append(f"o{k}")
+    lines = ["import numpy as np", "import numba", "", *globs, "",
+             "@numba.njit(cache=CACHE, error_model='numpy', nogil=True)",
+             f"def kernel(shape, {', '.join(args)}):"]
+    lines += [f"    o{k} = np.empty(shape, D{k})" for k in range(len(outs))]
+    pad = "    "
+    for d in range(rank):
+        lines.append(f"{pad}for i{d} in range(shape[{d}]):")
+        pad += "    "
+    lines += [pad + b for b in body]
+    lines += [f"{pad}o{k}[{index}] = {operand(v, v.aval.dtype)}"
+              for k, v in enumerate(group.outvars)]
+    lines.append(f"    return ({', '.join(outs)},)")
+    return "\n".join(lines) + "\n"
+
+
+# -- compiling and caching kernels -----------------------------------------------
+
+_kernels: dict[tuple[str, str], Any] = {}  # (source, cache folder) -> Numba dispatcher
+_kernels_lock = threading.Lock()
+
+
+def cache_dir() -> str:
+    """The folder of the on-disk kernel cache ("" when it is off)."""
+    return config.native_cache_dir
+
+
+def _load(source: str) -> Any:
+    """The Numba dispatcher of ``source``, from memory, from the on-disk
+    cache, or newly made.  With the disk cache on, the source is written to
+    a file in the cache folder (named by its hash) and imported from there,
+    which is what lets Numba cache the machine code beside it."""
+    folder = cache_dir()
+    key = (source, folder)
+    with _kernels_lock:
+        found = _kernels.get(key)
+        if found is not None:
+            return found
+        digest = hashlib.sha256(source.encode()).hexdigest()[:24]
+        text = source.replace("cache=CACHE", f"cache={bool(folder)}")
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+            path = os.path.join(folder, f"ftk_{digest}.py")
+            if not os.path.exists(path):
+                fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+                with os.fdopen(fd, "w") as f:
+                    f.write(text)
+                os.replace(tmp, path)  # atomic: other processes see all of it or nothing
+            spec = importlib.util.spec_from_file_location(f"functrans_native_{digest}", path)
+            if spec is None or spec.loader is None:
+                raise RuntimeError(f"functrans: cannot load the native kernel file {path}")
+            module = importlib.util.module_from_spec(spec)
+            # Numba's cache finds the kernel's globals again by module name.
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+            namespace = vars(module)
+        else:
+            namespace = {"__name__": f"functrans_native_{digest}"}
+            exec(compile(text, f"<functrans native {digest}>", "exec"), namespace)
+        _kernels[key] = namespace["kernel"]
+        return namespace["kernel"]
+
+
+def _signature(group: Jaxpr, kinds: Sequence[str]) -> tuple:
+    """Numba argument types for the kernel as the program calls it: a shape
+    tuple, then scalars, C-contiguous arrays, or read-only broadcast views."""
+    from numba import types
+    from numba.np.numpy_support import from_dtype
+
+    rank = group.outvars[0].aval.ndim
+    sig: list[Any] = [types.UniTuple(types.int64, rank) if rank else types.Tuple(())]
+    for v, kind in zip(group.invars, kinds):
+        dt = from_dtype(v.aval.dtype)
+        if kind == "scalar":
+            sig.append(dt)
+        elif kind == "array":
+            sig.append(types.Array(dt, rank, "C"))
+        else:
+            sig.append(types.Array(dt, rank, "A", readonly=True))
+    return tuple(sig)
+
+
+def _scalar(x: Any) -> Any:
+    """A rank-0 operand as the scalar the kernel takes."""
+    return x if type(x) in (bool, int, float) else np.asarray(x).reshape(-1)[0]
+
+
+class _NativeCall:
+    """The operation standing for one kernel call in the program the NumPy
+    backend generates: it reads ``numpy_fn`` (with no params) and calls it
+    with the group's inputs; the results are the kernel's new arrays."""
+
+    name = "native_kernel"
+    multiple_results = True
+    numpy_kernel = None
+
+    def __init__(self, fn: Callable, source: str):
+        self.numpy_fn = self.impl = fn
+        self.source = source
+
+    def __repr__(self):
+        return self.name
+
+
+def _call(group: Jaxpr, name: str) -> tuple[Callable, str, float]:
+    """The Python function running ``group`` through its kernel (with the
+    program's static shapes: broadcasting happens here), the kernel source,
+    and the seconds spent compiling it (0 when it came from a cache)."""
+    shape = group.outvars[0].aval.shape
+    kinds = []
+    for v in group.invars:
+        if v.aval.ndim == 0:
+            kinds.append("scalar")
+        elif v.aval.shape == shape:
+            kinds.append("array")
+        else:
+            kinds.append("broadcast")
+    source = kernel_source(group, [k == "scalar" for k in kinds])
+    start = time.perf_counter()
+    kernel = _load(source)
+    signature = _signature(group, kinds)
+    if signature not in kernel.overloads:
+        kernel.compile(signature)
+    seconds = time.perf_counter() - start
+    args = [f"a{k}" for k in range(len(kinds))]
+    passed = [f"_scalar({a})" if kind == "scalar" else
+              f"_broadcast_to({a}, _shape)" if kind == "broadcast" else a
+              for a, kind in zip(args, kinds)]
+    text = (f"def {name}({', '.join(args)}):\n"
+            f"    return _kernel(_shape, {', '.join(passed)})\n")
+    namespace = {"_kernel": kernel, "_shape": tuple(shape), "_scalar": _scalar,
+                 "_broadcast_to": np.broadcast_to}
+    exec(compile(text, f"<functrans native call {name}>", "exec"), namespace)
+    return namespace[name], source, seconds
+
+
+class Lowering:
+    """``lower``'s result: ``jaxpr``, the program with its native groups as
+    kernel calls (for the NumPy backend to generate code from); ``sources``,
+    the kernels' Numba source; ``compile_seconds``, the time spent compiling
+    or loading them."""
+
+    def __init__(self, jaxpr: ClosedJaxpr, sources: list[str], compile_seconds: float):
+        self.jaxpr, self.sources, self.compile_seconds = jaxpr, sources, compile_seconds
+
+
+def lower(closed: ClosedJaxpr) -> Lowering:
+    """``closed`` with its native groups replaced by kernel calls."""
+    fused = fuse(closed, fusible)
+    fused_p = lookup_primitive("fused_elementwise")
+    eqns: list[Eqn] = []
+    sources: list[str] = []
+    seconds = 0.0
+    for e in fused.jaxpr.eqns:
+        if e.primitive is not fused_p or not all(fusible(m) for m in e.params["jaxpr"].eqns):
+            eqns.append(e)
+            continue
+        group = e.params["jaxpr"]
+        fn, source, spent = _call(group, f"native_{len(sources)}")
+        sources.append(source)
+        seconds += spent
+        eqns.append(Eqn(_NativeCall(fn, source), e.inputs, e.outputs, {}))  # type: ignore[arg-type]
+    j = fused.jaxpr
+    program = ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.outvars, eqns), fused.consts)
+    return Lowering(program, sources, seconds)
+
