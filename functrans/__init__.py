@@ -66,4 +66,9 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module("functrans.sparse")
+    # functrans.optimizers: loaded on first use, as it is not needed to trace.
+    if name == "optimizers":
+        import importlib
+
+        return importlib.import_module("functrans.optimizers")
     raise AttributeError(f"module 'functrans' has no attribute {name!r}")
