@@ -218,6 +218,15 @@ def test_jac_true_and_evaluation_counts():
     np.testing.assert_allclose(res.x, ref.x, atol=1e-4)
 
 
+@pytest.mark.parametrize("method", ["newton", "trust-exact", "Newton-CG"])
+def test_jac_true_with_functrans_hessian(method):
+    """The Hessian functrans computes is that of the value fun returns first."""
+    res = minimize(ft.value_and_grad(rosen), [-1.2, 1.0], method=method, jac=True)
+    ref = minimize(rosen, [-1.2, 1.0], method=method)
+    np.testing.assert_allclose(res.x, ref.x, rtol=1e-12)
+    assert res.nit == ref.nit and res.nhev == ref.nhev
+
+
 def test_user_hessp_and_hess_for_newton_cg():
     def hessp(x, p):
         return ft.hvp(rosen, (x,), (p,))

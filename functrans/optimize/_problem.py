@@ -64,8 +64,11 @@ class Problem:
         given = UserDerivatives(self, args, jac, hess, hessp)
         need = need - given.provides
         with_vg = jac is None or jac is False
+        # With jac=True, fun returns (value, gradient): what functrans still
+        # differentiates (the Hessian) is of the value alone.
+        self._value_first = jac is True
         key: tuple | None = (has_aux, self.treedef, tuple(self.shapes), static_key, need,
-                             with_vg)
+                             with_vg, self._value_first)
         try:
             per_fun = _COMPILED.setdefault(fun, {})
             hash(key)
@@ -170,10 +173,13 @@ class Problem:
 
     def _flat_fun(self) -> Callable:
         name, label, has_aux = self.name, self.label, self.has_aux
+        value_first = self._value_first
         fun, unravel, rebuild = self.fun, self.unravel, self._rebuild_args
 
         def flat(v, *dyn):
             out = fun(unravel(v), *rebuild(dyn))
+            if value_first and isinstance(out, (tuple, list)) and len(out) == 2:
+                out = out[0]
             if has_aux:
                 if not (isinstance(out, (tuple, list)) and len(out) == 2):
                     raise TypeError(
