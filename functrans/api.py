@@ -59,6 +59,7 @@ from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tr
 
 __all__ = [
     "ShapeDtypeStruct",
+    "eval_shape",
     "grad",
     "hessian",
     "hvp",
@@ -72,6 +73,33 @@ __all__ = [
     "vjp",
     "vmap",
 ]
+
+
+def eval_shape(f: Callable, *args: Any, **kwargs: Any) -> Any:
+    """The shapes and dtypes of ``f(*args, **kwargs)``'s results, as a pytree
+    of ``ShapeDtypeStruct`` like the output, found by tracing ``f`` without
+    computing anything.  The arguments (positional and keyword) may be
+    arrays, scalars or ``ShapeDtypeStruct``s: only their shapes and dtypes
+    are used, so no memory is spent on a large one.
+
+    >>> import functrans as ft, numpy as np
+    >>> out = ft.eval_shape(lambda x, w: {"y": x @ w, "n": x.shape[0]},
+    ...                     ft.ShapeDtypeStruct((1000, 3), np.float32), np.ones((3, 2)))
+    >>> out["y"], out["n"]
+    (ShapeDtypeStruct(shape=(1000, 2), dtype=float64), ShapeDtypeStruct(shape=(), dtype=int64))
+    """
+    name = core.fun_name(f)
+    label = f"eval_shape({name})"
+    leaves, in_tree = check_leaves(label, "argument ", (args, kwargs))
+
+    def call(a, k):
+        return f(*a, **k)
+
+    flat, out_cell = flat_fun(call, label, in_tree, {}, {})
+    avals = [core.get_aval(x) for x in leaves]  # no values: nothing is computed
+    closed, _, _ = core.trace_to_jaxpr(flat, avals, name=name)
+    return tree_unflatten(out_cell[-1], [ShapeDtypeStruct(a.shape, a.dtype)
+                                         for a in closed.out_avals])
 
 
 def make_jaxpr(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable[..., ClosedJaxpr]:

@@ -24,6 +24,8 @@ of perturbation confusion.
 from __future__ import annotations
 
 import itertools
+import linecache
+import os
 import sys
 import threading
 import types
@@ -220,15 +222,17 @@ Atom = "Var | Literal"
 class Eqn:
     """``outputs = primitive[params](*inputs)``.  Params are hashable values.
 
-    ``source`` is ``file.py:12``, the user's line that made the equation (the
-    line of the equation a transform derived it from), for the errors of
-    ``debug_nans`` and the warnings of generated code; it is not part of the
-    program (two Jaxprs differing only in sources are equal)."""
+    ``source`` is the user's line that made the equation (``Source``; the line
+    of the equation a transform derived it from), for the errors of
+    ``debug_nans`` and the warnings of generated code.  It is not part of the
+    program: two Jaxprs differing only in sources are equal, except while
+    ``debug_nans`` or ``debug_infs`` is on, when the caches keyed on programs
+    must keep one per user line for the errors to name the right one."""
 
     __slots__ = ("primitive", "inputs", "outputs", "params", "source")
 
     def __init__(self, primitive: Primitive, inputs: tuple, outputs: tuple, params: dict,
-                 source: str | None = None):
+                 source: Source | None = None):
         self.primitive = primitive
         self.inputs = inputs
         self.outputs = outputs
@@ -247,7 +251,7 @@ class Jaxpr:
     can key a cache.
     """
 
-    __slots__ = ("constvars", "invars", "outvars", "eqns", "_key", "_hash")
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "_key", "_hash", "_effect")
 
     def __init__(self, constvars, invars, outvars, eqns):
         self.constvars = tuple(constvars)
@@ -256,6 +260,15 @@ class Jaxpr:
         self.eqns = tuple(eqns)
         self._key = None
         self._hash = None
+        self._effect: bool | None = None
+
+    @property
+    def has_effect(self) -> bool:
+        """Whether an equation of this program (or of one of its sub-Jaxprs) has
+        an effect (``Primitive.effect``)."""
+        if self._effect is None:
+            self._effect = any(has_effect(e) for e in self.eqns)
+        return self._effect
 
     @property
     def in_avals(self) -> list[ShapedArray]:
@@ -300,6 +313,8 @@ class Jaxpr:
                 refs(e.inputs)
                 bind_all(e.outputs)
                 add(_params_key(e.params) if e.params else ())
+                if _checking:  # a cached program must not name another's lines
+                    add(e.source)
             refs(self.outvars)
             self._key = tuple(key)
         return self._key
@@ -319,6 +334,10 @@ class Jaxpr:
 
     def to_dot(self) -> str:
         return jaxpr_to_dot(self)
+
+    def render(self, path: str, format: str | None = None) -> str:
+        """``to_dot()`` drawn into ``path`` (see ``ClosedJaxpr.render``)."""
+        return render_dot(self.to_dot(), path, format)
 
 
 #: Marks a literal operand in ``Jaxpr._structure`` (variables are numbers there).
@@ -361,7 +380,14 @@ class ClosedJaxpr:
     __repr__ = __str__
 
     def to_dot(self) -> str:
+        """Graphviz DOT text of the program (see ``jaxpr_to_dot``)."""
         return jaxpr_to_dot(self.jaxpr)
+
+    def render(self, path: str, format: str | None = None) -> str:
+        """Draw the program into ``path`` (SVG, PNG or PDF, from its suffix or
+        ``format``) with the optional ``graphviz`` package and Graphviz's
+        ``dot`` program; returns ``path``."""
+        return render_dot(self.to_dot(), path, format)
 
     def __call__(self, *args):
         return eval_jaxpr(self.jaxpr, self.consts, *args)
@@ -437,35 +463,127 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0) -> str:
 
 
 def jaxpr_to_dot(jaxpr: Jaxpr) -> str:
-    """Graphviz DOT text: a box per equation, an ellipse per input/output."""
-    n = _Namer()
-    lines = ["digraph jaxpr {", "  rankdir=TB;", '  node [fontname="monospace"];']
-    src: dict[int, str] = {}
-    for kind, vs in (("const", jaxpr.constvars), ("in", jaxpr.invars)):
-        for v in vs:
-            label = n.binder(v)
-            node = f"{kind}_{n.names[id(v)]}"
-            src[id(v)] = node
-            lines.append(f'  {node} [label="{label}", shape=ellipse];')
-    for i, e in enumerate(jaxpr.eqns):
-        node = f"eqn{i}"
-        outs = ", ".join(n.binder(v) for v in e.outputs)
-        lines.append(f'  {node} [label="{e.primitive.name}\\n{outs}", shape=box];')
-        for a in e.inputs:
-            if type(a) is Literal:
-                lit = f"lit{i}_{len(lines)}"
-                lines.append(f'  {lit} [label="{_pp_literal(a)}", shape=plaintext];')
-                lines.append(f"  {lit} -> {node};")
-            else:
-                lines.append(f"  {src[id(a)]} -> {node};")
-        for v in e.outputs:
-            src[id(v)] = node
-    for j, a in enumerate(jaxpr.outvars):
-        lines.append(f'  out{j} [label="out {j}", shape=ellipse];')
-        if type(a) is not Literal:
-            lines.append(f"  {src[id(a)]} -> out{j};")
-    lines.append("}")
-    return "\n".join(lines)
+    """Graphviz DOT text of ``jaxpr``: a box per equation labelled with its
+    primitive, its params and its results; the inputs as ellipses, the
+    constants as grey notes, literal operands as plain text, the outputs as
+    dashed ellipses; the programs of control flow (scan, while and cond
+    bodies, branches) as clusters named after the equation and its param,
+    beside the equation and joined to it by a dashed edge."""
+    return "\n".join(_Dot().graph(jaxpr))
+
+
+def _dot_text(text: str, limit: int = 60) -> str:
+    """``text`` shortened to ``limit`` characters and escaped for a DOT label."""
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def render_dot(dot: str, path: str, format: str | None = None) -> str:
+    """Write the DOT text ``dot`` drawn as ``format`` (default: ``path``'s
+    suffix) into ``path`` with the ``graphviz`` package."""
+    fmt = (format or os.path.splitext(str(path))[1].lstrip(".") or "svg").lower()
+    try:
+        import graphviz  # optional: the graphviz extra
+    except ImportError:
+        raise ImportError(
+            f"render({str(path)!r}) draws with the graphviz package, which is not installed: "
+            "pip install 'functrans[graphviz]' (it needs Graphviz's dot program too, e.g. "
+            "apt-get install graphviz); to_dot() gives the DOT text without either"
+        ) from None
+    try:
+        data = graphviz.Source(dot).pipe(format=fmt)
+    except graphviz.ExecutableNotFound:
+        raise RuntimeError(
+            f"render({str(path)!r}): the graphviz package is installed but Graphviz's dot "
+            "program is not on PATH; install Graphviz (apt-get install graphviz, brew install "
+            "graphviz, conda install graphviz) or draw to_dot()'s text elsewhere"
+        ) from None
+    except ValueError as e:  # an unknown format
+        raise ValueError(f"render({str(path)!r}): {e}; use svg, png or pdf") from None
+    with open(path, "wb") as f:
+        f.write(data)
+    return str(path)
+
+
+class _Dot:
+    """Builds the DOT text.  Nodes are named ``const_a``, ``in_b``, ``eqn0``,
+    ``lit0_1``, ``out0`` after the program's own names, prefixed ``s1_`` ...
+    inside the cluster of a sub-program."""
+
+    def __init__(self):
+        self.clusters = itertools.count(1)
+        self.lines: list[str] = []
+
+    def node(self, name: str, label: str, indent: str, attrs: str) -> str:
+        self.lines.append(f'{indent}{name} [label="{label}", {attrs}];')
+        return name
+
+    def graph(self, jaxpr: Jaxpr) -> list[str]:
+        self.lines = ["digraph jaxpr {", "  rankdir=TB;", "  compound=true;",
+                      '  node [fontname="monospace", fontsize=10];']
+        self.body(jaxpr, "", "  ")
+        self.lines.append("}")
+        return self.lines
+
+    def body(self, jaxpr: Jaxpr, prefix: str, indent: str) -> str:
+        """Draw ``jaxpr``'s nodes; returns the name of its first node (where
+        the edge into its cluster points)."""
+        n = _Namer()
+        src: dict[int, str] = {}
+        first: list[str] = []
+        for kind, vs in (("const", jaxpr.constvars), ("in", jaxpr.invars)):
+            for v in vs:
+                label = n.binder(v)
+                attrs = ("shape=note, style=filled, fillcolor=lightgrey" if kind == "const"
+                         else "shape=ellipse")
+                src[id(v)] = self.node(f"{prefix}{kind}_{n.names[id(v)]}",
+                                       _dot_text(label), indent, attrs)
+                first.append(src[id(v)])
+        for i, e in enumerate(jaxpr.eqns):
+            params = " ".join(f"{k}={_pp_param(val, 0)}" for k, val in sorted(e.params.items())
+                              if not _is_program(val))
+            head = _dot_text(e.primitive.name + (f"[{params}]" if params else ""), 80)
+            outs = _dot_text(", ".join(n.binder(v) for v in e.outputs) or "(no results)")
+            node = self.node(f"{prefix}eqn{i}", f"{head}\\n{outs}", indent, "shape=box")
+            first.append(node)
+            for j, a in enumerate(e.inputs):
+                if type(a) is Literal:
+                    lit = self.node(f"{prefix}lit{i}_{j}", _dot_text(_pp_literal(a)), indent,
+                                    "shape=plaintext")
+                    self.lines.append(f"{indent}{lit} -> {node};")
+                else:
+                    self.lines.append(f"{indent}{src[id(a)]} -> {node};")
+            for key, val in sorted(e.params.items()):
+                subs = [v for v in (val if isinstance(val, tuple) else (val,))
+                        if isinstance(v, (Jaxpr, ClosedJaxpr))]
+                for j, sub in enumerate(subs):
+                    where = key if len(subs) == 1 else f"{key}[{j}]"
+                    self.cluster(node, f"{e.primitive.name}: {where}", sub, indent)
+            for v in e.outputs:
+                src[id(v)] = node
+        for j, a in enumerate(jaxpr.outvars):
+            out = self.node(f"{prefix}out{j}", f"out {j}", indent, "shape=ellipse, style=dashed")
+            if type(a) is not Literal:
+                self.lines.append(f"{indent}{src[id(a)]} -> {out};")
+        return first[0] if first else out if jaxpr.outvars else \
+            self.node(f"{prefix}empty", "(empty)", indent, "shape=plaintext")
+
+    def cluster(self, owner: str, title: str, sub: Jaxpr | ClosedJaxpr, indent: str) -> None:
+        k = next(self.clusters)
+        self.lines.append(f"{indent}subgraph cluster_{k} {{")
+        self.lines.append(f'{indent}  label="{_dot_text(title)}"; style=rounded; color=grey50; '
+                          'fontname="monospace"; fontsize=10;')
+        head = self.body(sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub, f"s{k}_",
+                         indent + "  ")
+        self.lines.append(f"{indent}}}")
+        self.lines.append(f"{indent}{owner} -> {head} [lhead=cluster_{k}, style=dashed, "
+                          "arrowhead=odot];")
+
+
+def _is_program(value: Any) -> bool:
+    values = value if isinstance(value, tuple) else (value,)
+    return any(isinstance(v, (Jaxpr, ClosedJaxpr)) for v in values)
 
 
 # --------------------------------------------------------------------------
@@ -551,6 +669,7 @@ class Primitive:
         xp_impl: bool = False,
         gpu: Callable | None = None,
         sparsity: Callable | RuleFactory | None = None,
+        effect: bool = False,
     ):
         if name in registry:
             raise ValueError(f"primitive {name!r} is declared twice")
@@ -592,6 +711,11 @@ class Primitive:
         self.xp_impl = xp_impl
         #: The impl on CuPy arrays where it differs from ``impl``, or None.
         self.gpu = gpu
+        #: True for a primitive run for its effect (``debug_print``): its
+        #: equations are kept although nothing reads their results, run once
+        #: each time the program runs and in program order, never merged,
+        #: folded at compile time nor run while tracing (``has_effect``).
+        self.effect = effect
         #: Optional: which operand elements each output element depends on, and
         #: which operands meet nonlinearly (``functrans.interpreters.sparsity``);
         #: without it, sparsity detection takes every output element to depend
@@ -619,6 +743,35 @@ class Primitive:
 
     def __repr__(self):
         return self.name
+
+
+def _values_while_tracing(eqn: Eqn, ins: list) -> Any:
+    """The results of ``eqn``, an equation with an effect, for value-carrying
+    tracing: computed with prints muted (``effects_muted``), since the effect
+    belongs to the run of the program, not to its tracing."""
+    _state.muted += 1
+    try:
+        return apply_impl(eqn.primitive, ins, eqn.params)
+    finally:
+        _state.muted -= 1
+
+
+def effects_muted() -> bool:
+    """Whether this thread is computing values while tracing (a print's impl
+    then prints nothing: the traced program prints when it runs)."""
+    return _state.muted > 0
+
+
+def has_effect(eqn: Eqn) -> bool:
+    """Whether ``eqn`` must run although nothing reads its results: its
+    primitive has an effect, or one of its sub-Jaxprs (a loop body, a branch)
+    has one.  The passes keep, and never merge or fold, such equations."""
+    if eqn.primitive.effect:
+        return True
+    return bool(eqn.params) and any(
+        (sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub).has_effect
+        for sub in _sub_jaxprs(eqn.params)
+    )
 
 
 def lookup_primitive(name: str) -> Primitive:
@@ -764,6 +917,11 @@ class _TraceState(threading.local):
 
     def __init__(self):
         self.stack: list[JaxprTrace] = []
+        #: The source of the equation an interpreter is re-emitting: the
+        #: equations it binds take it as theirs (see ``user_source``).
+        self.source: Source | None = None
+        #: Above 0 while values are computed during tracing (``effects_muted``).
+        self.muted = 0
 
 
 _state = _TraceState()
@@ -782,6 +940,65 @@ def user_frame_summary() -> str:
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>"
+
+
+#: ``(file, line, function, derived)``: where the user's code made an equation;
+#: ``derived`` when a transform made it from that line's operation (a
+#: derivative rule's equations, a transposed equation).
+Source = tuple[str, int, str, bool]
+
+#: Whether each code object met on the stack is functrans' own (``user_source``
+#: skips those frames); bounded, since generated code makes new code objects.
+_library_code: dict[types.CodeType, bool] = {}
+
+
+def user_source(depth: int = 2) -> Source | None:
+    """Where the equation being recorded comes from: the source of the
+    equation an interpreter is re-emitting, else the innermost stack frame
+    outside functrans (``depth`` frames above this call and out)."""
+    source = _state.source
+    if source is not None:
+        return source
+    frame: types.FrameType | None = sys._getframe(depth)
+    known = _library_code
+    while frame is not None:
+        code = frame.f_code
+        library = known.get(code)
+        if library is None:
+            if len(known) > 4096:
+                known.clear()
+            library = known[code] = _is_library_frame(frame)
+        if not library:
+            return (code.co_filename, frame.f_lineno, code.co_name, False)
+        frame = frame.f_back
+    return None
+
+
+def current_source() -> Source | None:
+    """The source an interpreter gave the equations it binds (None: their own line)."""
+    return _state.source
+
+
+def set_source(source: Source | None) -> None:
+    """Give ``source`` to the equations bound from now on in this thread: an
+    interpreter re-emitting an equation passes on the user's line (and
+    restores ``current_source()`` when it is done)."""
+    _state.source = source
+
+
+def derived_source(source: Source | None) -> Source | None:
+    """``source`` marked as made by a transform from that line's operation."""
+    return source if source is None or source[3] else (*source[:3], True)
+
+
+def format_source(source: Source | None) -> str:
+    """``loss (model.py:12: y = fnp.log(x))``, for messages."""
+    if source is None:
+        return "an unknown line"
+    file, line, function, derived = source
+    text = linecache.getline(file, line).strip()
+    where = f"{function} ({file}:{line}{': ' + text if text else ''})"
+    return f"an operation a transform derived from {where}" if derived else where
 
 
 class JaxprTrace:
@@ -903,12 +1120,14 @@ class JaxprTrace:
             raise type(e)(f"{self.fun_name}: {e}") from None
         out_avals = out if prim.multiple_results else (out,)
         outvars = tuple(Var(a) for a in out_avals)
-        self.eqns.append(Eqn(prim, tuple(invars), outvars, params))
+        eqn = Eqn(prim, tuple(invars), outvars, params, user_source(2))
+        self.eqns.append(eqn)
         vals = None
-        if self.concrete:
+        if self.concrete and outvars:
             ins = [self._value_of(x, v) for x, v in zip(args, invars)]
             if all(v is not None for v in ins):
-                res = apply_impl(prim, ins, params)
+                res = _values_while_tracing(eqn, ins) if has_effect(eqn) else \
+                    apply_impl(prim, ins, params)
                 vals = res if prim.multiple_results else (res,)
         tracers = [
             Tracer(self, v, None if vals is None else vals[i]) for i, v in enumerate(outvars)
@@ -1073,9 +1292,58 @@ def bind(prim: Primitive, *args, **params):
                     raise _leaked(x)
                 return stack[-1].process(prim, args, params)
             other = True
-    if other:
-        return apply_impl(prim, args, params)
-    return prim.impl(*args, **params)
+    out = apply_impl(prim, args, params) if other else prim.impl(*args, **params)
+    if _checking:
+        check_values(prim, out if prim.multiple_results else (out,), user_source())
+    return out
+
+
+# --------------------------------------------------------------------------
+# debug_nans and debug_infs
+# --------------------------------------------------------------------------
+
+#: ``(debug_nans, debug_infs)``, set through ``functrans.config``: the
+#: floating-point results of every primitive are checked, eagerly in ``bind``
+#: and by generated code (which has the checks only while they are on).
+value_checks: tuple[bool, bool] = (False, False)
+_checking = False
+
+#: Functions called when ``value_checks`` changes: the caches of generated
+#: code drop their programs, which were generated with or without checks.
+on_value_checks: list[Callable[[], None]] = []
+
+
+def set_value_checks(nans: bool, infs: bool) -> None:
+    global value_checks, _checking
+    value_checks = (bool(nans), bool(infs))
+    _checking = nans or infs
+    for clear in on_value_checks:
+        clear()
+
+
+def check_values(prim: Primitive, outs: Sequence[Any], source: Source | None) -> None:
+    """Raise ``FloatingPointError`` if a result of ``prim`` (made at ``source``)
+    holds a NaN (``debug_nans``) or an infinity (``debug_infs``)."""
+    nans, infs = value_checks
+    for x in outs:
+        if isinstance(x, (float, complex)):
+            x = np.asarray(x)
+        dtype = getattr(x, "dtype", None)
+        if dtype is None or dtype.kind not in "fc":
+            continue
+        xp = array_module((x,))
+        for on, test, what, flag in ((nans, xp.isnan, "NaN", "debug_nans"),
+                                     (infs, xp.isinf, "an infinity", "debug_infs")):
+            bad = int(test(x).sum()) if on else 0
+            if bad:
+                aval = ShapedArray(tuple(x.shape), dtype)
+                raise FloatingPointError(
+                    f"{flag}: the primitive '{prim.name}' produced {what} ({bad} of "
+                    f"{aval.size} elements of its {aval.str_short()} result) in "
+                    f"{format_source(source)}. Check the operands there (a value outside "
+                    f"the function's domain, a division by zero, an overflow); "
+                    f"functrans.config.update('{flag}', False) turns the check off"
+                )
 
 
 # --------------------------------------------------------------------------
@@ -1234,13 +1502,19 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list[Any]:
     def read(a):
         return a.val if type(a) is Literal else env[id(a)]
 
-    for e in jaxpr.eqns:
-        out = bind(e.primitive, *map(read, e.inputs), **e.params)
-        if e.primitive.multiple_results:
-            for v, x in zip(e.outputs, out):
-                env[id(v)] = x
-        else:
-            env[id(e.outputs[0])] = out
+    state = _state
+    outer = state.source
+    try:
+        for e in jaxpr.eqns:
+            state.source = e.source or outer  # the equations it binds are the user's
+            out = bind(e.primitive, *map(read, e.inputs), **e.params)
+            if e.primitive.multiple_results:
+                for v, x in zip(e.outputs, out):
+                    env[id(v)] = x
+            else:
+                env[id(e.outputs[0])] = out
+    finally:
+        state.source = outer
     return [read(a) for a in jaxpr.outvars]
 
 

@@ -51,9 +51,11 @@ def partial_eval(closed: ClosedJaxpr, unknowns, instantiate):
     return pe.partial_eval(closed, unknowns, instantiate)
 
 
-def select_outputs(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
-    """``closed`` returning only the outputs flagged in ``keep`` (dead code removed)."""
-    return ClosedJaxpr(dce(closed.jaxpr, keep), closed.consts)
+def select_outputs(closed: ClosedJaxpr, keep: Sequence[bool], effects: bool = True
+                   ) -> ClosedJaxpr:
+    """``closed`` returning only the outputs flagged in ``keep`` (dead code
+    removed; equations with an effect too when not ``effects``: see ``dce``)."""
+    return ClosedJaxpr(dce(closed.jaxpr, keep, effects), closed.consts)
 
 
 def transpose(closed: ClosedJaxpr, linear: Sequence[bool],

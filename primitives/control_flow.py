@@ -122,7 +122,9 @@ def _cond_jvp(primals, tangents, *, branches):
         return outs, [Zero(a) for a in out_avals]
     # Each branch's JVP, returning its tangent outputs only.
     only_tangents = [False] * len(out_avals) + [True] * sum(out_nz)
-    tangent_branches = tuple(sj.select_outputs(sj.jvp(b, nonzeros, out_nz)[0], only_tangents)
+    # (the primal cond above runs the branch's prints; the tangent one must not)
+    tangent_branches = tuple(sj.select_outputs(sj.jvp(b, nonzeros, out_nz)[0], only_tangents,
+                                               effects=False)
                              for b in branches)
     t_outs = bind(cond_p, index, *ops, *_nonzero(tangents[1:]), branches=tangent_branches)
     return outs, fill_in(out_nz, t_outs, [Zero(a) for a in out_avals])
@@ -221,7 +223,7 @@ def _hoisted(known: ClosedJaxpr, kinds: Sequence[Residual], consts) -> list:
     if not any(flags):
         return []
     n_out = len(known.out_avals) - len(kinds)
-    only = sj.select_outputs(known, [False] * n_out + flags)
+    only = sj.select_outputs(known, [False] * n_out + flags, effects=False)  # no extra prints
     return sj.run(only, list(consts) + sj.zeros_for(known.in_avals[len(consts):]))
 
 

@@ -326,7 +326,8 @@ def _checkpoint_jvp(primals, tangents, *, jaxpr, name):
     nonzeros = [type(t) is not Zero for t in tangents]
     jv, out_nz = jvp_jaxpr(jaxpr, nonzeros, instantiate_outs=False)
     n_out = len(jaxpr.out_avals)
-    tangent_only = ClosedJaxpr(dce(jv.jaxpr, [False] * n_out + [True] * sum(out_nz)), jv.consts)
+    tangent_only = ClosedJaxpr(dce(jv.jaxpr, [False] * n_out + [True] * sum(out_nz),
+                                   effects=False), jv.consts)
     given = [t for t in tangents if type(t) is not Zero]
     t_outs = iter(bind(checkpoint_p, *primals, *given, jaxpr=tangent_only, name=name)
                   if any(out_nz) else [])

@@ -139,7 +139,9 @@ def unbroadcast(ct, aval: ShapedArray):
 
 def derivative_jvp(derivs) -> RuleFactory:
     """The JVP rule ``t_out = sum_i deriv_i * t_i`` of a row with derivatives
-    ``derivs`` (one per operand; a ``ZERO`` row takes ``zero_jvp``)."""
+    ``derivs`` (one per operand, ``ZERO`` for an operand whose tangent does
+    not reach the output, such as copysign's ``y``; a ``ZERO`` row takes
+    ``zero_jvp``)."""
 
     @rule_factory
     def make(prim: Primitive) -> Callable:
@@ -150,7 +152,7 @@ def derivative_jvp(derivs) -> RuleFactory:
                 return out, Zero(aval)
             t_out = None
             for t, d in zip(tangents, derivs):
-                if type(t) is not Zero:
+                if type(t) is not Zero and d is not ZERO:
                     term = mul(t, d(*primals, out))
                     t_out = term if t_out is None else add(t_out, term)
             return out, Zero(aval) if t_out is None else fit(t_out, aval)
@@ -231,6 +233,12 @@ def _pow_dx(x, y):
     zero_base = and_(eq(y, 0), eq(x, 0))
     safe_x = select(zero_base, 1.0, x)
     return select(zero_base, 0.0, mul(y, pow(safe_x, sub(y, 1))))
+
+
+def _copysign_dx(x, y):
+    """d copysign(x, y) / dx: 1 where x and y have the same sign bit, else -1
+    (at x = +-0 too, by the sign bit of the zero)."""
+    return select(eq(signbit(x), signbit(y)), 1.0, -1.0)
 
 
 def _hypot_d(a, r):
@@ -506,6 +514,7 @@ UNARY = [
     Row("round",     np.round,     ZERO, dtype_rule=_round_dtype,
         cuda={"biu": "x", "f": "rint(x)", "c": "{T}(rint(x.real()), rint(x.imag()))"},
         doc="`np.round` (half to even); integer dtypes are kept"),
+    Row("signbit",   np.signbit,   ZERO, cuda={"f": "signbit(x)"}),
     Row("is_finite", np.isfinite,  ZERO,
         cuda={"biu": "true", "f": "isfinite(x)",
               "c": "(isfinite(x.real()) && isfinite(x.imag()))"}),
@@ -566,6 +575,8 @@ BINARY = [
     # A row of its own, not a rewrite through max/min and |.|: their ties
     # (|x| == |y|, x == 0) would split derivatives 0.5/0.5 and lose the
     # curvature of a smooth function.
+    Row("copysign", np.copysign,      (lambda x, y, out: _copysign_dx(x, y), ZERO),
+        cuda={"f": "copysign(x, y)"}),
     Row("hypot",    np.hypot,         (lambda x, y, out: _hypot_d(x, out),
                                        lambda x, y, out: _hypot_d(y, out)),
         cuda="hypot(x, y)"),
@@ -743,6 +754,7 @@ floor: Op = _op(unary["floor"])
 ceil: Op = _op(unary["ceil"])
 trunc: Op = _op(unary["trunc"])
 round: Op = _op(unary["round"])
+signbit: Op = _op(unary["signbit"])
 is_finite: Op = _op(unary["is_finite"])
 logistic: Op = _op(unary["logistic"])
 not_: Op = _op(unary["not"])
@@ -759,6 +771,7 @@ pow: Op = _op(binary["pow"])
 max: Op = _op(binary["max"])
 min: Op = _op(binary["min"])
 atan2: Op = _op(binary["atan2"])
+copysign: Op = _op(binary["copysign"])
 hypot: Op = _op(binary["hypot"])
 eq: Op = _op(binary["eq"])
 ne: Op = _op(binary["ne"])

@@ -1862,6 +1862,8 @@ SPECS: dict[str, Spec] = {
     "trunc": Spec(unary_impl(np.trunc, -10, 10, allow_special=True), unary_case(-3, 3),
                   zero_derivative=True),
     "round": Spec(unary_impl(np.round, -10, 10), unary_case(-3, 3), zero_derivative=True),
+    "signbit": Spec(unary_impl(np.signbit, -10, 10, allow_special=True), unary_case(-3, 3),
+                    zero_derivative=True),
     "is_finite": Spec(unary_impl(np.isfinite, -10, 10, allow_special=True), unary_case(-3, 3),
                       zero_derivative=True),
     "not": Spec(unary_impl(np.invert, -10, 10), not_case(), zero_derivative=True, errors=[
@@ -1890,6 +1892,7 @@ SPECS: dict[str, Spec] = {
     # off the branch cut (x = 0, y < 0) of arctan2(x, y)
     "atan2": Spec(binary_impl(np.arctan2), binary_case(away_x=0.5)),
     # off the origin, the tip of the cone
+    "copysign": Spec(binary_impl(np.copysign), binary_case(away_x=0.2, away_y=0.2)),
     "hypot": Spec(binary_impl(np.hypot), binary_case(away_x=0.5)),
     # small ranges so that ties happen
     "eq": Spec(binary_impl(np.equal, (-2, 2), (-2, 2)), binary_case(), zero_derivative=True),

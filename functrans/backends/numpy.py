@@ -8,6 +8,7 @@ its last use has run, so peak memory follows the program's live values.
 
 from __future__ import annotations
 
+import ast
 import functools
 import keyword
 import math
@@ -131,7 +132,7 @@ class Compiled:
         self.jaxpr = closed
         name = _identifier(name)
         self.source, namespace = generate_source(closed, name, scalars_out, own_outputs)
-        exec(compile(self.source, f"<functrans:{name}>", "exec"), namespace)
+        exec(_compile_at_user_lines(self.source, name, namespace.pop(_LINES)), namespace)
         self.fn = namespace[name]
 
     def __call__(self, *args: Any) -> list[Any]:
@@ -161,6 +162,9 @@ def interpret(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
         env[id(v)] = x
     for e, dead in zip(jaxpr.eqns, last_uses(jaxpr)):
         out = _callable(e)(*[a.val if type(a) is Literal else env[id(a)] for a in e.inputs])
+        if core._checking:  # debug_nans, debug_infs
+            core.check_values(e.primitive, out if e.primitive.multiple_results else (out,),
+                              e.source)
         if e.primitive.multiple_results:
             for v, x in zip(e.outputs, out):
                 env[id(v)] = x
@@ -215,6 +219,8 @@ class HostBackend:
 
 
 core.host_backend = HostBackend()
+# Programs generated with or without the checks of debug_nans go when those change.
+core.on_value_checks += [compiled.cache_clear, compiled_body.cache_clear]
 
 
 #: The names generated code gives its own values: operations ``f0``,
@@ -242,9 +248,17 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
     a view)."""
     jaxpr = closed.jaxpr
     name = _identifier(name)
-    namespace: dict[str, Any] = {"_asarray": as_array}
+    # Frames of generated code are functrans' own (core.user_source skips them).
+    namespace: dict[str, Any] = {"_asarray": as_array, "__name__": "functrans.generated"}
     names: dict[int, str] = {}
     callables: dict[Any, str] = {}
+    # Each equation's line stands at its user's line (see _compile_at_user_lines);
+    # one made in another file than most calls it through a function located there.
+    at_line: dict[int, core.Source] = {}
+    main_file = _main_file(jaxpr)
+    checks = core.value_checks != (False, False)
+    if checks:
+        namespace["_check"] = _checker(jaxpr)
 
     def constant(value: Any, prefix: str) -> str:
         key = f"{prefix}{len(namespace)}"
@@ -274,7 +288,9 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
     # The arguments and constants an output is checked against stay alive until
     # the return (the earlier outputs it may be checked against do anyway).
     checked = {names[id(v)] for src in sources for v in src if id(v) in names}
-    for e, dead, fn in zip(jaxpr.eqns, last_uses(jaxpr), fns):
+    for i, (e, dead, fn) in enumerate(zip(jaxpr.eqns, last_uses(jaxpr), fns)):
+        if e.source is not None and e.source[0] != main_file:
+            fn = _located(fn, e.source)
         fn_name = callables.get(fn)
         if fn_name is None:
             fn_name = callables[fn] = constant(fn, "f")
@@ -286,7 +302,11 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
             lhs = ", ".join(outs) + "," if outs else "_"
         else:
             lhs = outs[0]
+        if e.source is not None:
+            at_line[len(lines) + 1] = e.source
         lines.append(f"    {lhs} = {call}")
+        if checks and outs:
+            lines.append(f"    _check({i}, {', '.join(outs)})")
         give, dead_locals = buffers.release(e, fn, dead, names, into)
         lines += [f"    _give({name})" for name in give]
         dead_locals = [n for n in dead_locals if n not in checked]
@@ -304,8 +324,70 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
         returned.append(out)
     lines.append(f"    return [{', '.join(returned)}]")
     namespace["_take"], namespace["_give"] = scratch.take, scratch.give
+    namespace[_LINES] = at_line
     namespace["_owned"], namespace["_copied"] = owned, copied
     return "\n".join(lines) + "\n", namespace
+
+
+#: The namespace entry through which ``generate_source`` hands ``Compiled`` the
+#: user's line of each generated line (popped before the code runs).
+_LINES = "__functrans_lines__"
+
+
+def _main_file(jaxpr: Jaxpr) -> str | None:
+    """The file most equations of ``jaxpr`` come from (None: no sources)."""
+    return _most_common([e.source[0] for e in jaxpr.eqns if e.source is not None])
+
+
+def _most_common(files: list[str]) -> str | None:
+    counts: dict[str, int] = {}
+    for f in files:
+        counts[f] = counts.get(f, 0) + 1
+    return max(counts, key=counts.__getitem__) if counts else None
+
+
+def _compile_at_user_lines(source: str, name: str, at_line: dict[int, core.Source]):
+    """``source`` compiled as the file its equations came from, each statement
+    at its equation's line, so that a warning NumPy raises in a call made by
+    the generated code (``RuntimeWarning: invalid value encountered in log``)
+    and a traceback through it name the user's line, at no cost when it
+    runs.  Statements of no equation keep the line before them."""
+    main = _most_common([src[0] for src in at_line.values()])
+    if main is None:
+        return compile(source, f"<functrans:{name}>", "exec")
+    tree = ast.parse(source)
+    function = tree.body[0]
+    line = next((s[1] for s in at_line.values() if s[0] == main), 1)
+    function.lineno = function.end_lineno = line
+    for statement in function.body:  # type: ignore[attr-defined]
+        src = at_line.get(statement.lineno)
+        if src is not None and src[0] == main:
+            line = src[1]
+        for node in ast.walk(statement):
+            if hasattr(node, "lineno"):
+                node.lineno = node.end_lineno = line  # type: ignore[attr-defined]
+        function.end_lineno = max(function.end_lineno, line)
+    return compile(tree, main, "exec")
+
+
+def _located(fn: Any, source: core.Source) -> Any:
+    """``fn`` called from a frame at ``source``'s file and line, for an equation
+    made in another file than the rest of its program."""
+    file, line = source[0], source[1]
+    namespace = {"fn": fn, "__name__": "functrans.generated"}
+    code = "\n" * (line - 1) + "def located(*args, **kwargs): return fn(*args, **kwargs)\n"
+    exec(compile(code, file, "exec"), namespace)
+    return namespace["located"]
+
+
+def _checker(jaxpr: Jaxpr):
+    """``check(i, *results)``: ``debug_nans``/``debug_infs`` for equation ``i``."""
+    eqns = jaxpr.eqns
+
+    def check(i: int, *results: Any) -> None:
+        core.check_values(eqns[i].primitive, results, eqns[i].source)
+
+    return check
 
 
 def _allocates(e, fn) -> bool:

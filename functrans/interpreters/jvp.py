@@ -19,7 +19,10 @@ from functrans.core import (
     ShapedArray,
     Zero,
     bind,
+    current_source,
+    derived_source,
     instantiate,
+    set_source,
     trace_to_jaxpr,
 )
 from functrans.dtypes import is_inexact
@@ -47,20 +50,26 @@ def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangen
         t = None if type(a) is Literal else tenv.get(id(a))
         return Zero(tangent_aval(a.aval)) if t is None else t
 
-    for e in jaxpr.eqns:
-        ps = [read_p(a) for a in e.inputs]
-        ts = [read_t(a) for a in e.inputs]
-        if all(type(t) is Zero for t in ts):
-            outs = bind(e.primitive, *ps, **e.params)
-            touts = None
-        else:
-            outs, touts = e.primitive.rule("jvp")(ps, ts, **e.params)
-        if not e.primitive.multiple_results:
-            outs, touts = [outs], None if touts is None else [touts]
-        for i, v in enumerate(e.outputs):
-            penv[id(v)] = outs[i]
-            if touts is not None and type(touts[i]) is not Zero:
-                tenv[id(v)] = touts[i]
+    outer = current_source()
+    try:
+        for e in jaxpr.eqns:
+            ps = [read_p(a) for a in e.inputs]
+            ts = [read_t(a) for a in e.inputs]
+            if all(type(t) is Zero for t in ts):
+                set_source(e.source or outer)
+                outs = bind(e.primitive, *ps, **e.params)
+                touts = None
+            else:  # the rule's equations come from the user's line of this one
+                set_source(derived_source(e.source) or outer)
+                outs, touts = e.primitive.rule("jvp")(ps, ts, **e.params)
+            if not e.primitive.multiple_results:
+                outs, touts = [outs], None if touts is None else [touts]
+            for i, v in enumerate(e.outputs):
+                penv[id(v)] = outs[i]
+                if touts is not None and type(touts[i]) is not Zero:
+                    tenv[id(v)] = touts[i]
+    finally:
+        set_source(outer)
     return [read_p(a) for a in jaxpr.outvars], [read_t(a) for a in jaxpr.outvars]
 
 

@@ -21,8 +21,11 @@ from functrans.core import (
     UndefinedPrimal,
     Zero,
     bind,
+    current_source,
+    derived_source,
     instantiate,
     lookup_primitive,
+    set_source,
     trace_to_jaxpr,
 )
 from functrans.passes.pipeline import run_passes
@@ -42,6 +45,17 @@ def backward_pass(
 ) -> list[Any]:
     """Cotangents of the ``UndefinedPrimal`` entries of ``args`` (``Zero`` where
     nothing flows), given cotangents of the outputs."""
+    outer = current_source()
+    try:
+        return _backward_pass(jaxpr, consts, args, cts_out, outer)
+    finally:
+        set_source(outer)
+
+
+def _backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
+                   cts_out: Sequence[Any], outer: Any) -> list[Any]:
+    """``backward_pass``; each equation bound takes the source of the one it
+    comes from (``outer`` where that has none)."""
     env: dict[int, Any] = {}
     linear: set[int] = set()
     for v, c in zip(jaxpr.constvars, consts):
@@ -64,6 +78,7 @@ def backward_pass(
             linear.update(id(v) for v in e.outputs)
             linear_eqns.append(e)
         else:
+            set_source(e.source or outer)
             outs = bind(e.primitive, *map(read, e.inputs), **e.params)
             for v, x in zip(e.outputs, outs if e.primitive.multiple_results else [outs]):
                 env[id(v)] = x
@@ -79,6 +94,7 @@ def backward_pass(
             continue
         ins = [UndefinedPrimal(a.aval) if is_linear(a) else read(a) for a in e.inputs]
         ct = ct_outs if e.primitive.multiple_results else ct_outs[0]
+        set_source(derived_source(e.source) or outer)  # the backward pass of the user's line
         ct_ins = e.primitive.rule("transpose")(ct, *ins, **e.params)
         for a, c in zip(e.inputs, ct_ins):
             if is_linear(a) and c is not None and type(c) is not Zero:

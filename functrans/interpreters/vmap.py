@@ -15,7 +15,16 @@ from __future__ import annotations
 import functools
 from typing import Any, Sequence
 
-from functrans.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, bind, trace_to_jaxpr
+from functrans.core import (
+    ClosedJaxpr,
+    Jaxpr,
+    Literal,
+    ShapedArray,
+    bind,
+    current_source,
+    set_source,
+    trace_to_jaxpr,
+)
 from functrans.passes.pipeline import run_passes
 
 
@@ -40,19 +49,24 @@ def batch_eval(
     def read(a):
         return (a.val, None) if type(a) is Literal else env[id(a)]
 
-    for e in jaxpr.eqns:
-        vals, in_dims = zip(*map(read, e.inputs)) if e.inputs else ((), ())
-        if all(d is None for d in in_dims):
-            outs = bind(e.primitive, *vals, **e.params)
-            out_dims: Any = [None] * len(e.outputs) if e.primitive.multiple_results else None
-        else:
-            outs, out_dims = e.primitive.rule("batch")(
-                list(vals), list(in_dims), axis_size=size, **e.params
-            )
-        if not e.primitive.multiple_results:
-            outs, out_dims = [outs], [out_dims]
-        for v, x, d in zip(e.outputs, outs, out_dims):
-            env[id(v)] = (x, d)
+    outer = current_source()
+    try:
+        for e in jaxpr.eqns:
+            set_source(e.source or outer)  # the batched equations are the user's line's
+            vals, in_dims = zip(*map(read, e.inputs)) if e.inputs else ((), ())
+            if all(d is None for d in in_dims):
+                outs = bind(e.primitive, *vals, **e.params)
+                out_dims: Any = [None] * len(e.outputs) if e.primitive.multiple_results else None
+            else:
+                outs, out_dims = e.primitive.rule("batch")(
+                    list(vals), list(in_dims), axis_size=size, **e.params
+                )
+            if not e.primitive.multiple_results:
+                outs, out_dims = [outs], [out_dims]
+            for v, x, d in zip(e.outputs, outs, out_dims):
+                env[id(v)] = (x, d)
+    finally:
+        set_source(outer)
     results = [read(a) for a in jaxpr.outvars]
     return [x for x, _ in results], [d for _, d in results]
 

@@ -121,6 +121,7 @@ sign = _unary("sign", unary["sign"])
 floor = _unary("floor", unary["floor"])
 ceil = _unary("ceil", unary["ceil"])
 trunc = _unary("trunc", unary["trunc"])
+signbit = _unary("signbit", unary["signbit"])
 isfinite = _unary("isfinite", unary["is_finite"])
 invert = bitwise_invert = bitwise_not = _unary("invert", unary["not"])
 add = _binary("add", binary["add"])
@@ -132,6 +133,7 @@ remainder = mod = _binary("remainder", binary["rem"])
 maximum = _binary("maximum", binary["max"])
 minimum = _binary("minimum", binary["min"])
 arctan2 = atan2 = _binary("arctan2", binary["atan2"])
+copysign = _binary("copysign", binary["copysign"])
 equal = _binary("equal", binary["eq"])
 not_equal = _binary("not_equal", binary["ne"])
 less = _binary("less", binary["lt"])
@@ -146,10 +148,10 @@ __all__ += [
     "negative", "exp", "exp2", "log", "log2", "log1p", "expm1", "sin", "cos", "tan", "arcsin",
     "asin", "arccos", "acos", "arctan", "atan", "sinh", "cosh", "tanh", "arcsinh", "asinh",
     "arccosh", "acosh", "arctanh", "atanh", "sqrt", "cbrt", "absolute", "abs", "sign", "floor",
-    "ceil", "trunc", "isfinite", "invert", "bitwise_invert", "bitwise_not", "add", "subtract",
-    "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod", "maximum",
-    "minimum", "arctan2", "atan2", "equal", "not_equal", "less", "less_equal", "greater",
-    "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "ceil", "trunc", "signbit", "isfinite", "invert", "bitwise_invert", "bitwise_not", "add",
+    "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod",
+    "maximum", "minimum", "arctan2", "atan2", "copysign", "equal", "not_equal", "less",
+    "less_equal", "greater", "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor",
 ]
 # -- END GENERATED
 

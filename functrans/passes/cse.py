@@ -1,9 +1,10 @@
 """Common-subexpression elimination: an equation that repeats an earlier one
-(same primitive, same inputs, same params) reuses the earlier results."""
+(same primitive, same inputs, same params) reuses the earlier results.
+Equations with an effect (``core.has_effect``) are never merged."""
 
 from __future__ import annotations
 
-from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, _params_key
+from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, _params_key, has_effect
 
 
 def cse(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -25,12 +26,14 @@ def cse(closed: ClosedJaxpr) -> ClosedJaxpr:
             hash(key)
         except TypeError:  # unhashable params: keep the equation as it is
             key = None
+        if key is not None and has_effect(e):
+            key = None  # two prints of one value print twice
         earlier = seen.get(key) if key is not None else None
         if earlier is not None:
             for v, w in zip(e.outputs, earlier.outputs):
                 rename[id(v)] = w
             continue
-        new = e if inputs == e.inputs else Eqn(e.primitive, inputs, e.outputs, e.params)
+        new = e if inputs == e.inputs else Eqn(e.primitive, inputs, e.outputs, e.params, e.source)
         if key is not None:
             seen[key] = new
         eqns.append(new)

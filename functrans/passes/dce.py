@@ -1,20 +1,25 @@
-"""Dead-code elimination: drop the equations no requested output depends on."""
+"""Dead-code elimination: drop the equations no requested output depends on
+and that have no effect (``core.has_effect``: a print runs although nothing
+reads its results)."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from functrans.core import ClosedJaxpr, Jaxpr, Literal
+from functrans.core import ClosedJaxpr, Jaxpr, Literal, has_effect
 
 
-def dce(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> Jaxpr:
+def dce(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None, effects: bool = True) -> Jaxpr:
     """``jaxpr`` keeping only the outputs flagged in ``used_outputs`` (all by
-    default) and the equations they need.  Inputs are kept as they are."""
+    default), the equations they need and those with an effect.  Inputs are
+    kept as they are.  ``effects=False`` for a program derived from one that
+    keeps them (the tangent half of a branch's JVP): its own prints go, which
+    would run a second time."""
     outvars = [a for a, u in zip(jaxpr.outvars, used_outputs or [True] * len(jaxpr.outvars)) if u]
     live = {id(a) for a in outvars if type(a) is not Literal}
     kept = []
     for e in reversed(jaxpr.eqns):
-        if any(id(v) in live for v in e.outputs):
+        if any(id(v) in live for v in e.outputs) or (effects and has_effect(e)):
             kept.append(e)
             live.update(id(a) for a in e.inputs if type(a) is not Literal)
     kept.reverse()

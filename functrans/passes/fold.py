@@ -6,13 +6,25 @@ A folded value is exactly what evaluating the program gives: the equation
 runs through ``core.apply_impl``, as ``bind`` runs it on concrete values (the
 same NumPy function, or the device backend's, on the same operands, so the
 same dtype promotion), and a scalar becomes a literal only when it has its
-variable's dtype."""
+variable's dtype.  An equation with an effect (``core.has_effect``) is never
+folded: it runs each time the program does."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Tracer, Var, apply_impl
+from functrans import core
+from functrans.core import (
+    ClosedJaxpr,
+    Eqn,
+    Jaxpr,
+    Literal,
+    ShapedArray,
+    Tracer,
+    Var,
+    apply_impl,
+    has_effect,
+)
 
 
 def _literal(x, aval: ShapedArray) -> Literal | None:
@@ -41,8 +53,11 @@ def fold(closed: ClosedJaxpr) -> ClosedJaxpr:
 
     for e in jaxpr.eqns:
         inputs = tuple(sub(a) for a in e.inputs)
-        if all(type(a) is Literal or id(a) in known for a in inputs):
+        if all(type(a) is Literal or id(a) in known for a in inputs) and not has_effect(e):
             outs = apply_impl(e.primitive, [value(a) for a in inputs], e.params)
+            if core.value_checks != (False, False):  # debug_nans: as if the program ran
+                core.check_values(e.primitive, outs if e.primitive.multiple_results else [outs],
+                                  e.source)
             for v, x in zip(e.outputs, outs if e.primitive.multiple_results else [outs]):
                 if isinstance(x, (np.generic, int, float, complex, bool)):
                     x = np.asarray(x)
@@ -56,7 +71,8 @@ def fold(closed: ClosedJaxpr) -> ClosedJaxpr:
                 known[id(new)] = x
                 replace[id(v)] = new
             continue
-        eqns.append(e if inputs == e.inputs else Eqn(e.primitive, inputs, e.outputs, e.params))
+        eqns.append(e if inputs == e.inputs
+                    else Eqn(e.primitive, inputs, e.outputs, e.params, e.source))
     if not replace:
         return closed
     outvars = [sub(a) for a in jaxpr.outvars]

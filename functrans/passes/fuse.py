@@ -286,7 +286,7 @@ def unfuse_small(closed: ClosedJaxpr, min_members: int) -> ClosedJaxpr:
         for m in inner.eqns:
             ins = tuple(a if type(a) is Literal else rename.get(id(a), a) for a in m.inputs)
             outs = tuple(rename.get(id(v), v) for v in m.outputs)
-            eqns.append(Eqn(m.primitive, ins, outs, m.params))
+            eqns.append(Eqn(m.primitive, ins, outs, m.params, m.source))
     if not changed:
         return closed
     j = closed.jaxpr

@@ -64,12 +64,12 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
     for e in jaxpr.eqns:
         inputs = tuple(sub(a) for a in e.inputs)
         if inputs != e.inputs:
-            e = Eqn(e.primitive, inputs, e.outputs, e.params)
+            e = Eqn(e.primitive, inputs, e.outputs, e.params, e.source)
         rule = e.primitive.simplify
         result = rule(e, ctx) if rule is not None and len(e.outputs) == 1 else None
         if isinstance(result, tuple) and _same_result(e, *result):
             prim, ins, params = result
-            e = Eqn(prim, tuple(ins), e.outputs, params)
+            e = Eqn(prim, tuple(ins), e.outputs, params, e.source)
             changed = True
         elif result is not None and not isinstance(result, tuple):
             replace[id(e.outputs[0])] = result
