@@ -69,3 +69,56 @@ def test_a_program_met_once_is_interpreted_and_compiled_when_met_again():
     second = core.run_jaxpr(closed, [np.ones(3)])
     assert host.compiled.cache_info().misses == misses + 1
     np.testing.assert_array_equal(first[0], second[0])
+
+
+def test_the_collector_is_paused_while_tracing_and_enabled_again_after():
+    seen = []
+
+    def f(x):
+        seen.append(gc.isenabled())
+        return fnp.sin(x)
+
+    assert gc.isenabled()
+    ft.grad(lambda x: fnp.sum(f(x)))(np.ones(3))
+    assert seen == [False] and gc.isenabled()
+
+    def fails(x):
+        raise ValueError("in the user's function")
+
+    with pytest.raises(ValueError, match="in the user's function"):
+        ft.grad(fails)(np.ones(3))
+    assert gc.isenabled()
+
+
+def test_a_collector_the_caller_disabled_stays_disabled():
+    gc.disable()
+    try:
+        ft.grad(lambda x: fnp.sum(fnp.cos(x)))(np.ones(3))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_pauses_in_several_threads_end_with_the_collector_enabled():
+    import threading
+
+    barrier = threading.Barrier(4)
+
+    def f(x):
+        barrier.wait(timeout=10)  # every thread is inside its trace at once
+        return fnp.sum(fnp.tanh(x))
+
+    errors = []
+
+    def work():
+        try:
+            ft.grad(f)(np.ones(3))
+        except Exception as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and gc.isenabled()

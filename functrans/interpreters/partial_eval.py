@@ -13,7 +13,17 @@ from __future__ import annotations
 import functools
 from typing import Any, Sequence
 
-from functrans.core import ClosedJaxpr, Jaxpr, Literal, Var, Zero, get_aval, open_jaxpr, run_jaxpr
+from functrans.core import (
+    ClosedJaxpr,
+    Jaxpr,
+    Literal,
+    Var,
+    Zero,
+    collector_paused,
+    get_aval,
+    open_jaxpr,
+    run_jaxpr,
+)
 from functrans.dtypes import is_inexact
 from functrans.interpreters.jvp import jvp_jaxpr, tangent_aval
 from functrans.interpreters.transpose import transpose_jaxpr
@@ -87,12 +97,13 @@ def linearize_jaxpr(closed: ClosedJaxpr, active: tuple[bool, ...]):
     transformed function again retraces the user's function, and reuses this
     work when the trace comes out the same.
     """
-    jv, out_nz = jvp_jaxpr(closed, list(active), instantiate_outs=True)
-    n_in, n_t, n_out = len(active), sum(active), len(out_nz)
-    known, linear, _, _ = partial_eval(
-        jv, [False] * n_in + [True] * n_t, [False] * n_out + [True] * n_out
-    )
-    return run_passes(known), run_passes(linear), n_out
+    with collector_paused:  # the JVP program and the passes' copies die here
+        jv, out_nz = jvp_jaxpr(closed, list(active), instantiate_outs=True)
+        n_in, n_t, n_out = len(active), sum(active), len(out_nz)
+        known, linear, _, _ = partial_eval(
+            jv, [False] * n_in + [True] * n_t, [False] * n_out + [True] * n_out
+        )
+        return run_passes(known), run_passes(linear), n_out
 
 
 class Linearized:

@@ -21,6 +21,7 @@ from functrans.core import (
     UndefinedPrimal,
     Zero,
     bind,
+    collector_paused,
     current_source,
     derived_source,
     instantiate,
@@ -130,6 +131,7 @@ def transpose_jaxpr(
         return [instantiate(c) for c in cts]
 
     ct_avals = [a for a, nz in zip(out_avals, ct_nonzero) if nz]
-    new, _, _ = trace_to_jaxpr(fun, nonlin_avals + ct_avals, name="transpose")
-    return run_passes(new)
+    with collector_paused:  # the traced program and the passes' copies die here
+        new, _, _ = trace_to_jaxpr(fun, nonlin_avals + ct_avals, name="transpose")
+        return run_passes(new)
 
