@@ -7,6 +7,8 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 import scipy.optimize as so
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import functrans as ft
 from functrans.optimize import minimize
@@ -309,3 +311,28 @@ def test_result_has_scipy_fields(method):
     if "hess_inv" in ref:
         h = ours.hess_inv if isinstance(ours.hess_inv, np.ndarray) else ours.hess_inv.todense()
         assert h.shape == (2, 2)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 6))
+def test_bounded_quadratics_match_scipy(seed, n):
+    """A strictly convex quadratic has one minimiser in any box: SciPy's."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, n))
+    q, c = a @ a.T + 0.1 * np.eye(n), rng.standard_normal(n) * 3
+    base = rng.uniform(-1, 0.5, n)
+    lo = np.where(rng.random(n) < 0.3, -np.inf, base)
+    hi = np.where(rng.random(n) < 0.3, np.inf, base + rng.uniform(0, 1.5, n))
+    bounds = list(zip(lo, hi))
+    x0 = rng.uniform(-2, 2, n)
+
+    def f(x):
+        return 0.5 * x @ q @ x - c @ x
+
+    ours = minimize(f, x0, method="L-BFGS-B", bounds=bounds, options=STRICT)
+    ref = so.minimize(ft.jit(ft.value_and_grad(f)), x0, jac=True, method="L-BFGS-B",
+                      bounds=bounds, options=STRICT)
+    assert ours.success
+    assert np.all((lo <= ours.x) & (ours.x <= hi))
+    assert ours.fun <= ref.fun + 1e-9 * max(1.0, abs(ref.fun))
+    np.testing.assert_allclose(ours.x, ref.x, atol=1e-5)
