@@ -5,7 +5,9 @@ Topics: ``eager`` (call overhead), ``tracing`` (cost per equation),
 ``autodiff`` (grad and Hessian-vector products), ``jacobians`` (dense
 Hessians, per-example gradients, chunked-Hessian memory), ``control_flow``
 (reverse mode through ``lax.scan``), ``compile`` (first-call and import
-time, in fresh processes) and ``optimize`` (``functrans.optimize.minimize``).
+time, in fresh processes), ``optimize`` (``functrans.optimize.minimize``) and
+``distributed`` (``psum`` against raw mpi4py ``Allreduce`` and data-parallel
+gradients, over ``mpiexec -n 2``).
 Each workload names its floor: the same math in hand-written NumPy (for
 ``tracing``, the cheapest tracing layer).
 
@@ -18,4 +20,5 @@ here requires them.
 #: The topic modules, in the order their workloads run.
 TOPICS = (
     "eager", "tracing", "autodiff", "jacobians", "control_flow", "compile", "optimize",
+    "distributed",
 )

@@ -31,6 +31,7 @@ from functrans.custom_derivatives import checkpoint, custom_jvp, custom_vjp  # n
 from functrans.devices import device_put, devices  # noqa: E402
 from functrans.jit import jit  # noqa: E402
 from functrans import optimize  # noqa: E402,I001  (uses api and jit)
+from functrans import distributed  # noqa: E402,I001  (mpi4py only on initialize())
 
 __all__ = [
     "ShapeDtypeStruct",
@@ -39,6 +40,7 @@ __all__ = [
     "custom_vjp",
     "device_put",
     "devices",
+    "distributed",
     "grad",
     "hessian",
     "hvp",

@@ -7,7 +7,9 @@ leaf checks) lives in ``functrans._api_util``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Hashable
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -52,9 +54,9 @@ from functrans.errors import ConcretizationError, TracerConversionError
 from functrans.interpreters.jvp import tangent_aval
 from functrans.interpreters.partial_eval import Linearized
 from functrans.interpreters.transpose import backward_pass, transpose_jaxpr
-from functrans.interpreters.vmap import batch_jaxpr
+from functrans.interpreters.vmap import batch_jaxpr, named_axis
 from functrans.passes.pipeline import run_passes
-from functrans.primitives import shape as shape_prims
+from functrans.primitives import collectives, shape as shape_prims
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 __all__ = [
@@ -505,14 +507,35 @@ def linear_transpose(f: Callable, *primals: Any) -> Callable:
 # --------------------------------------------------------------------------
 
 
+def _check_axis_name(label: str, axis_name: Any) -> None:
+    """``vmap``'s ``axis_name``: None, or a hashable name other than a tuple
+    (a tuple in a collective lists several axes) and other than
+    ``functrans.distributed.AXIS`` (the processes' axis)."""
+    if axis_name is None:
+        return
+    if isinstance(axis_name, tuple) or not isinstance(axis_name, Hashable):
+        raise TypeError(
+            f"{label}: axis_name must be a hashable name such as 'i' (not a tuple or a "
+            f"list), got {type(axis_name).__name__}; the collectives take it as their axis_name"
+        )
+    if axis_name == collectives.AXIS:
+        raise ValueError(
+            f"{label}: axis_name {axis_name!r} is functrans.distributed.AXIS, which names "
+            "all processes; give the vmapped axis another name"
+        )
+
+
 def vmap(
-    f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None
+    f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None,
+    axis_name: Any = None,
 ) -> Callable:
     """Map ``f`` over an axis of its arguments, as if by a loop, without one.
 
     ``in_axes``: an int, None (not mapped) or a tree prefix of the positional
     arguments giving one of those per leaf; ``out_axes`` likewise for the
-    output.  Keyword arguments are passed unmapped.
+    output.  Keyword arguments are passed unmapped.  ``axis_name`` names the
+    mapped axis for the collectives of ``functrans.lax`` (``psum``,
+    ``all_gather``, ``axis_index`` ...), which then work across the members.
 
     >>> import functrans as ft, numpy as np
     >>> ft.vmap(lambda x, y: x @ y, in_axes=(0, None))(np.eye(2)[None].repeat(3, 0), np.ones(2))
@@ -525,6 +548,7 @@ def vmap(
     check_axis_spec(label, "in_axes", in_axes)
     check_axis_spec(label, "out_axes", out_axes)
     axis_size = check_axis_size(label, axis_size)
+    _check_axis_name(label, axis_name)
 
     @functools.wraps(f)
     def vmapped(*args, **kwargs):
@@ -543,10 +567,11 @@ def vmap(
             _member_aval(core.get_aval(x), d) if d is not None else x for x, d in zip(leaves, dims)
         ]
         flat, out_cell = flat_fun(f, label, in_tree, {}, kwargs)
-        closed = trace_flat(flat, member, name, out_cell, differentiated=False)
+        with named_axis(axis_name, size) if axis_name is not None else contextlib.nullcontext():
+            closed = trace_flat(flat, member, name, out_cell, differentiated=False)
         opened, consts = open_jaxpr(closed)
         batched, out_dims = batch_jaxpr(
-            opened, (None,) * len(consts) + tuple(dims), size
+            opened, (None,) * len(consts) + tuple(dims), size, axis_name
         )
         outs = _owned(run_jaxpr(batched, list(consts) + list(leaves)), consts, leaves)
         out_tree = out_cell[-1]
@@ -583,7 +608,7 @@ def _batched_apply(closed: ClosedJaxpr, fixed: list, batched: list, size: int) -
     """Apply ``closed`` to ``fixed`` (unbatched) inputs and ``batched`` inputs
     with a leading batch axis; results have the batch axis first."""
     dims = (None,) * len(fixed) + (0,) * len(batched)
-    jaxpr, out_dims = batch_jaxpr(closed, dims, size)
+    jaxpr, out_dims = batch_jaxpr(closed, dims, size, None)
     outs = run_jaxpr(jaxpr, fixed + batched)
     return [shape_prims.to_front(o, d, size) for o, d in zip(outs, out_dims)]
 

@@ -1394,6 +1394,11 @@ def run_jaxpr(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
         if isinstance(x, Tracer):
             return eval_jaxpr(closed.jaxpr, closed.consts, *args)
         backend = backend or backend_of_type(t)
+    if _state.stack and closed.jaxpr.has_effect:
+        # Under a trace, an equation with an effect may have to be recorded
+        # rather than run (a collective over the axis of a vmap being traced):
+        # bind each one, as a traced input would.
+        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
     return (backend or host_backend).run(closed, args)
 
 

@@ -79,3 +79,13 @@ class GPUUnavailableError(FunctransError, RuntimeError):
 class KernelCompileError(FunctransError, RuntimeError):
     """A generated CUDA kernel did not compile; the message shows its source
     and the equations it came from."""
+
+
+class UnboundAxisError(FunctransError, NameError):
+    """A collective named an axis that no enclosing ``vmap(axis_name=...)``
+    binds and that is not ``functrans.distributed.AXIS``."""
+
+
+class CollectiveTimeoutError(FunctransError, TimeoutError):
+    """A collective across processes waited longer than the timeout given to
+    ``functrans.distributed.initialize``: another rank failed or never came."""

@@ -17,6 +17,7 @@ import numpy as np
 from functrans import core
 from functrans._api_util import check_leaves
 from functrans.core import ShapedArray, Tracer, open_jaxpr
+from functrans.primitives import collectives as _coll
 from functrans.primitives.control_flow import cond_p, scan_p, while_p
 from functrans.primitives.custom import stop_gradient_p
 from functrans.primitives.elementwise import convert_element_type
@@ -28,7 +29,10 @@ from functrans.tree_util import (
     tree_unflatten,
 )
 
-__all__ = ["cond", "fori_loop", "scan", "stop_gradient", "switch", "while_loop"]
+__all__ = [
+    "all_gather", "axis_index", "cond", "fori_loop", "pmax", "pmean", "pmin", "ppermute",
+    "psum", "psum_scatter", "pvary", "scan", "stop_gradient", "switch", "while_loop",
+]
 
 
 def stop_gradient(x: Any) -> Any:
@@ -346,3 +350,172 @@ def _check_carry(label: str, name: str, init_val: Any, in_avals: list, new: Any)
                 f"{where} that dtype (np.asarray(v, np.{b.dtype.name}){example}) or cast "
                 f"{name}'s result back with .astype(np.{a.dtype.name})"
             )
+
+
+# --------------------------------------------------------------------------
+# Collectives over named axes (functrans.primitives.collectives)
+# --------------------------------------------------------------------------
+
+
+def _names(label: str, axis_name: Any) -> tuple:
+    """``axis_name`` (one name or a tuple of them) as a checked tuple: each
+    bound by an enclosing ``vmap(axis_name=...)`` or ``functrans.distributed.AXIS``."""
+    names = axis_name if isinstance(axis_name, tuple) else (axis_name,)
+    if not names:
+        raise ValueError(f"{label}: axis_name is an empty tuple; name at least one axis")
+    for n in names:
+        _coll.bound_size(label, n)
+    return names
+
+
+def _one_name(label: str, axis_name: Any) -> Any:
+    if isinstance(axis_name, tuple):
+        raise TypeError(
+            f"{label}: takes one axis name, got the tuple {axis_name!r}; apply it once per axis"
+        )
+    _coll.bound_size(label, axis_name)
+    return axis_name
+
+
+def psum(x: Any, axis_name: Any) -> Any:
+    """The sum of ``x`` over the members of the named axis (or tuple of axes):
+    a ``vmap`` axis_name, or ``functrans.distributed.AXIS`` for all processes.
+    Keeps ``x``'s dtype.  ``grad`` treats the sum as one value; see ``pvary``
+    for the gradient with respect to values the members share.
+
+    >>> import functrans as ft, numpy as np
+    >>> ft.vmap(lambda x: ft.lax.psum(x, "i"), axis_name="i")(np.arange(3.0))
+    array([3., 3., 3.])
+    """
+    names = _names("psum", axis_name)
+    return tree_map(lambda v: core.bind(_coll.psum_p, v, axis_name=names), x)
+
+
+def pmean(x: Any, axis_name: Any) -> Any:
+    """The mean of ``x`` over the members of the named axis (or axes): ``psum``
+    divided by the number of members (so integers give floats, as ``np.mean``).
+
+    >>> import functrans as ft, numpy as np
+    >>> ft.vmap(lambda x: ft.lax.pmean(x, "i"), axis_name="i")(np.arange(4.0))
+    array([1.5, 1.5, 1.5, 1.5])
+    """
+    names = _names("pmean", axis_name)
+    count = int(np.prod([_coll.bound_size("pmean", n) for n in names]))
+    div = core.lookup_primitive("div")
+    return tree_map(lambda v: core.bind(div, psum(v, names), count), x)
+
+
+def pmax(x: Any, axis_name: Any) -> Any:
+    """The largest ``x`` over the members of the named axis (or axes); NaN
+    wins, as in ``np.max``, and the derivative is split among tied members.
+
+    >>> import functrans as ft, numpy as np
+    >>> ft.vmap(lambda x: ft.lax.pmax(x, "i"), axis_name="i")(np.array([1.0, 5.0, 2.0]))
+    array([5., 5., 5.])
+    """
+    names = _names("pmax", axis_name)
+    return tree_map(lambda v: core.bind(_coll.pmax_p, v, axis_name=names), x)
+
+
+def pmin(x: Any, axis_name: Any) -> Any:
+    """The smallest ``x`` over the members of the named axis (or axes), as ``pmax``.
+
+    >>> import functrans as ft, numpy as np
+    >>> ft.vmap(lambda x: ft.lax.pmin(x, "i"), axis_name="i")(np.array([1.0, 5.0, 2.0]))
+    array([1., 1., 1.])
+    """
+    names = _names("pmin", axis_name)
+    return tree_map(lambda v: core.bind(_coll.pmin_p, v, axis_name=names), x)
+
+
+def pvary(x: Any, axis_name: Any) -> Any:
+    """``x``, marked as a value every member of the named axis (or axes) shares
+    (replicated parameters): ``grad`` with respect to it sums the members'
+    contributions, so the gradient of a ``psum``-reduced loss is the full one.
+
+    >>> import functrans as ft, numpy as np
+    >>> xs = np.array([1.0, 2.0, 3.0])
+    >>> loss = lambda w, x: ft.lax.psum(ft.lax.pvary(w, "i") * x, "i")
+    >>> ft.vmap(ft.grad(loss), in_axes=(None, 0), axis_name="i")(2.0, xs)
+    array([6., 6., 6.])
+    """
+    names = _names("pvary", axis_name)
+    return tree_map(lambda v: core.bind(_coll.pvary_p, v, axis_name=names), x)
+
+
+def all_gather(x: Any, axis_name: Any, *, axis: int = 0, tiled: bool = False) -> Any:
+    """Every member's ``x`` stacked along a new axis ``axis`` (in member
+    order), or concatenated along the existing axis ``axis`` when ``tiled``.
+
+    >>> import functrans as ft, numpy as np
+    >>> ft.vmap(lambda x: ft.lax.all_gather(x, "i"), axis_name="i")(np.arange(2.0))
+    array([[0., 1.],
+           [0., 1.]])
+    """
+    name = _one_name("all_gather", axis_name)
+    size = _coll.bound_size("all_gather", name)
+
+    def gather(v):
+        ndim = core.get_aval(v).ndim + (0 if tiled else 1)
+        ax = _normalized_axis("all_gather", axis, ndim)
+        return core.bind(_coll.all_gather_p, v, axis_name=name, axis=ax,
+                                     tiled=bool(tiled), size=size)
+
+    return tree_map(gather, x)
+
+
+def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
+                 tiled: bool = False) -> Any:
+    """``psum(x)``, of which member ``i`` keeps entry ``i`` along
+    ``scatter_dimension`` (whose size must be the number of members), or
+    block ``i`` of equal blocks when ``tiled``.
+
+    >>> import functrans as ft, numpy as np
+    >>> ft.vmap(lambda x: ft.lax.psum_scatter(x, "i"), axis_name="i")(np.eye(2))
+    array([1., 1.])
+    """
+    name = _one_name("psum_scatter", axis_name)
+    size = _coll.bound_size("psum_scatter", name)
+
+    def scatter(v):
+        dim = _normalized_axis("psum_scatter", scatter_dimension, core.get_aval(v).ndim)
+        return core.bind(_coll.psum_scatter_p, v, axis_name=name,
+                                     scatter_dimension=dim, tiled=bool(tiled), size=size)
+
+    return tree_map(scatter, x)
+
+
+def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
+    """Member ``dst`` gets member ``src``'s ``x`` for each ``(src, dst)`` pair
+    of ``perm``; members that no pair sends to get zeros.
+
+    >>> import functrans as ft, numpy as np
+    >>> shift = lambda x: ft.lax.ppermute(x, "i", [(0, 1), (1, 2), (2, 0)])
+    >>> ft.vmap(shift, axis_name="i")(np.array([10.0, 20.0, 30.0]))
+    array([30., 10., 20.])
+    """
+    name = _one_name("ppermute", axis_name)
+    pairs = _coll.check_perm(perm, _coll.bound_size("ppermute", name))
+    return tree_map(
+        lambda v: core.bind(_coll.ppermute_p, v, axis_name=name, perm=pairs), x)
+
+
+def axis_index(axis_name: Any) -> Any:
+    """The index (int32) of the member along the named axis: the position in
+    a ``vmap``, the rank across ``functrans.distributed.AXIS``.
+
+    >>> import functrans as ft, numpy as np
+    >>> ft.vmap(lambda x: x * ft.lax.axis_index("i"), axis_name="i")(np.ones(3))
+    array([0., 1., 2.])
+    """
+    name = _one_name("axis_index", axis_name)
+    return core.bind(_coll.axis_index_p, axis_name=name)
+
+
+def _normalized_axis(label: str, axis: Any, ndim: int) -> int:
+    if not isinstance(axis, (int, np.integer)) or not -ndim <= axis < ndim:
+        raise ValueError(
+            f"{label}: axis {axis!r} is out of range for a result of rank {ndim}; "
+            f"give an int in [{-ndim}, {ndim})"
+        )
+    return int(axis) % ndim

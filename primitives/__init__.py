@@ -3,6 +3,7 @@ primitive declared once with all of its rules, one module per family.
 Importing this package registers them all in ``functrans.core.registry``."""
 
 from functrans.primitives import (  # noqa: F401
+    collectives,
     control_flow,
     custom,
     elementwise,
