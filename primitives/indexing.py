@@ -40,6 +40,7 @@ from functrans.core import (
 )
 from functrans.dtypes import is_inexact
 from functrans.errors import DTypeError, ShapeError
+from functrans.interpreters import sparsity
 
 SCATTER_MODES = ("set", "add", "mul", "min", "max")
 
@@ -225,7 +226,7 @@ def _gather_batch(vals, dims, *, axis_size, spec):
 gather_p = Primitive(
     "gather", abstract_eval=_gather_abstract_eval, impl=_gather_impl, jvp=linear_jvp,
     transpose=_gather_transpose, batch=_gather_batch, numpy_kernel=_gather_kernel, linear=True,
-    xp_impl=True,
+    xp_impl=True, sparsity=sparsity.movement_sparsity(),
     doc=(
         "`x[index]` for NumPy basic and advanced indexing; `spec` describes the index, `indices` "
         "are its integer-array entries"
@@ -272,11 +273,46 @@ def _scatter_impl(x, updates, *indices, spec, mode):
     return out
 
 
+def _scatter_extremum(xp, out, idx, updates, mode):
+    """``min``/``max`` of ``out`` at integer-array indices that may repeat,
+    exact and as NumPy's ``ufunc.at`` gives it: NaN propagates, and of equal
+    values the later update is kept (so -0.0 and 0.0 come out as in NumPy).
+    CUDA's atomics cannot do this (CuPy's float ``maximum.at`` goes through
+    ``fmaxf``: float64 rounded to float32, NaN dropped).  The updates are
+    sorted by value, then stably by position; the extreme update of each
+    position is combined with ``out`` there, at positions now distinct."""
+    positions = xp.arange(out.size).reshape(out.shape)[idx]
+    values = xp.broadcast_to(updates, positions.shape).reshape(-1)
+    positions = positions.reshape(-1)
+    if not positions.size:
+        return out
+    if mode == "min":  # the first of each position is kept: later updates first among ties
+        backwards = xp.arange(positions.size - 1, -1, -1)
+        order = backwards[xp.argsort(values[backwards], kind="stable")]
+    else:  # the last of each position is kept (NaN sorts last)
+        order = xp.argsort(values, kind="stable")
+    order = order[xp.argsort(positions[order], kind="stable")]
+    p, v = positions[order], values[order]
+    change = p[1:] != p[:-1]
+    edge = xp.ones(1, dtype=bool)
+    pick = xp.concatenate([edge, change]) if mode == "min" else xp.concatenate([change, edge])
+    p, v = p[pick], v[pick]
+    flat = out.reshape(-1)
+    current = flat[p]
+    keep = current < v if mode == "min" else current > v
+    if out.dtype.kind == "f":
+        keep = keep | xp.isnan(current)
+    flat[p] = xp.where(keep, current, v)
+    if out.dtype.kind == "f" and mode == "min":  # a NaN update sorted after the minimum
+        flat[positions[xp.isnan(values)]] = np.nan
+    return out
+
+
 def _scatter_gpu(x, updates, *indices, spec, mode):
     """The impl on CuPy arrays: repeated indices combine through CUDA's atomics
-    (CuPy's ``ufunc.at``), which have no multiply, and which lack complex
-    numbers (adds split into real and imaginary parts) and small integer types
-    (done in wider ones)."""
+    (CuPy's ``ufunc.at``) for ``add``, with complex numbers split into real and
+    imaginary parts and small integer types done in wider ones; ``min`` and
+    ``max`` sort instead (``_scatter_extremum``); there is no atomic multiply."""
     xp = array_module((x, updates) + indices)
     out = xp.array(x, copy=True)
     idx = _numpy_index(spec, indices)
@@ -301,9 +337,10 @@ def _scatter_gpu(x, updates, *indices, spec, mode):
         ufunc.at(re, idx, updates.real)
         ufunc.at(im, idx, updates.imag)
         return (re + 1j * im).astype(out.dtype, copy=False)
+    if mode in ("min", "max"):
+        return _scatter_extremum(xp, out, idx, updates, mode)
     wide = {1: np.int32, 2: np.int32}.get(out.dtype.itemsize) if out.dtype.kind in "biu" else None
-    if wide is not None or out.dtype == np.float16 and mode != "add":
-        wide = wide or np.float32
+    if wide is not None:
         work = out.astype(wide)
         ufunc.at(work, idx, updates.astype(wide))
         return (work != 0) if out.dtype == np.bool_ else work.astype(out.dtype)
@@ -383,9 +420,28 @@ def _scatter_batch(vals, dims, *, axis_size, spec, mode):
     return out, 0
 
 
+def _scatter_sparsity(ins, *, spec, mode):
+    """Each updated position depends on the updates sent there (all of them,
+    repeats included) and, unless ``mode="set"`` overwrote it, on ``x``; with
+    indices that depend on the input, on everything.  ``mul`` meets both."""
+    x, updates, *indices = ins
+    second = sparsity.ALL if mode == "mul" else sparsity.NONE
+    if any(i.value is None for i in indices):
+        return sparsity.Structure([sparsity.DENSE, sparsity.DENSE] + [None] * len(indices), second)
+    positions = sparsity.flat_index(x.aval.shape)[_numpy_index(spec, [i.value for i in indices])]
+    sources = np.broadcast_to(sparsity.flat_index(updates.aval.shape), positions.shape)
+    src = sparsity.flat_index(x.aval.shape).ravel()
+    if mode == "set":
+        src = src.copy()
+        src[positions.ravel()] = -1
+    maps = [sparsity.Gather(src), sparsity.Pairs(positions.ravel(), sources.ravel())]
+    return sparsity.Structure(maps + [None] * len(indices), second)
+
+
 scatter_p = Primitive(
     "scatter", abstract_eval=_scatter_abstract_eval, impl=_scatter_impl, gpu=_scatter_gpu,
     jvp=_scatter_jvp, transpose=_scatter_transpose, batch=_scatter_batch, linear=True,
+    sparsity=_scatter_sparsity,
     doc=(
         "`x.at[index].<mode>(updates)`: a copy of `x` with the indexed part set, added to, "
         "multiplied, min-ed or max-ed"
@@ -460,7 +516,7 @@ def _dynamic_slice_batch(vals, dims, *, axis_size, slice_sizes):
 dynamic_slice_p = Primitive(
     "dynamic_slice", abstract_eval=_dynamic_slice_abstract_eval, impl=_dynamic_slice_impl,
     jvp=linear_jvp, transpose=_dynamic_slice_transpose, batch=_dynamic_slice_batch, linear=True,
-    xp_impl=True,
+    xp_impl=True, sparsity=sparsity.movement_sparsity(),
     doc="`x[s0:s0+n0, ...]` with traced starts clamped into range and static `slice_sizes`",
 )
 
@@ -529,5 +585,6 @@ dynamic_update_slice_p = Primitive(
     batch=_dynamic_update_slice_batch,
     linear=True,
     xp_impl=True,
+    sparsity=sparsity.movement_sparsity(data=(0, 1)),
     doc="a copy of `x` with `update` written at traced (clamped) starts",
 )

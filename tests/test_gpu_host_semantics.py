@@ -69,7 +69,9 @@ def _host_function(k: cuda.Kernel) -> str:
 
 
 def _host_kernels(kernels) -> list[cuda.Kernel]:
-    out = [k for k in kernels if np.dtype(np.float16) not in k.dtypes]
+    # float16 in the operands or inside (a float16 loop, as signbit's for int8).
+    out = [k for k in kernels
+           if np.dtype(np.float16) not in k.dtypes and "float16(" not in k.operation]
     return list({k.name: k for k in out}.values())
 
 
@@ -261,3 +263,123 @@ def test_fused_kernels_compute_what_their_equations_compute(library):
             rtol = 1e-4 if v.aval.dtype == np.float32 else 1e-11
             np.testing.assert_allclose(g, want, rtol=rtol, atol=rtol,
                                        err_msg=f"{k.name}\n{k.operation}")
+
+
+# -- comparisons across signedness, out-of-range literals, float to unsigned ----------------
+
+
+def _host_library(kernels, tmp_path):
+    unique = list({k.name: k for k in kernels}.values())
+    source = _HOST_PRELUDE + cuda.HELPERS + "\n".join(_host_function(k) for k in unique)
+    path, lib_path = tmp_path / "host.cu", tmp_path / "host.so"
+    path.write_text(source)
+    proc = subprocess.run(
+        [CHAIN.nvcc, "-shared", "-Xcompiler", "-fPIC", "--std=c++17", "-w", "-O1",
+         f"-I{CHAIN.include}", "-o", str(lib_path), str(path)],
+        capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return ctypes.CDLL(str(lib_path))
+
+
+def _run_group(lib, k: cuda.Kernel, operands: list[np.ndarray]) -> list[np.ndarray]:
+    """``_run`` with the group's operands (a kernel passes only those it reads)."""
+    n = len(operands[0])
+    ins = [np.ascontiguousarray(operands[i.operand]) for i in k.inputs]
+    outs = [np.empty(n, a.dtype) for a in k.out_avals]
+    ptrs = (ctypes.c_void_p * (len(ins) + len(outs)))(*[x.ctypes.data for x in ins + outs])
+    steps = (ctypes.c_long * max(len(ins), 1))(*[1] * max(len(ins), 1))
+    fn = getattr(lib, k.name)
+    fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_long, ctypes.POINTER(ctypes.c_long)]
+    fn(ptrs, n, steps)
+    return outs
+
+
+def _lowered(f, *avals):
+    import functrans as ft
+
+    (k,) = ft.jit(f).lower(*[ft.ShapeDtypeStruct((8,), a) for a in avals], device="gpu").kernels
+    return k
+
+
+_COMPARISONS = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+                "gt": np.greater, "ge": np.greater_equal}
+
+
+def test_uint64_and_int64_compare_exactly(tmp_path):
+    """NumPy has mixed (uint64, int64) comparison loops; in C the int64 would
+    be converted to unsigned (5 < -1 is true)."""
+    u = np.array([0, 1, 5, 2**63 - 1, 2**63, 2**64 - 1], np.uint64)
+    s = np.array([-(2**63), -1, 0, 1, 5, 2**63 - 1], np.int64)
+    uu, ss = (g.ravel() for g in np.meshgrid(u, s, indexing="ij"))
+    cases = []
+    for fn in _COMPARISONS.values():
+        cases.append((_lowered(fn, np.uint64, np.int64), (uu, ss), fn(uu, ss)))
+        cases.append((_lowered(fn, np.int64, np.uint64), (ss, uu), fn(ss, uu)))
+    lib = _host_library([k for k, _, _ in cases], tmp_path)
+    for k, operands, want in cases:
+        assert "ft_signed(" in k.operation, k.operation
+        (got,) = _run_group(lib, k, list(operands))
+        bad = np.flatnonzero(got != want)
+        assert not len(bad), f"{k.operation}: at {[x[bad] for x in operands]}"
+
+
+_LITERALS = [-(2**63) - 1, -129, -1, 0, 127, 128, 255, 256, 300, 2**63, 2**64 - 1, 2**64]
+
+
+def test_out_of_range_integer_literals_compare_as_numpy_does(tmp_path):
+    """``x < -1`` for a uint8 ``x`` is False everywhere in NumPy 2; written
+    in uint8 the literal would wrap to 255."""
+    cases = []
+    for dtype in (np.uint8, np.int8, np.uint32, np.int64, np.uint64):
+        pool = _pool(np.dtype(dtype))
+        for c in _LITERALS:
+            for name, fn in _COMPARISONS.items():
+                def f(x, fn=fn, c=c):
+                    return fn(x, c)
+
+                cases.append((_lowered(f, dtype), pool, fn(pool, c), (dtype, name, c)))
+    lib = _host_library([k for k, _, _, _ in cases], tmp_path)
+    for k, pool, want, what in cases:
+        (got,) = _run_group(lib, k, [pool])
+        assert (got == want).all(), f"{what}: {k.operation}\n{pool}, {got}, {want}"
+
+
+def test_arithmetic_with_out_of_range_literals_raises_as_numpy_does():
+    x = np.arange(3, dtype=np.uint8)
+    with pytest.raises(OverflowError, match="Python integer 300 out of bounds for uint8"):
+        x + 300
+    with pytest.raises(OverflowError, match=r"add with the Python integer 300: Python integer "
+                                            r"300 out of bounds for uint8 \(NumPy refuses it "
+                                            r"too\); convert the operand with \.astype\(\)"):
+        _lowered(lambda v: v + 300, np.uint8)
+    with pytest.raises(OverflowError, match=r"mul with the Python integer -1"):
+        _lowered(lambda v: v * -1, np.uint16)
+
+
+def test_floats_convert_to_small_and_unsigned_integers_as_numpy_does(tmp_path):
+    """The device's conversions to unsigned and to 8- and 16-bit integers
+    saturate (-2.5 -> 0 for uint8); NumPy truncates towards zero to a 64-bit
+    integer and wraps (-2.5 -> 254), and so do the kernels, through int64
+    (above 2**63, directly for uint64)."""
+    import functrans.numpy as fnp
+
+    values = np.array([-2.5, -1.0, -0.0, 0.75, 200.5, 300.7, 70000.2, -70000.5, 1e9, -1e9])
+    targets = [np.uint8, np.uint16, np.uint32, np.uint64, np.int8, np.int16]
+    cases = []
+    for src in (np.float64, np.float32):
+        x = values.astype(src)
+        for dst in targets:
+            k = _lowered(lambda v, dst=dst: fnp.asarray(v).astype(dst), src)
+            assert "static_cast<long long>" in k.operation or "ft_float_to_uint64" in \
+                k.operation, k.operation
+            cases.append((k, x, x.astype(np.int64).astype(dst)))
+        k = _lowered(lambda v: fnp.asarray(v).astype(np.uint64), src)
+        big = np.array([2.0**63, 2.0**63 + 2**12, 1.5e19], src)
+        cases.append((k, big, big.astype(np.uint64)))
+    lib = _host_library([k for k, _, _ in cases], tmp_path)
+    for k, x, want in cases:
+        with np.errstate(invalid="ignore"):
+            (got,) = _run_group(lib, k, [x])
+        assert got.tolist() == want.tolist(), (k.operation, x, got, want)
+        if want.dtype.kind == "u" and x[0] < 0:
+            assert got[0] == np.iinfo(want.dtype).max - 1  # -2.5 wraps to max - 1

@@ -76,7 +76,8 @@ def primitive_kernels() -> list[cuda.Kernel]:
     """One kernel per elementwise primitive, operand dtype (all the dtypes
     its shape rule accepts) and param variant, plus mixed-dtype binaries."""
     kernels = []
-    mixed = [("int32", "float32"), ("uint8", "int8"), ("float16", "complex64")]
+    mixed = [("int32", "float32"), ("uint8", "int8"), ("float16", "complex64"),
+             ("uint64", "int64"), ("int64", "uint64")]
     for name, prim in sorted(registry.items()):
         if not isinstance(prim.cuda, Cuda):
             continue

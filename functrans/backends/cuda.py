@@ -144,6 +144,14 @@ def cast(expr: str, src: np.dtype, dst: np.dtype) -> str:
         return f"static_cast<float>(float16(static_cast<float>({expr})))"
     if ctype(src) == ctype(dst) and src.kind != "c":
         return expr
+    if src.kind in "fc" and dst.kind in "iu" and dst.itemsize < 8 and dst != np.int32:
+        # The device's float to narrow integer conversions saturate (-2.5 ->
+        # 0 for uint8, 300.0 -> 127 for int8); NumPy truncates to a 64-bit
+        # integer and wraps, as x86-64 does.
+        return f"static_cast<{ctype(dst)}>(static_cast<long long>({expr}))"
+    if src.kind in "fc" and dst == np.uint64:
+        # Below 2**63 through int64, so that negative values wrap as in NumPy.
+        return (f"ft_float_to_uint64({expr})")
     return f"static_cast<{ctype(dst)}>({expr})"
 
 
@@ -230,6 +238,28 @@ template <typename T> FUNCTRANS_FN T ft_ipow(T x, long long n) {
   while (n) { if (n & 1) out = T(out * x); x = T(x * x); n >>= 1; }
   return out;
 }
+// Float to uint64 as NumPy converts on x86-64: below 2**63 through int64
+// (negative values wrap), above it directly.
+template <typename T> FUNCTRANS_FN ft_uint64 ft_float_to_uint64(T x) {
+  return x >= T(9223372036854775808.0) ? (ft_uint64)x : (ft_uint64)(ft_int64)x;
+}
+// NumPy compares uint64 with int64 exactly (its mixed loops); C would
+// convert the int64 to unsigned (5 < -1).  ft_signed(x) marks the int64
+// operand of such a comparison.
+struct ft_signed_i64 { ft_int64 v; };
+FUNCTRANS_FN ft_signed_i64 ft_signed(ft_int64 v) { ft_signed_i64 s; s.v = v; return s; }
+#define FT_MIXED_COMPARE(op, if_negative_right, if_negative_left) \
+  FUNCTRANS_FN bool operator op(ft_uint64 a, ft_signed_i64 b) { \
+    return b.v < 0 ? if_negative_right : a op (ft_uint64)b.v; } \
+  FUNCTRANS_FN bool operator op(ft_signed_i64 a, ft_uint64 b) { \
+    return a.v < 0 ? if_negative_left : (ft_uint64)a.v op b; }
+FT_MIXED_COMPARE(<, false, true)
+FT_MIXED_COMPARE(<=, false, true)
+FT_MIXED_COMPARE(>, true, false)
+FT_MIXED_COMPARE(>=, true, false)
+FT_MIXED_COMPARE(==, false, false)
+FT_MIXED_COMPARE(!=, true, true)
+#undef FT_MIXED_COMPARE
 #ifndef FUNCTRANS_NO_COMPLEX
 // Complex division as NumPy's loops do it (Smith's method; by 0 it divides
 // each part by 0).
@@ -445,14 +475,19 @@ def elementwise_kernel(
     """The kernel computing ``outvars`` of the elementwise equations ``eqns``
     (in order) from ``invars``, over ``shape``.  A ``broadcast_in_dim`` of an
     input becomes a view of it (unit axes inserted) that CuPy broadcasts.
-    ``scalars`` marks inputs passed as scalars (eager calls)."""
+    ``scalars`` marks inputs passed as scalars (eager calls).
+
+    An input becomes a kernel parameter where an equation (or an output)
+    reads it directly, and once per view where it is read through a
+    broadcast: CuPy broadcasts every argument of a kernel with every other
+    and with the outputs, so an input read only through a broadcast must
+    not be passed as it is (a (3,) array beside a (3, 4) output)."""
     scalars = tuple(scalars) or (False,) * len(invars)
     inputs: list[KernelInput] = []
     value: dict[int, tuple[str, np.dtype]] = {}  # var id -> (C expression, dtype)
-
     position = {id(v): k for k, v in enumerate(invars)}
 
-    def add_input(var, view, scalar) -> tuple[str, np.dtype]:
+    def add_input(var, view) -> tuple[str, np.dtype]:
         dtype = var.aval.dtype
         check_dtype(dtype, "GPU kernel input")
         operand = position[id(var)]
@@ -460,13 +495,16 @@ def elementwise_kernel(
         if found:
             j = found[0]
         else:
-            inputs.append(KernelInput(operand, dtype, view, scalar, var.aval.shape))
+            inputs.append(KernelInput(operand, dtype, view, scalars[operand], var.aval.shape))
             j = len(inputs) - 1
         # float16 operands are computed in float.
         return (f"static_cast<float>(in{j})" if dtype == np.float16 else f"in{j}"), dtype
 
-    for var, scalar in zip(invars, scalars):
-        value[id(var)] = add_input(var, None, scalar)
+    def read(var) -> tuple[str, np.dtype]:
+        if id(var) not in value:  # a group input, read directly
+            value[id(var)] = add_input(var, None)
+        return value[id(var)]
+
     lines: list[str] = []
     temps = 0
     for e in eqns:
@@ -478,12 +516,14 @@ def elementwise_kernel(
             if type(x) is Literal:
                 value[id(out)] = (c_literal(x.val, x.aval.dtype), x.aval.dtype)
             elif x.aval.shape == out.aval.shape:
-                value[id(out)] = value[id(x)]
-            else:
+                value[id(out)] = read(x)
+            elif id(x) in position:
                 view = [1] * len(e.params["shape"])
                 for i, d in enumerate(e.params["broadcast_dimensions"]):
                     view[d] = x.aval.shape[i]
-                value[id(out)] = add_input(x, tuple(view), False)
+                value[id(out)] = add_input(x, tuple(view))
+            else:  # computed in the kernel: one value per thread
+                value[id(out)] = value[id(x)]
             continue
         rule: Any = prim.rule("cuda")
         loops = rule.loop_dtypes([a.aval for a in e.inputs], out.aval)
@@ -496,14 +536,21 @@ def elementwise_kernel(
                 f"({kind_dtype.name} arithmetic); convert with .astype() first, or run on "
                 "the CPU"
             )
+        folded = _out_of_range_result(e, loops)
+        if folded is not None:
+            value[id(out)] = (c_literal(folded, out.aval.dtype), out.aval.dtype)
+            continue
+        mixed = {d.kind for d in loops if d.kind in "iu"} == {"i", "u"}
         args = {}
         for name, a, loop in zip(rule.args, e.inputs, loops):
             check_dtype(a.aval.dtype, prim.name)
             if type(a) is Literal:
                 args[name] = c_literal(a.val, loop)
             else:
-                expr, dtype = value[id(a)]
+                expr, dtype = read(a)
                 args[name] = f"({cast(expr, dtype, loop)})" if dtype != loop else expr
+            if mixed and loop.kind == "i":
+                args[name] = f"ft_signed({args[name]})"
         expr = instantiate_template(template, kind_dtype, args)
         name = f"t{temps}"
         temps += 1
@@ -513,7 +560,7 @@ def elementwise_kernel(
         if type(v) is Literal:
             expr, dtype = c_literal(v.val, v.aval.dtype), v.aval.dtype
         else:
-            expr, dtype = value[id(v)]
+            expr, dtype = read(v)
         expr = cast(expr, dtype, v.aval.dtype)
         if v.aval.dtype == np.float16:
             expr = f"float16({expr})"
@@ -526,6 +573,58 @@ def elementwise_kernel(
                     invars, outvars)
     BY_NAME.setdefault(name, kernel)
     return kernel
+
+
+def literal_fits(value: Any, dtype: np.dtype) -> bool:
+    """Whether a Python integer ``value`` is one of ``dtype``'s values (always
+    True for other values and other dtypes)."""
+    dtype = np.dtype(dtype)
+    if type(value) is not int or dtype.kind not in "iu":
+        return True
+    info = np.iinfo(dtype)
+    return info.min <= value <= info.max
+
+
+def _out_of_range_result(e: Eqn, loops: Sequence[np.dtype]) -> Any:
+    """The value of ``e`` when one of its operands is a Python integer literal
+    outside its loop dtype (``x < -1`` for a uint8 ``x``), else None.
+
+    Written in the loop dtype the literal would wrap (-1 -> 255).  NumPy
+    compares such literals exactly, so a comparison is the same for every
+    value of the other operands: it is found by evaluating the primitive's
+    NumPy impl at their extreme values.  Arithmetic with them is NumPy's
+    OverflowError, raised here as NumPy raises it."""
+    if all(type(a) is not Literal or literal_fits(a.val, d) for a, d in zip(e.inputs, loops)):
+        return None
+    operands = []
+    for a in e.inputs:
+        if type(a) is Literal:
+            operands.append(a.val)
+        elif a.aval.dtype.kind in "iu":
+            info = np.iinfo(a.aval.dtype)
+            operands.append(np.array([info.min, info.max], a.aval.dtype))
+        elif a.aval.dtype.kind == "b":
+            operands.append(np.array([False, True]))
+        else:
+            operands.append(None)
+    literals = ", ".join(str(a.val) for a, d in zip(e.inputs, loops)
+                         if type(a) is Literal and not literal_fits(a.val, d))
+    where = f"{e.primitive.name} with the Python integer {literals}"
+    if any(x is None for x in operands):
+        raise OverflowError(f"{where}: out of bounds for the operands' dtypes; write it as "
+                            "an array of a dtype that holds it")
+    try:
+        with np.errstate(all="ignore"):
+            got = np.asarray(e.primitive.impl(*operands, **e.params))
+    except OverflowError as err:
+        raise OverflowError(f"{where}: {err} (NumPy refuses it too); convert the operand "
+                            "with .astype() to a dtype that holds it") from None
+    flat = got.reshape(-1)
+    if flat.size and (flat == flat[0]).all():
+        return flat[0].item()
+    raise OverflowError(f"{where}: out of bounds for the operands' dtypes, and the result "
+                        "depends on the other operands; convert them with .astype() to a "
+                        "dtype that holds it")
 
 
 #: Every kernel generated in this process, by name (for inspection and tests).
@@ -687,12 +786,109 @@ def compile_check(
     return list(unique.values())
 
 
-def kernel_compile_error(kernel: Kernel | None, log: str, kernels: list[Kernel]):
+# -- compile checks through CuPy's own code path and NVRTC ---------------------------------
+
+
+def nvrtc_unavailable() -> str | None:
+    """Why ``nvrtc_check`` cannot run here (CuPy or NVRTC missing), or None.
+    Neither needs a GPU."""
+    try:
+        from cupy.cuda import nvrtc
+    except ImportError as e:
+        return f"CuPy is not installed ({e}); pip install 'functrans[nvrtc]'"
+    try:
+        nvrtc.getVersion()
+    except Exception as e:  # the NVRTC library is not found
+        return (f"CuPy cannot load NVRTC ({type(e).__name__}: {str(e).splitlines()[0]}); "
+                "pip install 'functrans[nvrtc]' (the nvidia-cuda-nvrtc wheel)")
+    return None
+
+
+def cupy_kernel_code(kernel: Kernel) -> str:
+    """The source ``cupy.ElementwiseKernel`` compiles for ``kernel``, from
+    CuPy's own generator (``_get_elementwise_kernel_code``) with CuPy's
+    headers: scalar inputs by value, broadcast (viewed) inputs strided, the
+    rest contiguous, and 32-bit indexing, as for arrays below 2**31
+    elements."""
+    import cupy
+    from cupy._core import _carray, _kernel, _scalar
+
+    ndim = max(len(kernel.shape), 1) if _broadcasts(kernel) else 1
+    infos = []
+    for i in kernel.inputs:
+        if i.scalar:
+            infos.append(_kernel._ArgInfo(3, _scalar.CScalar, i.dtype, 0, True, True))
+        else:
+            contiguous = ndim == 1 or (i.view or i.shape) == kernel.shape
+            infos.append(_kernel._ArgInfo(1, cupy.ndarray, i.dtype, ndim, contiguous, True))
+    infos += [_kernel._ArgInfo(1, cupy.ndarray, a.dtype, ndim, True, True)
+              for a in kernel.out_avals]
+    infos.append(_kernel._ArgInfo(2, _carray.Indexer, None, ndim, True, True))
+    params = (_kernel._get_param_info(kernel.in_params, True)
+              + _kernel._get_param_info(kernel.out_params, False)
+              + (_kernel.ParameterInfo("CIndexer _ind", False),))
+    code = _kernel._get_elementwise_kernel_code(
+        tuple(infos), _kernel._TypeMap(()), params, kernel.operation, kernel.name,
+        kernel.preamble)
+    return CUPY_HEADERS + code
+
+
+def nvrtc_options(arch: str = "90") -> tuple[str, ...]:
+    """The NVRTC options CuPy compiles an ElementwiseKernel with: its include
+    paths and C++ standard, ``-ftz=true`` (float32 subnormals flush to zero)
+    and the device as the default execution space, for ``sm_<arch>``."""
+    from cupy._core import core as cupy_core
+
+    return cupy_core.assemble_cupy_compiler_options(()) + (
+        "-ftz=true", f"-arch=sm_{arch}", "--device-as-default-execution-space")
+
+
+def nvrtc_check(
+    kernels: Sequence[Kernel], arch: str = "90", per_program: int = 200
+) -> list[Kernel]:
+    """Compile ``kernels`` as CuPy would on a GPU of compute capability
+    ``arch``: CuPy's generated source (``cupy_kernel_code``), CuPy's options
+    (``nvrtc_options``), NVRTC, to machine code; ``per_program`` kernels per
+    NVRTC program.  Needs CuPy and the NVRTC library, no GPU.
+
+    Returns the kernels checked; raises ``KernelCompileError`` naming the
+    first kernel that fails, with its source, equations and NVRTC's log."""
+    reason = nvrtc_unavailable()
+    if reason is not None:
+        raise KernelCompileError(f"nvrtc_check: {reason}")
+    from cupy.cuda import compiler
+
+    unique = list({k.name: k for k in kernels}.values())
+    options = nvrtc_options(arch)
+    for first in range(0, len(unique), per_program):
+        group = unique[first:first + per_program]
+        parts, starts, line = [], [], 1
+        for k in group:
+            text = cupy_kernel_code(k)
+            starts.append(line)
+            parts.append(text)
+            line += text.count("\n")
+        program = compiler._NVRTCProgram("".join(parts), "functrans_kernels.cu",
+                                         method="cubin")
+        try:
+            program.compile(options)
+        except compiler.CompileException as e:
+            log = str(e)
+            lines = [int(m.group(1)) for m in re.finditer(r"functrans_kernels\.cu\((\d+)\)",
+                                                          log)]
+            culprit = group[max(i for i, s in enumerate(starts) if s <= lines[0])] \
+                if lines else None
+            raise kernel_compile_error(culprit, log, group, "NVRTC") from None
+    return unique
+
+
+def kernel_compile_error(kernel: Kernel | None, log: str, kernels: list[Kernel],
+                         compiler: str = "nvcc"):
     if kernel is None:
         names = ", ".join(k.name for k in kernels)
-        return KernelCompileError(f"nvcc failed on the kernels {names}:\n{log.strip()}")
+        return KernelCompileError(f"{compiler} failed on the kernels {names}:\n{log.strip()}")
     return KernelCompileError(
         f"GPU kernel {kernel.name} does not compile.\nIt computes these equations:\n"
-        f"{kernel.describe()}\nnvcc says:\n{log.strip()}\nThe generated source:\n"
+        f"{kernel.describe()}\n{compiler} says:\n{log.strip()}\nThe generated source:\n"
         f"{kernel.source}"
     )

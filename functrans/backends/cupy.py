@@ -186,18 +186,27 @@ _EAGER_KERNELS: dict[tuple, cuda.Kernel] = {}
 def _eager_elementwise(prim: Primitive, args: Sequence[Any], params: dict):
     avals = [core.get_aval(x) for x in args]
     out_aval = prim.abstract_eval(*avals, **params)
+    loops = prim.cuda.loop_dtypes(avals, out_aval)
+    # A Python integer outside its loop dtype is written into the kernel, which
+    # folds or refuses it as NumPy does (as a typed scalar argument it would wrap).
+    literal = tuple(x if type(x) is int and not cuda.literal_fits(x, d) else None
+                    for x, d in zip(args, loops))
     scalars = tuple(not is_device_array(x) for x in args)
     key = (prim, tuple(sorted(params.items())),
-           tuple((a.dtype, a.weak_type) for a in avals), scalars)
+           tuple((a.dtype, a.weak_type) for a in avals), scalars, literal)
     kernel = _EAGER_KERNELS.get(key)
     if kernel is None:
-        invars = tuple(Var(a) for a in avals)
-        eqn = Eqn(prim, invars, (Var(out_aval),), params)
-        kernel = cuda.elementwise_kernel([eqn], invars, eqn.outputs, out_aval.shape, scalars)
+        atoms = tuple(Var(a) if v is None else Literal(v, a) for a, v in zip(avals, literal))
+        eqn = Eqn(prim, atoms, (Var(out_aval),), params)
+        invars = tuple(a for a in atoms if type(a) is Var)
+        kernel = cuda.elementwise_kernel([eqn], invars, eqn.outputs, out_aval.shape,
+                                         tuple(s for s, v in zip(scalars, literal) if v is None))
         _EAGER_KERNELS[key] = kernel
-    operands = [x if is_device_array(x) else _scalar(x) for x in args]
+    operands = [x if is_device_array(x) else _scalar(x)
+                for x, v in zip(args, literal) if v is None]
     out = _cp.empty(out_aval.shape, out_aval.dtype)  # the kernel is shared by all shapes
-    launch(kernel, elementwise_kernel(kernel), operands + [out])
+    launch(kernel, elementwise_kernel(kernel), [operands[i.operand] for i in kernel.inputs]
+           + [out])
     return out
 
 
