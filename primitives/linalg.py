@@ -14,6 +14,7 @@ factorisations are described where they are declared, below it.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from functrans.primitives import elementwise as ew
@@ -264,9 +265,16 @@ def matmul(a, b):
     return bind(dot_general_p, a, b, dimension_numbers=(((nd - 1,), (nd - 2,)), (batch, batch)))
 
 
+def _constant_for(x, value: np.ndarray):
+    """A constant to combine with ``x``: on ``x``'s device when ``x`` is a
+    device array (an eager GPU call refuses to mix in host arrays), else as
+    it is (a tracer's Jaxpr moves its constants itself)."""
+    return array_module((x,)).asarray(value)
+
+
 def _masked(x, mask):
     """``x`` where the constant bool ``mask`` (broadcast over leading axes) holds, else 0."""
-    return ew.select(mask, x, np.zeros((), get_aval(x).dtype))
+    return ew.select(_constant_for(x, mask), x, np.zeros((), get_aval(x).dtype))
 
 
 def tril(x, k: int = 0):
@@ -281,7 +289,7 @@ def triu(x, k: int = 0):
 
 def _eye_like(x, n: int | None = None):
     aval = get_aval(x)
-    return np.eye(aval.shape[-1] if n is None else n, dtype=aval.dtype)
+    return _constant_for(x, np.eye(aval.shape[-1] if n is None else n, dtype=aval.dtype))
 
 
 def diagonal(x):
@@ -365,8 +373,9 @@ def _triangular_solve_impl(a, b, *, lower, transpose_a, conjugate_a, unit_diagon
 
 def _triangular_solve_gpu(a, b, *, lower, transpose_a, conjugate_a, unit_diagonal):
     """The impl on CuPy arrays: cuBLAS's triangular solve (trsm, through
-    ``cupyx.scipy.linalg``), one matrix at a time; CuPy's NumPy API has no
-    triangular solver either."""
+    ``cupyx.scipy.linalg``; CuPy's NumPy API has no triangular solver
+    either), batched over the leading axes (CuPy 14's batched trsm; before
+    it, one matrix at a time)."""
     from cupyx.scipy.linalg import solve_triangular  # CuPy's: only loaded on the GPU
 
     xp = array_module((a, b))
@@ -375,7 +384,9 @@ def _triangular_solve_gpu(a, b, *, lower, transpose_a, conjugate_a, unit_diagona
     trans = ("C" if conjugate_a else "T") if transpose_a else "N"
     if conjugate_a and not transpose_a:
         a, trans = a.conj(), "N"
-    if a.ndim == 2:
+    if not b.size:
+        return xp.zeros(b.shape, dtype)
+    if a.ndim == 2 or int(xp.__version__.split(".")[0]) >= 14:
         return solve_triangular(a, b, lower=lower, trans=trans, unit_diagonal=unit_diagonal)
     out = xp.empty(b.shape, dtype)
     for i in np.ndindex(*a.shape[:-2]):
@@ -547,11 +558,33 @@ def lu_numpy(a, block: int = 32):
     return [x.reshape(a.shape), pivots.reshape(shape_ + (n,)), perm.reshape(shape_ + (n,))]
 
 
+def _lu_gpu(a):
+    """The impl on CuPy arrays: cuSOLVER's getrf (``cupyx.scipy.linalg.lu_factor``),
+    the GPU's counterpart of the LAPACK routine the CPU impl calls, so the
+    pivots are the same (up to ties); one matrix at a time (cuSOLVER's getrf
+    is not batched), each reading its status flag back.  Matrices cuSOLVER
+    has no getrf for (integers, bools, float16, empty ones) take ``lu_numpy``."""
+    from cupyx.scipy.linalg import lu_factor  # CuPy's own: only loaded on the GPU
+
+    xp = array_module((a,))
+    if a.dtype.char not in "fdFD" or a.shape[-1] == 0:
+        return lu_numpy(a)
+    lu = xp.empty(a.shape, a.dtype)
+    pivots = xp.empty(a.shape[:-1], np.int32)
+    with warnings.catch_warnings():
+        # A singular matrix is factorised too (see _lu_impl); the solves refuse it.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for index in np.ndindex(*a.shape[:-2]):
+            lu[index], pivots[index] = lu_factor(a[index], check_finite=False)
+    return [lu, pivots, _pivots_impl(pivots, permutation_size=a.shape[-1])]
+
+
 def permutation_matrix(perm, dtype):
     """``P`` with ``(P @ x)[i] = x[perm[i]]``, as one-hot rows."""
     n = get_aval(perm).shape[-1]
     rows = bind(shape.expand_dims_p, perm, dimensions=(get_aval(perm).ndim,))
-    return ew.convert_element_type(ew.eq(rows, np.arange(n, dtype=np.int32)), dtype)
+    return ew.convert_element_type(ew.eq(rows, _constant_for(perm, np.arange(n, dtype=np.int32))),
+                                   dtype)
 
 
 def lu_factors(lu):
@@ -577,7 +610,7 @@ def _lu_jvp(primals, tangents):
 
 
 lu_p = Primitive(
-    "lu", abstract_eval=_lu_abstract_eval, impl=_lu_impl, gpu=lu_numpy, multiple_results=True,
+    "lu", abstract_eval=_lu_abstract_eval, impl=_lu_impl, gpu=_lu_gpu, multiple_results=True,
     jvp=_lu_jvp, batch=_leading_batch_rule,
     doc=(
         "`P a = L U` with partial pivoting: the packed factors, LAPACK's 0-based row interchanges "
@@ -610,11 +643,13 @@ def _pivots_impl(pivots, *, permutation_size):
     flat = pivots.reshape((int(np.prod(batch, dtype=np.int64)), k))
     perm = xp.tile(xp.arange(permutation_size, dtype=np.int32), (flat.shape[0], 1))
     members = xp.arange(flat.shape[0])
+    # One check for all pivots (on the GPU, one read from the device).
+    bad = ((flat < 0) | (flat >= permutation_size)).any(axis=0)
+    if bad.any():
+        raise IndexError(f"lu_pivots_to_permutation: pivot out of range [0, "
+                         f"{permutation_size}) at position {int(bad.argmax())}")
     for i in range(k):
         p = flat[:, i]
-        if xp.any((p < 0) | (p >= permutation_size)):
-            raise IndexError(f"lu_pivots_to_permutation: pivot out of range [0, "
-                             f"{permutation_size}) at position {i}")
         perm[members, i], perm[members, p] = perm[members, p], perm[members, i].copy()
     return perm.reshape(batch + (permutation_size,))
 
@@ -643,6 +678,19 @@ def _cholesky_impl(a):
     return xp.linalg.cholesky(xp.asarray(a))
 
 
+def _cholesky_gpu(a):
+    """The impl on CuPy arrays: cuSOLVER's potrf (``cupy.linalg.cholesky``),
+    which fills the factor of a matrix that is not positive definite with
+    NaN instead of raising; NumPy's LinAlgError is raised here (one read of
+    a flag from the device)."""
+    xp = array_module((a,))
+    a = xp.asarray(a)
+    l = xp.linalg.cholesky(a)
+    if bool(xp.isnan(l).any() & ~xp.isnan(xp.tril(a)).any()):
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+    return l
+
+
 def _cholesky_jvp(primals, tangents):
     """A = L L^H: dL = L Phi(L^-1 dA L^-H), Phi keeping the strictly lower
     triangle and half the diagonal; dA is the Hermitian matrix of the lower
@@ -665,8 +713,8 @@ def _cholesky_abstract_eval(a):
 
 
 cholesky_p = Primitive(
-    "cholesky", abstract_eval=_cholesky_abstract_eval, impl=_cholesky_impl, jvp=_cholesky_jvp,
-    batch=_leading_batch_rule, xp_impl=True,
+    "cholesky", abstract_eval=_cholesky_abstract_eval, impl=_cholesky_impl, gpu=_cholesky_gpu,
+    jvp=_cholesky_jvp, batch=_leading_batch_rule,
     doc=(
         "`np.linalg.cholesky(a)`: lower triangular `L` with `a = L L^H`, reading `a`'s lower "
         "triangle"
