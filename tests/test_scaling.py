@@ -122,3 +122,18 @@ def test_pauses_in_several_threads_end_with_the_collector_enabled():
     for t in threads:
         t.join()
     assert not errors and gc.isenabled()
+
+
+def test_import_functrans_loads_no_optional_library_nor_the_lazy_namespaces():
+    import subprocess
+    import sys
+
+    heavy = ["scipy", "numexpr", "cupy", "numba", "mpi4py", "graphviz", "matplotlib",
+             "hypothesis", "functrans.optimize", "functrans.optimizers", "functrans.sparse"]
+    code = ("import sys, functrans\n"
+            f"print([m for m in {heavy!r} if m in sys.modules])\n"
+            "functrans.optimize.minimize\n"
+            "print('functrans.optimize' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert proc.stdout.split("\n")[:2] == ["[]", "True"]
