@@ -23,6 +23,7 @@ from functrans.optimizers._transformation import (
     global_norm,
     real_zeros_like,
     times,
+    zeros_like,
 )
 from functrans.tree_util import tree_map
 
@@ -32,7 +33,7 @@ def _count0():
 
 
 def _zeros_like(params):
-    return tree_map(fnp.zeros_like, params)
+    return tree_map(zeros_like, params)
 
 
 def _moments(params):

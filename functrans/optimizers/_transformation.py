@@ -16,6 +16,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 import functrans.numpy as fnp
+from functrans.devices import device_put, is_device_array
 from functrans.tree_util import keystr, tree_flatten_with_path, tree_map, tree_structure
 
 
@@ -94,8 +95,9 @@ def apply_updates(params: Any, updates: Any) -> Any:
 def global_norm(tree: Any):
     """The 2-norm of all leaves of ``tree`` together, accumulated in float64
     (squares of large float32 entries would overflow float32)."""
-    total = sum((fnp.sum(abs_squared(_widened(x))) for x in _leaves(tree)),
-                start=fnp.zeros((), np.float64))
+    total = fnp.zeros((), np.float64)
+    for x in _leaves(tree):
+        total = fnp.add(total, fnp.sum(abs_squared(_widened(x))))  # mixes CuPy and NumPy
     return fnp.sqrt(total)
 
 
@@ -116,10 +118,17 @@ def abs_squared(x):
     return fnp.real(x * fnp.conj(x)) if fnp.iscomplexobj(x) else x * x
 
 
+def zeros_like(x, dtype: Any = None):
+    """Zeros of ``x``'s shape, in ``dtype`` (``x``'s by default), on ``x``'s
+    device: moments of CuPy parameters live on the GPU."""
+    z = np.zeros(fnp.shape(x), fnp.result_type(x) if dtype is None else dtype)
+    return device_put(z, "gpu") if is_device_array(x) else z
+
+
 def real_zeros_like(x):
-    """Zeros of ``x``'s shape in its real dtype (second moments of complex
+    """Zeros like ``x`` in its real dtype (second moments of complex
     parameters are real)."""
-    return fnp.zeros(fnp.shape(x), real_dtype(x))
+    return zeros_like(x, real_dtype(x))
 
 
 def real_dtype(x) -> np.dtype:
@@ -133,7 +142,8 @@ def times(u, s):
     so that float32 updates stay float32."""
     if type(s) in (int, float):  # weak Python scalars; np.float64 is a float subclass
         return u * s
-    return u * fnp.asarray(s).astype(real_dtype(u))
+    # fnp.multiply, not *: a CuPy u refuses a NumPy 0-d s, functrans mixes them
+    return fnp.multiply(u, fnp.asarray(s).astype(real_dtype(u)))
 
 
 def check_floating(name: str, params: Any) -> None:
