@@ -16,22 +16,26 @@ topic of ``python -m benchmarks``, whose workloads run on any machine.
 * ``mlp_per_example``: per-example gradients (``vmap(grad)``) of a 2-layer
   MLP at batch 65,536 (float32), against JAX.
 
-Times are medians of synchronised wall-clock runs after warm-up, so they
-include functrans's (and JAX's) dispatch overhead, as a user sees it.
+Kernel times are measured with CUDA events around many back-to-back calls
+(``timed``), so they are the device's time per call, with the dispatch of
+each call overlapped by the previous kernel as in a real loop; JAX, whose
+work runs on its own streams, is timed by the wall clock around as many
+back-to-back calls ended by one ``block_until_ready``.  A result that
+differs from the reference is a MISMATCH row; ``gpu_check`` fails on it.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
+import os
 import time
 from typing import Any, Callable
 
 import numpy as np
 
 SIZES = {
-    "full": {"chain_n": 100_000_000, "hessian_n": 4096, "batch": 65_536, "repeats": 10},
-    "quick": {"chain_n": 1_000_000, "hessian_n": 256, "batch": 1024, "repeats": 3},
+    "full": {"chain_n": 100_000_000, "hessian_n": 4096, "batch": 65_536, "repeats": 20},
+    "quick": {"chain_n": 1_000_000, "hessian_n": 256, "batch": 1024, "repeats": 5},
 }
 
 
@@ -42,7 +46,9 @@ def cupy_or_none():
 
 
 def jax_or_none():
-    """JAX with a GPU device and float64 enabled, or None."""
+    """JAX with a GPU device and float64 enabled, or None.  JAX is told not
+    to take 75% of the GPU's memory up front (CuPy needs it)."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     try:
         import jax
 
@@ -54,16 +60,32 @@ def jax_or_none():
         return None
 
 
-def timed(fn: Callable[[], Any], sync: Callable[[Any], Any], repeats: int, warmup: int = 2):
-    """Median seconds of ``fn()`` with its result synchronised."""
+def timed(fn: Callable[[], Any], cp, calls: int, warmup: int = 3) -> float:
+    """Seconds per call of ``fn`` on the device: CUDA events recorded around
+    ``calls`` back-to-back calls on CuPy's current stream, after warm-up."""
     for _ in range(warmup):
-        sync(fn())
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        sync(fn())
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        fn()
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    for _ in range(calls):
+        fn()
+    end.record()
+    end.synchronize()
+    return cp.cuda.get_elapsed_time(start, end) / 1e3 / calls
+
+
+def timed_jax(fn: Callable[[], Any], jax, calls: int, warmup: int = 3) -> float:
+    """Seconds per call of a JAX function: the wall clock around ``calls``
+    back-to-back calls and one ``block_until_ready`` (JAX dispatches
+    asynchronously, on streams of its own)."""
+    for _ in range(warmup):
+        jax.block_until_ready(fn())
+    t0 = time.perf_counter()
+    out = None
+    for _ in range(calls):
+        out = fn()
+    jax.block_until_ready(out)
+    return (time.perf_counter() - t0) / calls
 
 
 # -- the elementwise chain --------------------------------------------------------------
@@ -106,9 +128,8 @@ def bench_chain(cp, jax, n: int, repeats: int) -> list[dict]:
 
     rows = []
     x = cp.random.default_rng(0).random(n, dtype=cp.float32)
-    sync = _cupy_sync(cp)
     dst = cp.empty_like(x)
-    t_copy = timed(lambda: dst.__setitem__(Ellipsis, x), lambda _: sync(None), repeats)
+    t_copy = timed(lambda: dst.__setitem__(Ellipsis, x), cp, repeats)
     copy_bw = 2 * x.nbytes / t_copy
     rows.append(_row("chain", "device copy", t_copy, 2 * x.nbytes, copy_bw, f"n={n:,}"))
     ideal = 2 * x.nbytes  # read x, write the result
@@ -126,19 +147,42 @@ def bench_chain(cp, jax, n: int, repeats: int) -> list[dict]:
     want, want_g = chain(x, cp), chain_grad_by_hand(x, cp)
     for table, check in ((variants, want), (grads, want_g)):
         for name, fn in table.items():
-            got = fn(x)
-            ok = bool(cp.allclose(got, check, rtol=1e-4, atol=1e-5))
-            t = timed(lambda fn=fn: fn(x), sync, repeats)
-            rows.append(_row("chain", name, t, ideal, copy_bw, "" if ok else "MISMATCH"))
+            note = _agreement(cp, fn(x), check)
+            t = timed(lambda fn=fn: fn(x), cp, repeats)
+            rows.append(_row("chain", name, t, ideal, copy_bw, note))
     if jax is not None:
         jnp = jax.numpy
         xj = jax.device_put(np.asarray(x.get()))
         f = jax.jit(lambda v: chain(v, jnp))
         g = jax.jit(jax.grad(lambda v: jnp.sum(chain(v, jnp))))
-        for name, fn in (("jax", f), ("jax grad", g)):
-            t = timed(lambda fn=fn: fn(xj), lambda r: r.block_until_ready(), repeats)
-            rows.append(_row("chain", name, t, ideal, copy_bw, ""))
+        for name, fn, check in (("jax", f, want), ("jax grad", g, want_g)):
+            note = _agreement(cp, cp.asarray(np.asarray(fn(xj))), check)
+            t = timed_jax(lambda fn=fn: fn(xj), jax, repeats)
+            rows.append(_row("chain", name, t, ideal, copy_bw, note))
     return rows
+
+
+def _agreement(cp, got, want, rtol=1e-4, atol=1e-5) -> str:
+    """'' when ``got`` is close to ``want`` (float32 math: 1e-4), else MISMATCH."""
+    ok = got.shape == want.shape and bool(cp.allclose(got, want, rtol=rtol, atol=atol))
+    return "" if ok else "MISMATCH"
+
+
+def targets(rows: list[dict]) -> list[str]:
+    """The chain's goals, met or missed: functrans's fused forward and gradient
+    at >= 70% of the copy bandwidth and >= 3x CuPy's kernel-per-op time."""
+    by = {r["variant"]: r for r in rows if r["benchmark"] == "chain"}
+    out = []
+    for mine, theirs in (("functrans (fused)", "cupy (kernel per op)"),
+                         ("functrans grad (fused)", "cupy grad by hand")):
+        if mine not in by or theirs not in by:
+            continue
+        frac = by[mine]["of_copy"] or 0.0
+        speedup = by[theirs]["time_ms"] / by[mine]["time_ms"]
+        met = frac >= 0.7 and speedup >= 3.0
+        out.append(f"{'met' if met else 'MISSED'}: {mine} at {frac:.0%} of copy bandwidth "
+                   f"(goal 70%), {speedup:.1f}x {theirs} (goal 3x)")
+    return out
 
 
 # -- Hessian of the extended Rosenbrock function ------------------------------------------
@@ -156,17 +200,16 @@ def bench_hessian(cp, jax, n: int, repeats: int) -> list[dict]:
 
     x = cp.linspace(-1.0, 1.5, n)
     hess = ft.jit(ft.hessian(lambda v: rosenbrock(v, fnp)))
-    sync = _cupy_sync(cp)
-    rows = [_row("rosenbrock_hessian", "functrans", timed(lambda: hess(x), sync, repeats),
+    h = hess(x)
+    rows = [_row("rosenbrock_hessian", "functrans", timed(lambda: hess(x), cp, repeats),
                  None, None, f"n={n:,}, float64")]
     if jax is not None:
         jnp = jax.numpy
         xj = jax.device_put(np.asarray(x.get()))
         hj = jax.jit(jax.hessian(lambda v: rosenbrock(v, jnp)))
-        ok = np.allclose(np.asarray(hj(xj)), hess(x).get())
-        rows.append(_row("rosenbrock_hessian", "jax",
-                         timed(lambda: hj(xj), lambda r: r.block_until_ready(), repeats),
-                         None, None, "" if ok else "MISMATCH"))
+        note = _agreement(cp, cp.asarray(np.asarray(hj(xj))), h, rtol=1e-10, atol=1e-8)
+        rows.append(_row("rosenbrock_hessian", "jax", timed_jax(lambda: hj(xj), jax, repeats),
+                         None, None, note))
     return rows
 
 
@@ -192,29 +235,24 @@ def bench_mlp(cp, jax, batch: int, repeats: int) -> list[dict]:
     per_example = ft.jit(ft.vmap(ft.grad(lambda p, x, y: mlp_loss(p, x, y, fnp)),
                                  in_axes=(None, 0, 0)))
     p_d, x_d, y_d = ft.device_put((params, xs, ys), "gpu")
-    sync = _cupy_sync(cp)
-    rows = [_row("mlp_per_example", "functrans", timed(lambda: per_example(p_d, x_d, y_d),
-                                                        sync, repeats),
+    got = per_example(p_d, x_d, y_d)
+    rows = [_row("mlp_per_example", "functrans",
+                 timed(lambda: per_example(p_d, x_d, y_d), cp, repeats),
                  None, None, f"batch={batch:,}, 32-128-4, float32")]
     if jax is not None:
         jnp = jax.numpy
         pj, xj, yj = jax.device_put((params, xs, ys))
         fj = jax.jit(jax.vmap(jax.grad(lambda p, x, y: mlp_loss(p, x, y, jnp)),
                               in_axes=(None, 0, 0)))
+        theirs = fj(pj, xj, yj)
+        note = "" if all(_agreement(cp, g, cp.asarray(np.asarray(t)), 1e-3, 1e-4) == ""
+                         for g, t in zip(got, theirs)) else "MISMATCH"
         rows.append(_row("mlp_per_example", "jax",
-                         timed(lambda: fj(pj, xj, yj), lambda r: jax.block_until_ready(r),
-                               repeats), None, None, ""))
+                         timed_jax(lambda: fj(pj, xj, yj), jax, repeats), None, None, note))
     return rows
 
 
 # -- running and printing ------------------------------------------------------------------
-
-
-def _cupy_sync(cp):
-    def sync(_):
-        cp.cuda.Device().synchronize()
-
-    return sync
 
 
 def _row(bench, variant, seconds, nbytes, copy_bw, note) -> dict:
@@ -276,7 +314,13 @@ def main(argv=None) -> int:
         print("no GPU: install CuPy on a machine with a CUDA GPU to run these benchmarks")
         return 0
     print(format_rows(rows))
-    return 0
+    print("\n".join(targets(rows)))
+    return 1 if failures(rows) else 0
+
+
+def failures(rows: list[dict]) -> list[dict]:
+    """The rows that are a benchmark's error or a result that disagrees."""
+    return [r for r in rows if r["variant"] == "error" or r["note"] == "MISMATCH"]
 
 
 if __name__ == "__main__":

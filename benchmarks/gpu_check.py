@@ -1,32 +1,68 @@
-"""On a GPU machine: run the GPU tests and the GPU benchmarks, print one table.
+"""On a GPU machine: run the GPU tests and the GPU benchmarks, one table at the end.
 
-    python -m benchmarks.gpu_check [--quick] [--tests-only | --benchmarks-only]
+    python -m benchmarks.gpu_check [--log PATH] [--quick] [--tests-only | --benchmarks-only]
 
-1. ``pytest -m gpu`` over tests/test_gpu_*.py (CuPy and a GPU: every
-   elementwise kernel against NumPy, fused programs against the CPU, the
-   transforms on CuPy arrays), then the code-generation tests that run
-   anywhere (nvcc compile checks, the CUDA expressions run on the host);
-2. ``benchmarks/gpu.py``: the fused 10-op chain and its gradient (n = 1e8)
+1. ``pytest -m gpu`` over the tests with a GPU variant (CuPy and a GPU: every
+   elementwise kernel against NumPy, fused programs against the CPU, every
+   primitive's GPU impl, the transforms on CuPy arrays);
+2. the code-generation tests that run anywhere: nvcc and NVRTC compile
+   checks (every per-primitive kernel: ``FUNCTRANS_NVRTC_ALL=1``), the CUDA
+   expressions run on the host, the kernels' arguments, fusion;
+3. ``benchmarks/gpu.py``: the fused 10-op chain and its gradient (n = 1e8)
    against CuPy and ``cupy.fuse``, the Rosenbrock Hessian (n = 4,096) and
    per-example MLP gradients (batch 65,536), with JAX beside them when it is
-   installed with GPU support.
+   installed with GPU support; kernel times from CUDA events.
 
-Sized to finish in under 8 minutes on one GPU (the first run compiles
-about a thousand small kernels; CuPy caches them on disk for the next).
-Exits 1 if a test fails, 2 without a GPU.
+Each section is printed as it finishes, to stdout and to ``--log`` (flushed
+line by line), so that a run cut short still shows what it did.  JAX is
+told not to preallocate 75% of the GPU's memory (``XLA_PYTHON_CLIENT_PREALLOCATE=false``),
+in this process and in the test processes.  Sized for under 10 minutes on
+one GPU (the first run compiles about a thousand small kernels; CuPy caches
+them on disk for the next).
+
+Exit status: 0 when everything passed, 1 when a test failed or a benchmark
+erred or disagreed with its reference (MISMATCH), 2 without a GPU, 3 when
+functrans cannot be imported (on a machine without its dependencies: see
+docs/gpu.md for the wheel folder to carry).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TextIO
 
 ROOT = Path(__file__).resolve().parents[1]
-TEST_BUDGET_S = 360
+ENV = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "PYTHONUNBUFFERED": "1"}
+
+#: (section, test files, pytest marker, budget in seconds)
+SECTIONS = [
+    ("pytest -m gpu (CuPy on the GPU)",
+     ["tests/test_gpu_cupy.py", "tests/test_gpu_dispatch.py", "tests/test_gpu_rules.py"],
+     "gpu", 300),
+    ("codegen: nvcc, NVRTC, host semantics, kernel arguments, fusion",
+     ["tests/test_gpu_lowering.py", "tests/test_gpu_nvrtc.py",
+      "tests/test_gpu_host_semantics.py", "tests/test_gpu_kernel_args.py", "tests/test_fuse.py"],
+     None, 180),
+]
+
+
+class Log:
+    """Lines to stdout and, when given, to a log file, flushed at once."""
+
+    def __init__(self, path: str | None):
+        self.file: TextIO | None = open(path, "a", buffering=1) if path else None
+
+    def __call__(self, text: str = "") -> None:
+        print(text, flush=True)
+        if self.file is not None:
+            self.file.write(text + "\n")
+            self.file.flush()
 
 
 def run_tests(paths: list[str], marker: str | None, timeout: float) -> dict:
@@ -34,9 +70,11 @@ def run_tests(paths: list[str], marker: str | None, timeout: float) -> dict:
            *paths]
     if marker:
         cmd += ["-m", marker]
+    env = dict(os.environ, **ENV, FUNCTRANS_NVRTC_ALL="1")
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                              env=env)
         out = proc.stdout + proc.stderr
         code = proc.returncode
     except subprocess.TimeoutExpired as e:
@@ -61,36 +99,55 @@ def summary_rows(results: dict[str, dict]) -> list[dict]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--log", help="also write every line to this file")
     parser.add_argument("--quick", action="store_true", help="small benchmark sizes")
     parser.add_argument("--tests-only", action="store_true")
     parser.add_argument("--benchmarks-only", action="store_true")
     args = parser.parse_args(argv)
+    os.environ.update(ENV)  # before anything imports JAX
+    log = Log(args.log)
     sys.path.insert(0, str(ROOT))
-    from benchmarks import gpu as bench
-    from functrans.backends import cupy as gpu_backend
+    try:
+        from benchmarks import gpu as bench
+        from functrans.backends import cupy as gpu_backend
+    except ImportError as e:
+        log(f"gpu_check: functrans does not import here ({e}); carry the wheels of "
+            "docs/gpu.md ('Running the GPU check') and put them on PYTHONPATH")
+        return 3
 
     if not gpu_backend.gpu_available():
-        print("gpu_check: no GPU (CuPy missing, or no CUDA device); nothing to run")
+        log("gpu_check: no GPU (CuPy missing, or no CUDA device); nothing to run")
         return 2
+    cp = gpu_backend.cupy_module()
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    log(f"gpu_check: {props['name'].decode()}, CuPy {cp.__version__}, "
+        f"CUDA runtime {cp.cuda.runtime.runtimeGetVersion()}, Python {sys.version.split()[0]}")
     results: dict[str, dict] = {}
     if not args.benchmarks_only:
-        print("gpu_check: running the GPU tests (the first run compiles ~1000 kernels)...",
-              file=sys.stderr)
-        results["pytest -m gpu tests/test_gpu_*.py"] = run_tests(
-            ["tests/test_gpu_cupy.py", "tests/test_gpu_dispatch.py"], "gpu", TEST_BUDGET_S)
-        results["codegen: lowering, nvcc, host semantics, fusion"] = run_tests(
-            ["tests/test_gpu_lowering.py", "tests/test_gpu_host_semantics.py",
-             "tests/test_fuse.py"], None, 180)
+        for name, paths, marker, budget in SECTIONS:
+            log(f"\n== {name} ...")
+            r = results[name] = run_tests(paths, marker, budget)
+            log(bench.format_rows(summary_rows({name: r})))
+            if r["code"] not in (0, 5):  # 5: nothing collected
+                log(f"--- {name}: the end of its output ---\n{r['log'][-6000:]}")
     rows = summary_rows(results)
+    bench_rows: list[dict] = []
     if not args.tests_only:
-        print("gpu_check: running the GPU benchmarks...", file=sys.stderr)
-        rows += bench.run("quick" if args.quick else "full")
-    print(bench.format_rows(rows))
-    failed = [name for name, r in results.items()
-              if r["code"] not in (0, 5)]  # 5: nothing collected
-    for name in failed:
-        print(f"\n--- {name} ---\n{results[name]['log'][-6000:]}")
-    return 1 if failed else 0
+        mode = "quick" if args.quick else "full"
+        for part in ("chain", "rosenbrock_hessian", "mlp_per_example"):
+            log(f"\n== benchmark {part} ({mode}) ...")
+            got = bench.run(mode, only=(part,))
+            bench_rows += got
+            log(bench.format_rows(got))
+    log("\n== summary")
+    log(bench.format_rows(rows + bench_rows))
+    for line in bench.targets(bench_rows):
+        log(line)
+    failed = [name for name, r in results.items() if r["code"] not in (0, 5)]
+    bad = bench.failures(bench_rows)
+    for r in bad:
+        log(f"benchmark failure: {r['benchmark']} / {r['variant']}: {r['note']}")
+    return 1 if failed or bad else 0
 
 
 if __name__ == "__main__":

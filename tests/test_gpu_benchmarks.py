@@ -62,3 +62,34 @@ def test_without_a_gpu_they_say_so():
     proc = subprocess.run([sys.executable, "-m", "benchmarks.gpu_check"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "no GPU" in proc.stdout
+
+
+def test_a_mismatch_or_an_error_fails_the_check_and_the_goals_are_reported():
+    rows = [bench._row("chain", "device copy", 1e-3, 8e8, 8e11, ""),
+            bench._row("chain", "functrans (fused)", 1.2e-3, 8e8, 8e11, ""),
+            bench._row("chain", "cupy (kernel per op)", 6e-3, 8e8, 8e11, ""),
+            bench._row("chain", "functrans grad (fused)", 2e-3, 8e8, 8e11, "MISMATCH"),
+            bench._row("chain", "cupy grad by hand", 4e-3, 8e8, 8e11, "")]
+    assert [r["variant"] for r in bench.failures(rows)] == ["functrans grad (fused)"]
+    rows.append(bench._row("mlp_per_example", "error", float("nan"), None, None, "boom"))
+    assert len(bench.failures(rows)) == 2
+    met, missed = bench.targets(rows)
+    assert met.startswith("met: functrans (fused) at 83% of copy bandwidth") and "5.0x" in met
+    assert missed.startswith("MISSED: functrans grad (fused)") and "2.0x" in missed
+
+
+def test_the_log_gets_every_line(tmp_path, capsys):
+    log = gpu_check.Log(str(tmp_path / "check.log"))
+    log("== section")
+    log("a row")
+    assert (tmp_path / "check.log").read_text() == "== section\na row\n"
+    assert capsys.readouterr().out == "== section\na row\n"
+
+
+def test_the_documented_device_command_uses_the_wheel_folder():
+    doc = (ROOT / "docs" / "gpu.md").read_text()
+    script = (ROOT / "benchmarks" / "gpu_wheels.sh").read_text()
+    assert "bash benchmarks/gpu_wheels.sh" in doc and "-d .whl" in script
+    assert "--no-index --no-deps --target /tmp/site .whl/*.whl" in doc
+    assert 'python3 -m benchmarks.gpu_check --log "$OUT/gpu_check.log"' in doc
+    assert ".whl/" in (ROOT / ".gitignore").read_text().split()
