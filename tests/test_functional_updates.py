@@ -2,11 +2,13 @@
 ``fnp.at(x)[idx]`` on NumPy arrays and tracers, ``fnp.copy``/``np.copy``/
 ``.copy()`` of tracers, and the error for ``x[idx] = v`` on a tracer."""
 
+import _gpu_fake
 import numpy as np
 import pytest
 
 import functrans as ft
 import functrans.numpy as fnp
+from functrans.backends import cupy as gpu
 from functrans.errors import ConcretizationError, TracerConversionError
 from functrans.testing import check_grads
 
@@ -144,3 +146,34 @@ def test_item_and_tolist_of_concrete_and_traced_values():
     # An integer value carries no derivative: .item() and .tolist() give its value.
     assert ft.grad(lambda x, n: x * n.item(), argnums=0)(2.0, np.int64(3)) == 3.0
     assert ft.grad(lambda x, n: x * len(n.tolist()))(2.0, np.arange(4)) == 4.0
+
+
+@pytest.fixture(params=["fake", pytest.param("cupy", marks=pytest.mark.gpu)])
+def device(request):
+    """The GPU backend on the stand-in for CuPy, or on CuPy with a GPU."""
+    if request.param == "cupy":
+        if not gpu.gpu_available():
+            pytest.skip("needs CuPy and a CUDA GPU")
+        yield
+        return
+    _, undo = _gpu_fake.install()
+    try:
+        yield
+    finally:
+        undo()
+
+
+def test_at_on_device_arrays_stays_on_the_device(device):
+    host = np.arange(4.0)
+    x = ft.device_put(host, "gpu")
+    cases = [
+        (fnp.at(x)[[0, 0, 3]].add(1.0), fnp.at(host)[[0, 0, 3]].add(1.0)),  # a host index list
+        (fnp.at(x)[np.array([2, 1])].set(-1.0), fnp.at(host)[np.array([2, 1])].set(-1.0)),
+        (fnp.at(x)[1].max(7.0), fnp.at(host)[1].max(7.0)),
+        (fnp.at(x)[1:].get(), host[1:]),
+        (fnp.copy(x), host),
+    ]
+    for got, want in cases:
+        assert gpu.is_device_array(got)
+        np.testing.assert_array_equal(got.get(), want)
+    np.testing.assert_array_equal(x.get(), host)

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from functrans.core import Tracer, bind, get_aval
-from functrans.devices import is_device_array
+from functrans.devices import device_put, is_device_array
 from functrans.errors import ConcretizationError, DTypeError, ShapeError
 from functrans.numpy._shape import _broadcast_to, _reshape, _transpose
 from functrans.numpy._util import asarray, broadcasts_to, normalize_axis
@@ -375,7 +375,8 @@ class IndexUpdateRef:
         """``x[idx]`` as a new array: on a NumPy array, unlike ``x[idx]``,
         never a view that a later write into ``x`` would change."""
         out = getitem(self.array, self.index)
-        if not isinstance(out, Tracer) and (out is self.array or out.base is not None):
+        if not isinstance(out, Tracer) and (out is self.array
+                                            or getattr(out, "base", out) is not None):
             out = out.copy()
         return out
 
@@ -407,6 +408,9 @@ def _scatter(x, idx, values, mode: str):
     name = f"at[...].{mode}"
     x = asarray(x)
     index = parse_index(name, tuple(x.shape), idx)
+    if is_device_array(x):  # index lists and NumPy index arrays of a CuPy array
+        index = index._replace(arrays=tuple(device_put(a, "gpu") if isinstance(a, np.ndarray)
+                                            else a for a in index.arrays))
     target = x
     if index.inserted:
         target = bind(expand_dims_p, x, dimensions=index.inserted)
