@@ -41,6 +41,7 @@ from functrans.core import (
 )
 from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
+from functrans.interpreters import sparsity
 
 
 def linear_unary_transpose(make_ct):
@@ -68,6 +69,7 @@ def declare_linear(name, abstract_eval, impl, ct_rule, batch, simplify=identity_
         name, abstract_eval=abstract_eval, impl=impl, jvp=linear_jvp,
         transpose=linear_unary_transpose(ct_rule), batch=batch, simplify=simplify,
         numpy_kernel=numpy_kernel, linear=True, broadcasts=broadcasts, xp_impl=True, doc=doc,
+        sparsity=sparsity.movement_sparsity(),  # every one of them only moves elements
     )
 
 
@@ -343,6 +345,8 @@ def reduction(name: str, fn: Callable, method: str, identity: bool = True, **rul
     def impl(x, *, axes):
         return as_array(getattr(as_array(x), method)(axis=axes))
 
+    # Sums, and max/min (piecewise linear): no two elements meet.
+    rules.setdefault("sparsity", sparsity.reduction_sparsity())
     return Primitive(name, abstract_eval=abstract_eval, impl=impl, batch=_reduce_batch,
                      xp_impl=True, **rules)
 
@@ -438,6 +442,7 @@ convert_element_type_p = Primitive(
     simplify=lambda eqn, ctx: eqn.inputs[0] if same_type(eqn, eqn.inputs[0]) else None,
     cuda=Cuda("x", args=("x",)),  # the conversion is that of the operand to the output dtype
     linear=True,
+    sparsity=sparsity.elementwise_sparsity("linear"),
     doc="`x.astype(new_dtype)`",
 )
 

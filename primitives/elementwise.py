@@ -65,6 +65,7 @@ from functrans.core import (
 )
 from functrans.dtypes import is_inexact, result_type, ufunc_operand
 from functrans.errors import DTypeError
+from functrans.interpreters import sparsity
 
 # Declared in ``broadcasting`` (below every family) and presented here too.
 convert_element_type = broadcasting.convert_element_type
@@ -189,6 +190,7 @@ def declare(row: Row) -> Primitive:
         jvp=jvp, transpose=row.transpose, batch=elementwise_batch,
         cuda=None if row.cuda is None else Cuda(row.cuda, loop), simplify=row.simplify,
         numexpr=row.numexpr, linear=row.transpose is not None, doc=row.doc, gpu=row.gpu,
+        sparsity=sparsity.elementwise_sparsity(row.deriv),
     )
 
 
@@ -657,6 +659,7 @@ integer_pow_p = Primitive(
     # x * x is what the impl computes for y == 2; numexpr's other powers multiply
     # where NumPy calls pow, so they are not exact.
     numexpr=lambda y: "({0} * {0})" if y == 2 else None,
+    sparsity=sparsity.pow_sparsity,
     doc="`x ** y` for a static Python int `y` (`x * x` when `y == 2`)",
 )
 
@@ -707,6 +710,7 @@ select_p = Primitive(
     batch=elementwise_batch,
     cuda=Cuda("(p ? x : y)", args=("p", "x", "y")),
     linear=True,
+    sparsity=sparsity.select_sparsity,
     doc="`np.where(pred, on_true, on_false)`; `pred` is bool, all three broadcast",
 )
 

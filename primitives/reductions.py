@@ -37,6 +37,7 @@ from functrans.core import (
 )
 from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
+from functrans.interpreters import sparsity
 
 # Declared in ``broadcasting`` (below every family) and presented here too.
 reduce_sum_p = broadcasting.reduce_sum_p
@@ -94,6 +95,7 @@ def reduce_prod(x, axes):
 
 
 reduce_prod_p = reduction("reduce_prod", np.multiply.reduce, "prod", jvp=_reduce_prod_jvp,
+                          sparsity=sparsity.reduction_sparsity(sparsity.ALL),
                         doc="`np.prod(x, axis=axes)`")
 reduce_max_p = reduction("reduce_max", np.maximum.reduce, "max", identity=False,
                        jvp=_extremum_jvp, doc="`np.max(x, axis=axes)`; empty axes are an error")
@@ -277,21 +279,25 @@ cumsum_p = _cumulative(
     "cumsum", lambda x, axis: x.cumsum(axis=axis, dtype=reduced_dtype(np.add.reduce, x.dtype)),
     lambda d: reduced_dtype(np.add.reduce, d),
     jvp=_cumsum_jvp, transpose=_cumsum_transpose, linear=True,
+    sparsity=sparsity.cumulative_sparsity(),
     doc="`np.cumsum(x, axis=axis)`, from the end when `reverse`",
 )
 cumprod_p = _cumulative(
     "cumprod",
     lambda x, axis: x.cumprod(axis=axis, dtype=reduced_dtype(np.multiply.reduce, x.dtype)),
     lambda d: reduced_dtype(np.multiply.reduce, d), jvp=_cumprod_jvp,
+    sparsity=sparsity.cumulative_sparsity(sparsity.ALL),
     doc="`np.cumprod(x, axis=axis)`, from the end when `reverse`",
 )
 cummax_p = _cumulative(
     "cummax", lambda x, axis: np.maximum.accumulate(x, axis=axis), None,
     gpu_scan=_doubling_scan("maximum"), real_only=True, jvp=_running_extremum_jvp,
+    sparsity=sparsity.cumulative_sparsity(),
     doc="`np.maximum.accumulate(x, axis=axis)`, from the end when `reverse`",
 )
 cummin_p = _cumulative(
     "cummin", lambda x, axis: np.minimum.accumulate(x, axis=axis), None,
     gpu_scan=_doubling_scan("minimum"), real_only=True, jvp=_running_extremum_jvp,
+    sparsity=sparsity.cumulative_sparsity(),
     doc="`np.minimum.accumulate(x, axis=axis)`, from the end when `reverse`",
 )

@@ -46,6 +46,7 @@ from functrans.core import (
 )
 from functrans.dtypes import is_inexact, result_type
 from functrans.errors import ShapeError
+from functrans.interpreters import sparsity
 
 # Declared in ``broadcasting`` (below every family) and presented here too.
 linear_unary_transpose = broadcasting.linear_unary_transpose
@@ -174,6 +175,7 @@ concatenate_p = Primitive(
     batch=_concatenate_batch,
     linear=True,
     xp_impl=True,
+    sparsity=sparsity.movement_sparsity(data=None),
     doc="`np.concatenate(xs, axis=dimension)`, dtypes promoted",
 )
 
@@ -373,7 +375,7 @@ def _pad_kernel(avals, *, padding_config):
 pad_p = Primitive(
     "pad", abstract_eval=_pad_abstract_eval, impl=_pad_impl,
     jvp=_pad_jvp, transpose=_pad_transpose, batch=_pad_batch, numpy_kernel=_pad_kernel,
-    linear=True, xp_impl=True,
+    linear=True, xp_impl=True, sparsity=sparsity.movement_sparsity(data=(0, 1)),
     doc=(
         "pad with `padding_value`: a `(low, high, interior)` triple per axis; negative low/high "
         "crop"

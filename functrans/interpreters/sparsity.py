@@ -787,3 +787,26 @@ def _first_order(outer: SparsityDetection, closed: ClosedJaxpr,
         return sub.run(closed.jaxpr, closed.consts, ins)
     finally:
         _runs.stack.pop()
+
+
+def cumulative_sparsity(second: Any = NONE) -> RuleFactory:
+    """The rule of a running reduction along ``axis``: each output element
+    depends on its lane's elements up to it (from the end when ``reverse``);
+    ``second`` as for ``reduction_sparsity``."""
+
+    @rule_factory
+    def make(prim: Primitive) -> Callable:
+        def rule(ins: list[Pattern], *, axis, reverse, **params):
+            shape = ins[0].aval.shape
+            length = shape[axis] if shape else 1
+            lanes = np.moveaxis(flat_index(shape), axis, -1).reshape(-1, length) \
+                if shape else flat_index(shape).reshape(1, 1)
+            later, earlier = np.tril_indices(length)  # output position, input position
+            if reverse:
+                later, earlier = earlier, later
+            rows, cols = lanes[:, later].ravel(), lanes[:, earlier].ravel()
+            return Structure([Pairs(rows, cols)], second)
+
+        return rule
+
+    return make

@@ -8,6 +8,11 @@ for which a Cholesky factorisation succeeds (Nocedal & Wright, Algorithm
 downhill, and zero or negative curvature (a zero Hessian included) gives a
 shifted, steepest-descent-like step rather than a stop.
 
+With a sparse Hessian (option ``sparse``; the rule is in ``_sparse``) the
+same shifted step is solved with a sparse factorisation of ``H + tau I``
+whose pivots give its inertia (``_sparse.ShiftedFactor``), and the result's
+``hess`` is a ``scipy.sparse`` CSR array.
+
 Stopping paths:
 
 * the gradient's 2-norm is below ``gtol`` (as in SciPy's trust-region
@@ -34,8 +39,10 @@ from functrans.optimize._common import (
 from functrans.optimize._linalg import cho_solve
 from functrans.optimize._problem import Monitor, Point, Problem
 from functrans.optimize._result import CALLBACK_STOP, MAXITER, MESSAGES, NONFINITE, SUCCESS
+from functrans.optimize._sparse import ShiftedFactor, sparse_hessian
 
-DEFAULTS = {"gtol": 1e-8, "maxiter": None, "c1": 1e-4, "c2": 0.9, "disp": False}
+DEFAULTS = {"gtol": 1e-8, "maxiter": None, "c1": 1e-4, "c2": 0.9, "disp": False,
+            "sparse": None}
 TOL_OPTIONS = ("gtol",)
 GNORM_LABEL = "|g|"
 
@@ -63,6 +70,9 @@ def nonfinite_hessian(problem: Problem) -> str:
 def minimize_newton(problem: Problem, p: Point, opts: dict, monitor: Monitor) -> dict:
     n = p.x.size
     maxiter = n * 200 if opts["maxiter"] is None else opts["maxiter"]
+    sparse = sparse_hessian(problem, opts["sparse"])
+    hessian = sparse or problem.hessian
+    factor = None
     gnorm = norm2(p.g)
     monitor.row(0, p.f, gnorm, None)
     k, status, message = 0, SUCCESS, None
@@ -70,12 +80,16 @@ def minimize_newton(problem: Problem, p: Point, opts: dict, monitor: Monitor) ->
         if k >= maxiter:
             status = MAXITER
             break
-        h = problem.hessian(p.x)
-        if not np.isfinite(h).all():
+        h = hessian(p.x)
+        if not np.isfinite(h.data if sparse else h).all():
             status, message = NONFINITE, nonfinite_hessian(problem)
             break
-        lower, _ = cholesky_with_shift(h)
-        d = -cho_solve(lower, p.g)
+        if sparse:
+            factor = factor or ShiftedFactor(h)
+            d = -factor(h)[0].solve(p.g)
+        else:
+            lower, _ = cholesky_with_shift(h)
+            d = -cho_solve(lower, p.g)
         wolfe = {"c1": opts["c1"], "c2": opts["c2"], "step_min": 1e-100, "step_max": 1e100}
         ls = search(problem, p, d, float(p.g.dot(d)), 1.0, **wolfe)
         if retry(ls):
@@ -94,4 +108,4 @@ def minimize_newton(problem: Problem, p: Point, opts: dict, monitor: Monitor) ->
             status = CALLBACK_STOP
             break
     return {"point": p, "nit": k, "status": status, "message": message or MESSAGES[status],
-            "hess": problem.hessian(p.x)}
+            "hess": hessian(p.x)}

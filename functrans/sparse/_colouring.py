@@ -127,8 +127,8 @@ def star_recovery(p, colours: np.ndarray) -> np.ndarray:
     CSR order), the flat index into the compressed product ``B`` (``B[c, i] =
     (H v_c)[i]``, shape ``colours x n``) that holds ``H[i, j]``: ``B[c(j), i]``
     where ``c(j)`` is the only column of its colour in row ``i``, else
-    ``B[c(i), j]``.  Raises if neither is (the colouring is not a star
-    colouring of ``p``)."""
+    ``B[c(i), j]``; both halves read the upper triangle's entry.  Raises if
+    neither is alone (the colouring is not a star colouring of ``p``)."""
     n = p.shape[0]
     rows, cols = row_indices(p), p.indices.astype(np.int64)
     k = int(colours.max()) + 1 if n else 1
@@ -148,4 +148,6 @@ def star_recovery(p, colours: np.ndarray) -> np.ndarray:
             raise RuntimeError("functrans.sparse: the colouring is not a star colouring "
                                "of this Hessian pattern; please report it")
         out = np.where(direct, out, colours[rows] * n + cols)
-    return out
+    # (i, j) and (j, i) read one entry, so the result is exactly symmetric.
+    mirror = np.lexsort((rows, cols))  # CSR position of (j, i), in CSR order of (i, j)
+    return np.where(rows <= cols, out, out[mirror])

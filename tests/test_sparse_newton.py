@@ -1,0 +1,97 @@
+"""Newton's method on sparse Hessians: the auto rule, the forced paths, the
+shifted factorisations (banded and SuperLU) with inertia control."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import functrans.numpy as fnp
+from functrans.optimize import _sparse, minimize
+
+
+def ext_rosenbrock(x):
+    a, b = x[::2], x[1::2]
+    return fnp.sum(100.0 * (b - a ** 2) ** 2 + (1.0 - a) ** 2)
+
+
+def minimal_surface(u):
+    """Area over a grid with fixed zero boundary, u the interior heights."""
+    g = fnp.pad(u.reshape(12, 12), 1) + BOUNDARY
+    ux, uy = g[1:, :-1] - g[:-1, :-1], g[:-1, 1:] - g[:-1, :-1]
+    return fnp.sum(fnp.sqrt(1.0 + ux ** 2 + uy ** 2))
+
+
+BOUNDARY = np.zeros((14, 14))
+BOUNDARY[0, :] = np.linspace(0.0, 1.0, 14)
+
+
+def double_well_chain(x):
+    """Indefinite Hessian near 0: minima at nonzero x."""
+    return fnp.sum(x ** 4 - x ** 2) + 0.1 * fnp.sum((x[1:] - x[:-1]) ** 2)
+
+
+def test_auto_goes_sparse_for_large_sparse_problems_and_matches_dense():
+    x0 = np.tile([-1.2, 1.0], 150)
+    auto = minimize(ext_rosenbrock, x0, method="newton", options={"gtol": 1e-8})
+    dense = minimize(ext_rosenbrock, x0, method="newton",
+                     options={"gtol": 1e-8, "sparse": False})
+    assert isinstance(auto.hess, sp.csr_array) and isinstance(dense.hess, np.ndarray)
+    assert auto.success and dense.success and auto.nit == dense.nit
+    np.testing.assert_allclose(auto.x, dense.x, atol=1e-10)
+    np.testing.assert_allclose(auto.hess.toarray(), dense.hess, rtol=1e-12, atol=1e-9)
+
+
+def test_auto_stays_dense_when_small_or_dense():
+    small = minimize(ext_rosenbrock, np.tile([-1.2, 1.0], 10), method="newton")
+    assert isinstance(small.hess, np.ndarray)
+    dense_pattern = minimize(lambda x: fnp.sum(x) ** 2 + fnp.sum(x ** 2),
+                             np.ones(_sparse.SPARSE_MIN_N), method="newton")
+    assert isinstance(dense_pattern.hess, np.ndarray) and dense_pattern.success
+
+
+def test_forced_sparse_on_an_indefinite_start():
+    x0 = 0.05 * np.cos(np.arange(300.0))
+    r = minimize(double_well_chain, x0, method="newton", options={"sparse": True})
+    assert r.success and isinstance(r.hess, sp.csr_array)
+    assert np.linalg.eigvalsh(r.hess.toarray()).min() > 0  # a minimum, not the saddle at 0
+    dense = minimize(double_well_chain, x0, method="newton", options={"sparse": False})
+    np.testing.assert_allclose(r.fun, dense.fun, rtol=1e-10)
+
+
+def test_minimal_surface_converges_sparse():
+    r = minimize(minimal_surface, np.zeros(144), method="newton", options={"sparse": True})
+    assert r.success and np.linalg.norm(r.jac) <= 1e-8
+    dense = minimize(minimal_surface, np.zeros(144), method="newton", options={"sparse": False})
+    np.testing.assert_allclose(r.x, dense.x, atol=1e-8)
+
+
+def grid_laplacian(k):
+    one = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(k, k))
+    return sp.csr_array(sp.kron(one, sp.identity(k)) + sp.kron(sp.identity(k), one))
+
+
+@pytest.mark.parametrize("banded_work", [1e12, 0.0], ids=["banded", "superlu"])
+@pytest.mark.parametrize("shift", [0.0, -3.0], ids=["definite", "indefinite"])
+def test_shifted_factor_solves_and_shifts(banded_work, shift, monkeypatch):
+    monkeypatch.setattr(_sparse, "BANDED_WORK", banded_work)
+    h = sp.csr_array(grid_laplacian(6) + shift * sp.identity(36))
+    factor = _sparse.ShiftedFactor(h)
+    assert factor.banded == (banded_work > 0)
+    f, tau = factor(h)
+    b = np.arange(36.0)
+    shifted = h.toarray() + tau * np.eye(36)
+    assert np.linalg.eigvalsh(shifted).min() > 0
+    assert (tau == 0.0) == (shift == 0.0)
+    np.testing.assert_allclose(f.solve(b), np.linalg.solve(shifted, b), rtol=1e-10)
+
+
+def test_superlu_inertia_refuses_an_indefinite_matrix():
+    h = sp.csc_array(np.array([[1.0, 2.0], [2.0, 1.0]]))  # eigenvalues 3, -1
+    assert _sparse._superlu_factor(h, 0.0) is None
+    assert _sparse._superlu_factor(h, 1.5) is not None
+
+
+def test_sparse_option_is_checked():
+    with pytest.raises(ValueError, match=r"minimize\(ext_rosenbrock\): option sparse must be "
+                                         r"None \(decide from the pattern\), True or False"):
+        minimize(ext_rosenbrock, np.ones(4), method="newton", options={"sparse": "yes"})
