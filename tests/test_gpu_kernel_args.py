@@ -174,3 +174,12 @@ def test_eager_out_of_range_python_integers_are_written_into_the_kernel(fake):
     with pytest.raises(OverflowError, match="Python integer 300 out of bounds for uint8"):
         fnp.add(_dev(x), 300)
     assert fnp.add(_dev(x), 3).get().tolist() == (x + 3).tolist()  # in range: an argument
+
+
+def test_eager_python_integers_beyond_int64_reach_a_uint64_kernel(fake):
+    """2**63 fits the uint64 loop but not the int64 parameter of a Python
+    integer, which CuPy refuses to pass: it is written into the kernel."""
+    x = np.array([0, 1, 2**63], np.uint64)
+    for f in (lambda v: fnp.add(v, 2**63), lambda v: fnp.less(v, 2**63 + 1),
+              lambda v: fnp.equal(v, 2**64 - 1)):
+        assert f(_dev(x)).get().tolist() == f(x).tolist()

@@ -188,9 +188,12 @@ def _eager_elementwise(prim: Primitive, args: Sequence[Any], params: dict):
     out_aval = prim.abstract_eval(*avals, **params)
     loops = prim.cuda.loop_dtypes(avals, out_aval)
     # A Python integer outside its loop dtype is written into the kernel, which
-    # folds or refuses it as NumPy does (as a typed scalar argument it would wrap).
-    literal = tuple(x if type(x) is int and not cuda.literal_fits(x, d) else None
-                    for x, d in zip(args, loops))
+    # folds or refuses it as NumPy does (as a typed scalar argument it would
+    # wrap), and so is one outside its parameter's dtype (2**63 for a uint64
+    # loop: CuPy cannot pass it as an int64).
+    literal = tuple(x if type(x) is int and not (cuda.literal_fits(x, d)
+                                                 and cuda.literal_fits(x, a.dtype)) else None
+                    for x, d, a in zip(args, loops, avals))
     scalars = tuple(not is_device_array(x) for x in args)
     key = (prim, tuple(sorted(params.items())),
            tuple((a.dtype, a.weak_type) for a in avals), scalars, literal)
