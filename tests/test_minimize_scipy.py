@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import functrans as ft
+from functrans.errors import ConcretizationError
 from functrans.optimize import minimize
 
 
@@ -262,6 +263,16 @@ def test_scipy_sparse_hessian_is_accepted():
 
     res = minimize(quad, np.zeros(8), method="trust-exact", hess=lambda x: sp.csr_array(Q))
     np.testing.assert_allclose(res.x, np.linalg.solve(Q, B), rtol=1e-8)
+
+
+@pytest.mark.parametrize("method, fix", [("newton", r"pass hess="),
+                                         ("Newton-CG", r"pass hessp= \(or hess=\)")])
+def test_untraceable_fun_with_jac_says_which_derivative_to_pass(method, fix):
+    with pytest.raises(ConcretizationError, match=r"(?s)^untraceable_rosen: .*\nminimize\("
+                                                  r"untraceable_rosen\): jac is given, but "
+                                                  r"functrans traces untraceable_rosen to "
+                                                  r"compute the Hessian.* " + fix):
+        minimize(untraceable_rosen, np.zeros(2), method=method, jac=rosen_grad)
 
 
 def test_user_derivative_errors():

@@ -19,6 +19,7 @@ import numpy as np
 
 from functrans import core
 from functrans.api import hessian, hvp, value_and_grad
+from functrans.errors import ConcretizationError
 from functrans.jit import jit
 from functrans.optimize._result import OptimizeResult
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
@@ -79,8 +80,28 @@ class Problem:
         self._vg, self._hess, self._hvp = per_fun[key]
         if not with_vg:
             self._vg = given.value_and_grad
+            # What is left to functrans still traces fun: say what to pass instead.
+            self._hess = self._untraced_hint(self._hess, "Hessian", "pass hess=")
+            self._hvp = self._untraced_hint(self._hvp, "Hessian-vector products",
+                                            "pass hessp= (or hess=)")
         self._hess = given.hessian or self._hess
         self._hvp = given.hvp or self._hvp
+
+    def _untraced_hint(self, fn: Callable | None, what: str, fix: str) -> Callable | None:
+        if fn is None:
+            return None
+        label, name = self.label, self.name
+
+        def call(*args):
+            try:
+                return fn(*args)
+            except ConcretizationError as e:
+                raise type(e)(
+                    f"{e}\n{label}: jac is given, but functrans traces {name} to compute the "
+                    f"{what} the method needs; to use your own instead, {fix}"
+                ) from None
+
+        return call
 
     def _compile(self, need: frozenset, with_vg: bool = True):
         """The jitted value-and-gradient (unless the user gives ``jac``), and
@@ -93,7 +114,11 @@ class Problem:
             return out[0] if has_aux else out
 
         def flat_hvp(v, t, *dyn):
-            return hvp(lambda u: flat_value(u, *dyn), (v,), (t,))
+            def value_at(u):
+                return flat_value(u, *dyn)
+
+            value_at.__name__ = self.name  # errors name the user's function
+            return hvp(value_at, (v,), (t,))
 
         flat_value.__name__ = flat_hvp.__name__ = self.name
         return (
