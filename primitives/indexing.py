@@ -480,6 +480,30 @@ def _dynamic_slice_impl(x, *starts, slice_sizes):
     return as_array(x[tuple(slice(b, b + n) for b, n in zip(begin, slice_sizes))])
 
 
+def _device_window(xp, shape, sizes, starts):
+    """The open-mesh index of the clamped window of ``sizes`` at ``starts``,
+    computed on the device: no start index is read back to the host (which
+    would wait for the GPU to finish all the work queued before it)."""
+    coords = []
+    for s, d, n in zip(starts, shape, sizes):
+        begin = xp.clip(xp.asarray(s).astype(np.int64), 0, d - n)
+        coords.append(begin + xp.arange(n, dtype=np.int64))
+    return xp.ix_(*coords)
+
+
+def _on_device(starts) -> bool:
+    return any(type(s) is not np.ndarray and not isinstance(s, (int, np.generic))
+               for s in starts)
+
+
+def _dynamic_slice_gpu(x, *starts, slice_sizes):
+    """The impl on CuPy arrays: with start indices on the device, a gather at
+    the window's clamped coordinates (``_device_window``); host starts slice."""
+    if not _on_device(starts):
+        return _dynamic_slice_impl(x, *starts, slice_sizes=slice_sizes)
+    return x[_device_window(array_module((x,) + starts), x.shape, slice_sizes, starts)]
+
+
 def _dynamic_slice_transpose(ct, x, *starts, slice_sizes):
     none = [None] * len(starts)
     if type(ct) is Zero:
@@ -515,8 +539,8 @@ def _dynamic_slice_batch(vals, dims, *, axis_size, slice_sizes):
 
 dynamic_slice_p = Primitive(
     "dynamic_slice", abstract_eval=_dynamic_slice_abstract_eval, impl=_dynamic_slice_impl,
-    jvp=linear_jvp, transpose=_dynamic_slice_transpose, batch=_dynamic_slice_batch, linear=True,
-    xp_impl=True, sparsity=sparsity.movement_sparsity(),
+    gpu=_dynamic_slice_gpu, jvp=linear_jvp, transpose=_dynamic_slice_transpose,
+    batch=_dynamic_slice_batch, linear=True, sparsity=sparsity.movement_sparsity(),
     doc="`x[s0:s0+n0, ...]` with traced starts clamped into range and static `slice_sizes`",
 )
 
@@ -535,6 +559,17 @@ def _dynamic_update_slice_impl(x, update, *starts):
     out = array_module((x, update)).array(x, copy=True)
     begin = _clamped_starts(out.shape, np.shape(update), starts)
     out[tuple(slice(b, b + n) for b, n in zip(begin, np.shape(update)))] = update
+    return out
+
+
+def _dynamic_update_slice_gpu(x, update, *starts):
+    """The impl on CuPy arrays: with start indices on the device, a scatter at
+    the window's clamped coordinates (``_device_window``); host starts slice."""
+    if not _on_device(starts):
+        return _dynamic_update_slice_impl(x, update, *starts)
+    xp = array_module((x, update) + starts)
+    out = xp.array(x, copy=True)
+    out[_device_window(xp, out.shape, np.shape(update), starts)] = update
     return out
 
 
@@ -580,11 +615,11 @@ dynamic_update_slice_p = Primitive(
     "dynamic_update_slice",
     abstract_eval=_dynamic_update_slice_abstract_eval,
     impl=_dynamic_update_slice_impl,
+    gpu=_dynamic_update_slice_gpu,
     jvp=_dynamic_update_slice_jvp,
     transpose=_dynamic_update_slice_transpose,
     batch=_dynamic_update_slice_batch,
     linear=True,
-    xp_impl=True,
     sparsity=sparsity.movement_sparsity(data=(0, 1)),
     doc="a copy of `x` with `update` written at traced (clamped) starts",
 )

@@ -379,3 +379,25 @@ def test_lu_on_the_gpu_solves(device):
     upper = np.triu(lu)
     np.testing.assert_allclose(np.take_along_axis(a, perm[..., None], axis=1),
                                lower @ upper, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("starts", [(1, 2), (-3, 1), (7, -1), (0, 9)])
+def test_dynamic_slices_with_device_starts_stay_on_the_device(device, starts, monkeypatch):
+    """Start indices on the device are not read back (that would wait for the
+    GPU): the window is gathered, or scattered, at clamped coordinates."""
+    if device == "fake":
+        def no_reads(self, *args):
+            raise AssertionError("a device start index was read to the host")
+
+        for name in ("__int__", "__index__", "__bool__", "get"):
+            monkeypatch.setattr(_gpu_fake.ndarray, name, no_reads, raising=False)
+    s = [np.int32(v) for v in starts]
+    ds = [ft.device_put(np.asarray(v), "gpu") for v in s]
+    got = indexing.dynamic_slice_p.bind(_to_device(M), *ds, slice_sizes=(2, 3))
+    got_u = indexing.dynamic_update_slice_p.bind(_to_device(M), _to_device(np.ones((2, 2))),
+                                                 *ds)
+    monkeypatch.undo()
+    np.testing.assert_array_equal(
+        got.get(), indexing.dynamic_slice_p.impl(M, *s, slice_sizes=(2, 3)))
+    np.testing.assert_array_equal(
+        got_u.get(), indexing.dynamic_update_slice_p.impl(M, np.ones((2, 2)), *s))
