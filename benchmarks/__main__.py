@@ -138,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, metavar="N",
                         help="cap BLAS/OpenMP/PyTorch/XLA threads (default: each library's own)")
     args = parser.parse_args(argv)
+    # Topics that size their workloads by the mode read it here (benchmarks.sparse).
+    os.environ["FUNCTRANS_BENCH_MODE"] = "quick" if args.quick else "full"
     if args.no_peers:
         os.environ[NO_PEERS_ENV] = "1"
     if args.threads is not None:

@@ -180,9 +180,11 @@ def interpret(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
 
 
 @functools.lru_cache(maxsize=1024)
-def _runs(closed: ClosedJaxpr) -> list[int]:
-    """How often ``HostBackend.run`` has met ``closed`` (a one-element cell)."""
-    return [0]
+def _runner(closed: ClosedJaxpr) -> list[Any]:
+    """``HostBackend.run``'s cell for ``closed``: None until its first run,
+    then ``interpret`` until its second, then its compiled function (one
+    cache lookup a run, as when every program was compiled at once)."""
+    return [None]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -208,11 +210,14 @@ class HostBackend:
         """Run ``closed``: interpreted the first time it is met, compiled from
         the second on (eager transforms outside ``jit`` meet most of their
         programs once, or call after call, as their caches hand them back)."""
-        runs = _runs(closed)
-        runs[0] += 1
-        if runs[0] == 1:
+        cell = _runner(closed)
+        fn = cell[0]
+        if fn is None:
+            cell[0] = interpret
             return interpret(closed, args)
-        return compiled(closed).fn(*args)
+        if fn is interpret:
+            fn = cell[0] = compiled(closed).fn
+        return fn(*args)
 
     def body(self, closed: ClosedJaxpr):
         return compiled_body(closed).fn
