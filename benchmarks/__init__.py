@@ -20,5 +20,5 @@ here requires them.
 #: The topic modules, in the order their workloads run.
 TOPICS = (
     "eager", "tracing", "autodiff", "jacobians", "control_flow", "compile", "optimize",
-    "distributed",
+    "distributed", "sparse",
 )
