@@ -7,7 +7,8 @@ Hessians, per-example gradients, chunked-Hessian memory), ``control_flow``
 (reverse mode through ``lax.scan``), ``compile`` (first-call and import
 time, in fresh processes), ``optimize`` (``functrans.optimize.minimize``) and
 ``distributed`` (``psum`` against raw mpi4py ``Allreduce`` and data-parallel
-gradients, over ``mpiexec -n 2``).
+gradients, over ``mpiexec -n 2``); ``optimizers``: an Adam step of
+``functrans.optimizers`` against NumPy and ``torch.optim``.
 Each workload names its floor: the same math in hand-written NumPy (for
 ``tracing``, the cheapest tracing layer).
 
@@ -20,5 +21,5 @@ here requires them.
 #: The topic modules, in the order their workloads run.
 TOPICS = (
     "eager", "tracing", "autodiff", "jacobians", "control_flow", "compile", "optimize",
-    "distributed", "sparse",
+    "distributed", "sparse", "optimizers",
 )

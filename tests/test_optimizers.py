@@ -428,3 +428,22 @@ def test_errors():
                                          r"states that init returned, got tuple of length 1"):
         optim.chain(optim.sgd(0.1), optim.sgd(0.1)).update(np.ones(1), (None,))
     assert isinstance(fnp.asarray(optim.global_norm({"a": np.ones(4)})), np.ndarray)
+
+
+def test_benchmark_floor_computes_what_the_optimizer_computes():
+    """benchmarks/optimizers.py times a hand-written NumPy Adam against
+    functrans.optimizers.adam: the same numbers."""
+    from benchmarks import optimizers as bench
+
+    rng = np.random.default_rng(2)
+    params = bench.mlp_params((3, 4, 2), rng)
+    grads = [{k: rng.standard_normal(v.shape) for k, v in layer.items()} for layer in params]
+    results = []
+    for init, step in (bench.numpy_adam(), bench.functrans_adam(jit=True)):
+        p, state = params, init(params)
+        for _ in range(3):
+            p, state = step(p, grads, state)
+        results.append(p)
+    for a, b in zip(*results):
+        for k in a:
+            np.testing.assert_allclose(a[k], b[k], rtol=1e-12)
