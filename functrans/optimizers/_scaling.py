@@ -141,9 +141,14 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
         nu = tree_map(lambda g, v: b2 * v + (1 - b2) * abs_squared(g), updates, state.nu)
         count = state.count + 1
         c1, c2 = 1 - b1 ** count, 1 - b2 ** count
-        out = tree_map(
-            lambda m, v: times(m, 1 / c1) / (fnp.sqrt(times(v, 1 / c2) + eps_root) + eps),
-            mu, nu)
+
+        def direction(m, v):
+            v_hat = times(v, 1 / c2)
+            if eps_root:  # skipped at 0: one pass over each leaf fewer
+                v_hat = v_hat + eps_root
+            return times(m, 1 / c1) / (fnp.sqrt(v_hat) + eps)
+
+        out = tree_map(direction, mu, nu)
         return out, ScaleByAdamState(count, mu, nu)
 
     return GradientTransformation(init, update)
