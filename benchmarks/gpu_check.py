@@ -16,9 +16,11 @@
 Each section is printed as it finishes, to stdout and to ``--log`` (flushed
 line by line), so that a run cut short still shows what it did.  JAX is
 told not to preallocate 75% of the GPU's memory (``XLA_PYTHON_CLIENT_PREALLOCATE=false``),
-in this process and in the test processes.  Sized for under 10 minutes on
-one GPU (the first run compiles about a thousand small kernels; CuPy caches
-them on disk for the next).
+in this process and in the test processes.  The two test sections run side
+by side (the first on the GPU, the second on the CPUs), at most 330 s,
+then the benchmarks (a minute or two): under 10 minutes on one GPU (the
+first run compiles about a thousand small kernels; CuPy caches them on disk
+for the next).
 
 Exit status: 0 when everything passed, 1 when a test failed or a benchmark
 erred or disagreed with its reference (MISMATCH), 2 without a GPU, 3 when
@@ -33,6 +35,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import TextIO
@@ -44,11 +47,11 @@ ENV = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "PYTHONUNBUFFERED": "1"}
 SECTIONS = [
     ("pytest -m gpu (CuPy on the GPU)",
      ["tests/test_gpu_cupy.py", "tests/test_gpu_dispatch.py", "tests/test_gpu_rules.py"],
-     "gpu", 300),
+     "gpu", 330),
     ("codegen: nvcc, NVRTC, host semantics, kernel arguments, fusion",
      ["tests/test_gpu_lowering.py", "tests/test_gpu_nvrtc.py",
       "tests/test_gpu_host_semantics.py", "tests/test_gpu_kernel_args.py", "tests/test_fuse.py"],
-     None, 180),
+     None, 330),
 ]
 
 
@@ -65,24 +68,42 @@ class Log:
             self.file.flush()
 
 
-def run_tests(paths: list[str], marker: str | None, timeout: float) -> dict:
+def start_tests(paths: list[str], marker: str | None) -> tuple[subprocess.Popen, float]:
+    """A pytest process over ``paths`` (its output to a temporary file), and its start time."""
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
            *paths]
     if marker:
         cmd += ["-m", marker]
     env = dict(os.environ, **ENV, FUNCTRANS_NVRTC_ALL="1")
-    t0 = time.perf_counter()
+    out = tempfile.TemporaryFile("w+")
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True,
+                            env=env)
+    proc.output = out  # type: ignore[attr-defined]
+    return proc, time.perf_counter()
+
+
+def finish_tests(proc: subprocess.Popen, started: float, timeout: float) -> dict:
+    """The counts and output of a test process, ended if it runs past ``timeout``."""
     try:
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                              env=env)
-        out = proc.stdout + proc.stderr
+        proc.wait(timeout=max(timeout - (time.perf_counter() - started), 1))
         code = proc.returncode
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        out += f"\ntimed out after {timeout:.0f} s"
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
         code = -1
+    out_file = proc.output  # type: ignore[attr-defined]
+    out_file.seek(0)
+    out = out_file.read()
+    out_file.close()
+    if code == -1:
+        out += f"\ntimed out after {timeout:.0f} s"
     counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|skipped|error)", out)}
-    return {"code": code, "counts": counts, "seconds": time.perf_counter() - t0, "log": out}
+    return {"code": code, "counts": counts, "seconds": time.perf_counter() - started,
+            "log": out}
+
+
+def run_tests(paths: list[str], marker: str | None, timeout: float) -> dict:
+    return finish_tests(*start_tests(paths, marker), timeout)
 
 
 def summary_rows(results: dict[str, dict]) -> list[dict]:
@@ -124,9 +145,14 @@ def main(argv=None) -> int:
         f"CUDA runtime {cp.cuda.runtime.runtimeGetVersion()}, Python {sys.version.split()[0]}")
     results: dict[str, dict] = {}
     if not args.benchmarks_only:
+        # Side by side: the first uses the GPU (and NVRTC), the second the CPUs.
+        running = []
         for name, paths, marker, budget in SECTIONS:
-            log(f"\n== {name} ...")
-            r = results[name] = run_tests(paths, marker, budget)
+            log(f"\n== {name}: started")
+            running.append((name, budget, *start_tests(paths, marker)))
+        for name, budget, proc, started in running:
+            r = results[name] = finish_tests(proc, started, budget)
+            log(f"\n== {name}: finished")
             log(bench.format_rows(summary_rows({name: r})))
             if r["code"] not in (0, 5):  # 5: nothing collected
                 log(f"--- {name}: the end of its output ---\n{r['log'][-6000:]}")

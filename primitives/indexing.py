@@ -286,11 +286,12 @@ def _scatter_extremum(xp, out, idx, updates, mode):
     positions = positions.reshape(-1)
     if not positions.size:
         return out
+    keys = values.astype(np.uint8) if values.dtype == np.bool_ else values  # sortable
     if mode == "min":  # the first of each position is kept: later updates first among ties
         backwards = xp.arange(positions.size - 1, -1, -1)
-        order = backwards[xp.argsort(values[backwards], kind="stable")]
+        order = backwards[xp.argsort(keys[backwards], kind="stable")]
     else:  # the last of each position is kept (NaN sorts last)
-        order = xp.argsort(values, kind="stable")
+        order = xp.argsort(keys, kind="stable")
     order = order[xp.argsort(positions[order], kind="stable")]
     p, v = positions[order], values[order]
     change = p[1:] != p[:-1]

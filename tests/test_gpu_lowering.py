@@ -134,6 +134,19 @@ def test_literals_are_written_in_the_operand_dtype():
     assert cuda.c_literal(True, np.bool_) == "true"
 
 
+def test_float64_rounds_to_float16_once():
+    """Through float32 first, 1 + 2**-11 + 2**-40 would round to 1 + 2**-11
+    (a float16 halfway case), then to 1.0; NumPy rounds once, to 1 + 2**-10."""
+    x = np.float64(1 + 2**-11 + 2**-40)
+    assert np.float16(x) != np.float16(np.float32(x))
+    (k,) = ft.jit(lambda v: v.astype(np.float16) * 2).lower(sds((4,), np.float64),
+                                                           device="gpu").kernels
+    assert "float16(in0)" in k.operation, k.operation
+    (k,) = ft.jit(lambda v: v.astype(np.float16) * 2).lower(sds((4,), np.int16),
+                                                           device="gpu").kernels
+    assert "float16(static_cast<float>(" in k.operation, k.operation
+
+
 # --------------------------------------------------------------------------
 # Lowering real programs
 # --------------------------------------------------------------------------

@@ -141,6 +141,8 @@ def cast(expr: str, src: np.dtype, dst: np.dtype) -> str:
     if src.kind == "c":
         expr = f"({expr}).real()"
     if dst == np.float16:  # round to half precision, then compute in float
+        if ctype(src) == "double":  # once: through float, halfway cases would round twice
+            return f"static_cast<float>(float16({expr}))"
         return f"static_cast<float>(float16(static_cast<float>({expr})))"
     if ctype(src) == ctype(dst) and src.kind != "c":
         return expr
