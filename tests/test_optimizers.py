@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import functrans as ft
 import functrans.numpy as fnp
@@ -447,3 +449,31 @@ def test_benchmark_floor_computes_what_the_optimizer_computes():
     for a, b in zip(*results):
         for k in a:
             np.testing.assert_allclose(a[k], b[k], rtol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(lr=st.floats(1e-4, 1.0), b1=st.floats(0.0, 0.999), b2=st.floats(0.0, 0.999),
+       eps=st.sampled_from([0.0, 1e-8, 1e-3]), decay=st.floats(0.0, 1.0),
+       momentum=st.sampled_from([None, 0.0, 0.5]), steps=st.integers(1, 4))
+def test_hyperparameters_against_reference_rules(lr, b1, b2, eps, decay, momentum, steps):
+    grads = GRADS[:steps]
+    assert_runs_equal(run(optim.adam(lr, b1, b2, eps), grads=grads),
+                      run_rule(ref_adam(lr, b1, b2, eps), grads=grads), rtol=1e-10)
+    assert_runs_equal(run(optim.rmsprop(lr, decay, eps + 1e-12, momentum=momentum), grads=grads),
+                      run_rule(ref_rmsprop(lr, decay, eps + 1e-12, momentum=momentum),
+                               grads=grads), rtol=1e-10)
+    assert_runs_equal(run(optim.sgd(lr, momentum), grads=grads),
+                      run_rule(ref_sgd(lr, momentum), grads=grads), rtol=1e-10)
+
+
+def test_empty_and_none_leaves():
+    params = {"a": np.zeros((0, 3)), "b": None, "c": np.ones(2)}
+    for opt in (optim.adam(0.1), optim.rmsprop(0.1, centered=True, momentum=0.5),
+                optim.chain(optim.clip_by_global_norm(1.0), optim.adagrad(0.1)),
+                optim.adamw(0.1, mask={"a": True, "b": None, "c": False})):
+        state = opt.init(params)
+        updates, state = opt.update({"a": np.zeros((0, 3)), "b": None, "c": np.ones(2)},
+                                    state, params)
+        out = optim.apply_updates(params, updates)
+        assert out["a"].shape == (0, 3) and out["b"] is None
+        assert np.all(out["c"] < 1.0)
