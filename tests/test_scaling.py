@@ -137,3 +137,23 @@ def test_import_functrans_loads_no_optional_library_nor_the_lazy_namespaces():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)
     assert proc.stdout.split("\n")[:2] == ["[]", "True"]
+
+
+def test_the_shape_rule_of_a_repeated_param_less_equation_runs_once(monkeypatch):
+    tanh = core.registry["tanh"]
+    calls = []
+    rule = tanh.abstract_eval
+    monkeypatch.setattr(tanh, "abstract_eval", lambda *avals: calls.append(1) or rule(*avals))
+    core._avals_out.clear()
+    ft.make_jaxpr(_loop(100))(np.ones(4))
+    assert len(calls) == 1
+
+
+def test_memoised_shape_rules_keep_weak_types_dtypes_and_errors_apart():
+    f32 = np.ones(3, np.float32)
+    assert ft.make_jaxpr(lambda x: x + 1.0)(f32).jaxpr.outvars[0].aval.dtype == np.float32
+    assert ft.make_jaxpr(lambda x: x + np.float64(1.0))(f32).jaxpr.outvars[0].aval.dtype \
+        == np.float64
+    for _ in range(2):  # a failed shape rule is not remembered as a result
+        with pytest.raises(Exception, match="do not broadcast"):
+            ft.make_jaxpr(lambda x, y: x * y)(np.ones(3), np.ones(4))
