@@ -9,6 +9,7 @@ time, in fresh processes), ``optimize`` (``functrans.optimize.minimize``) and
 ``distributed`` (``psum`` against raw mpi4py ``Allreduce`` and data-parallel
 gradients, over ``mpiexec -n 2``); ``optimizers``: an Adam step of
 ``functrans.optimizers`` against NumPy and ``torch.optim``.
+``scaling``: transform cost against program size, on unrolled Python loops.
 Each workload names its floor: the same math in hand-written NumPy (for
 ``tracing``, the cheapest tracing layer).
 
@@ -21,5 +22,5 @@ here requires them.
 #: The topic modules, in the order their workloads run.
 TOPICS = (
     "eager", "tracing", "autodiff", "jacobians", "control_flow", "compile", "optimize",
-    "distributed", "sparse", "optimizers",
+    "scaling", "distributed", "sparse", "optimizers",
 )

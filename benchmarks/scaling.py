@@ -1,0 +1,190 @@
+"""Transform cost against program size, on the programs users from PyTorch
+write: a Python loop, unrolled by tracing into thousands of equations.
+
+* ``scaling.loop.<k>k.first``: eager ``grad`` of ``steps`` iterations of
+  ``h = tanh(h * 0.9 + 0.1) * 1.01`` on f64[16] (4 equations a step), the
+  first call of a program: each call's constant differs in its last bits, so
+  no cache keyed on the program's structure matches (``metric="self_timed"``).
+  What it costs: tracing, JVP, partial evaluation, the passes, transposition
+  and evaluation, each once.
+* ``scaling.loop.<k>k.repeat``: the same ``grad`` called again and again (the
+  function is retraced; the transformed programs come from the caches), and
+  ``jit(grad)``.  The time per equation (``us/eqn``) should not grow with
+  the size.
+* ``scaling.property_run``: a property-based test's pattern, in a fresh
+  process: 60 sizes drawn from 1..64, ``jit(grad)`` and ``jit(hessian)`` of a
+  logsumexp plus a quadratic at each (first calls at most sizes).
+* ``scaling.grad_memory.n2e7``: the peak traced allocation of an eager
+  ``grad`` of ``sum(sin(x) * x + x**2)`` on 2e7 elements, against NumPy
+  computing the same gradient by hand.
+
+The floor is hand-written NumPy (forward loop, then the backward loop); HIPS
+autograd and JAX are peers where importable.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import textwrap
+import time
+
+import numpy as np
+
+from benchmarks import _peers
+from benchmarks._timing import Workload
+from benchmarks.compile import run_python
+
+#: Loop steps of each size: 4 equations a step (mul, add, tanh, mul).
+STEPS = {"1k": 250, "4k": 1000, "12k": 3000}
+N = 16
+MEMORY_N = 20_000_000
+
+
+def _loop(xp, steps: int, a: float = 0.9):
+    def loss(h):
+        for _ in range(steps):
+            h = xp.tanh(h * a + 0.1) * 1.01
+        return xp.sum(h)
+
+    return loss
+
+
+def _loop_grad_numpy(h: np.ndarray, steps: int, a: float = 0.9) -> np.ndarray:
+    """The loop's gradient by hand: the forward values kept, then walked back."""
+    ts = []
+    for _ in range(steps):
+        t = np.tanh(h * a + 0.1)
+        ts.append(t)
+        h = t * 1.01
+    g = np.ones_like(h)
+    for t in reversed(ts):
+        g = g * 1.01 * (1.0 - t * t) * a
+    return g
+
+
+def _timed(fn, *args) -> float:
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
+def _loop_workloads(label: str, steps: int) -> list[Workload]:
+    import functrans as ft
+    import functrans.numpy as fnp
+
+    x = np.linspace(-1.0, 1.0, N)
+    eqns = functools.cache(lambda: len(ft.make_jaxpr(_loop(fnp, steps))(x).eqns))
+    fresh = itertools.count(1)
+
+    def first_call() -> float:
+        # A constant no earlier call used: a new program for every cache.
+        return _timed(ft.grad(_loop(fnp, steps, 0.9 + next(fresh) * 1e-12)), x)
+
+    first = {
+        "numpy": lambda: _timed(_loop_grad_numpy, x, steps),
+        "functrans": first_call,
+    }
+    g = ft.grad(_loop(fnp, steps))
+    jg = ft.jit(g)
+    repeat = {
+        "numpy": lambda: _loop_grad_numpy(x, steps),
+        "functrans": lambda: g(x),
+        "functrans.jit": lambda: jg(x),
+    }
+    if (a := _peers.autograd()) is not None:
+        ga = a.autograd.grad(_loop(a.anp, steps))
+        first["autograd"] = lambda: _timed(ga, x)
+        repeat["autograd"] = lambda: ga(x)
+    per_eqn = lambda name: (eqns(), "eqn")  # noqa: E731
+    what = (f"eager grad of {steps} steps of tanh(h*0.9+0.1)*1.01, h: f64[{N}] "
+            f"({4 * steps + 1} eqns)")
+    return [
+        Workload(name=f"scaling.loop.{label}.first", description=f"first call: {what}",
+                 variants=first, floor="numpy", metric="self_timed"),
+        Workload(name=f"scaling.loop.{label}.repeat", description=f"repeated call: {what}",
+                 variants=repeat, floor="numpy", per_unit=per_eqn),
+    ]
+
+
+_PROPERTY_RUN = """
+import time
+import numpy as np
+{setup}
+sizes = np.random.default_rng(0).integers(1, 65, 60)
+
+def loss(x):
+    m = xp.max(x)
+    return m + xp.log(xp.sum(xp.exp(x - m))) + 0.5 * xp.sum(x * x)
+
+start = time.perf_counter()
+for n in sizes:
+    x = np.linspace(-1.0, 1.0, int(n))
+    {call}
+print(time.perf_counter() - start)
+"""
+
+_PROPERTY_VARIANTS = {
+    "functrans": ("import functrans as ft\nxp = np",
+                  "ft.jit(ft.grad(loss))(x); ft.jit(ft.hessian(loss))(x)"),
+    "jax": ("import jax\njax.config.update('jax_enable_x64', True)\nimport jax.numpy as xp",
+            "jax.jit(jax.grad(loss))(x).block_until_ready(); "
+            "jax.jit(jax.hessian(loss))(x).block_until_ready()"),
+}
+
+
+def _property_numpy() -> float:
+    """The floor: the same gradients and Hessians by hand."""
+    start = time.perf_counter()
+    for n in np.random.default_rng(0).integers(1, 65, 60):
+        x = np.linspace(-1.0, 1.0, int(n))
+        p = np.exp(x - x.max())
+        p /= p.sum()
+        _ = p + x
+        _ = np.diag(p) - np.outer(p, p) + np.eye(len(x))
+    return time.perf_counter() - start
+
+
+def _property_workload() -> Workload:
+    variants = {"numpy": _property_numpy}
+    for name, (setup, call) in _PROPERTY_VARIANTS.items():
+        if name == "jax" and _peers.jax() is None:
+            continue
+        source = textwrap.dedent(_PROPERTY_RUN).format(setup=setup, call=call)
+        variants[name] = lambda s=source: run_python(s)
+    return Workload(
+        name="scaling.property_run",
+        description="60 sizes from 1..64: jit(grad) and jit(hessian) of logsumexp + "
+                    "quadratic at each, in a fresh process",
+        variants=variants, floor="numpy", metric="self_timed",
+    )
+
+
+def _memory_workload() -> Workload:
+    import functrans as ft
+    import functrans.numpy as fnp
+
+    # Made on first use: listing the workloads allocates nothing.
+    data = functools.cache(lambda: np.linspace(-1.0, 1.0, MEMORY_N))
+    g = ft.grad(lambda x: fnp.sum(fnp.sin(x) * x + x**2))
+
+    def numpy_grad():
+        x = data()
+        return np.cos(x) * x + np.sin(x) + 2.0 * x
+
+    return Workload(
+        name="scaling.grad_memory.n2e7",
+        description=f"peak memory of grad of sum(sin(x)*x + x**2), x: f64[{MEMORY_N:,}] "
+                    f"({MEMORY_N * 8 / 1e6:.0f} MB)",
+        variants={"numpy": numpy_grad, "functrans": lambda: g(data())},
+        floor="numpy", metric="peak_memory",
+    )
+
+
+def workloads() -> list[Workload]:
+    out: list[Workload] = []
+    for label, steps in STEPS.items():
+        out.extend(_loop_workloads(label, steps))
+    out.append(_property_workload())
+    out.append(_memory_workload())
+    return out
