@@ -1077,6 +1077,13 @@ class JaxprTrace:
             self._outer[id(var)] = outer
         return Tracer(self, var, val if self.concrete else None)
 
+    def constant(self, x: np.ndarray) -> Tracer:
+        """A tracer of this trace for the constant array ``x``: an array made
+        inside traced code that must be traced too (the array API's
+        ``asarray(v, device=tracer.device)``).  It carries ``x`` as its value
+        even under ``jit``: a constant's value is known and never changes."""
+        return Tracer(self, self._const_var(x, get_aval(x), lifted=False), x)
+
     def _input_var(self, x):
         """The Var or Literal standing for operand ``x`` in this trace."""
         if isinstance(x, Tracer):
@@ -1124,7 +1131,7 @@ class JaxprTrace:
         eqn = Eqn(prim, tuple(invars), outvars, params, user_source(2))
         self.eqns.append(eqn)
         vals = None
-        if self.concrete and outvars:
+        if outvars and (self.concrete or (self._only_constants(args) and not has_effect(eqn))):
             ins = [self._value_of(x, v) for x, v in zip(args, invars)]
             if all(v is not None for v in ins):
                 res = _values_while_tracing(eqn, ins) if has_effect(eqn) else \
@@ -1134,6 +1141,14 @@ class JaxprTrace:
             Tracer(self, v, None if vals is None else vals[i]) for i, v in enumerate(outvars)
         ]
         return tracers if prim.multiple_results else tracers[0]
+
+    def _only_constants(self, args: Sequence[Any]) -> bool:
+        """Whether every traced operand is a value-carrying tracer of this trace
+        (in a trace without values: a ``constant`` or a result of constants
+        only), so the result's value is known too.  A tracer of an enclosing
+        trace does not count: its value would specialise a Jaxpr that jit caches."""
+        return all(type(x) is not Tracer or (x._trace is self and x.val is not None)
+                   for x in args)
 
     def to_jaxpr(self, outs: Sequence[Any]) -> ClosedJaxpr:
         outvars = [self._input_var(x) for x in outs]

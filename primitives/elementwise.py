@@ -595,6 +595,18 @@ BINARY = [
         doc="`np.bitwise_or`: logical or on bool"),
     Row("xor",      np.bitwise_xor,   ZERO, cuda={"b": "(x != y)", "iu": "x ^ y"},
         doc="`np.bitwise_xor`: logical xor on bool"),
+    # NumPy's shifts are defined for every count: one of the type's width or
+    # more (or negative) shifts everything out, to 0 (or -1 for x < 0 >> y),
+    # where C leaves it undefined.
+    Row("shift_left",  np.left_shift,  ZERO,
+        cuda={"iu": "((y >= 0 && y < 8 * sizeof({T})) ? {T}(x << y) : {T}(0))"}),
+    Row("shift_right", np.right_shift, ZERO,
+        cuda={"iu": "((y >= 0 && y < 8 * sizeof({T})) ? {T}(x >> y) "
+                    ": (x < 0 ? {T}(-1) : {T}(0)))"}),
+    # The next float after x towards y: x itself to first order, so its
+    # derivative is 1 in x and 0 in y (a rounding step, as in floor, carries none).
+    Row("nextafter",   np.nextafter,   (lambda x, y, out: 1.0, ZERO),
+        cuda={"f": "nextafter(x, y)"}),
 ]
 # fmt: on
 
@@ -786,6 +798,9 @@ ge: Op = _op(binary["ge"])
 and_: Op = _op(binary["and"])
 or_: Op = _op(binary["or"])
 xor: Op = _op(binary["xor"])
+shift_left: Op = _op(binary["shift_left"])
+shift_right: Op = _op(binary["shift_right"])
+nextafter: Op = _op(binary["nextafter"])
 # -- END GENERATED
 
 

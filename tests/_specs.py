@@ -417,6 +417,16 @@ def logical_case() -> DrawCase:
     return draw_case
 
 
+def shift_case() -> DrawCase:
+    """Integers shifted by counts from 0 to past the width of int64."""
+
+    def draw_case(draw):
+        sx, sy = broadcast_pair(draw)
+        return Case((ints(draw, sx), ints(draw, sy, 0, 70)), {})
+
+    return draw_case
+
+
 def integer_pow_case() -> DrawCase:
     def draw_case(draw):
         y = draw(st.integers(-3, 4))
@@ -1906,6 +1916,12 @@ SPECS: dict[str, Spec] = {
     "and": Spec(binary_impl(np.bitwise_and), logical_case(), zero_derivative=True),
     "or": Spec(binary_impl(np.bitwise_or), logical_case(), zero_derivative=True),
     "xor": Spec(binary_impl(np.bitwise_xor), logical_case(), zero_derivative=True),
+    # shift counts past the width of every integer type, where C is undefined
+    "shift_left": Spec(binary_impl(np.left_shift, (-10, 10), (0, 70)), shift_case(),
+                       zero_derivative=True),
+    "shift_right": Spec(binary_impl(np.right_shift, (-10, 10), (0, 70)), shift_case(),
+                        zero_derivative=True),
+    "nextafter": Spec(binary_impl(np.nextafter), binary_case()),
     "integer_pow": Spec(integer_pow_impl(), integer_pow_case(), errors=[
         ([F3], {"y": 2.5}, DTypeError, r"exponent must be a Python int, got 2\.5"),
     ]),

@@ -18,7 +18,8 @@ array([0., 0.])
 # np.float32``).  A scalar type called on a traced value asks for its value, as
 # it does in NumPy: ``x.astype(fnp.float32)`` and ``fnp.asarray(x,
 # dtype=fnp.float32)`` cast traced values.  ``result_type``, ``can_cast`` and
-# ``astype``, which take traced arrays, come from ``_dtype_functions``.
+# ``astype``, which take traced arrays, come from ``_dtype_functions``; the array
+# API's inspection names from ``_array_api_info``.
 from numpy import (
     bool,
     bool_,
@@ -60,6 +61,7 @@ from numpy import (
 )
 
 from functrans.numpy import (
+    _array_api_info,
     _complex_numbers,
     _concatenators,
     _contract,
@@ -73,11 +75,15 @@ from functrans.numpy import (
     _padding,
     _rearranging,
     _reductions,
+    _searching,
+    _sets,
     _shape,
     _sorting,
     _static_properties,
     linalg,
 )
+from functrans.numpy._array_api_info import *  # noqa: F403
+from functrans.numpy._array_api_info import TRACE_DEVICE
 from functrans.numpy._complex_numbers import *  # noqa: F403
 from functrans.numpy._concatenators import *  # noqa: F403
 from functrans.numpy._contract import *  # noqa: F403
@@ -91,6 +97,8 @@ from functrans.numpy._matrices import *  # noqa: F403
 from functrans.numpy._padding import *  # noqa: F403
 from functrans.numpy._rearranging import *  # noqa: F403
 from functrans.numpy._reductions import *  # noqa: F403
+from functrans.numpy._searching import *  # noqa: F403
+from functrans.numpy._sets import *  # noqa: F403
 from functrans.numpy._shape import *  # noqa: F403
 from functrans.numpy._sorting import *  # noqa: F403
 from functrans.numpy._static_properties import *  # noqa: F403
@@ -101,12 +109,13 @@ __all__ = [
     "intp", "uintp", "float16", "float32", "float64", "complex64", "complex128",
     "generic", "number", "integer", "signedinteger", "unsignedinteger", "inexact", "floating",
     "complexfloating",
-    "dtype", "finfo", "iinfo", "isdtype", "issubdtype", "promote_types",
+    "dtype", "finfo", "iinfo", "isdtype", "issubdtype", "promote_types", "TRACE_DEVICE",
     *_contract.__all__, *_creation.__all__, *_elementwise.__all__, *_indexing.__all__,
     *_reductions.__all__, *_shape.__all__, *_dtype_functions.__all__,
     *_static_properties.__all__, *_complex_numbers.__all__, *_elementwise_compositions.__all__,
     *_rearranging.__all__, *_padding.__all__, *_concatenators.__all__, *_matrices.__all__,
-    *_differences.__all__, *_sorting.__all__, "linalg",
+    *_differences.__all__, *_sorting.__all__, *_array_api_info.__all__, *_searching.__all__,
+    *_sets.__all__, "linalg",
 ]  # fmt: skip
 
 # Last: the tracer behaviour forwards to the functions above.

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 import functrans.numpy as fnp  # mid-import here: its attributes are read at call time
-from functrans.core import Tracer
+from functrans.core import Tracer, user_frame_summary
+from functrans.numpy._array_api_info import TRACE_DEVICE, normalize_device
 from functrans.numpy._indexing import IndexUpdateHelper, getitem
 from functrans.primitives.elementwise import convert_element_type
 
@@ -31,6 +32,7 @@ _BINARY_OPERATORS = {
     "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
     "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "matmul": "matmul",
     "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+    "lshift": "left_shift", "rshift": "right_shift",
 }  # fmt: skip
 _COMPARISONS = {
     "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
@@ -93,6 +95,38 @@ def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     if dtype == self.dtype and not self.weak_type:
         return self
     return convert_element_type(self, dtype)
+
+
+def _array_namespace(self, /, *, api_version=None):
+    """The array API namespace of traced arrays: ``functrans.numpy``."""
+    if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
+        raise ValueError(
+            f"{self._trace.fun_name}: __array_namespace__(api_version={api_version!r}): "
+            "functrans.numpy follows the array API standard 2024.12 (and the earlier "
+            "versions it contains); pass one of those or None"
+        )
+    return fnp
+
+
+def _to_device(self, device, /, *, stream=None):
+    """``x.to_device(d)``: a traced array stays where the traced computation
+    runs, so only that device (``x.device``, or None) is accepted."""
+    if normalize_device("to_device", device) is not None:
+        raise ValueError(
+            f"{self._trace.fun_name}: x.to_device({device!r}) on a traced "
+            f"{self.aval.str_short()} array (at {user_frame_summary()}): a traced "
+            "computation runs where its inputs are; move the inputs with "
+            "functrans.device_put before the call, or the results after it"
+        )
+    return self
+
+
+def _dlpack(self, /, **kwargs):
+    raise TypeError(
+        f"{self._trace.fun_name}: __dlpack__ of a traced {self.aval.str_short()} array (at "
+        f"{user_frame_summary()}): a traced array has no memory to share; pass it to "
+        "functrans.numpy functions as it is, or export the function's result"
+    )
 
 
 def _divmod(self, other):
@@ -186,6 +220,12 @@ def install() -> None:
         "imag": property(fnp.imag, doc="The imaginary part."),
         "at": property(IndexUpdateHelper, doc="Functional updates: x.at[idx].set(v)."),
         "__getitem__": getitem,
+        "__array_namespace__": _array_namespace,
+        "device": property(lambda self: TRACE_DEVICE,
+                           doc="Where the traced computation runs: TRACE_DEVICE."),
+        "to_device": _to_device,
+        "__dlpack__": _dlpack,
+        "__dlpack_device__": _dlpack,
         "__array_ufunc__": _array_ufunc,
         "__array_function__": _array_function,
     }

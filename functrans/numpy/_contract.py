@@ -16,6 +16,7 @@ import numpy as np
 
 from functrans.core import Tracer, bind
 from functrans.errors import ShapeError
+from functrans.numpy._elementwise import multiply
 from functrans.numpy._indexing import getitem
 from functrans.numpy._shape import _broadcast, _broadcast_shape, _convert, _reshape, _transpose
 from functrans.numpy._util import asarray, normalize_axis
@@ -24,7 +25,7 @@ from functrans.primitives.elementwise import unary as _unary
 from functrans.primitives.linalg import dot_general_p
 from functrans.primitives.reductions import reduce_sum_p
 
-__all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum"]
+__all__ = ["dot", "matmul", "vdot", "vecdot", "inner", "outer", "tensordot", "einsum"]
 
 conj_p = _unary["conj"]
 
@@ -105,6 +106,38 @@ def vdot(a, b, /):
             f"{tuple(a.shape)} and {tuple(b.shape)}"
         )
     return _dot_general(_reshape(a, (a.size,)), _reshape(b, (b.size,)), ((0,), (0,)))
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    """``numpy.vecdot``: dot products of vectors along ``axis``, the first
+    operand conjugated, the other axes broadcast.  The vector axes must have
+    the same size (they are not broadcast against each other).
+
+    >>> vecdot(np.ones((4, 3)), np.arange(3.0))
+    array([3., 3., 3., 3.])
+    """
+    a, b = _operand(x1), _operand(x2)
+    n, ax = min(a.ndim, b.ndim), operator.index(axis)
+    if not -n <= ax < n:
+        raise ShapeError(
+            f"fnp.vecdot: axis={axis!r} for operands of shapes {tuple(a.shape)} and "
+            f"{tuple(b.shape)}; the vector axis must exist in both: use an axis in "
+            f"[-{n}, -1] (counted from the end)"
+        )
+    ax = ax - n if ax >= 0 else ax
+    if a.shape[ax] != b.shape[ax]:
+        raise ShapeError(
+            f"fnp.vecdot: the vectors along axis {axis} have {a.shape[ax]} and "
+            f"{b.shape[ax]} components (shapes {tuple(a.shape)} and {tuple(b.shape)}); "
+            "they must have the same length"
+        )
+    if a.dtype.kind == "c":
+        a = bind(conj_p, a)
+    prod = multiply(a, b)
+    out = bind(reduce_sum_p, prod, axes=(prod.ndim + ax,))
+    # The sum keeps the operands' dtype (NumPy's vecdot does; sum would widen
+    # small integers to int64).
+    return out if out.dtype == prod.dtype else _convert(out, prod.dtype)
 
 
 # -- matmul ----------------------------------------------------------------------------------

@@ -1,12 +1,14 @@
 """Array creation under NumPy's names: array, asarray, zeros, ones, full, the
-``*_like`` functions, empty, arange, linspace, eye, identity.
+``*_like`` functions, empty, arange, linspace, eye, identity, meshgrid,
+from_dlpack.
 
 Shapes, sizes and dtypes are static, so these return concrete NumPy arrays
 even inside a traced function; a traced array of the result's shape and
 dtype comes out only where a traced value flows in (``array`` of a list of
 tracers, ``full``/``full_like`` of a traced fill value, ``linspace`` between
 traced end points).  ``empty`` and ``empty_like`` give zeros: uninitialised
-memory would make results depend on chance.
+memory would make results depend on chance.  ``device=`` (the array API's
+keyword) takes ``"cpu"``, ``"gpu"``, None or an array's ``.device``.
 
 >>> import functrans.numpy as fnp
 >>> fnp.zeros((2, 2), dtype=fnp.int32)
@@ -23,6 +25,8 @@ import numpy as np
 
 from functrans import dtypes
 from functrans.core import Tracer, bind, get_aval
+from functrans.devices import is_device_array
+from functrans.numpy._array_api_info import normalize_device, place
 from functrans.numpy._elementwise import add, divide, multiply, subtract
 from functrans.numpy._util import asarray as _asarray
 from functrans.numpy._util import is_traced, normalize_axis
@@ -31,19 +35,23 @@ from functrans.primitives.shape import broadcast_in_dim_p, reshape_p, transpose_
 
 __all__ = [
     "array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
-    "full_like", "empty_like", "arange", "linspace", "eye", "identity",
+    "full_like", "empty_like", "arange", "linspace", "eye", "identity", "meshgrid",
+    "from_dlpack",
 ]  # fmt: skip
 
 
-def asarray(a, dtype=None, *, copy=None):
+def asarray(a, dtype=None, *, device=None, copy=None):
     """``numpy.asarray``; tracers, and lists or tuples holding them, stay traced.
 
     >>> asarray([1, 2], dtype=np.float32)
     array([1., 2.], dtype=float32)
     """
-    if copy is not None and not is_traced(a):
-        return np.asarray(a, dtype=dtype, copy=copy)
-    return _asarray(a, dtype)
+    normalize_device("asarray", device)
+    if copy is not None and not is_traced(a) and not is_device_array(a):
+        out = np.asarray(a, dtype=dtype, copy=copy)
+    else:
+        out = _asarray(a, dtype)
+    return out if is_traced(out) else place("asarray", out, device)
 
 
 def array(object, dtype=None, *, copy=True, ndmin=0):
@@ -61,20 +69,22 @@ def array(object, dtype=None, *, copy=True, ndmin=0):
     return bind(reshape_p, x, new_sizes=(1,) * (ndmin - x.ndim) + x.shape)
 
 
-def zeros(shape, dtype=None):
+def zeros(shape, dtype=None, *, device=None):
     """``numpy.zeros`` (float64 unless ``dtype`` says otherwise)."""
-    return np.zeros(_shape_tuple(shape), dtype)
+    return place("zeros", np.zeros(_shape_tuple(shape), dtype), device)
 
 
-def ones(shape, dtype=None):
+def ones(shape, dtype=None, *, device=None):
     """``numpy.ones`` (float64 unless ``dtype`` says otherwise)."""
-    return np.ones(_shape_tuple(shape), dtype)
+    return place("ones", np.ones(_shape_tuple(shape), dtype), device)
 
 
-empty = zeros
+def empty(shape, dtype=None, *, device=None):
+    """``numpy.empty``, filled with zeros (see the module docstring)."""
+    return zeros(shape, dtype, device=device)
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None, *, device=None):
     """``numpy.full``: ``fill_value`` (broadcast) in every position; traced when
     ``fill_value`` is.
 
@@ -83,7 +93,8 @@ def full(shape, fill_value, dtype=None):
     """
     shape = _shape_tuple(shape)
     if not is_traced(fill_value):
-        return np.full(shape, fill_value, dtype)
+        return place("full", np.full(shape, fill_value, dtype), device)
+    normalize_device("full", device)
     return _broadcast_to(_asarray(fill_value, dtype), shape)
 
 
@@ -117,24 +128,26 @@ def _like(a, dtype, shape):
     return shape, template.dtype if dtype is None else dtype
 
 
-def zeros_like(a, dtype=None, shape=None):
+def zeros_like(a, dtype=None, shape=None, *, device=None):
     """``numpy.zeros_like``; concrete even when ``a`` is traced.
 
     >>> zeros_like(np.ones(2, np.int32))
     array([0, 0], dtype=int32)
     """
-    return np.zeros(*_like(a, dtype, shape))
+    return place("zeros_like", np.zeros(*_like(a, dtype, shape)), device)
 
 
-def ones_like(a, dtype=None, shape=None):
+def ones_like(a, dtype=None, shape=None, *, device=None):
     """``numpy.ones_like``; concrete even when ``a`` is traced."""
-    return np.ones(*_like(a, dtype, shape))
+    return place("ones_like", np.ones(*_like(a, dtype, shape)), device)
 
 
-empty_like = zeros_like
+def empty_like(a, dtype=None, shape=None, *, device=None):
+    """``numpy.empty_like``, filled with zeros (see the module docstring)."""
+    return zeros_like(a, dtype, shape, device=device)
 
 
-def full_like(a, fill_value, dtype=None, shape=None):
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     """``numpy.full_like``: ``fill_value`` cast to ``a``'s dtype (or ``dtype``);
     traced only when ``fill_value`` is.
 
@@ -142,19 +155,21 @@ def full_like(a, fill_value, dtype=None, shape=None):
     array([2, 2], dtype=int32)
     """
     shape, dtype = _like(a, dtype, shape)
-    return full(shape, fill_value, dtype)
+    return full(shape, fill_value, dtype, device=device)
 
 
-def arange(start, stop=None, step=None, dtype=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None):
     """``numpy.arange``: the values ``start, start + step, ...`` below ``stop``.
 
     >>> arange(1, 7, 2)
     array([1, 3, 5])
     """
-    return np.arange(_static(start), _static(stop), _static(step), dtype=dtype)
+    out = np.arange(_static(start), _static(stop), _static(step), dtype=dtype)
+    return place("arange", out, device)
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
     """``numpy.linspace``: ``num`` evenly spaced values from ``start`` to ``stop``;
     traced when ``start`` or ``stop`` is.
 
@@ -162,7 +177,10 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     array([0.  , 0.25, 0.5 , 0.75, 1.  ])
     """
     if not is_traced(start, stop):
-        return np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
+        out = np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
+        return (place("linspace", out[0], device), out[1]) if retstep \
+            else place("linspace", out, device)
+    normalize_device("linspace", device)
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, got {num}")
@@ -210,16 +228,59 @@ def _move_first_axis(y, axis: Any):
     return bind(transpose_p, y, permutation=tuple(perm))
 
 
-def eye(N, M=None, k=0, dtype=float):
+def eye(N, M=None, k=0, dtype=float, *, device=None):
     """``numpy.eye``: ones on the ``k``-th diagonal of an ``N`` by ``M`` array.
 
     >>> eye(2, 3, k=1)
     array([[0., 1., 0.],
            [0., 0., 1.]])
     """
-    return np.eye(_static(N), _static(M), _static(k), dtype)
+    return place("eye", np.eye(_static(N), _static(M), _static(k), dtype), device)
 
 
 def identity(n, dtype=None):
     """``numpy.identity``: the ``n`` by ``n`` identity matrix."""
     return np.identity(_static(n), dtype)
+
+
+def meshgrid(*xi, indexing="xy", sparse=False, copy=True):
+    """``numpy.meshgrid``: coordinate arrays from 1-d coordinate vectors;
+    ``indexing="xy"`` swaps the first two axes (Cartesian), ``"ij"`` does not.
+
+    >>> [g.shape for g in meshgrid(np.arange(3), np.arange(2))]
+    [(2, 3), (2, 3)]
+    """
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"fnp.meshgrid: indexing={indexing!r}; use 'xy' or 'ij'")
+    xs = [_reshape_1d(x) for x in xi]
+    shape = [x.size for x in xs]
+    if indexing == "xy" and len(xs) > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, x in enumerate(xs):
+        axis = 1 - i if indexing == "xy" and len(xs) > 1 and i < 2 else i
+        dims = [1] * len(xs)
+        dims[axis] = x.size
+        grid = bind(reshape_p, x, new_sizes=tuple(dims))
+        out.append(grid if sparse else _broadcast_to(grid, tuple(shape)))
+    return tuple(out)
+
+
+def _reshape_1d(x):
+    x = _asarray(x)
+    return x if x.ndim == 1 else bind(reshape_p, x, new_sizes=(x.size,))
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """``numpy.from_dlpack``: an array from any object with ``__dlpack__`` (a
+    NumPy, CuPy or PyTorch array), on ``device`` when given.  Traced arrays
+    cannot be exported (they have no memory yet); pass them as they are.
+    """
+    if isinstance(x, Tracer):
+        raise TypeError(
+            f"{x._trace.fun_name}: fnp.from_dlpack of a traced {x.aval.str_short()} array: "
+            "a traced array has no memory to share through DLPack; use the array itself "
+            "(functrans.numpy functions take it as it is)"
+        )
+    out = (x.copy() if copy else x) if is_device_array(x) else np.from_dlpack(x, copy=copy)
+    return place("from_dlpack", out, device)

@@ -19,6 +19,7 @@ import numpy as np
 from functrans import dtypes
 from functrans.core import Tracer
 from functrans.devices import is_device_array
+from functrans.numpy._array_api_info import TRACE_DEVICE, place
 from functrans.numpy._util import is_traced
 
 __all__ = ["astype", "can_cast", "result_type"]
@@ -60,7 +61,7 @@ def astype(x, dtype, /, *, copy: bool = True, device=None):
     array([ 1, -2], dtype=int32)
     """
     if is_traced(x):
-        if device is not None:
+        if device is not None and device is not TRACE_DEVICE:
             raise TypeError(
                 f"astype: device={device!r} was given for a traced {x.aval.str_short()} "
                 "array, which has no device of its own (its trace runs where its inputs "
@@ -69,4 +70,4 @@ def astype(x, dtype, /, *, copy: bool = True, device=None):
         return x.astype(dtype, copy=copy)
     if type(x) is not np.ndarray and is_device_array(x):
         return x.astype(dtype, copy=copy)
-    return np.astype(x, dtype, copy=copy, device=device)
+    return place("astype", np.astype(x, dtype, copy=copy), device)

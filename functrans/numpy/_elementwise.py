@@ -143,6 +143,9 @@ greater_equal = _binary("greater_equal", binary["ge"])
 bitwise_and = _binary("bitwise_and", binary["and"])
 bitwise_or = _binary("bitwise_or", binary["or"])
 bitwise_xor = _binary("bitwise_xor", binary["xor"])
+left_shift = bitwise_left_shift = _binary("left_shift", binary["shift_left"])
+right_shift = bitwise_right_shift = _binary("right_shift", binary["shift_right"])
+nextafter = _binary("nextafter", binary["nextafter"])
 
 __all__ += [
     "negative", "exp", "exp2", "log", "log2", "log1p", "expm1", "sin", "cos", "tan", "arcsin",
@@ -152,6 +155,7 @@ __all__ += [
     "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod",
     "maximum", "minimum", "arctan2", "atan2", "copysign", "equal", "not_equal", "less",
     "less_equal", "greater", "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "left_shift", "bitwise_left_shift", "right_shift", "bitwise_right_shift", "nextafter",
 ]
 # -- END GENERATED
 
@@ -326,16 +330,17 @@ def where(condition, x=None, y=None, /):
     return bind(select_p, _to_bool(condition), _array_arg(x), _array_arg(y))
 
 
-def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
-    """``numpy.clip``, as ``minimum(maximum(a, a_min), a_max)``; either bound
-    may be None.  (``min=``/``max=`` are NumPy 2's names for the bounds.)
+def clip(a, min=None, max=None, out=None, *, a_min=None, a_max=None):
+    """``numpy.clip``, as ``minimum(maximum(a, min), max)``; either bound may
+    be None.  The bounds are named as in NumPy 2 and the array API standard
+    (``min``, ``max``); NumPy 1's ``a_min=``/``a_max=`` are accepted too.
 
     >>> clip(np.array([-2.0, 0.5, 3.0]), 0, 1)
     array([0. , 0.5, 1. ])
     """
     _no_out("clip", out)
-    lo = min if a_min is None else a_min
-    hi = max if a_max is None else a_max
+    lo = _bound("clip", "min", min, "a_min", a_min)
+    hi = _bound("clip", "max", max, "a_max", a_max)
     if lo is None and hi is None:
         return _copy(a)  # as NumPy 2 does
     x = _array_arg(a)
@@ -344,3 +349,13 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
     if hi is not None:
         x = minimum(x, hi)
     return x
+
+
+def _bound(name: str, new: str, value, old: str, old_value):
+    """A bound given under its NumPy 2 name or its NumPy 1 name, not both."""
+    if old_value is None:
+        return value
+    if value is not None:
+        raise TypeError(f"fnp.{name}: both {new}= and {old}= were given; they name the same "
+                        f"bound: pass {new}= only")
+    return old_value

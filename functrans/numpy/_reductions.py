@@ -27,7 +27,7 @@ import numpy as np
 from functrans.core import Primitive, bind
 from functrans.custom_derivatives import custom_jvp
 from functrans.dtypes import is_inexact
-from functrans.errors import DTypeError, ShapeError
+from functrans.errors import AxisError, DTypeError, ShapeError
 from functrans.numpy._elementwise import (
     _no_out,
     add,
@@ -41,7 +41,7 @@ from functrans.numpy._elementwise import (
     subtract,
 )
 from functrans.numpy._elementwise import where as _where
-from functrans.numpy._shape import broadcast_to
+from functrans.numpy._shape import broadcast_to, concatenate
 from functrans.numpy._util import (
     asarray,
     broadcasts_to,
@@ -68,7 +68,7 @@ from functrans.primitives.shape import expand_dims_p, reshape_p
 
 __all__ = [
     "sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin",
-    "argmax", "argmin", "all", "any", "cumsum", "cumprod",
+    "argmax", "argmin", "all", "any", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod",
 ]  # fmt: skip
 
 
@@ -299,14 +299,28 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False):
     return _convert(quotient, total.dtype if result is None else result)
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+def _ddof(name: str, ddof, correction):
+    """The divisor's offset: ``ddof`` (NumPy's name) or ``correction`` (the
+    array API standard's), not both."""
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise ValueError(
+            f"fnp.{name}: ddof={ddof!r} and correction={correction!r} were both given; they "
+            "are two names for the same offset: pass one of them"
+        )
+    return correction
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
     """``numpy.var``: the mean squared deviation, divided by ``n - ddof``; real
-    for complex input.
+    for complex input.  ``correction`` is the array API's name for ``ddof``.
 
     >>> var(np.array([1.0, 2.0, 3.0, 4.0]), ddof=1)
     array(1.66666667)
     """
     _no_out("var", out)
+    ddof = _ddof("var", ddof, correction)
     x = asarray(a)
     axes = normalize_axes("var", axis, x.ndim)
     acc = np.float64 if dtype is None and x.dtype.kind in "biu" else dtype
@@ -323,13 +337,14 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
     return _convert(divide(total, builtins.max(n - ddof, 0)), total.dtype)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-    """``numpy.std``: the square root of ``var``.
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+    """``numpy.std``: the square root of ``var`` (``correction`` is ``ddof``).
 
-    >>> std(np.array([1.0, 3.0]))
-    array(1.)
+    >>> std(np.array([1.0, 3.0]), correction=1)
+    array(1.41421356)
     """
     _no_out("std", out)
+    ddof = _ddof("std", ddof, correction)
     return sqrt(var(a, axis, dtype, ddof=ddof, keepdims=keepdims))
 
 
@@ -401,3 +416,50 @@ def cumprod(a, axis=None, dtype=None, out=None):
     array when ``axis`` is None)."""
     _no_out("cumprod", out)
     return _cumulative("cumprod", cumprod_p, a, axis, dtype)
+
+
+def _cumulative_with_initial(name: str, prim: Primitive, x, axis, dtype, include_initial: bool,
+                             identity: int):
+    """The array API's ``cumulative_sum``/``cumulative_prod``: ``axis`` may be
+    left out only for arrays of at most one axis, and ``include_initial``
+    starts the result with the identity (the sum or product of nothing)."""
+    x = asarray(x)
+    if axis is None:
+        if x.ndim > 1:
+            raise AxisError(
+                f"fnp.{name}: axis=None on an array of rank {x.ndim}; the array API "
+                "requires the axis for arrays with more than one axis: pass axis= (or "
+                f"use fnp.{'cumsum' if identity == 0 else 'cumprod'}, which flattens)"
+            )
+        if x.ndim == 0:
+            x = bind(reshape_p, x, new_sizes=(1,))
+        axis = 0
+    ax = normalize_axis(name, axis, x.ndim)
+    out = _cumulative(name, prim, x, ax, dtype)
+    if not include_initial:
+        return out
+    first = np.full(x.shape[:ax] + (1,) + x.shape[ax + 1:], identity, out.dtype)
+    return concatenate([first, out], axis=ax)
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    """``numpy.cumulative_sum``: running sums along ``axis``, led by a 0 when
+    ``include_initial`` (the array API standard's cumsum).
+
+    >>> cumulative_sum(np.array([1, 2, 3]), include_initial=True)
+    array([0, 1, 3, 6])
+    """
+    return _cumulative_with_initial("cumulative_sum", cumsum_p, x, axis, dtype,
+                                    include_initial, 0)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    """``numpy.cumulative_prod``: running products along ``axis``, led by a 1
+    when ``include_initial``.
+
+    >>> cumulative_prod(np.array([[1, 2], [3, 4]]), axis=1)
+    array([[ 1,  2],
+           [ 3, 12]])
+    """
+    return _cumulative_with_initial("cumulative_prod", cumprod_p, x, axis, dtype,
+                                    include_initial, 1)

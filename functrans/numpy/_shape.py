@@ -38,6 +38,7 @@ __all__ = [
     "broadcast_to", "broadcast_arrays", "concatenate", "stack", "hstack", "vstack",
     "dstack", "column_stack", "split", "array_split", "hsplit", "vsplit", "tile",
     "repeat", "flip", "fliplr", "flipud", "atleast_1d", "atleast_2d", "atleast_3d",
+    "concat", "permute_dims", "matrix_transpose", "unstack", "broadcast_shapes",
 ]  # fmt: skip
 
 # -- primitive wrappers that skip identities ------------------------------------
@@ -163,6 +164,30 @@ def transpose(a, axes=None):
             f"an array of shape {tuple(a.shape)}"
         )
     return _transpose(a, perm)
+
+
+def permute_dims(x, /, axes):
+    """The array API's ``transpose``: ``axes`` is required.
+
+    >>> permute_dims(np.ones((2, 3, 4)), (2, 0, 1)).shape
+    (4, 2, 3)
+    """
+    return transpose(x, axes)
+
+
+def matrix_transpose(x, /):
+    """The last two axes swapped (``x.mT``); the array must have two or more.
+
+    >>> matrix_transpose(np.ones((5, 2, 3))).shape
+    (5, 3, 2)
+    """
+    x = asarray(x)
+    if x.ndim < 2:
+        raise ShapeError(
+            f"fnp.matrix_transpose: the argument has shape {tuple(x.shape)}, but a stack "
+            "of matrices needs two or more axes; use fnp.transpose for 0-d and 1-d arrays"
+        )
+    return swapaxes(x, -1, -2)
 
 
 def _axis_list(name: str, axes, ndim: int, what: str) -> list[int]:
@@ -310,6 +335,13 @@ def broadcast_to(array, shape, subok=False):
     return _broadcast_to(x, shape)
 
 
+def broadcast_shapes(*shapes) -> tuple[int, ...]:
+    """``numpy.broadcast_shapes``: the shape the given shapes broadcast to
+    (static, so traced arrays' shapes work as well)."""
+    return _broadcast_shape("broadcast_shapes",
+                            *(_shape_tuple("broadcast_shapes", s) for s in shapes))
+
+
 def broadcast_arrays(*args, subok=False):
     """``np.broadcast_arrays``: a tuple of the arguments broadcast to one shape."""
     xs = [asarray(a) for a in args]
@@ -377,6 +409,11 @@ def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind")
                 f"shape {tuple(xs[0].shape)}; all must agree except along axis {ax}"
             )
     return _concat(_cast_all("concatenate", xs, dtype, casting), ax)
+
+
+def concat(arrays, /, *, axis=0):
+    """The array API's ``concatenate`` (``axis=None`` flattens first)."""
+    return concatenate(arrays, axis)
 
 
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
@@ -478,6 +515,21 @@ def split(ary, indices_or_sections, axis=0):
                 f"{n} into {count} sections; use array_split for unequal pieces"
             )
     return array_split(a, indices_or_sections, axis)
+
+
+def unstack(x, /, *, axis=0):
+    """The slices of ``x`` along ``axis`` as a tuple (``stack`` undone).
+
+    >>> unstack(np.arange(6).reshape(2, 3), axis=1)
+    (array([0, 3]), array([1, 4]), array([2, 5]))
+    """
+    a = asarray(x)
+    if a.ndim == 0:
+        raise ShapeError("fnp.unstack: the argument is 0-d and has no axis to unstack; "
+                         "pass an array with at least one axis")
+    ax = normalize_axis("unstack", axis, a.ndim)
+    rest = a.shape[:ax] + a.shape[ax + 1:]
+    return tuple(_reshape(_slice_axis(a, ax, i, i + 1), rest) for i in range(a.shape[ax]))
 
 
 def hsplit(ary, indices_or_sections):

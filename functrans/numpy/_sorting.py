@@ -59,26 +59,38 @@ def _sort_operand(name: str, a, axis, order):
     return a, normalize_axis(name, axis, a.ndim)
 
 
-def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+def sort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
     """``numpy.sort``: a sorted copy along ``axis`` (flattened when None); the
     sort is stable, NaNs go last.  Its derivative moves the tangent along with
-    the values.
+    the values.  ``descending`` (the array API's keyword) sorts from the
+    largest, NaNs first, equal elements still in their original order.
 
     >>> sort(np.array([[3.0, 1.0], [0.0, 2.0]]), axis=None)
     array([0., 1., 2., 3.])
+    >>> sort(np.array([1, 3, 2]), descending=True)
+    array([3, 2, 1])
     """
     a, ax = _sort_operand("sort", a, axis, order)
+    if descending:
+        # Reversed, sorted and reversed back: largest first, and a stable sort
+        # of the reversed array keeps equal elements in their original order.
+        return _shape.flip(bind(sort_p, _shape.flip(a, ax), axis=ax)[0], ax)
     return bind(sort_p, a, axis=ax)[0]
 
 
-def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
     """``numpy.argsort``: the indices that sort ``a`` along ``axis`` (stable);
-    an integer array, with zero derivative.
+    an integer array, with zero derivative.  ``descending``: as for ``sort``.
 
     >>> argsort(np.array([3, 1, 2]))
     array([1, 2, 0])
+    >>> argsort(np.array([1, 3, 1]), descending=True)
+    array([1, 0, 2])
     """
     a, ax = _sort_operand("argsort", a, axis, order)
+    if descending:
+        backwards = _shape.flip(bind(sort_p, _shape.flip(a, ax), axis=ax)[1], ax)
+        return _elementwise.subtract(np.asarray(a.shape[ax] - 1, backwards.dtype), backwards)
     return bind(sort_p, a, axis=ax)[1]
 
 

@@ -55,7 +55,7 @@ import numpy as np
 from functrans.core import bind
 from functrans.custom_derivatives import custom_jvp
 from functrans.errors import DTypeError, LinAlgError
-from functrans.numpy import _contract, _elementwise, _reductions, _shape, _sorting
+from functrans.numpy import _contract, _elementwise, _matrices, _reductions, _shape, _sorting
 from functrans.numpy._shape import _broadcast_shape, _broadcast_to, _reshape
 from functrans.numpy._util import asarray, is_traced, normalize_axis
 from functrans.primitives import elementwise as ew
@@ -65,6 +65,7 @@ __all__ = [
     "solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "qr", "svd",
     "svdvals", "pinv", "lstsq", "matrix_power", "multi_dot", "norm", "vector_norm",
     "matrix_norm", "matrix_transpose", "LinAlgError",
+    "cross", "diagonal", "matmul", "matrix_rank", "outer", "tensordot", "trace", "vecdot",
 ]  # fmt: skip
 
 
@@ -575,12 +576,10 @@ def multi_dot(arrays, *, out=None):
     return result
 
 
-def matrix_transpose(x, /):
-    """``numpy.linalg.matrix_transpose``: swap the last two axes."""
-    x = asarray(x)
-    if x.ndim < 2:
-        raise ValueError(f"matrix_transpose: input must have at least 2 dimensions, got {x.ndim}")
-    return _swap(x)
+matrix_transpose = _shape.matrix_transpose
+matmul = _contract.matmul
+tensordot = _contract.tensordot
+vecdot = _contract.vecdot
 
 
 # -- norm ------------------------------------------------------------------------------------
@@ -708,3 +707,83 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
         x = _shape._convert(x, np.float64)
     return _matrix_norm(x, ord, (-2, -1), keepdims)
 
+
+
+# -- the array API's versions of NumPy's functions -----------------------------------------
+# (numpy.linalg has the same: the axes are the last ones, and the keywords are keyword-only)
+
+
+def cross(x1, x2, /, *, axis=-1):
+    """``numpy.linalg.cross``: cross products of the 3-vectors along ``axis``.
+
+    >>> cross(np.array([0.0, 1.0, 0.0]), np.array([0.0, 0.0, 1.0]))
+    array([1., 0., 0.])
+    """
+    a, b = asarray(x1), asarray(x2)
+    for x in (a, b):
+        if x.ndim == 0 or x.shape[normalize_axis("linalg.cross", axis, x.ndim)] != 3:
+            raise LinAlgError(
+                f"fnp.linalg.cross: the vectors along axis {axis} of shapes "
+                f"{tuple(a.shape)} and {tuple(b.shape)} must have 3 components each; use "
+                "fnp.cross for 2-vectors"
+            )
+    return _matrices.cross(a, b, axis=axis)
+
+
+def _stack_of_matrices(name: str, x):
+    """``x`` as an array of at least two axes, of any dtype."""
+    x = asarray(x)
+    if x.ndim < 2:
+        raise LinAlgError(f"fnp.linalg.{name}: the argument has shape {tuple(x.shape)}, but "
+                          "a stack of matrices needs two or more axes; use "
+                          f"fnp.{name} with explicit axes for other arrays")
+    return x
+
+
+def diagonal(x, /, *, offset=0):
+    """``numpy.linalg.diagonal``: the diagonals of the matrices in the last two axes."""
+    return _matrices.diagonal(_stack_of_matrices("diagonal", x), offset, -2, -1)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """``numpy.linalg.trace``: the traces of the matrices in the last two axes.
+
+    >>> trace(np.arange(8.0).reshape(2, 2, 2))
+    array([ 3., 11.])
+    """
+    return _matrices.trace(_stack_of_matrices("trace", x), offset, -2, -1, dtype)
+
+
+def outer(x1, x2, /):
+    """``numpy.linalg.outer``: the outer product of two 1-d arrays."""
+    a, b = asarray(x1), asarray(x2)
+    if a.ndim != 1 or b.ndim != 1:
+        raise LinAlgError(
+            f"fnp.linalg.outer: both operands must be 1-d, got shapes {tuple(a.shape)} and "
+            f"{tuple(b.shape)}; use fnp.outer, which flattens them"
+        )
+    return _contract.outer(a, b)
+
+
+def matrix_rank(x, /, *, rtol=None, tol=None, hermitian: bool = False):
+    """``numpy.linalg.matrix_rank``: how many singular values exceed the
+    cutoff, ``tol`` (absolute) or ``rtol * max(s)`` (by default ``rtol`` is
+    ``max(m, n) * eps``); an integer, with no derivative.
+
+    >>> matrix_rank(np.array([[1.0, 2.0], [2.0, 4.0]]))
+    array(1)
+    """
+    a = _matrix("matrix_rank", x, square=False)
+    if a.size == 0:
+        return np.zeros(a.shape[:-2], np.intp)
+    if rtol is not None and tol is not None:
+        raise ValueError("fnp.linalg.matrix_rank: both rtol= and tol= were given; pass one "
+                         "(tol is absolute, rtol relative to the largest singular value)")
+    s = svd(a, compute_uv=False, hermitian=hermitian)
+    if tol is not None:
+        cutoff = _shape.expand_dims(asarray(tol), -1)
+    else:
+        rel = max(a.shape[-2:]) * np.finfo(s.dtype).eps if rtol is None else rtol
+        cutoff = _elementwise.multiply(_shape.expand_dims(asarray(rel), -1),
+                                       _reductions.max(s, axis=-1, keepdims=True))
+    return _reductions.sum(_elementwise.greater(s, cutoff), axis=-1, dtype=np.intp)
