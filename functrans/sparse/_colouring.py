@@ -90,7 +90,8 @@ def _greedy_rounds(conflicts) -> np.ndarray:
         colour[ready] = 0
         if edge.any():
             u, c = src[edge], colour[dst[edge]]
-            key = np.unique(u * (n + 1) + c)  # sorted by vertex, then colour
+            key = np.sort(u * (n + 1) + c)  # by vertex, then colour
+            key = key[np.r_[True, key[1:] != key[:-1]]]
             u, c = key // (n + 1), key % (n + 1)
             start = np.flatnonzero(np.r_[True, u[1:] != u[:-1]])
             rank = np.arange(u.shape[0]) - np.repeat(start, np.diff(np.r_[start, u.shape[0]]))
@@ -132,22 +133,37 @@ def star_recovery(p, colours: np.ndarray) -> np.ndarray:
     n = p.shape[0]
     rows, cols = row_indices(p), p.indices.astype(np.int64)
     k = int(colours.max()) + 1 if n else 1
-    # How many columns of row i have colour c.
-    key = rows * k + colours[cols]
-    uniq, counts = np.unique(key, return_counts=True)
-    count = counts[np.searchsorted(uniq, key)]
-    direct = count == 1
+    count = _colour_counts(rows * k + colours[cols], n * k)  # columns of colour c in row i
+    direct = count(rows * k + colours[cols]) == 1
     out = colours[cols] * n + rows
     if not direct.all():
         # The transposed read: (j, c(i)) must be alone in row j.
-        key_t = cols * k + colours[rows]
-        pos = np.searchsorted(uniq, key_t)
-        pos = np.minimum(pos, uniq.shape[0] - 1)
-        alone = (uniq[pos] == key_t) & (counts[pos] == 1)
+        alone = count(cols * k + colours[rows]) == 1
         if not (direct | alone).all():
             raise RuntimeError("functrans.sparse: the colouring is not a star colouring "
                                "of this Hessian pattern; please report it")
         out = np.where(direct, out, colours[rows] * n + cols)
-    # (i, j) and (j, i) read one entry, so the result is exactly symmetric.
-    mirror = np.lexsort((rows, cols))  # CSR position of (j, i), in CSR order of (i, j)
+    # (i, j) and (j, i) read one entry, so the result is exactly symmetric.  The
+    # CSR position of (j, i), in CSR order of (i, j): the positions in CSC order
+    # (a counting sort), as the pattern is symmetric.
+    positions = sp.csr_array((np.arange(rows.shape[0]), p.indices, p.indptr), shape=p.shape)
+    mirror = positions.tocsc().data
     return np.where(rows <= cols, out, out[mirror])
+
+
+def _colour_counts(keys: np.ndarray, size: int):
+    """A function giving, for keys, how often each occurs in ``keys`` (all in
+    ``range(size)``): a table where it is small, else a sorted search."""
+    if size <= 8 * keys.shape[0] + 1024:
+        table = np.bincount(keys, minlength=size)
+        return lambda q: table[q]
+    uniq = np.sort(keys)
+    starts = np.flatnonzero(np.r_[True, uniq[1:] != uniq[:-1]])
+    counts = np.diff(np.r_[starts, uniq.shape[0]])
+    uniq = uniq[starts]
+
+    def count(q):
+        pos = np.minimum(np.searchsorted(uniq, q), max(uniq.shape[0] - 1, 0))
+        return np.where(uniq[pos] == q, counts[pos], 0) if uniq.shape[0] else np.zeros_like(q)
+
+    return count
