@@ -109,7 +109,7 @@ class _MPIGroup:
             # MPI's MAX/MIN leave NaN to the implementation: reduce the gathered
             # values with NumPy's, which propagates NaN as functrans' max does.
             parts = self.allgather(x, what)
-            return (np.maximum if op == "max" else np.minimum).reduce(parts, axis=0)
+            return np.asarray((np.maximum if op == "max" else np.minimum).reduce(parts, axis=0))
         out = np.empty_like(x)
         mpi_op = {"sum": self.MPI.SUM, "max": self.MPI.MAX, "min": self.MPI.MIN}[op]
         if self.timeout is None:

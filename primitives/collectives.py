@@ -122,18 +122,20 @@ def bound_size(what: str, name: Any) -> int:
     raise _unbound(what, name)
 
 
-def _impl(name: str, run):
+def _impl(name: str, run, recorded: bool = False):
     """The impl of collective ``name``: ``run`` across processes.  Over the axis
     of a vmap being traced (concrete operands: a constant, a seed cotangent,
     or none, as for ``axis_index``), the equation is recorded into the trace
     instead: its value differs between members or depends on their number,
-    so only the vmap's batching rule can compute it."""
+    so only the vmap's batching rule can compute it.  ``recorded``: under a
+    trace, always recorded (``axis_index``, which has no operands: a traced
+    program then reads the rank when it runs, instead of baking it in)."""
 
     def impl(*args, **params):
-        if any(vmap_axis_size(n) is not None for n in axis_names(params["axis_name"])):
-            trace = current_trace()
-            if trace is not None:
-                return trace.process(lookup_primitive(name), args, params)
+        trace = current_trace()
+        if trace is not None and (recorded or any(
+                vmap_axis_size(n) is not None for n in axis_names(params["axis_name"]))):
+            return trace.process(lookup_primitive(name), args, params)
         return run(*args, **params)
 
     return impl
@@ -566,7 +568,7 @@ def _axis_index_batch(vals, dims, *, axis_size, axis_name):
 
 axis_index_p = Primitive(
     "axis_index", abstract_eval=lambda *, axis_name: ShapedArray((), np.int32),
-    impl=_impl("axis_index", _axis_index_impl), jvp=zero_jvp, batch=_axis_index_batch,
+    impl=_impl("axis_index", _axis_index_impl, recorded=True), jvp=zero_jvp, batch=_axis_index_batch,
     xp_impl=True, effect=True,
     doc="the index (int32) of the member along `axis_name` (the rank across processes)",
 )

@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import scipy.linalg
 import scipy.special
+from functrans.primitives import collectives
 from functrans.primitives.elementwise import add, cos, div, exp, lt, mul, sin, tanh
 from functrans.primitives.reductions import reduce_sum_p
 from functrans.primitives.shape import concatenate_p
@@ -48,7 +49,7 @@ from hypothesis import strategies as st
 
 import functrans  # noqa: F401  (registers the primitives)
 import functrans.numpy as fnp
-from functrans import core
+from functrans import core, distributed
 from functrans.core import ShapedArray, get_aval, open_jaxpr, registry
 from functrans.errors import AxisError, DTypeError, ShapeError
 from functrans.testing import strategies as fts
@@ -1830,6 +1831,121 @@ def while_errors() -> list[BadCall]:
              r"while_loop: cond_fun must return a bool scalar, got f64\[3\]")]
 
 
+
+# -- collectives: over all processes, which are one here ---------------------------------
+
+
+def _processes() -> dict:
+    """``axis_name`` over all processes: one in the test process, set up by
+    ``functrans.distributed.initialize`` (mpi4py's COMM_WORLD of size 1
+    where mpi4py is installed)."""
+    if collectives.installed_group() is None:
+        distributed.initialize()
+    return {"axis_name": (collectives.AXIS,)}
+
+
+def collective_impl(kinds=NUMERIC, reference=None) -> Impl:
+    """A reduction over one process: the operand itself (a new array)."""
+
+    def draw_args(draw):
+        return (operand(draw, dtypes=kinds),), _processes()
+
+    return Impl(draw_args, reference or (lambda x, *, axis_name: np.array(x)), exact=True)
+
+
+def collective_case(**params) -> DrawCase:
+    def draw_case(draw):
+        x = real(draw, draw(SHAPES), dtype=float_dtype(draw))
+        return Case((x,), {**_processes(), **params})
+
+    return draw_case
+
+
+def all_gather_impl() -> Impl:
+    def draw_args(draw):
+        x = operand(draw, dtypes=REAL, scalar_ok=False)
+        tiled = x.ndim > 0 and draw(st.booleans())
+        axis = draw(st.integers(0, x.ndim - 1 if tiled else x.ndim))
+        return (x,), {"axis_name": _processes()["axis_name"][0], "axis": axis, "tiled": tiled,
+                      "size": 1}
+
+    def ref(x, *, axis_name, axis, tiled, size):
+        return x.copy() if tiled else np.expand_dims(x, axis)
+
+    return Impl(draw_args, ref, exact=True)
+
+
+def all_gather_case() -> DrawCase:
+    def draw_case(draw):
+        x = real(draw, draw(SHAPES))
+        axis = draw(st.integers(0, x.value.ndim))
+        return Case((x,), {"axis_name": _processes()["axis_name"][0], "axis": axis,
+                           "tiled": False, "size": 1})
+
+    return draw_case
+
+
+def psum_scatter_impl() -> Impl:
+    """One process keeps the whole sum: axis ``d`` of size 1 dropped, or
+    (``tiled``) the operand as it is."""
+
+    def draw_args(draw):
+        shape = list(draw(fts.shapes(min_rank=1)))
+        dim = draw(st.integers(0, len(shape) - 1))
+        tiled = draw(st.booleans())
+        if not tiled:
+            shape[dim] = 1
+        x = operand(draw, dtypes=NUMERIC, shape=tuple(shape))
+        return (x,), {"axis_name": _processes()["axis_name"][0], "scatter_dimension": dim,
+                      "tiled": tiled, "size": 1}
+
+    def ref(x, *, axis_name, scatter_dimension, tiled, size):
+        return x.copy() if tiled else np.squeeze(x, scatter_dimension)
+
+    return Impl(draw_args, ref, exact=True)
+
+
+def psum_scatter_case() -> DrawCase:
+    def draw_case(draw):
+        shape = (1,) + draw(fts.shapes(max_rank=2, max_side=MAX_SIDE))
+        return Case((real(draw, shape),), {"axis_name": _processes()["axis_name"][0],
+                                           "scatter_dimension": 0, "tiled": False, "size": 1})
+
+    return draw_case
+
+
+def ppermute_impl() -> Impl:
+    """To itself, or to nobody (zeros)."""
+
+    def draw_args(draw):
+        perm = draw(st.sampled_from([((0, 0),), ()]))
+        return (operand(draw, dtypes=NUMERIC),), {
+            "axis_name": _processes()["axis_name"][0], "perm": perm}
+
+    def ref(x, *, axis_name, perm):
+        return np.array(x) if perm else np.zeros_like(x)
+
+    return Impl(draw_args, ref, exact=True)
+
+
+def ppermute_case() -> DrawCase:
+    def draw_case(draw):
+        return Case((real(draw, draw(SHAPES)),), {"axis_name": _processes()["axis_name"][0],
+                                                  "perm": ((0, 0),)})
+
+    return draw_case
+
+
+def axis_index_impl() -> Impl:
+    return Impl(lambda draw: ((), {"axis_name": _processes()["axis_name"][0]}),
+                lambda *, axis_name: np.asarray(0, np.int32), exact=True)
+
+
+def collective_errors(name: str, what: str, dtype: str, shown: str) -> list[BadCall]:
+    return [([sa((3,), dtype)], {"axis_name": ("processes",)}, DTypeError,
+             rf"{name}: expected {what}, got {shown}\[3\]")]
+
+
 SPECS: dict[str, Spec] = {
     # -- elementwise, one operand: (impl range), (derivative range, |x| >= away)
     "neg": Spec(unary_impl(np.negative, -10, 10), unary_case(-3, 3, f32=True, c128=True), errors=[
@@ -2171,6 +2287,28 @@ SPECS: dict[str, Spec] = {
     "sort": Spec(sort_impl(), sort_case(), errors=[
         ([F3], {"axis": 1}, AxisError, r"sort: axis 1 is out of bounds"),
     ]),
+    "psum": Spec(collective_impl(), collective_case(),
+                 errors=collective_errors("psum", "a numeric array", "bool", "bool")),
+    "pmax": Spec(collective_impl(REAL[1:]), collective_case(),
+                 errors=collective_errors("pmax", "a real numeric array", "complex128", "c128")),
+    "pmin": Spec(collective_impl(REAL[1:]), collective_case(),
+                 errors=collective_errors("pmin", "a real numeric array", "complex128", "c128")),
+    "psum_ct": Spec(collective_impl(ALL), collective_case(), accepts_all=True),
+    "pvary": Spec(collective_impl(ALL), collective_case(), accepts_all=True),
+    "all_gather": Spec(all_gather_impl(), all_gather_case(), errors=[
+        ([F3], {"axis_name": "processes", "axis": 2, "tiled": False, "size": 1}, AxisError,
+         r"all_gather: axis 2 is out of bounds for an operand of type f64\[3\]"),
+    ]),
+    "psum_scatter": Spec(psum_scatter_impl(), psum_scatter_case(), errors=[
+        ([F3], {"axis_name": "processes", "scatter_dimension": 0, "tiled": False, "size": 2},
+         ShapeError, r"psum_scatter: axis 0 of f64\[3\] must have one entry per member \(2\)"),
+        ([F3], {"axis_name": "processes", "scatter_dimension": 0, "tiled": True, "size": 2},
+         ShapeError, r"has size 3, which does not divide into 2 members"),
+    ]),
+    "ppermute": Spec(ppermute_impl(), ppermute_case(), accepts_all=True),
+    "axis_index": Spec(axis_index_impl(),
+                       lambda draw: Case((), {"axis_name": _processes()["axis_name"][0]}),
+                       zero_derivative=True, accepts_all=True),
 }
 
 #: The rows bound directly, in a stable order for parametrization.

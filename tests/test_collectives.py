@@ -5,6 +5,8 @@ with a stand-in process group."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 from functrans.primitives import collectives
@@ -344,3 +346,118 @@ def test_every_collective_declares_its_rules():
         assert prim.jvp and prim.transpose and prim.batch and prim.linear and prim.effect
     for prim in (collectives.pmax_p, collectives.pmin_p, collectives.axis_index_p):
         assert prim.jvp and prim.batch and not prim.linear and prim.effect
+
+
+# -- the NCCL path, with stand-ins for CuPy and NCCL (no GPU here) ----------------------------
+
+
+class FakeDeviceArray:
+    """A NumPy array standing for a CuPy one: its device pointer is its buffer's address."""
+
+    def __init__(self, a):
+        self.a = a
+        self.shape, self.dtype, self.size, self.flags = a.shape, a.dtype, a.size, a.flags
+        self.data = type("Memory", (), {"ptr": a.ctypes.data})()
+        FakeNCCL.memory[a.ctypes.data] = a
+
+    def copy(self, order="C"):
+        return FakeDeviceArray(self.a.copy(order=order))
+
+    def view(self, dtype):
+        return FakeDeviceArray(self.a.view(dtype))
+
+    def reshape(self, shape):
+        return FakeDeviceArray(self.a.reshape(shape))
+
+    @property
+    def real(self):
+        return FakeDeviceArray(self.a.real)
+
+
+class FakeNCCL:
+    """``cupy.cuda.nccl`` for one rank: each call is recorded and done on the
+    buffers behind the pointers it is given."""
+
+    memory: dict = {}
+    NCCL_FLOAT32, NCCL_FLOAT64, NCCL_INT32, NCCL_INT64 = 7, 8, 2, 4
+    NCCL_FLOAT16, NCCL_UINT8, NCCL_INT8, NCCL_UINT32, NCCL_UINT64 = 6, 1, 0, 3, 5
+    NCCL_SUM, NCCL_MAX, NCCL_MIN = 0, 2, 3
+    calls: list = []
+
+    @staticmethod
+    def get_unique_id():
+        return (1, 2, 3)
+
+    @staticmethod
+    def groupStart():  # noqa: N802 (NCCL's names)
+        FakeNCCL.calls.append("groupStart")
+
+    @staticmethod
+    def groupEnd():  # noqa: N802
+        FakeNCCL.calls.append("groupEnd")
+
+    class NcclCommunicator:
+        def __init__(self, ndev, uid, rank):
+            FakeNCCL.calls.append(("init", ndev, uid, rank))
+
+        def _buf(self, ptr, count):
+            return FakeNCCL.memory[ptr].reshape(-1)[:count]
+
+        def allReduce(self, send, recv, count, dtype, op, stream):  # noqa: N802
+            FakeNCCL.calls.append(("allReduce", count, dtype, op, stream))
+            self._buf(recv, count)[...] = self._buf(send, count)
+
+        def allGather(self, send, recv, count, dtype, stream):  # noqa: N802
+            FakeNCCL.calls.append(("allGather", count, dtype, stream))
+            self._buf(recv, count)[...] = self._buf(send, count)
+
+        def reduceScatter(self, send, recv, count, dtype, op, stream):  # noqa: N802
+            FakeNCCL.calls.append(("reduceScatter", count, dtype, op, stream))
+            self._buf(recv, count)[...] = self._buf(send, count)
+
+        def send(self, buf, count, dtype, peer, stream):
+            FakeNCCL.calls.append(("send", count, dtype, peer))
+            FakeNCCL.sent = self._buf(buf, count).copy()
+
+        def recv(self, buf, count, dtype, peer, stream):
+            FakeNCCL.calls.append(("recv", count, dtype, peer))
+            self._buf(buf, count)[...] = FakeNCCL.sent
+
+
+def test_nccl_calls_on_device_arrays(monkeypatch):
+    import types
+
+    from functrans.distributed import _MPIGroup
+
+    wrap = FakeDeviceArray
+    cuda = types.SimpleNamespace(
+        nccl=FakeNCCL, Device=lambda i: types.SimpleNamespace(use=lambda: None),
+        runtime=types.SimpleNamespace(getDeviceCount=lambda: 1),
+        get_current_stream=lambda: types.SimpleNamespace(ptr=77))
+    fake_cupy = types.SimpleNamespace(
+        cuda=cuda, empty_like=lambda x: wrap(np.empty_like(x.a)),
+        zeros_like=lambda x: wrap(np.zeros_like(x.a)),
+        empty=lambda shape, dtype: wrap(np.empty(shape, dtype)))
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
+    monkeypatch.setitem(sys.modules, "cupy.cuda.nccl", FakeNCCL)
+    one = types.SimpleNamespace(Get_rank=lambda: 0, Get_size=lambda: 1,
+                                Split_type=lambda kind: one, bcast=lambda v, root: v)
+    mpi = types.SimpleNamespace(COMM_TYPE_SHARED=1)
+    group = _MPIGroup(mpi, one, None)
+    FakeNCCL.calls.clear()
+    x = np.arange(6.0).reshape(2, 3)
+    out = group.allreduce(wrap(x), "sum", "psum")
+    np.testing.assert_array_equal(out.a, x)
+    assert FakeNCCL.calls == [("init", 1, (1, 2, 3), 0), ("allReduce", 6, 8, 0, 77)]
+    z = x + 1j * x
+    np.testing.assert_array_equal(group.allreduce(wrap(z), "sum", "psum").a, z)
+    assert FakeNCCL.calls[-1] == ("allReduce", 12, 8, 0, 77)  # complex as pairs of reals
+    np.testing.assert_array_equal(group.allgather(wrap(x.astype(np.float32)), "g").a, x[None])
+    assert FakeNCCL.calls[-1] == ("allGather", 6, 7, 77)
+    np.testing.assert_array_equal(group.reduce_scatter(wrap(x[None]), "s").a, x)
+    assert FakeNCCL.calls[-1] == ("reduceScatter", 6, 8, 0, 77)
+    np.testing.assert_array_equal(group.permute(wrap(x), ((0, 0),), "p").a, x)
+    assert FakeNCCL.calls[-4:] == ["groupStart", ("send", 6, 8, 0), ("recv", 6, 8, 0), "groupEnd"]
+    with pytest.raises(TypeError, match="the NCCL collectives take .* got bool"):
+        group.allreduce(wrap(np.ones(2, bool)), "sum", "psum")

@@ -75,6 +75,8 @@ nan = np.array([np.nan, 1.0, -0.0]) if rank == 0 else np.array([2.0, np.nan, 0.0
 check("pmax nan", lax.pmax(nan, AXIS), np.array([np.nan, np.nan, -0.0]))
 check("pmin nan", lax.pmin(nan, AXIS), np.array([np.nan, np.nan, -0.0]))
 check("non-contiguous", lax.psum(x.T, AXIS), every().sum(0).T)
+check("pmax 0-d", lax.pmax(np.float64(rank), AXIS), np.asarray(1.0))
+check("pmin 0-d int", lax.pmin(np.int32(rank + 3), AXIS), np.asarray(3, np.int32))
 
 # the generated code of jit calls the collective (every call communicates)
 calls = []
