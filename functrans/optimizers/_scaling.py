@@ -216,7 +216,8 @@ def scale_by_rss(initial_accumulator_value: float = 0.1,
                  eps: float = 1e-7) -> GradientTransformation:
     """Adagrad's direction: ``s = s + |g|^2`` (from
     ``initial_accumulator_value``), update ``g / sqrt(s + eps)``, and 0 where
-    ``s`` is 0 (a parameter that has only seen zero gradients)."""
+    ``s`` is 0 (a parameter that has only seen zero gradients).  A NaN
+    gradient makes ``s`` NaN and the update NaN: it is never hidden."""
     check_number("scale_by_rss", "initial_accumulator_value", initial_accumulator_value, 0.0)
     check_number("scale_by_rss", "eps", eps, 0.0)
 
@@ -225,8 +226,8 @@ def scale_by_rss(initial_accumulator_value: float = 0.1,
             tree_map(lambda p: real_zeros_like(p) + initial_accumulator_value, params))
 
     def direction(g, s):
-        seen = s > 0
-        return fnp.where(seen, g / fnp.sqrt(fnp.where(seen, s + eps, 1.0)), 0.0)
+        unseen = s == 0  # not s > 0, which is False for a NaN s and would drop the NaN
+        return fnp.where(unseen, 0.0, g / fnp.sqrt(fnp.where(unseen, 1.0, s + eps)))
 
     def update(updates, state, params=None):
         sos = tree_map(lambda g, s: s + abs_squared(g), updates, state.sum_of_squares)
