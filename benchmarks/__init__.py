@@ -10,6 +10,7 @@ time, in fresh processes), ``optimize`` (``functrans.optimize.minimize``) and
 gradients, over ``mpiexec -n 2``); ``optimizers``: an Adam step of
 ``functrans.optimizers`` against NumPy and ``torch.optim``.
 ``scaling``: transform cost against program size, on unrolled Python loops.
+``native``: jit's Numba tier against its NumPy tier and JAX's jit.
 Each workload names its floor: the same math in hand-written NumPy (for
 ``tracing``, the cheapest tracing layer).
 
@@ -22,5 +23,5 @@ here requires them.
 #: The topic modules, in the order their workloads run.
 TOPICS = (
     "eager", "tracing", "autodiff", "jacobians", "control_flow", "compile", "optimize",
-    "scaling", "distributed", "sparse", "optimizers",
+    "scaling", "native", "distributed", "sparse", "optimizers",
 )

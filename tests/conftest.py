@@ -123,14 +123,20 @@ def transform_mode(request, monkeypatch):
     """Use with ``pytestmark = pytest.mark.usefixtures("transform_mode")``: the
     module's tests run once as written, once under ``jit``, and once under
     ``jit(compiler="native")`` (with ``jit_compiler`` set to "native" for the
-    test's own jits too; skipped without Numba).  Tests that rely on Python
-    control flow on traced values are marked ``no_jit``."""
+    test's own jits too; skipped without Numba; property-based tests only
+    with ``FUNCTRANS_NATIVE_TESTS=all``, since every drawn program compiles
+    kernels of its own).  Tests that rely on Python control flow on traced
+    values are marked ``no_jit``."""
     if request.param in ("jit", "native"):
         if request.node.get_closest_marker("no_jit"):
             pytest.skip("relies on Python control flow on values, which jit forbids")
         if request.param == "native":
             if not _have_numba():
                 pytest.skip("the native tier needs Numba (pip install 'functrans[native]')")
+            if getattr(request.function, "is_hypothesis_test", False) and \
+                    os.environ.get("FUNCTRANS_NATIVE_TESTS") != "all":
+                pytest.skip("each drawn program compiles new native kernels (minutes in all); "
+                            "FUNCTRANS_NATIVE_TESTS=all runs these too")
             monkeypatch.setattr(functrans.config, "jit_compiler", "native")
         compiler = "native" if request.param == "native" else "numpy"
         for name in _WRAPPED:

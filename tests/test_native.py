@@ -185,6 +185,19 @@ def test_integer_semantics_are_numpy_s(dtype):
 
 
 @needs_numba
+@pytest.mark.parametrize("dtype, value", [(np.uint8, -1), (np.int8, 300), (np.uint64, -5)])
+def test_python_ints_out_of_range_raise_as_in_numpy(dtype, value):
+    """NumPy refuses a Python int its integer operand's dtype cannot hold; a
+    native kernel would wrap it silently, so those equations stay NumPy's."""
+    x = np.ones(3, dtype)
+    for compiler in ("numpy", "native"):
+        with pytest.raises(OverflowError, match=f"Python integer {value} out of bounds"):
+            ft.jit(lambda x: (x + value) * 2 + 1, compiler=compiler)(x)
+        with pytest.raises(OverflowError, match=f"Python integer {value} out of bounds"):
+            ft.jit(lambda x, s: (x + s) * 2 + 1, compiler=compiler)(x, value)
+
+
+@needs_numba
 def test_weak_python_numbers_keep_float32():
     def f(x, s):
         return x * 2.5 + s * x - 1

@@ -145,11 +145,24 @@ def native_ufunc(e: Eqn) -> tuple[Any, tuple[np.dtype, ...]] | None:
         return None
     if fn in _DIFFERENT and any(d.kind in _DIFFERENT[fn] for d in dtypes):
         return None
+    for a, d in zip(e.inputs, dtypes):
+        if d.kind in "iu" and _operand_type(a) is int and not _fits(a, d):
+            return None  # NumPy raises OverflowError: the NumPy call says so
     loops = _LOOPS.get(fn)
     if loops is None:
         loops = _LOOPS[fn] = _loops(fn)
     signature = "".join(d.char for d in dtypes[:-1]) + "->" + dtypes[-1].char
     return (fn, tuple(dtypes)) if signature in loops else None
+
+
+def _fits(a, dtype: np.dtype) -> bool:
+    """Whether the weak Python int ``a`` converts to ``dtype`` as NumPy
+    converts it (a literal within its range; an argument only to int64,
+    since its value is known only at run time)."""
+    if type(a) is not Literal:
+        return dtype == np.int64
+    info = np.iinfo(dtype)
+    return info.min <= int(a.val) <= info.max
 
 
 def fusible(e: Eqn) -> bool:
@@ -186,10 +199,15 @@ def kernel_source(group: Jaxpr, scalars: Sequence[bool]) -> str:
     for k, (v, scalar) in enumerate(zip(group.invars, scalars)):
         names[id(v)], dtypes[id(v)] = (f"a{k}" if scalar else f"a{k}[{index}]"), v.aval.dtype
 
+    constants: dict[str, str] = {}  # literal source -> its global's name
+
     def operand(a, dtype: np.dtype) -> str:
         if type(a) is Literal:
-            globs.append(f"K{len(globs)} = {_literal(a.val, dtype)}")
-            return f"K{len(globs) - 1}"
+            text = _literal(a.val, dtype)
+            if text not in constants:
+                constants[text] = f"K{len(constants)}"
+                globs.append(f"{constants[text]} = {text}")
+            return constants[text]
         text = names[id(a)]
         return text if dtypes[id(a)] == dtype else f"np.{dtype.name}({text})"
 

@@ -1,0 +1,144 @@
+"""jit's native tier (``compiler="native"``, Numba) on the three programs it is
+meant for, beside the NumPy tier and JAX's jit, and what its first call costs.
+
+* ``native.grad.n1e6``: ``jit(grad)`` of ``sum(sin(x) * x + x**2)``, x: f64[1e6]
+  (the whole gradient is one fused elementwise group);
+* ``native.hvp.rosenbrock.n1e5``: the Hessian-vector product of the chained
+  Rosenbrock function (forward over reverse), x: f64[1e5] (elementwise
+  groups between slices and pads);
+* ``native.scan_rnn_grad``: the gradient through a 1,000-step ``lax.scan``
+  recurrence on f64[16] (loop bodies have no native lowering yet: the
+  native tier runs them as the NumPy tier does);
+* ``native.first_call``: the first call of ``jit(grad)`` at n=1e3 in a fresh
+  process: the NumPy tier, the native tier with an empty kernel cache
+  (``cold``) and with the kernels on disk from an earlier process
+  (``warm``).
+
+Variants: ``numpy`` (the floor, hand-written), ``functrans.jit`` (the NumPy
+tier), ``functrans.native`` (skipped without Numba) and ``jax.jit`` (x64,
+where JAX is importable).  Run with ``--threads 1`` for the single-threaded
+comparison.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+import textwrap
+
+import numpy as np
+
+from benchmarks import _peers
+from benchmarks._timing import Workload
+from benchmarks.autodiff import _grad_variants, _hvp_variants, grad_numpy, rosenbrock
+from benchmarks.compile import run_python
+from benchmarks.control_flow import SIZE, STEPS, rnn_loss
+from benchmarks.control_flow import _variants as _rnn_variants
+
+KEEP = ("numpy", "functrans.jit", "jax.jit")
+
+
+def _have_numba() -> bool:
+    return importlib.util.find_spec("numba") is not None
+
+
+def _with_native(variants: dict, fn, *args) -> dict:
+    """The variants in KEEP, plus ``fn`` under ``jit(compiler="native")``."""
+    import functrans as ft
+
+    out = {k: v for k, v in variants.items() if k in KEEP}
+    if _have_numba():
+        native = ft.jit(fn, compiler="native")
+        out["functrans.native"] = lambda: native(*args)
+    return out
+
+
+_FIRST = """
+import time
+import numpy as np
+start = time.perf_counter()
+import functrans as ft
+import functrans.numpy as fnp
+f = ft.jit(ft.grad(lambda x: fnp.sum(fnp.sin(x) * x + x ** 2)), compiler={compiler!r})
+f(np.linspace(-1.0, 1.0, 1000))
+print(time.perf_counter() - start)
+"""
+
+
+def _first_call_variants() -> dict:
+    x = np.linspace(-1.0, 1.0, 1000)
+    variants = {
+        "numpy": lambda: _timed(lambda: grad_numpy(x)),
+        "functrans.jit": lambda: run_python(_FIRST.format(compiler="numpy")),
+    }
+    if _have_numba():
+        warm_dir = tempfile.mkdtemp(prefix="functrans-native-bench-")
+
+        def cold() -> float:
+            with tempfile.TemporaryDirectory() as folder:
+                return run_python(f"import os; os.environ['FUNCTRANS_NATIVE_CACHE_DIR'] = "
+                                  f"{folder!r}\n" + textwrap.dedent(_FIRST)
+                                  .format(compiler="native"))
+
+        def warm() -> float:
+            source = (f"import os; os.environ['FUNCTRANS_NATIVE_CACHE_DIR'] = {warm_dir!r}\n"
+                      + textwrap.dedent(_FIRST).format(compiler="native"))
+            run_python(source)  # fills the cache the timed process loads from
+            return run_python(source)
+
+        variants["functrans.native.cold"] = cold
+        variants["functrans.native.warm"] = warm
+    return variants
+
+
+def _timed(fn) -> float:
+    import time
+
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def workloads() -> list[Workload]:
+    import functrans as ft
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(1_000_000)
+    grad = ft.grad(lambda x: np.sum(np.sin(x) * x + x ** 2))
+    xr, v = rng.standard_normal(100_000), rng.standard_normal(100_000)
+
+    def hvp(x, v):
+        return ft.hvp(rosenbrock, (x,), (v,))
+
+    w = rng.standard_normal((SIZE, SIZE)) / np.sqrt(SIZE)
+    xs = rng.standard_normal((STEPS, SIZE)) * 0.5
+    notes = {"functrans.native": "Numba kernels for the elementwise groups, NumPy for the rest"}
+    if _peers.jax() is None:
+        notes["jax.jit"] = "JAX not importable: no row"
+    return [
+        Workload(
+            name="native.grad.n1e6",
+            description="jit(grad) of sum(sin(x)*x + x**2), x: f64[1,000,000]",
+            variants=_with_native(_grad_variants(x), grad, x),
+            floor="numpy", notes=notes,
+        ),
+        Workload(
+            name="native.hvp.rosenbrock.n1e5",
+            description="HVP of chained Rosenbrock by forward over reverse, x: f64[100,000]",
+            variants=_with_native(_hvp_variants(xr, v), hvp, xr, v),
+            floor="numpy", notes=notes,
+        ),
+        Workload(
+            name="native.scan_rnn_grad",
+            description=f"grad of a {STEPS}-step tanh recurrence on f64[{SIZE}] via lax.scan",
+            variants=_with_native(_rnn_variants(w, xs), ft.grad(rnn_loss), w, xs),
+            floor="numpy", notes=notes,
+        ),
+        Workload(
+            name="native.first_call",
+            description="first call of jit(grad) at n=1e3, fresh process (import included)",
+            variants=_first_call_variants(),
+            floor="numpy", metric="self_timed",
+        ),
+    ]
+
