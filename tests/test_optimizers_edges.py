@@ -22,3 +22,24 @@ def test_adagrad_never_hides_a_nan_gradient(jit):
     # The NaN stays in the accumulator and keeps showing in later updates.
     updates, _ = update(np.zeros(3, np.float32), state, params)
     assert np.isnan(np.asarray(updates)[0])
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_step_counts_stop_at_the_end_of_int32(jit):
+    top = np.iinfo(np.int32).max
+    opt = optim.adam(optim.linear_schedule(1.0, 0.5, 10))
+    params = np.ones(2)
+    adam_state, schedule_state = opt.init(params)
+    state = (adam_state._replace(count=np.array(top - 1, np.int32)),
+             schedule_state._replace(count=np.array(top - 1, np.int32)))
+    update = ft.jit(opt.update) if jit else opt.update
+    g = np.array([1.0, -1.0])
+    m = v = np.zeros(2)
+    for _ in range(3):
+        updates, state = update(g, state)
+        counts = [np.asarray(s.count) for s in state]
+        assert all(c == top and c.dtype == np.int32 for c in counts)
+        # Bias corrections of 1 at a huge count, the schedule at its end value.
+        m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+        np.testing.assert_allclose(np.asarray(updates), -0.5 * m / (np.sqrt(v) + 1e-8),
+                                   rtol=1e-12)

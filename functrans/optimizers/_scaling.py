@@ -21,6 +21,7 @@ from functrans.optimizers._transformation import (
     abs_squared,
     check_number,
     global_norm,
+    next_count,
     real_zeros_like,
     times,
     zeros_like,
@@ -71,7 +72,8 @@ def scale_by_schedule(step_size_fn: Callable) -> GradientTransformation:
 
     def update(updates, state, params=None):
         s = step_size_fn(state.count)
-        return tree_map(lambda u: times(u, s), updates), ScaleByScheduleState(state.count + 1)
+        count = next_count(state.count)
+        return tree_map(lambda u: times(u, s), updates), ScaleByScheduleState(count)
 
     return GradientTransformation(lambda params: ScaleByScheduleState(_count0()), update)
 
@@ -139,7 +141,7 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
     def update(updates, state, params=None):
         mu = tree_map(lambda g, m: b1 * m + (1 - b1) * g, updates, state.mu)
         nu = tree_map(lambda g, v: b2 * v + (1 - b2) * abs_squared(g), updates, state.nu)
-        count = state.count + 1
+        count = next_count(state.count)
         c1, c2 = 1 - b1 ** count, 1 - b2 ** count
 
         def direction(m, v):

@@ -136,6 +136,13 @@ def real_dtype(x) -> np.dtype:
     return np.finfo(dtype).dtype if dtype.kind == "c" else dtype
 
 
+def next_count(count):
+    """``count + 1`` for an int32 step count, staying at int32's largest
+    value rather than wrapping to a negative count (whose bias corrections
+    and schedule values would be garbage)."""
+    return fnp.where(count < np.iinfo(np.int32).max, count + 1, count)
+
+
 def times(u, s):
     """``u * s`` with the scalar ``s`` (a Python number or a 0-d array, say
     a schedule's value or a bias correction) cast to ``u``'s real dtype,
