@@ -276,31 +276,37 @@ def _scatter_impl(x, updates, *indices, spec, mode):
 def _scatter_extremum(xp, out, idx, updates, mode):
     """``min``/``max`` of ``out`` at integer-array indices that may repeat,
     exact and as NumPy's ``ufunc.at`` gives it: NaN propagates, and of equal
-    values the later update is kept (so -0.0 and 0.0 come out as in NumPy).
-    CUDA's atomics cannot do this (CuPy's float ``maximum.at`` goes through
-    ``fmaxf``: float64 rounded to float32, NaN dropped).  The updates are
-    sorted by value, then stably by position; the extreme update of each
-    position is combined with ``out`` there, at positions now distinct."""
+    values (-0.0 and 0.0) the one NumPy's loop keeps: the later for float32
+    and float64, the earlier for float16.  CUDA's atomics cannot do this
+    (CuPy's float ``maximum.at`` goes through ``fmaxf``: float64 rounded to
+    float32, NaN dropped).  The updates are sorted by value, then stably by
+    position; the extreme update of each position is combined with ``out``
+    there, at positions now distinct."""
     positions = xp.arange(out.size).reshape(out.shape)[idx]
     values = xp.broadcast_to(updates, positions.shape).reshape(-1)
     positions = positions.reshape(-1)
     if not positions.size:
         return out
+    later_wins = out.dtype != np.float16
     keys = values.astype(np.uint8) if values.dtype == np.bool_ else values  # sortable
-    if mode == "min":  # the first of each position is kept: later updates first among ties
+    if (mode == "min") == later_wins:  # among equal values, the later ones first
         backwards = xp.arange(positions.size - 1, -1, -1)
         order = backwards[xp.argsort(keys[backwards], kind="stable")]
-    else:  # the last of each position is kept (NaN sorts last)
-        order = xp.argsort(keys, kind="stable")
+    else:
+        order = xp.argsort(keys, kind="stable")  # NaN sorts last
     order = order[xp.argsort(positions[order], kind="stable")]
     p, v = positions[order], values[order]
     change = p[1:] != p[:-1]
     edge = xp.ones(1, dtype=bool)
+    # The first of each position for min, the last for max.
     pick = xp.concatenate([edge, change]) if mode == "min" else xp.concatenate([change, edge])
     p, v = p[pick], v[pick]
     flat = out.reshape(-1)
     current = flat[p]
-    keep = current < v if mode == "min" else current > v
+    if later_wins:
+        keep = current < v if mode == "min" else current > v
+    else:
+        keep = current <= v if mode == "min" else current >= v
     if out.dtype.kind == "f":
         keep = keep | xp.isnan(current)
     flat[p] = xp.where(keep, current, v)
