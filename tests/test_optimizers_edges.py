@@ -43,3 +43,15 @@ def test_step_counts_stop_at_the_end_of_int32(jit):
         m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
         np.testing.assert_allclose(np.asarray(updates), -0.5 * m / (np.sqrt(v) + 1e-8),
                                    rtol=1e-12)
+
+
+@pytest.mark.parametrize("mask", [{"w": True}, {"w": True, "b": {"x": False}},
+                                  lambda p: [True, False]])
+def test_a_decay_mask_shaped_unlike_the_params_is_refused(mask):
+    params = {"w": np.ones(2), "b": np.zeros(2)}
+    opt = optim.adamw(0.1, mask=mask)
+    with pytest.raises(ValueError, match=r"add_decayed_weights \(adamw's weight decay\): mask "
+                                         r"must have the structure of params, one bool per "
+                                         r"leaf, got .* for params of structure .*; pass a "
+                                         r"pytree shaped like params"):
+        opt.update(params, opt.init(params), params)

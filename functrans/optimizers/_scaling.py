@@ -26,7 +26,7 @@ from functrans.optimizers._transformation import (
     times,
     zeros_like,
 )
-from functrans.tree_util import tree_map
+from functrans.tree_util import tree_map, tree_structure
 
 
 def _count0():
@@ -252,6 +252,13 @@ def add_decayed_weights(weight_decay: float = 0.0, mask: Any = None) -> Gradient
         if mask is None:
             return tree_map(lambda u, p: u + weight_decay * p, updates, params), state
         marks = mask(params) if callable(mask) else mask
+        got, want = tree_structure(marks), tree_structure(params)
+        if got != want:
+            raise ValueError(
+                f"add_decayed_weights (adamw's weight decay): mask must have the structure of "
+                f"params, one bool per leaf, got {got} for params of structure {want}; pass a "
+                "pytree shaped like params, or a function of params returning one"
+            )
         return tree_map(lambda u, p, m: u + weight_decay * p if m else u,
                         updates, params, marks), state
 
