@@ -157,3 +157,26 @@ def test_memoised_shape_rules_keep_weak_types_dtypes_and_errors_apart():
     for _ in range(2):  # a failed shape rule is not remembered as a result
         with pytest.raises(Exception, match="do not broadcast"):
             ft.make_jaxpr(lambda x, y: x * y)(np.ones(3), np.ones(4))
+
+
+def test_the_passes_and_code_generation_run_with_the_collector_paused(monkeypatch):
+    from functrans.passes import pipeline
+
+    seen = []
+
+    def recording_pass(closed):
+        seen.append(("pass", gc.isenabled()))
+        return closed
+
+    generate = host.generate_source
+
+    def recording_generate(*args, **kwargs):
+        seen.append(("codegen", gc.isenabled()))
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "PASSES", (recording_pass,))
+    monkeypatch.setattr(host, "generate_source", recording_generate)
+    closed = _closed(lambda x: x * 2.0, np.ones(2))
+    pipeline.run_passes(closed)
+    host.Compiled(closed)
+    assert seen == [("pass", False), ("codegen", False)] and gc.isenabled()

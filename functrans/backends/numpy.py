@@ -131,8 +131,9 @@ class Compiled:
                  own_outputs: bool = False):
         self.jaxpr = closed
         name = _identifier(name)
-        self.source, namespace = generate_source(closed, name, scalars_out, own_outputs)
-        exec(_compile_at_user_lines(self.source, name, namespace.pop(_LINES)), namespace)
+        with core.collector_paused:  # the source's lines and the compiler's nodes die here
+            self.source, namespace = generate_source(closed, name, scalars_out, own_outputs)
+            exec(_compile_at_user_lines(self.source, name, namespace.pop(_LINES)), namespace)
         self.fn = namespace[name]
 
     def __call__(self, *args: Any) -> list[Any]:

@@ -4,7 +4,7 @@ elimination and dead-code elimination, repeated until nothing changes."""
 
 from __future__ import annotations
 
-from functrans.core import ClosedJaxpr
+from functrans.core import ClosedJaxpr, collector_paused
 from functrans.passes.cse import cse
 from functrans.passes.dce import dce_closed
 from functrans.passes.fold import fold
@@ -14,10 +14,15 @@ PASSES = (fold, simplify, cse, dce_closed)
 
 
 def run_passes(closed: ClosedJaxpr, max_rounds: int = 4) -> ClosedJaxpr:
-    for _ in range(max_rounds):
-        before = closed
-        for run in PASSES:
-            closed = run(closed)
-        if closed is before:
-            break
-    return closed
+    """The passes, round after round until one changes nothing (at most
+    ``max_rounds``), with the cyclic garbage collector paused: each pass
+    makes a few objects per equation, and the collections they would
+    trigger walk every live program (``core.collector_paused``)."""
+    with collector_paused:
+        for _ in range(max_rounds):
+            before = closed
+            for run in PASSES:
+                closed = run(closed)
+            if closed is before:
+                break
+        return closed
