@@ -44,6 +44,11 @@ Python values).
 """
 
 
+#: Functions whose result's shape depends on the values: traced with them.
+_NEED_VALUES = {"unique_all", "unique_counts", "unique_inverse", "unique_values", "nonzero",
+                "flatnonzero", "argwhere"}
+
+
 def _examples() -> dict[str, Callable[[], tuple[Callable, list]]]:
     """name -> () -> (function of arrays only, example arrays)."""
     import numpy as np
@@ -138,6 +143,19 @@ def _examples() -> dict[str, Callable[[], tuple[Callable, list]]]:
         "can_cast": one(lambda a: a if fnp.can_cast(a, fnp.float64) else None, v),
         "issubdtype": one(lambda a: a if fnp.issubdtype(a.dtype, fnp.floating) else None, v),
         "isdtype": one(lambda a: a if fnp.isdtype(a.dtype, "real floating") else None, v),
+        "__array_namespace_info__": one(
+            lambda a: a.astype(fnp.__array_namespace_info__().default_dtypes()["real floating"]),
+            v),
+        "broadcast_shapes": one(
+            lambda a: fnp.broadcast_to(a, fnp.broadcast_shapes((2, 1), a.shape)), v),
+        "permute_dims": one(lambda a: fnp.permute_dims(a, (2, 0, 1)), t),
+        "from_dlpack": one(lambda: fnp.from_dlpack(v)),
+        "left_shift": one(fnp.left_shift, i, i),
+        "bitwise_left_shift": one(fnp.bitwise_left_shift, i, i),
+        "right_shift": one(fnp.right_shift, i, i),
+        "bitwise_right_shift": one(fnp.bitwise_right_shift, i, i),
+        # traced with values (_NEED_VALUES): the result's shape depends on them
+        **{name: one(getattr(fnp, name), v) for name in sorted(_NEED_VALUES)},
         # functrans.numpy.linalg
         "solve": one(la.solve, m, v),
         "lstsq": one(lambda a, y: la.lstsq(a, y)[0], m, v),
@@ -178,6 +196,13 @@ def _primitives(jaxpr, found: set[str]) -> set[str]:
 def _trace(name: str, fn: Callable, examples: dict) -> set[str]:
     from functrans.api import make_jaxpr
 
+    if name in _NEED_VALUES:
+        from functrans import core, tree_util
+
+        f, args = examples[name]()
+        closed, _, _ = core.trace_to_jaxpr(lambda *xs: tree_util.tree_leaves(f(*xs)), args,
+                                           concrete=True)
+        return _primitives(closed, set())
     if name in examples:
         f, args = examples[name]()
         return _primitives(make_jaxpr(f)(*args), set())
