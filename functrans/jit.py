@@ -343,7 +343,12 @@ class _Jitted:
         else:
             self._touch(slot)
             entry = slot.entry
-        if entry.traced_consts or any(isinstance(x, Tracer) for x in leaves):
+        # Under a transform, a program with effects binds its equations: a
+        # collective over a vmapped axis is then recorded for the vmap to
+        # batch, as core.run_jaxpr does, instead of run by the compiled code.
+        if entry.traced_consts or any(isinstance(x, Tracer) for x in leaves) or (
+            entry.jaxpr.jaxpr.has_effect and core.current_trace() is not None
+        ):
             outs = core.eval_jaxpr(entry.jaxpr.jaxpr, entry.jaxpr.consts, *leaves)
             outs = [_fresh(x) for x in outs]
         else:
@@ -391,6 +396,8 @@ class _Jitted:
                 if self._compiler == "native" and device == "cpu" else ""
             warnings.warn(f"{self._label}: compiling for a new signature ({reason}); compiled "
                           f"in {spent * 1e3:.1f} ms{native}", JitCacheMiss, stacklevel=4)
+        if entry.jaxpr.jaxpr.has_effect:
+            fast_key = None  # _call decides per call how to run it (see there)
         return entry if entry.traced_consts else self._insert(key, fast_key, entry)
 
     def _insert(self, key, fast_key, entry: _Entry) -> _Entry:

@@ -138,7 +138,7 @@ def _branch(label, index, funs, operands, names):
         after = [core.get_aval(c) for c in all_consts[offset + len(t.consts):]]
         branches.append(_with_ignored_inputs(t.jaxpr, before, len(t.consts), after))
         offset += len(t.consts)
-    outs = cond_p.bind(index, *all_consts, *leaves, branches=tuple(branches))
+    outs = _coll.bind_over_axes(cond_p, index, *all_consts, *leaves, branches=tuple(branches))
     return tree_unflatten(traced[0].out_tree, outs)
 
 
@@ -176,7 +176,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         raise TypeError(f"{label}: cond_fun must return a bool scalar, got {got}")
     _check_same(label, ("init_val", "body_fun's result"), in_tree, avals,
                 body_t.out_tree, body_t.out_avals)
-    outs = while_p.bind(
+    outs = _coll.bind_over_axes(
+        while_p,
         *cond_t.consts, *body_t.consts, *leaves, cond_jaxpr=cond_t.jaxpr,
         body_jaxpr=body_t.jaxpr, cond_nconsts=len(cond_t.consts),
         body_nconsts=len(body_t.consts),
@@ -213,7 +214,8 @@ def scan(
     n_carry = len(carry_avals)
     _check_same(label, ("init", "f's carry"), init_tree, carry_avals, carry_tree,
                 body.out_avals[:n_carry])
-    outs = scan_p.bind(
+    outs = _coll.bind_over_axes(
+        scan_p,
         *body.consts, *init_leaves, *x_leaves, jaxpr=body.jaxpr, num_consts=len(body.consts),
         num_carry=n_carry, length=length, reverse=bool(reverse),
     )

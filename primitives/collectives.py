@@ -46,7 +46,7 @@ from functrans.core import (
     lookup_primitive,
 )
 from functrans.errors import AxisError, ShapeError, UnboundAxisError
-from functrans.interpreters.vmap import axis_names, batching_axis
+from functrans.interpreters.vmap import axis_names, batching_axis, params_axes
 from functrans.interpreters.vmap import axis_size as vmap_axis_size
 
 #: The axis name of all processes (``functrans.distributed.AXIS``).
@@ -139,6 +139,18 @@ def _impl(name: str, run, recorded: bool = False):
         return run(*args, **params)
 
     return impl
+
+
+def bind_over_axes(prim: Primitive, *args, **params):
+    """``prim.bind`` for a loop or a branch (``params`` holding sub-Jaxprs):
+    one whose body uses the axis of a vmap being traced is recorded into the
+    trace even when its operands are constants, as a collective is (see
+    ``_impl``): run at once, its body could not compute that collective."""
+    if any(vmap_axis_size(n) is not None for n in params_axes(params)):
+        trace = current_trace()
+        if trace is not None:
+            return trace.process(prim, args, params)
+    return bind(prim, *args, **params)
 
 
 def _p(name: str) -> Primitive:
@@ -568,7 +580,8 @@ def _axis_index_batch(vals, dims, *, axis_size, axis_name):
 
 axis_index_p = Primitive(
     "axis_index", abstract_eval=lambda *, axis_name: ShapedArray((), np.int32),
-    impl=_impl("axis_index", _axis_index_impl, recorded=True), jvp=zero_jvp, batch=_axis_index_batch,
+    impl=_impl("axis_index", _axis_index_impl, recorded=True), jvp=zero_jvp,
+    batch=_axis_index_batch,
     xp_impl=True, effect=True,
     doc="the index (int32) of the member along `axis_name` (the rank across processes)",
 )

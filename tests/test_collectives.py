@@ -152,6 +152,21 @@ def test_collectives_inside_a_loop_body_and_jit():
     np.testing.assert_array_equal(ft.jit(f)(X), f(X))
 
 
+def test_constant_operands_under_vmap_through_jit_and_loops():
+    # nothing here is traced but the axis: the vmap still computes each collective
+    jf = ft.jit(lambda c: lax.psum(c, "i"))
+    np.testing.assert_array_equal(named(lambda v: v * jf(np.ones(())))(np.arange(3.0)),
+                                  [0.0, 3.0, 6.0])
+    loop = named(lambda v: v + lax.fori_loop(0, 2, lambda k, c: c + lax.psum(1.0, "i"), 0.0))
+    np.testing.assert_array_equal(loop(np.arange(3.0)), [6.0, 7.0, 8.0])
+    scan = named(lambda v: lax.scan(lambda c, x: (c + lax.pmax(x, "i"), None), v * 0,
+                                    np.arange(2.0))[0])
+    np.testing.assert_array_equal(scan(np.zeros(3)), [1.0, 1.0, 1.0])
+    branch = named(lambda v: v + lax.cond(True, lambda: lax.axis_index("i"),
+                                          lambda: np.int32(0)))
+    np.testing.assert_array_equal(branch(np.zeros(3)), [0.0, 1.0, 2.0])
+
+
 def test_jit_inside_vmap_is_compiled_per_axis_size():
     jf = ft.jit(lambda v: lax.pmean(v, "i"))
     for n in (3, 2, 4, 2):

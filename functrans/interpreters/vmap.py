@@ -101,9 +101,14 @@ def _jaxpr_axes(jaxpr: Jaxpr) -> frozenset:
 
 
 def _eqn_axes(e) -> frozenset:
-    """The axis names an equation or its sub-Jaxprs (loop bodies, branches) reduce over."""
-    names = set(axis_names(e.params["axis_name"])) if "axis_name" in e.params else set()
-    for value in e.params.values():
+    return params_axes(e.params)
+
+
+def params_axes(params: dict) -> frozenset:
+    """The axis names an equation with ``params`` or its sub-Jaxprs (loop
+    bodies, branches) reduce over."""
+    names = set(axis_names(params["axis_name"])) if "axis_name" in params else set()
+    for value in params.values():
         for v in value if isinstance(value, tuple) else (value,):
             if isinstance(v, (Jaxpr, ClosedJaxpr)):
                 names |= _jaxpr_axes(v.jaxpr if isinstance(v, ClosedJaxpr) else v)
