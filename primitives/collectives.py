@@ -318,8 +318,8 @@ def _extremum(name: str, op: str, reduce: str) -> Primitive:
         if type(t) is Zero or dtype.kind not in "fc":
             return out, Zero(get_aval(out).strip_weak())
         hit = bind(_p("eq"), x, out)
-        count = bind(psum_p, bind(_p("convert_element_type"), hit, new_dtype=dtype),
-                                axis_name=axis_name)
+        ones = bind(_p("convert_element_type"), hit, new_dtype=dtype)
+        count = bind(psum_p, ones, axis_name=axis_name)
         picked = bind(_p("select"), hit, t, np.zeros((), get_aval(t).dtype))
         return out, bind(_p("div"), bind(psum_p, picked, axis_name=axis_name), count)
 
@@ -516,6 +516,8 @@ def _ppermute_batch(vals, dims, *, axis_size, axis_name, perm):
     if not own:
         return bind(ppermute_p, x, axis_name=axis_name, perm=perm), d
     x = _to_front(x, d, axis_size)
+    if axis_size == 0:
+        return x, 0
     shape = get_aval(x).shape
     source = {dst: src for src, dst in perm}
     zeros = None

@@ -130,6 +130,13 @@ def test_axis_index_and_constants_under_vmap():
     np.testing.assert_array_equal(named(lambda v: v * 0 + lax.psum(1, "i"))(X), np.full_like(X, 3))
 
 
+def test_an_axis_of_no_members():
+    empty = np.zeros((0, 2))
+    assert named(lambda v: lax.ppermute(v, "i", []))(empty).shape == (0, 2)
+    assert named(lambda v: lax.psum(v, "i"))(empty).shape == (0, 2)
+    assert named(lambda v: lax.all_gather(v, "i"))(empty).shape == (0, 0, 2)
+
+
 def test_nested_named_axes():
     x = np.arange(24.0).reshape(2, 3, 4)
     inner = ft.vmap(ft.vmap(lambda v: lax.psum(v, "i"), axis_name="j"), axis_name="i")(x)
