@@ -14,6 +14,7 @@ from functrans import (  # noqa: F401,E402,I001
 )
 from functrans.api import (  # noqa: E402
     ShapeDtypeStruct,
+    eval_shape,
     grad,
     hessian,
     hvp,
@@ -29,17 +30,22 @@ from functrans.api import (  # noqa: E402
 )
 from functrans.custom_derivatives import checkpoint, custom_jvp, custom_vjp  # noqa: E402
 from functrans.devices import device_put, devices  # noqa: E402
-from functrans.jit import jit  # noqa: E402
+from functrans.jit import disable_jit, jit  # noqa: E402
+from functrans import config, debug  # noqa: E402,I001  (debug.print, config.debug_nans ...)
 from functrans import distributed  # noqa: E402,I001  (mpi4py only on initialize())
 
 __all__ = [
     "ShapeDtypeStruct",
     "checkpoint",
+    "config",
     "custom_jvp",
     "custom_vjp",
+    "debug",
     "device_put",
     "devices",
+    "disable_jit",
     "distributed",
+    "eval_shape",
     "grad",
     "hessian",
     "hvp",

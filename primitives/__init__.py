@@ -6,6 +6,7 @@ from functrans.primitives import (  # noqa: F401
     collectives,
     control_flow,
     custom,
+    debugging,
     elementwise,
     fused,
     indexing,

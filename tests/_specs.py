@@ -53,6 +53,7 @@ from functrans import core, distributed
 from functrans.core import ShapedArray, get_aval, open_jaxpr, registry
 from functrans.errors import AxisError, DTypeError, ShapeError
 from functrans.testing import strategies as fts
+from functrans.tree_util import tree_flatten
 
 #: dtypes the impl tests draw from
 ALL = ("bool", "int32", "int64", "float32", "float64", "complex128")
@@ -1946,6 +1947,27 @@ def collective_errors(name: str, what: str, dtype: str, shown: str) -> list[BadC
              rf"{name}: expected {what}, got {shown}\[3\]")]
 
 
+def _print_params(n: int) -> dict:
+    """``debug_print``'s params for ``n`` positional operands."""
+    return {"fmt": " ".join(["{}"] * n), "tree": tree_flatten(((0,) * n, {}))[1],
+            "statics": (), "batch": ()}
+
+
+def debug_print_impl() -> Impl:
+    """``debug_print`` prints its operands and returns no results."""
+
+    def draw_args(draw):
+        n = draw(st.integers(0, 2))
+        return tuple(operand(draw) for _ in range(n)), _print_params(n)
+
+    return Impl(draw_args, lambda *xs, **params: [], exact=True)
+
+
+def debug_print_case(draw) -> Case:
+    x = real(draw, draw(SHAPES), dtype=float_dtype(draw))
+    return Case((x,), _print_params(1))
+
+
 SPECS: dict[str, Spec] = {
     # -- elementwise, one operand: (impl range), (derivative range, |x| >= away)
     "neg": Spec(unary_impl(np.negative, -10, 10), unary_case(-3, 3, f32=True, c128=True), errors=[
@@ -2309,6 +2331,10 @@ SPECS: dict[str, Spec] = {
     "axis_index": Spec(axis_index_impl(),
                        lambda draw: Case((), {"axis_name": _processes()["axis_name"][0]}),
                        zero_derivative=True, accepts_all=True),
+    # No results, so no derivative to check; what it prints (under every
+    # transform) is tested in tests/test_debug_print.py.
+    "debug_print": Spec(debug_print_impl(), debug_print_case, zero_derivative=True,
+                        accepts_all=True),
 }
 
 #: The rows bound directly, in a stable order for parametrization.

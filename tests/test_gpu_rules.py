@@ -28,6 +28,7 @@ import functrans.numpy as fnp
 from functrans import core
 from functrans.backends import cupy as gpu
 from functrans.errors import MissingRuleError
+from functrans.tree_util import tree_structure
 
 # -- completeness ------------------------------------------------------------------------
 
@@ -153,6 +154,9 @@ CASES: dict[str, list[tuple[tuple, dict]]] = {
     "stop_gradient": [((M,), {}), ((M.astype(np.int32),), {})],
     "digamma": [((np.abs(V) + 0.5,), {}), ((np.array([1.5, 3.0], np.float32),), {})],
     "polygamma": [((np.array([1, 2]), np.array([0.5, 4.0])), {})],
+    # prints its device operand; no results (tests/test_debug_print.py)
+    "debug_print": [((V,), dict(fmt="{}", tree=tree_structure(((0,), {})), statics=(),
+                                batch=()))],
 }
 
 #: Impls whose GPU algorithm is another one than the CPU's (the same result up
