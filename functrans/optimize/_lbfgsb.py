@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from functrans.optimize._common import norm2, search_failure
+from functrans.optimize._common import norm2, retry, search_failure
 from functrans.optimize._lbfgs import DEFAULTS, GNORM_LABEL, STEP_MAX, TOL_OPTIONS
 from functrans.optimize._linesearch import LineSearch, strong_wolfe
 from functrans.optimize._problem import Monitor, Point, Problem
@@ -151,7 +151,7 @@ def minimize_lbfgsb(problem: Problem, p: Point, opts: dict, monitor: Monitor) ->
         else:
             ls = _projected_search(problem, p, d, step, opts["maxls"])
         if ls.payload is None:
-            if s_hist and ls.status in ("failed", "nonfinite"):
+            if s_hist and retry(ls):
                 s_hist, y_hist = [], []  # restart from steepest descent, as L-BFGS-B does
                 continue
             status, message = search_failure(problem, ls)
