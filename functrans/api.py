@@ -56,7 +56,8 @@ from functrans.interpreters.partial_eval import Linearized
 from functrans.interpreters.transpose import backward_pass, transpose_jaxpr
 from functrans.interpreters.vmap import batch_jaxpr, named_axis
 from functrans.passes.pipeline import run_passes
-from functrans.primitives import collectives, shape as shape_prims
+from functrans.primitives import collectives
+from functrans.primitives import shape as shape_prims
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 __all__ = [
