@@ -35,9 +35,9 @@ __all__ = ["AXIS", "initialize", "process_count", "process_index"]
 #: other collectives.
 AXIS = collectives.AXIS
 
-#: Environment variables that launchers (MPICH/Hydra, Open MPI, Slurm) set on
+#: The number of processes, as launchers (MPICH/Hydra, Open MPI, Slurm) tell
 #: each process they start.
-_LAUNCHER_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "SLURM_NTASKS")
+_LAUNCHER_SIZES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS")
 
 
 def _contiguous(x: np.ndarray) -> np.ndarray:
@@ -230,7 +230,8 @@ class _NCCL:
 
 
 def _launched() -> bool:
-    return any(int(os.environ.get(v, "1") or 1) > 1 for v in _LAUNCHER_VARS)
+    """Whether a launcher started this process as one of several."""
+    return any(os.environ.get(v, "1").strip() not in ("", "0", "1") for v in _LAUNCHER_SIZES)
 
 
 def initialize(comm: Any = None, *, timeout: float | None = None,

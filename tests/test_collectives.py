@@ -362,6 +362,23 @@ def test_initialize_gives_one_process_outside_a_launch():
         collectives.set_process_group(saved)
 
 
+def test_initialize_without_mpi4py(monkeypatch):
+    saved = collectives.installed_group()
+    monkeypatch.setitem(sys.modules, "mpi4py", None)  # import mpi4py raises ImportError
+    try:
+        for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"):
+            monkeypatch.delenv(var, raising=False)
+        dist.initialize()
+        assert dist.process_count() == 1
+        np.testing.assert_array_equal(lax.all_gather(X, dist.AXIS), X[None])
+        monkeypatch.setenv("PMI_SIZE", "2")
+        with pytest.raises(ImportError, match=r"launched by an MPI launcher .* pip install "
+                           r"'functrans\[mpi\]'"):
+            dist.initialize()
+    finally:
+        collectives.set_process_group(saved)
+
+
 def test_every_collective_declares_its_rules():
     for prim in (collectives.psum_p, collectives.psum_ct_p, collectives.pvary_p,
                  collectives.all_gather_p, collectives.psum_scatter_p, collectives.ppermute_p):
