@@ -285,7 +285,9 @@ def _bounds(problem: Problem, bounds: Any) -> tuple[np.ndarray, np.ndarray]:
         hi = np.broadcast_to(np.asarray(hi_raw, dtype=np.float64), (n,)).copy()
     except (TypeError, ValueError):
         raise ValueError(
-            f"{label}: bounds.lb and bounds.ub must be numbers or arrays of x0's size ({n})"
+            f"{label}: bounds.lb and bounds.ub must be numbers or arrays of x0's size ({n}), "
+            f"got lb {_described(lo_raw)} and ub {_described(hi_raw)}; give one number per "
+            "element of the flattened x0, or one number for all"
         ) from None
     bad = np.flatnonzero(np.isnan(lo) | np.isnan(hi) | (lo > hi))
     if bad.size:
@@ -295,6 +297,12 @@ def _bounds(problem: Problem, bounds: Any) -> tuple[np.ndarray, np.ndarray]:
             "bound must be at most its upper bound, and neither NaN (None means unbounded)"
         )
     return lo, hi
+
+
+def _described(v: Any) -> str:
+    a = np.asarray(v, dtype=object)
+    kinds = sorted({type(e).__name__ for e in a.ravel()})
+    return f"of shape {a.shape} holding {', '.join(kinds) or 'nothing'}"
 
 
 # -- options -------------------------------------------------------------------------

@@ -322,7 +322,8 @@ class UserDerivatives:
         if a.size != 1 or a.dtype.kind not in "biuf":
             raise TypeError(
                 f"{self.problem.label}: {self.problem.name} must return a real scalar, got "
-                f"{'shape ' + str(a.shape) if a.size != 1 else 'dtype ' + str(a.dtype)}"
+                f"{'shape ' + str(a.shape) if a.size != 1 else 'dtype ' + str(a.dtype)}; "
+                "return one number (sum the terms of a vector objective)"
             )
         return float(a.reshape(()))
 
