@@ -55,3 +55,25 @@ def test_a_decay_mask_shaped_unlike_the_params_is_refused(mask):
                                          r"leaf, got .* for params of structure .*; pass a "
                                          r"pytree shaped like params"):
         opt.update(params, opt.init(params), params)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: optim.linear_schedule(1.0, 0.0, 10, transition_begin=-1),
+     r"^linear_schedule: transition_begin must be an integer >= 0, got -1"),
+    (lambda: optim.exponential_decay(1.0, 10, 0.5, transition_begin=2.5),
+     r"^exponential_decay: transition_begin must be an integer >= 0, got 2\.5"),
+    (lambda: optim.exponential_decay(1.0, 10, 0.0),
+     r"^exponential_decay: decay_rate must be a number in \(0, inf\), got 0\.0"),
+    (lambda: optim.warmup_cosine_decay_schedule(0.0, 1.0, -1, 10),
+     r"^warmup_cosine_decay_schedule: warmup_steps must be an integer >= 0, got -1"),
+    (lambda: optim.piecewise_constant_schedule(1.0, {-2: 0.5}),
+     r"^piecewise_constant_schedule: boundaries must be integers >= 0, got -2"),
+    (lambda: optim.piecewise_constant_schedule(1.0, {3: -0.5}),
+     r"^piecewise_constant_schedule: the scale at step 3 must be a number in \[0, inf\), "
+     r"got -0\.5"),
+    (lambda: optim.sgd(0.1, momentum=-0.9),
+     r"^sgd: momentum must be a number in \[0, inf\), got -0\.9"),
+])
+def test_schedule_and_hyperparameter_errors(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
