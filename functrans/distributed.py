@@ -284,6 +284,9 @@ def _abort_on_uncaught(group: _MPIGroup) -> None:
         sys.stderr.write(f"functrans.distributed: rank {group.rank} of {group.size} failed "
                          "with an uncaught exception; aborting all ranks\n")
         sys.stderr.flush()
+        # The launcher forwards output through pipes and drops what is still in
+        # them when it tears the ranks down: give it a moment to pass this on.
+        time.sleep(0.5)
         group.comm.Abort(1)
 
     hook._functrans_abort = True  # type: ignore[attr-defined]
