@@ -80,6 +80,7 @@ from functrans.numpy import (
     _shape,
     _sorting,
     _static_properties,
+    fft,
     linalg,
 )
 from functrans.numpy._array_api_info import *  # noqa: F403
@@ -115,7 +116,7 @@ __all__ = [
     *_static_properties.__all__, *_complex_numbers.__all__, *_elementwise_compositions.__all__,
     *_rearranging.__all__, *_padding.__all__, *_concatenators.__all__, *_matrices.__all__,
     *_differences.__all__, *_sorting.__all__, *_array_api_info.__all__, *_searching.__all__,
-    *_sets.__all__, "linalg",
+    *_sets.__all__, "fft", "linalg",
 ]  # fmt: skip
 
 # Last: the tracer behaviour forwards to the functions above.
