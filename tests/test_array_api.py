@@ -174,7 +174,7 @@ def test_an_enclosing_traces_value_does_not_become_known_inside_jit():
     # Constant folding while tracing is limited to the trace's own constants:
     # the value of grad's tracer must not specialise the jitted program.
     def outer(x):
-        return ft.jit(lambda y: y * 2.0 if bool(y > 0) else y)(x)
+        return ft.jit(lambda y: y * 2.0 if bool(x > 0) else y)(x)  # closes over grad's x
 
     with pytest.raises(ConcretizationError, match=r"bool\(\) needs a concrete value"):
         ft.grad(outer)(1.0)
