@@ -892,11 +892,20 @@ class Tracer:
         return self
 
     def __setitem__(self, idx, value):
+        where = user_frame_summary()
+        # SciPy's array API code writes through array_api_extra.at, in place
+        # for every library but JAX: its callers cannot rewrite the line.
+        library = (
+            " Here SciPy's array_api_extra.at writes into the array (it does so for every "
+            "array library but JAX): use the functrans.scipy version of the SciPy function, "
+            "or write it with functrans.numpy."
+            if "array_api_extra" in where else ""
+        )
         raise TypeError(
             f"{self._trace.fun_name}: x[idx] = v would write into a traced "
-            f"{self.aval.str_short()} array (at {user_frame_summary()}), but traced arrays "
+            f"{self.aval.str_short()} array (at {where}), but traced arrays "
             "are immutable. Write y = x.at[idx].set(v) (x[idx] += v: x.at[idx].add(v)) and "
-            "use y; functrans.numpy.at(x)[idx].set(v) does the same on NumPy arrays too"
+            f"use y; functrans.numpy.at(x)[idx].set(v) does the same on NumPy arrays too.{library}"
         )
 
     def __hash__(self):
