@@ -24,6 +24,7 @@ import json
 import os
 import platform
 import sys
+import textwrap
 from pathlib import Path
 
 from benchmarks import TOPICS
@@ -31,6 +32,22 @@ from benchmarks._peers import NO_PEERS_ENV, THREADS_ENV
 from benchmarks._timing import Workload, format_time, measure
 
 DEFAULT_OUT = Path(__file__).parent / "results" / "latest.json"
+
+DESCRIPTION = textwrap.fill(
+    "Time functrans on its workloads against the same math hand-written in NumPy (each "
+    "workload's floor) and against JAX, autograd and PyTorch where they are installed; "
+    "print one row per workload and variant (median time, ratio to the floor) and write "
+    "the figures, with a description of the machine, as JSON.", 78)
+EPILOG = f"""{textwrap.fill("topics, in the order they run: " + ", ".join(TOPICS), 78)}
+
+examples:
+  python -m benchmarks --quick                    every workload, short repeats
+  python -m benchmarks --only autodiff,jacobians  two topics
+  python -m benchmarks --only '*.n1e6' --threads 1
+                                  the largest sizes, steadier on a busy machine
+  python -m benchmarks --list                     the workloads, what each times
+
+Figures depend on the machine: compare runs made on the same one."""
 
 
 def all_workloads() -> list[Workload]:
@@ -127,12 +144,18 @@ def limit_threads(n: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks", description=__doc__.split("\n")[0]
+        prog="python -m benchmarks", description=DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--quick", action="store_true", help="fewer, shorter repeats")
-    parser.add_argument("--only", metavar="PATTERNS", help="comma-separated workload patterns")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON path ({DEFAULT_OUT})")
-    parser.add_argument("--list", action="store_true", help="list the workloads and exit")
+    parser.add_argument("--only", metavar="PATTERNS",
+                        help="comma-separated workload names: a plain word selects every "
+                             "workload it begins (autodiff), shell wildcards match whole "
+                             "names (*.n1e6); see --list")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="PATH",
+                        help="where to write the JSON (default: benchmarks/results/latest.json)")
+    parser.add_argument("--list", action="store_true",
+                        help="list the workloads with what each times, and exit")
     parser.add_argument("--no-peers", action="store_true",
                         help="leave out JAX, autograd and PyTorch even where importable")
     parser.add_argument("--threads", type=int, metavar="N",

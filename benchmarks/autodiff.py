@@ -6,7 +6,7 @@
   transform, and running the cached forward and backward code); at n=1e6 the
   NumPy work dominates.
 * ``autodiff.hvp.rosenbrock.n1e5`` (W4): a Hessian-vector product of the
-  extended Rosenbrock function
+  chained Rosenbrock function (SciPy's ``rosen``)
   ``sum(100 (x[1:] - x[:-1]**2)**2 + (1 - x[:-1])**2)`` by forward over
   reverse mode, without forming the Hessian.
 
@@ -66,7 +66,7 @@ def _grad_variants(x: np.ndarray) -> dict:
     return variants
 
 
-# -- W4: Hessian-vector product of the extended Rosenbrock function ----------------
+# -- W4: Hessian-vector product of the chained Rosenbrock function -----------------
 
 
 def rosenbrock(x):
@@ -136,7 +136,7 @@ def workloads() -> list[Workload]:
     x, v = rng.standard_normal(HVP_SIZE), rng.standard_normal(HVP_SIZE)
     out.append(Workload(
         name="autodiff.hvp.rosenbrock.n1e5",
-        description=f"Hessian-vector product of extended Rosenbrock, x: f64[{HVP_SIZE:,}]",
+        description=f"Hessian-vector product of chained Rosenbrock, x: f64[{HVP_SIZE:,}]",
         variants=_hvp_variants(x, v),
         floor="numpy",
     ))

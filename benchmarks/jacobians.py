@@ -1,7 +1,7 @@
 """Dense Hessians, per-example gradients, and the memory of chunked Hessians.
 
 * ``jacobians.hessian.rosenbrock.n{10,100,1000}`` (W3): the dense Hessian of
-  the extended Rosenbrock function ``sum(100 (x[1:] - x[:-1]**2)**2 +
+  the chained Rosenbrock function ``sum(100 (x[1:] - x[:-1]**2)**2 +
   (1 - x[:-1])**2)``; ``ft.hessian`` is ``jacfwd(jacrev(f))``, the input
   basis pushed through the linearized gradient in one batched pass.  The
   floor fills the tridiagonal matrix by hand.
@@ -34,7 +34,7 @@ MEMORY_N = 5000
 MEMORY_CHUNKS = (10, 100, 1000, None)
 
 
-# -- W3: dense Hessian of the extended Rosenbrock function ------------------------
+# -- W3: dense Hessian of the chained Rosenbrock function -------------------------
 
 
 def rosenbrock(x):
@@ -164,7 +164,7 @@ def workloads() -> list[Workload]:
         x = rng.standard_normal(n)
         out.append(Workload(
             name=f"jacobians.hessian.rosenbrock.n{n}",
-            description=f"dense Hessian of extended Rosenbrock, x: f64[{n:,}]",
+            description=f"dense Hessian of chained Rosenbrock, x: f64[{n:,}]",
             variants=_hessian_variants(x),
             floor="numpy",
         ))

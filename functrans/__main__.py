@@ -184,7 +184,7 @@ def newton() -> None:
           f"same w: {np.allclose(res.x, w)}")
     x0 = np.full(10, -1.0)
     res = ft.optimize.minimize(rosenbrock, x0, method="lbfgs")
-    print(f"extended Rosenbrock, n=10, method='lbfgs': nit={res.nit}, f={res.fun:.1e}")
+    print(f"chained Rosenbrock, n=10, method='lbfgs': nit={res.nit}, f={res.fun:.1e}")
 
 
 def main() -> None:

@@ -183,7 +183,7 @@ def rosenbrock(x):
 
 
 def rosenbrock_hessian(x):
-    """The closed form of the extended Rosenbrock function's Hessian."""
+    """The closed form of the chained Rosenbrock function's Hessian."""
     n = len(x)
     h = np.zeros((n, n))
     for i in range(n - 1):

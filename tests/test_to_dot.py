@@ -6,9 +6,11 @@ straight-line program."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -106,3 +108,15 @@ def test_render_without_the_dot_program_names_the_fix(tmp_path, monkeypatch):
                        r"Graphviz \(apt-get install graphviz"):
         ft.make_jaxpr(lambda x: x * 2.0)(1.0).render(str(tmp_path / "p.svg"))
     assert not (tmp_path / "p.svg").exists()
+
+
+def test_the_pictures_in_the_docs_are_current():
+    """docs/pictures/*.svg are drawn from the DOT text recorded beside them;
+    ``python docs/gen_pictures.py`` draws them again after a change."""
+    path = Path(__file__).parent.parent / "docs" / "gen_pictures.py"
+    spec = importlib.util.spec_from_file_location("gen_pictures", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--check"]) == 0
+    for name in module.pictures():
+        assert (module.HERE / f"{name}.svg").stat().st_size < 40_000

@@ -254,8 +254,7 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
     a view)."""
     jaxpr = closed.jaxpr
     name = _identifier(name)
-    # Frames of generated code are functrans' own (core.user_source skips them).
-    namespace: dict[str, Any] = {"_asarray": as_array, "__name__": "functrans.generated"}
+    namespace: dict[str, Any] = {"_asarray": as_array}
     names: dict[int, str] = {}
     callables: dict[Any, str] = {}
     # Each equation's line stands at its user's line (see _compile_at_user_lines);
@@ -263,8 +262,6 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
     at_line: dict[int, core.Source] = {}
     main_file = _main_file(jaxpr)
     checks = core.value_checks != (False, False)
-    if checks:
-        namespace["_check"] = _checker(jaxpr)
 
     def constant(value: Any, prefix: str) -> str:
         key = f"{prefix}{len(namespace)}"
@@ -331,6 +328,10 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
     lines.append(f"    return [{', '.join(returned)}]")
     namespace["_take"], namespace["_give"] = scratch.take, scratch.give
     namespace[_LINES] = at_line
+    # Frames of generated code are functrans' own (core.user_source skips them).
+    namespace["__name__"] = "functrans.generated"
+    if checks:
+        namespace["_check"] = _checker(jaxpr)
     namespace["_owned"], namespace["_copied"] = owned, copied
     return "\n".join(lines) + "\n", namespace
 
