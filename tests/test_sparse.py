@@ -154,11 +154,17 @@ def test_real_programs(f, shape):
 
 def test_jit_float32_and_nd():
     x = RNG.uniform(0.5, 1.0, (3, 4)).astype(np.float32)
-    h = ft.jit(lambda x: fsp.hessian(minimal_surface)(x).toarray())  # noqa: F841
     hs = fsp.hessian(minimal_surface)(x)
     assert hs.dtype == np.float32 and hs.shape == (12, 12)
     dense = ft.hessian(minimal_surface)(x).reshape(12, 12)
     np.testing.assert_allclose(hs.toarray(), dense, rtol=1e-5, atol=1e-5)
+
+
+def test_a_jitted_function():
+    x = RNG.uniform(0.5, 1.0, 9)
+    h = fsp.hessian(ft.jit(rosenbrock))
+    assert_equal_dense(h(x), ft.hessian(rosenbrock)(x))
+    assert h.plan(x).n_colours == 3
 
 
 def test_several_argnums_and_other_arguments():
