@@ -1046,6 +1046,9 @@ class JaxprTrace:
         #: on the first conversion, so recording itself keeps no extra map.
         self._producers: dict[int, Eqn] = {}
         self._producers_upto = 0
+        #: Whether ``constant`` made a tracer here (only then can values be
+        #: known in a trace without values).
+        self.has_constants = False
 
     # -- entering and leaving -------------------------------------------
 
@@ -1091,6 +1094,7 @@ class JaxprTrace:
         inside traced code that must be traced too (the array API's
         ``asarray(v, device=tracer.device)``).  It carries ``x`` as its value
         even under ``jit``: a constant's value is known and never changes."""
+        self.has_constants = True
         return Tracer(self, self._const_var(x, get_aval(x), lifted=False), x)
 
     def _input_var(self, x):
@@ -1140,7 +1144,8 @@ class JaxprTrace:
         eqn = Eqn(prim, tuple(invars), outvars, params, user_source(2))
         self.eqns.append(eqn)
         vals = None
-        if outvars and (self.concrete or (self._only_constants(args) and not has_effect(eqn))):
+        if outvars and (self.concrete or (self.has_constants and self._only_constants(args)
+                                          and not has_effect(eqn))):
             ins = [self._value_of(x, v) for x, v in zip(args, invars)]
             if all(v is not None for v in ins):
                 res = _values_while_tracing(eqn, ins) if has_effect(eqn) else \
