@@ -19,6 +19,10 @@ import functrans
 from functrans.core import ClosedJaxpr, Jaxpr, check_jaxpr
 from functrans.errors import JaxprTypeError
 
+#: Scripts that tests/test_distributed_mpi.py runs under mpiexec: importing one
+#: (as --doctest-modules collection would) runs it.
+collect_ignore = ["mpi_scripts"]
+
 settings.register_profile(
     "ci",
     derandomize=True,
