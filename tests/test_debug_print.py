@@ -173,3 +173,18 @@ def test_a_print_in_a_checkpoint_or_custom_rule_prints_once(capsys):
     g = ft.checkpoint(lambda x: (debug.print("ck {}", x), fnp.sin(x))[1])
     ft.grad(g)(1.0)
     assert _printed(capsys) == ["ck 1.0"]
+
+
+def test_two_equal_loops_holding_prints_are_not_merged(capsys):
+    def body(c, xi):
+        debug.print("step {}", xi)
+        return c + xi, c
+
+    @ft.jit
+    def f(x):
+        a = lax.scan(body, 0.0, x)[0]
+        b = lax.scan(body, 0.0, x)[0]  # the same program: CSE would make it one
+        return a + b
+
+    assert f(X) == 3.0
+    assert _printed(capsys) == ["step 0.5", "step 1.0"] * 2
