@@ -952,10 +952,24 @@ def user_frame_summary() -> str:
     return "<unknown>"
 
 
-#: ``(file, line, function, derived)``: where the user's code made an equation;
-#: ``derived`` when a transform made it from that line's operation (a
-#: derivative rule's equations, a transposed equation).
-Source = tuple[str, int, str, bool]
+#: ``(code, offset, derived)``: where the user's code made an equation, as the
+#: code object running there and the offset of its instruction (a plain
+#: tuple, made on every recorded equation: reading ``frame.f_lineno`` or
+#: making an object there cost about as much as recording the equation);
+#: ``source_location`` gives its file, line and function.  ``derived``: a
+#: transform made the equation from that line's operation (a derivative
+#: rule's equations, a transposed equation).
+Source = tuple[types.CodeType, int, bool]
+
+
+def source_location(source: Source) -> tuple[str, int, str]:
+    """``(file, line, function)`` of ``source``."""
+    code, offset, _ = source
+    for start, stop, line in code.co_lines():
+        if start <= offset < stop and line is not None:
+            return code.co_filename, line, code.co_name
+    return code.co_filename, code.co_firstlineno, code.co_name
+
 
 #: Whether each code object met on the stack is functrans' own (``user_source``
 #: skips those frames); bounded, since generated code makes new code objects.
@@ -979,7 +993,7 @@ def user_source(depth: int = 2) -> Source | None:
                 known.clear()
             library = known[code] = _is_library_frame(frame)
         if not library:
-            return (code.co_filename, frame.f_lineno, code.co_name, False)
+            return (code, frame.f_lasti, False)
         frame = frame.f_back
     return None
 
@@ -998,17 +1012,17 @@ def set_source(source: Source | None) -> None:
 
 def derived_source(source: Source | None) -> Source | None:
     """``source`` marked as made by a transform from that line's operation."""
-    return source if source is None or source[3] else (*source[:3], True)
+    return source if source is None or source[2] else (source[0], source[1], True)
 
 
 def format_source(source: Source | None) -> str:
     """``loss (model.py:12: y = fnp.log(x))``, for messages."""
     if source is None:
         return "an unknown line"
-    file, line, function, derived = source
+    file, line, function = source_location(source)
     text = linecache.getline(file, line).strip()
     where = f"{function} ({file}:{line}{': ' + text if text else ''})"
-    return f"an operation a transform derived from {where}" if derived else where
+    return f"an operation a transform derived from {where}" if source[2] else where
 
 
 class JaxprTrace:
@@ -1141,7 +1155,7 @@ class JaxprTrace:
             raise type(e)(f"{self.fun_name}: {e}") from None
         out_avals = out if prim.multiple_results else (out,)
         outvars = tuple(Var(a) for a in out_avals)
-        eqn = Eqn(prim, tuple(invars), outvars, params, user_source(2))
+        eqn = Eqn(prim, tuple(invars), outvars, params, user_source(3))
         self.eqns.append(eqn)
         vals = None
         if outvars and (self.concrete or (self.has_constants and self._only_constants(args)

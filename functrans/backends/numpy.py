@@ -259,7 +259,7 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
     callables: dict[Any, str] = {}
     # Each equation's line stands at its user's line (see _compile_at_user_lines);
     # one made in another file than most calls it through a function located there.
-    at_line: dict[int, core.Source] = {}
+    at_line: dict[int, tuple[str, int]] = {}
     main_file = _main_file(jaxpr)
     checks = core.value_checks != (False, False)
 
@@ -292,7 +292,7 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
     # the return (the earlier outputs it may be checked against do anyway).
     checked = {names[id(v)] for src in sources for v in src if id(v) in names}
     for i, (e, dead, fn) in enumerate(zip(jaxpr.eqns, last_uses(jaxpr), fns)):
-        if e.source is not None and e.source[0] != main_file:
+        if e.source is not None and e.source[0].co_filename != main_file:
             fn = _located(fn, e.source)
         fn_name = callables.get(fn)
         if fn_name is None:
@@ -306,7 +306,7 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
         else:
             lhs = outs[0]
         if e.source is not None:
-            at_line[len(lines) + 1] = e.source
+            at_line[len(lines) + 1] = core.source_location(e.source)[:2]
         lines.append(f"    {lhs} = {call}")
         if checks and outs:
             lines.append(f"    _check({i}, {', '.join(outs)})")
@@ -343,7 +343,7 @@ _LINES = "__functrans_lines__"
 
 def _main_file(jaxpr: Jaxpr) -> str | None:
     """The file most equations of ``jaxpr`` come from (None: no sources)."""
-    return _most_common([e.source[0] for e in jaxpr.eqns if e.source is not None])
+    return _most_common([e.source[0].co_filename for e in jaxpr.eqns if e.source is not None])
 
 
 def _most_common(files: list[str]) -> str | None:
@@ -353,7 +353,7 @@ def _most_common(files: list[str]) -> str | None:
     return max(counts, key=counts.__getitem__) if counts else None
 
 
-def _compile_at_user_lines(source: str, name: str, at_line: dict[int, core.Source]):
+def _compile_at_user_lines(source: str, name: str, at_line: dict[int, tuple[str, int]]):
     """``source`` compiled as the file its equations came from, each statement
     at its equation's line, so that a warning NumPy raises in a call made by
     the generated code (``RuntimeWarning: invalid value encountered in log``)
@@ -380,7 +380,7 @@ def _compile_at_user_lines(source: str, name: str, at_line: dict[int, core.Sourc
 def _located(fn: Any, source: core.Source) -> Any:
     """``fn`` called from a frame at ``source``'s file and line, for an equation
     made in another file than the rest of its program."""
-    file, line = source[0], source[1]
+    file, line, _ = core.source_location(source)
     namespace = {"fn": fn, "__name__": "functrans.generated"}
     code = "\n" * (line - 1) + "def located(*args, **kwargs): return fn(*args, **kwargs)\n"
     exec(compile(code, file, "exec"), namespace)
