@@ -4,9 +4,10 @@ tests of ``_lbfgs``.
 
 Each iteration
 
-1. fixes the variables held at a bound by the gradient (at ``lo`` with
-   ``g > 0``, at ``hi`` with ``g < 0``, and those with ``lo == hi``); the
-   others are free;
+1. holds the variables at (or within ``gtol`` of) a bound the gradient
+   pushes them to (``lo`` with ``g > 0``, ``hi`` with ``g < 0``), and those
+   with ``lo == hi``; a held variable takes a gradient step onto its bound,
+   the others are free;
 2. takes the L-BFGS direction in the free variables, from the stored pairs
    restricted to them (a pair whose restricted curvature ``s'y`` is not
    positive is skipped), and drops components that would leave the box
@@ -135,13 +136,21 @@ def minimize_lbfgsb(problem: Problem, p: Point, opts: dict, monitor: Monitor) ->
             status = MAXITER
             message = "STOP: TOTAL NO. OF f AND g EVALUATIONS EXCEEDS LIMIT"
             break
-        held = fixed | ((p.x <= lo) & (p.g > 0)) | ((p.x >= hi) & (p.g < 0))
+        # Bertsekas' epsilon-active set: a variable within gtol of the bound its
+        # gradient pushes it to (a distance the stopping test ignores) is held
+        # too, and takes a gradient step, which the projected path carries
+        # onto the bound.  Held only once at the bound, it would creep towards
+        # it by ever shorter steps (the free variables' part of d uphill) until
+        # the ftol test stopped there, far from a stationary point.
+        near = min(gnorm, opts["gtol"])
+        held = fixed | ((p.x - lo <= near) & (p.g > 0)) | ((hi - p.x <= near) & (p.g < 0))
         d = _direction(p.g, ~held, s_hist, y_hist)
+        d[held] = -p.g[held]
         d[((p.x <= lo) & (d < 0)) | ((p.x >= hi) & (d > 0))] = 0.0
         slope = float(p.g.dot(d))
-        if not slope < 0:  # rounding made d uphill: steepest descent on the free set
+        if not slope < 0:  # rounding made d uphill: steepest descent
             s_hist, y_hist = [], []
-            d = np.where(held, 0.0, -p.g)
+            d = -p.g
             d[((p.x <= lo) & (d < 0)) | ((p.x >= hi) & (d > 0))] = 0.0
             slope = float(p.g.dot(d))
         step = min(1.0 / norm2(d), STEP_MAX) if k == 0 else 1.0
