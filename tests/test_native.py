@@ -256,6 +256,26 @@ def test_results_are_new_arrays():
 
 
 @needs_numba
+def test_large_outputs_are_reused_only_when_nothing_holds_them():
+    """A kernel writes into the arrays of its previous call only when no one
+    else holds them: a result the caller kept is never overwritten."""
+    f = ft.jit(lambda x: (np.abs(x) * 2.0 + 1.0, x * x - 3.0), compiler="native")
+    x = np.arange(40_000.0)
+    first = f(x)
+    kept = [a.copy() for a in first]
+    second = f(x + 1.0)
+    for a, b in zip(first, second):
+        assert not np.shares_memory(a, b)
+    for a, b in zip(first, kept):
+        np.testing.assert_array_equal(a, b)
+    view = second[0][::2]  # a view holds its base: still in use
+    del second
+    third = f(x + 2.0)
+    assert not np.shares_memory(third[0], view)
+    np.testing.assert_array_equal(view, (np.abs(x + 1.0) * 2.0 + 1.0)[::2])
+
+
+@needs_numba
 def test_gradients_and_transforms_of_a_native_function():
     """A native program composes: under grad and vmap its optimised Jaxpr
     (not the kernels) is what the transform sees."""

@@ -131,7 +131,8 @@ def test_left_to_numpy_where_numba_differs():
     lowering: the comparison above would fail for them."""
     for dtype, prim in [("int64", "floordiv"), ("int8", "rem"), ("float64", "rem"),
                         ("float64", "max"), ("float32", "min"), ("float64", "sign"),
-                        ("uint8", "sign"), ("int32", "pow"), ("float64", "floordiv")]:
+                        ("uint8", "sign"), ("int32", "pow"), ("float64", "floordiv"),
+                        ("int8", "shift_left"), ("uint64", "shift_left")]:
         x = special_values(dtype)
         p = core.lookup_primitive(prim)
         closed = ft.make_jaxpr(lambda *xs, p=p: p.bind(*xs))(*((x,) if prim == "sign" else

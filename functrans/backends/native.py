@@ -20,7 +20,11 @@ to the loop NumPy itself would pick (``ufunc.resolve_dtypes``, Python
 scalars weak as under NEP 50) and each result to the equation's dtype, so
 Numba's own promotion rules never apply.  No fastmath.  Complex numbers and
 the few loops where Numba's scalar code differs from NumPy's
-(``_DIFFERENT``) are left to NumPy.
+(``_DIFFERENT``) are left to NumPy.  Two differences remain, both within
+IEEE 754's latitude: transcendental functions come from the C library where
+NumPy may use its own vectorised code (a few ulp apart, never at NaN, the
+infinities or zeros), and LLVM folds negations into arithmetic, so the sign
+bit of a NaN that arithmetic produces may differ.
 
 Compiled per dtype and rank, never per shape.  A kernel's source depends on
 the group's operations, dtypes, literals and ranks only: the output shape
@@ -40,8 +44,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import math
 import os
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -90,13 +96,16 @@ _KINDS = "biuf"
 #: minimum divided by -1 NumPy's floor_divide gives the minimum (Numba 0), its
 #: fmod 0 (Numba the minimum), and Numba's remainder kills the process with
 #: SIGFPE; Numba's sign of a large unsigned integer is the integer itself.
-#: Floats: Numba's floor_divide gives -0.0 for -1 // inf (NumPy -1.0), its
-#: remainder 0.0 where NumPy gives -0.0 (0.0 % -inf), its sign(-0.0) is -0.0
+#: Shifts by the bit width or more give 0 (or -1) in NumPy and the
+#: processor's masked shift in Numba.  Floats: Numba's floor_divide gives
+#: -0.0 for -1 // inf (NumPy -1.0), its remainder 0.0 where NumPy gives -0.0
+#: (0.0 % -inf), its sign(-0.0) is -0.0
 #: (NumPy 0.0), and its maximum and minimum pick the other zero of -0.0 and
 #: 0.0.
 _DIFFERENT: dict[Any, str] = {
     np.power: "iu", np.floor_divide: "if", np.remainder: "if", np.fmod: "i",
     np.sign: "uf", np.maximum: "f", np.minimum: "f", np.fmax: "f", np.fmin: "f",
+    np.left_shift: "iu", np.right_shift: "iu",
 }
 
 
@@ -185,10 +194,11 @@ def _literal(value: Any, dtype: np.dtype) -> str:
 
 def kernel_source(group: Jaxpr, scalars: Sequence[bool]) -> str:
     """Source of the kernel computing the fused ``group``: a function of the
-    output shape and the group's inputs (``scalars`` flags the rank-0 ones,
-    passed as scalars; the others are arrays of the output's rank) that
-    returns a tuple of the group's outputs.  Shapes appear only as the
-    argument: the text depends on dtypes, ranks and literals alone."""
+    output shape, arrays to write the group's outputs into, and the group's
+    inputs (``scalars`` flags the rank-0 ones, passed as scalars; the others
+    are arrays of the output's rank) that returns the tuple of its outputs.
+    Shapes appear only as the argument: the text depends on dtypes, ranks
+    and literals alone."""
     rank = group.outvars[0].aval.ndim
     index = ", ".join(f"i{d}" for d in range(rank)) if rank else "()"
     names: dict[int, str] = {}
@@ -224,14 +234,10 @@ def kernel_source(group: Jaxpr, scalars: Sequence[bool]) -> str:
             call = f"np.{out.name}({call})"
         body.append(f"t{n} = {call}")
         names[id(e.outputs[0])], dtypes[id(e.outputs[0])] = f"t{n}", out
-    outs = []
-    for k, v in enumerate(group.outvars):
-        globs.append(f"D{k} = np.{v.aval.dtype.name}")
-        outs.append(f"o{k}")
+    outs = [f"o{k}" for k in range(len(group.outvars))]
     lines = ["import numpy as np", "import numba", "", *globs, "",
              "@numba.njit(cache=CACHE, error_model='numpy', nogil=True)",
-             f"def kernel(shape, {', '.join(args)}):"]
-    lines += [f"    o{k} = np.empty(shape, D{k})" for k in range(len(outs))]
+             f"def kernel(shape, {', '.join(outs + args)}):"]
     pad = "    "
     for d in range(rank):
         lines.append(f"{pad}for i{d} in range(shape[{d}]):")
@@ -292,12 +298,14 @@ def _load(source: str) -> Any:
 
 def _signature(group: Jaxpr, kinds: Sequence[str]) -> tuple:
     """Numba argument types for the kernel as the program calls it: a shape
-    tuple, then scalars, C-contiguous arrays, or read-only broadcast views."""
+    tuple, the C-contiguous output arrays, then scalars, C-contiguous arrays,
+    or read-only broadcast views."""
     from numba import types
     from numba.np.numpy_support import from_dtype
 
     rank = group.outvars[0].aval.ndim
     sig: list[Any] = [types.UniTuple(types.int64, rank) if rank else types.Tuple(())]
+    sig += [types.Array(from_dtype(v.aval.dtype), rank, "C") for v in group.outvars]
     for v, kind in zip(group.invars, kinds):
         dt = from_dtype(v.aval.dtype)
         if kind == "scalar":
@@ -312,6 +320,23 @@ def _signature(group: Jaxpr, kinds: Sequence[str]) -> tuple:
 def _scalar(x: Any) -> Any:
     """A rank-0 operand as the scalar the kernel takes."""
     return x if type(x) in (bool, int, float) else np.asarray(x).reshape(-1)[0]
+
+
+#: Outputs of at least this many bytes are written into the arrays of the
+#: call before when nothing else holds those any more.  Fresh large arrays
+#: cost page faults on every call where the allocator has handed their
+#: memory back to the system: a kernel writing two f64[100000] outputs took
+#: 1.1 ms with fresh arrays and 0.14 ms with reused ones (measured on the
+#: 2-core CI-like machine).  Needs CPython's exact reference counts, which a
+#: free-threaded build does not promise.
+_REUSE_BYTES = 1 << 17
+_REFCOUNTS_EXACT = not sysconfig.get_config_var("Py_GIL_DISABLED")
+
+
+class _Kept(threading.local):
+    """The output arrays one kernel call site wrote last, per thread."""
+
+    arrays: tuple | None = None
 
 
 class _NativeCall:
@@ -355,10 +380,25 @@ def _call(group: Jaxpr, name: str) -> tuple[Callable, str, float]:
     passed = [f"_scalar({a})" if kind == "scalar" else
               f"_broadcast_to({a}, _shape)" if kind == "broadcast" else a
               for a, kind in zip(args, kinds)]
-    text = (f"def {name}({', '.join(args)}):\n"
-            f"    return _kernel(_shape, {', '.join(passed)})\n")
+    dtypes = [v.aval.dtype for v in group.outvars]
+    outs = ", ".join(f"o{k}" for k in range(len(dtypes))) + ","
+    fresh = ", ".join(f"_empty(_shape, _d{k})" for k in range(len(dtypes))) + ","
+    nbytes = math.prod(shape) * max(d.itemsize for d in dtypes)
+    if nbytes >= _REUSE_BYTES and _REFCOUNTS_EXACT:
+        kept = " and ".join(f"_refcount(kept[{k}]) == 2" for k in range(len(dtypes)))
+        take = (f"    kept = _kept.arrays\n"
+                f"    if kept is not None and {kept}:  # nothing else holds them\n"
+                f"        {outs} = kept\n"
+                f"    else:\n"
+                f"        {outs} = _kept.arrays = ({fresh})\n")
+    else:
+        take = f"    {outs} = {fresh}\n"
+    text = (f"def {name}({', '.join(args)}):\n{take}"
+            f"    return _kernel(_shape, {outs} {', '.join(passed)})\n")
     namespace = {"_kernel": kernel, "_shape": tuple(shape), "_scalar": _scalar,
-                 "_broadcast_to": np.broadcast_to}
+                 "_broadcast_to": np.broadcast_to, "_empty": np.empty,
+                 "_refcount": sys.getrefcount, "_kept": _Kept()}
+    namespace.update((f"_d{k}", d) for k, d in enumerate(dtypes))
     exec(compile(text, f"<functrans native call {name}>", "exec"), namespace)
     return namespace[name], source, seconds
 
