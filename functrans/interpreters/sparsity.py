@@ -152,7 +152,7 @@ class SparsityDetection:
         self.top = top
         # (output var id or None for ungated, site -> output element or None, L, R)
         self.terms: list[tuple[Any, Any, Any, Any]] = []
-        # (output var ids, [(operand var id, map as CSR out x in, DENSE, or "all")])
+        # (output var ids, [(operand var id, its Gather/Pairs/DENSE map, or "all")])
         self.tape: list[tuple[tuple[int, ...], list[tuple[int | None, Any]]]] = []
         self.sizes: dict[int, int] = {}  # var id -> size, for the reach pass
         self.custom_depth = 0  # custom rules being analysed (custom_jvp_rule)
@@ -223,8 +223,9 @@ class SparsityDetection:
         if type(res) is not Structure:  # the rule ran the program itself
             outs = [Pattern(a, p.deps if _inexact(a) else None, None)
                     for a, p in zip(out_avals, res)]
-            self.tape.append((out_ids, [(i, "all") for i, x in zip(in_ids, ins)
-                                        if i is not None and x.deps is not None]))
+            if self.top:  # reached anywhere: every operand element reaches
+                self.tape.append((out_ids, [(i, "all") for i, x in zip(in_ids, ins)
+                                            if i is not None and x.deps is not None]))
             return outs
         aval = out_avals[0]
         m_out = aval.size
