@@ -100,3 +100,12 @@ def test_sparse_option_is_checked():
     with pytest.raises(ValueError, match=r"minimize\(ext_rosenbrock\): option sparse must be "
                                          r"None \(decide from the pattern\), True or False"):
         minimize(ext_rosenbrock, np.ones(4), method="newton", options={"sparse": "yes"})
+
+
+def test_newton_cg_multiplies_by_the_sparse_hessian():
+    x0 = np.tile([-1.2, 1.0], 100)
+    plain = minimize(ext_rosenbrock, x0, method="newton-cg")
+    sparse = minimize(ext_rosenbrock, x0, method="newton-cg", options={"sparse": True})
+    assert sparse.success and sparse.nit == plain.nit
+    assert sparse.nhev == sparse.nit + 1  # one Hessian per step, not one product per CG step
+    np.testing.assert_allclose(sparse.x, plain.x, atol=1e-8)

@@ -23,6 +23,11 @@ Stopping paths:
   steepest descent: status 2 (precision loss), or 3 where trial points were
   NaN or inf and shorter steps found no finite lower point;
 * a Hessian-vector product that is not finite: status 3.
+
+With ``sparse=True`` (or ``None``: the rule of ``_sparse``), the Hessian is
+formed once per step as a sparse matrix (``functrans.sparse``) and CG
+multiplies by it, instead of running a Hessian-vector product program per
+CG iteration: worth it where CG takes many iterations.
 """
 
 from __future__ import annotations
@@ -49,9 +54,10 @@ from functrans.optimize._result import (
     NONFINITE,
     SUCCESS,
 )
+from functrans.optimize._sparse import sparse_hessian
 
 DEFAULTS = {"xtol": 1e-5, "gtol": 1e-8, "maxiter": None, "c1": 1e-4, "c2": 0.9,
-            "disp": False}
+            "disp": False, "sparse": False}
 TOL_OPTIONS = ("xtol",)
 GNORM_LABEL = "max|g|"
 CHECK_FORCING = 1e-4  # relative residual of the Newton step that confirms xtol
@@ -116,11 +122,12 @@ def minimize_newton_cg(problem: Problem, p: Point, opts: dict, monitor: Monitor)
     monitor.row(0, p.f, gnorm, None)
     k, status, message = 0, SUCCESS, None
     pending = None  # the Newton step that failed to confirm xtol: the next one
+    products = _products(problem, opts["sparse"])
     while gnorm > opts["gtol"]:
         if k >= maxiter:
             status = MAXITER
             break
-        cg = pending or truncated_cg(lambda v, x=p.x: problem.hvp(x, v), p.g, 20 * n)
+        cg = pending or truncated_cg(products(p.x), p.g, 20 * n)
         pending = None
         if cg.how == "nonfinite":
             status, message = NONFINITE, (
@@ -151,8 +158,24 @@ def minimize_newton_cg(problem: Problem, p: Point, opts: dict, monitor: Monitor)
             status = CALLBACK_STOP
             break
         if cg.how == "converged" and max(np.abs(update).sum(), np.abs(d).sum()) <= xtol:
-            pending = truncated_cg(lambda v, x=p.x: problem.hvp(x, v), p.g, 20 * n,
-                                   CHECK_FORCING)
+            pending = truncated_cg(products(p.x), p.g, 20 * n, CHECK_FORCING)
             if pending.how == "converged" and np.abs(pending.d).sum() <= xtol:
                 break  # the Newton step itself is below xtol
     return {"point": p, "nit": k, "status": status, "message": message or MESSAGES[status]}
+
+
+def _products(problem: Problem, sparse: bool | None):
+    """``x -> (v -> H(x) v)``: Hessian-vector products, or products with the
+    sparse Hessian at ``x`` (formed once per point)."""
+    hessian = sparse_hessian(problem, sparse)
+    if hessian is None:
+        return lambda x: lambda v: problem.hvp(x, v)
+    last: list = [None, None]
+
+    def at(x):
+        if last[0] is not x:
+            last[:] = [x, hessian(x)]
+        h = last[1]
+        return lambda v: h @ v
+
+    return at
