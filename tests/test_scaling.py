@@ -15,10 +15,10 @@ from functrans import core
 from functrans.backends import numpy as host
 
 
-def _loop(steps):
+def _loop(steps, a=0.9):
     def f(h):
         for _ in range(steps):
-            h = fnp.tanh(h * 0.9 + 0.1) * 1.01
+            h = fnp.tanh(h * a + 0.1) * 1.01
         return fnp.sum(h)
 
     return f
@@ -180,3 +180,32 @@ def test_the_passes_and_code_generation_run_with_the_collector_paused(monkeypatc
     pipeline.run_passes(closed)
     host.Compiled(closed)
     assert seen == [("pass", False), ("codegen", False)] and gc.isenabled()
+
+
+def test_program_caches_are_bounded_by_equations_and_keep_the_newest():
+    made = []
+
+    @core.program_cache(maxsize=100, max_equations=900)
+    def transform(closed):
+        made.append(closed)
+        return len(made)
+
+    programs = [_closed(_loop(100, a), np.ones(2)) for a in (0.1, 0.2, 0.3)]  # 401 eqns each
+    assert [transform(p) for p in programs] == [1, 2, 3]
+    info = transform.cache_info()
+    assert (info.currsize, info.equations, info.misses) == (2, 802, 3)
+    assert transform(programs[2]) == 3 and transform(programs[0]) == 4  # the oldest went
+    big = _closed(_loop(300), np.ones(2))  # over the bound alone: kept, alone
+    transform(big)
+    assert transform(big) == 5 and transform.cache_info().currsize == 1
+    transform.cache_clear()
+    assert transform.cache_info() == core.CacheInfo(0, 0, 100, 0, 0)
+
+
+def test_the_caches_of_transformed_and_compiled_programs_are_bounded_by_equations():
+    from functrans.interpreters.partial_eval import _without_first_output, linearize_jaxpr
+    from functrans.interpreters.transpose import transpose_jaxpr
+
+    for cache in (linearize_jaxpr, _without_first_output, transpose_jaxpr, host.compiled,
+                  host.compiled_body, host._runner):
+        assert isinstance(cache.cache_info(), core.CacheInfo)

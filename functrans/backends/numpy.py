@@ -140,7 +140,7 @@ class Compiled:
         return self.fn(*args)
 
 
-@functools.lru_cache(maxsize=1024)
+@core.program_cache(maxsize=1024, max_equations=50_000)
 def compiled(closed: ClosedJaxpr) -> Compiled:
     """The compiled form of ``closed``, cached: the transforms hand back the
     same (cached) Jaxprs call after call, so their code is generated once."""
@@ -180,7 +180,7 @@ def interpret(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
     return outs
 
 
-@functools.lru_cache(maxsize=1024)
+@core.program_cache(maxsize=1024, max_equations=50_000)
 def _runner(closed: ClosedJaxpr) -> list[Any]:
     """``HostBackend.run``'s cell for ``closed``: None until its first run,
     then ``interpret`` until its second, then its compiled function (one
@@ -188,7 +188,7 @@ def _runner(closed: ClosedJaxpr) -> list[Any]:
     return [None]
 
 
-@functools.lru_cache(maxsize=1024)
+@core.program_cache(maxsize=1024, max_equations=50_000)
 def compiled_body(closed: ClosedJaxpr) -> Compiled:
     """``compiled`` for a loop body: rank-0 results may come back as NumPy
     scalars (the loop makes arrays of its final values once), which saves a

@@ -10,7 +10,6 @@ part is linear in the tangents: reverse mode transposes it.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Sequence
 
 from functrans.core import (
@@ -22,6 +21,7 @@ from functrans.core import (
     collector_paused,
     get_aval,
     open_jaxpr,
+    program_cache,
     run_jaxpr,
 )
 from functrans.dtypes import is_inexact
@@ -85,7 +85,7 @@ def partial_eval(
     return ClosedJaxpr(dce(known), closed.consts), ClosedJaxpr(unknown, ()), out_unknowns, len(res)
 
 
-@functools.lru_cache(maxsize=512)
+@program_cache(maxsize=512, max_equations=50_000)
 def linearize_jaxpr(closed: ClosedJaxpr, active: tuple[bool, ...]):
     """JVP of ``closed`` in its ``active`` inputs, split into the forward pass
     and the linear part: ``(known, linear, num_outs)``.
@@ -148,7 +148,7 @@ class Linearized:
         return run_jaxpr(transposed, list(self.residuals) + given)
 
 
-@functools.lru_cache(maxsize=512)
+@program_cache(maxsize=512, max_equations=50_000)
 def _without_first_output(known: ClosedJaxpr, n_out: int) -> ClosedJaxpr:
     """The forward pass without its first output (``grad`` needs no value:
     then, for one, a while loop whose backward pass runs it again is not run

@@ -11,7 +11,6 @@ it yields the transposed Jaxpr (``transpose_jaxpr``).
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Sequence
 
 from functrans.core import (
@@ -26,6 +25,7 @@ from functrans.core import (
     derived_source,
     instantiate,
     lookup_primitive,
+    program_cache,
     set_source,
     trace_to_jaxpr,
 )
@@ -108,7 +108,7 @@ def _backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
     ]
 
 
-@functools.lru_cache(maxsize=512)
+@program_cache(maxsize=512, max_equations=50_000)
 def transpose_jaxpr(
     closed: ClosedJaxpr, linear: tuple[bool, ...], ct_nonzero: tuple[bool, ...] | None = None
 ) -> ClosedJaxpr:
@@ -134,4 +134,3 @@ def transpose_jaxpr(
     with collector_paused:  # the traced program and the passes' copies die here
         new, _, _ = trace_to_jaxpr(fun, nonlin_avals + ct_avals, name="transpose")
         return run_passes(new)
-
