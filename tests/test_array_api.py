@@ -4,6 +4,9 @@ inspection object, devices, tracers' ``__array_namespace__``/``device``/
 conformance suite found missing, each against NumPy (or array-api-strict
 where NumPy lacks the keyword), eagerly, under jit and with derivatives."""
 
+import copy
+import pickle
+
 import array_api_strict as xps
 import numpy as np
 import pytest
@@ -65,6 +68,9 @@ def test_namespace_info():
     assert info.default_dtypes() == {"real floating": np.float64,
                                      "complex floating": np.complex128,
                                      "integral": np.intp, "indexing": np.intp}
+    assert type(pickle.loads(pickle.dumps(info))) is type(info)
+    assert pickle.loads(pickle.dumps(fnp.TRACE_DEVICE)) is fnp.TRACE_DEVICE
+    assert copy.deepcopy(fnp.TRACE_DEVICE) is fnp.TRACE_DEVICE
     strict = xps.__array_namespace_info__()
     for kind in [None, "bool", "signed integer", "unsigned integer", "integral",
                  "real floating", "complex floating", "numeric",

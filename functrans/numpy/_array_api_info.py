@@ -89,8 +89,6 @@ class ArrayNamespaceInfo:
     """What ``functrans.numpy.__array_namespace_info__()`` returns: the
     devices, default dtypes, dtypes and capabilities of the namespace."""
 
-    __module__ = "functrans.numpy"
-
     def capabilities(self) -> dict[str, Any]:
         """Boolean indexing and data-dependent shapes are reported missing:
         they work on arrays and on tracers that carry values, but not under
