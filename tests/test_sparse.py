@@ -282,3 +282,13 @@ def test_error_bad_arguments():
         fsp.jacobian(rosenbrock, mode="sideways")
     with pytest.raises(ValueError, match="argnums value 2 is out of range"):
         fsp.hessian(rosenbrock, argnums=2)(np.ones(3))
+
+
+def test_empty_scalar_and_derivative_free():
+    assert fsp.hessian(lambda x: fnp.sum(x ** 2))(np.zeros(0)).shape == (0, 0)
+    assert fsp.hessian(lambda x: x ** 3)(2.0).toarray().tolist() == [[12.0]]
+    # Zero derivatives (floor, comparisons) store nothing; a linear function
+    # has an empty Hessian.
+    assert fsp.jacobian(fnp.floor)(np.ones(3)).nnz == 0
+    assert fsp.jacobian(lambda x: (x > 0).astype(float))(np.ones(3)).nnz == 0
+    assert fsp.hessian(lambda x: fnp.sum(3.0 * x[::-1]))(np.ones(3)).nnz == 0
