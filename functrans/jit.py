@@ -463,7 +463,7 @@ class _Jitted:
         elif self._compiler == "native" and not traced:
             from functrans.backends import native
 
-            lowering = native.lower(optimized)
+            lowering = native.lower(optimized, config.native_cache_dir)
             compiled = Compiled(lowering.jaxpr, self._name, own_outputs=True)
             return _Entry(optimized, compiled, out_tree, single, traced,
                           lowering.compile_seconds, tuple(lowering.sources))

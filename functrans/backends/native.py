@@ -55,7 +55,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from functrans import config
 from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, lookup_primitive
 from functrans.passes.fuse import fuse
 
@@ -255,17 +254,12 @@ _kernels: dict[tuple[str, str], Any] = {}  # (source, cache folder) -> Numba dis
 _kernels_lock = threading.Lock()
 
 
-def cache_dir() -> str:
-    """The folder of the on-disk kernel cache ("" when it is off)."""
-    return config.native_cache_dir
-
-
-def _load(source: str) -> Any:
+def _load(source: str, folder: str) -> Any:
     """The Numba dispatcher of ``source``, from memory, from the on-disk
-    cache, or newly made.  With the disk cache on, the source is written to
-    a file in the cache folder (named by its hash) and imported from there,
-    which is what lets Numba cache the machine code beside it."""
-    folder = cache_dir()
+    cache in ``folder`` ("" for none), or newly made.  With the disk cache
+    on, the source is written to a file in the folder (named by its hash)
+    and imported from there, which is what lets Numba cache the machine code
+    beside it."""
     key = (source, folder)
     with _kernels_lock:
         found = _kernels.get(key)
@@ -356,7 +350,7 @@ class _NativeCall:
         return self.name
 
 
-def _call(group: Jaxpr, name: str) -> tuple[Callable, str, float]:
+def _call(group: Jaxpr, name: str, folder: str = "") -> tuple[Callable, str, float]:
     """The Python function running ``group`` through its kernel (with the
     program's static shapes: broadcasting happens here), the kernel source,
     and the seconds spent compiling it (0 when it came from a cache)."""
@@ -371,7 +365,7 @@ def _call(group: Jaxpr, name: str) -> tuple[Callable, str, float]:
             kinds.append("broadcast")
     source = kernel_source(group, [k == "scalar" for k in kinds])
     start = time.perf_counter()
-    kernel = _load(source)
+    kernel = _load(source, folder)
     signature = _signature(group, kinds)
     if signature not in kernel.overloads:
         kernel.compile(signature)
@@ -413,8 +407,10 @@ class Lowering:
         self.jaxpr, self.sources, self.compile_seconds = jaxpr, sources, compile_seconds
 
 
-def lower(closed: ClosedJaxpr) -> Lowering:
-    """``closed`` with its native groups replaced by kernel calls."""
+def lower(closed: ClosedJaxpr, cache_dir: str = "") -> Lowering:
+    """``closed`` with its native groups replaced by kernel calls, whose
+    kernels are cached on disk in ``cache_dir`` ("" keeps them in memory
+    only; ``jit`` passes ``functrans.config.native_cache_dir``)."""
     fused = fuse(closed, fusible)
     fused_p = lookup_primitive("fused_elementwise")
     eqns: list[Eqn] = []
@@ -425,7 +421,7 @@ def lower(closed: ClosedJaxpr) -> Lowering:
             eqns.append(e)
             continue
         group = e.params["jaxpr"]
-        fn, source, spent = _call(group, f"native_{len(sources)}")
+        fn, source, spent = _call(group, f"native_{len(sources)}", cache_dir)
         sources.append(source)
         seconds += spent
         eqns.append(Eqn(_NativeCall(fn, source), e.inputs, e.outputs, {}))  # type: ignore[arg-type]
