@@ -357,25 +357,89 @@ def _scatter_gpu(x, updates, *indices, spec, mode):
 
 def _scatter_jvp(primals, tangents, *, spec, mode):
     """add/set are linear in (x, updates).  mul/min/max are differentiated
-    assuming the indexed positions are distinct (as JAX does)."""
+    exactly where index arrays repeat a position too: mul through the
+    product of the other updates met there (``_others_product``), min/max
+    by sharing the tangent equally among the values equal to the result
+    (the operand's and every update's), as ``reduce_max`` does."""
     x, u, *indices = primals
     tx, tu = tangents[:2]
     out = bind(scatter_p, x, u, *indices, spec=spec, mode=mode)
     aval = get_aval(out).strip_weak()
     if type(tx) is Zero and type(tu) is Zero or not is_inexact(aval.dtype):
         return out, Zero(aval)
+    if mode == "mul":  # symbolic zeros stay out: 0 * inf would make a NaN
+        return out, _scatter_mul_tangent(x, u, indices, tx, tu, aval, spec)
     tx = instantiate(Zero(aval)) if type(tx) is Zero else ew.fit(tx, aval)
     tu_aval = get_aval(u).update(dtype=aval.dtype)
     tu = instantiate(Zero(tu_aval)) if type(tu) is Zero else ew.fit(tu, tu_aval)
     if mode in ("add", "set"):
         return out, bind(scatter_p, tx, tu, *indices, spec=spec, mode=mode)
-    x_at = bind(gather_p, x, *indices, spec=spec)
-    if mode == "mul":
-        scaled = bind(scatter_p, tx, u, *indices, spec=spec, mode="mul")
-        return out, bind(scatter_p, scaled, ew.mul(x_at, tu), *indices, spec=spec, mode="add")
-    wins = ew.gt(u, x_at) if mode == "max" else ew.lt(u, x_at)
-    t_at = ew.select(wins, tu, bind(gather_p, tx, *indices, spec=spec))
-    return out, bind(scatter_p, tx, t_at, *indices, spec=spec, mode="set")
+    target = get_aval(bind(gather_p, x, *indices, spec=spec)).strip_weak()
+    u, tu = ew.fit(u, target), ew.fit(tu, target)
+
+    def add_at(values):  # sum of ``values`` (target-shaped) into each position of x
+        zeros = instantiate(Zero(aval))
+        return bind(scatter_p, zeros, values, *indices, spec=spec, mode="add")
+
+    def at(y):
+        return bind(gather_p, y, *indices, spec=spec)
+
+    x_wins, u_wins = _same(x, out), _same(u, at(out))
+    count = ew.add(_as(x_wins, aval.dtype), add_at(_as(u_wins, aval.dtype)))
+    zero = np.zeros((), aval.dtype)
+    total = ew.add(ew.select(x_wins, tx, zero), add_at(ew.select(u_wins, tu, zero)))
+    return out, ew.div(total, count)
+
+
+def _scatter_mul_tangent(x, u, indices, tx, tu, aval, spec):
+    """tx * prod(updates at p) + x * sum over the updates at p of tu times
+    the product of the others written there."""
+    terms = []
+    if type(tx) is not Zero:
+        terms.append(bind(scatter_p, ew.fit(tx, aval), u, *indices, spec=spec, mode="mul"))
+    if type(tu) is not Zero:
+        target = get_aval(bind(gather_p, x, *indices, spec=spec)).strip_weak()
+        u, tu = ew.fit(u, target), ew.fit(tu, target)
+        zeros = instantiate(Zero(aval))
+
+        def add_at(values):
+            return bind(scatter_p, zeros, values, *indices, spec=spec, mode="add")
+
+        def at(y):
+            return bind(gather_p, y, *indices, spec=spec)
+
+        others = _others_product(u, indices, add_at, at, aval, spec) if indices else 1.0
+        # x is gathered, not multiplied after the sum: an inf in x where no
+        # update lands would turn the zero there into a NaN.
+        terms.append(add_at(ew.mul(at(x), ew.mul(tu, others))))
+    return terms[0] if len(terms) == 1 else ew.add(*terms)
+
+
+def _same(a, b):
+    """a == b, NaN counting as equal to NaN (a NaN result is the NaN that made it)."""
+    return ew.or_(ew.eq(a, b), ew.and_(ew.ne(a, a), ew.ne(b, b)))
+
+
+def _as(mask, dtype):
+    return ew.convert_element_type(mask, dtype)
+
+
+def _others_product(u, indices, add_at, at, aval, spec):
+    """For each update, the product of the other updates written to its
+    position (1 where it is alone): the update's derivative factor in a
+    scatter-mul.  Zeros are counted, not divided by: with one zero at a
+    position the zero update's factor is the product of the rest and the
+    others' is 0; with two or more every factor is 0."""
+    dtype = aval.dtype
+    ones = np.ones((), dtype)
+    is_zero = ew.eq(u, np.zeros((), dtype))
+    nonzero = ew.select(is_zero, ones, u)
+    product = at(bind(scatter_p, ew.fit(ones, aval), nonzero, *indices, spec=spec, mode="mul"))
+    zeros_at = at(add_at(_as(is_zero, dtype)))
+    count_at = at(add_at(ew.fit(ones, get_aval(u))))
+    shared = ew.select(is_zero, ew.select(ew.eq(zeros_at, 1.0), product, 0.0),
+                       ew.select(ew.eq(zeros_at, 0.0), ew.div(product, nonzero), 0.0))
+    return ew.select(ew.eq(count_at, 1.0), ones, shared)
 
 
 def _scatter_transpose(ct, x, u, *indices, spec, mode):
