@@ -365,6 +365,18 @@ def test_the_disk_cache_can_be_turned_off(tmp_path, monkeypatch):
     assert not list(tmp_path.iterdir())
 
 
+@needs_numba
+def test_an_unwritable_cache_folder_warns_and_still_runs(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setattr(config, "native_cache_dir", str(blocker / "native"))
+    jf = ft.jit(lambda x: np.arccos(x) * x - 0.375, compiler="native")
+    x = np.linspace(-1, 1, 5)
+    with pytest.warns(RuntimeWarning, match="not cached on disk.*native_cache_dir"):
+        got = jf(x)
+    np.testing.assert_allclose(got, np.arccos(x) * x - 0.375, rtol=1e-15)
+
+
 # -- threads ----------------------------------------------------------------------------
 
 
