@@ -126,3 +126,13 @@ def test_tridiagonal_three_colours_and_mode_choice():
 def test_spy():
     text = fsp.spy(fsp.hessian_sparsity(rosenbrock)(np.ones(8)), rows=8, cols=8)
     assert text.splitlines()[0] == "##......" and text.splitlines()[-1] == "......##"
+
+
+def test_dense_rows_get_colours_of_their_own():
+    def arrows(x):  # x[0] and x[-1] meet every element: two dense rows
+        return x[0] * fnp.sum(fnp.sin(x[1:])) + x[-1] * fnp.sum(x[:-1] ** 2) + fnp.sum(x ** 4)
+
+    x = RNG.uniform(0.2, 1.0, 60)
+    h = fsp.hessian(arrows)
+    assert h.plan(x).n_colours == 3  # a distance-2 colouring needs 60
+    np.testing.assert_allclose(h(x).toarray(), ft.hessian(arrows)(x), rtol=1e-12, atol=1e-12)

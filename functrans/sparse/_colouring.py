@@ -6,9 +6,10 @@ candidate, no Python loop over vertices.
   columns' entries separately (forward mode; reverse mode colours the rows,
   the columns of ``p.T``).
 * ``hessian_colouring(p)``: a colouring of a symmetric pattern that every
-  entry can be read from directly (``star_recovery`` reads it).  It is a
-  distance-2 colouring, which is a star colouring: every path on four
-  vertices gets at least three colours.
+  entry can be read from directly (``star_recovery`` reads it): a star
+  colouring (every path on four vertices gets at least three colours), made
+  of a distance-2 colouring of the pattern without its densest vertices,
+  which get colours of their own.
 
 Two strategies, the fewer colours winning: the cyclic colouring ``j mod k``
 in natural order for the smallest valid ``k`` from the lower bound (the
@@ -52,10 +53,45 @@ def column_colouring(p) -> np.ndarray:
     return greedy
 
 
+#: How many of the densest vertices ``hessian_colouring`` may set apart.
+MAX_HUBS = 64
+
+
 def hessian_colouring(p) -> np.ndarray:
     """A colour per column of the symmetric pattern ``p`` such that
-    ``star_recovery`` finds every entry (see the module docstring)."""
-    return column_colouring(p)
+    ``star_recovery`` finds every entry (see the module docstring).
+
+    A vertex of degree ``d`` forces ``d`` colours on a distance-2 colouring
+    (an arrowhead pattern needs ``n``), but a star colouring can give it a
+    colour of its own and colour the rest without it: an entry in its row or
+    column is then read where it is alone with its colour, and the others
+    as before.  So the densest vertices (1, 2, 4 ... of them, while they have
+    more neighbours than half the colours of the best colouring so far) are
+    tried as such hubs where they stand out (more than twice the median
+    degree), and the fewest colours win (2 for an arrowhead)."""
+    p = sp.csr_array(p, dtype=bool)
+    best = column_colouring(p)
+    n = p.shape[0]
+    if n == 0:
+        return best
+    degree = np.diff(p.indptr)
+    order = np.argsort(-degree, kind="stable")
+    rows, cols = row_indices(p), p.indices
+    typical = 2 * float(np.median(degree))
+    k = 1
+    while (k <= min(MAX_HUBS, n - 1) and degree[order[k - 1]] > typical
+           and degree[order[k - 1]] > (best.max() + 1) / 2):
+        keep = np.ones(n, bool)
+        keep[order[:k]] = False
+        inside = keep[rows] & keep[cols]
+        rest = _csr_bool(sp.coo_array((np.ones(int(inside.sum()), bool),
+                                       (rows[inside], cols[inside])), shape=p.shape))
+        colours = column_colouring(rest) if rest.nnz else np.zeros(n, np.int64)
+        colours[order[:k]] = colours.max() + 1 + np.arange(k)
+        if colours.max() < best.max():
+            best = colours
+        k *= 2
+    return best
 
 
 def _cyclic(rows: np.ndarray, cols: np.ndarray, lower: int, n: int) -> np.ndarray | None:
