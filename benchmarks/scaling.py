@@ -188,3 +188,71 @@ def workloads() -> list[Workload]:
     out.append(_property_workload())
     out.append(_memory_workload())
     return out
+
+
+def _cpu_seconds(fn, *args) -> float:
+    start = time.process_time()
+    fn(*args)
+    return time.process_time() - start
+
+
+def measure_scaling(steps_list=(250, 1000, 3000, 6000), repeats: int = 3) -> list[dict]:
+    """CPU seconds (median of ``repeats``) of eager ``grad`` of the loop at
+    each size: a first call (new constant) and a repeated call, for
+    functrans and, where importable, autograd.  CPU time, not wall time: the
+    figures behind docs/jit.md's plot were taken on a shared machine."""
+    import statistics
+
+    import functrans as ft
+    import functrans.numpy as fnp
+
+    x = np.linspace(-1.0, 1.0, N)
+    ag = _peers.autograd()
+    fresh = itertools.count(1)
+    rows = []
+    for steps in steps_list:
+        g = ft.grad(_loop(fnp, steps))
+        g(x)
+        g(x)
+        row = {"steps": steps, "eqns": 4 * steps + 1}
+        samples: dict[str, list[float]] = {"first": [], "repeat": [], "autograd": []}
+        for _ in range(repeats):
+            new = ft.grad(_loop(fnp, steps, 0.9 + next(fresh) * 1e-12))
+            samples["first"].append(_cpu_seconds(new, x))
+            samples["repeat"].append(_cpu_seconds(g, x))
+            if ag is not None:
+                samples["autograd"].append(_cpu_seconds(ag.autograd.grad(_loop(ag.anp, steps)), x))
+        row.update({k: statistics.median(v) for k, v in samples.items() if v})
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
+def plot(rows: list[dict], path: str) -> None:
+    """Microseconds per equation against program size (log x), as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=110)
+    eqns = [r["eqns"] for r in rows]
+    labels = {"first": "functrans grad, first call", "repeat": "functrans grad, repeated call",
+              "autograd": "HIPS autograd grad"}
+    for key, label in labels.items():
+        if all(key in r for r in rows):
+            ax.plot(eqns, [r[key] * 1e6 / r["eqns"] for r in rows], marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("equations in the traced program (tanh loop, f64[16])")
+    ax.set_ylabel("CPU us per equation")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+if __name__ == "__main__":
+    import sys
+
+    plot(measure_scaling(), sys.argv[1] if len(sys.argv) > 1 else "scaling.png")
