@@ -13,7 +13,7 @@ import functrans as ft
 import functrans.numpy as fnp
 import functrans.sparse as fsp
 from functrans import lax
-from functrans.errors import ConcretizationError, DTypeError, ShapeError
+from functrans.errors import ConcretizationError, DTypeError, FunctransError, ShapeError
 from tests._programs import dataflow, run_dataflow
 
 N = 7
@@ -292,3 +292,10 @@ def test_empty_scalar_and_derivative_free():
     assert fsp.jacobian(fnp.floor)(np.ones(3)).nnz == 0
     assert fsp.jacobian(lambda x: (x > 0).astype(float))(np.ones(3)).nnz == 0
     assert fsp.hessian(lambda x: fnp.sum(3.0 * x[::-1]))(np.ones(3)).nnz == 0
+
+
+def test_error_nearly_dense_pattern():
+    with pytest.raises(FunctransError, match=r"sparse.jacobian_sparsity\(<lambda>\): sparsity "
+                                             r"detection: 'cumsum' along an axis of 20000 "
+                                             r"would hold 2e\+08 .* use the dense transforms"):
+        fsp.jacobian_sparsity(lambda x: fnp.cumsum(x))(np.ones(20000))

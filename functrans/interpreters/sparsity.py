@@ -48,6 +48,7 @@ from functrans.core import (
     rule_factory,
     trace_to_jaxpr,
 )
+from functrans.errors import FunctransError
 
 # --------------------------------------------------------------------------
 # The rule vocabulary
@@ -128,6 +129,20 @@ def _sp():
     import scipy.sparse  # lazily: SciPy is an optional dependency (functrans[scipy])
 
     return scipy.sparse
+
+
+#: The most dependences one value may hold (element, input element pairs):
+#: past it, the pattern is effectively dense and detection stops with an error.
+MAX_DEPENDENCES = 100_000_000
+
+
+def too_dense(what: str, count: float) -> FunctransError:
+    return FunctransError(
+        f"sparsity detection: {what} would hold {count:.3g} (element, input element) "
+        f"dependences, more than {MAX_DEPENDENCES:.0e}: its pattern is (nearly) dense, so "
+        "sparse derivatives cannot pay; use the dense transforms (functrans.hessian, "
+        "jacfwd, jacrev) or hvp"
+    )
 
 
 class Pattern:
@@ -236,7 +251,11 @@ class SparsityDetection:
                 gs.append(None)
                 continue
             if mp is DENSE:
-                g = self.broadcast_row(self.union_row(x.deps), m_out)
+                row = self.union_row(x.deps)
+                if float(m_out) * row.nnz > MAX_DEPENDENCES:
+                    raise too_dense(f"'{prim.name}' (every output element on every operand "
+                                    "element)", float(m_out) * row.nnz)
+                g = self.broadcast_row(row, m_out)
             elif type(mp) is Gather:
                 g = x.deps if mp.src is None else _take_rows(x.deps, mp.src)
             else:
@@ -595,6 +614,10 @@ def dot_general_sparsity(ins: list[Pattern], *, dimension_numbers, **params) -> 
     bs, ls, rs = [a[i] for i in lb], [a[i] for i in lf], [b[i] for i in rf]
     cs = [a[i] for i in lc]
     sizes = tuple(bs + ls + rs + cs)
+    count = float(np.prod(sizes, dtype=np.float64))
+    if count > MAX_DEPENDENCES:
+        raise too_dense(f"'dot_general' of {ins[0].aval.str_short()} and "
+                        f"{ins[1].aval.str_short()} ({count:.3g} terms)", count)
     lhs = flat_index(a).transpose(tuple(lb) + tuple(lf) + tuple(lc))
     lhs = lhs.reshape(tuple(bs + ls) + (1,) * len(rs) + tuple(cs))
     rhs = flat_index(b).transpose(tuple(rb) + tuple(rf) + tuple(rc))
@@ -811,6 +834,9 @@ def cumulative_sparsity(second: Any = NONE) -> RuleFactory:
             length = shape[axis] if shape else 1
             lanes = np.moveaxis(flat_index(shape), axis, -1).reshape(-1, length) \
                 if shape else flat_index(shape).reshape(1, 1)
+            count = float(lanes.shape[0]) * length * (length + 1) / 2
+            if count > MAX_DEPENDENCES:
+                raise too_dense(f"'{prim.name}' along an axis of {length}", count)
             later, earlier = np.tril_indices(length)  # output position, input position
             if reverse:
                 later, earlier = earlier, later

@@ -19,8 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from functrans import api, core
-from functrans.errors import ConcretizationError, DTypeError, ShapeError
-from functrans.interpreters.sparsity import detect
+from functrans.errors import ConcretizationError, DTypeError, FunctransError, ShapeError
+from functrans.interpreters import sparsity
 from functrans.jit import jit
 from functrans.passes.dce import dce_closed
 from functrans.sparse._colouring import (
@@ -117,7 +117,7 @@ class SparseDerivative:
     def _make_plan(self, nums: tuple[int, ...], avals: tuple) -> SparsePlan:
         dtype = _check_inputs(self.label, nums, avals)
         closed = trace(self.label, self.fun, avals, hessian=self.kind == "hessian")
-        jac, hess = detect(closed, [i in nums for i in range(len(avals))],
+        jac, hess = detect(self.label, closed, [i in nums for i in range(len(avals))],
                            hessian=self.kind == "hessian")
         sizes = [avals[i].size for i in nums]
         shapes = [avals[i].shape for i in nums]
@@ -248,6 +248,14 @@ def trace(label: str, f: Callable, avals: Sequence[Any], hessian: bool = False):
     return dce_closed(closed)
 
 
+def detect(label: str, closed, diff: list[bool], hessian: bool = False):
+    """``sparsity.detect``, its errors prefixed with the transform and function."""
+    try:
+        return sparsity.detect(closed, diff, hessian=hessian)
+    except FunctransError as err:
+        raise type(err)(f"{label}: {err}") from None
+
+
 def _is_array(x) -> bool:
     return isinstance(x, (core.Tracer, np.ndarray, np.generic, int, float, bool, complex))
 
@@ -308,7 +316,7 @@ def jacobian_sparsity(f: Callable, argnums: int | Sequence[int] = 0) -> Callable
         avals = tuple(core.get_aval(a) for a in args)
         _check_inputs(label, nums, avals)
         closed = trace(label, f, avals)
-        jac, _ = detect(closed, [i in nums for i in range(len(args))])
+        jac, _ = detect(label, closed, [i in nums for i in range(len(args))])
         return jac
 
     return pattern
@@ -326,7 +334,7 @@ def hessian_sparsity(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         avals = tuple(core.get_aval(a) for a in args)
         _check_inputs(label, nums, avals)
         closed = trace(label, f, avals, hessian=True)
-        _, hess = detect(closed, [i in nums for i in range(len(args))], hessian=True)
+        _, hess = detect(label, closed, [i in nums for i in range(len(args))], hessian=True)
         return hess
 
     return pattern
