@@ -1526,7 +1526,7 @@ class CacheInfo(typing.NamedTuple):
     equations: int = 0
 
 
-def program_cache(maxsize: int, max_equations: int) -> Callable[[Callable], Callable]:
+def program_cache(maxsize: int, max_equations: int) -> Callable[[Callable], ProgramCache]:
     """``functools.lru_cache(maxsize)`` for a function whose first argument is
     a program (``ClosedJaxpr``), bounded as well by the equations of the
     programs it is keyed on: a cached transform keeps a few times its key's
@@ -1537,47 +1537,50 @@ def program_cache(maxsize: int, max_equations: int) -> Callable[[Callable], Call
     alone is over ``max_equations``.  Thread-safe; ``cache_info()`` and
     ``cache_clear()`` as for ``lru_cache``."""
 
-    def decorate(fn: Callable) -> Callable:
-        entries: dict[tuple, tuple[Any, int]] = {}  # insertion order is recency order
-        lock = threading.Lock()
-        counts = {"hits": 0, "misses": 0, "equations": 0}
+    return lambda fn: ProgramCache(fn, maxsize, max_equations)
 
-        def cached(*args):
-            with lock:
-                found = entries.pop(args, None)
-                if found is not None:
-                    entries[args] = found
-                    counts["hits"] += 1
-                    return found[0]
-                counts["misses"] += 1
-            result = fn(*args)
-            size = len(args[0].eqns)
-            with lock:
-                if args not in entries:
-                    entries[args] = (result, size)
-                    counts["equations"] += size
-                while len(entries) > 1 and (len(entries) > maxsize
-                                            or counts["equations"] > max_equations):
-                    oldest = next(iter(entries))
-                    counts["equations"] -= entries.pop(oldest)[1]
-            return result
 
-        def cache_info() -> CacheInfo:
-            with lock:
-                return CacheInfo(counts["hits"], counts["misses"], maxsize, len(entries),
-                                 counts["equations"])
+class ProgramCache:
+    """A function cached by ``program_cache``."""
 
-        def cache_clear() -> None:
-            with lock:
-                entries.clear()
-                counts.update(hits=0, misses=0, equations=0)
+    def __init__(self, fn: Callable, maxsize: int, max_equations: int):
+        self._fn = fn
+        self._maxsize = maxsize
+        self._max_equations = max_equations
+        self._entries: dict[tuple, tuple[Any, int]] = {}  # insertion order is recency order
+        self._lock = threading.Lock()
+        self._hits = self._misses = self._equations = 0
+        functools.update_wrapper(self, fn)
 
-        functools.update_wrapper(cached, fn)
-        cached.cache_info = cache_info  # type: ignore[attr-defined]
-        cached.cache_clear = cache_clear  # type: ignore[attr-defined]
-        return cached
+    def __call__(self, *args):
+        entries = self._entries
+        with self._lock:
+            found = entries.pop(args, None)
+            if found is not None:
+                entries[args] = found
+                self._hits += 1
+                return found[0]
+            self._misses += 1
+        result = self._fn(*args)
+        size = len(args[0].eqns)
+        with self._lock:
+            if args not in entries:
+                entries[args] = (result, size)
+                self._equations += size
+            while len(entries) > 1 and (len(entries) > self._maxsize
+                                        or self._equations > self._max_equations):
+                self._equations -= entries.pop(next(iter(entries)))[1]
+        return result
 
-    return decorate
+    def cache_info(self) -> CacheInfo:
+        with self._lock:
+            return CacheInfo(self._hits, self._misses, self._maxsize, len(self._entries),
+                             self._equations)
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._hits = self._misses = self._equations = 0
 
 
 def fun_name(f: Callable) -> str:

@@ -5,6 +5,7 @@ generating code for it (an interpreter that must give what the code gives)."""
 from __future__ import annotations
 
 import gc
+import warnings
 
 import numpy as np
 import pytest
@@ -209,3 +210,15 @@ def test_the_caches_of_transformed_and_compiled_programs_are_bounded_by_equation
     for cache in (linearize_jaxpr, _without_first_output, transpose_jaxpr, host.compiled,
                   host.compiled_body, host._runner):
         assert isinstance(cache.cache_info(), core.CacheInfo)
+
+
+def test_with_debug_nans_on_a_first_run_is_checked_too():
+    closed = _closed(lambda x: fnp.log(x) * 2.0, np.ones(2))
+    ft.config.update("debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError, match="'log' produced NaN"), \
+                np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            core.run_jaxpr(closed, [np.array([-1.0, 1.0])])
+    finally:
+        ft.config.update("debug_nans", False)

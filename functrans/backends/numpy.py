@@ -213,10 +213,10 @@ class HostBackend:
         programs once, or call after call, as their caches hand them back)."""
         cell = _runner(closed)
         fn = cell[0]
-        if fn is None:
+        if fn is None and core.value_checks == (False, False):
             cell[0] = interpret
             return interpret(closed, args)
-        if fn is interpret:
+        if fn is None or fn is interpret:  # debug_nans/debug_infs: generated code checks
             fn = cell[0] = compiled(closed).fn
         return fn(*args)
 
@@ -226,7 +226,7 @@ class HostBackend:
 
 core.host_backend = HostBackend()
 # Programs generated with or without the checks of debug_nans go when those change.
-core.on_value_checks += [compiled.cache_clear, compiled_body.cache_clear]
+core.on_value_checks += [compiled.cache_clear, compiled_body.cache_clear, _runner.cache_clear]
 
 
 #: The names generated code gives its own values: operations ``f0``,
