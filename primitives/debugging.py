@@ -1,4 +1,5 @@
-"""``debug_print``: the one primitive with an effect (``Primitive.effect``).
+"""``debug_print``: a primitive with an effect (``Primitive.effect``, as the
+collectives have).
 
 It has no results; it prints its operands, formatted, each time the program
 holding it runs: eagerly at once, under ``jit`` at every call, under ``grad``
