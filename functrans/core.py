@@ -254,7 +254,8 @@ class Jaxpr:
     can key a cache.
     """
 
-    __slots__ = ("constvars", "invars", "outvars", "eqns", "_key", "_hash", "_effect")
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "_key", "_hash", "_lines",
+                 "_effect")
 
     def __init__(self, constvars, invars, outvars, eqns):
         self.constvars = tuple(constvars)
@@ -263,6 +264,7 @@ class Jaxpr:
         self.eqns = tuple(eqns)
         self._key = None
         self._hash = None
+        self._lines = False  # whether _key holds the equations' sources
         self._effect: bool | None = None
 
     @property
@@ -288,8 +290,12 @@ class Jaxpr:
         tuples are equal programs.  One tuple, not a few per equation: a cached
         program of 10^5 equations keeps 10^5 fewer objects for the garbage
         collector to walk (a full collection over the nested form took 1.7 s
-        after three sizes of a 12k-equation loop program)."""
-        if self._key is None:
+        after three sizes of a 12k-equation loop program).  While
+        ``debug_nans`` or ``debug_infs`` is on the tuple holds each equation's
+        source too; a key memoised in the other state is made again."""
+        if self._key is None or self._lines is not _checking:
+            self._lines = _checking
+            self._hash = None
             ids: dict[int, int] = {}
             key: list[Any] = []
             add, extend = key.append, key.extend
@@ -326,7 +332,7 @@ class Jaxpr:
         return type(other) is Jaxpr and (self is other or self._structure() == other._structure())
 
     def __hash__(self):
-        if self._hash is None:
+        if self._hash is None or self._lines is not _checking:
             self._hash = hash(self._structure())
         return self._hash
 
@@ -1387,7 +1393,7 @@ on_value_checks: list[Callable[[], None]] = []
 def set_value_checks(nans: bool, infs: bool) -> None:
     global value_checks, _checking
     value_checks = (bool(nans), bool(infs))
-    _checking = nans or infs
+    _checking = value_checks != (False, False)
     for clear in on_value_checks:
         clear()
 
