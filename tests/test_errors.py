@@ -31,6 +31,8 @@ HIERARCHY = {
     errors.DeviceError: (ValueError,),
     errors.GPUUnavailableError: (RuntimeError,),
     errors.KernelCompileError: (RuntimeError,),
+    errors.UnboundAxisError: (NameError,),
+    errors.CollectiveTimeoutError: (TimeoutError,),
 }
 
 
