@@ -2,6 +2,8 @@
 their patterns never miss a nonzero, on random and real programs; jit,
 float32, n-D inputs, several argnums; the errors."""
 
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -299,3 +301,14 @@ def test_error_nearly_dense_pattern():
                                              r"detection: 'cumsum' along an axis of 20000 "
                                              r"would hold 2e\+08 .* use the dense transforms"):
         fsp.jacobian_sparsity(lambda x: fnp.cumsum(x))(np.ones(20000))
+
+
+def test_without_scipy_the_error_names_the_extra():
+    code = ("import sys; sys.modules['scipy'] = None\n"
+            "import functrans\n"
+            "try:\n    functrans.sparse\n"
+            "except ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert "functrans.sparse needs SciPy, which is not installed: pip install " \
+           "functrans[scipy]" in out.stdout, out.stderr
