@@ -14,7 +14,7 @@ import pytest
 
 import functrans as ft
 import functrans.numpy as fnp
-from functrans import config
+from functrans import config, lax
 from functrans.backends import native
 from functrans.jit import JitCacheMiss
 
@@ -289,6 +289,63 @@ def test_gradients_and_transforms_of_a_native_function():
     jf = ft.jit(lambda x: np.sin(x) * x + x * x, compiler="native")
     np.testing.assert_allclose(ft.grad(lambda x: fnp.sum(jf(x)))(x), ft.grad(f)(x))
     np.testing.assert_allclose(ft.vmap(jf)(x.reshape(3, 3)), jf(x).reshape(3, 3))
+
+
+# -- scan loops ----------------------------------------------------------------------------
+
+
+def _rnn_loss(w, xs):
+    def step(h, x):
+        h = np.tanh(w @ h + x)
+        return h, h
+
+    return fnp.sum(lax.scan(step, np.zeros(w.shape[0]), xs)[1])
+
+
+@needs_numba
+def test_a_scan_and_its_reverse_sweep_are_native_loops():
+    rng = np.random.default_rng(0)
+    w, xs = rng.standard_normal((4, 4)) / 2, rng.standard_normal((30, 4))
+    g = ft.jit(ft.grad(_rnn_loss), compiler="native")
+    loops = [src for src in g.lower(w, xs).native_sources if "for step in range(length)" in src]
+    assert len(loops) == 2  # the forward scan and the transposed one
+    np.testing.assert_allclose(g(w, xs), ft.jit(ft.grad(_rnn_loss))(w, xs), rtol=1e-13)
+    np.testing.assert_allclose(g(w.T, xs), ft.grad(_rnn_loss)(w.T, xs), rtol=1e-13)
+
+
+@needs_numba
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_scan_carries_scalars_swaps_and_literals(reverse, n):
+    def f(a, xs):
+        def step(c, x):
+            s, t, k = c
+            return (t, s * x + 1.0, k + 1), (s - x, 2.0, k)
+
+        return lax.scan(step, (a, a * 2.0, 0), xs, reverse=reverse)
+
+    xs = np.linspace(-1.0, 1.0, n)
+    want = ft.jit(f)(1.5, xs)
+    got = ft.jit(f, compiler="native")(1.5, xs)
+    assert any("for step" in s for s in ft.jit(f, compiler="native").lower(1.5, xs)
+               .native_sources)
+    for a, b in zip(ft.tree_util.tree_leaves(want), ft.tree_util.tree_leaves(got)):
+        assert type(b) is np.ndarray and _bits_equal(a, b)
+
+
+@needs_numba
+def test_a_scan_body_without_a_native_form_stays_numpy():
+    def f(xs):
+        def step(c, x):
+            return c + fnp.sum(fnp.sort(x)), c
+
+        return lax.scan(step, 0.0, xs)
+
+    xs = np.arange(12.0).reshape(4, 3)[:, ::-1]
+    lowered = ft.jit(f, compiler="native").lower(xs)
+    assert not any("for step" in s for s in lowered.native_sources)
+    for a, b in zip(ft.jit(f)(xs), ft.jit(f, compiler="native")(xs)):
+        assert _bits_equal(a, b)
 
 
 # -- compiled per dtype and rank, never per shape ----------------------------------
