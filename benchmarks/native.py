@@ -7,8 +7,8 @@ meant for, beside the NumPy tier and JAX's jit, and what its first call costs.
   Rosenbrock function (forward over reverse), x: f64[1e5] (elementwise
   groups between slices and pads);
 * ``native.scan_rnn_grad``: the gradient through a 1,000-step ``lax.scan``
-  recurrence on f64[16] (loop bodies have no native lowering yet: the
-  native tier runs them as the NumPy tier does);
+  recurrence on f64[16] (both scans, forward and reverse, are native
+  loops);
 * ``native.first_call``: the first call of ``jit(grad)`` at n=1e3 in a fresh
   process: the NumPy tier, the native tier with an empty kernel cache
   (``cold``) and with the kernels on disk from an earlier process

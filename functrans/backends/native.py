@@ -1,15 +1,17 @@
 """The native tier of ``jit`` (``jit(f, compiler="native")``): fused
-elementwise groups compiled to machine code with Numba, every other equation
-run by the NumPy tier inside the same program.
+elementwise groups and scan loops compiled to machine code with Numba,
+every other equation run by the NumPy tier inside the same program.
 
 ``lower`` takes the optimised Jaxpr, fuses the equations Numba can compute
 exactly as NumPy does (``native_ufunc``) with the fusion pass, and replaces
 each group by a call of one Numba kernel: a loop nest over the group's
 shape that reads each operand once, keeps the intermediates in registers
-and writes only the values used outside the group.  The rest of the
-program (reductions, shape operations, control flow, whatever has no native
-lowering) stays NumPy calls in the straight-line code the NumPy backend
-generates: a graph split, never an error.
+and writes only the values used outside the group.  A ``scan`` whose body
+has an array-level native form becomes one kernel holding the step loop
+(see "scan loops" below).  The rest of the program (reductions, shape
+operations, other control flow, whatever has no native lowering) stays
+NumPy calls in the straight-line code the NumPy backend generates: a graph
+split, never an error.
 
 Numerics.  A group member is the NumPy ufunc its primitive declares
 (``numpy_fn``, or the ufunc its ``numpy_kernel`` picks for its params),
