@@ -1359,7 +1359,12 @@ def in_jit() -> bool:
 def bind(prim: Primitive, *args, **params):
     """Apply ``prim`` to ``args``: at once if no operand is a tracer (with
     NumPy, or with the backend of a device array among them), otherwise by
-    recording an equation into the innermost trace."""
+    recording an equation into the innermost trace.  An equation with an
+    effect and no results (a print) is recorded whenever a trace is active,
+    operands traced or not: there is nothing to compute while tracing, and
+    the effect belongs to the runs of the program being traced (a print of
+    constants in a loop body prints at each step, a transform re-emitting
+    the body keeps it)."""
     other = False
     for x in args:
         if type(x) is not np.ndarray:  # NumPy arrays take the fast path
@@ -1369,6 +1374,9 @@ def bind(prim: Primitive, *args, **params):
                     raise _leaked(x)
                 return stack[-1].process(prim, args, params)
             other = True
+    if prim.effect and _state.stack and not _abstract_eval(
+            prim, [get_aval(x) for x in args], params):
+        return _state.stack[-1].process(prim, args, params)
     out = apply_impl(prim, args, params) if other else prim.impl(*args, **params)
     if _checking:
         check_values(prim, out if prim.multiple_results else (out,), user_source())

@@ -17,8 +17,6 @@ from __future__ import annotations
 import string
 from typing import Any
 
-from functrans import core
-from functrans.core import Tracer
 from functrans.primitives.debugging import debug_print_p
 from functrans.tree_util import tree_flatten
 
@@ -60,11 +58,7 @@ def print(fmt: str, *args: Any, **kwargs: Any) -> None:  # noqa: A001  (JAX's na
         else:
             operands.append(x)
     params = dict(fmt=fmt, tree=tree, statics=tuple(statics), batch=())
-    trace = core.current_trace()
-    if trace is not None and not any(isinstance(x, Tracer) for x in operands):
-        trace.process(debug_print_p, operands, params)  # staged: printed when the program runs
-    else:
-        debug_print_p.bind(*operands, **params)
+    debug_print_p.bind(*operands, **params)  # under a trace: printed when the program runs
 
 
 def _check_fields(fmt: str, n_args: int, kwargs: dict) -> None:
