@@ -69,8 +69,13 @@ def _check_fields(fmt: str, n_args: int, kwargs: dict) -> None:
         fields = [f for _, f, _, _ in string.Formatter().parse(fmt) if f is not None]
     except ValueError as e:
         raise ValueError(f"functrans.debug.print: bad format string {fmt!r}: {e}") from None
-    for field in fields:
-        key = field.split(".")[0].split("[")[0]
+    keys = [field.split(".")[0].split("[")[0] for field in fields]
+    if "" in keys and any(k.isdigit() for k in keys):
+        raise ValueError(
+            f"functrans.debug.print: the format {fmt!r} mixes automatic fields ({{}}) with "
+            "numbered ones ({0}); number them all or none"
+        )
+    for key in keys:
         if key == "":
             key, auto = str(auto), auto + 1
         if key.isdigit():
