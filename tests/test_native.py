@@ -47,7 +47,7 @@ def _both(f, *args):
 
 
 def _kernel(src: str):
-    return native._kernels[(src, config.native_cache_dir)]
+    return native.cache._kernels[(src, config.native_cache_dir)]
 
 
 # -- choosing the tier ---------------------------------------------------------
@@ -399,7 +399,8 @@ _PROGRAM = textwrap.dedent("""
     x = np.linspace(-1, 1, 5)
     np.testing.assert_allclose(f(x), np.arcsinh(x) * x - 0.25 * x, rtol=1e-15)
     (source,) = f.lower(x).native_sources
-    print(sum(native._kernels[(source, ft.config.native_cache_dir)].stats.cache_hits.values()))
+    kernel = native.cache._kernels[(source, ft.config.native_cache_dir)]
+    print(sum(kernel.stats.cache_hits.values()))
 """)
 
 

@@ -1,0 +1,136 @@
+"""The native tier of ``jit`` (``jit(f, compiler="native")``): fused
+elementwise groups and scan loops compiled to machine code with Numba,
+every other equation run by the NumPy tier inside the same program.
+
+``lower`` takes the optimised Jaxpr, fuses the equations Numba can compute
+exactly as NumPy does (``native_ufunc``) with the fusion pass, and replaces
+each group by a call of one Numba kernel: a loop nest over the group's
+shape that reads each operand once, keeps the intermediates in registers
+and writes only the values used outside the group.  A ``scan`` whose body
+has an array-level native form becomes one kernel holding the step loop
+(see "scan loops" below).  The rest of the program (reductions, shape
+operations, other control flow, whatever has no native lowering) stays
+NumPy calls in the straight-line code the NumPy backend generates: a graph
+split, never an error.
+
+Numerics.  A group member is the NumPy ufunc its primitive declares
+(``numpy_fn``, or the ufunc its ``numpy_kernel`` picks for its params),
+called on scalars inside the loop: Numba compiles a ufunc's scalar loop
+from the same C semantics as NumPy's (NaN, inf, the sign of zero, integer
+division by zero giving 0, wrapping integer overflow).  Each operand is cast
+to the loop NumPy itself would pick (``ufunc.resolve_dtypes``, Python
+scalars weak as under NEP 50) and each result to the equation's dtype, so
+Numba's own promotion rules never apply.  No fastmath.  Complex numbers and
+the few loops where Numba's scalar code differs from NumPy's
+(``_DIFFERENT``) are left to NumPy.  Two differences remain, both within
+IEEE 754's latitude: transcendental functions come from the C library where
+NumPy may use its own vectorised code (a few ulp apart, never at NaN, the
+infinities or zeros), and LLVM folds negations into arithmetic, so the sign
+bit of a NaN that arithmetic produces may differ.
+
+Compiled per dtype and rank, never per shape.  A kernel's source depends on
+the group's operations, dtypes, literals and ranks only: the output shape
+is an argument, and operands of a smaller shape arrive as broadcast views
+of the full rank.  Numba specialises a kernel on its argument types (dtype,
+rank, memory layout), so one program traced at many shapes compiles each
+kernel once per rank.  Kernels are kept in memory by source, and on disk in
+Numba's cache under ``functrans.config.native_cache_dir`` (a user cache
+folder by default, ``FUNCTRANS_NATIVE_CACHE_DIR`` overrides it; an empty
+string keeps kernels in memory only): a new process loads a kernel in a few
+milliseconds instead of compiling it again.
+
+Numba is imported on the first native lowering, never by ``import functrans``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Callable
+
+from functrans.backends.native.elementwise import _call, fusible, kernel_source, native_ufunc
+from functrans.backends.native.loops import _scan_call, scan_source
+from functrans.core import ClosedJaxpr, Eqn, Jaxpr, lookup_primitive
+from functrans.passes.fuse import fuse
+
+__all__ = ["NativeUnavailableError", "available", "check_available", "fusible", "kernel_source",
+           "lower", "native_ufunc", "scan_source"]
+
+INSTALL_HINT = "install Numba: pip install 'functrans[native]' (or pip install numba)"
+
+
+class NativeUnavailableError(ImportError):
+    """``compiler="native"`` without Numba installed."""
+
+
+def available() -> bool:
+    """Whether Numba can be imported (checked without importing it)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def check_available(label: str) -> None:
+    """Raise ``NativeUnavailableError`` for ``label`` (``jit(f)``) without Numba."""
+    if not available():
+        raise NativeUnavailableError(
+            f"{label}: compiler='native' needs Numba, which is not installed; {INSTALL_HINT}, "
+            "or use compiler='numpy'"
+        )
+
+
+class _NativeCall:
+    """The operation standing for one kernel call in the program the NumPy
+    backend generates: it reads ``numpy_fn`` (with no params) and calls it
+    with the group's inputs; the results are the kernel's new arrays."""
+
+    name = "native_kernel"
+    multiple_results = True
+    numpy_kernel = None
+
+    def __init__(self, fn: Callable, source: str):
+        self.numpy_fn = self.impl = fn
+        self.source = source
+
+    def __repr__(self):
+        return self.name
+
+
+class Lowering:
+    """``lower``'s result: ``jaxpr``, the program with its native groups as
+    kernel calls (for the NumPy backend to generate code from); ``sources``,
+    the kernels' Numba source; ``compile_seconds``, the time spent compiling
+    or loading them."""
+
+    def __init__(self, jaxpr: ClosedJaxpr, sources: list[str], compile_seconds: float):
+        self.jaxpr, self.sources, self.compile_seconds = jaxpr, sources, compile_seconds
+
+
+def lower(closed: ClosedJaxpr, cache_dir: str = "") -> Lowering:
+    """``closed`` with its native groups replaced by kernel calls, whose
+    kernels are cached on disk in ``cache_dir`` ("" keeps them in memory
+    only; ``jit`` passes ``functrans.config.native_cache_dir``)."""
+    fused = fuse(closed, fusible)
+    fused_p = lookup_primitive("fused_elementwise")
+    eqns: list[Eqn] = []
+    sources: list[str] = []
+    seconds = 0.0
+    scan_p = lookup_primitive("scan")
+    for e in fused.jaxpr.eqns:
+        if e.primitive is scan_p:
+            found = _scan_call(e, f"native_{len(sources)}", cache_dir)
+            if found is not None:
+                fn, source, spent = found
+                sources.append(source)
+                seconds += spent
+                eqns.append(Eqn(_NativeCall(fn, source), e.inputs, e.outputs,  # type: ignore[arg-type]
+                                {}))
+                continue
+        if e.primitive is not fused_p or not all(fusible(m) for m in e.params["jaxpr"].eqns):
+            eqns.append(e)
+            continue
+        group = e.params["jaxpr"]
+        fn, source, spent = _call(group, f"native_{len(sources)}", cache_dir)
+        sources.append(source)
+        seconds += spent
+        eqns.append(Eqn(_NativeCall(fn, source), e.inputs, e.outputs, {}))  # type: ignore[arg-type]
+    j = fused.jaxpr
+    program = ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.outvars, eqns), fused.consts)
+    return Lowering(program, sources, seconds)
