@@ -320,7 +320,10 @@ def _extremum(name: str, op: str, reduce: str) -> Primitive:
         hit = bind(_p("eq"), x, out)
         ones = bind(_p("convert_element_type"), hit, new_dtype=dtype)
         count = bind(psum_p, ones, axis_name=axis_name)
-        picked = bind(_p("select"), hit, t, np.zeros((), get_aval(t).dtype))
+        # A product with the 0/1 indicator, not a select: where the result is
+        # NaN no member holds it, the count is 0, and the reverse pass must give
+        # NaN too (ct / 0 times 0), as the forward one does and max's rule does.
+        picked = bind(_p("mul"), t, ones)
         return out, bind(_p("div"), bind(psum_p, picked, axis_name=axis_name), count)
 
     prim = Primitive(

@@ -199,6 +199,19 @@ def fd_grad(F, x, eps=1e-6):
     return g
 
 
+@pytest.mark.parametrize("collective", [lax.pmax, lax.pmin])
+def test_pmax_pmin_derivatives_at_nan_are_nan_both_ways(collective):
+    # no member holds a NaN result: the forward and the reverse derivative
+    # are both NaN, as for fnp.max
+    x = np.array([1.0, np.nan, 3.0])
+    f = named(lambda v: collective(v, "i"))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        _, tout = ft.jvp(f, (x,), (np.ones(3),))
+        g = named(ft.grad(lambda v: collective(v, "i")))(x)
+        gv = ft.grad(lambda v: f(v).sum())(x)
+    assert np.isnan(tout).all() and np.isnan(g).all() and np.isnan(gv).all(), (tout, g, gv)
+
+
 def test_jvp_of_collectives_is_the_collective_of_the_tangent():
     t = np.ones_like(X) * np.arange(4)
     for f in (lambda v: lax.psum(v, "i"), lambda v: lax.all_gather(v, "i"),
