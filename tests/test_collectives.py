@@ -199,6 +199,53 @@ def fd_grad(F, x, eps=1e-6):
     return g
 
 
+def two_names(f):
+    return ft.vmap(ft.vmap(f, axis_name="j"), axis_name="i")
+
+
+RNG = np.random.default_rng(7)
+W = np.array([1.0, -2.0, 0.5, 3.0])
+DOT_CASES = {  # a member's function, the vmaps around it, the batched operands
+    "psum": (lambda v: lax.psum(v, "i") * v, named, [X]),
+    "pmean": (lambda v: lax.pmean(v, "i") ** 2, named, [X]),
+    "pmax": (lambda v: lax.pmax(v, "i") * v, named, [X]),
+    "pmin ties": (lambda v: lax.pmin(v, "i"), named, [np.array([2.0, 1.0, 1.0])]),
+    "pvary": (lambda v: lax.psum(lax.pvary(W, "i") * v, "i"), named, [X]),
+    "constant psum": (lambda v: lax.psum(W, "i") * v, named, [X]),
+    "all_gather": (lambda v: lax.all_gather(v, "i", axis=1) * v[:, None], named, [X]),
+    "all_gather tiled": (lambda v: lax.all_gather(v, "i", tiled=True), named, [X]),
+    "psum_scatter": (lambda v: lax.psum_scatter(v, "i", scatter_dimension=1), named,
+                     [RNG.standard_normal((3, 2, 3))]),
+    "psum_scatter tiled": (lambda v: lax.psum_scatter(v, "i", tiled=True), named,
+                           [RNG.standard_normal((3, 6))]),
+    "ppermute": (lambda v: lax.ppermute(v, "i", [(0, 2), (2, 1)]), named, [X]),
+    "two names": (lambda v: lax.psum(v, ("i", "j")) * v, two_names, [X]),
+    "inner name": (lambda v: lax.all_gather(v, "j") + lax.pmax(v, "i"), two_names, [X]),
+    "jit": (ft.jit(lambda v: lax.psum(v, "i") * v), named, [X]),
+}
+
+
+@pytest.mark.parametrize("case", DOT_CASES)
+def test_transposes_inside_vmap_match_the_jvp_in_a_dot_product(case):
+    # Each member takes the JVP and the VJP of its own function (so the
+    # collectives' JVP and transpose rules run, not those of their batched
+    # forms); summed over the members, <J t, c> == <t, J^T c>.
+    g, wrap, xs = DOT_CASES[case]
+    rng = np.random.default_rng(3)
+    ts = [rng.standard_normal(np.shape(x)) for x in xs]
+    c = rng.standard_normal(np.shape(wrap(g)(*xs)))
+    n = len(xs)
+
+    def member(*args):
+        x, t, ct = args[:n], args[n:2 * n], args[2 * n]
+        jt = ft.jvp(g, x, t)[1]
+        back = ft.vjp(g, *x)[1](ct)
+        return (jt * ct).sum(), sum((ti * bi).sum() for ti, bi in zip(t, back))
+
+    lhs, rhs = wrap(member)(*xs, *ts, c)
+    np.testing.assert_allclose(np.sum(lhs), np.sum(rhs), rtol=1e-12)
+
+
 @pytest.mark.parametrize("collective", [lax.pmax, lax.pmin])
 def test_pmax_pmin_derivatives_at_nan_are_nan_both_ways(collective):
     # no member holds a NaN result: the forward and the reverse derivative
