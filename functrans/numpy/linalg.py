@@ -52,7 +52,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from functrans.core import bind
+from functrans.core import array_module, bind
 from functrans.custom_derivatives import custom_jvp
 from functrans.errors import DTypeError, LinAlgError
 from functrans.numpy import _contract, _elementwise, _matrices, _reductions, _shape, _sorting
@@ -135,9 +135,12 @@ def _elementwise_conj(x):
     return ew.conj(x) if x.dtype.kind == "c" else x
 
 
-def _eye(n: int, dtype, batch: tuple[int, ...] = ()):
-    eye = np.eye(n, dtype=dtype)
-    return np.broadcast_to(eye, batch + (n, n)) if batch else eye
+def _eye_like(a):
+    """Identity matrices of ``a``'s shape and dtype, on ``a``'s device (an
+    eager GPU call refuses host arrays mixed in)."""
+    n, batch = a.shape[-1], tuple(a.shape[:-2])
+    eye = la._constant_for(a, np.eye(n, dtype=a.dtype))
+    return array_module((eye,)).broadcast_to(eye, batch + (n, n)) if batch else eye
 
 
 # -- LU-based: solve, inv, det, slogdet ----------------------------------------------
@@ -208,13 +211,14 @@ def inv(a):
            [0.  , 0.25]])
     """
     a = _matrix("inv", a)
-    return solve(a, _eye(a.shape[-1], a.dtype, tuple(a.shape[:-2])))
+    return solve(a, _eye_like(a))
 
 
 def _lu_diagonal(a):
     lu, pivots, _ = bind(la.lu_p, a)
     n = a.shape[-1]
-    swaps = _reductions.sum(_elementwise.not_equal(pivots, np.arange(n, dtype=np.int32)), -1)
+    rows = la._constant_for(pivots, np.arange(n, dtype=np.int32))
+    swaps = _reductions.sum(_elementwise.not_equal(pivots, rows), -1)
     parity = ew.select(ew.eq(ew.rem(swaps, 2), 1), -1.0, 1.0)
     return la.diagonal(lu), _shape._convert(parity, a.dtype)
 
@@ -376,10 +380,18 @@ def _pinv_cutoff(a, rcond, rtol):
     return rcond
 
 
+def _per_matrix(cutoff):
+    """A cutoff (a scalar, or one per matrix of a stack) aligned with the
+    singular values' last axis; a scalar stays 0-d, so that it combines
+    with device arrays as NumPy scalars do."""
+    cutoff = asarray(cutoff)
+    return _shape.expand_dims(cutoff, -1) if cutoff.ndim else cutoff
+
+
 def _pinv_value(a, rcond, hermitian):
     u, s, vh = svd(_elementwise_conj(a), full_matrices=False, hermitian=hermitian)
     rcond = np.asarray(rcond)
-    cutoff = _elementwise.multiply(np.expand_dims(rcond, -1),
+    cutoff = _elementwise.multiply(_per_matrix(rcond),
                                    _reductions.max(s, axis=-1, keepdims=True))
     large = _elementwise.greater(s, cutoff)
     one = np.ones((), s.dtype)
@@ -505,7 +517,7 @@ def matrix_power(a, n):
             f"matrix_power: expected a stack of square matrices, got shape {tuple(a.shape)}"
         )
     if n == 0:
-        return _eye(a.shape[-1], a.dtype, tuple(a.shape[:-2])).copy()
+        return _eye_like(a).copy()
     if n < 0:
         a, n = inv(a), -n
     result, power = None, a
@@ -781,9 +793,9 @@ def matrix_rank(x, /, *, rtol=None, tol=None, hermitian: bool = False):
                          "(tol is absolute, rtol relative to the largest singular value)")
     s = svd(a, compute_uv=False, hermitian=hermitian)
     if tol is not None:
-        cutoff = _shape.expand_dims(asarray(tol), -1)
+        cutoff = _per_matrix(tol)
     else:
         rel = max(a.shape[-2:]) * np.finfo(s.dtype).eps if rtol is None else rtol
-        cutoff = _elementwise.multiply(_shape.expand_dims(asarray(rel), -1),
+        cutoff = _elementwise.multiply(_per_matrix(rel),
                                        _reductions.max(s, axis=-1, keepdims=True))
     return _reductions.sum(_elementwise.greater(s, cutoff), axis=-1, dtype=np.intp)
