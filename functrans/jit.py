@@ -589,12 +589,17 @@ def disable_jit(disable: bool = True):
 
 
 #: Every jitted function, so that their programs go when debug_nans or
-#: debug_infs changes (programs are generated with or without the checks).
+#: debug_infs changes (programs are generated with or without the checks);
+#: the lock keeps a thread making a jitted function from changing the set
+#: while another copies it.
 _ALL: weakref.WeakSet[_Jitted] = weakref.WeakSet()
+_ALL_lock = threading.Lock()
 
 
 def _clear_all() -> None:
-    for f in list(_ALL):
+    with _ALL_lock:
+        jitted = list(_ALL)
+    for f in jitted:
         f.clear_cache()
 
 
@@ -637,6 +642,7 @@ def jit(
     array([1., 1., 1.])
     """
     jitted = _Jitted(fun, static_argnums, static_argnames, explain_cache_misses, compiler)
-    _ALL.add(jitted)
+    with _ALL_lock:
+        _ALL.add(jitted)
     return jitted
 
