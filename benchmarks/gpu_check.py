@@ -22,8 +22,9 @@ then the benchmarks (a minute or two): under 10 minutes on one GPU (the
 first run compiles about a thousand small kernels; CuPy caches them on disk
 for the next).
 
-Exit status: 0 when everything passed, 1 when a test failed or a benchmark
-erred or disagreed with its reference (MISMATCH), 2 without a GPU, 3 when
+Exit status: 0 when everything passed, 1 when a test failed, a test section
+passed nothing (all skipped, none collected) or a benchmark erred or
+disagreed with its reference (MISMATCH), 2 without a GPU, 3 when
 functrans cannot be imported (on a machine without its dependencies: see
 docs/gpu.md for the wheel folder to carry).
 """
@@ -46,7 +47,9 @@ ENV = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "PYTHONUNBUFFERED": "1"}
 #: (section, test files, pytest marker, budget in seconds)
 SECTIONS = [
     ("pytest -m gpu (CuPy on the GPU)",
-     ["tests/test_gpu_cupy.py", "tests/test_gpu_dispatch.py", "tests/test_gpu_rules.py"],
+     ["tests/test_gpu_cupy.py", "tests/test_gpu_dispatch.py", "tests/test_gpu_rules.py",
+      "tests/test_gpu_scatter.py", "tests/test_gpu_linalg.py", "tests/test_optimizers_gpu.py",
+      "tests/test_functional_updates.py"],
      "gpu", 330),
     ("codegen: nvcc, NVRTC, host semantics, kernel arguments, fusion",
      ["tests/test_gpu_lowering.py", "tests/test_gpu_nvrtc.py",
@@ -106,6 +109,12 @@ def run_tests(paths: list[str], marker: str | None, timeout: float) -> dict:
     return finish_tests(*start_tests(paths, marker), timeout)
 
 
+def section_failed(r: dict) -> bool:
+    """A test section failed: a test failed or erred, it timed out, or nothing
+    passed (no test collected, or every one skipped: the check saw no GPU)."""
+    return r["code"] != 0 or not r["counts"].get("passed")
+
+
 def summary_rows(results: dict[str, dict]) -> list[dict]:
     rows = []
     for name, r in results.items():
@@ -154,7 +163,7 @@ def main(argv=None) -> int:
             r = results[name] = finish_tests(proc, started, budget)
             log(f"\n== {name}: finished")
             log(bench.format_rows(summary_rows({name: r})))
-            if r["code"] not in (0, 5):  # 5: nothing collected
+            if section_failed(r):
                 log(f"--- {name}: the end of its output ---\n{r['log'][-6000:]}")
     rows = summary_rows(results)
     bench_rows: list[dict] = []
@@ -169,7 +178,7 @@ def main(argv=None) -> int:
     log(bench.format_rows(rows + bench_rows))
     for line in bench.targets(bench_rows):
         log(line)
-    failed = [name for name, r in results.items() if r["code"] not in (0, 5)]
+    failed = [name for name, r in results.items() if section_failed(r)]
     bad = bench.failures(bench_rows)
     for r in bad:
         log(f"benchmark failure: {r['benchmark']} / {r['variant']}: {r['note']}")

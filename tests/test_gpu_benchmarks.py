@@ -93,3 +93,17 @@ def test_the_documented_device_command_uses_the_wheel_folder():
     assert "--no-index --no-deps --target /tmp/site .whl/*.whl" in doc
     assert 'python3 -m benchmarks.gpu_check --log "$OUT/gpu_check.log"' in doc
     assert ".whl/" in (ROOT / ".gitignore").read_text().split()
+
+
+def test_every_test_file_with_a_gpu_variant_is_in_the_checks_gpu_section():
+    marked = {f"tests/{p.name}" for p in (ROOT / "tests").glob("test_*.py")
+              if p.name != Path(__file__).name and "mark.gpu" in p.read_text()}
+    name, paths, marker, _ = gpu_check.SECTIONS[0]
+    assert marker == "gpu" and marked <= set(paths), sorted(marked - set(paths))
+
+
+def test_a_section_that_passed_nothing_fails_the_check():
+    assert not gpu_check.section_failed({"code": 0, "counts": {"passed": 3, "skipped": 1}})
+    for code, counts in ((0, {"skipped": 40}), (5, {}), (1, {"passed": 3, "failed": 1}),
+                         (-1, {"passed": 9})):
+        assert gpu_check.section_failed({"code": code, "counts": counts})

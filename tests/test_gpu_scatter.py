@@ -3,9 +3,10 @@
 CuPy's ``maximum.at``/``minimum.at`` are CUDA atomics built on
 ``fmaxf``/``fminf``: float64 is rounded to float32 and NaN is dropped, where
 NumPy's ``ufunc.at`` keeps float64 and propagates NaN.  The GPU impl sorts
-instead; checked here on the stand-in for CuPy (tests/_gpu_fake.py, whose
-``ufunc.at`` computes as CuPy's atomics do) against NumPy, on values with
-NaN, signed zeros, ties and the extreme integers.
+instead; checked here against NumPy, on the stand-in for CuPy
+(tests/_gpu_fake.py, whose ``ufunc.at`` computes as CuPy's atomics do) and,
+marked gpu, on CuPy, on values with NaN, signed zeros, ties and the
+extreme integers.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import functrans as ft
+from functrans.backends import cupy as gpu
 
 DTYPES = ["float64", "float32", "float16", "int8", "int64", "uint64", "bool"]
 
@@ -47,11 +49,17 @@ def cases(draw):
     return x, updates, idx, mode
 
 
-@pytest.fixture(scope="module")
-def fake():
-    module, undo = _gpu_fake.install()
+@pytest.fixture(scope="module", params=["fake", pytest.param("cupy", marks=pytest.mark.gpu)])
+def device(request):
+    """The GPU backend on the stand-in for CuPy, or on CuPy with a GPU."""
+    if request.param == "cupy":
+        if not gpu.gpu_available():
+            pytest.skip("needs CuPy and a CUDA GPU")
+        yield
+        return
+    _, undo = _gpu_fake.install()
     try:
-        yield module
+        yield
     finally:
         undo()
 
@@ -69,7 +77,7 @@ def _same(got, want):
 
 @settings(max_examples=100, deadline=None)
 @given(cases())
-def test_min_and_max_at_repeated_indices_are_numpys(fake, case):
+def test_min_and_max_at_repeated_indices_are_numpys(device, case):
     x, updates, idx, mode = case
     with np.errstate(invalid="ignore"):  # NaN among the values
         want = indexing.scatter_p.impl(x, updates, idx, spec=(("array",),), mode=mode)
@@ -78,7 +86,7 @@ def test_min_and_max_at_repeated_indices_are_numpys(fake, case):
     _same(got.get(), want)
 
 
-def test_float64_keeps_its_precision_and_nan(fake):
+def test_float64_keeps_its_precision_and_nan(device):
     x = np.zeros(3)
     updates = np.array([1 + 2**-40, np.nan, 5.0, -1.0])
     idx = np.array([0, 1, 1, 2])
@@ -88,7 +96,7 @@ def test_float64_keeps_its_precision_and_nan(fake):
         _same(got, np.array(want))
 
 
-def test_rows_of_a_matrix_and_broadcast_updates(fake):
+def test_rows_of_a_matrix_and_broadcast_updates(device):
     m = np.arange(12.0).reshape(3, 4)
     idx = np.array([2, 0, 2])
     for mode in ("min", "max"):
@@ -104,7 +112,7 @@ def test_rows_of_a_matrix_and_broadcast_updates(fake):
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 @pytest.mark.parametrize("mode", ["min", "max"])
-def test_signed_zeros_tie_as_in_numpy(fake, dtype, mode):
+def test_signed_zeros_tie_as_in_numpy(device, dtype, mode):
     """NumPy's float32/float64 loops keep the later of equal values, its
     float16 loop the earlier: -0.0 against 0.0 comes out as on the CPU."""
     for x, updates in (([0.0, -0.0], [-0.0, 0.0, 0.0, -0.0]), ([-0.0, 0.0], [0.0, -0.0, -0.0])):
