@@ -95,8 +95,12 @@ def process_group(what: str) -> ProcessGroup:
 
 
 def _unbound(what: str, name: Any) -> UnboundAxisError:
+    """The error for an axis name no vmap binds, naming the function being
+    traced (if any) as the shape rules' errors do."""
+    trace = current_trace()
+    where = f"{trace.fun_name}: " if trace is not None else ""
     return UnboundAxisError(
-        f"{what}: axis name {name!r} is not bound here; a collective reduces over the "
+        f"{where}{what}: axis name {name!r} is not bound here; a collective reduces over the "
         f"axis of an enclosing vmap(f, axis_name={name!r}), or over all processes with "
         "functrans.distributed.AXIS"
     )

@@ -357,6 +357,17 @@ def test_unbound_axis_names_are_errors_naming_the_way_out(no_processes):
         dist.process_index()
 
 
+def test_an_unbound_axis_error_names_the_traced_function():
+    def member_loss(v):
+        return lax.all_gather(v, "k")
+
+    for f, x in ((named(member_loss), X), (ft.jit(member_loss), X),
+                 (ft.grad(lambda v: lax.psum(v, "k")), 1.0)):
+        with pytest.raises(UnboundAxisError, match=r"^(member_loss|<lambda>): (all_gather|psum):"
+                           r" axis name 'k' is not bound here"):
+            f(x)
+
+
 def test_argument_errors():
     with pytest.raises(TypeError, match="axis_name must be a hashable name"):
         ft.vmap(lambda v: v, axis_name=("i", "j"))
