@@ -385,6 +385,7 @@ class _Jitted:
             self._misses += 1
             reason = self._explain_miss(args, kwargs, key) if self._explain else None
         # No lock while tracing: the function may call jitted functions, this one too.
+        checks = core.value_checks  # generated with or without the checks of debug_nans
         start = time.perf_counter()
         entry = self._lower(args, kwargs, [_leaf_aval(x) for x in leaves], device)
         spent = time.perf_counter() - start
@@ -398,7 +399,9 @@ class _Jitted:
                           f"in {spent * 1e3:.1f} ms{native}", JitCacheMiss, stacklevel=4)
         if entry.jaxpr.jaxpr.has_effect:
             fast_key = None  # _call decides per call how to run it (see there)
-        return entry if entry.traced_consts else self._insert(key, fast_key, entry)
+        if entry.traced_consts or core.value_checks != checks:
+            return entry  # not kept: a switch of the checks cleared the cache meanwhile
+        return self._insert(key, fast_key, entry)
 
     def _insert(self, key, fast_key, entry: _Entry) -> _Entry:
         """Store ``entry`` under ``key`` and drop the least recently used
