@@ -463,7 +463,8 @@ class _Jitted:
             from functrans.backends import cupy as gpu_backend  # loaded for GPU work only
 
             compiled = gpu_backend.Compiled(optimized, self._name, own_outputs=True)
-        elif self._compiler == "native" and not traced:
+        elif self._compiler == "native" and not traced and core.value_checks == (False, False):
+            # (while debug_nans is on, the NumPy calls below, so an error names one equation)
             from functrans.backends import native
 
             lowering = native.lower(optimized, config.native_cache_dir)
