@@ -222,3 +222,20 @@ def test_with_debug_nans_on_a_first_run_is_checked_too():
             core.run_jaxpr(closed, [np.array([-1.0, 1.0])])
     finally:
         ft.config.update("debug_nans", False)
+
+
+def test_generated_code_names_user_lines_far_apart_and_going_back(tmp_path):
+    # Lines 4 and 305: a line table delta of more than one byte, forward, then
+    # back up the file in the backward pass (sqrt's derivative divides by 0).
+    path = tmp_path / "far_lines.py"
+    path.write_text("import functrans.numpy as fnp\n\n\ndef f(x):\n    y = fnp.sqrt(x)\n"
+                    + "\n" * 299 + "    return fnp.sum(fnp.log(y - 1.0))\n")
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ft.jit(ft.value_and_grad(namespace["f"]))(np.array([0.0, 4.0]))
+    where = [(str(w.message).split(" encountered")[0], w.filename, w.lineno) for w in caught]
+    assert ("invalid value", str(path), 305) in where
+    assert ("divide by zero", str(path), 5) in where
+    assert [w for w in where if w[1] != str(path)] == []

@@ -13,6 +13,7 @@ import functools
 import keyword
 import math
 import re
+import sys
 import threading
 from typing import Any, Sequence
 
@@ -133,7 +134,12 @@ class Compiled:
         name = _identifier(name)
         with core.collector_paused:  # the source's lines and the compiler's nodes die here
             self.source, namespace = generate_source(closed, name, scalars_out, own_outputs)
-            exec(_compile_at_user_lines(self.source, name, namespace.pop(_LINES)), namespace)
+            at_line = namespace.pop(_LINES)
+            if sys.version_info < (3, 11):
+                exec(_compile_at_user_lines(self.source, name, at_line), namespace)
+            else:
+                exec(compile(self.source, f"<functrans:{name}>", "exec"), namespace)
+                _move_to_user_lines(namespace[name], at_line)
         self.fn = namespace[name]
 
     def __call__(self, *args: Any) -> list[Any]:
@@ -257,7 +263,7 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
     namespace: dict[str, Any] = {"_asarray": as_array}
     names: dict[int, str] = {}
     callables: dict[Any, str] = {}
-    # Each equation's line stands at its user's line (see _compile_at_user_lines);
+    # Each equation's line stands at its user's line (see _move_to_user_lines);
     # one made in another file than most calls it through a function located there.
     at_line: dict[int, tuple[str, int]] = {}
     main_file = _main_file(jaxpr)
@@ -353,18 +359,75 @@ def _most_common(files: list[str]) -> str | None:
     return max(counts, key=counts.__getitem__) if counts else None
 
 
-def _compile_at_user_lines(source: str, name: str, at_line: dict[int, tuple[str, int]]):
-    """``source`` compiled as the file its equations came from, each statement
-    at its equation's line, so that a warning NumPy raises in a call made by
-    the generated code (``RuntimeWarning: invalid value encountered in log``)
-    and a traceback through it name the user's line, at no cost when it
-    runs.  Statements of no equation keep the line before them."""
+def _user_lines(at_line: dict[int, tuple[str, int]]) -> tuple[str | None, int]:
+    """The file most of ``at_line``'s equations come from and the first line
+    of theirs (None, 1: no sources)."""
     main = _most_common([src[0] for src in at_line.values()])
+    return main, next((s[1] for s in at_line.values() if s[0] == main), 1)
+
+
+def _move_to_user_lines(fn: Any, at_line: dict[int, tuple[str, int]]) -> None:
+    """Give ``fn``, compiled from generated source, the line table of the file
+    its equations came from: each statement at its equation's line, so that a
+    warning NumPy raises in a call made by the generated code
+    (``RuntimeWarning: invalid value encountered in log``) and a traceback
+    through it name the user's line, at no cost when it runs.  Statements of
+    no equation keep the line before them.
+
+    The table is written directly (CPython 3.11's format: one entry per run of
+    at most 8 code units, "line only" entries with a signed line delta), a
+    walk over the compiled ranges: re-parsing the source to renumber its nodes
+    took as long as generating it."""
+    main, line = _user_lines(at_line)
+    if main is None:
+        return
+    code = fn.__code__
+    user_line: dict[int, int] = {}
+    for _, _, generated in code.co_lines():
+        if generated is not None and generated not in user_line:
+            src = at_line.get(generated)
+            if src is not None and src[0] == main:
+                line = src[1]
+            user_line[generated] = line
+    table = bytearray()
+    previous = first = user_line.get(code.co_firstlineno, line)
+    for start, stop, generated in code.co_lines():
+        units = (stop - start) // 2
+        if generated is None:
+            while units:
+                n = min(units, 8)
+                table.append(0xF8 | (n - 1))  # code 15: no location
+                units -= n
+            continue
+        delta, previous = user_line[generated] - previous, user_line[generated]
+        while units:
+            n = min(units, 8)
+            table.append(0xE8 | (n - 1))  # code 13: a line, no columns
+            _signed_varint(table, delta)
+            delta, units = 0, units - n
+    fn.__code__ = code.replace(co_filename=main, co_firstlineno=first,
+                               co_linetable=bytes(table))
+
+
+def _signed_varint(table: bytearray, value: int) -> None:
+    """Append ``value`` as a line table's signed varint: sign in the low bit,
+    then 6 bits a byte, low bits first, bit 6 set on all bytes but the last."""
+    value = (-value << 1) | 1 if value < 0 else value << 1
+    while value >= 0x40:
+        table.append(0x40 | (value & 0x3F))
+        value >>= 6
+    table.append(value)
+
+
+def _compile_at_user_lines(source: str, name: str, at_line: dict[int, tuple[str, int]]):
+    """``source`` compiled as ``_move_to_user_lines`` leaves it, for Python
+    3.10, whose line tables have another format: the parsed source's nodes
+    are renumbered before compiling."""
+    main, line = _user_lines(at_line)
     if main is None:
         return compile(source, f"<functrans:{name}>", "exec")
     tree = ast.parse(source)
     function = tree.body[0]
-    line = next((s[1] for s in at_line.values() if s[0] == main), 1)
     function.lineno = function.end_lineno = line
     for statement in function.body:  # type: ignore[attr-defined]
         src = at_line.get(statement.lineno)
