@@ -133,13 +133,18 @@ def _impl(name: str, run, recorded: bool = False):
     instead: its value differs between members or depends on their number,
     so only the vmap's batching rule can compute it.  ``recorded``: under a
     trace, always recorded (``axis_index``, which has no operands: a traced
-    program then reads the rank when it runs, instead of baking it in)."""
+    program then reads the rank when it runs, instead of baking it in).
+    Operands that are arrays reach the impl without the shape rule (``bind``'s
+    eager path skips it), so it is checked here, before any communication:
+    what a traced program rejects is rejected eagerly too."""
 
     def impl(*args, **params):
         trace = current_trace()
+        prim = lookup_primitive(name)
         if trace is not None and (recorded or any(
                 vmap_axis_size(n) is not None for n in axis_names(params["axis_name"]))):
-            return trace.process(lookup_primitive(name), args, params)
+            return trace.process(prim, args, params)
+        prim.abstract_eval(*[get_aval(a) for a in args], **params)
         return run(*args, **params)
 
     return impl

@@ -419,6 +419,22 @@ def test_process_collectives_eagerly_and_their_layout(recording):
     assert recording.calls == ["psum"]
 
 
+def test_eager_process_collectives_check_their_operands_first(recording):
+    # the shape and dtype rules run before any communication, as under a trace
+    # (MPI answered bool sums with "Invalid MPI_Op", compared complex numbers
+    # in pmax, and psum_scatter failed in a reshape)
+    with pytest.raises(TypeError, match=r"^psum: expected a numeric array, got bool\[2\]"):
+        lax.psum(np.array([True, False]), dist.AXIS)
+    with pytest.raises(TypeError, match=r"^pmax: expected a real numeric array, got c128\[1\]"):
+        lax.pmax(np.array([1j]), dist.AXIS)
+    with pytest.raises(ShapeError, match=r"^psum_scatter: axis 0 of f64\[4,2\] has size 4, which "
+                       r"does not divide into 3 members; pad it to a multiple of 3"):
+        lax.psum_scatter(np.ones((4, 2)), dist.AXIS, tiled=True)
+    with pytest.raises(ShapeError, match=r"must have one entry per member \(3\), got 2"):
+        lax.psum_scatter(np.ones(2), dist.AXIS)
+    assert recording.calls == []
+
+
 def test_initialize_gives_one_process_outside_a_launch():
     saved = collectives.installed_group()
     try:
