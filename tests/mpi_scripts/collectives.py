@@ -75,6 +75,17 @@ nan = np.array([np.nan, 1.0, -0.0]) if rank == 0 else np.array([2.0, np.nan, 0.0
 check("pmax nan", lax.pmax(nan, AXIS), np.array([np.nan, np.nan, -0.0]))
 check("pmin nan", lax.pmin(nan, AXIS), np.array([np.nan, np.nan, -0.0]))
 check("non-contiguous", lax.psum(x.T, AXIS), every().sum(0).T)
+# views whose memory is not in C order are sent in their logical order
+check("all_gather transposed", lax.all_gather(x.T, AXIS), np.swapaxes(every(), 1, 2))
+check("all_gather reversed", lax.all_gather(x[:, ::-1], AXIS), every()[:, :, ::-1])
+check("ppermute transposed", lax.ppermute(x.T, AXIS, [(0, 1), (1, 0)]), every()[1 - rank].T)
+check("psum_scatter transposed", lax.psum_scatter(x.T, AXIS, tiled=True),
+      every().sum(0).T[2 * rank:2 * rank + 2])
+check("pmax fortran", lax.pmax(np.asfortranarray(x), AXIS), every().max(0))
+check("all_gather 0-d", lax.all_gather(np.float64(rank), AXIS), np.arange(2.0))
+check("all_gather empty", lax.all_gather(np.zeros((0, 2)), AXIS), np.zeros((2, 0, 2)))
+check("all_gather bool", lax.all_gather(np.array([rank == 0, True]), AXIS),
+      np.array([[True, True], [False, True]]))
 check("pmax 0-d", lax.pmax(np.float64(rank), AXIS), np.asarray(1.0))
 check("pmin 0-d int", lax.pmin(np.int32(rank + 3), AXIS), np.asarray(3, np.int32))
 
