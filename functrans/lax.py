@@ -365,6 +365,12 @@ def _names(label: str, axis_name: Any) -> tuple:
     names = axis_name if isinstance(axis_name, tuple) else (axis_name,)
     if not names:
         raise ValueError(f"{label}: axis_name is an empty tuple; name at least one axis")
+    for k, n in enumerate(names):
+        if n in names[:k]:  # pmean would divide by its size twice, psum sum once
+            trace = core.current_trace()
+            where = f"{trace.fun_name}: " if trace is not None else ""
+            raise ValueError(f"{where}{label}: axis_name {names!r} names the axis {n!r} "
+                             "twice; name each axis once")
     for n in names:
         _coll.bound_size(label, n)
     return names

@@ -368,6 +368,18 @@ def test_an_unbound_axis_error_names_the_traced_function():
             f(x)
 
 
+def test_an_axis_named_twice_is_an_error():
+    # psum over ("i", "i") summed once while pmean divided by the size twice
+    def member(v):
+        return lax.pmean(v, ("i", "i"))
+
+    with pytest.raises(ValueError, match=r"^member: pmean: axis_name \('i', 'i'\) names the "
+                       r"axis 'i' twice; name each axis once"):
+        named(member)(X)
+    with pytest.raises(ValueError, match=r"psum: axis_name .* names the axis 'i' twice"):
+        named(lambda v: lax.psum(v, ("i", "j", "i")))(X)
+
+
 def test_argument_errors():
     with pytest.raises(TypeError, match="axis_name must be a hashable name"):
         ft.vmap(lambda v: v, axis_name=("i", "j"))
