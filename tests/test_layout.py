@@ -57,9 +57,9 @@ def test_generated_elementwise_names_are_current():
 
 def test_generated_names_follow_numpy():
     import numpy as np
+    from functrans.primitives import elementwise as ew
 
     import functrans.numpy as fnp
-    from functrans.primitives import elementwise as ew
 
     for row in ew.UNARY + ew.BINARY:
         assert callable(getattr(ew, row.name + "_" * (row.name in ("not", "and", "or"))))
