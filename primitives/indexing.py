@@ -557,7 +557,10 @@ def _device_window(xp, shape, sizes, starts):
     would wait for the GPU to finish all the work queued before it)."""
     coords = []
     for s, d, n in zip(starts, shape, sizes):
-        begin = xp.clip(xp.asarray(s).astype(np.int64), 0, d - n)
+        s = xp.asarray(s)
+        if s.dtype.kind == "u":  # clamped first: from 2**63 on, int64 would wrap negative
+            s = xp.minimum(s.astype(np.uint64), np.uint64(d - n))
+        begin = xp.clip(s.astype(np.int64), 0, d - n)
         coords.append(begin + xp.arange(n, dtype=np.int64))
     return xp.ix_(*coords)
 

@@ -405,3 +405,22 @@ def test_dynamic_slices_with_device_starts_stay_on_the_device(device, starts, mo
         got.get(), indexing.dynamic_slice_p.impl(M, *s, slice_sizes=(2, 3)))
     np.testing.assert_array_equal(
         got_u.get(), indexing.dynamic_update_slice_p.impl(M, np.ones((2, 2)), *s))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "uint64", "int64"])
+def test_device_starts_at_their_dtypes_extremes_clamp_as_on_the_cpu(device, dtype):
+    """A uint64 start from 2**63 on is past the end, not negative (as int64
+    it would wrap); the extremes of every width clamp as the CPU impl does."""
+    info = np.iinfo(dtype)
+    edges = [(info.max, 1), (1, info.max), (info.min, info.max - 1)]
+    for starts in edges + ([(2**63, 2**63 + 5)] if dtype == "uint64" else []):
+        s = [np.asarray(v, dtype) for v in starts]
+        got = indexing.dynamic_slice_p.bind(_to_device(M), *map(_to_device, s),
+                                            slice_sizes=(2, 3))
+        np.testing.assert_array_equal(
+            got.get(), indexing.dynamic_slice_p.impl(M, *s, slice_sizes=(2, 3)), err_msg=starts)
+        got_u = indexing.dynamic_update_slice_p.bind(
+            _to_device(M), _to_device(np.ones((2, 2))), *map(_to_device, s))
+        np.testing.assert_array_equal(
+            got_u.get(), indexing.dynamic_update_slice_p.impl(M, np.ones((2, 2)), *s),
+            err_msg=starts)
