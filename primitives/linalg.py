@@ -682,11 +682,12 @@ def _cholesky_gpu(a):
     """The impl on CuPy arrays: cuSOLVER's potrf (``cupy.linalg.cholesky``),
     which fills the factor of a matrix that is not positive definite with
     NaN instead of raising; NumPy's LinAlgError is raised here (one read of
-    a flag from the device)."""
+    a flag from the device) where a matrix of the stack without NaN has
+    a NaN factor (a NaN matrix factorises to NaN quietly, as in NumPy)."""
     xp = array_module((a,))
     a = xp.asarray(a)
     l = xp.linalg.cholesky(a)
-    if bool(xp.isnan(l).any() & ~xp.isnan(xp.tril(a)).any()):
+    if bool((xp.isnan(l).any(axis=(-2, -1)) & ~xp.isnan(xp.tril(a)).any(axis=(-2, -1))).any()):
         raise np.linalg.LinAlgError("Matrix is not positive definite")
     return l
 

@@ -330,13 +330,16 @@ class ElementwiseKernel:
 
 
 def _cholesky(a):
-    """``cupy.linalg.cholesky``: cuSOLVER's potrf leaves NaN where the matrix
-    is not positive definite (CuPy raises only under ``cupyx.errstate``)."""
+    """``cupy.linalg.cholesky``: cuSOLVER's potrf leaves NaN in each matrix
+    that is not positive definite (CuPy raises only under ``cupyx.errstate``)."""
     _refuse_host_arrays(a)
-    try:
-        return ndarray(np.linalg.cholesky(a._a))
-    except np.linalg.LinAlgError:
-        return ndarray(np.full(a.shape, np.nan, a.dtype))
+    out = np.empty(a.shape, a.dtype)
+    for index in np.ndindex(*a.shape[:-2]):
+        try:
+            out[index] = np.linalg.cholesky(a._a[index])
+        except np.linalg.LinAlgError:
+            out[index] = np.nan
+    return ndarray(out)
 
 
 def _device_only(fn):

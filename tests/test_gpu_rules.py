@@ -349,6 +349,19 @@ def test_cholesky_of_a_matrix_that_is_not_positive_definite_raises(device):
         fnp.linalg.cholesky(_to_device(bad))
 
 
+def test_cholesky_checks_each_matrix_of_a_stack(device):
+    """A NaN matrix factorises to NaN quietly (NumPy too), but does not hide
+    a matrix beside it that is not positive definite."""
+    nan = np.array([[np.nan, 0.0], [0.0, 1.0]])
+    bad = np.array([[1.0, 2.0], [2.0, 1.0]])
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        np.linalg.cholesky(np.stack([nan, bad]))
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        linalg.cholesky_p.bind(_to_device(np.stack([nan, bad])))
+    got = linalg.cholesky_p.bind(_to_device(np.stack([nan, SPD[:2, :2]]))).get()
+    np.testing.assert_array_equal(got, np.linalg.cholesky(np.stack([nan, SPD[:2, :2]])))
+
+
 def test_solve_det_and_slogdet_on_the_gpu(device):
     a = RNG.standard_normal((2, 4, 4)) + 4 * np.eye(4)
     b = RNG.standard_normal((2, 4, 3))
