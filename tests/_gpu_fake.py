@@ -364,7 +364,8 @@ def _solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite
     out = np.empty(np.broadcast_shapes(b.shape), np.result_type(a.dtype, b.dtype))
     for i in np.ndindex(*a.shape[:-2]):
         out[i] = scipy.linalg.solve_triangular(a[i], b[i], trans=trans, lower=lower,
-                                               unit_diagonal=unit_diagonal)
+                                               unit_diagonal=unit_diagonal,
+                                               check_finite=check_finite)
     return out
 
 

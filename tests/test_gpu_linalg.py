@@ -62,3 +62,14 @@ def test_the_derivative_of_det_on_device_arrays_is_the_hosts(device):
     got = ft.grad(loss)(ft.device_put(A, "gpu"))
     np.testing.assert_allclose(np.asarray(ft.device_put(got, "cpu")), ft.grad(loss)(A),
                                atol=1e-9)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_matrix_with_nan_or_inf_solves_to_what_the_cpu_gives(device, bad):
+    """cuSOLVER and CuPy's triangular solves do not check for finite values
+    (check_finite=False): the NaN or inf runs through as on the CPU."""
+    a = np.array([[bad, 1.0], [1.0, 2.0]])
+    with np.errstate(all="ignore"):
+        want = fnp.linalg.inv(a)
+        got = fnp.linalg.inv(ft.device_put(a, "gpu"))
+    np.testing.assert_array_equal(np.asarray(ft.device_put(got, "cpu")), want)
