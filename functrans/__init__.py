@@ -8,7 +8,6 @@ from functrans import (  # noqa: F401,E402,I001
     core,  # noqa: F401  (first: everything stands on it)
     primitives,  # registers the primitive set
     backends,  # registers the NumPy backend and the lazy CuPy one
-    lax,
     numpy,
     tree_util,
 )
@@ -32,7 +31,6 @@ from functrans.custom_derivatives import checkpoint, custom_jvp, custom_vjp  # n
 from functrans.devices import device_put, devices  # noqa: E402
 from functrans.jit import disable_jit, jit  # noqa: E402
 from functrans import config, debug  # noqa: E402,I001  (debug.print, config.debug_nans ...)
-from functrans import distributed  # noqa: E402,I001  (mpi4py only on initialize())
 
 __all__ = [
     "ShapeDtypeStruct",
@@ -76,6 +74,12 @@ def __getattr__(name: str):
     # functrans.optimizers and functrans.optimize: loaded on first use, as they
     # are not needed to trace (optimize alone took 15-38 ms of the import).
     if name in ("optimizers", "optimize"):
+        import importlib
+
+        return importlib.import_module(f"functrans.{name}")
+    # functrans.lax (and with it the control-flow primitives) and
+    # functrans.distributed: loaded on first use, as plain tracing needs neither.
+    if name in ("lax", "distributed"):
         import importlib
 
         return importlib.import_module(f"functrans.{name}")

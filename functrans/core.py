@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import importlib
 import itertools
 import linecache
 import os
@@ -599,8 +600,85 @@ def _is_program(value: Any) -> bool:
 # Primitives
 # --------------------------------------------------------------------------
 
+class _Registry(dict):
+    """A dict of the declared primitives by name that, before anything reads
+    it, imports the primitive modules left to load on first use
+    (``load_primitives_on_demand``): walking it (docs generators, rule
+    coverage tests) or looking a name up never sees an incomplete set."""
+
+    def _complete(self) -> None:
+        # A module leaves the list once loaded, so other threads wait for it;
+        # one that the loading thread reads it from meanwhile sees it as is.
+        if _on_demand:
+            with _on_demand_lock:
+                while _on_demand:
+                    module = _on_demand[-1]
+                    if module in _on_demand_loading:
+                        return
+                    _on_demand_loading.add(module)
+                    try:
+                        importlib.import_module(module)
+                    finally:
+                        _on_demand_loading.discard(module)
+                    _on_demand.remove(module)
+
+    def __getitem__(self, name):
+        self._complete()
+        return dict.__getitem__(self, name)
+
+    def __contains__(self, name):
+        self._complete()
+        return dict.__contains__(self, name)
+
+    def __iter__(self):
+        self._complete()
+        return dict.__iter__(self)
+
+    def __len__(self):
+        self._complete()
+        return dict.__len__(self)
+
+    def __repr__(self):
+        self._complete()
+        return dict.__repr__(self)
+
+    def get(self, name, default=None):
+        self._complete()
+        return dict.get(self, name, default)
+
+    def keys(self):
+        self._complete()
+        return dict.keys(self)
+
+    def values(self):
+        self._complete()
+        return dict.values(self)
+
+    def items(self):
+        self._complete()
+        return dict.items(self)
+
+    def copy(self):
+        self._complete()
+        return dict(self)
+
+
+#: Modules (by name) whose primitives ``registry`` loads before it is read.
+_on_demand: list[str] = []
+_on_demand_loading: set[str] = set()
+_on_demand_lock = threading.RLock()
+
+
+def load_primitives_on_demand(*modules: str) -> None:
+    """Declare that ``modules`` hold primitives which ``import functrans``
+    leaves unloaded (their families cost import time most programs never
+    use): the first read of ``registry`` imports them.  The primitives
+    package calls this; core imports them by name, as it stands below them."""
+    _on_demand.extend(modules)
+
+
 #: Every declared primitive by name; tests walk it to check rule coverage.
-registry: dict[str, Primitive] = {}
+registry: dict[str, Primitive] = _Registry()
 
 #: The rule slots a primitive may fill, and the transform that needs each.
 RULES = {
@@ -680,7 +758,7 @@ class Primitive:
         sparsity: Callable | RuleFactory | None = None,
         effect: bool = False,
     ):
-        if name in registry:
+        if dict.__contains__(registry, name):  # no on-demand load while declaring
             raise ValueError(f"primitive {name!r} is declared twice")
         self.name = name
         self.abstract_eval = abstract_eval

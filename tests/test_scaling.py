@@ -239,3 +239,62 @@ def test_generated_code_names_user_lines_far_apart_and_going_back(tmp_path):
     assert ("invalid value", str(path), 305) in where
     assert ("divide by zero", str(path), 5) in where
     assert [w for w in where if w[1] != str(path)] == []
+
+
+_ON_DEMAND = ["functrans.lax", "functrans.distributed", "functrans.primitives.control_flow",
+              "functrans.primitives.recorded_loop", "functrans.primitives._subjaxpr",
+              "functrans.optimize", "functrans.optimizers", "functrans.sparse",
+              "functrans.scipy", "functrans.backends.cupy", "functrans.backends.native"]
+
+
+def _loaded_after(code: str) -> list[list[str]]:
+    """For each line ``code`` prints after ``import functrans``: the modules of
+    ``_ON_DEMAND`` loaded at that point (a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    show = f"print([m for m in {_ON_DEMAND!r} if m in sys.modules])"
+    script = "import sys, functrans\n" + show + "\n" + "".join(
+        f"{line}\n{show}\n" for line in code.splitlines())
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, check=True)
+    return [eval(line) for line in proc.stdout.splitlines()]
+
+
+def test_a_bare_import_leaves_control_flow_lax_and_the_namespaces_unloaded():
+    # Tracing and differentiating need none of them either.
+    bare, imported, traced = _loaded_after("import functrans.numpy as fnp, numpy as np\n"
+                                 "functrans.jit(functrans.grad(lambda x: fnp.sum(fnp.sin(x))))"
+                                 "(np.ones(3))")
+    assert bare == imported == traced == []
+
+
+def test_reading_the_registry_loads_the_primitives_left_for_first_use():
+    # Each way of reading it: lookup by name, membership, walking it.
+    for read in ("functrans.core.lookup_primitive('while_loop')",
+                 "'scan' in functrans.core.registry", "sorted(functrans.core.registry)",
+                 "len(functrans.core.registry)"):
+        bare, after = _loaded_after(read)
+        assert bare == []
+        assert after == ["functrans.primitives.control_flow", "functrans.primitives.recorded_loop",
+                         "functrans.primitives._subjaxpr"], read
+    bare, after = _loaded_after("functrans.lax.fori_loop")
+    assert "functrans.primitives.control_flow" in after and "functrans.lax" in after
+
+
+def test_threads_reading_the_registry_at_once_all_see_every_primitive():
+    import subprocess
+    import sys
+
+    code = ("import threading, functrans\n"
+            "seen = []\n"
+            "def read():\n"
+            "    seen.append('scan' in functrans.core.registry and 'while_loop' in "
+            "functrans.core.registry)\n"
+            "threads = [threading.Thread(target=read) for _ in range(8)]\n"
+            "[t.start() for t in threads]\n"
+            "[t.join() for t in threads]\n"
+            "print(seen)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert proc.stdout.strip() == str([True] * 8)
