@@ -298,3 +298,28 @@ def test_threads_reading_the_registry_at_once_all_see_every_primitive():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)
     assert proc.stdout.strip() == str([True] * 8)
+
+
+def test_eager_grad_on_float_arrays_skips_the_checks_walking_argument_paths(monkeypatch):
+    from functrans import _api_util
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("argument paths walked on a call that passes every check")
+
+    monkeypatch.setattr(_api_util, "tree_flatten_with_path", refuse)
+    x = np.linspace(0.0, 1.0, 5)
+    np.testing.assert_allclose(ft.grad(lambda x: fnp.sum(x * x))(x), 2 * x)
+    assert ft.grad(lambda a, b: a * b, argnums=(0, 1))(2.0, 3.0) == (3.0, 2.0)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: ft.grad(fnp.sum)(np.arange(3)), r"argument 0 has integer or bool type i64\[3\]"),
+    (lambda: ft.grad(lambda x: x, holomorphic=True)(np.ones(())),
+     "holomorphic=True needs complex inputs"),
+    (lambda: ft.jacfwd(lambda x: x)(np.ones(2, complex)), "jacfwd needs real inputs"),
+    (lambda: ft.grad(lambda x: x)(np.array([1.0], dtype=object)), "is an object array"),
+    (lambda: ft.grad(lambda x: x)("1.0"), "is a str, which is not an array"),
+])
+def test_arguments_the_quick_path_does_not_take_still_meet_their_checks(call, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        call()
