@@ -361,11 +361,13 @@ def _params_key(params: dict) -> tuple:
 class ClosedJaxpr:
     """A Jaxpr together with the values of its constvars."""
 
-    __slots__ = ("jaxpr", "consts")
+    __slots__ = ("jaxpr", "consts", "_hash", "_lines")
 
     def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
         self.jaxpr = jaxpr
         self.consts = list(consts)
+        self._hash: int | None = None
+        self._lines: Any = None
 
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
@@ -382,7 +384,13 @@ class ClosedJaxpr:
         )
 
     def __hash__(self):
-        return hash((self.jaxpr, tuple(map(id, self.consts))))
+        # Kept: a transform's program is looked up in a few caches a call, and
+        # twice in each (found, then made the newest).  Made again when the
+        # Jaxpr's own key changes (debug_nans/debug_infs switched).
+        if self._hash is None or self._lines is not _checking:
+            self._lines = _checking
+            self._hash = hash((self.jaxpr, tuple(map(id, self.consts))))
+        return self._hash
 
     def __str__(self):
         return pp_jaxpr(self.jaxpr)

@@ -323,3 +323,19 @@ def test_eager_grad_on_float_arrays_skips_the_checks_walking_argument_paths(monk
 def test_arguments_the_quick_path_does_not_take_still_meet_their_checks(call, message):
     with pytest.raises((TypeError, ValueError), match=message):
         call()
+
+
+def test_a_closed_programs_hash_is_kept_and_made_again_when_the_checks_switch(monkeypatch):
+    closed = _closed(lambda x: fnp.sin(x) * 2.0, np.ones(2))
+    made = []
+    original = core.Jaxpr.__hash__
+    monkeypatch.setattr(core.Jaxpr, "__hash__", lambda self: made.append(1) or original(self))
+    first = hash(closed)
+    assert hash(closed) == first and len(made) == 1
+    ft.config.update("debug_nans", True)
+    try:
+        with_lines = hash(closed)
+    finally:
+        ft.config.update("debug_nans", False)
+    assert len(made) == 2 and with_lines != first
+    assert hash(closed) == first and len(made) == 3
