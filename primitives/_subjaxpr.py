@@ -6,7 +6,7 @@ primitives import them at the top; evaluating a sub-Jaxpr goes through
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from functrans.primitives import elementwise as ew
 from functrans.primitives import reductions, shape
@@ -39,6 +39,25 @@ def run(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
 
 #: A function evaluating a sub-Jaxpr on arguments like a sample, looked up once for a loop.
 runner = jaxpr_runner
+
+
+def names(prefix: str, n: int) -> list[str]:
+    """``n`` local names for generated loop code: ``prefix`` numbered from 0."""
+    return [f"{prefix}{i}" for i in range(n)]
+
+
+def unpack(targets: Sequence[str], call: str) -> str:
+    """A statement binding ``targets`` to the results of ``call`` (just the call when none)."""
+    return f"{', '.join(targets)}, = {call}" if targets else call
+
+
+def compile_driver(source: str, name: str) -> Callable[..., Any]:
+    """The function ``name`` that ``source`` defines: a loop driver generated
+    for one operand layout, so that each step is one body call and a few
+    assignments, with no list built, sliced or unpacked per step."""
+    namespace: dict[str, Any] = {}
+    exec(compile(source, f"<{name}>", "exec"), namespace)
+    return namespace[name]
 
 
 def jvp(closed: ClosedJaxpr, nonzeros, instantiate_outs):

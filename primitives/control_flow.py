@@ -30,7 +30,8 @@ it is transposed:
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+import functools
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 from functrans.primitives import _subjaxpr as sj
@@ -291,14 +292,42 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse):
     xs = [xp.asarray(x) for x in ops.xs]
     ys = [xp.empty((length,) + a.shape, a.dtype) for a in jaxpr.out_avals[num_carry:]]
     body = sj.runner(jaxpr, ops.consts + ops.carry + xs)
-    carry = ops.carry
-    for step in range(length):  # slices, not split_list, in the loops that run per step
-        i = length - 1 - step if reverse else step
-        outs = body(*ops.consts, *carry, *[x[i] for x in xs])
-        carry = outs[:num_carry]
-        for stack, out in zip(ys, outs[num_carry:]):
-            stack[i] = out
+    rows = tuple(y.ndim > 1 for y in ys)
+    loop = _scan_driver(len(ops.consts), num_carry, len(xs), rows)
+    # The xs, and the stacks written through row views, in the order of the steps.
+    if reverse:
+        steps = range(length - 1, -1, -1)
+        xs = [x[length - 1 :: -1] for x in xs]  # (not iterated when length is 0)
+        ys_in_order = [y[::-1] if r else y for y, r in zip(ys, rows)]
+    else:
+        steps, ys_in_order = range(length), ys
+    carry = loop(body, steps, *ops.consts, *ops.carry, *xs, *ys_in_order)
     return [xp.asarray(c) for c in carry] + ys
+
+
+@functools.lru_cache(maxsize=256)
+def _scan_driver(num_consts: int, num_carry: int, num_xs: int,
+                 rows: tuple[bool, ...]) -> Callable[..., list]:
+    """The loop of a scan's steps for one operand layout:
+    ``loop(body, steps, *consts, *init, *xs, *stacks) -> carry``.  ``steps``
+    are the step indices in the scan's order; the xs and the stacks flagged
+    in ``rows`` (those of ys with more than one dimension) come in that order
+    too, and are walked row by row (a row view is written with ``[...] =``,
+    a third of the cost of ``stack[i] =``); the other stacks (scalar ys) are
+    written at the step index."""
+    k, c, x = sj.names("k", num_consts), sj.names("c", num_carry), sj.names("x", num_xs)
+    s, y = sj.names("s", len(rows)), sj.names("y", len(rows))
+    r, w = sj.names("r", num_xs), [f"w{j}" for j, row in enumerate(rows) if row]
+    walked = ["steps"] + x + [st for st, row in zip(s, rows) if row]
+    head = ("for i in steps:" if len(walked) == 1
+            else f"for {', '.join(['i'] + r + w)} in zip({', '.join(walked)}):")
+    lines = [f"def scan_loop({', '.join(['body', 'steps'] + k + c + x + s)}):",
+             f"    {head}",
+             "        " + sj.unpack(c + y, f"body({', '.join(k + c + r)})")]
+    lines += [f"        w{j}[...] = {yj}" if row else f"        {st}[i] = {yj}"
+              for j, (st, yj, row) in enumerate(zip(s, y, rows))]
+    lines.append(f"    return [{', '.join(c)}]")
+    return sj.compile_driver("\n".join(lines) + "\n", "scan_loop")
 
 
 def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse):
@@ -520,10 +549,22 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     cc, bc, carry = WhileOperands.split(args, cond_nconsts, body_nconsts)
     cond, body = sj.runner(cond_jaxpr, cc + carry), sj.runner(body_jaxpr, bc + carry)
-    while bool(cond(*cc, *carry)[0]):
-        carry = body(*bc, *carry)
+    loop = _while_driver(cond_nconsts, body_nconsts, len(carry))
+    carry = loop(cond, body, *cc, *bc, *carry)
     xp = array_module(args)
     return [xp.asarray(c) for c in carry]
+
+
+@functools.lru_cache(maxsize=256)
+def _while_driver(cond_nconsts: int, body_nconsts: int, num_carry: int) -> Callable[..., list]:
+    """The loop of a while loop for one operand layout:
+    ``loop(cond, body, *cond_consts, *body_consts, *init) -> carry``."""
+    q, k, c = sj.names("q", cond_nconsts), sj.names("k", body_nconsts), sj.names("c", num_carry)
+    lines = [f"def while_loop({', '.join(['cond', 'body'] + q + k + c)}):",
+             f"    while cond({', '.join(q + c)})[0]:",
+             "        " + sj.unpack(c, f"body({', '.join(k + c)})"),
+             f"    return [{', '.join(c)}]"]
+    return sj.compile_driver("\n".join(lines) + "\n", "while_loop")
 
 
 def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
