@@ -5,6 +5,7 @@ generating code for it (an interpreter that must give what the code gives)."""
 from __future__ import annotations
 
 import gc
+import sys
 import warnings
 
 import numpy as np
@@ -339,3 +340,25 @@ def test_a_closed_programs_hash_is_kept_and_made_again_when_the_checks_switch(mo
         ft.config.update("debug_nans", False)
     assert len(made) == 2 and with_lines != first
     assert hash(closed) == first and len(made) == 3
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="3.10 renumbers the parsed source only")
+def test_the_rewritten_line_table_gives_each_instruction_the_renumbered_sources_line():
+    def loss(x):
+        m = fnp.max(x)
+        return m + fnp.log(fnp.sum(fnp.exp(x - m))) + 0.5 * fnp.sum(x[1:] * x[:-1])
+
+    def lines(code):
+        return {o: line for start, stop, line in code.co_lines() for o in range(start, stop, 2)}
+
+    for transform in (ft.hessian, ft.grad):
+        closed = ft.make_jaxpr(transform(loss))(np.linspace(0.0, 1.0, 9))
+        source, namespace = host.generate_source(closed, "h")
+        at_line = namespace.pop(host._LINES)
+        rewritten, renumbered = dict(namespace), dict(namespace)
+        exec(compile(source, "<generated>", "exec"), rewritten)
+        host._move_to_user_lines(rewritten["h"], at_line)
+        exec(host._compile_at_user_lines(source, "h", at_line), renumbered)
+        a, b = rewritten["h"].__code__, renumbered["h"].__code__
+        assert a.co_filename == b.co_filename == __file__
+        assert lines(a) == lines(b) and len(set(lines(a).values())) >= 2

@@ -382,29 +382,41 @@ def _move_to_user_lines(fn: Any, at_line: dict[int, tuple[str, int]]) -> None:
     if main is None:
         return
     code = fn.__code__
+    # Runs of code units at one user line (None: no location), in code order.
+    runs: list[list] = []
     user_line: dict[int, int] = {}
-    for _, _, generated in code.co_lines():
-        if generated is not None and generated not in user_line:
-            src = at_line.get(generated)
-            if src is not None and src[0] == main:
-                line = src[1]
-            user_line[generated] = line
-    table = bytearray()
-    previous = first = user_line.get(code.co_firstlineno, line)
+    first = line
     for start, stop, generated in code.co_lines():
-        units = (stop - start) // 2
-        if generated is None:
-            while units:
-                n = min(units, 8)
-                table.append(0xF8 | (n - 1))  # code 15: no location
-                units -= n
+        at = None
+        if generated is not None:
+            at = user_line.get(generated)
+            if at is None:
+                src = at_line.get(generated)
+                if src is not None and src[0] == main:
+                    line = src[1]
+                at = user_line[generated] = line
+        if runs and runs[-1][0] == at:
+            runs[-1][1] += (stop - start) // 2
+        else:
+            runs.append([at, (stop - start) // 2])
+    table = bytearray()
+    previous = first
+    for at, units in runs:
+        full, rest = divmod(units, 8)
+        if at is None:  # code 15: no location
+            table += b"\xff" * full
+            if rest:
+                table.append(0xF8 | (rest - 1))
             continue
-        delta, previous = user_line[generated] - previous, user_line[generated]
-        while units:
-            n = min(units, 8)
-            table.append(0xE8 | (n - 1))  # code 13: a line, no columns
-            _signed_varint(table, delta)
-            delta, units = 0, units - n
+        # code 13, a line and no columns: the delta, then 8-unit entries of delta 0.
+        n = min(units, 8)
+        table.append(0xE8 | (n - 1))
+        _signed_varint(table, at - previous)
+        previous = at
+        full, rest = divmod(units - n, 8)
+        table += b"\xef\x00" * full
+        if rest:
+            table += bytes((0xE8 | (rest - 1), 0))
     fn.__code__ = code.replace(co_filename=main, co_firstlineno=first,
                                co_linetable=bytes(table))
 
