@@ -37,7 +37,7 @@ reads are kept.
 from __future__ import annotations
 
 import functools
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 from functrans.primitives import elementwise as ew
@@ -46,15 +46,18 @@ from functrans.primitives._layout import fill_in, flatten, partition_list, split
 from functrans.primitives._subjaxpr import (
     any_member,
     batched,
+    compile_driver,
     fixpoint,
     is_linear,
     jvp,
+    names,
     run,
     runner,
     select_members,
     stripped,
     trace,
     transpose,
+    unpack,
     zeros_for,
 )
 
@@ -222,20 +225,14 @@ def _impl(*args, **params):
     return outs
 
 
-def _kept(fields: list, kept: Sequence[bool]) -> list:
-    return [x if k else None for x, k in zip(fields, kept)]
-
-
 def _run_loop(cond_jaxpr: ClosedJaxpr, cc: list, loop: Sweep, kept: Sequence[bool]):
     """Run sweep 0: its final carry, and ``records[i]``, the fields it
     recorded at step i (those no later body reads as None)."""
     cond = runner(cond_jaxpr, cc + loop.init)
     step = runner(loop.body, loop.consts + loop.init)
-    carry, records, nk = list(loop.init), [], len(loop.init)
-    while bool(cond(*cc, *carry)[0]):  # slices, not split_list, in the loops that run per step
-        out = step(*loop.consts, *carry)
-        records.append(_kept(carry + list(out[nk:]), kept))
-        carry = list(out[:nk])
+    records: list[list] = []
+    drive = _loop_driver(len(cc), len(loop.consts), len(loop.init), tuple(kept))
+    carry = drive(cond, step, records, *cc, *loop.consts, *loop.init)
     return carry, records
 
 
@@ -243,20 +240,64 @@ def _run_sweep(sw: Sweep, records: list[list], kept: Sequence[bool], xp):
     """Run a later sweep over the loop's steps: its final carry and sums.
     It extends each step's ``records`` with the fields it records there."""
     body = runner(sw.body, sw.consts + sw.init)
-    carry = list(sw.init)
     acc = [xp.zeros(a.shape, a.dtype) for a in sw.acc_avals]
-    tape: list = [[None] * len(kept)] * len(records)
-    steps, nk, na = range(len(records)), len(sw.init), sw.nacc
-    for i in reversed(steps) if sw.reverse else steps:
-        out = body(*sw.consts, *carry, *records[i])  # [carry, acc terms, extras], sliced
-        if any(kept):
-            tape[i] = _kept(carry + list(out[nk + na :]), kept)
-        if na:
-            acc = [a + d for a, d in zip(acc, out[nk : nk + na])]
-        carry = list(out[:nk])
+    tape: list[list] = []
+    drive = _sweep_driver(len(sw.consts), len(sw.init), sw.nacc, tuple(kept))
+    carry = drive(body, reversed(records) if sw.reverse else records, tape,
+                  *sw.consts, *sw.init, *acc)
+    if not any(kept):
+        tape = [[None] * len(kept)] * len(records)
+    elif sw.reverse:
+        tape.reverse()
     for rec, fields in zip(records, tape):
         rec.extend(fields)
     return carry, acc
+
+
+def _record(fields: Sequence[str], kept: Sequence[bool]) -> str:
+    """The list of a step's record in generated code: the kept fields, None for the others."""
+    return f"[{', '.join(f if k else 'None' for f, k in zip(fields, kept))}]"
+
+
+@functools.lru_cache(maxsize=256)
+def _loop_driver(cond_nconsts: int, nconsts: int, ncarry: int,
+                 kept: tuple[bool, ...]) -> Callable[..., list]:
+    """Sweep 0 for one operand layout:
+    ``drive(cond, step, records, *cond_consts, *consts, *init) -> carry``,
+    appending each step's record (entering carry, then extras; the fields
+    not ``kept`` as None) to ``records``."""
+    q, k, c = names("q", cond_nconsts), names("k", nconsts), names("c", ncarry)
+    n, e = names("n", ncarry), names("e", len(kept) - ncarry)
+    lines = [f"def record_loop({', '.join(['cond', 'step', 'records'] + q + k + c)}):",
+             f"    while cond({', '.join(q + c)})[0]:",
+             "        " + unpack(n + e, f"step({', '.join(k + c)})"),
+             f"        records.append({_record(c + e, kept)})"]
+    if ncarry:
+        lines.append(f"        {', '.join(c)}, = {', '.join(n)},")
+    lines.append(f"    return [{', '.join(c)}]")
+    return compile_driver("\n".join(lines) + "\n", "record_loop")
+
+
+@functools.lru_cache(maxsize=256)
+def _sweep_driver(nconsts: int, ncarry: int, nacc: int,
+                  kept: tuple[bool, ...]) -> Callable[..., list]:
+    """A later sweep for one operand layout:
+    ``drive(body, records, tape, *consts, *init, *acc) -> carry``, walking
+    ``records`` (in the sweep's order), adding each step's terms into the
+    ``acc`` arrays in place, and, when any field is ``kept``, appending each
+    step's record (entering carry, then extras) to ``tape``."""
+    k, c, a = names("k", nconsts), names("c", ncarry), names("a", nacc)
+    n, d, e = names("n", ncarry), names("d", nacc), names("e", len(kept) - ncarry)
+    lines = [f"def sweep({', '.join(['body', 'records', 'tape'] + k + c + a)}):",
+             "    for rec in records:",
+             "        " + unpack(n + d + e, f"body({', '.join(k + c + ['*rec'])})")]
+    if any(kept):
+        lines.append(f"        tape.append({_record(c + e, kept)})")
+    lines += [f"        {ai} += {di}" for ai, di in zip(a, d)]
+    if ncarry:
+        lines.append(f"        {', '.join(c)}, = {', '.join(n)},")
+    lines.append(f"    return [{', '.join(c)}]")
+    return compile_driver("\n".join(lines) + "\n", "sweep")
 
 
 # --------------------------------------------------------------------------
