@@ -12,6 +12,12 @@ written as a ``lax.while_loop`` over a step counter (the trip count unknown
 to the program), which reverse mode records at run time and replays
 (``recorded_loop``); JAX cannot differentiate it in reverse mode.
 
+``control_flow.scan_rnn_forward`` and ``control_flow.fori_loop_forward``
+are the forward passes alone (the scan's stacked states summed; a
+``fori_loop`` of ``tanh(h * 0.9 + 0.1) * 1.01``): there the loop driver's
+bookkeeping per step is most of what functrans adds to the NumPy calls.
+Every row also gives the time per step.
+
 Variants: ``numpy`` (the floor: the forward and backward loops written out
 by hand), ``functrans`` (``ft.grad``, retracing on every call),
 ``functrans.jit``, and, where importable, ``jax`` / ``jax.jit`` (with
@@ -38,6 +44,27 @@ def rnn_loss(w, xs):
 
     _, hs = lax.scan(step, np.zeros(SIZE), xs)
     return np.sum(hs)
+
+
+def rnn_forward_numpy(w, xs):
+    """The scan's forward pass by hand: the states stacked, then summed."""
+    hs = np.empty((len(xs), SIZE))
+    h = np.zeros(SIZE)
+    for t, x in enumerate(xs):
+        h = hs[t] = np.tanh(w @ h + x)
+    return np.sum(hs)
+
+
+def fori_forward(h):
+    from functrans import lax
+
+    return lax.fori_loop(0, STEPS, lambda i, h: np.tanh(h * 0.9 + 0.1) * 1.01, h)
+
+
+def fori_forward_numpy(h):
+    for _ in range(STEPS):
+        h = np.tanh(h * 0.9 + 0.1) * 1.01
+    return h
 
 
 def while_rnn_loss(w, xs):
@@ -124,17 +151,40 @@ def workloads() -> list[Workload]:
     rng = np.random.default_rng(0)
     w = rng.standard_normal((SIZE, SIZE)) / np.sqrt(SIZE)
     xs = rng.standard_normal((STEPS, SIZE)) * 0.5
+    h0 = rng.standard_normal(SIZE)
+
+    def per_step(_variant: str) -> tuple[int, str]:
+        return STEPS, "step"
+
     return [
+        Workload(
+            name="control_flow.scan_rnn_forward",
+            description=f"a {STEPS}-step tanh recurrence on f64[{SIZE}] via lax.scan, states "
+                        "stacked and summed",
+            variants=own_variants(lambda: rnn_forward_numpy(w, xs), rnn_loss, w, xs),
+            floor="numpy",
+            per_unit=per_step,
+        ),
+        Workload(
+            name="control_flow.fori_loop_forward",
+            description=f"{STEPS} steps of tanh(h * 0.9 + 0.1) * 1.01 on f64[{SIZE}] via "
+                        "lax.fori_loop",
+            variants=own_variants(lambda: fori_forward_numpy(h0), fori_forward, h0),
+            floor="numpy",
+            per_unit=per_step,
+        ),
         Workload(
             name="control_flow.scan_rnn_grad",
             description=f"grad of a {STEPS}-step tanh recurrence on f64[{SIZE}] via lax.scan",
             variants=_variants(w, xs),
             floor="numpy",
+            per_unit=per_step,
         ),
         Workload(
             name="control_flow.while_rnn_grad",
             description=f"the same gradient through lax.while_loop ({STEPS} recorded steps)",
             variants=_while_variants(w, xs),
             floor="numpy",
+            per_unit=per_step,
         ),
     ]
