@@ -1635,9 +1635,17 @@ def program_cache(maxsize: int, max_equations: int) -> Callable[[Callable], Prog
     gigabytes and make every full garbage collection walk them.  The least
     recently used entries go first; the newest entry is kept even when it
     alone is over ``max_equations``.  Thread-safe; ``cache_info()`` and
-    ``cache_clear()`` as for ``lru_cache``."""
+    ``cache_clear()`` as for ``lru_cache``.  Cleared when ``debug_nans`` or
+    ``debug_infs`` switches: a program's hash holds its equations' sources
+    while they are on, so keys stored before the switch would no longer be
+    found (or removed) by their hash."""
 
-    return lambda fn: ProgramCache(fn, maxsize, max_equations)
+    def make(fn: Callable) -> ProgramCache:
+        cache = ProgramCache(fn, maxsize, max_equations)
+        on_value_checks.append(cache.cache_clear)
+        return cache
+
+    return make
 
 
 class ProgramCache:

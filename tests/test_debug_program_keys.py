@@ -44,3 +44,21 @@ def test_a_key_memoised_with_the_flags_off_takes_the_lines_once_they_are_on():
     finally:
         config.update("debug_nans", False)
     assert a == b and hash(a) == hash(b)
+
+
+def test_program_caches_survive_switching_the_checks():
+    """A program's hash holds its sources while debug_nans is on, so a cache
+    keyed on programs must not keep keys stored in the other state (their
+    eviction raised KeyError: 296 tests failed in one suite run)."""
+    calls = []
+    cached = core.program_cache(maxsize=2, max_equations=10**6)(
+        lambda closed: calls.append(closed) or len(calls))
+    programs = [ft.make_jaxpr(lambda x, k=k: x * float(k))(1.0) for k in range(4)]
+    try:
+        for i, program in enumerate(programs):
+            config.update("debug_nans", i == 0)
+            cached(program)
+            cached(program)
+    finally:
+        config.update("debug_nans", False)
+    assert len(calls) == 4 and cached.cache_info().currsize <= 2
