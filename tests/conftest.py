@@ -154,3 +154,23 @@ def _jitted(transform, compiler="numpy"):
         return functrans.jit(transform(*args, **kwargs), compiler=compiler)
 
     return wrapped
+
+
+@pytest.fixture(params=["fake", pytest.param("cupy", marks=pytest.mark.gpu)])
+def device(request):
+    """The GPU backend on the stand-in for CuPy (tests/_gpu_fake.py), or on
+    CuPy with a GPU (skipped without one); yields which of the two."""
+    import _gpu_fake
+
+    from functrans.backends import cupy as gpu
+
+    if request.param == "cupy":
+        if not gpu.gpu_available():
+            pytest.skip("needs CuPy and a CUDA GPU")
+        yield "cupy"
+        return
+    _, undo = _gpu_fake.install()
+    try:
+        yield "fake"
+    finally:
+        undo()

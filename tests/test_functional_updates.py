@@ -2,7 +2,6 @@
 ``fnp.at(x)[idx]`` on NumPy arrays and tracers, ``fnp.copy``/``np.copy``/
 ``.copy()`` of tracers, and the error for ``x[idx] = v`` on a tracer."""
 
-import _gpu_fake
 import numpy as np
 import pytest
 
@@ -147,20 +146,6 @@ def test_item_and_tolist_of_concrete_and_traced_values():
     assert ft.grad(lambda x, n: x * n.item(), argnums=0)(2.0, np.int64(3)) == 3.0
     assert ft.grad(lambda x, n: x * len(n.tolist()))(2.0, np.arange(4)) == 4.0
 
-
-@pytest.fixture(params=["fake", pytest.param("cupy", marks=pytest.mark.gpu)])
-def device(request):
-    """The GPU backend on the stand-in for CuPy, or on CuPy with a GPU."""
-    if request.param == "cupy":
-        if not gpu.gpu_available():
-            pytest.skip("needs CuPy and a CUDA GPU")
-        yield
-        return
-    _, undo = _gpu_fake.install()
-    try:
-        yield
-    finally:
-        undo()
 
 
 def test_at_on_device_arrays_stays_on_the_device(device):

@@ -5,28 +5,12 @@ the result is the host's, on the device.  Runs on the stand-in for CuPy
 (tests/_gpu_fake.py) everywhere, and on CuPy where a GPU is present
 (marked gpu)."""
 
-import _gpu_fake
 import numpy as np
 import pytest
 
 import functrans as ft
 import functrans.numpy as fnp
 from functrans.backends import cupy as gpu
-
-
-@pytest.fixture(params=["fake", pytest.param("cupy", marks=pytest.mark.gpu)])
-def device(request):
-    if request.param == "cupy":
-        if not gpu.gpu_available():
-            pytest.skip("needs CuPy and a CUDA GPU")
-        yield
-        return
-    _, undo = _gpu_fake.install()
-    try:
-        yield
-    finally:
-        undo()
-
 
 A = np.random.default_rng(3).standard_normal((3, 4, 4))
 A[1, :, 2] = A[1, :, 0]  # a singular matrix in the stack: rank 3, det 0

@@ -180,20 +180,6 @@ def test_every_primitive_with_a_gpu_impl_has_cases():
     assert set(CASES) <= declared
 
 
-@pytest.fixture(params=["fake", pytest.param("cupy", marks=pytest.mark.gpu)])
-def device(request):
-    """The GPU backend on the stand-in for CuPy, or on CuPy and a GPU."""
-    if request.param == "cupy":
-        if not gpu.gpu_available():
-            pytest.skip("needs CuPy and a CUDA GPU")
-        yield "cupy"
-        return
-    _module, undo = _gpu_fake.install()
-    try:
-        yield "fake"
-    finally:
-        undo()
-
 
 def _to_device(x):
     if isinstance(x, np.ndarray) or isinstance(x, np.generic) and x.ndim == 0 \

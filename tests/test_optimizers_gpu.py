@@ -3,7 +3,6 @@ device, eagerly and under jit, and the numbers are the host's.  Runs on the
 stand-in for CuPy (tests/_gpu_fake.py) everywhere, and on CuPy where a GPU
 is present (marked gpu)."""
 
-import _gpu_fake
 import numpy as np
 import pytest
 
@@ -11,21 +10,6 @@ import functrans as ft
 from functrans import optimizers as optim
 from functrans.backends import cupy as gpu
 from functrans.tree_util import tree_leaves, tree_map
-
-
-@pytest.fixture(params=["fake", pytest.param("cupy", marks=pytest.mark.gpu)])
-def device(request):
-    if request.param == "cupy":
-        if not gpu.gpu_available():
-            pytest.skip("needs CuPy and a CUDA GPU")
-        yield
-        return
-    _, undo = _gpu_fake.install()
-    try:
-        yield
-    finally:
-        undo()
-
 
 RNG = np.random.default_rng(5)
 PARAMS = {"w": RNG.standard_normal((3, 2)), "b": RNG.standard_normal(2).astype(np.float32)}
