@@ -8,6 +8,8 @@ that is not +0, a pad used twice) run as before."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from functrans.primitives import shape as shape_prims
@@ -190,3 +192,53 @@ def test_random_boxes_match_eager(data):
 
     got, want, _ = jit_and_eager(f, a, b)
     assert same_bits(got, want)
+
+
+# -- constants of one repeated value ------------------------------------------------
+
+def constant_names(source):
+    """The generated names of array constants (``c``) in ``source``."""
+    return set(re.findall(r"\bc[0-9]+\b", source))
+
+
+@pytest.mark.parametrize("value", [100.0, -0.0, 0.0, np.inf, np.nan])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.complex128])
+def test_uniform_constant_is_a_scalar(value, dtype):
+    if not np.issubdtype(dtype, np.inexact) and not np.isfinite(value):
+        return
+    c = np.full(6, value, dtype)
+    x = SPECIALS.astype(dtype) if np.issubdtype(dtype, np.inexact) else np.arange(6, dtype=dtype)
+    x = x[:6].copy()
+
+    def f(x):
+        return x * c - c, fnp.maximum(c, x)
+
+    (got, got2), (want, want2), source = jit_and_eager(f, x)
+    assert same_bits(got, want) and same_bits(got2, want2)
+    assert not constant_names(source)
+
+
+def test_hvp_cotangent_constant_is_a_scalar():
+    x, v = np.linspace(-1, 1, 30), np.linspace(1, 2, 30)
+    got, want, source = jit_and_eager(lambda x, v: ft.hvp(rosenbrock, (x,), (v,)), x, v)
+    assert same_bits(got, want)
+    assert not constant_names(source)
+
+
+@pytest.mark.parametrize("make, use", [
+    (lambda: np.array([0.0, -0.0, 0.0]), lambda x, c: x * c),         # signs differ
+    (lambda: np.array([np.nan, -np.nan, np.nan]), lambda x, c: x + c),  # so do NaNs' bits
+    (lambda: np.full(3, 2.0), lambda x, c: x @ c),                    # not elementwise
+    (lambda: np.full(3, 2.0), lambda x, c: (x * c, c)),               # returned
+    (lambda: np.full(3, 2.0), lambda x, c: fnp.ones((2, 3)) * c + x),  # broadcast by the other
+    (lambda: np.full(3, 2.0, np.float32), lambda x, c: x * c),        # promoted
+    (lambda: np.full(3, 2.0), lambda x, c: x ** c),                   # not one IEEE operation
+])
+def test_constants_left_as_arrays(make, use):
+    c = make()
+    x = np.array([-0.0, 1.5, np.inf])
+    got, want, source = jit_and_eager(lambda x: use(x, c), x)
+    for g, w in zip(got if isinstance(got, tuple) else [got],
+                    want if isinstance(want, tuple) else [want]):
+        assert same_bits(g, w)
+    assert constant_names(source)

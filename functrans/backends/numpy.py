@@ -286,12 +286,12 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
             return constant(val, "k")
         return names[id(a)]
 
+    uniform = _uniform_constants(jaxpr, closed.consts, fns := [_callable(e) for e in jaxpr.eqns])
     for v, c in zip(jaxpr.constvars, closed.consts):
-        names[id(v)] = constant(c, "c")
+        names[id(v)] = constant(uniform[id(v)], "k") if id(v) in uniform else constant(c, "c")
     args = [local(v) for v in jaxpr.invars]
     lines = [f"def {name}({', '.join(args)}):"]
     buffers = _Buffers(constant)
-    fns = [_callable(e) for e in jaxpr.eqns]
     sources = output_sources(jaxpr, [_allocates(e, fn) for e, fn in zip(jaxpr.eqns, fns)]) \
         if own_outputs else [[] for _ in jaxpr.outvars]
     # The arguments and constants an output is checked against stay alive until
@@ -479,6 +479,41 @@ def _checker(jaxpr: Jaxpr):
         core.check_values(eqns[i].primitive, results, eqns[i].source)
 
     return check
+
+
+#: Ufuncs that compute each element from its two operands' elements alone, by
+#: one IEEE operation: an operand of one repeated value may be a scalar.
+_SCALAR_SAFE = (np.add, np.subtract, np.multiply, np.true_divide, np.maximum, np.minimum)
+
+
+def _uniform_constants(jaxpr: Jaxpr, consts: Sequence[Any], fns: list) -> dict[int, Any]:
+    """The constants (by variable id) that hold one value repeated (the same
+    bytes: -0.0 and +0.0 differ, a NaN's payload counts) and are only
+    operands of ``_SCALAR_SAFE`` ufuncs beside an operand of the result's
+    shape and the constant's dtype, with their scalar: the code passes the
+    scalar, and reads no array of copies (the cotangent ``100 * ones``)."""
+    found: dict[int, Any] = {}
+    for v, c in zip(jaxpr.constvars, consts):
+        if type(c) is np.ndarray and c.size > 1 and c.dtype.kind in "biufc":
+            flat = c.reshape(-1)
+            if np.ascontiguousarray(flat).tobytes() == flat[:1].tobytes() * c.size:
+                found[id(v)] = flat[0]
+    if not found:
+        return found
+    for a in jaxpr.outvars:
+        found.pop(id(a), None)
+    for e, fn in zip(jaxpr.eqns, fns):
+        ids = [id(a) for a in e.inputs if id(a) in found]
+        if not ids:
+            continue
+        out = e.outputs[0].aval if len(e.outputs) == 1 else None
+        fits = (fn in _SCALAR_SAFE and len(e.inputs) == 2 and len(ids) == 1 and out is not None
+                and all(a.aval.shape == out.shape for a in e.inputs)
+                and e.inputs[0].aval.dtype == e.inputs[1].aval.dtype == out.dtype)
+        if not fits:
+            for i in ids:
+                found.pop(i, None)
+    return found
 
 
 def _zero_literal(a) -> bool:
