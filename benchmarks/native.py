@@ -9,6 +9,9 @@ meant for, beside the NumPy tier and JAX's jit, and what its first call costs.
 * ``native.scan_rnn_grad``: the gradient through a 1,000-step ``lax.scan``
   recurrence on f64[16] (both scans, forward and reverse, are native
   loops);
+* ``native.while_fori_loop``: 1,000 steps of ``tanh(h * 0.9 + 0.1) * 1.01``
+  on f64[16] through ``lax.fori_loop`` with a traced trip count (a
+  ``while_loop``: the predicate and the body in one native loop);
 * ``native.first_call``: the first call of ``jit(grad)`` at n=1e3 in a fresh
   process: the NumPy tier, the native tier with an empty kernel cache
   (``cold``) and with the kernels on disk from an earlier process
@@ -32,7 +35,7 @@ from benchmarks import _peers
 from benchmarks._timing import Workload
 from benchmarks.autodiff import _grad_variants, _hvp_variants, grad_numpy, rosenbrock
 from benchmarks.compile import run_python
-from benchmarks.control_flow import SIZE, STEPS, rnn_loss
+from benchmarks.control_flow import SIZE, STEPS, fori_forward_numpy, rnn_loss
 from benchmarks.control_flow import _variants as _rnn_variants
 
 KEEP = ("numpy", "functrans.jit", "jax.jit")
@@ -91,6 +94,29 @@ def _first_call_variants() -> dict:
     return variants
 
 
+def _fori_traced(h, n):
+    from functrans import lax
+
+    return lax.fori_loop(0, n, lambda i, h: np.tanh(h * 0.9 + 0.1) * 1.01, h)
+
+
+def _while_variants(h) -> dict:
+    """The traced-bound fori_loop: hand-written NumPy, the NumPy tier, and
+    ``jax.jit`` of the same loop where JAX is importable."""
+    import functrans as ft
+
+    jitted = ft.jit(_fori_traced)
+    variants = {"numpy": lambda: fori_forward_numpy(h),
+                "functrans.jit": lambda: jitted(h, STEPS)}
+    if (j := _peers.jax()) is not None:
+        jax, jnp = j.jax, j.jnp
+        run = jax.jit(lambda h, n: jax.lax.fori_loop(
+            0, n, lambda i, h: jnp.tanh(h * 0.9 + 0.1) * 1.01, h))
+        hj = jnp.asarray(h)
+        variants["jax.jit"] = lambda: run(hj, STEPS).block_until_ready()
+    return variants
+
+
 def _timed(fn) -> float:
     import time
 
@@ -112,6 +138,7 @@ def workloads() -> list[Workload]:
 
     w = rng.standard_normal((SIZE, SIZE)) / np.sqrt(SIZE)
     xs = rng.standard_normal((STEPS, SIZE)) * 0.5
+    h0 = rng.standard_normal(SIZE)
     notes = {"functrans.native": "Numba kernels for the elementwise groups, NumPy for the rest"}
     if _peers.jax() is None:
         notes["jax.jit"] = "JAX not importable: no row"
@@ -132,6 +159,13 @@ def workloads() -> list[Workload]:
             name="native.scan_rnn_grad",
             description=f"grad of a {STEPS}-step tanh recurrence on f64[{SIZE}] via lax.scan",
             variants=_with_native(_rnn_variants(w, xs), ft.grad(rnn_loss), w, xs),
+            floor="numpy", notes=notes,
+        ),
+        Workload(
+            name="native.while_fori_loop",
+            description=f"{STEPS} steps of tanh(h*0.9 + 0.1)*1.01 on f64[{SIZE}], lax.fori_loop "
+                        "with a traced trip count (a while_loop)",
+            variants=_with_native(_while_variants(h0), _fori_traced, h0, STEPS),
             floor="numpy", notes=notes,
         ),
         Workload(

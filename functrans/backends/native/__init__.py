@@ -7,8 +7,9 @@ exactly as NumPy does (``native_ufunc``) with the fusion pass, and replaces
 each group by a call of one Numba kernel: a loop nest over the group's
 shape that reads each operand once, keeps the intermediates in registers
 and writes only the values used outside the group.  A ``scan`` whose body
-has an array-level native form becomes one kernel holding the step loop
-(see "scan loops" below).  The rest of the program (reductions, shape
+has an array-level native form becomes one kernel holding the step loop,
+and so does a ``while_loop`` whose predicate and body both have one
+(``loops.py``).  The rest of the program (reductions, shape
 operations, other control flow, whatever has no native lowering) stays
 NumPy calls in the straight-line code the NumPy backend generates: a graph
 split, never an error.
@@ -48,12 +49,12 @@ import importlib.util
 from typing import Callable
 
 from functrans.backends.native.elementwise import _call, fusible, kernel_source, native_ufunc
-from functrans.backends.native.loops import _scan_call, scan_source
+from functrans.backends.native.loops import _scan_call, _while_call, scan_source, while_source
 from functrans.core import ClosedJaxpr, Eqn, Jaxpr, lookup_primitive
 from functrans.passes.fuse import fuse
 
 __all__ = ["NativeUnavailableError", "available", "check_available", "fusible", "kernel_source",
-           "lower", "native_ufunc", "scan_source"]
+           "lower", "native_ufunc", "scan_source", "while_source"]
 
 INSTALL_HINT = "install Numba: pip install 'functrans[native]' (or pip install numba)"
 
@@ -112,10 +113,10 @@ def lower(closed: ClosedJaxpr, cache_dir: str = "") -> Lowering:
     eqns: list[Eqn] = []
     sources: list[str] = []
     seconds = 0.0
-    scan_p = lookup_primitive("scan")
+    loops = {lookup_primitive("scan"): _scan_call, lookup_primitive("while_loop"): _while_call}
     for e in fused.jaxpr.eqns:
-        if e.primitive is scan_p:
-            found = _scan_call(e, f"native_{len(sources)}", cache_dir)
+        if e.primitive in loops:
+            found = loops[e.primitive](e, f"native_{len(sources)}", cache_dir)
             if found is not None:
                 fn, source, spent = found
                 sources.append(source)
