@@ -9,7 +9,7 @@ import numpy as np
 
 from functrans.optimize._linesearch import LineSearch, strong_wolfe
 from functrans.optimize._problem import Point, Problem
-from functrans.optimize._result import NONFINITE, PRECISION_LOSS
+from functrans.optimize._result import MAXITER, NONFINITE, PRECISION_LOSS
 
 EPS = np.finfo(np.float64).eps
 
@@ -61,6 +61,16 @@ def search_failure(problem: Problem, ls: LineSearch) -> tuple[int, str]:
         "Desired error not necessarily achieved due to precision loss (the line "
         "search found no step with sufficient decrease)."
     )
+
+
+def budget_spent(k: int, problem: Problem, opts: dict) -> tuple[int, str] | None:
+    """``(status, message)`` in SciPy's L-BFGS-B words once ``maxiter``
+    iterations or ``maxfun`` evaluations are spent, else None."""
+    if k >= opts["maxiter"]:
+        return MAXITER, "STOP: TOTAL NO. OF ITERATIONS REACHED LIMIT"
+    if problem.nfev >= opts["maxfun"]:
+        return MAXITER, "STOP: TOTAL NO. OF f AND g EVALUATIONS EXCEEDS LIMIT"
+    return None
 
 
 def vecnorm(v: np.ndarray, ord: float) -> float:

@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from functrans.optimize._common import norm2, retry, search, search_failure
+from functrans.optimize._common import budget_spent, norm2, retry, search, search_failure
 from functrans.optimize._problem import Monitor, Point, Problem
 from functrans.optimize._result import (
     CALLBACK_STOP,
-    MAXITER,
     MESSAGES,
     SUCCESS,
     LbfgsInvHessProduct,
@@ -54,12 +53,9 @@ def minimize_lbfgs(problem: Problem, p: Point, opts: dict, monitor: Monitor) -> 
     if gnorm <= opts["gtol"]:
         message = "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"
     while message is None:
-        if k >= opts["maxiter"]:
-            status, message = MAXITER, "STOP: TOTAL NO. OF ITERATIONS REACHED LIMIT"
-            break
-        if problem.nfev >= opts["maxfun"]:
-            status = MAXITER
-            message = "STOP: TOTAL NO. OF f AND g EVALUATIONS EXCEEDS LIMIT"
+        spent = budget_spent(k, problem, opts)
+        if spent is not None:
+            status, message = spent
             break
         d = -two_loop(p.g, s_hist, y_hist, rho, gamma)
         slope = float(p.g.dot(d))

@@ -33,13 +33,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from functrans.optimize._common import norm2, retry, search_failure
+from functrans.optimize._common import budget_spent, norm2, retry, search_failure
 from functrans.optimize._lbfgs import DEFAULTS, GNORM_LABEL, STEP_MAX, TOL_OPTIONS
 from functrans.optimize._linesearch import LineSearch, strong_wolfe
 from functrans.optimize._problem import Monitor, Point, Problem
 from functrans.optimize._result import (
     CALLBACK_STOP,
-    MAXITER,
     MESSAGES,
     SUCCESS,
     LbfgsInvHessProduct,
@@ -129,12 +128,9 @@ def minimize_lbfgsb(problem: Problem, p: Point, opts: dict, monitor: Monitor) ->
     if gnorm <= opts["gtol"]:
         message = "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"
     while message is None:
-        if k >= opts["maxiter"]:
-            status, message = MAXITER, "STOP: TOTAL NO. OF ITERATIONS REACHED LIMIT"
-            break
-        if problem.nfev >= opts["maxfun"]:
-            status = MAXITER
-            message = "STOP: TOTAL NO. OF f AND g EVALUATIONS EXCEEDS LIMIT"
+        spent = budget_spent(k, problem, opts)
+        if spent is not None:
+            status, message = spent
             break
         # Bertsekas' epsilon-active set: a variable within gtol of the bound its
         # gradient pushes it to (a distance the stopping test ignores) is held
