@@ -95,14 +95,18 @@ def copied(x: Any) -> np.ndarray:
     return np.array(x, copy=True)
 
 
+def _bound(closed: ClosedJaxpr, args) -> dict[int, Any]:
+    """The environment of a run: each constvar and invar (by id) to its value."""
+    jaxpr = closed.jaxpr
+    env = {id(v): x for v, x in zip(jaxpr.constvars, closed.consts)}
+    env.update((id(v), x) for v, x in zip(jaxpr.invars, args))
+    return env
+
+
 def eval_jaxpr(closed: ClosedJaxpr, *args: Any) -> list[Any]:
     """Run ``closed`` on concrete arrays and return its outputs as a list."""
     jaxpr = closed.jaxpr
-    env: dict[int, Any] = {}
-    for v, x in zip(jaxpr.constvars, closed.consts):
-        env[id(v)] = x
-    for v, x in zip(jaxpr.invars, args):
-        env[id(v)] = x
+    env = _bound(closed, args)
     drops = last_uses(jaxpr)
     for e, dead in zip(jaxpr.eqns, drops):
         ins = [a.val if type(a) is Literal else env[id(a)] for a in e.inputs]
@@ -162,11 +166,7 @@ def interpret(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
     30-80 us (and Python's compiler grows faster than linearly in the length
     of one function), so a program run once is cheaper this way."""
     jaxpr = closed.jaxpr
-    env: dict[int, Any] = {}
-    for v, x in zip(jaxpr.constvars, closed.consts):
-        env[id(v)] = x
-    for v, x in zip(jaxpr.invars, args):
-        env[id(v)] = x
+    env = _bound(closed, args)
     for e, dead in zip(jaxpr.eqns, last_uses(jaxpr)):
         out = _callable(e)(*[a.val if type(a) is Literal else env[id(a)] for a in e.inputs])
         if core._checking:  # debug_nans, debug_infs
