@@ -21,6 +21,24 @@ from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, lookup_primitive
 # leaves the scan to the NumPy tier.
 
 
+class _Constants:
+    """The module-level constants of a generated kernel: ``constant(value,
+    dtype)`` names a literal (``K0``, ``K1`` ..., one name per distinct text)
+    and ``lines`` holds their assignments, written above the kernel."""
+
+    def __init__(self):
+        self._names: dict[str, str] = {}
+        self.lines: list[str] = []
+
+    def __call__(self, value, dtype) -> str:
+        text = _literal(value, dtype)
+        if text not in self._names:
+            self._names[text] = f"K{len(self._names)}"
+            self.lines.append(f"{self._names[text]} = {text}")
+        return self._names[text]
+
+
+
 def _dot_expr(e: Eqn, a: str, b: str) -> str | None:
     """``np.dot``/``np.outer`` of a ``dot_general`` without batch axes on
     float operands of one dtype, or None."""
@@ -88,15 +106,7 @@ def scan_source(closed_body: ClosedJaxpr, num_consts: int, num_carry: int,
     avals = [v.aval for v in (*body.invars, *body.outvars)]
     if any(a.dtype.kind not in _KINDS for a in avals):
         return None
-    globs: list[str] = []
-    constants: dict[str, str] = {}
-
-    def constant(value, dtype) -> str:
-        text = _literal(value, dtype)
-        if text not in constants:
-            constants[text] = f"K{len(constants)}"
-            globs.append(f"{constants[text]} = {text}")
-        return constants[text]
+    constant = _Constants()
 
     n_in = len(body.invars)
     args = [f"a{k}" for k in range(n_in)]
@@ -115,7 +125,7 @@ def scan_source(closed_body: ClosedJaxpr, num_consts: int, num_carry: int,
 
     new_carry = [value(a) for a in outs[:num_carry]]
     new_ys = [value(a) for a in ys]  # (before the globals are written out)
-    lines = ["import numpy as np", "import numba", "", *globs, "",
+    lines = ["import numpy as np", "import numba", "", *constant.lines, "",
              "@numba.njit(cache=CACHE, error_model='numpy', nogil=True)",
              f"def kernel(length, {', '.join([f'ys{k}' for k in range(len(ys))] + args)}):"]
     lines.append("    for step in range(length):")
@@ -142,15 +152,7 @@ def while_source(cond: ClosedJaxpr, body: ClosedJaxpr, cond_nconsts: int,
     avals = [v.aval for j in (cond.jaxpr, body.jaxpr) for v in (*j.invars, *j.outvars)]
     if any(a.dtype.kind not in _KINDS for a in avals):
         return None
-    globs: list[str] = []
-    constants: dict[str, str] = {}
-
-    def constant(value, dtype) -> str:
-        text = _literal(value, dtype)
-        if text not in constants:
-            constants[text] = f"K{len(constants)}"
-            globs.append(f"{constants[text]} = {text}")
-        return constants[text]
+    constant = _Constants()
 
     num_carry = len(body.jaxpr.invars) - body_nconsts
     first = cond_nconsts + body_nconsts  # the carry's place among the operands
@@ -168,7 +170,7 @@ def while_source(cond: ClosedJaxpr, body: ClosedJaxpr, cond_nconsts: int,
 
     (pred,) = (value(a) for a in cond.jaxpr.outvars)
     new_carry = [value(a) for a in body.jaxpr.outvars]
-    lines = ["import numpy as np", "import numba", "", *globs, "",
+    lines = ["import numpy as np", "import numba", "", *constant.lines, "",
              "@numba.njit(cache=CACHE, error_model='numpy', nogil=True)",
              f"def kernel({', '.join(args)}):", "    while True:"]
     lines += [f"        {st}" for st in test]
