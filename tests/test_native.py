@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _bits import bits_equal
 
 import functrans as ft
 import functrans.numpy as fnp
@@ -20,15 +21,6 @@ from functrans.jit import JitCacheMiss
 
 needs_numba = pytest.mark.skipif(not native.available(), reason="needs Numba")
 
-
-def _bits_equal(a, b) -> bool:
-    a, b = np.asarray(a), np.asarray(b)
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    if a.dtype.kind == "f":
-        bits = f"u{a.itemsize}"
-        return bool(np.all((a.view(bits) == b.view(bits)) | (np.isnan(a) & np.isnan(b))))
-    return bool(np.array_equal(a, b))
 
 
 def _close(a, b) -> bool:
@@ -163,7 +155,7 @@ def test_ieee_special_values_come_out_as_numpy_gives_them():
     x, y = (t.ravel().copy() for t in np.meshgrid(v, v))
     with np.errstate(all="ignore"):
         for want, got in zip(*_both(f, x, y)):
-            assert _bits_equal(want, got)
+            assert bits_equal(want, got)
 
 
 @needs_numba
@@ -181,7 +173,7 @@ def test_integer_semantics_are_numpy_s(dtype):
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for want, got in zip(*_both(f, x, y)):
-            assert _bits_equal(want, got)
+            assert bits_equal(want, got)
 
 
 @needs_numba
@@ -204,7 +196,7 @@ def test_weak_python_numbers_keep_float32():
 
     x = np.linspace(-1, 1, 7, dtype=np.float32)
     want, got = _both(f, x, 0.1)
-    assert got.dtype == np.float32 and _bits_equal(want, got)
+    assert got.dtype == np.float32 and bits_equal(want, got)
 
 
 @needs_numba
@@ -216,7 +208,7 @@ def test_bool_and_mixed_dtypes():
     i = np.arange(6, dtype=np.int16)
     b = np.array([True, False] * 3)
     for want, got in zip(*_both(f, x, i, b)):
-        assert _bits_equal(want, got)
+        assert bits_equal(want, got)
 
 
 @needs_numba
@@ -230,7 +222,7 @@ def test_broadcasting_scalars_and_empty_arrays(shapes):
         return np.abs(x) * y + x * 3.0 - y
 
     want, got = _both(f, x, y)
-    assert got.shape == want.shape and _bits_equal(want, got)
+    assert got.shape == want.shape and bits_equal(want, got)
     assert isinstance(got, np.ndarray)
 
 
@@ -243,7 +235,7 @@ def test_non_contiguous_and_read_only_inputs():
     x, y = base.T, base[::2, ::3].repeat(2, axis=0).repeat(3, axis=1).T.copy()
     y.flags.writeable = False
     want, got = _both(f, x, y)
-    assert _bits_equal(want, got)
+    assert bits_equal(want, got)
 
 
 @needs_numba
@@ -330,7 +322,7 @@ def test_scan_carries_scalars_swaps_and_literals(reverse, n):
     assert any("for step" in s for s in ft.jit(f, compiler="native").lower(1.5, xs)
                .native_sources)
     for a, b in zip(ft.tree_util.tree_leaves(want), ft.tree_util.tree_leaves(got)):
-        assert type(b) is np.ndarray and _bits_equal(a, b)
+        assert type(b) is np.ndarray and bits_equal(a, b)
 
 
 @needs_numba
@@ -345,7 +337,7 @@ def test_a_scan_body_without_a_native_form_stays_numpy():
     lowered = ft.jit(f, compiler="native").lower(xs)
     assert not any("for step" in s for s in lowered.native_sources)
     for a, b in zip(ft.jit(f)(xs), ft.jit(f, compiler="native")(xs)):
-        assert _bits_equal(a, b)
+        assert bits_equal(a, b)
 
 
 # -- compiled per dtype and rank, never per shape ----------------------------------

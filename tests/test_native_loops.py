@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _bits import bits_equal
 
 import functrans as ft
 import functrans.numpy as fnp
@@ -16,15 +17,6 @@ pytestmark = pytest.mark.skipif(not native.available(), reason="needs Numba")
 WHILE = "while True:"
 SCAN = "for step in range(length)"
 
-
-def _bits_equal(a, b) -> bool:
-    a, b = np.asarray(a), np.asarray(b)
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    if a.dtype.kind == "f":
-        bits = f"u{a.itemsize}"
-        return bool(np.all((a.view(bits) == b.view(bits)) | (np.isnan(a) & np.isnan(b))))
-    return bool(np.array_equal(a, b))
 
 
 def _check(f, *args, loop: str | None = WHILE):
@@ -41,7 +33,7 @@ def _check(f, *args, loop: str | None = WHILE):
     want_leaves, got_leaves = ft.tree_util.tree_leaves(want), ft.tree_util.tree_leaves(got)
     assert len(want_leaves) == len(got_leaves)
     for a, b in zip(want_leaves, got_leaves):
-        assert type(b) is np.ndarray and _bits_equal(a, b), (a, b)
+        assert type(b) is np.ndarray and bits_equal(a, b), (a, b)
     return sources
 
 
