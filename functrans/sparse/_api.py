@@ -38,16 +38,23 @@ class SparsePlan:
     """What a ``SparseDerivative`` computed for one argument signature: the
     ``pattern`` (CSR bool), ``colours`` (one per column, or per row in
     reverse mode), ``mode`` (``"fwd"``, ``"rev"`` or ``"fwd-over-rev"``), the
-    seed matrix and the compressed program."""
+    seed matrix, the compressed program and its ``compiler`` (``jit``'s)."""
 
-    def __init__(self, pattern, colours, mode, seeds, program, gather, dtype):
+    def __init__(self, pattern, colours, mode, seeds, program, compiler, gather, dtype):
         self.pattern = pattern
         self.colours = colours
         self.mode = mode
         self.seeds = seeds
         self.program = program
+        self.compiler = compiler
         self.gather = gather
         self.dtype = dtype
+        # The result's index arrays, made once: each call copies them (a
+        # caller may edit its result's indices in place, as eliminate_zeros
+        # does) and fills only ``data``.
+        index = _index_dtype(pattern)
+        self.indices = pattern.indices.astype(index)
+        self.indptr = pattern.indptr.astype(index)
 
     @property
     def n_colours(self) -> int:
@@ -66,7 +73,8 @@ class SparseDerivative:
     derivative as a ``scipy.sparse.csr_array``; ``plan(*args)`` shows the
     pattern, colouring and mode it uses for such arguments."""
 
-    def __init__(self, f: Callable, argnums: int | Sequence[int], kind: str, mode: str):
+    def __init__(self, f: Callable, argnums: int | Sequence[int], kind: str, mode: str,
+                 compiler: str | None = None):
         self.fun = f
         self.kind = kind
         self.name = core.fun_name(f)
@@ -74,6 +82,14 @@ class SparseDerivative:
         if mode not in _MODES[kind]:
             raise ValueError(f"{self.label}: mode must be one of {_MODES[kind]}, got {mode!r}")
         self.mode = mode
+        if compiler not in (None, "numpy", "native"):
+            raise ValueError(f"{self.label}: compiler must be None, 'numpy' or 'native', got "
+                             f"{compiler!r}")
+        if compiler == "native":
+            from functrans.backends import native
+
+            native.check_available(self.label)
+        self.compiler = compiler
         self.argnums = _check_argnums(self.label, argnums)
         self._plans: dict[Any, SparsePlan] = {}
         self._last: SparsePlan | None = None
@@ -90,14 +106,15 @@ class SparseDerivative:
         nums = _positions(self.label, self.argnums, len(args))
         x = _ravel_args(args, nums, plan.dtype)
         others = [a for i, a in enumerate(args) if i not in nums]
-        pattern = plan.pattern
-        if pattern.nnz == 0:
+        if plan.gather.shape[0] == 0:
             data = np.zeros(0, plan.dtype)
         else:
-            compressed = np.asarray(plan.program(x, plan.seeds, *others))
-            data = compressed.ravel()[plan.gather].astype(plan.dtype, copy=False)
-        return sp.csr_array((data, pattern.indices.copy(), pattern.indptr.copy()),
-                            shape=pattern.shape)
+            compressed = plan.program(x, plan.seeds, *others)
+            data = np.take(compressed.reshape(-1), plan.gather).astype(plan.dtype, copy=False)
+        out = sp.csr_array((data, plan.indices.copy(), plan.indptr.copy()),
+                           shape=plan.pattern.shape, copy=False)
+        out.has_sorted_indices = True  # (the pattern's are: no check needed later)
+        return out
 
     def plan(self, *args) -> SparsePlan:
         """The pattern, colouring and program for arguments like ``args``."""
@@ -129,8 +146,8 @@ class SparseDerivative:
             colours = hessian_colouring(pattern)
             gather = star_recovery(pattern, colours) if pattern.nnz else np.zeros(0, np.int64)
             mode = "fwd-over-rev"
-            program = jit(_hvps(g))
             seeds = _seeds(colours, n, dtype)
+            products = _hvps(g)
         else:
             pattern = jac
             m = pattern.shape[0]
@@ -148,21 +165,55 @@ class SparseDerivative:
                 colours = col if col is not None else column_colouring(pattern)
                 check_column_colouring(pattern, colours)
                 gather = colours[pattern.indices] * m + row_indices(pattern)
-                program = jit(_jvps(g))
                 seeds = _seeds(colours, n, dtype)
+                products = _jvps(g)
             else:
                 colours = row if row is not None else column_colouring(_csr_bool(pattern.T))
                 check_column_colouring(_csr_bool(pattern.T), colours)
                 gather = colours[row_indices(pattern)] * n + pattern.indices
-                program = jit(_vjps(g))
                 seeds = _seeds(colours, m, _out_dtype(closed, dtype))
-        return SparsePlan(pattern, colours, mode, seeds, program, gather.astype(np.int64), dtype)
+                products = _vjps(g)
+        compiler = self._compiler_for(seeds)
+        program = jit(products, compiler=compiler)
+        return SparsePlan(pattern, colours, mode, seeds, program, compiler,
+                          gather.astype(np.intp), dtype)
+
+
+    def _compiler_for(self, seeds: np.ndarray) -> str:
+        """The code generator of the compressed program: the one asked for;
+        else the native tier where Numba is installed and the products are
+        long (``NATIVE_MIN_ENTRIES`` seed entries or more: each product is a
+        few passes over ``colours x n`` arrays, which one fused loop does at
+        a fraction of the cost), else ``functrans.config.jit_compiler``.
+        Short products keep the NumPy tier: loading Numba would cost a
+        first call more than the kernels win."""
+        if self.compiler is not None:
+            return self.compiler
+        from functrans import config
+        from functrans.backends import native
+
+        if config.jit_compiler == "numpy" and seeds.size >= NATIVE_MIN_ENTRIES \
+                and native.available():
+            return "native"
+        return config.jit_compiler
+
+
+#: Seed entries (colours x n) from which the compressed program is compiled by
+#: the native tier when Numba is installed (``SparseDerivative._compiler_for``).
+NATIVE_MIN_ENTRIES = 100_000
 
 
 def _csr_bool(a):
     a = sp.csr_array(a, dtype=bool)
     a.sort_indices()
     return a
+
+
+def _index_dtype(pattern) -> type:
+    """int32 indices where they fit, as SciPy itself picks: half the bytes
+    to copy, and no scan of the contents to choose a dtype."""
+    fits = max(pattern.shape + (pattern.nnz,)) < np.iinfo(np.int32).max
+    return np.int32 if fits else np.int64
 
 
 def _seeds(colours: np.ndarray, n: int, dtype) -> np.ndarray:
@@ -340,24 +391,28 @@ def hessian_sparsity(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     return pattern
 
 
-def jacobian(f: Callable, argnums: int | Sequence[int] = 0, mode: str = "auto"
-             ) -> SparseDerivative:
+def jacobian(f: Callable, argnums: int | Sequence[int] = 0, mode: str = "auto",
+             compiler: str | None = None) -> SparseDerivative:
     """The Jacobian of ``f`` as a ``scipy.sparse.csr_array`` (rows: the output
     raveled; columns: the ``argnums`` inputs raveled in C order and
     concatenated), from one forward (``mode="fwd"``) or reverse (``"rev"``)
     product per colour; ``"auto"`` takes the mode with fewer colours.
+    ``compiler`` is ``jit``'s, for the compressed products; None picks the
+    native tier for long products where Numba is installed (docs/sparse.md).
 
     >>> import functrans.sparse as fsp, numpy as np
     >>> fsp.jacobian(lambda x: x[1:] * x[:-1])(np.arange(1.0, 4.0)).toarray()
     array([[2., 1., 0.],
            [0., 3., 2.]])
     """
-    return SparseDerivative(f, argnums, "jacobian", mode)
+    return SparseDerivative(f, argnums, "jacobian", mode, compiler)
 
 
-def hessian(f: Callable, argnums: int | Sequence[int] = 0) -> SparseDerivative:
+def hessian(f: Callable, argnums: int | Sequence[int] = 0, compiler: str | None = None
+            ) -> SparseDerivative:
     """The Hessian of the scalar ``f`` as a ``scipy.sparse.csr_array``, from
-    one Hessian-vector product per colour of a star colouring of its pattern.
+    one Hessian-vector product per colour of a star colouring of its pattern;
+    ``compiler`` as for ``jacobian``.
 
     >>> import functrans.sparse as fsp, functrans.numpy as fnp, numpy as np
     >>> fsp.hessian(lambda x: fnp.sum(x[1:] * x[:-1] ** 2))(np.ones(3)).toarray()
@@ -365,7 +420,7 @@ def hessian(f: Callable, argnums: int | Sequence[int] = 0) -> SparseDerivative:
            [2., 2., 2.],
            [0., 2., 0.]])
     """
-    return SparseDerivative(f, argnums, "hessian", "fwd-over-rev")
+    return SparseDerivative(f, argnums, "hessian", "fwd-over-rev", compiler)
 
 
 def spy(pattern, rows: int = 16, cols: int = 32) -> str:
