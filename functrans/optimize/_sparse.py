@@ -24,10 +24,12 @@ Algorithm 3.3), so an indefinite Hessian gives a downhill step as there.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
 
 import numpy as np
 
+from functrans import core
 from functrans.optimize._problem import UserDerivatives
 
 #: The auto rule: smallest n worth detecting a pattern for, and the largest
@@ -53,21 +55,17 @@ def sparse_hessian(problem: Any, choice: bool | None) -> Callable | None:
         return None
     if choice is None and n < SPARSE_MIN_N:
         return None
-    flat, has_aux = problem._flat_fun(), problem.has_aux
-
-    def value(v, *dyn):
-        out = flat(v, *dyn)
-        return out[0] if has_aux else out
-
-    value.__name__ = problem.name
-    h = fsp.hessian(value)
+    h, decided = _hessian_of(problem, fsp)
     args = (problem.x0, *problem._dynamic)
     if choice is None:
-        try:
-            plan = h.plan(*args)
-        except Exception:  # a program detection cannot read: the dense path decides
-            return None
-        if plan.pattern.nnz > SPARSE_MAX_DENSITY * float(n) * n:
+        signature = tuple(core.get_aval(a) for a in args)
+        if signature not in decided:
+            try:
+                plan = h.plan(*args)
+                decided[signature] = plan.pattern.nnz <= SPARSE_MAX_DENSITY * float(n) * n
+            except Exception:  # a program detection cannot read: the dense path decides
+                decided[signature] = False
+        if not decided[signature]:
             return None
 
     def hess(x):
@@ -75,6 +73,28 @@ def sparse_hessian(problem: Any, choice: bool | None) -> Callable | None:
         return h(x, *problem._dynamic)  # exactly symmetric (star_recovery)
 
     return hess
+
+
+#: Per compiled problem (keyed by its jitted value-and-gradient, which
+#: minimize's own cache keeps per function, x0 layout and argument layout):
+#: the ``functrans.sparse.hessian`` of its value, whose plans (pattern,
+#: colouring, program) are made once per signature, and the auto rule's
+#: decision per signature.  A later solve of the same problem detects nothing.
+_HESSIANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _hessian_of(problem: Any, fsp: Any) -> tuple[Any, dict]:
+    found = _HESSIANS.get(problem._vg)
+    if found is None:
+        flat, has_aux = problem._flat_fun(), problem.has_aux
+
+        def value(v, *dyn):
+            out = flat(v, *dyn)
+            return out[0] if has_aux else out
+
+        value.__name__ = problem.name
+        found = _HESSIANS.setdefault(problem._vg, (fsp.hessian(value), {}))
+    return found
 
 
 def _user_given(fn: Any) -> bool:
