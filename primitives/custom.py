@@ -238,6 +238,30 @@ def _custom_vjp_call_batch(vals, dims, *, axis_size, call, fwd, bwd, num_consts,
     return outs, [0] * len(outs)
 
 
+def _custom_vjp_call_sparsity(ins, *, call, fwd, bwd, num_consts, name):
+    """The pattern of the cotangents ``bwd`` gives (``sparsity.custom_vjp_rule``)."""
+    if any(x.deps is not None for x in ins[:num_consts]):
+        raise _closed_over_tangent(f"custom_vjp({name})")
+    ops = ins[num_consts:]
+    avals = [x.aval.strip_weak() for x in ops]
+    out_avals = [a.strip_weak() for a in call.out_avals]
+
+    def trace_bwd():
+        forward, _, _ = trace_to_jaxpr(lambda *xs: list(fwd(xs)[1]), avals, name=name)
+        n_res = len(forward.out_avals)
+        given: list[bool] = []
+
+        def flat_bwd(*xs):
+            cts = bwd(xs[:n_res], xs[n_res:])
+            given[:] = [c is not None for c in cts]
+            return [c for c in cts if c is not None]
+
+        backward, _, _ = trace_to_jaxpr(flat_bwd, list(forward.out_avals) + out_avals, name=name)
+        return backward, given
+
+    return sparsity.custom_vjp_rule(trace_bwd, ops, out_avals)
+
+
 custom_vjp_call_p = Primitive(
     "custom_vjp_call",
     xp_impl=True,
@@ -245,6 +269,7 @@ custom_vjp_call_p = Primitive(
     impl=lambda *args, call, fwd, bwd, num_consts, name: run_jaxpr(call, args),
     jvp=_custom_vjp_call_jvp,
     batch=_custom_vjp_call_batch,
+    sparsity=_custom_vjp_call_sparsity,
     multiple_results=True,
     doc=(
         "run the sub-Jaxpr `call`; reverse mode uses the user's `fwd` and `bwd` rules "

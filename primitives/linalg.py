@@ -461,6 +461,10 @@ triangular_solve_p = Primitive(
     "triangular_solve", abstract_eval=_triangular_solve_abstract_eval,
     impl=_triangular_solve_impl, gpu=_triangular_solve_gpu, jvp=_triangular_solve_jvp,
     transpose=_triangular_solve_transpose, batch=_triangular_solve_batch, linear=True,
+    sparsity=sparsity.matrix_sparsity(
+        read=lambda k, params, core: None if k else sparsity.triangle(
+            params["lower"], params["unit_diagonal"])(core),
+        columns=True, linear=(1,)),
     doc=(
         "`op(a)^-1 b` for the lower (`lower`) or upper triangle of `a` (`op` transposes and/or "
         "conjugates; `unit_diagonal` takes the diagonal as ones); batched over leading axes, "
@@ -611,7 +615,7 @@ def _lu_jvp(primals, tangents):
 
 lu_p = Primitive(
     "lu", abstract_eval=_lu_abstract_eval, impl=_lu_impl, gpu=_lu_gpu, multiple_results=True,
-    jvp=_lu_jvp, batch=_leading_batch_rule,
+    jvp=_lu_jvp, batch=_leading_batch_rule, sparsity=sparsity.matrix_sparsity(),
     doc=(
         "`P a = L U` with partial pivoting: the packed factors, LAPACK's 0-based row interchanges "
         "and the permutation they make"
@@ -716,6 +720,9 @@ def _cholesky_abstract_eval(a):
 cholesky_p = Primitive(
     "cholesky", abstract_eval=_cholesky_abstract_eval, impl=_cholesky_impl, gpu=_cholesky_gpu,
     jvp=_cholesky_jvp, batch=_leading_batch_rule,
+    sparsity=sparsity.matrix_sparsity(  # reads and writes the lower triangle
+        read=lambda k, params, core: sparsity.triangle(True)(core),
+        written=lambda j, params, core: sparsity.triangle(True)(core)),
     doc=(
         "`np.linalg.cholesky(a)`: lower triangular `L` with `a = L L^H`, reading `a`'s lower "
         "triangle"
@@ -764,6 +771,7 @@ def _eigh_jvp(primals, tangents):
 eigh_p = Primitive(
     "eigh", abstract_eval=_eigh_abstract_eval, impl=_eigh_impl, multiple_results=True,
     jvp=_eigh_jvp, batch=_leading_batch_rule, xp_impl=True,
+    sparsity=sparsity.matrix_sparsity(read=lambda k, params, core: sparsity.triangle(True)(core)),
     doc=(
         "`np.linalg.eigh(a)`: eigenvalues (ascending) and eigenvectors of the Hermitian matrix of "
         "`a`'s lower triangle"
@@ -839,7 +847,7 @@ def _columns(x, lo: int, hi: int):
 
 qr_p = Primitive(
     "qr", abstract_eval=_qr_abstract_eval, impl=_qr_impl, multiple_results=True, jvp=_qr_jvp,
-    batch=_leading_batch_rule, xp_impl=True,
+    batch=_leading_batch_rule, xp_impl=True, sparsity=sparsity.matrix_sparsity(),
     doc="`np.linalg.qr(a)`: `Q` and `R`, reduced or (`full_matrices`) complete",
 )
 
@@ -926,6 +934,6 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
 
 svd_p = Primitive(
     "svd", abstract_eval=_svd_abstract_eval, impl=_svd_impl, multiple_results=True,
-    jvp=_svd_jvp, batch=_leading_batch_rule, xp_impl=True,
+    jvp=_svd_jvp, batch=_leading_batch_rule, xp_impl=True, sparsity=sparsity.matrix_sparsity(),
     doc="`np.linalg.svd(a)`: `U`, `S`, `Vh` (`full_matrices`), or `S` alone (`compute_uv=False`)",
 )

@@ -18,6 +18,7 @@ from functrans.primitives._util import as_array, check_axes
 
 from functrans.core import Primitive, ShapedArray, Zero, array_module, bind, get_aval
 from functrans.dtypes import is_inexact
+from functrans.interpreters import sparsity
 
 
 def _sort_abstract_eval(x, *, axis):
@@ -60,6 +61,6 @@ def _sort_batch(vals, dims, *, axis_size, axis):
 
 sort_p = Primitive(
     "sort", abstract_eval=_sort_abstract_eval, impl=_sort_impl, multiple_results=True,
-    jvp=_sort_jvp, batch=_sort_batch, xp_impl=True,
+    jvp=_sort_jvp, batch=_sort_batch, xp_impl=True, sparsity=sparsity.lane_sparsity,
     doc="`np.sort(x, axis)` and the stable `np.argsort(x, axis)`, as two results",
 )

@@ -846,3 +846,160 @@ def cumulative_sparsity(second: Any = NONE) -> RuleFactory:
         return rule
 
     return make
+
+
+# --------------------------------------------------------------------------
+# Block rules: linear algebra, sorting, custom reverse rules
+# --------------------------------------------------------------------------
+
+
+def _group_rows(x: Pattern, group: np.ndarray, groups: int, keep: np.ndarray | None = None):
+    """The ``groups x n`` union of ``x``'s dependence rows per group: element
+    ``e`` of ``x`` goes to row ``group[e]`` (nowhere where ``keep`` is False)."""
+    elem = np.arange(x.aval.size, dtype=np.int64)
+    if keep is not None:
+        elem, group = elem[keep], group[keep]
+    ones = np.ones(elem.shape[0], bool)
+    pick = _sp().coo_array((ones, (group, elem)), shape=(groups, x.aval.size)).tocsr()
+    return _csr(pick @ x.deps)
+
+
+def _add(a, b):
+    return b if a is None else a if b is None else _csr(a + b)
+
+
+def matrix_sparsity(read: Callable | None = None, written: Callable | None = None,
+                    columns: bool = False, linear: Sequence[int] = ()) -> RuleFactory:
+    """The rule of a linear-algebra primitive over stacks of matrices (leading
+    batch axes, the last two the matrix): an output element depends on what
+    the elements its matrix reads depend on, in the same batch member only,
+    and all of them meet (a conservative block pattern: factorisations and
+    solves mix every entry they read).
+
+    ``read(k, params, core_shape)``: a boolean mask of the entries of operand
+    ``k``'s matrix the primitive reads (a triangle), None for all of them.
+    ``written(j, params, core_shape)``: the entries of output ``j`` that are
+    not structurally zero (a triangular factor), None for all.  ``columns``:
+    a solve ``op(a)^-1 b``, where column ``j`` of the result depends on column
+    ``j`` of ``b`` (operand 1) and on all of ``a``.  ``linear``: operands the
+    result is linear in, which do not meet themselves."""
+
+    @rule_factory
+    def make(prim: Primitive) -> Callable:
+        def rule(ins: list[Pattern], **params):
+            run = _runs.stack[-1]
+            res = prim.abstract_eval(*[x.aval for x in ins], **params)
+            out_avals = list(res) if prim.multiple_results else [res]
+            lead = ins[0].aval.shape[:-2]
+            members = int(np.prod(lead, dtype=np.int64))
+            width = ins[1].aval.shape[-1] if columns else 1
+            groups = members * width
+            nonlinear, everything = None, None
+            for k, x in enumerate(ins):
+                if x.deps is None or not _inexact(x.aval):
+                    continue
+                core = x.aval.shape[-2:]
+                per = int(np.prod(core, dtype=np.int64))
+                elem = np.arange(x.aval.size, dtype=np.int64)
+                member, within = elem // max(per, 1), elem % max(per, 1)
+                mask = read(k, params, core) if read is not None else None
+                keep = None if mask is None else np.asarray(mask, bool).ravel()[within]
+                if columns and k == 1:
+                    rows = _group_rows(x, member * width + within % core[-1], groups, keep)
+                else:
+                    rows = _group_rows(x, member, members, keep)
+                    if columns:  # a's entries reach every column of their member
+                        rows = _take_rows(rows, np.arange(groups, dtype=np.int64) // width)
+                everything = _add(everything, rows)
+                if k not in linear:
+                    nonlinear = _add(nonlinear, rows)
+            if run.hessian and nonlinear is not None:
+                run.terms.append((None, None, nonlinear, everything))
+            outs = []
+            for j, aval in enumerate(out_avals):
+                if everything is None or not _inexact(aval):
+                    outs.append(Pattern(aval))
+                    continue
+                core = aval.shape[len(lead):]
+                per = int(np.prod(core, dtype=np.int64))
+                elem = np.arange(aval.size, dtype=np.int64)
+                within = elem % max(per, 1)
+                src = elem // max(per, 1)
+                if columns:
+                    src = src * width + within % core[-1]
+                mask = written(j, params, core) if written is not None else None
+                if mask is not None:
+                    src = np.where(np.asarray(mask, bool).ravel()[within], src, -1)
+                outs.append(Pattern(aval, _take_rows(everything, src)))
+            return outs
+
+        return rule
+
+    return make
+
+
+def triangle(lower: bool, strict: bool = False) -> Callable[[tuple[int, ...]], np.ndarray]:
+    """The mask of a square matrix's lower (or upper) triangle, its diagonal
+    left out when ``strict``."""
+
+    def mask(core: tuple[int, ...]) -> np.ndarray:
+        n = core[-1]
+        k = -1 if strict else 0
+        return np.tril(np.ones((n, n), bool), k) if lower else np.triu(np.ones((n, n), bool), -k)
+
+    return mask
+
+
+def lane_sparsity(ins: list[Pattern], *, axis: int, **params) -> list[Pattern]:
+    """``sort`` (values and permutation): each sorted value may be any element
+    of its lane (the permutation depends on the values), and is piecewise
+    linear in them (no meetings); the permutation has a zero derivative."""
+    (x,) = ins
+    shape = x.aval.shape
+    values_aval, order_aval = x.aval.strip_weak(), ShapedArray(shape, np.int64)
+    if x.deps is None or not _inexact(x.aval) or x.aval.size == 0:
+        return [Pattern(values_aval), Pattern(order_aval)]
+    lanes = np.moveaxis(flat_index(shape), axis, -1).reshape(-1, shape[axis])
+    lane = np.empty(x.aval.size, np.int64)
+    lane[lanes.ravel()] = np.repeat(np.arange(lanes.shape[0], dtype=np.int64), shape[axis])
+    union_rows = _group_rows(x, lane, lanes.shape[0])
+    return [Pattern(values_aval, _take_rows(union_rows, lane)), Pattern(order_aval)]
+
+
+def custom_vjp_rule(trace_bwd: Callable[[], tuple[ClosedJaxpr, list[bool]]],
+                    operands: Sequence[Pattern], out_avals: Sequence[ShapedArray]
+                    ) -> list[Pattern]:
+    """A function with a custom reverse rule, whose derivative is its
+    ``bwd``'s.  ``trace_bwd()`` gives ``bwd``'s program from (residuals,
+    output cotangents) to the operands' cotangents, and which operands it
+    gives one for (the others get zero).  ``bwd`` is linear in the
+    cotangents, so detection on it with the cotangents as inputs gives the
+    transposed Jacobian pattern.  Second order (a Hessian of a custom_vjp
+    function cannot be formed forward over reverse, but a pattern may be
+    asked for): every input element any operand depends on meets every
+    other, conservatively."""
+    run = _runs.stack[-1]
+    bwd, given = trace_bwd()
+    n_res = len(bwd.jaxpr.invars) - len(out_avals)
+    diff = [False] * n_res + [True] * len(out_avals)
+    transposed, _ = detect(bwd, diff)  # (operand cotangents given) x (output elements)
+    sp = _sp()
+    rows = [x.deps if x.deps is not None and _inexact(x.aval) else run.empty(x.aval.size)
+            for x, g in zip(operands, given) if g]
+    if not rows or transposed.nnz == 0:
+        return [Pattern(a) for a in out_avals]
+    stacked = _csr(sp.vstack(rows, format="csr"))
+    present = [x.deps for x in operands if x.deps is not None]
+    union = run.union_row(_csr(sp.vstack(present, format="csr")))
+    if transposed.shape[0] == stacked.shape[0]:
+        deps = _csr(_csr(transposed.T) @ stacked)  # output elements x n
+    else:  # cotangents not of their operands' sizes: every output on every input
+        deps = run.broadcast_row(union, int(sum(a.size for a in out_avals)))
+    if run.hessian:
+        run.terms.append((None, None, union, union))
+    outs, start = [], 0
+    for a in out_avals:
+        piece = deps[start:start + a.size]
+        start += a.size
+        outs.append(Pattern(a, _csr(piece) if _inexact(a) and piece.nnz else None))
+    return outs
