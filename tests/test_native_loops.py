@@ -1,16 +1,20 @@
-"""while_loop and fori_loop in jit's native tier: the loop, its predicate and
-its body in one Numba kernel, with the NumPy tier's results bit for bit."""
+"""scan, while_loop and fori_loop in jit's native tier: the loop, its
+predicate and its body (products, nested loops included) in one Numba
+kernel, with the NumPy tier's results bit for bit, or within the stated
+tolerance where a product sums in another order than BLAS."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from _bits import bits_equal
+from functrans.primitives.linalg import dot_general_p
 
 import functrans as ft
 import functrans.numpy as fnp
 from functrans import config, lax
 from functrans.backends import native
+from functrans.core import bind
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="needs Numba")
 
@@ -139,15 +143,16 @@ def test_vector_carries_with_matrix_products():
 
     h = rng.standard_normal(6)
     jf = ft.jit(f, compiler="native")
-    assert any(WHILE in s and "np.dot" in s for s in jf.lower(w, h, 25).native_sources)
-    # BLAS products and tanh: equal up to the last bits (tests/test_native_numerics.py)
+    (source,) = jf.lower(w, h, 25).native_sources
+    assert WHILE in source and "np.dot" not in source  # the product is loops in the kernel
+    # products summed in another order than BLAS's, and tanh: equal up to the last bits
     for a, b in zip(ft.jit(f)(w, h, 25), jf(w, h, 25)):
         np.testing.assert_allclose(b, a, rtol=1e-13, atol=0)
 
 
-def test_nested_loops_stay_numpy_with_the_same_results():
-    """A loop inside a loop's body has no array-level native form: the outer
-    loop, the inner one with it, runs as in the NumPy tier."""
+def test_nested_loops_are_one_kernel():
+    """A loop inside a loop's body is a loop inside the kernel: one kernel,
+    the NumPy tier's results bit for bit."""
 
     def f(x, n):
         def outer(c):
@@ -157,14 +162,35 @@ def test_nested_loops_stay_numpy_with_the_same_results():
 
         return lax.while_loop(lambda c: c[0] < n, outer, (0, x))
 
-    for x, n in ((1.0, 4), (np.nan, 2), (200.0, 0)):
-        _check(f, x, n, loop=None)
+    for x, n in ((1.0, 4), (np.nan, 2), (200.0, 0), (-0.0, 1)):
+        (source,) = _check(f, x, n)
+        assert source.count(WHILE) == 2
 
-    def g(x):  # a static fori_loop (a scan) inside a while loop
-        return lax.while_loop(lambda x: x < 1e6,
-                              lambda x: lax.fori_loop(0, 3, lambda i, y: y * 2.0 + i, x), x)
+    def g(x, v):  # a static fori_loop (a scan) inside a while loop
+        def body(c):
+            x, v = c
+            return lax.fori_loop(0, 3, lambda i, c: (c[0] * 2.0 + i, c[1] * 0.5 - i), (x, v))
 
-    _check(g, 1.0, loop=None)
+        return lax.while_loop(lambda c: c[0] < 1e6, body, (x, v))
+
+    for x in (1.0, -0.0, np.inf, np.nan):
+        (source,) = _check(g, x, np.array([1.0, -0.0, np.inf, np.nan]))
+        assert WHILE in source and "for step" in source
+
+    def h(xs):  # a scan over the rows of each step's slice, inside a scan
+        def row(c, x):
+            return c * 0.5 + x, c - x
+
+        def step(c, x):
+            c, ys = lax.scan(row, c, x)
+            return c + 1.0, ys * 2.0
+
+        return lax.scan(step, np.zeros(3), xs)
+
+    for t in (0, 1, 4):
+        xs = np.arange(t * 2 * 3, dtype=float).reshape(t, 2, 3) - 5.0
+        (source,) = _check(h, xs, loop=SCAN)
+        assert source.count("for step") == 2
 
 
 def test_gradients_through_fori_loop_are_native_scans():
@@ -239,3 +265,142 @@ def test_one_compilation_per_dtype_and_rank():
     assert len(native.cache._kernels[(sources.pop(), config.native_cache_dir)].overloads) == 1
     jf(np.ones((2, 2)), 5)
     assert len(set(jf.lower(np.ones((2, 2)), 5).native_sources)) == 1
+
+
+# -- loop bodies: products as loops, NumPy's loops, no allocation per step ------
+
+
+def _steps(source: str) -> str:
+    """The part of a kernel's source from its first loop on."""
+    starts = [source.find(s) for s in (SCAN, WHILE) if s in source]
+    return source[min(starts):]
+
+
+def _scan_of(step, init, xs, **kw):
+    return lambda *a: lax.scan(step, init, xs, **kw)
+
+
+@pytest.mark.parametrize("dims, lhs, rhs", [
+    ((((1,), (0,)), ((), ())), (5, 4), (4,)),        # matrix @ vector
+    ((((0,), (0,)), ((), ())), (4,), (4, 3)),        # vector @ matrix
+    ((((1,), (0,)), ((), ())), (2, 4), (4, 3)),      # matrix @ matrix
+    ((((0,), (0,)), ((), ())), (4,), (4,)),          # vector . vector: a scalar
+    ((((), ()), ((), ())), (3,), (2,)),              # outer product
+    ((((0, 2), (1, 0)), ((), ())), (2, 3, 4), (4, 2, 5)),  # two contracted axes
+    ((((2,), (1,)), ((0,), (0,))), (2, 3, 4), (2, 4, 5)),  # batched
+    ((((), ()), ((0,), (0,))), (2, 3), (2, 4)),      # batched outer products
+])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "int64"])
+def test_products_in_a_body_are_loops_in_the_kernel(dims, lhs, rhs, dtype):
+    """Every dot_general layout in a scan body: loops in the kernel (no BLAS
+    call), integers bit for bit, floats within the sum-order tolerance."""
+    rng = np.random.default_rng(1)
+    a = (rng.standard_normal(lhs) * 3).astype(dtype)
+    b = (rng.standard_normal(rhs) * 3).astype(dtype)
+
+    def f(a, b, n):
+        def step(c, _):
+            y = bind(dot_general_p, a * c, b, dimension_numbers=dims)
+            return c + a.dtype.type(1), y
+
+        return lax.scan(step, a.dtype.type(1), None, length=n)
+
+    for n in (0, 1, 3):
+        got = ft.jit(f, compiler="native", static_argnums=2)(a, b, n)
+        want = ft.jit(f, static_argnums=2)(a, b, n)
+        (source,) = ft.jit(f, compiler="native", static_argnums=2).lower(a, b, n).native_sources
+        assert "np.dot" not in source and "np.empty" not in _steps(source)
+        for x, y in zip(ft.tree_util.tree_leaves(got), ft.tree_util.tree_leaves(want)):
+            assert x.dtype == y.dtype and x.shape == y.shape
+            if np.dtype(dtype).kind == "i" or dims[0] == ((), ()):
+                assert bits_equal(x, y)
+            else:  # BLAS sums in another order
+                np.testing.assert_allclose(x, y, rtol=1e-13 if dtype == "float64" else 1e-5,
+                                           atol=1e-12 if dtype == "float64" else 1e-4)
+
+
+def test_a_product_sums_its_terms_in_order_from_zero():
+    """The documented order: each element a sequential sum from +0.0 over
+    the contracted index, no fused multiply-add; so -0.0 terms give +0.0
+    (as matmul), and NaN and the infinities propagate as in matmul."""
+    w = np.array([[1e16, 1.0, -1e16, 1.0], [-0.0, -0.0, -0.0, -0.0],
+                  [np.inf, 0.0, 1.0, 1.0], [np.inf, -np.inf, 1.0, 1.0],
+                  [np.nan, 1.0, 1.0, 1.0], [0.1, 0.2, 0.3, 0.4]])
+    v = np.array([1.0, 1.0, 1.0, 1.0])
+
+    def f(w, h, n):
+        return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, w @ h),
+                              (0, fnp.zeros(len(w))))[1]
+
+    with np.errstate(invalid="ignore"):
+        got = ft.jit(f, compiler="native")(w, v, 1)
+        want = np.array([sum_in_order(row, v) for row in w])
+        ref = w @ v
+    assert bits_equal(got, want)
+    assert got[0] == 1.0  # (1e16 + 1) - 1e16 + 1, left to right: not BLAS's 2.0
+    assert np.array_equal(np.isnan(got), np.isnan(ref)) and bits_equal(got[1:3], ref[1:3])
+
+
+def sum_in_order(a, b):
+    total = 0.0
+    for x, y in zip(a, b):
+        total = total + x * y
+    return total
+
+
+def test_transcendental_functions_in_a_body_are_numpy_s_own_loops():
+    """tanh, exp and sin on arrays in a loop body run NumPy's loop for the
+    dtype: the NumPy tier's results bit for bit, at float32 and float64."""
+
+    def f(x, n):
+        def body(c):
+            i, x = c
+            return i + 1, np.exp(np.sin(np.tanh(x) * 3.0)) - 1.5
+
+        return lax.while_loop(lambda c: c[0] < n, body, (0, x))
+
+    for dtype in ("float64", "float32"):
+        x = np.array([0.5, -0.0, 0.0, 30.0, -30.0, np.inf, -np.inf, np.nan, 1e-300, 3.7],
+                     dtype=dtype)
+        for n in (0, 1, 5):
+            (source,) = _check(f, x, n)
+            assert "u0(" in source and "np.tanh" not in source
+
+
+def test_rnn_gradient_compiles_once_per_rank():
+    """Varying the step count and the state's size never compiles again."""
+    from functrans.backends.native import cache
+
+    def loss(w, xs):
+        def step(h, x):
+            h = np.tanh(w @ h + x)
+            return h, h
+
+        return fnp.sum(lax.scan(step, fnp.zeros(xs.shape[1]), xs)[1])
+
+    g = ft.jit(ft.grad(loss), compiler="native")
+    rng = np.random.default_rng(0)
+    sources: set[str] = set()
+    for t, n in ((0, 3), (1, 3), (5, 3), (7, 6), (3, 16)):
+        w, xs = rng.standard_normal((n, n)) / n, rng.standard_normal((t, n))
+        np.testing.assert_allclose(g(w, xs), ft.jit(ft.grad(loss))(w, xs), rtol=1e-12,
+                                   atol=1e-15)
+        sources.update(s for s in g.lower(w, xs).native_sources if SCAN in s)
+    assert len(sources) == 2  # the forward scan and the transposed one
+    for s in sources:
+        assert len(cache._kernels[(s, config.native_cache_dir)].overloads) == 1
+
+
+def test_scan_with_int_bool_and_nonfinite_carries():
+    def f(xs, k, flag, z):
+        def step(c, x):
+            k, flag, z = c
+            return (k * np.int32(3) + x, fnp.logical_xor(flag, x > 0), z * -1.0 + 0.0), k
+
+        return lax.scan(step, (k, flag, z), xs)
+
+    xs = np.array([1, -2, 3, 0, 5], dtype=np.int32)
+    for z in (np.array([np.nan, np.inf, -np.inf, -0.0]), np.zeros(0)):
+        _check(f, xs, np.full(4 if z.size else 0, 7, np.int32), np.zeros(z.size, bool), z,
+               loop=SCAN)
+        _check(f, xs[:0], np.full(z.size, 7, np.int32), np.ones(z.size, bool), z, loop=SCAN)

@@ -1,186 +1,130 @@
-"""Scan and while loops as Numba kernels: the loop and its body in machine code."""
+"""Scan and while loops as Numba kernels: the loop and its body in machine code.
+
+A ``scan`` or ``while_loop`` whose body (and predicate) ``body.py`` can
+lower runs as one kernel: its carries and every array a step computes live
+in buffers allocated once per call, the stacked outputs are written row by
+row, and loops nested in the body are loops in the kernel.  A stacked
+output nothing reads (a residual the gradient does not need) is neither
+allocated nor written.  Anything else leaves the loop to the NumPy tier.
+"""
 
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
+from functrans.backends.native.body import NESTED, Kernel, Value, carry_in, carry_out, lower_jaxpr
 from functrans.backends.native.cache import _load
-from functrans.backends.native.elementwise import _KINDS, _literal, _scalar, native_ufunc
-from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, lookup_primitive
+from functrans.backends.native.elementwise import _KINDS, _scalar
+from functrans.backends.native.numpy_loops import loop_type, loop_value
+from functrans.core import ClosedJaxpr, Eqn
 
-# -- scan loops ------------------------------------------------------------------
-#
-# A scan whose body is made of operations with an array-level native form
-# (same-dtype elementwise ufuncs on operands of the result's shape or
-# scalars, and matrix-vector, vector-matrix, matrix and outer products) runs
-# as one kernel: the step loop and its body in machine code, each step's
-# values Numba arrays, the stacked outputs written per step.  Anything else
-# leaves the scan to the NumPy tier.
+Lowered = tuple[list[str], list]  # statements, the outputs' values (None: not computed)
 
 
-class _Constants:
-    """The module-level constants of a generated kernel: ``constant(value,
-    dtype)`` names a literal (``K0``, ``K1`` ..., one name per distinct text)
-    and ``lines`` holds their assignments, written above the kernel."""
-
-    def __init__(self):
-        self._names: dict[str, str] = {}
-        self.lines: list[str] = []
-
-    def __call__(self, value, dtype) -> str:
-        text = _literal(value, dtype)
-        if text not in self._names:
-            self._names[text] = f"K{len(self._names)}"
-            self.lines.append(f"{self._names[text]} = {text}")
-        return self._names[text]
+def _plain(closed: ClosedJaxpr) -> bool:
+    """Whether a loop's jaxpr has no constants of its own and only real dtypes."""
+    j = closed.jaxpr
+    return (not closed.consts and not j.constvars
+            and all(v.aval.dtype.kind in _KINDS for v in (*j.invars, *j.outvars)))
 
 
-
-def _dot_expr(e: Eqn, a: str, b: str) -> str | None:
-    """``np.dot``/``np.outer`` of a ``dot_general`` without batch axes on
-    float operands of one dtype, or None."""
-    (contract, batch) = e.params["dimension_numbers"]
-    x, y = (v.aval for v in e.inputs)
-    dtype = e.outputs[0].aval.dtype
-    if batch != ((), ()) or dtype.kind != "f" or x.dtype != dtype or y.dtype != dtype:
+def scan_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Sequence[bool],
+               top: bool = False) -> Lowered | None:
+    """Statements running scan equation ``e`` on ``ins``: the carries'
+    copies, the step loop, the stacked outputs ``needed`` written per step."""
+    p = e.params
+    if not _plain(p["jaxpr"]):
         return None
-    if contract == ((x.ndim - 1,), (0,)) and x.ndim in (1, 2) and y.ndim in (1, 2):
-        return f"np.dot({a}, {b})"
-    if contract == ((), ()) and x.ndim == y.ndim == 1:
-        return f"np.outer({a}, {b})"
-    return None
-
-
-def _cast(name: str, aval, dtype: np.dtype) -> str:
-    """Operand ``name`` converted to the loop's ``dtype`` as NumPy converts it
-    before the ufunc's loop (a safe cast ``resolve_dtypes`` chose), so
-    Numba's own promotion of mixed operands never applies."""
-    if aval.dtype == dtype:
-        return name
-    kind = f"np.{dtype.type.__name__}"
-    return f"{name}.astype({kind})" if aval.ndim else f"{kind}({name})"
-
-
-def _body_source(body: Jaxpr, names: dict[int, str], constant,
-                 prefix: str = "t") -> list[str] | None:
-    """Statements computing ``body``'s equations on Numba values named in
-    ``names`` (extended with the results, named ``prefix`` and a number), or
-    None if one has no array-level native form."""
-    dot_p = lookup_primitive("dot_general")
-    lines = []
-    for n, e in enumerate(body.eqns):
-        if any(type(a) is Literal and a.aval.ndim for a in e.inputs):
-            return None
-        if e.primitive is dot_p:
-            if any(type(a) is Literal for a in e.inputs):
-                return None
-            expr = _dot_expr(e, *(names[id(a)] for a in e.inputs))
-        else:
-            found = native_ufunc(e)
-            out = e.outputs[0].aval if found else None
-            if found is None or out is None or found[1][-1] != out.dtype or any(
-                    type(a) is not Literal and a.aval.shape not in (out.shape, ())
-                    for a in e.inputs):
-                return None
-            ops = [constant(a.val, d) if type(a) is Literal else _cast(names[id(a)], a.aval, d)
-                   for a, d in zip(e.inputs, found[1])]
-            expr = f"np.{found[0].__name__}({', '.join(ops)})"
-        if expr is None:
-            return None
-        names[id(e.outputs[0])] = f"{prefix}{n}"
-        lines.append(f"{prefix}{n} = {expr}")
-    return lines
-
-
-def scan_source(closed_body: ClosedJaxpr, num_consts: int, num_carry: int,
-                reverse: bool) -> str | None:
-    """Source of a kernel running a whole scan, or None: a function of the
-    trip count, the stacked outputs' shapes, the consts, the initial carry
-    and the xs, returning the final carry and the stacked outputs."""
-    body = closed_body.jaxpr
-    if closed_body.consts or body.constvars:
+    nc, nk = p["num_consts"], p["num_carry"]
+    lines: list[str] = []
+    carries = [carry_in(k, v, pad, lines) for v in ins[nc:nc + nk]]
+    length = k.size(p["length"], "length" if top else None)
+    step, i = ("step", "i") if top else (k.fresh("step"), k.fresh("i"))
+    lines.append(f"{pad}for {step} in range({length}):")
+    q = pad + "    "
+    lines.append(f"{q}{i} = {length} - 1 - {step}" if p["reverse"] else f"{q}{i} = {step}")
+    xs = [Value(x.name, x.shape[1:], x.dtype, lead=(*x.lead, i)) for x in ins[nc + nk:]]
+    body = lower_jaxpr(k, p["jaxpr"].jaxpr, [*(v.borrowed() for v in ins[:nc]),
+                                             *(c.borrowed() for c in carries), *xs], q)
+    if body is None:
         return None
-    avals = [v.aval for v in (*body.invars, *body.outvars)]
-    if any(a.dtype.kind not in _KINDS for a in avals):
+    more, outs = body
+    lines += more
+    stacks: list[Value | None] = []
+    for y, wanted in zip(outs[nk:], needed[nk:]):
+        if not wanted:
+            stacks.append(None)
+            continue
+        shape = (length, *y.shape)
+        stack = Value(k.buffer(shape, y.dtype), shape, y.dtype, owned=True)
+        k.copy(Value(stack.name, y.shape, y.dtype, lead=(i,)), y, q, lines)
+        stacks.append(stack)
+    carry_out(k, carries, outs[:nk], q, lines)
+    return lines, [*(Value(c.name, c.shape, c.dtype, owned=True) for c in carries), *stacks]
+
+
+def while_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Sequence[bool],
+                top: bool = False) -> Lowered | None:
+    """Statements running while equation ``e`` on ``ins``: the predicate and
+    the body inlined in one loop."""
+    p = e.params
+    cond, body = p["cond_jaxpr"], p["body_jaxpr"]
+    if not (_plain(cond) and _plain(body)):
         return None
-    constant = _Constants()
-
-    n_in = len(body.invars)
-    args = [f"a{k}" for k in range(n_in)]
-    names = {id(v): a for v, a in zip(body.invars, args)}
-    for k in range(num_consts + num_carry, n_in):  # a step's xs: slices of the stacks
-        names[id(body.invars[k])] = f"x{k}"
-    statements = _body_source(body, names, constant)
-    if statements is None:
+    cn, bn = p["cond_nconsts"], p["body_nconsts"]
+    lines: list[str] = []
+    carries = [carry_in(k, v, pad, lines) for v in ins[cn + bn:]]
+    inner = [c.borrowed() for c in carries]
+    lines.append(f"{pad}while True:")
+    q = pad + "    "
+    test = lower_jaxpr(k, cond.jaxpr, [*(v.borrowed() for v in ins[:cn]), *inner], q)
+    if test is None:
         return None
-    carry_in = body.invars[num_consts:num_consts + num_carry]
-    outs = body.outvars
-    ys = outs[num_carry:]
-
-    def value(a) -> str:
-        return constant(a.val, a.aval.dtype) if type(a) is Literal else names[id(a)]
-
-    new_carry = [value(a) for a in outs[:num_carry]]
-    new_ys = [value(a) for a in ys]  # (before the globals are written out)
-    lines = ["import numpy as np", "import numba", "", *constant.lines, "",
-             "@numba.njit(cache=CACHE, error_model='numpy', nogil=True)",
-             f"def kernel(length, {', '.join([f'ys{k}' for k in range(len(ys))] + args)}):"]
-    lines.append("    for step in range(length):")
-    lines.append(f"        i = length - 1 - step if {reverse} else step")
-    lines += [f"        x{k} = a{k}[i]" for k in range(num_consts + num_carry, n_in)]
-    lines += [f"        {st}" for st in statements]
-    lines += [f"        ys{k}[i] = {y}" for k, y in enumerate(new_ys)]
-    if num_carry:  # one assignment: a new carry may be another's old value
-        lines.append(f"        {', '.join(names[id(v)] for v in carry_in)}, = "
-                     f"{', '.join(new_carry)},")
-    carry_out = ", ".join(f"a{num_consts + k}" for k in range(num_carry))
-    ys_out = ", ".join(f"ys{k}" for k in range(len(ys)))
-    lines.append(f"    return ({', '.join(x for x in (carry_out, ys_out) if x)},)")
-    return "\n".join(lines) + "\n"
-
-
-def while_source(cond: ClosedJaxpr, body: ClosedJaxpr, cond_nconsts: int,
-                 body_nconsts: int) -> str | None:
-    """Source of a kernel running a whole while loop, or None: a function of
-    the cond consts, the body consts and the initial carry, returning the
-    final carry.  The predicate and the body are both inlined in the loop."""
-    if cond.consts or body.consts or cond.jaxpr.constvars or body.jaxpr.constvars:
+    lines += test[0]
+    lines += [f"{q}if not {test[1][0].at(())}:", f"{q}    break"]
+    step = lower_jaxpr(k, body.jaxpr, [*(v.borrowed() for v in ins[cn:cn + bn]), *inner], q)
+    if step is None:
         return None
-    avals = [v.aval for j in (cond.jaxpr, body.jaxpr) for v in (*j.invars, *j.outvars)]
-    if any(a.dtype.kind not in _KINDS for a in avals):
+    lines += step[0]
+    carry_out(k, carries, step[1], q, lines)
+    return lines, [Value(c.name, c.shape, c.dtype, owned=True) for c in carries]
+
+
+NESTED.update(scan=scan_lines, while_loop=while_lines)
+
+
+def loop_source(e: Eqn, needed: Sequence[bool]
+                ) -> tuple[str, list[int], list[bool], list[int]] | None:
+    """Source of the kernel running loop equation ``e`` (a scan, a while
+    loop, a recorded loop), the static values of its leading size arguments,
+    which outputs it returns (the others are not ``needed``) and the
+    addresses of the NumPy loops it calls; None where a body has no
+    lowering.  The kernel takes the sizes, the equation's operands (rank 0
+    as scalars) and the NumPy loops, and returns a tuple."""
+    if any(v.aval.dtype.kind not in _KINDS for v in (*e.inputs, *e.outputs)):
         return None
-    constant = _Constants()
-
-    num_carry = len(body.jaxpr.invars) - body_nconsts
-    first = cond_nconsts + body_nconsts  # the carry's place among the operands
-    args = [f"a{k}" for k in range(first + num_carry)]
-    carry = args[first:]
-    names = {id(v): a for v, a in zip(cond.jaxpr.invars, args[:cond_nconsts] + carry)}
-    names.update((id(v), a) for v, a in zip(body.jaxpr.invars, args[cond_nconsts:]))
-    test = _body_source(cond.jaxpr, names, constant, "p")
-    step = _body_source(body.jaxpr, names, constant, "t")
-    if test is None or step is None:
+    k = Kernel()
+    ins = [Value(f"a{n}", tuple(f"a{n}.shape[{d}]" for d in range(v.aval.ndim)), v.aval.dtype)
+           for n, v in enumerate(e.inputs)]
+    found = TOP[e.primitive.name](k, e, ins, "    ", needed, top=True)
+    if found is None:
         return None
+    lines, outs = found
+    args = [name for name, _ in k.sizes] + [x.name for x in ins] + [name for name, _ in k.loops]
+    returned = [x.name for x in outs if x is not None]
+    source = ["import numpy as np", "import numba", "", *k.globals, "",
+              "@numba.njit(cache=CACHE, error_model='numpy', nogil=True)",
+              f"def kernel({', '.join(args)}):", *(f"    {s}" for s in k.pre), *lines,
+              f"    return ({''.join(r + ', ' for r in returned)})"]
+    return ("\n".join(source) + "\n", [v for _, v in k.sizes], [x is not None for x in outs],
+            [a for _, a in k.loops])
 
-    def value(a) -> str:
-        return constant(a.val, a.aval.dtype) if type(a) is Literal else names[id(a)]
 
-    (pred,) = (value(a) for a in cond.jaxpr.outvars)
-    new_carry = [value(a) for a in body.jaxpr.outvars]
-    lines = ["import numpy as np", "import numba", "", *constant.lines, "",
-             "@numba.njit(cache=CACHE, error_model='numpy', nogil=True)",
-             f"def kernel({', '.join(args)}):", "    while True:"]
-    lines += [f"        {st}" for st in test]
-    lines.append(f"        if not {pred}:")
-    lines.append("            break")
-    lines += [f"        {st}" for st in step]
-    if num_carry:  # one assignment: a new carry may be another's old value
-        lines.append(f"        {', '.join(carry)}, = {', '.join(new_carry)},")
-    lines.append(f"    return ({''.join(c + ', ' for c in carry)})")
-    return "\n".join(lines) + "\n"
+#: The loops a kernel may hold at its top, by primitive name.
+TOP: dict[str, Callable] = {"scan": scan_lines, "while_loop": while_lines}
 
 
 def _numba_type(aval):
@@ -205,62 +149,50 @@ def _compiled(source: str, folder: str, signature: tuple):
     return kernel, time.perf_counter() - start
 
 
-def _wrapper(e: Eqn, name: str, kernel, lead: str, num_carry: int, namespace: dict) -> Callable:
-    """The Python function calling ``kernel`` for equation ``e``: ``lead``
-    (text) before its operands, rank-0 operands as scalars, arrays
-    C-contiguous, the carries coming back as arrays of their dtype."""
-    args = [f"a{k}" for k in range(len(e.inputs))]
-    passed = [f"_scalar({a})" if v.aval.ndim == 0 else f"_contiguous({a})"
-              for a, v in zip(args, e.inputs)]
-    carry = [f"_asarray(r[{k}], _c{k})" for k in range(num_carry)]
-    results = carry + [f"r[{k}]" for k in range(num_carry, len(e.outputs))]
-    text = (f"def {name}({', '.join(args)}):\n"
-            f"    r = _kernel({', '.join(x for x in (lead, *passed) if x)})\n"
-            f"    return [{', '.join(results)}]\n")
-    namespace.update({"_kernel": kernel, "_scalar": _scalar,
-                      "_contiguous": np.ascontiguousarray, "_asarray": np.asarray})
-    namespace.update((f"_c{k}", v.aval.dtype) for k, v in enumerate(e.outputs[:num_carry]))
-    exec(compile(text, f"<functrans native loop {name}>", "exec"), namespace)
-    return namespace[name]
-
-
-def _while_call(e: Eqn, name: str, folder: str) -> tuple[Callable, str, float] | None:
-    """The Python function running while equation ``e`` through one kernel,
-    its source and compile seconds; None when the predicate or the body has
-    no native form (the loop then stays the NumPy tier's)."""
-    params = e.params
-    source = while_source(params["cond_jaxpr"], params["body_jaxpr"], params["cond_nconsts"],
-                          params["body_nconsts"])
-    if source is None:
-        return None
-    found = _compiled(source, folder, tuple(_numba_type(a.aval) for a in e.inputs))
-    if found is None:
-        return None
-    kernel, seconds = found
-    return _wrapper(e, name, kernel, "", len(e.outputs), {}), source, seconds
-
-
-def _scan_call(e: Eqn, name: str, folder: str) -> tuple[Callable, str, float] | None:
-    """The Python function running scan equation ``e`` through one kernel,
-    its source and compile seconds; None when the body has no native form
-    or Numba cannot compile it (the scan then stays the NumPy tier's)."""
-    params = e.params
-    source = scan_source(params["jaxpr"], params["num_consts"], params["num_carry"],
-                         params["reverse"])
-    if source is None:
-        return None
+def loop_call(e: Eqn, name: str, folder: str,
+              used: Callable[[object], bool] = lambda v: True
+              ) -> tuple[Callable, str, float] | None:
+    """The Python function running loop equation ``e`` through one kernel,
+    its source and compile seconds; None when a body has no native form or
+    Numba cannot compile it (the loop then stays the NumPy tier's).
+    Outputs for which ``used`` is false may come back as None."""
     from numba import types
 
-    num_carry, length = params["num_carry"], params["length"]
-    y_avals = [v.aval for v in e.outputs[num_carry:]]
-    signature = (types.int64, *(_numba_type(a) for a in y_avals),
-                 *(_numba_type(a.aval) for a in e.inputs))
-    found = _compiled(source, folder, signature)
+    found = loop_source(e, [used(v) for v in e.outputs])
     if found is None:
         return None
-    kernel, seconds = found
-    stacks = ", ".join(f"_empty({tuple(a.shape)}, _d{k})" for k, a in enumerate(y_avals))
-    namespace: dict = {"_empty": np.empty}
-    namespace.update((f"_d{k}", a.dtype) for k, a in enumerate(y_avals))
-    lead = ", ".join(x for x in (str(length), stacks) if x)
-    return _wrapper(e, name, kernel, lead, num_carry, namespace), source, seconds
+    source, sizes, returned, addresses = found
+    signature = (*(types.int64 for _ in sizes), *(_numba_type(v.aval) for v in e.inputs),
+                 *(loop_type() for _ in addresses))
+    compiled = _compiled(source, folder, signature)
+    if compiled is None:
+        return None
+    kernel, seconds = compiled
+    args = [f"a{n}" for n in range(len(e.inputs))]
+    passed = [str(s) for s in sizes] + [
+        f"_scalar({a})" if v.aval.ndim == 0 else f"_contiguous({a})"
+        for a, v in zip(args, e.inputs)] + [f"_u{n}" for n in range(len(addresses))]
+    results, n = [], 0
+    namespace: dict = {"_kernel": kernel, "_scalar": _scalar,
+                       "_contiguous": np.ascontiguousarray, "_asarray": np.asarray}
+    namespace.update((f"_u{n}", loop_value(a)) for n, a in enumerate(addresses))
+    for m, (v, back) in enumerate(zip(e.outputs, returned)):
+        if not back:
+            results.append("None")
+            continue
+        if v.aval.ndim == 0:
+            namespace[f"_d{m}"] = v.aval.dtype
+            results.append(f"_asarray(r[{n}], _d{m})")
+        else:
+            results.append(f"r[{n}]")
+        n += 1
+    text = (f"def {name}({', '.join(args)}):\n"
+            f"    r = _kernel({', '.join(passed)})\n"
+            f"    return [{', '.join(results)}]\n")
+    exec(compile(text, f"<functrans native loop {name}>", "exec"), namespace)
+    return namespace[name], source, seconds
+
+
+# The names the package's lowering imports.
+_scan_call = _while_call = loop_call
+scan_source = while_source = loop_source

@@ -1,0 +1,352 @@
+"""Loop bodies lowered to statements of a Numba kernel, with no allocation
+per step.
+
+A native loop kernel (``loops.py``) holds a whole ``scan``, ``while_loop``
+or ``recorded_loop``: the step loop and its body in machine code.  Here a
+body's equations become statements on values the kernel holds (``Value``):
+rank-0 values are Numba scalars; every array a step computes lives in a
+buffer the kernel allocates once per call, before its loops (``Kernel.pre``),
+and rewrites on every step:
+
+* runs of elementwise equations of one shape become one loop nest that
+  keeps the intermediates in scalars and stores only the values used after
+  the run (the members are the NumPy ufuncs ``native_ufunc`` accepts, on
+  operands of the result's shape or rank 0, converted to the loop's dtypes
+  as in fused groups);
+* ``dot_general`` is explicit loops (``dot.py``);
+* a ``scan`` or ``while_loop`` in a body is a nested loop with buffers of
+  its own, so a loop nest compiles as one kernel.
+
+A carry is a buffer of the loop's; at the end of a step, a new carry that
+the step computed into a buffer of its own takes that buffer's place (the
+two variables are swapped: nothing is copied), and any other new carry (an
+operand, another carry's old value) is copied into a spare buffer first.
+Buffers are never shared between two live values, and the kernel never
+writes into its operands.
+
+Shapes are run-time values: each dimension is an expression in the kernel's
+arguments (``a0.shape[1]``) or a size argument (a scan's length), so the
+source depends on dtypes, ranks and literals alone and compiles once per
+rank.  Anything else in a body (reductions, shape operations, complex
+numbers) has no lowering here: the caller leaves the loop to the NumPy
+tier.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from functrans.backends.native.elementwise import _literal, native_ufunc
+from functrans.backends.native.numpy_loops import numpy_loop
+from functrans.core import Eqn, Jaxpr, Literal, lookup_primitive
+
+
+class Value:
+    """A body value as a kernel holds it: ``name``, a Numba scalar (rank 0)
+    or array, read at the fixed leading indices ``lead`` (a scan's step
+    ``i`` on its stacked operands) then the value's own; ``shape``, its
+    dimensions as expressions; ``owned``: a buffer the current body writes
+    whole whenever it computes the value, which a carry may therefore take
+    over."""
+
+    __slots__ = ("name", "shape", "dtype", "owned", "lead")
+
+    def __init__(self, name: str, shape: tuple[str, ...], dtype: np.dtype, owned: bool = False,
+                 lead: tuple[str, ...] = ()):
+        self.name, self.shape, self.dtype, self.owned, self.lead = name, shape, dtype, owned, lead
+
+    def at(self, index: Sequence[str]) -> str:
+        """The element at ``index`` (one expression per axis)."""
+        full = [*self.lead, *index]
+        return f"{self.name}[{', '.join(full)}]" if full else self.name
+
+    def borrowed(self) -> Value:
+        """The same value as an operand of an inner body (not its to take)."""
+        return Value(self.name, self.shape, self.dtype, False, self.lead)
+
+
+def _type_name(dtype: np.dtype) -> str:
+    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
+
+
+class Kernel:
+    """What a kernel's body lowering collects besides its statements: the
+    literals (``constant``: ``K0``, ``K1`` ..., module-level names), the
+    statements run once per call before the loops (``pre``: the buffers),
+    and the size arguments (``sizes``: their names and static values, passed
+    by the caller)."""
+
+    def __init__(self):
+        self._constants: dict[str, str] = {}
+        self.globals: list[str] = []
+        self.pre: list[str] = []
+        self.sizes: list[tuple[str, int]] = []
+        self.loops: list[tuple[str, int]] = []  # NumPy loop arguments: names, addresses
+        self._count = 0
+
+    def constant(self, value, dtype: np.dtype) -> str:
+        text = _literal(value, dtype)
+        if text not in self._constants:
+            self._constants[text] = f"K{len(self._constants)}"
+            self.globals.append(f"{self._constants[text]} = {text}")
+        return self._constants[text]
+
+    def fresh(self, stem: str) -> str:
+        self._count += 1
+        return f"{stem}{self._count}"
+
+    def size(self, value: int, name: str | None = None) -> str:
+        """A size argument holding ``value`` (a length: never in the source)."""
+        name = name or self.fresh("n")
+        self.sizes.append((name, int(value)))
+        return name
+
+    def buffer(self, shape: Sequence[str], dtype: np.dtype) -> str:
+        """A new array of ``shape`` allocated once per call."""
+        name = self.fresh("b")
+        self.pre.append(f"{name} = np.empty(({''.join(d + ', ' for d in shape)}), "
+                        f"{_type_name(dtype)})")
+        return name
+
+    def numpy_call(self, address: int, ops: Sequence[Value | str], dtypes: Sequence[np.dtype],
+                   out: Value, pad: str, lines: list[str]) -> None:
+        """A call of NumPy's loop at ``address`` (``numpy_loops.py``) writing
+        ``out`` (a buffer) from ``ops``: arrays of its shape, contiguous, in
+        the loop's dtypes, or scalar expressions (stored in one-element
+        buffers and read with stride 0)."""
+        if not self.loops:
+            self.pre += ["pa = np.empty(4, np.uintp)", "pn = np.empty(1, np.intp)",
+                         "ps = np.empty(4, np.intp)"]
+        fn = f"u{len(self.loops)}"
+        if address not in (a for _, a in self.loops):
+            self.loops.append((fn, address))
+        else:
+            fn = next(n for n, a in self.loops if a == address)
+        for n, (op, d) in enumerate(zip([*ops, out], [*dtypes])):
+            if isinstance(op, str):  # a scalar
+                cell = Value(self.buffer(("1",), d), ("1",), d)
+                lines.append(f"{pad}{cell.name}[0] = {op}")
+                op, step = cell, 0
+            else:
+                step = d.itemsize
+            place = " + ".join([f"{op.name}.ctypes.data",
+                                *(f"np.uintp({i} * {op.name}.strides[{a}])"
+                                  for a, i in enumerate(op.lead))])
+            lines += [f"{pad}pa[{n}] = {place}", f"{pad}ps[{n}] = {step}"]
+        lines += [f"{pad}pn[0] = {out.name}.size",
+                  f"{pad}{fn}(pa.ctypes.data, pn.ctypes.data, ps.ctypes.data, "
+                  f"{self.constant(0, np.dtype(np.uintp))})"]
+
+    def nest(self, shape: Sequence[str], pad: str, lines: list[str]) -> tuple[list[str], str]:
+        """Loops over ``shape`` appended to ``lines``: their indices and the
+        indentation inside them."""
+        index = []
+        for extent in shape:
+            j = self.fresh("j")
+            lines.append(f"{pad}for {j} in range({extent}):")
+            index.append(j)
+            pad += "    "
+        return index, pad
+
+    def copy(self, dst: Value, src: Value, pad: str, lines: list[str]) -> None:
+        index, inner = self.nest(src.shape, pad, lines)
+        lines.append(f"{inner}{dst.at(index)} = {src.at(index)}")
+
+
+def _cast(expr: str, dtype: np.dtype, to: np.dtype) -> str:
+    """Scalar ``expr`` converted to the loop's dtype ``to`` as NumPy converts
+    it before the ufunc's loop, so Numba's own promotion never applies."""
+    return expr if dtype == to else f"{_type_name(to)}({expr})"
+
+
+def _elementwise(e: Eqn):
+    """``(ufunc, loop dtypes)`` of an elementwise body equation with a native
+    form, on operands of its result's shape or rank 0; else None."""
+    found = native_ufunc(e)
+    if found is None:
+        return None
+    out = e.outputs[0].aval
+    if found[1][-1] != out.dtype or any(type(a) is not Literal and a.aval.shape not in
+                                        (out.shape, ()) for a in e.inputs):
+        return None
+    return found
+
+
+#: Lowerings of loops inside bodies, by primitive name (filled by loops.py):
+#: ``lower(kernel, eqn, operands, pad, needed) -> (lines, outputs) | None``.
+NESTED: dict[str, Callable] = {}
+
+
+def lower_jaxpr(k: Kernel, jaxpr: Jaxpr, ins: Sequence[Value], pad: str
+                ) -> tuple[list[str], list[Value]] | None:
+    """Statements (indented by ``pad``) computing ``jaxpr`` on ``ins``, and
+    the values of its outputs; None when an equation has no lowering."""
+    names: dict[int, Value] = {id(v): x for v, x in zip(jaxpr.invars, ins)}
+    users: dict[int, set[int]] = {}
+    for n, e in enumerate(jaxpr.eqns):
+        for a in e.inputs:
+            users.setdefault(id(a), set()).add(n)
+    returned = {id(a) for a in jaxpr.outvars}
+    dot_p = lookup_primitive("dot_general")
+    nested = {lookup_primitive(name): fn for name, fn in NESTED.items()}
+    lines: list[str] = []
+    group: list[tuple[int, Eqn, tuple | None]] = []  # (index, equation, ufunc and loop dtypes)
+    dims: list[tuple[str, ...]] = []  # the run's shape
+
+    def value(a) -> Value:
+        if type(a) is Literal:
+            return Value(k.constant(a.val, a.aval.dtype), (), a.aval.dtype)
+        return names[id(a)]
+
+    def flush() -> None:
+        """The pending run of elementwise equations as one loop nest."""
+        if not group:
+            return
+        members = {n for n, _, _ in group}
+        shape = dims.pop()
+        index, inner = k.nest(shape, pad, lines)
+        scalars: dict[int, str] = {}
+        for _, e, found in group:
+            ops = []
+            if found is None:  # an outer product: each operand on its own axes
+                ufunc, loop = np.multiply, (e.outputs[0].aval.dtype,) * 2
+                cut = e.inputs[0].aval.ndim
+                axes = [index[:cut], index[cut:]]
+            else:
+                ufunc, loop = found
+                axes = [index] * len(e.inputs)
+            for a, d, at in zip(e.inputs, loop, axes):
+                if type(a) is Literal:
+                    ops.append(k.constant(a.val, d))
+                    continue
+                text = scalars.get(id(a))
+                if text is None:
+                    v = names[id(a)]
+                    text = v.at(at if v.shape else ())
+                ops.append(_cast(text, a.aval.dtype, d))
+            out = e.outputs[0]
+            s = scalars[id(out)] = k.fresh("v")
+            lines.append(f"{inner}{s} = np.{ufunc.__name__}({', '.join(ops)})")
+            if id(out) in returned or users.get(id(out), set()) - members:
+                buf = Value(k.buffer(shape, out.aval.dtype), shape, out.aval.dtype, owned=True)
+                lines.append(f"{inner}{buf.at(index)} = {s}")
+                names[id(out)] = buf
+        group.clear()
+
+    for n, e in enumerate(jaxpr.eqns):
+        if any(type(a) is Literal and a.aval.ndim for a in e.inputs):
+            return None
+        out = e.outputs[0].aval
+        if e.primitive is dot_p and _outer(e) and out.ndim:
+            # an outer product joins the run: its elements are single products
+            if group and group[0][1].outputs[0].aval.shape != out.shape:
+                flush()
+            if not group:
+                dims.append(value(e.inputs[0]).shape + value(e.inputs[1]).shape)
+            group.append((n, e, None))
+            continue
+        if e.primitive is dot_p or e.primitive in nested:
+            flush()
+            if any(type(a) is Literal for a in e.inputs) and e.primitive is dot_p:
+                return None
+            ops = [value(a) for a in e.inputs]
+            if e.primitive is dot_p:
+                found = _dot(k, e, ops, pad)
+            else:
+                needed = [id(v) in returned or id(v) in users for v in e.outputs]
+                found = nested[e.primitive](k, e, ops, pad, needed)
+            if found is None:
+                return None
+            more, outs = found
+            lines += more
+            names.update((id(v), x) for v, x in zip(e.outputs, outs) if x is not None)
+            continue
+        loop = _elementwise(e)
+        if loop is None:
+            return None
+        address = numpy_loop(*loop) if out.ndim else None
+        if address is not None and all(type(a) is Literal or not a.aval.ndim
+                                       or a.aval.dtype == d for a, d in zip(e.inputs, loop[1])):
+            flush()  # (its operands are stored: this equation reads them)
+            operands: list[Value | str] = [
+                _cast(value(a).at(()), a.aval.dtype, d) if not a.aval.ndim else value(a)
+                for a, d in zip(e.inputs, loop[1])]
+            shape = next(value(a).shape for a in e.inputs if a.aval.ndim)
+            buf = Value(k.buffer(shape, out.dtype), shape, out.dtype, owned=True)
+            k.numpy_call(address, operands, loop[1], buf, pad, lines)
+            names[id(e.outputs[0])] = buf
+            continue
+        if out.ndim == 0:  # a scalar statement, where it stands
+            texts = [_cast(value(a).at(()), a.aval.dtype, d) if type(a) is not Literal
+                     else k.constant(a.val, d) for a, d in zip(e.inputs, loop[1])]
+            s = k.fresh("v")
+            lines.append(f"{pad}{s} = np.{loop[0].__name__}({', '.join(texts)})")
+            names[id(e.outputs[0])] = Value(s, (), out.dtype)
+            continue
+        if group and group[0][1].outputs[0].aval.shape != out.shape:
+            flush()
+        if not group:
+            dims.append(next(value(a).shape for a in e.inputs
+                             if type(a) is not Literal and a.aval.ndim))
+        group.append((n, e, loop))
+    flush()
+    return lines, [value(a) for a in jaxpr.outvars]
+
+
+def _outer(e: Eqn) -> bool:
+    """Whether ``dot_general`` equation ``e`` is an outer product (no batch
+    or contracted axes) of non-literal operands of its result's dtype, which
+    Numba multiplies."""
+    from functrans.backends.native.dot import _FLOATS
+
+    (lc, _), (lb, _) = e.params["dimension_numbers"]
+    dtype = e.outputs[0].aval.dtype
+    return (not lc and not lb and (dtype.kind in "iu" or dtype in _FLOATS)
+            and all(type(a) is not Literal and a.aval.dtype == dtype for a in e.inputs))
+
+
+def _dot(k: Kernel, e: Eqn, ops: list[Value], pad: str):
+    from functrans.backends.native.dot import dot_lines
+
+    found = dot_lines(k, e, ops[0], ops[1], pad)
+    return None if found is None else (found[0], [found[1]])
+
+
+def carry_in(k: Kernel, init: Value, pad: str, lines: list[str]) -> Value:
+    """A loop's carry, starting from ``init``: a scalar, or a buffer of the
+    loop's that ``init`` is copied into where the loop starts."""
+    if not init.shape:
+        name = k.fresh("c")
+        lines.append(f"{pad}{name} = {init.at(())}")
+        return Value(name, (), init.dtype)
+    carry = Value(k.buffer(init.shape, init.dtype), init.shape, init.dtype)
+    k.copy(carry, init, pad, lines)
+    return carry
+
+
+def carry_out(k: Kernel, carries: Sequence[Value], new: Sequence[Value], pad: str,
+              lines: list[str]) -> None:
+    """The end of a step: each carry takes its new value.  A buffer the step
+    computed is swapped in (once); other arrays are copied into a spare
+    buffer first, all before any swap, so no new value is read after its
+    buffer changed hands."""
+    left, right, swaps = [], [], []
+    taken: set[str] = set()
+    for c, v in zip(carries, new):
+        if not c.shape:
+            left.append(c.name)
+            right.append(v.at(()))
+        elif v.name == c.name and not v.lead:
+            continue  # the carry passes through the step unchanged
+        elif v.owned and not v.lead and v.name not in taken:
+            taken.add(v.name)
+            swaps.append((c.name, v.name))
+        else:
+            spare = Value(k.buffer(c.shape, c.dtype), c.shape, c.dtype)
+            k.copy(spare, v, pad, lines)
+            swaps.append((c.name, spare.name))
+    if left:  # one assignment: a new carry may be another's old value
+        lines.append(f"{pad}{', '.join(left)}, = {', '.join(right)},")
+    lines += [f"{pad}{c}, {v} = {v}, {c}" for c, v in swaps]

@@ -1,0 +1,119 @@
+"""``dot_general`` inside a native loop body, as explicit loops.
+
+A loop body's products are small (the 16-vector RNN multiplies a 16x16
+matrix by a vector each step), where a call of BLAS costs more than the
+arithmetic and allocates its result.  Here a product is a loop nest writing
+into a buffer the kernel allocated once per call.
+
+Accumulation order.  Each output element is one sum, started at +0.0 (0 for
+integers) and added to term by term, sequentially, over the contracted
+index in row-major order of the contracting axes as the dimension numbers
+list them; each term is one multiplication, with no fused multiply-add (no
+fastmath).  BLAS sums in blocks and with fused multiply-adds, so float
+results differ from the NumPy tier's in the last bits (the tests allow a
+relative 1e-13 for float64); integer sums wrap and are exact in any order,
+so integer products equal NumPy's bit for bit, and so do outer products (no
+contraction: one multiplication per element).  NaN and the infinities
+propagate as in NumPy's ``matmul``: a NaN term, or ``inf * 0``, or infinities
+of both signs give NaN.  A sum whose every term is -0.0 gives +0.0, as
+``matmul`` does (``np.dot`` of two 1-element vectors keeps -0.0).
+
+Two loop orders, chosen by layout, both with that order per element: when
+the output's last axis is the right operand's last axis (a vector times a
+matrix, a matrix product), the contraction runs outside and the output's
+last axis inside, adding into the output row (contiguous reads, a loop LLVM
+vectorises); otherwise (a matrix times a vector) each element is a scalar
+sum with the contraction innermost.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from functrans.core import Eqn
+
+if TYPE_CHECKING:
+    from functrans.backends.native.body import Kernel, Value
+
+
+#: Float dtypes with Numba arithmetic (float16 has none).
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _free(ndim: int, *used) -> list[int]:
+    taken = {a for axes in used for a in axes}
+    return [a for a in range(ndim) if a not in taken]
+
+
+def dot_lines(k: Kernel, e: Eqn, lhs: Value, rhs: Value,
+              pad: str) -> tuple[list[str], Value] | None:
+    """Statements computing ``dot_general`` equation ``e`` of ``lhs`` and
+    ``rhs`` into a new buffer, and the buffer's value; None for bool or
+    mixed-dtype operands (those stay the NumPy tier's)."""
+    from functrans.backends.native.body import Value
+
+    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+    dtype = e.outputs[0].aval.dtype
+    if dtype.kind not in "iu" and dtype not in _FLOATS or lhs.dtype != dtype or rhs.dtype != dtype:
+        return None
+    lf, rf = _free(len(lhs.shape), lc, lb), _free(len(rhs.shape), rc, rb)
+    shape = (tuple(lhs.shape[a] for a in lb) + tuple(lhs.shape[a] for a in lf)
+             + tuple(rhs.shape[a] for a in rf))
+    out = Value(k.buffer(shape, dtype) if shape else "", shape, dtype, owned=True)
+    li: list[str] = [""] * len(lhs.shape)
+    ri: list[str] = [""] * len(rhs.shape)
+    oi: list[str] = []
+    loops: list[tuple[str, str]] = []  # (index, extent) outermost first
+
+    def axis(extent: str) -> str:
+        name = k.fresh("j")
+        loops.append((name, extent))
+        return name
+
+    for a, b in zip(lb, rb):
+        li[a] = ri[b] = axis(lhs.shape[a])
+        oi.append(li[a])
+    for a in lf:
+        li[a] = axis(lhs.shape[a])
+        oi.append(li[a])
+    outer = len(loops)
+    for a in rf:
+        ri[a] = axis(rhs.shape[a])
+        oi.append(ri[a])
+    zero = k.constant(0, dtype)
+    lines: list[str] = []
+
+    def nest(spans, p: str) -> str:
+        for name, extent in spans:
+            lines.append(f"{p}for {name} in range({extent}):")
+            p += "    "
+        return p
+
+    contracted = [(k.fresh("j"), lhs.shape[a]) for a in lc]
+    for (name, _), a, b in zip(contracted, lc, rc):
+        li[a] = ri[b] = name
+    term = f"np.multiply({lhs.at(li)}, {rhs.at(ri)})"
+    acc = k.fresh("s")
+    if not lc:  # outer products: one multiplication per element, no sum
+        p = nest(loops, pad)
+        lines.append(f"{p}{out.at(oi) if loops else acc} = {term}")
+    elif rf and rf[-1] == len(rhs.shape) - 1:
+        # contraction outside, the output's row (contiguous in rhs) inside
+        p = nest(loops[:outer], pad)
+        q = nest(loops[outer:], p)
+        lines.append(f"{q}{out.at(oi)} = {zero}")
+        q = nest(contracted, p)
+        q = nest(loops[outer:], q)
+        lines.append(f"{q}{out.at(oi)} = np.add({out.at(oi)}, {term})")
+    else:
+        p = nest(loops, pad)
+        lines.append(f"{p}{acc} = {zero}")
+        q = nest(contracted, p)
+        lines.append(f"{q}{acc} = np.add({acc}, {term})")
+        if loops:
+            lines.append(f"{p}{out.at(oi)} = {acc}")
+    if not loops:  # a rank-0 result: the scalar itself, no buffer
+        return lines, Value(acc, (), dtype)
+    return lines, out

@@ -1,0 +1,108 @@
+"""NumPy's own ufunc loops, called from native loop kernels.
+
+For transcendental functions (``tanh``, ``exp``, ``log``, ``sin`` ...) Numba
+calls the C library, which is a few ulp away from NumPy's results and, for
+float64 ``tanh``, about ten times slower than NumPy's vectorised loop (16
+``tanh`` a step were most of the 16-vector RNN's time).  A loop body applies
+such a function to a whole buffer at once through the very loop NumPy runs
+for that dtype signature: the kernel gets the loop's address as an argument
+(a Numba first-class function value, so the cached machine code stays valid
+in another process) and calls it as a NumPy ufunc calls it, with the
+operands' addresses, the element count and the strides.  The results are
+NumPy's bit for bit.
+
+The address is read from the ufunc object (``PyUFuncObject``'s
+``functions`` array, in the order of ``ufunc.types``).  The layout is
+checked against what Python can see (the loop count, the name) before any
+address is used; where it does not match, or the loop needs its data
+pointer, the function is left to Numba's scalar code.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import sys
+from typing import Any
+
+import numpy as np
+
+#: Ufuncs whose float results IEEE 754 fixes exactly, so Numba's scalar code
+#: gives NumPy's bits (tests/test_native_numerics.py); the other float loops
+#: are taken from NumPy.
+EXACT = frozenset({
+    np.add, np.subtract, np.multiply, np.true_divide, np.sqrt, np.negative, np.positive,
+    np.absolute, np.floor, np.ceil, np.trunc, np.rint, np.equal, np.not_equal, np.less,
+    np.less_equal, np.greater, np.greater_equal, np.isfinite, np.isnan, np.isinf,
+    np.square, np.conjugate, np.logical_and, np.logical_or, np.logical_xor, np.logical_not,
+    np.copysign, np.signbit,
+})
+
+# PyUFuncObject: PyObject_HEAD, four ints (nin, nout, nargs, identity), then
+# the functions and data arrays, ntypes, a reserved int, and the name.
+_HEAD = object.__basicsize__
+_FUNCTIONS, _DATA, _NTYPES, _NAME = _HEAD + 16, _HEAD + 24, _HEAD + 32, _HEAD + 40
+
+
+@functools.cache
+def loop_address(ufunc: np.ufunc, signature: str) -> int | None:
+    """The address of NumPy's loop of ``ufunc`` for ``signature`` (as in
+    ``ufunc.types``: ``"d->d"``), or None where it cannot be taken safely."""
+    if sys.maxsize != 2**63 - 1 or signature not in ufunc.types:
+        return None
+    base = id(ufunc)
+    try:
+        if (ctypes.c_int.from_address(base + _NTYPES).value != len(ufunc.types)
+                or ctypes.c_char_p.from_address(base + _NAME).value != ufunc.__name__.encode()):
+            return None
+        k = ufunc.types.index(signature)
+        functions = ctypes.c_void_p.from_address(base + _FUNCTIONS).value
+        data = ctypes.c_void_p.from_address(base + _DATA).value
+        if not functions or data and ctypes.c_void_p.from_address(data + 8 * k).value:
+            return None
+        return ctypes.c_void_p.from_address(functions + 8 * k).value
+    except (ValueError, OSError):
+        return None
+
+
+def numpy_loop(ufunc: np.ufunc, dtypes: tuple[np.dtype, ...]) -> int | None:
+    """The address of NumPy's loop computing ``ufunc`` on float ``dtypes``
+    (the operands' then the result's) where Numba's own code may differ."""
+    if ufunc in EXACT or any(d not in (np.float32, np.float64) for d in dtypes):
+        return None
+    sig = "".join(d.char for d in dtypes[:-1]) + "->" + dtypes[-1].char
+    return loop_address(ufunc, sig)
+
+
+@functools.cache
+def _wrapper_class() -> Any:
+    import numba.experimental.function_type  # noqa: F401  (types these arguments)
+    from numba import types
+
+    class NumpyLoop(types.WrapperAddressProtocol):
+        """A NumPy loop as a Numba function value:
+        ``loop(args, dimensions, steps, data)``, every argument an address."""
+
+        def __init__(self, address: int):
+            self.address = address
+
+        def __wrapper_address__(self) -> int:
+            return self.address
+
+        def signature(self):
+            # (pointers passed as pointer-sized integers: the same registers)
+            return types.void(types.uintp, types.uintp, types.uintp, types.uintp)
+
+    return NumpyLoop
+
+
+def loop_value(address: int) -> Any:
+    """The kernel argument standing for the loop at ``address``."""
+    return _wrapper_class()(address)
+
+
+def loop_type() -> Any:
+    """The Numba type of a ``loop_value`` argument."""
+    import numba
+
+    return numba.typeof(loop_value(0))
