@@ -7,8 +7,9 @@ per unit (such as per traced equation) or, for memory workloads, the peak
 traced allocation (the ratio is then the ratio of peaks).  Writes the same
 figures and a description of the machine to ``--out`` as JSON.
 
-``--threads N`` caps the threads of every library measured (OpenBLAS, MKL and
-OpenMP through their environment variables, PyTorch's intra-op pool, XLA's
+``--threads N`` caps the threads of every library measured (OpenBLAS, MKL,
+OpenMP and Numba, whose threads run functrans' native kernels, through their
+environment variables, PyTorch's intra-op pool, XLA's
 Eigen pool when N is 1) before any of them is imported.  On a small or busy
 machine ``--threads 1`` gives steadier figures: a multi-threaded BLAS call
 that has to wait for a busy core can take tens of times longer.
@@ -134,7 +135,8 @@ def limit_threads(n: int) -> None:
         raise SystemExit(f"--threads must be at least 1, got {n}")
     if "numpy" in sys.modules:
         print("warning: numpy was imported before --threads took effect", file=sys.stderr)
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                "NUMBA_NUM_THREADS"):
         os.environ[var] = str(n)
     os.environ[THREADS_ENV] = str(n)
     if n == 1:

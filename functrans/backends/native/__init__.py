@@ -48,7 +48,15 @@ from __future__ import annotations
 import importlib.util
 from typing import Callable
 
-from functrans.backends.native.elementwise import _call, fusible, kernel_source, native_ufunc
+from functrans.backends.native.elementwise import (
+    _call,
+    constants_inline,
+    fusible,
+    kernel_source,
+    merge_pads,
+    native_group,
+    native_ufunc,
+)
 from functrans.backends.native.loops import _scan_call, _while_call, scan_source, while_source
 from functrans.core import ClosedJaxpr, Eqn, Jaxpr, lookup_primitive
 from functrans.passes.fuse import fuse
@@ -108,7 +116,7 @@ def lower(closed: ClosedJaxpr, cache_dir: str = "") -> Lowering:
     """``closed`` with its native groups replaced by kernel calls, whose
     kernels are cached on disk in ``cache_dir`` ("" keeps them in memory
     only; ``jit`` passes ``functrans.config.native_cache_dir``)."""
-    fused = fuse(closed, fusible)
+    fused = constants_inline(merge_pads(fuse(closed, fusible)))
     fused_p = lookup_primitive("fused_elementwise")
     eqns: list[Eqn] = []
     sources: list[str] = []
@@ -124,7 +132,7 @@ def lower(closed: ClosedJaxpr, cache_dir: str = "") -> Lowering:
                 eqns.append(Eqn(_NativeCall(fn, source), e.inputs, e.outputs,  # type: ignore[arg-type]
                                 {}))
                 continue
-        if e.primitive is not fused_p or not all(fusible(m) for m in e.params["jaxpr"].eqns):
+        if e.primitive is not fused_p or native_group(e) is None:
             eqns.append(e)
             continue
         group = e.params["jaxpr"]

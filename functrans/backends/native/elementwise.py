@@ -4,7 +4,9 @@ the Python function that calls it with the program's shapes (``_call``)."""
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
 import sys
 import sysconfig
 import threading
@@ -14,7 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from functrans.backends.native.cache import _load
-from functrans.core import Eqn, Jaxpr, Literal
+from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var, lookup_primitive
 
 # -- which equations have a native lowering ---------------------------------
 
@@ -113,6 +115,160 @@ def fusible(e: Eqn) -> bool:
     return native_ufunc(e) is not None
 
 
+# -- the program around the groups -------------------------------------------
+
+
+def native_group(e: Eqn) -> Jaxpr | None:
+    """The group a kernel computes for equation ``e`` of the fused program: a
+    ``fused_elementwise`` of native members (and the pads ``merge_pads``
+    put there), or a native equation alone; else None."""
+    if e.primitive.name == "fused_elementwise":
+        group = e.params["jaxpr"]
+        return group if all(fusible(m) or _is_pad(m) for m in group.eqns) else None
+    if fusible(e):
+        invars = list({id(a): a for a in e.inputs if type(a) is Var}.values())
+        return Jaxpr((), invars, e.outputs, [e])
+    return None
+
+
+def _needed(group: Jaxpr, target) -> int:
+    """How many of ``group``'s equations compute ``target``."""
+    producer = {id(v): e for e in group.eqns for v in e.outputs}
+    seen: set[int] = set()
+    stack = [target]
+    while stack:
+        e = producer.get(id(stack.pop()))
+        if e is not None and id(e) not in seen:
+            seen.add(id(e))
+            stack.extend(a for a in e.inputs if type(a) is Var)
+    return len(seen)
+
+
+def merge_pads(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """``closed`` with each native group that reads only pads of another
+    group's results (and other inputs) merged with that group and the pads
+    into one group, which ``kernel_source`` writes as one loop over the outer
+    group's shape: the inner group's values are computed at shifted indices
+    where the pads hold them, and no padded or inner array is made.  The
+    gradient of a stencil (``x[1:] - x[:-1]``) has this form, its
+    cotangents placed back by ``pad`` and summed.
+
+    Only pads with no interior padding are taken, of results the inner group
+    hands to those pads alone, read by the outer group alone, where no array
+    input feeds both groups (each input is read at one shape); an inner value
+    read through several pads is computed once per pad, so the merge is made
+    only where that at most doubles the inner group's work."""
+    jaxpr = closed.jaxpr
+    eqns = jaxpr.eqns
+    if not any(_is_pad(e) for e in eqns):
+        return closed
+    fused_p = lookup_primitive("fused_elementwise")
+    producer = {id(v): i for i, e in enumerate(eqns) for v in e.outputs}
+    users: dict[int, set[int]] = {}
+    for i, e in enumerate(eqns):
+        for a in e.inputs:
+            if type(a) is Var:
+                users.setdefault(id(a), set()).add(i)
+    for a in jaxpr.outvars:
+        if type(a) is Var:
+            users.setdefault(id(a), set()).add(-1)
+    merged: dict[int, Eqn] = {}
+    dropped: set[int] = set()
+    for h, e in enumerate(eqns):
+        outer = native_group(e)
+        if outer is None or not outer.outvars[0].aval.ndim:
+            continue
+        shape = outer.outvars[0].aval.shape
+        by_source: dict[int, list[int]] = {}
+        for a in dict.fromkeys(a for a in e.inputs if type(a) is Var):
+            i = producer.get(id(a), -1)
+            p = eqns[i] if i >= 0 else None
+            if (p is None or not _is_pad(p) or users[id(a)] != {h} or a.aval.shape != shape
+                    or type(p.inputs[0]) is not Var
+                    or any(interior for _, _, interior in p.params["padding_config"])):
+                continue
+            g = producer.get(id(p.inputs[0]), -1)
+            if g >= 0 and g not in dropped and g not in merged:
+                by_source.setdefault(g, []).append(i)
+        members: list[Eqn] = []  # the inner groups' equations
+        pads: list[Eqn] = []
+        taken: list[int] = []
+        group = None
+        for g, ps in by_source.items():
+            inner = native_group(eqns[g])
+            if inner is None or any(_is_pad(m) for m in inner.eqns):
+                continue
+            if any(users.get(id(v), set()) - set(ps) for v in eqns[g].outputs):
+                continue  # an inner result is needed as an array
+            these = [eqns[i] for i in ps]
+            if sum(_needed(inner, p.inputs[0]) for p in these) > 2 * len(inner.eqns):
+                continue
+            trial = _merged([*members, *inner.eqns, *pads, *these, *outer.eqns], outer.outvars)
+            if trial is None:
+                continue  # an array read at two shapes
+            members += inner.eqns
+            pads += these
+            taken += [g, *ps]
+            group = trial
+        if group is not None:
+            merged[h] = Eqn(fused_p, group.invars, group.outvars, {"jaxpr": group})
+            dropped.update(taken)
+    if not merged:
+        return closed
+    new = [merged.get(i, e) for i, e in enumerate(eqns) if i not in dropped]
+    return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, new), closed.consts)
+
+
+def _merged(eqns: list[Eqn], outvars) -> Jaxpr | None:
+    """The group of ``eqns`` (in order) computing ``outvars``, or None where
+    an array input would be read at two shapes."""
+    defined = {id(v) for e in eqns for v in e.outputs}
+    invars = list({id(a): a for e in eqns for a in e.inputs
+                   if type(a) is Var and id(a) not in defined}.values())
+    group = Jaxpr((), invars, outvars, eqns)
+    shapes = _read_shapes(group)
+    return group if all(len(shapes[id(v)]) == 1 for v in invars if v.aval.ndim) else None
+
+
+def constants_inline(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """``closed`` with each constant of one repeated value read by a native
+    group written into the group's kernel as a literal (the cotangent
+    ``100 * ones`` of the Rosenbrock function is then not read from memory).
+    Only real dtypes, and no NaN (a literal would not keep its payload): the
+    kernel reads one element of the constant per element of the group
+    anyway, so its values are the same."""
+    found: dict[int, Literal] = {}
+    for v, c in zip(closed.jaxpr.constvars, closed.consts):
+        if type(c) is not np.ndarray or not c.size or c.dtype.kind not in _KINDS:
+            continue
+        flat = c.reshape(-1)
+        if c.dtype.kind == "f" and np.isnan(flat[0]):
+            continue
+        if np.ascontiguousarray(flat).tobytes() == flat[:1].tobytes() * c.size:
+            found[id(v)] = Literal(flat[0], ShapedArray((), c.dtype))
+    if not found:
+        return closed
+    eqns = []
+    changed = False
+    for e in closed.jaxpr.eqns:
+        group = native_group(e) if e.primitive.name == "fused_elementwise" else None
+        if group is None or not any(id(v) in found for v in group.invars):
+            eqns.append(e)
+            continue
+        members = [Eqn(m.primitive, tuple(found.get(id(a), a) if type(a) is Var else a
+                                          for a in m.inputs), m.outputs, m.params, m.source)
+                   for m in group.eqns]
+        invars = [v for v in group.invars if id(v) not in found]
+        inner = Jaxpr((), invars, group.outvars, members)
+        eqns.append(Eqn(e.primitive, tuple(invars), e.outputs, {**e.params, "jaxpr": inner},
+                        e.source))
+        changed = True
+    if not changed:
+        return closed
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.outvars, eqns), closed.consts)
+
+
 # -- kernel source -------------------------------------------------------------
 
 
@@ -126,72 +282,155 @@ def _literal(value: Any, dtype: np.dtype) -> str:
     return f"np.{dtype.name}(float.fromhex({float(value).hex()!r}))"
 
 
-def kernel_source(group: Jaxpr, scalars: Sequence[bool]) -> str:
+def _is_pad(e: Eqn) -> bool:
+    return e.primitive.name == "pad"
+
+
+def kernel_source(group: Jaxpr, scalars: Sequence[bool], split: bool = False) -> str:
     """Source of the kernel computing the fused ``group``: a function of the
-    output shape, arrays to write the group's outputs into, and the group's
-    inputs (``scalars`` flags the rank-0 ones, passed as scalars; the others
-    are arrays of the output's rank) that returns the tuple of its outputs.
-    Shapes appear only as the argument: the text depends on dtypes, ranks
-    and literals alone."""
+    output shape, the shapes of the operands of the group's pads (see
+    ``merge_pads``), arrays to write the group's outputs into, and the
+    group's inputs (``scalars`` flags the rank-0 ones, passed as scalars; the
+    others are arrays of the rank of the values they feed), returning the
+    tuple of its outputs.  Shapes appear only as arguments: the text depends
+    on dtypes, ranks, literals and pad widths alone.
+
+    A pad's value at an index is its operand's value at the index less the
+    low padding when that lies in the operand, else the padding value: the
+    operand's equations are written inside that test, at the shifted index,
+    so no padded array is made.  With ``split`` the kernel takes the range
+    of the outer index it computes first (``start``, ``stop``), so that
+    threads can compute parts of one result (``_run_split``)."""
     rank = group.outvars[0].aval.ndim
-    index = ", ".join(f"i{d}" for d in range(rank)) if rank else "()"
-    names: dict[int, str] = {}
-    dtypes: dict[int, np.dtype] = {}
+    pads = [e for e in group.eqns if _is_pad(e)]
+    producer = {id(v): e for e in group.eqns for v in e.outputs}
+    inputs = {id(v): (f"a{k}", scalar)
+              for k, (v, scalar) in enumerate(zip(group.invars, scalars))}
     globs: list[str] = []
-    body: list[str] = []
-    args = [f"a{k}" for k in range(len(group.invars))]
-    for k, (v, scalar) in enumerate(zip(group.invars, scalars)):
-        names[id(v)], dtypes[id(v)] = (f"a{k}" if scalar else f"a{k}[{index}]"), v.aval.dtype
-
     constants: dict[str, str] = {}  # literal source -> its global's name
+    lines: list[str] = []
+    count = [0]
 
-    def operand(a, dtype: np.dtype) -> str:
+    def index(shift: tuple[int, ...]) -> str:
+        if not rank:
+            return "()"
+        return ", ".join(f"i{d} - {s}" if s > 0 else f"i{d} + {-s}" if s < 0 else f"i{d}"
+                         for d, s in enumerate(shift))
+
+    def operand(a, dtype: np.dtype, names: dict, shift: tuple[int, ...]) -> str:
         if type(a) is Literal:
             text = _literal(a.val, dtype)
             if text not in constants:
                 constants[text] = f"K{len(constants)}"
                 globs.append(f"{constants[text]} = {text}")
             return constants[text]
-        text = names[id(a)]
-        return text if dtypes[id(a)] == dtype else f"np.{dtype.name}({text})"
+        if id(a) in names:
+            text = names[id(a)]
+        else:
+            name, scalar = inputs[id(a)]
+            text = name if scalar else f"{name}[{index(shift)}]"
+        return text if a.aval.dtype == dtype else f"np.{dtype.name}({text})"
 
-    for n, e in enumerate(group.eqns):
-        found = native_ufunc(e)
-        if found is None:  # fusion took only equations native_ufunc accepts
-            raise RuntimeError(f"functrans: no native lowering for {e.primitive.name} "
-                               "(internal error); please report it")
-        ufunc, loop = found
-        ins = ", ".join(operand(a, d) for a, d in zip(e.inputs, loop))
-        out = e.outputs[0].aval.dtype
-        call = f"np.{ufunc.__name__}({ins})"
-        if loop[-1] != out:
-            call = f"np.{out.name}({call})"
-        body.append(f"t{n} = {call}")
-        names[id(e.outputs[0])], dtypes[id(e.outputs[0])] = f"t{n}", out
+    def emit(targets, shift: tuple[int, ...], pad: str) -> dict:
+        """Write the equations ``targets`` need at ``shift`` (the index less
+        ``shift``) with indent ``pad``; return their temporaries' names."""
+        need: set[int] = set()
+        stack = [a for a in targets if type(a) is Var]
+        while stack:
+            e = producer.get(id(stack.pop()))
+            if e is None or id(e) in need:
+                continue
+            need.add(id(e))
+            stack.extend(a for a in (e.inputs[1:] if _is_pad(e) else e.inputs) if type(a) is Var)
+        names: dict[int, str] = {}
+        for e in group.eqns:
+            if id(e) not in need:
+                continue
+            t = f"t{count[0]}"
+            count[0] += 1
+            out = e.outputs[0].aval.dtype
+            if _is_pad(e):
+                config = e.params["padding_config"]
+                inner_shift = tuple(s + lo for s, (lo, _, _) in zip(shift, config))
+                p = pads.index(e)
+                tests = []
+                for d, ((lo, hi, _), s) in enumerate(zip(config, shift)):
+                    if lo > 0:  # the operand starts after the low padding
+                        tests.append(f"i{d} >= {s + lo}")
+                    if hi > 0:  # and ends before the high padding
+                        end = f"s{p}[{d}]" + (f" + {s + lo}" if s + lo > 0 else
+                                              f" - {-s - lo}" if s + lo < 0 else "")
+                        tests.append(f"i{d} < {end}")
+                fill = operand(e.inputs[1], out, names, shift)
+                if tests:
+                    lines.append(f"{pad}if {' and '.join(tests)}:")
+                    inner = emit(e.inputs[:1], inner_shift, pad + "    ")
+                    lines.append(f"{pad}    {t} = "
+                                 f"{operand(e.inputs[0], out, inner, inner_shift)}")
+                    lines.append(f"{pad}else:")
+                    lines.append(f"{pad}    {t} = {fill}")
+                else:
+                    inner = emit(e.inputs[:1], inner_shift, pad)
+                    lines.append(f"{pad}{t} = {operand(e.inputs[0], out, inner, inner_shift)}")
+            else:
+                found = native_ufunc(e)
+                if found is None:  # the groups hold only equations native_ufunc accepts
+                    raise RuntimeError(f"functrans: no native lowering for {e.primitive.name} "
+                                       "(internal error); please report it")
+                ufunc, loop = found
+                ins = ", ".join(operand(a, d, names, shift) for a, d in zip(e.inputs, loop))
+                call = f"np.{ufunc.__name__}({ins})"
+                if loop[-1] != out:
+                    call = f"np.{out.name}({call})"
+                lines.append(f"{pad}{t} = {call}")
+            names[id(e.outputs[0])] = t
+        return names
+
+    body_pad = "    " * (rank + 1)
+    zero = (0,) * rank
+    top = emit(group.outvars, zero, body_pad)
+    lines += [f"{body_pad}o{k}[{index(zero)}] = {operand(v, v.aval.dtype, top, zero)}"
+              for k, v in enumerate(group.outvars)]
     outs = [f"o{k}" for k in range(len(group.outvars))]
-    lines = ["import numpy as np", "import numba", "", *globs, "",
-             "@numba.njit(cache=CACHE, error_model='numpy', nogil=True)",
-             f"def kernel(shape, {', '.join(outs + args)}):"]
+    args = [f"a{k}" for k in range(len(group.invars))]
+    shapes = [f"s{p}" for p in range(len(pads))]
+    bounds = ["start", "stop"] if split and rank else []
+    head = ["import numpy as np", "import numba", "", *globs, "",
+            "@numba.njit(cache=CACHE, error_model='numpy', nogil=True)",
+            f"def kernel({', '.join([*bounds, 'shape', *shapes, *outs, *args])}):"]
     pad = "    "
     for d in range(rank):
-        lines.append(f"{pad}for i{d} in range(shape[{d}]):")
+        extent = "start, stop" if bounds and d == 0 else f"shape[{d}]"
+        head.append(f"{pad}for i{d} in range({extent}):")
         pad += "    "
-    lines += [pad + b for b in body]
-    lines += [f"{pad}o{k}[{index}] = {operand(v, v.aval.dtype)}"
-              for k, v in enumerate(group.outvars)]
     lines.append(f"    return ({', '.join(outs)},)")
-    return "\n".join(lines) + "\n"
+    return "\n".join(head + lines) + "\n"
 
 
-def _signature(group: Jaxpr, kinds: Sequence[str]) -> tuple:
-    """Numba argument types for the kernel as the program calls it: a shape
-    tuple, the C-contiguous output arrays, then scalars, C-contiguous arrays,
-    or read-only broadcast views."""
+def _read_shapes(group: Jaxpr) -> dict[int, set[tuple]]:
+    """The shapes each of ``group``'s inputs is read at (by variable id): a
+    member's output shape (every member of a group has the shape of the
+    group, inner or outer), or for a pad's operand its own."""
+    found: dict[int, set[tuple]] = {id(v): set() for v in group.invars}
+    for e in group.eqns:
+        for a in e.inputs:
+            if type(a) is Var and id(a) in found:
+                found[id(a)].add(a.aval.shape if _is_pad(e) else e.outputs[0].aval.shape)
+    return found
+
+
+def _signature(group: Jaxpr, kinds: Sequence[str], split: bool = False) -> tuple:
+    """Numba argument types for the kernel as the program calls it: the
+    outer index's range (``split``), shape tuples (the output's, then each
+    pad operand's), the C-contiguous output
+    arrays, then scalars, C-contiguous arrays, or read-only broadcast views."""
     from numba import types
     from numba.np.numpy_support import from_dtype
 
     rank = group.outvars[0].aval.ndim
-    sig: list[Any] = [types.UniTuple(types.int64, rank) if rank else types.Tuple(())]
+    shape_type = types.UniTuple(types.int64, rank) if rank else types.Tuple(())
+    sig: list[Any] = [types.int64] * (2 * split) + [shape_type] * (1 + sum(map(_is_pad,
+                                                                            group.eqns)))
     sig += [types.Array(from_dtype(v.aval.dtype), rank, "C") for v in group.outvars]
     for v, kind in zip(group.invars, kinds):
         dt = from_dtype(v.aval.dtype)
@@ -219,6 +458,64 @@ def _scalar(x: Any) -> Any:
 _REUSE_BYTES = 1 << 17
 _REFCOUNTS_EXACT = not sysconfig.get_config_var("Py_GIL_DISABLED")
 
+#: Kernels over at least this many elements are run by several threads, each
+#: computing chunks of the outer index (``_run_split``): the sine and cosine
+#: of the gradient at n=1e6 took half the time on two cores.  Below it,
+#: waking threads costs more than they save.
+SPLIT_ELEMENTS = 1 << 18
+
+#: Chunks per thread: a thread that starts late (a busy machine) finds the
+#: chunks taken by the others instead of holding up the call.
+_CHUNKS_PER_THREAD = 4
+
+
+def _threads() -> int:
+    """Threads for one kernel call: Numba's ``NUMBA_NUM_THREADS`` (the
+    cores, unless set in the environment)."""
+    from numba.core import config as numba_config
+
+    return max(1, int(getattr(numba_config, "NUMBA_NUM_THREADS", os.cpu_count() or 1)))
+
+
+class _Pool:
+    """The helper threads of split kernel calls, made on first use (and again
+    in a forked child, where the parent's threads do not exist)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.executor: Any = None
+        self.pid = 0
+
+    def get(self, workers: int) -> Any:
+        with self.lock:
+            if self.executor is None or self.pid != os.getpid():
+                from concurrent.futures import ThreadPoolExecutor
+
+                self.executor = ThreadPoolExecutor(workers, "functrans-native")
+                self.pid = os.getpid()
+            return self.executor
+
+
+_pool = _Pool()
+
+
+def _run_split(kernel: Callable, length: int, threads: int, args: tuple) -> None:
+    """``kernel`` over the outer index ``range(length)``, in chunks taken in
+    turn by this thread and ``threads - 1`` helpers.  Each element is computed
+    alone, so the results are the serial loop's bit for bit."""
+    chunks = min(length, threads * _CHUNKS_PER_THREAD)
+    bounds = [length * c // chunks for c in range(chunks + 1)]
+    taken = itertools.count()  # next() on it is atomic under the GIL
+
+    def work() -> None:
+        while (c := next(taken)) < chunks:
+            kernel(bounds[c], bounds[c + 1], *args)
+
+    helpers = [_pool.get(threads - 1).submit(work) for _ in range(threads - 1)]
+    work()
+    for h in helpers:
+        h.result()
+
 
 class _Kept(threading.local):
     """The output arrays one kernel call site wrote last, per thread."""
@@ -231,25 +528,29 @@ def _call(group: Jaxpr, name: str, folder: str = "") -> tuple[Callable, str, flo
     program's static shapes: broadcasting happens here), the kernel source,
     and the seconds spent compiling it (0 when it came from a cache)."""
     shape = group.outvars[0].aval.shape
+    domains = {k: min(shapes, default=()) for k, shapes in _read_shapes(group).items()}
     kinds = []
     for v in group.invars:
         if v.aval.ndim == 0:
             kinds.append("scalar")
-        elif v.aval.shape == shape:
+        elif v.aval.shape == domains[id(v)]:
             kinds.append("array")
         else:
             kinds.append("broadcast")
-    source = kernel_source(group, [k == "scalar" for k in kinds])
+    threads = _threads()
+    split = bool(shape) and math.prod(shape) >= SPLIT_ELEMENTS and threads > 1
+    source = kernel_source(group, [k == "scalar" for k in kinds], split)
     start = time.perf_counter()
     kernel = _load(source, folder)
-    signature = _signature(group, kinds)
+    signature = _signature(group, kinds, split)
     if signature not in kernel.overloads:
         kernel.compile(signature)
     seconds = time.perf_counter() - start
     args = [f"a{k}" for k in range(len(kinds))]
     passed = [f"_scalar({a})" if kind == "scalar" else
-              f"_broadcast_to({a}, _shape)" if kind == "broadcast" else a
-              for a, kind in zip(args, kinds)]
+              f"_broadcast_to({a}, {domains[id(v)]!r})" if kind == "broadcast" else a
+              for a, kind, v in zip(args, kinds, group.invars)]
+    pad_shapes = [repr(tuple(e.inputs[0].aval.shape)) for e in group.eqns if _is_pad(e)]
     dtypes = [v.aval.dtype for v in group.outvars]
     outs = ", ".join(f"o{k}" for k in range(len(dtypes))) + ","
     fresh = ", ".join(f"_empty(_shape, _d{k})" for k in range(len(dtypes))) + ","
@@ -263,11 +564,16 @@ def _call(group: Jaxpr, name: str, folder: str = "") -> tuple[Callable, str, flo
                 f"        {outs} = _kept.arrays = ({fresh})\n")
     else:
         take = f"    {outs} = {fresh}\n"
-    text = (f"def {name}({', '.join(args)}):\n{take}"
-            f"    return _kernel(_shape, {outs} {', '.join(passed)})\n")
+    operands = f"{', '.join(['_shape', *pad_shapes])}, {outs} {', '.join(passed)}"
+    if split:
+        run = (f"    _run_split(_kernel, {shape[0]}, {threads}, ({operands}))\n"
+               f"    return ({outs})\n")
+    else:
+        run = f"    return _kernel({operands})\n"
+    text = f"def {name}({', '.join(args)}):\n{take}{run}"
     namespace = {"_kernel": kernel, "_shape": tuple(shape), "_scalar": _scalar,
                  "_broadcast_to": np.broadcast_to, "_empty": np.empty,
-                 "_refcount": sys.getrefcount, "_kept": _Kept()}
+                 "_refcount": sys.getrefcount, "_kept": _Kept(), "_run_split": _run_split}
     namespace.update((f"_d{k}", d) for k, d in enumerate(dtypes))
     exec(compile(text, f"<functrans native call {name}>", "exec"), namespace)
     return namespace[name], source, seconds
