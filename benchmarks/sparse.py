@@ -4,11 +4,13 @@
   Hessian of the chained Rosenbrock function ``sum(100 (x[1:] - x[:-1]**2)**2
   + (1 - x[:-1])**2)`` (tridiagonal, three colours) against the floor, the
   closed form put into ``scipy.sparse.diags`` by hand; at n=1e3 also JAX's
-  dense ``jit(hessian)`` where JAX is importable.
+  dense ``jit(hessian)`` where JAX is importable; at every n the JAX-based
+  sparse peers ``asdex`` and ``sparsejac`` (jitted, BCOO results) where
+  installed (optional: never required).
 * ``sparse.hessian_first_call.rosenbrock.n{...}`` (self-timed): a fresh
   ``functrans.sparse.hessian`` called once (tracing, detection, colouring,
   compiling the compressed program and evaluating), against one call of the
-  floor.
+  floor; the peers' set-up and first call up to n=1e5.
 * ``sparse.newton.ext_rosenbrock.n1e6`` (self-timed): ``minimize(method=
   "newton")`` on the separable extended Rosenbrock function from
   ``tile([-1.2, 1])`` to ``|g| <= 1e-6``, against a hand-written sparse
@@ -26,6 +28,7 @@ seconds and is repeated.
 
 from __future__ import annotations
 
+import importlib
 import os
 import time
 
@@ -67,6 +70,74 @@ def rosenbrock_hessian_scipy(x):
     return sp.diags([off, d, off], [-1, 0, 1], format="csr")
 
 
+def _jax_rosenbrock(jnp):
+    def rosen(v):
+        return jnp.sum(100.0 * (v[1:] - v[:-1] ** 2) ** 2 + (1.0 - v[:-1]) ** 2)
+
+    return rosen
+
+
+def _sparse_peer(name: str):
+    """``(jax namespace, module)`` for the optional JAX-based sparse peers
+    ``asdex`` and ``sparsejac`` where they and JAX import, else None."""
+    j = _peers.jax()
+    if j is None:
+        return None
+    try:
+        module = importlib.import_module(name)
+    except Exception:  # noqa: BLE001  (any failure means: no peer)
+        return None
+    return j, module
+
+
+def _peer_builders(x: np.ndarray) -> dict:
+    """Per installed peer, a function making its jitted sparse Hessian of the
+    chained Rosenbrock function at ``x`` (set-up included) and returning the
+    call that evaluates it.  asdex detects and colours itself; sparsejac is
+    given the pattern (functrans.sparse's, equal to the true one here) and
+    colours it.  Both return JAX BCOO arrays, not SciPy ones."""
+    builders = {}
+    if (found := _sparse_peer("asdex")) is not None:
+        (j, asdex) = found
+
+        def make_asdex():
+            xj = j.jnp.asarray(x)
+            h = j.jax.jit(asdex.hessian(_jax_rosenbrock(j.jnp), xj))
+            return lambda: j.jax.block_until_ready(h(xj))
+
+        builders["asdex (jit, BCOO)"] = make_asdex
+    if (found := _sparse_peer("sparsejac")) is not None:
+        (j, sparsejac) = found
+        from jax.experimental import sparse as jsparse
+
+        def make_sparsejac():
+            import functrans.sparse as fsp
+
+            pattern = fsp.hessian_sparsity(rosenbrock)(x).tocoo()
+            where = np.stack([pattern.row, pattern.col], 1)
+            bcoo = jsparse.BCOO((j.jnp.ones(pattern.nnz, bool), j.jnp.asarray(where)),
+                                shape=pattern.shape)
+            xj = j.jnp.asarray(x)
+            h = j.jax.jit(sparsejac.jacrev(j.jax.grad(_jax_rosenbrock(j.jnp)), sparsity=bcoo))
+            return lambda: j.jax.block_until_ready(h(xj))
+
+        builders["sparsejac (jit, BCOO)"] = make_sparsejac
+    return builders
+
+
+def _lazy(make):
+    """A variant set up on its first call (set-up costs seconds at n=1e6 and
+    is not part of a steady-state figure)."""
+    made: list = []
+
+    def call():
+        if not made:
+            made.append(make())
+        return made[0]()
+
+    return call
+
+
 def _hessian_variants(x: np.ndarray) -> dict:
     import functrans.sparse as fsp
 
@@ -75,13 +146,16 @@ def _hessian_variants(x: np.ndarray) -> dict:
                 "functrans.sparse": lambda: h(x)}
     if x.size <= 1000 and (j := _peers.jax()) is not None:
         jax, jnp = j.jax, j.jnp
-
-        def rosen(v):
-            return jnp.sum(100.0 * (v[1:] - v[:-1] ** 2) ** 2 + (1.0 - v[:-1]) ** 2)
-
-        hj, xj = jax.jit(jax.hessian(rosen)), jnp.asarray(x)
+        hj, xj = jax.jit(jax.hessian(_jax_rosenbrock(jnp))), jnp.asarray(x)
         variants["jax.jit (dense)"] = lambda: hj(xj).block_until_ready()
+    for name, make in _peer_builders(x).items():
+        variants[name] = _lazy(make)
     return variants
+
+
+#: The largest n whose first call the peers are timed at: their set-up takes
+#: tens of seconds at n=1e6, and the first-call row repeats it.
+PEER_FIRST_CALL_MAX_N = 100_000
 
 
 def _first_call_variants(x: np.ndarray) -> dict:
@@ -97,7 +171,16 @@ def _first_call_variants(x: np.ndarray) -> dict:
         fsp.hessian(rosenbrock)(x)
         return time.perf_counter() - start
 
-    return {"scipy.sparse (hand)": floor, "functrans.sparse": first}
+    variants = {"scipy.sparse (hand)": floor, "functrans.sparse": first}
+    if x.size <= PEER_FIRST_CALL_MAX_N:
+        for name, make in _peer_builders(x).items():
+            def peer_first(make=make):
+                start = time.perf_counter()
+                make()()
+                return time.perf_counter() - start
+
+            variants[name] = peer_first
+    return variants
 
 
 # -- Newton on the separable extended Rosenbrock function ------------------------------
