@@ -12,21 +12,30 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
+from functrans import core
 from functrans.core import (
     ClosedJaxpr,
     Jaxpr,
+    JaxprTrace,
     Literal,
+    Tracer,
+    UndefinedPrimal,
     Var,
     Zero,
     collector_paused,
+    current_trace,
     get_aval,
+    instantiate,
     open_jaxpr,
     program_cache,
     run_jaxpr,
 )
 from functrans.dtypes import is_inexact
-from functrans.interpreters.jvp import jvp_jaxpr, tangent_aval
-from functrans.interpreters.transpose import transpose_jaxpr
+from functrans.errors import FunctransError
+from functrans.interpreters.jvp import jvp_eval, jvp_jaxpr, tangent_aval
+from functrans.interpreters.transpose import backward_pass, transpose_jaxpr
 from functrans.passes.dce import dce
 from functrans.passes.pipeline import run_passes
 
@@ -106,6 +115,156 @@ def linearize_jaxpr(closed: ClosedJaxpr, active: tuple[bool, ...]):
         return run_passes(known), run_passes(linear), n_out
 
 
+class _LinearizeTrace(JaxprTrace):
+    """The trace of ``linearize_now``: the JVP of a program run on known
+    primals, where an equation that reads a tangent is recorded and one that
+    reads only known values (tracers carrying one, literals, constants) is
+    computed at once, as the known Jaxpr of ``partial_eval`` would compute
+    it on its first, interpreted run (the same callables on the same
+    operands).  A known value a recorded equation reads becomes a constvar
+    at its first use, beside the arrays the rules make, so the constvars
+    are ``partial_eval``'s residuals in its order; a known tracer is a
+    variable of its own, never a literal, as in the JVP Jaxpr."""
+
+    def __init__(self):
+        super().__init__("jvp", differentiated=True)
+        self._residual_ids: set[int] = set()
+
+    def known(self, aval, value) -> Tracer:
+        return Tracer(self, Var(aval), value)
+
+    def _input_var(self, x):
+        if isinstance(x, Tracer) and x._trace is self and x.val is not None:
+            var = x._var
+            if id(var) not in self._residual_ids:
+                self._residual_ids.add(id(var))
+                self.constvars.append(var)
+                self.constvals.append(x.val)
+            return var
+        return super()._input_var(x)
+
+    def process(self, prim, args, params):
+        values, avals = [], []
+        for x in args:
+            if isinstance(x, Tracer):
+                if x.val is None or x._trace is not self:
+                    return super().process(prim, args, params)
+                values.append(x.val)
+                avals.append(x.aval)
+            else:  # what the known Jaxpr would hold: a literal's value, or the array
+                literal = isinstance(x, np.generic) or (type(x) is np.ndarray and x.ndim == 0)
+                values.append(x[()] if literal else x)
+                avals.append(get_aval(x))
+        try:
+            out = core._abstract_eval(prim, avals, params)
+        except FunctransError as e:
+            raise type(e)(f"{self.fun_name}: {e}") from None
+        result = _host_callable(prim, avals, params)(*values)
+        if prim.multiple_results:
+            return [Tracer(self, Var(a), r) for a, r in zip(out, result)]
+        return Tracer(self, Var(out), result)
+
+
+def _host_callable(prim, avals, params):
+    """What the NumPy backend's interpreted run calls for an equation of
+    ``prim`` on operands of ``avals``: its kernel for these operands, its
+    NumPy function, or its impl with ``params`` bound."""
+    if prim.numpy_kernel is not None:
+        kernel = prim.numpy_kernel(avals, **params)
+        if kernel is not None:
+            return kernel
+    if not params:
+        return prim.numpy_fn or prim.impl
+    return lambda *xs: prim.impl(*xs, **params)
+
+
+def _plain(value) -> bool:
+    """Whether a param is plain data (no program, no function)."""
+    if type(value) is tuple:
+        return all(_plain(v) for v in value)
+    return value is None or type(value) in _PLAIN or isinstance(value, np.dtype)
+
+
+_PLAIN = (bool, int, float, complex, str)
+_HOST_VALUES = (np.ndarray, float, int, complex, bool)
+
+
+def can_linearize_now(closed: ClosedJaxpr, args: Sequence[Any]) -> bool:
+    """Whether ``linearize_now`` may take ``closed`` at ``args``: NumPy
+    values, no trace active, no debug_nans/debug_infs checks, and a program
+    of primitives with plain params and no effect (no loop bodies,
+    branches or custom rules, whose rules trace programs of their own)."""
+    if current_trace() is not None or core.value_checks != (False, False):
+        return False
+    if not all(type(x) in _HOST_VALUES or isinstance(x, np.generic) for x in args):
+        return False
+    for e in closed.jaxpr.eqns:
+        if e.primitive.effect or (e.params and not all(map(_plain, e.params.values()))):
+            return False
+    return True
+
+
+def linearize_now(closed: ClosedJaxpr, args: Sequence[Any], active: Sequence[bool]):
+    """``linearize_jaxpr(closed, active)`` and the forward pass run on
+    ``args`` in one walk, for a program met for the first time: returns
+    ``(outs, residuals, linear)``, the values the known Jaxpr would give and
+    the same linear Jaxpr (its residuals as leading inputs), but no known
+    Jaxpr is built, optimised or interpreted.  See ``can_linearize_now``."""
+    in_avals = closed.in_avals
+    trace = _LinearizeTrace()
+    with collector_paused, trace:
+        primals = [trace.known(a, x) for a, x in zip(in_avals, args)]
+        tangents = [
+            trace.new_arg(tangent_aval(a)) if act and is_inexact(a.dtype) else Zero(tangent_aval(a))
+            for a, act in zip(in_avals, active)
+        ]
+        outs, touts = jvp_eval(closed.jaxpr, (), primals, tangents)
+        recorded = trace.to_jaxpr([instantiate(t) for t in touts]).jaxpr
+        linear = ClosedJaxpr(
+            Jaxpr((), recorded.constvars + recorded.invars, recorded.outvars, recorded.eqns), ()
+        )
+        residuals = [_as_run_gives(v.aval, x) for v, x in zip(recorded.constvars,
+                                                             trace.constvals)]
+        outs = [_as_run_gives(a, o.val if isinstance(o, Tracer) else o)
+                for a, o in zip(closed.out_avals, outs)]
+        return outs, residuals, run_passes(linear)
+
+
+def _as_run_gives(aval, x):
+    """``x`` as an interpreted run returns a value of ``aval``: rank-0 ones as
+    arrays."""
+    return x if aval.shape and type(x) is np.ndarray else np.asarray(x)
+
+
+@program_cache(maxsize=512, max_equations=50_000)
+def _meetings(jaxpr: Jaxpr, active: tuple[bool, ...]) -> list[int]:
+    """How often ``Linearized`` met a traced program with these inputs
+    differentiated (a cell it counts in): the first time it is linearized
+    at once (``linearize_now``), from the second on its programs are built
+    and cached (``linearize_jaxpr``).  Keyed on the traced Jaxpr itself, whose
+    memoised hash the other caches of a call share."""
+    return [0]
+
+
+def _differentiated(leaves: Sequence[Any], active: Sequence[bool]) -> list[bool]:
+    """The leaves flagged in ``active`` that have a derivative (float or complex)."""
+    return [a and is_inexact(get_aval(x).dtype) for a, x in zip(active, leaves)]
+
+
+def linearizes_now(closed: ClosedJaxpr, leaves: Sequence[Any],
+                   active: Sequence[bool] | None = None) -> bool:
+    """Whether ``Linearized(closed, leaves, active)`` would linearize at once
+    (``linearize_now``): the program meets it for the first time, and
+    ``can_linearize_now``.  A caller with a path of its own for programs met
+    again (one cached per structure) asks this first; asking counts no
+    meeting."""
+    active = [True] * len(leaves) if active is None else active
+    args = list(closed.consts) + list(leaves)
+    if not can_linearize_now(closed, args):
+        return False
+    return _meetings(closed.jaxpr, tuple(_differentiated(leaves, active)))[0] == 0
+
+
 class Linearized:
     """A traced function differentiated and split into its forward (known)
     part, evaluated at once on ``leaves``, and its linear (tangent) part, kept
@@ -121,19 +280,31 @@ class Linearized:
         self.out_avals = closed.out_avals
         opened, consts = open_jaxpr(closed)
         self.consts = consts
-        self.active = [a and is_inexact(get_aval(x).dtype) for a, x in zip(active, leaves)]
-        known, self.linear, n_out = linearize_jaxpr(
-            opened, (False,) * len(consts) + tuple(self.active)
-        )
+        self.active = _differentiated(leaves, active)
+        self.tangent_avals = [
+            tangent_aval(get_aval(x)) for x, a in zip(leaves, self.active) if a
+        ]
+        flags = (False,) * len(consts) + tuple(self.active)
+        args = list(consts) + list(leaves)
+        #: Whether the next ``vjp`` runs the backward pass at once (a program
+        #: met for the first time) instead of building its transposed program.
+        self._transpose_now = False
+        if can_linearize_now(opened, args):
+            met = _meetings(closed.jaxpr, tuple(self.active))
+            met[0] += 1
+            if met[0] == 1:
+                self.outs, self.residuals, self.linear = linearize_now(opened, args, flags)
+                if drop_first:
+                    self.outs[0] = None
+                self._transpose_now = True
+                return
+        known, self.linear, n_out = linearize_jaxpr(opened, flags)
         if drop_first:
             vals = run_jaxpr(_without_first_output(known, n_out), list(consts) + list(leaves))
             self.outs, self.residuals = [None] + vals[: n_out - 1], vals[n_out - 1 :]
         else:
-            vals = run_jaxpr(known, list(consts) + list(leaves))
+            vals = run_jaxpr(known, args)
             self.outs, self.residuals = vals[:n_out], vals[n_out:]
-        self.tangent_avals = [
-            tangent_aval(get_aval(x)) for x, a in zip(leaves, self.active) if a
-        ]
 
     def jvp(self, tangents: Sequence[Any]) -> list[Any]:
         return run_jaxpr(self.linear, list(self.residuals) + list(tangents))
@@ -141,12 +312,30 @@ class Linearized:
     def vjp(self, cts: Sequence[Any]) -> list[Any]:
         """Cotangents of the active inputs (instantiated) from output cotangents,
         where a ``Zero`` output cotangent is symbolic."""
+        if self._transpose_now:
+            self._transpose_now = False
+            if all(type(c) in _HOST_VALUES or isinstance(c, (np.generic, Zero)) for c in cts):
+                return self._vjp_now(cts)
         nonzero = tuple(type(c) is not Zero for c in cts)
         n_res, n_t = len(self.residuals), len(self.tangent_avals)
         transposed = transpose_jaxpr(self.linear, (False,) * n_res + (True,) * n_t, nonzero)
         given = [c for c in cts if type(c) is not Zero]
         return run_jaxpr(transposed, list(self.residuals) + given)
 
+
+    def _vjp_now(self, cts: Sequence[Any]) -> list[Any]:
+        """``vjp`` by running the backward pass on the values (each transpose
+        rule's binds computed at once), for a linear program met for the
+        first time: what its transposed Jaxpr gives on its first,
+        interpreted run, without building, optimising and hashing it."""
+        jaxpr = self.linear.jaxpr
+        n_res = len(self.residuals)
+        args = list(self.residuals) + [UndefinedPrimal(v.aval) for v in jaxpr.invars[n_res:]]
+        with collector_paused:
+            cts_in = backward_pass(jaxpr, (), args, cts)
+        return [np.zeros((), c.aval.dtype) if type(c) is Zero and not c.aval.shape
+                else _as_run_gives(v.aval, instantiate(c))
+                for c, v in zip(cts_in, jaxpr.invars[n_res:])]
 
 @program_cache(maxsize=512, max_equations=50_000)
 def _without_first_output(known: ClosedJaxpr, n_out: int) -> ClosedJaxpr:

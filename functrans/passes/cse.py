@@ -12,17 +12,14 @@ def cse(closed: ClosedJaxpr) -> ClosedJaxpr:
     rename: dict[int, object] = {}
     seen: dict[tuple, Eqn] = {}
     eqns = []
-
-    def sub(a):
-        return a if type(a) is Literal else rename.get(id(a), a)
-
-    def key_of(a):
-        return ("lit", a.key()) if type(a) is Literal else id(a)
-
     for e in jaxpr.eqns:
-        inputs = tuple(sub(a) for a in e.inputs)
+        inputs = e.inputs
+        if rename:  # nothing to rename until a first merge
+            inputs = tuple([a if type(a) is Literal else rename.get(id(a), a) for a in inputs])
         try:
-            key = (e.primitive, tuple(key_of(a) for a in inputs), _params_key(e.params))
+            key = (e.primitive,
+                   tuple([("lit", a.key()) if type(a) is Literal else id(a) for a in inputs]),
+                   _params_key(e.params) if e.params else ())
             hash(key)
         except TypeError:  # unhashable params: keep the equation as it is
             key = None
@@ -39,5 +36,5 @@ def cse(closed: ClosedJaxpr) -> ClosedJaxpr:
         eqns.append(new)
     if not rename:
         return closed
-    outvars = [sub(a) for a in jaxpr.outvars]
+    outvars = [a if type(a) is Literal else rename.get(id(a), a) for a in jaxpr.outvars]
     return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns), closed.consts)

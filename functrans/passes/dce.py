@@ -19,18 +19,30 @@ def dce(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None, effects: bool 
     live = {id(a) for a in outvars if type(a) is not Literal}
     kept = []
     for e in reversed(jaxpr.eqns):
-        if any(id(v) in live for v in e.outputs) or (effects and has_effect(e)):
+        if _any_live(e.outputs, live) or (effects and has_effect(e)):
             kept.append(e)
-            live.update(id(a) for a in e.inputs if type(a) is not Literal)
+            for a in e.inputs:
+                if type(a) is not Literal:
+                    live.add(id(a))
     kept.reverse()
     if len(kept) == len(jaxpr.eqns) and len(outvars) == len(jaxpr.outvars):
         return jaxpr
     return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, kept)
 
 
+def _any_live(outputs, live: set[int]) -> bool:
+    """Whether one of ``outputs`` is read later (its id in ``live``)."""
+    for v in outputs:
+        if id(v) in live:
+            return True
+    return False
+
+
 def dce_closed(closed: ClosedJaxpr) -> ClosedJaxpr:
     """``dce`` of all outputs that also drops the constants nothing reads."""
     jaxpr = dce(closed.jaxpr)
+    if not jaxpr.constvars:
+        return closed if jaxpr is closed.jaxpr else ClosedJaxpr(jaxpr, closed.consts)
     used = {id(a) for e in jaxpr.eqns for a in e.inputs} | {id(a) for a in jaxpr.outvars}
     keep = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts) if id(v) in used]
     if len(keep) == len(jaxpr.constvars) and jaxpr is closed.jaxpr:

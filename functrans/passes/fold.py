@@ -36,6 +36,14 @@ def _literal(x, aval: ShapedArray) -> Literal | None:
     return Literal(x[()], ShapedArray((), x.dtype))
 
 
+def _all_known(inputs, known: dict[int, object]) -> bool:
+    """Whether every operand is a literal or a constant with a value."""
+    for a in inputs:
+        if type(a) is not Literal and id(a) not in known:
+            return False
+    return True
+
+
 def fold(closed: ClosedJaxpr) -> ClosedJaxpr:
     jaxpr = closed.jaxpr
     known: dict[int, object] = {
@@ -52,8 +60,10 @@ def fold(closed: ClosedJaxpr) -> ClosedJaxpr:
         return a.val if type(a) is Literal else known[id(a)]
 
     for e in jaxpr.eqns:
-        inputs = tuple(sub(a) for a in e.inputs)
-        if all(type(a) is Literal or id(a) in known for a in inputs) and not has_effect(e):
+        inputs = e.inputs
+        if replace:  # nothing to substitute until a first fold
+            inputs = tuple([sub(a) for a in inputs])
+        if _all_known(inputs, known) and not has_effect(e):
             outs = apply_impl(e.primitive, [value(a) for a in inputs], e.params)
             if core.value_checks != (False, False):  # debug_nans: as if the program ran
                 core.check_values(e.primitive, outs if e.primitive.multiple_results else [outs],

@@ -62,9 +62,10 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
         return a if type(a) is Literal else replace.get(id(a), a)
 
     for e in jaxpr.eqns:
-        inputs = tuple(sub(a) for a in e.inputs)
-        if inputs != e.inputs:
-            e = Eqn(e.primitive, inputs, e.outputs, e.params, e.source)
+        if replace:  # nothing to substitute until a first replacement
+            inputs = tuple([sub(a) for a in e.inputs])
+            if inputs != e.inputs:
+                e = Eqn(e.primitive, inputs, e.outputs, e.params, e.source)
         rule = e.primitive.simplify
         result = rule(e, ctx) if rule is not None and len(e.outputs) == 1 else None
         if isinstance(result, tuple) and _same_result(e, *result):
