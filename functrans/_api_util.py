@@ -14,10 +14,13 @@ import numpy as np
 import optree
 
 from functrans import core
-from functrans.core import ShapedArray, ShapeDtypeStruct, Tracer
+from functrans.core import ClosedJaxpr, Jaxpr, ShapedArray, ShapeDtypeStruct, Tracer
 from functrans.devices import check_devices
 from functrans.dtypes import is_inexact
 from functrans.errors import DTypeError
+from functrans.interpreters.partial_eval import linearize_jaxpr
+from functrans.interpreters.transpose import transpose_jaxpr
+from functrans.passes.dce import dce
 from functrans.primitives import shape as shape_prims
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
@@ -291,6 +294,9 @@ def _replace_args(args: tuple, nums: tuple, new: Sequence[Any]) -> list:
 
 
 def _check_scalar_output(label: str, name: str, out: Any, holomorphic: bool = False) -> None:
+    if type(out) is Tracer and not out.aval.shape and out.aval.dtype.kind == (
+            "c" if holomorphic else "f"):
+        return  # the common case, in one look
     if isinstance(out, (tuple, list, dict)) or out is None:
         raise TypeError(
             f"{label}: {name} must return a scalar, got a {type(out).__name__}; "
@@ -457,3 +463,69 @@ def _check_jacobian_outputs(label: str, name: str, avals, mode: str, holomorphic
                 "needs real outputs unless holomorphic=True (for a holomorphic function); "
                 "for others use jacfwd or vjp"
             )
+
+
+class GradPlan:
+    """What an eager ``grad`` or ``value_and_grad`` runs for one traced
+    program whose arguments are all differentiated: ``forward`` maps the
+    program's constants and arguments to its wanted outputs (all but the
+    first without ``need_value``: ``n_kept`` of them), then the residuals;
+    ``backward`` maps the residuals and the first output's cotangent to one
+    gradient per argument.  Made once per program structure from the cached
+    transforms, so that a call looks up one program where
+    ``Linearized`` and its ``vjp`` look up five."""
+
+    __slots__ = ("forward", "backward", "n_kept", "dtype")
+
+    def __init__(self, jaxpr: Jaxpr, need_value: bool):
+        n_args = len(jaxpr.invars)
+        opened = ClosedJaxpr(Jaxpr((), jaxpr.constvars + jaxpr.invars, jaxpr.outvars,
+                                   jaxpr.eqns), ())
+        known, linear, n_out = linearize_jaxpr(
+            opened, (False,) * len(jaxpr.constvars) + (True,) * n_args)
+        if not need_value:
+            keep = [False] + [True] * (len(known.out_avals) - 1)
+            known = ClosedJaxpr(dce(known.jaxpr, keep), known.consts)
+        self.n_kept = n_out - (not need_value)
+        n_res = len(known.out_avals) - self.n_kept
+        self.forward = known
+        self.backward = transpose_jaxpr(linear, (False,) * n_res + (True,) * n_args,
+                                        (True,) + (False,) * (n_out - 1))
+        self.dtype = jaxpr.outvars[0].aval.dtype
+
+
+@core.program_cache(maxsize=512, max_equations=50_000)
+def grad_plan(jaxpr: Jaxpr, need_value: bool) -> GradPlan:
+    """The ``GradPlan`` of ``jaxpr``, cached on its structure."""
+    return GradPlan(jaxpr, need_value)
+
+
+def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any],
+                        need_value: bool) -> tuple[list, list] | None:
+    """``(outputs, gradients)`` of the traced ``closed`` at ``leaves`` by its
+    ``GradPlan`` (the first output None without ``need_value``), or None
+    where ``Linearized`` must do it: an argument that is no float or complex
+    NumPy array or Python float (an integer one, a tracer), a constant that
+    is no NumPy array (a tracer of an enclosing trace, a device array), or a
+    trace active (an effect might have to be recorded).  The backward pass
+    is handed the residuals (``run_owned``): each is freed at its last use,
+    so peak memory is the forward pass's results plus the backward pass's
+    live values, not both passes' at once."""
+    if core.current_trace() is not None:
+        return None
+    for x in leaves:
+        t = type(x)
+        if not (t is np.ndarray and x.dtype.kind in "fc" or t is float):
+            return None
+    consts = closed.consts
+    for c in consts:
+        if type(c) is not np.ndarray:
+            return None
+    plan = grad_plan(closed.jaxpr, need_value)
+    host = core.host_backend
+    residuals = host.run(plan.forward, [*consts, *leaves])
+    outs = residuals[: plan.n_kept]
+    del residuals[: plan.n_kept]
+    residuals.append(np.array(1, plan.dtype))  # np.ones((), dtype), made in C
+    grads = host.run_owned(plan.backward, residuals)
+    return (outs if need_value else [None, *outs]), grads

@@ -35,6 +35,7 @@ from functrans._api_util import (
     check_axis_spec,
     check_leaves,
     flat_fun,
+    host_value_and_grad,
     normalize_argnums,
 )
 from functrans.core import (
@@ -252,18 +253,25 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
             _check_scalar_output(label, name, out, holomorphic)
             return [out] + list(aux_leaves)
 
-        lin = _linearized(flat, leaves, name, aux_cell, [True] * len(leaves),
-                          drop_first=not need_value)
-        value = lin.outs[0]
-        one = np.ones((), lin.out_avals[0].dtype)
-        cts = [one] + [Zero(a.strip_weak()) for a in lin.out_avals[1:]]
-        grads = iter(lin.vjp(cts))
-        flat_grads = [next(grads) if a else _zeros_like_leaf(x) for x, a in zip(leaves, lin.active)]
+        closed = trace_flat(flat, leaves, name, aux_cell)
+        done = host_value_and_grad(closed, leaves, need_value)
+        if done is not None:
+            outs, flat_grads = done
+            if need_value or has_aux:  # none is the caller's array (see _linearized)
+                outs = _owned(outs, leaves, closed.consts)
+        else:
+            lin = Linearized(closed, leaves, [True] * len(leaves), drop_first=not need_value)
+            outs = _owned(lin.outs, leaves, lin.consts, lin.residuals)
+            one = np.ones((), lin.out_avals[0].dtype)
+            cts = [one] + [Zero(a.strip_weak()) for a in lin.out_avals[1:]]
+            grads = iter(lin.vjp(cts))
+            flat_grads = [next(grads) if a else _zeros_like_leaf(x)
+                          for x, a in zip(leaves, lin.active)]
         g = tree_unflatten(in_tree, flat_grads)
         g = g[0] if isinstance(argnums, int) else g
         if has_aux:
-            return (value, tree_unflatten(aux_cell[-1], lin.outs[1:])), g
-        return value, g
+            return (outs[0], tree_unflatten(aux_cell[-1], outs[1:])), g
+        return outs[0], g
 
     value_and_grad_f.__name__ = value_and_grad_f.__qualname__ = f"value_and_grad_of_{name}"
     return value_and_grad_f

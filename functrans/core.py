@@ -297,35 +297,43 @@ class Jaxpr:
         if self._key is None or self._lines is not _checking:
             self._lines = _checking
             self._hash = None
+            # An aval enters as its shape, dtype and weakness: hashing and
+            # comparing those is NumPy's and Python's C code, where the
+            # ShapedArray itself would call its Python __hash__/__eq__.  The
+            # loops are written out: this runs once per traced call.
             ids: dict[int, int] = {}
             key: list[Any] = []
             add, extend = key.append, key.extend
-
-            def refs(atoms):
-                add(len(atoms))
-                for a in atoms:
-                    if type(a) is Literal:
-                        add(_LITERAL)
-                        extend(a.key())
-                    else:
-                        add(ids[id(a)])
-
-            def bind_all(vs):
+            for vs in (self.constvars, self.invars):
                 add(len(vs))
                 for v in vs:
                     ids[id(v)] = len(ids)
-                    add(v.aval)
-
-            bind_all(self.constvars)
-            bind_all(self.invars)
+                    a = v.aval
+                    extend((a.shape, a.dtype, a.weak_type))
             for e in self.eqns:
                 add(e.primitive)
-                refs(e.inputs)
-                bind_all(e.outputs)
+                add(len(e.inputs))
+                for x in e.inputs:
+                    if type(x) is Literal:
+                        add(_LITERAL)
+                        extend(x.key())
+                    else:
+                        add(ids[id(x)])
+                add(len(e.outputs))
+                for v in e.outputs:
+                    ids[id(v)] = len(ids)
+                    a = v.aval
+                    extend((a.shape, a.dtype, a.weak_type))
                 add(_params_key(e.params) if e.params else ())
                 if _checking:  # a cached program must not name another's lines
                     add(e.source)
-            refs(self.outvars)
+            add(len(self.outvars))
+            for x in self.outvars:
+                if type(x) is Literal:
+                    add(_LITERAL)
+                    extend(x.key())
+                else:
+                    add(ids[id(x)])
             self._key = tuple(key)
         return self._key
 
@@ -1242,15 +1250,29 @@ class JaxprTrace:
     # -- recording ---------------------------------------------------------
 
     def process(self, prim: Primitive, args: Sequence[Any], params: dict):
-        invars = [self._input_var(x) for x in args]
+        # One loop and no comprehension on the way of a plain equation: this
+        # runs once per equation a trace records (and a comprehension is a
+        # function call of its own before Python 3.12).  A tracer of this
+        # trace without a value is its variable (for any trace, subclasses
+        # included: they may give value-carrying ones another meaning).
+        invars = []
+        avals = []
+        for x in args:
+            v = x._var if type(x) is Tracer and x._trace is self and x.val is None \
+                else self._input_var(x)
+            invars.append(v)
+            avals.append(v.aval)
         try:
-            out = _abstract_eval(prim, [v.aval for v in invars], params)
+            out = _abstract_eval(prim, avals, params)
         except FunctransError as e:
             raise type(e)(f"{self.fun_name}: {e}") from None
-        out_avals = out if prim.multiple_results else (out,)
-        outvars = tuple(Var(a) for a in out_avals)
+        outvars = tuple([Var(a) for a in out]) if prim.multiple_results else (Var(out),)
         eqn = Eqn(prim, tuple(invars), outvars, params, user_source(3))
         self.eqns.append(eqn)
+        if not (self.concrete or self.has_constants):  # no value can be known
+            if prim.multiple_results:
+                return [Tracer(self, v) for v in outvars]
+            return Tracer(self, outvars[0])
         vals = None
         if outvars and (self.concrete or (self.has_constants and self._only_constants(args)
                                           and not has_effect(eqn))):

@@ -129,15 +129,19 @@ class Compiled:
     uses are bound in its namespace.  Intermediates are deleted right after
     their last use, so peak memory follows the program's live values.  With
     ``own_outputs`` (``jit``) no result is, or shares memory with, an
-    argument or a constant: those results are copied.
+    argument or a constant: those results are copied.  With ``consume`` the
+    function takes one list of the arguments and empties it, so that an
+    argument the caller hands over (a residual of reverse mode) is freed at
+    its last use too.
     """
 
     def __init__(self, closed: ClosedJaxpr, name: str = "compiled", scalars_out: bool = False,
-                 own_outputs: bool = False):
+                 own_outputs: bool = False, consume: bool = False):
         self.jaxpr = closed
         name = _identifier(name)
         with core.collector_paused:  # the source's lines and the compiler's nodes die here
-            self.source, namespace = generate_source(closed, name, scalars_out, own_outputs)
+            self.source, namespace = generate_source(closed, name, scalars_out, own_outputs,
+                                                     consume)
             at_line = namespace.pop(_LINES)
             if sys.version_info < (3, 11):
                 exec(_compile_at_user_lines(self.source, name, at_line), namespace)
@@ -157,19 +161,31 @@ def compiled(closed: ClosedJaxpr) -> Compiled:
     return Compiled(closed)
 
 
-def interpret(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
+@core.program_cache(maxsize=1024, max_equations=50_000)
+def compiled_consuming(closed: ClosedJaxpr) -> Compiled:
+    """``compiled`` taking its arguments as one list, which it empties
+    (``Compiled(..., consume=True)``): ``HostBackend.run_owned``."""
+    return Compiled(closed, consume=True)
+
+
+def interpret(closed: ClosedJaxpr, args: Sequence[Any], consume: bool = False) -> list[Any]:
     """What ``compiled(closed).fn(*args)`` returns, computed by walking the
     equations: the same callables on the same operands, intermediates
     dropped at their last use, rank-0 results made arrays; only the scratch
     pool's ``out=`` buffers, which change no value, are left out.  Costs
     about 1 us per equation where generating and compiling the code costs
     30-80 us (and Python's compiler grows faster than linearly in the length
-    of one function), so a program run once is cheaper this way."""
+    of one function), so a program run once is cheaper this way.  With
+    ``consume`` the list ``args`` is emptied and each argument dropped at its
+    last use too, as ``Compiled(..., consume=True)`` does."""
     jaxpr = closed.jaxpr
     env = _bound(closed, args)
+    if consume:
+        args.clear()  # type: ignore[attr-defined]  # a list, by the contract
+    checking = core._checking  # debug_nans, debug_infs
     for e, dead in zip(jaxpr.eqns, last_uses(jaxpr)):
         out = _callable(e)(*[a.val if type(a) is Literal else env[id(a)] for a in e.inputs])
-        if core._checking:  # debug_nans, debug_infs
+        if checking:
             core.check_values(e.primitive, out if e.primitive.multiple_results else (out,),
                               e.source)
         if e.primitive.multiple_results:
@@ -190,8 +206,9 @@ def interpret(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
 def _runner(closed: ClosedJaxpr) -> list[Any]:
     """``HostBackend.run``'s cell for ``closed``: None until its first run,
     then ``interpret`` until its second, then its compiled function (one
-    cache lookup a run, as when every program was compiled at once)."""
-    return [None]
+    cache lookup a run, as when every program was compiled at once); the
+    second entry is the same for ``HostBackend.run_owned``."""
+    return [None, None]
 
 
 @core.program_cache(maxsize=1024, max_equations=50_000)
@@ -226,13 +243,28 @@ class HostBackend:
             fn = cell[0] = compiled(closed).fn
         return fn(*args)
 
+    def run_owned(self, closed: ClosedJaxpr, args: list) -> list[Any]:
+        """``run``, emptying the list ``args`` first: the caller hands its
+        arguments over, and each is freed at its last use (reverse mode's
+        residuals while the backward pass runs, where ``run``'s caller keeps
+        every argument alive until the end)."""
+        cell = _runner(closed)
+        fn = cell[1]
+        if fn is None and core.value_checks == (False, False):
+            cell[1] = interpret
+            return interpret(closed, args, consume=True)
+        if fn is None or fn is interpret:
+            fn = cell[1] = compiled_consuming(closed).fn
+        return fn(args)
+
     def body(self, closed: ClosedJaxpr):
         return compiled_body(closed).fn
 
 
 core.host_backend = HostBackend()
 # Programs generated with or without the checks of debug_nans go when those change.
-core.on_value_checks += [compiled.cache_clear, compiled_body.cache_clear, _runner.cache_clear]
+core.on_value_checks += [compiled.cache_clear, compiled_body.cache_clear, _runner.cache_clear,
+                         compiled_consuming.cache_clear]
 
 
 #: The names generated code gives its own values: operations ``f0``,
@@ -252,12 +284,13 @@ def _identifier(name: str) -> str:
 
 
 def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
-                    own_outputs: bool = False) -> tuple[str, dict]:
+                    own_outputs: bool = False, consume: bool = False) -> tuple[str, dict]:
     """Python source of ``closed`` as a function, and the namespace it needs;
     rank-0 results are arrays unless ``scalars_out``; with ``own_outputs``
     results that are, or may share memory with, an argument or a constant
     are copied (checked at run time where an equation may or may not return
-    a view)."""
+    a view); with ``consume`` it takes the arguments as one list and empties
+    it, so that none outlives its last use."""
     jaxpr = closed.jaxpr
     name = _identifier(name)
     namespace: dict[str, Any] = {"_asarray": as_array}
@@ -290,7 +323,9 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
     for v, c in zip(jaxpr.constvars, closed.consts):
         names[id(v)] = constant(uniform[id(v)], "k") if id(v) in uniform else constant(c, "c")
     args = [local(v) for v in jaxpr.invars]
-    lines = [f"def {name}({', '.join(args)}):"]
+    lines = [f"def {name}({'_args' if consume else ', '.join(args)}):"]
+    if consume and args:
+        lines += [f"    {', '.join(args)}, = _args", "    _args.clear()"]
     buffers = _Buffers(constant)
     sources = output_sources(jaxpr, [_allocates(e, fn) for e, fn in zip(jaxpr.eqns, fns)]) \
         if own_outputs else [[] for _ in jaxpr.outvars]

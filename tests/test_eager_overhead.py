@@ -1,0 +1,186 @@
+"""The cheap path of a repeated eager ``grad``: the function is traced on
+every call, the traced program's structure finds its ``GradPlan`` in one
+lookup, and the plan's forward and backward programs run.  Nothing is ever
+reused on a guess: whatever the Python function does differently (its
+globals, its closure, its control flow on values) shows in the trace, so a
+changed function gets a new plan and a right gradient.  Structural checks
+only; no timings."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import functrans as ft
+import functrans.numpy as fnp
+from functrans import _api_util, config, core
+from functrans.interpreters import partial_eval, transpose
+
+SCALE = 2.0
+
+
+def _loss(x):
+    return fnp.sum(fnp.sin(x) * x + x**2)
+
+
+def _want(x):
+    return np.sin(x) + x * np.cos(x) + 2.0 * x
+
+
+def test_a_repeated_call_looks_up_one_plan_and_no_transform():
+    x = np.linspace(-1.0, 1.0, 10)
+    g = ft.grad(_loss)
+    for _ in range(3):
+        g(x)  # the first meetings build and cache the transforms
+    plans = _api_util.grad_plan.cache_info()
+    lin = partial_eval.linearize_jaxpr.cache_info()
+    tr = transpose.transpose_jaxpr.cache_info()
+    for _ in range(5):
+        np.testing.assert_allclose(g(x), _want(x), rtol=1e-14)
+    assert _api_util.grad_plan.cache_info().hits == plans.hits + 5
+    assert _api_util.grad_plan.cache_info().misses == plans.misses
+    assert partial_eval.linearize_jaxpr.cache_info()[:2] == lin[:2]
+    assert transpose.transpose_jaxpr.cache_info()[:2] == tr[:2]
+
+
+def test_a_changed_global_is_seen_on_the_next_call():
+    global SCALE
+
+    def loss(x):
+        y = x * SCALE  # a Python float: a literal of the traced program
+        return fnp.sum(y * y) if SCALE > 0 else fnp.sum(fnp.sin(y))
+
+    g = ft.grad(loss)
+    x = np.array([0.5, -1.5, 2.0])
+    try:
+        for scale in (2.0, 2.0, 3.0, 3.0, -1.0, -1.0, 2.0):
+            SCALE = scale
+            want = 2 * scale**2 * x if scale > 0 else scale * np.cos(scale * x)
+            np.testing.assert_allclose(g(x), want, rtol=1e-14)
+    finally:
+        SCALE = 2.0
+
+
+def test_a_changed_closure_is_seen_on_the_next_call():
+    weights = np.array([1.0, 2.0, 3.0])
+    state = {"square": True}
+
+    def loss(x):
+        y = x * weights  # an array constant: an input of the plan, read anew each call
+        return fnp.sum(y * y) if state["square"] else fnp.sum(y)
+
+    g = ft.grad(loss)
+    x = np.array([0.5, -1.5, 2.0])
+    for w, square in ((1.0, True), (1.0, True), (-4.0, True), (-4.0, False), (3.0, False)):
+        weights[:] = w * np.array([1.0, 2.0, 3.0])
+        state["square"] = square
+        want = 2 * x * weights**2 if square else weights
+        np.testing.assert_allclose(g(x), want, rtol=1e-14)
+
+
+def test_control_flow_on_values_follows_every_call():
+    def loss(x):
+        if x.sum() > 0:  # traced again with values: the program is specialised
+            return fnp.sum(x**3)
+        return fnp.sum(fnp.exp(x))
+
+    g = ft.grad(loss)
+    for x in ([1.0, 2.0], [1.0, 2.0], [-1.0, -2.0], [-1.0, -2.0], [3.0, 0.5]):
+        x = np.array(x)
+        want = 3 * x**2 if x.sum() > 0 else np.exp(x)
+        np.testing.assert_allclose(g(x), want, rtol=1e-14)
+
+
+def test_a_redefined_function_gets_its_own_gradient():
+    x = np.linspace(0.1, 1.0, 4)
+    for _ in range(3):
+        for power, want in ((2, 2 * x), (3, 3 * x**2)):
+            g = ft.grad(lambda x, p=power: fnp.sum(x**p))
+            np.testing.assert_allclose(g(x), want, rtol=1e-14)
+
+
+@pytest.mark.parametrize("case", ["int argument", "nested", "under jit", "tracer constant",
+                                  "has_aux", "argnums"])
+def test_the_other_paths_still_give_the_gradient(case):
+    x = np.array([0.3, -0.7, 1.1])
+    for _ in range(3):
+        if case == "int argument":
+            g, gn = ft.grad(lambda x, n: fnp.sum(x * n), argnums=(0, 1), allow_int=True)(x, 3)
+            np.testing.assert_allclose(g, np.full(3, 3.0))
+            assert gn.dtype == ft.dtypes.float0
+        elif case == "nested":
+            h = ft.grad(lambda x: fnp.sum(ft.grad(_loss)(x)))(x)
+            np.testing.assert_allclose(h, 2 * np.cos(x) - x * np.sin(x) + 2.0, rtol=1e-14)
+        elif case == "under jit":
+            np.testing.assert_allclose(ft.jit(ft.grad(_loss))(x), _want(x), rtol=1e-14)
+        elif case == "tracer constant":
+            def outer(w):  # the inner function closes over a tracer of the outer trace
+                return fnp.sum(ft.grad(lambda x: fnp.sum(x * w) ** 2)(x))
+
+            w = x + 1.0
+            want = 2 * x * np.sum(w) + 2 * np.sum(x * w)
+            np.testing.assert_allclose(ft.grad(outer)(w), want, rtol=1e-14)
+        elif case == "has_aux":
+            (value, aux), g = ft.value_and_grad(lambda x: (_loss(x), x * 2), has_aux=True)(x)
+            np.testing.assert_allclose(g, _want(x), rtol=1e-14)
+            assert np.array_equal(aux, x * 2) and value == _loss(x)
+        else:
+            ga, gb = ft.grad(lambda a, b: fnp.sum(a * b * b), argnums=(0, 1))(x, x + 1)
+            np.testing.assert_allclose(ga, (x + 1) ** 2)
+            np.testing.assert_allclose(gb, 2 * x * (x + 1))
+
+
+def test_plans_are_dropped_when_the_value_checks_switch():
+    x = np.array([0.5, 2.0])
+    g = ft.value_and_grad(lambda x: fnp.sum(fnp.log(x)))
+    for _ in range(3):
+        g(x)
+    assert _api_util.grad_plan.cache_info().currsize > 0
+    config.update("debug_nans", True)
+    try:
+        assert _api_util.grad_plan.cache_info().currsize == 0
+        for _ in range(3):
+            with pytest.raises(FloatingPointError, match="debug_nans: the primitive 'log'"):
+                g(np.array([-1.0, 2.0]))
+    finally:
+        config.update("debug_nans", False)
+    np.testing.assert_allclose(g(x)[1], 1 / x)
+
+
+def test_threads_share_plans_and_get_their_own_results():
+    g = ft.grad(_loss)
+    xs = [np.linspace(-1.0, 1.0, 10) * k for k in range(1, 9)]
+    results: dict[int, np.ndarray] = {}
+    errors: list[BaseException] = []
+
+    def work(k):
+        try:
+            for _ in range(50):
+                got = g(xs[k])
+                if not np.array_equal(got, results.setdefault(k, got)):
+                    raise AssertionError(f"thread {k}: results differ between calls")
+        except BaseException as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for k, x in enumerate(xs):
+        np.testing.assert_allclose(results[k], _want(x), rtol=1e-14)
+
+
+def test_a_trace_records_a_plain_equation_as_before():
+    # The recording fast path keeps the equation's pieces: inputs, outputs,
+    # params, source; a value-carrying trace still carries values.
+    closed = ft.make_jaxpr(lambda x: fnp.sum(x * 2.0, axis=0))(np.ones((2, 3)))
+    mul, total = closed.jaxpr.eqns
+    assert mul.primitive.name == "mul" and mul.inputs[0] is closed.jaxpr.invars[0]
+    assert total.params == {"axes": (0,)} and total.inputs[0] is mul.outputs[0]
+    assert mul.source is not None and core.source_location(mul.source)[0] == __file__
+    trace = core.JaxprTrace("f", concrete=True)
+    with trace:
+        t = trace.new_arg(core.ShapedArray((2,), np.float64), np.array([1.0, 2.0]))
+        assert np.array_equal((t * 3.0).val, [3.0, 6.0])
