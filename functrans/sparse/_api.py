@@ -102,8 +102,7 @@ class SparseDerivative:
         return f"<functrans.sparse.{self.kind} of {self.name}: {what}>"
 
     def __call__(self, *args):
-        plan = self.plan(*args)
-        nums = _positions(self.label, self.argnums, len(args))
+        nums, plan = self._plan(args)
         x = _ravel_args(args, nums, plan.dtype)
         others = [a for i, a in enumerate(args) if i not in nums]
         if plan.gather.shape[0] == 0:
@@ -118,6 +117,9 @@ class SparseDerivative:
 
     def plan(self, *args) -> SparsePlan:
         """The pattern, colouring and program for arguments like ``args``."""
+        return self._plan(args)[1]
+
+    def _plan(self, args: tuple) -> tuple[tuple[int, ...], SparsePlan]:
         nums = _positions(self.label, self.argnums, len(args))
         avals = tuple(core.get_aval(a) for a in args)
         key = (nums, avals)
@@ -129,7 +131,7 @@ class SparseDerivative:
                     found = self._make_plan(nums, avals)
                     self._plans[key] = found
         self._last = found
-        return found
+        return nums, found
 
     def _make_plan(self, nums: tuple[int, ...], avals: tuple) -> SparsePlan:
         dtype = _check_inputs(self.label, nums, avals)
