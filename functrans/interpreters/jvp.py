@@ -53,17 +53,33 @@ def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangen
     outer = current_source()
     try:
         for e in jaxpr.eqns:
-            ps = [read_p(a) for a in e.inputs]
-            ts = [read_t(a) for a in e.inputs]
-            if all(type(t) is Zero for t in ts):
+            ps, ts = [], []
+            nonzero = False
+            for a in e.inputs:  # read_p and read_t, written out: this runs per operand
+                if type(a) is Literal:
+                    ps.append(a.val)
+                    ts.append(Zero(tangent_aval(a.aval)))
+                    continue
+                ps.append(penv[id(a)])
+                t = tenv.get(id(a))
+                if t is None:
+                    ts.append(Zero(tangent_aval(a.aval)))
+                else:
+                    ts.append(t)
+                    nonzero = True
+            prim = e.primitive
+            if not nonzero:
                 set_source(e.source or outer)
-                outs = bind(e.primitive, *ps, **e.params)
+                outs = bind(prim, *ps, **e.params)
                 touts = None
             else:  # the rule's equations come from the user's line of this one
                 set_source(derived_source(e.source) or outer)
-                outs, touts = e.primitive.rule("jvp")(ps, ts, **e.params)
-            if not e.primitive.multiple_results:
-                outs, touts = [outs], None if touts is None else [touts]
+                outs, touts = prim.rule("jvp")(ps, ts, **e.params)
+            if not prim.multiple_results:
+                penv[id(e.outputs[0])] = outs
+                if touts is not None and type(touts) is not Zero:
+                    tenv[id(e.outputs[0])] = touts
+                continue
             for i, v in enumerate(e.outputs):
                 penv[id(v)] = outs[i]
                 if touts is not None and type(touts[i]) is not Zero:

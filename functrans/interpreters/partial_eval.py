@@ -134,6 +134,8 @@ class _LinearizeTrace(JaxprTrace):
         return Tracer(self, Var(aval), value)
 
     def _input_var(self, x):
+        if type(x) in _SCALAR_AVALS:
+            return Literal(x, _SCALAR_AVALS[type(x)])
         if isinstance(x, Tracer) and x._trace is self and x.val is not None:
             var = x._var
             if id(var) not in self._residual_ids:
@@ -146,11 +148,16 @@ class _LinearizeTrace(JaxprTrace):
     def process(self, prim, args, params):
         values, avals = [], []
         for x in args:
-            if isinstance(x, Tracer):
+            if type(x) is Tracer:
                 if x.val is None or x._trace is not self:
                     return super().process(prim, args, params)
                 values.append(x.val)
                 avals.append(x.aval)
+            elif isinstance(x, Tracer):  # a subclass: the recording path decides
+                return super().process(prim, args, params)
+            elif type(x) in _SCALAR_AVALS:  # a Python scalar: a literal of its weak type
+                values.append(x)
+                avals.append(_SCALAR_AVALS[type(x)])
             else:  # what the known Jaxpr would hold: a literal's value, or the array
                 literal = isinstance(x, np.generic) or (type(x) is np.ndarray and x.ndim == 0)
                 values.append(x[()] if literal else x)
@@ -159,10 +166,18 @@ class _LinearizeTrace(JaxprTrace):
             out = core._abstract_eval(prim, avals, params)
         except FunctransError as e:
             raise type(e)(f"{self.fun_name}: {e}") from None
-        result = _host_callable(prim, avals, params)(*values)
+        if params or prim.numpy_kernel is not None:
+            result = _host_callable(prim, avals, params)(*values)
+        else:
+            result = (prim.numpy_fn or prim.impl)(*values)
         if prim.multiple_results:
             return [Tracer(self, Var(a), r) for a, r in zip(out, result)]
         return Tracer(self, Var(out), result)
+
+
+#: The aval of each Python scalar type (``get_aval`` of one of its values),
+#: looked up rather than made again for each literal operand.
+_SCALAR_AVALS = {t: get_aval(t(0)) for t in (bool, int, float, complex)}
 
 
 def _host_callable(prim, avals, params):

@@ -73,33 +73,41 @@ def _backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
     def read(a):
         return a.val if type(a) is Literal else env[id(a)]
 
-    linear_eqns = []
+    linear_eqns = []  # (equation, which operands are linear)
     for e in jaxpr.eqns:
-        if any(is_linear(a) for a in e.inputs):
-            linear.update(id(v) for v in e.outputs)
-            linear_eqns.append(e)
+        flags = [type(a) is not Literal and id(a) in linear for a in e.inputs]
+        if True in flags:
+            for v in e.outputs:
+                linear.add(id(v))
+            linear_eqns.append((e, flags))
         else:
             set_source(e.source or outer)
             outs = bind(e.primitive, *map(read, e.inputs), **e.params)
             for v, x in zip(e.outputs, outs if e.primitive.multiple_results else [outs]):
                 env[id(v)] = x
 
-    cts: dict[int, Any] = {}
+    cts: dict[int, Any] = {}  # never a Zero: only nonzero cotangents are summed in
+
+    def add_to(a, c):
+        earlier = cts.get(id(a))
+        cts[id(a)] = c if earlier is None else add_cotangents(earlier, c)
+
     for a, ct in zip(jaxpr.outvars, cts_out):
         if is_linear(a) and type(ct) is not Zero:
-            cts[id(a)] = add_cotangents(cts.get(id(a), Zero(a.aval)), ct)
+            add_to(a, ct)
 
-    for e in reversed(linear_eqns):
-        ct_outs = [cts.pop(id(v), Zero(v.aval)) for v in e.outputs]
-        if all(type(c) is Zero for c in ct_outs):
+    for e, flags in reversed(linear_eqns):
+        ct_outs = [cts.pop(id(v), None) for v in e.outputs]
+        if all(c is None for c in ct_outs):
             continue
-        ins = [UndefinedPrimal(a.aval) if is_linear(a) else read(a) for a in e.inputs]
+        ct_outs = [Zero(v.aval) if c is None else c for v, c in zip(e.outputs, ct_outs)]
+        ins = [UndefinedPrimal(a.aval) if lin else read(a) for a, lin in zip(e.inputs, flags)]
         ct = ct_outs if e.primitive.multiple_results else ct_outs[0]
         set_source(derived_source(e.source) or outer)  # the backward pass of the user's line
         ct_ins = e.primitive.rule("transpose")(ct, *ins, **e.params)
-        for a, c in zip(e.inputs, ct_ins):
-            if is_linear(a) and c is not None and type(c) is not Zero:
-                cts[id(a)] = add_cotangents(cts.get(id(a), Zero(a.aval)), c)
+        for a, lin, c in zip(e.inputs, flags, ct_ins):
+            if lin and c is not None and type(c) is not Zero:
+                add_to(a, c)
 
     return [
         cts.pop(id(v), Zero(v.aval)) if type(x) is UndefinedPrimal else None
