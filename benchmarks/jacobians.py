@@ -5,6 +5,11 @@
   (1 - x[:-1])**2)``; ``ft.hessian`` is ``jacfwd(jacrev(f))``, the input
   basis pushed through the linearized gradient in one batched pass.  The
   floor fills the tridiagonal matrix by hand.
+* ``jacobians.hessian.logsumexp.n100``, ``jacobians.hessian.mlp`` and
+  ``jacobians.jacfwd.mlp``: dense problems, where the basis loses its band
+  structure at the first reduction or contraction (the Hessian of
+  logsumexp, the Hessian in x of a 32-64-1 tanh MLP's output, the Jacobian of
+  its 32-64 tanh layer); the floors are the closed forms in NumPy.
 * ``jacobians.per_example_grad.mlp`` (W5): per-example gradients of the
   squared error of a 32-64-1 tanh MLP over a batch of 256, by
   ``vmap(grad(loss), in_axes=(None, 0, 0))``; the floor is the batched
@@ -29,6 +34,7 @@ from benchmarks import _peers
 from benchmarks._timing import Workload, own_variants
 
 HESSIAN_SIZES = (10, 100, 1000)
+LSE_N = 100
 BATCH, N_IN, N_HIDDEN = 256, 32, 64
 MEMORY_N = 5000
 MEMORY_CHUNKS = (10, 100, 1000, None)
@@ -78,6 +84,96 @@ def _hessian_variants(x: np.ndarray) -> dict:
         ht = t.func.hessian(_rosen(torch))
         variants["torch.func"] = lambda: ht(xt)
     return variants
+
+
+# -- dense Jacobians and Hessians: no band survives the first contraction ------------
+
+
+def logsumexp(x):
+    m = np.max(x)
+    return m + np.log(np.sum(np.exp(x - m)))
+
+
+def logsumexp_hessian_numpy(x):
+    p = np.exp(x - np.max(x))
+    p /= p.sum()
+    return np.diag(p) - np.outer(p, p)
+
+
+def mlp_out(x, w1, b1, w2):
+    """A 32-64-1 tanh MLP's output as a function of its input x f64[32]."""
+    return np.tanh(x @ w1 + b1) @ w2
+
+
+def mlp_hidden(x, w1, b1):
+    return np.tanh(x @ w1 + b1)
+
+
+def mlp_hessian_numpy(x, w1, b1, w2):
+    t = np.tanh(x @ w1 + b1)
+    return (w1 * (w2 * -2.0 * t * (1.0 - t * t))) @ w1.T
+
+
+def mlp_jacobian_numpy(x, w1, b1):
+    t = np.tanh(x @ w1 + b1)
+    return (1.0 - t * t)[:, None] * w1.T
+
+
+def _lse(xp):
+    def lse(x):
+        m = xp.max(x)
+        return m + xp.log(xp.sum(xp.exp(x - m)))
+
+    return lse
+
+
+def _dense_variants(floor, transform, fn, fn_xp, args, argnums=0) -> dict:
+    """``transform`` (``"hessian"`` or ``"jacfwd"``) of ``fn`` at ``args``
+    beside the same for JAX; ``fn_xp(xp)`` writes ``fn`` for another array module."""
+    import functrans as ft
+
+    variants = own_variants(floor, getattr(ft, transform)(fn, argnums), *args)
+    if (j := _peers.jax()) is not None:
+        jax = j.jax
+        ja = [j.jnp.asarray(a) for a in args]
+        tj = getattr(jax, transform)(fn_xp(j.jnp), argnums)
+        tjj = jax.jit(tj)
+        variants["jax"] = lambda: tj(*ja).block_until_ready()
+        variants["jax.jit"] = lambda: tjj(*ja).block_until_ready()
+    return variants
+
+
+def _dense_workloads(rng) -> list[Workload]:
+    x = rng.standard_normal(LSE_N)
+    w1 = rng.standard_normal((N_IN, N_HIDDEN)) / np.sqrt(N_IN)
+    b1 = rng.standard_normal(N_HIDDEN) * 0.1
+    w2 = rng.standard_normal(N_HIDDEN) / np.sqrt(N_HIDDEN)
+    xm = rng.standard_normal(N_IN)
+    return [
+        Workload(
+            name=f"jacobians.hessian.logsumexp.n{LSE_N}",
+            description=f"dense Hessian of logsumexp, x: f64[{LSE_N}]",
+            variants=_dense_variants(lambda: logsumexp_hessian_numpy(x), "hessian",
+                                     logsumexp, _lse, (x,)),
+            floor="numpy",
+        ),
+        Workload(
+            name="jacobians.hessian.mlp",
+            description=f"Hessian in x of a {N_IN}-{N_HIDDEN}-1 tanh MLP's output",
+            variants=_dense_variants(
+                lambda: mlp_hessian_numpy(xm, w1, b1, w2), "hessian", mlp_out,
+                lambda xp: lambda x, w1, b1, w2: xp.tanh(x @ w1 + b1) @ w2, (xm, w1, b1, w2)),
+            floor="numpy",
+        ),
+        Workload(
+            name="jacobians.jacfwd.mlp",
+            description=f"jacfwd in x of a {N_IN}-{N_HIDDEN} tanh layer",
+            variants=_dense_variants(
+                lambda: mlp_jacobian_numpy(xm, w1, b1), "jacfwd", mlp_hidden,
+                lambda xp: lambda x, w1, b1: xp.tanh(x @ w1 + b1), (xm, w1, b1)),
+            floor="numpy",
+        ),
+    ]
 
 
 # -- W5: per-example gradients of a 32-64-1 tanh MLP ---------------------------------
@@ -168,6 +264,7 @@ def workloads() -> list[Workload]:
             variants=_hessian_variants(x),
             floor="numpy",
         ))
+    out.extend(_dense_workloads(rng))
     params, xs, ys = _mlp_data(rng)
     out.append(Workload(
         name="jacobians.per_example_grad.mlp",

@@ -52,6 +52,7 @@ from functrans.core import (
 from functrans.devices import is_device_array
 from functrans.dtypes import float0, is_inexact
 from functrans.errors import ConcretizationError, TracerConversionError
+from functrans.interpreters import structured
 from functrans.interpreters.jvp import tangent_aval
 from functrans.interpreters.partial_eval import Linearized
 from functrans.interpreters.transpose import backward_pass, transpose_jaxpr
@@ -692,21 +693,40 @@ def _jacobian(f: Callable, argnums, has_aux: bool, chunk_size, mode: str,
 
 def _forward_blocks(lin: Linearized, in_avals, out_avals, chunk_size, label) -> list:
     """Push chunks of the input basis through the linear map: blocks[i][j]
-    of shape ``out_i.shape + in_j.shape``."""
+    of shape ``out_i.shape + in_j.shape``.  The basis goes as bands
+    (``functrans.interpreters.structured``) where it can: a banded output's
+    blocks are written straight from its band vectors, computed once (so
+    chunks cost no memory beyond the result), and an output whose structure
+    is lost on the way is the dense batched value of that program."""
     total = sum(a.size for a in in_avals)
     offsets = np.cumsum([0] + [a.size for a in in_avals])
     n_out = len(out_avals)
-    columns = [_Rows(total) for _ in range(n_out)]
-    for rows in _chunks(total, chunk_size, label):
-        basis = [_basis_chunk(rows, int(o), a) for o, a in zip(offsets, in_avals)]
-        outs = _batched_apply(lin.linear, list(lin.residuals), basis, len(rows))
-        for i in range(n_out):
-            columns[i].add(outs[i])
+    chunks = _chunks(total, chunk_size, label)
+    found = _structured_basis(lin, in_avals, offsets, n_out, len(chunks))
+    if found is not None:
+        program, layout = found
+        results = run_jaxpr(program, list(lin.residuals))
+        fulls = [None if type(out) is structured.BandsOut
+                 else shape_prims.to_front(results[out.index], out.dim, total) for out in layout]
+    else:
+        columns = [_Rows(total) for _ in range(n_out)]
+        for rows in chunks:
+            basis = [_basis_chunk(rows, int(o), a) for o, a in zip(offsets, in_avals)]
+            outs = _batched_apply(lin.linear, list(lin.residuals), basis, len(rows))
+            for i in range(n_out):
+                columns[i].add(outs[i])
+        fulls = [c.stacked() if total else None for c in columns]  # (total, *out_shape)
     blocks = []
     for i, out_aval in enumerate(out_avals):
-        full = columns[i].stacked() if total else None  # (total, *out_shape)
+        full = fulls[i]
         row = []
         for j, in_aval in enumerate(in_avals):
+            if found is not None and type(found[1][i]) is structured.BandsOut:
+                part = structured.block_of(found[1][i], results, int(offsets[j]), in_aval.size)
+                if in_aval.ndim != 1:
+                    part = _reshape(part, out_aval.shape + in_aval.shape)
+                row.append(_as_result(part))
+                continue
             if full is None:
                 row.append(np.zeros(out_aval.shape + in_aval.shape, out_aval.dtype))
                 continue
@@ -722,6 +742,21 @@ def _forward_blocks(lin: Linearized, in_avals, out_avals, chunk_size, label) -> 
             row.append(_as_result(part))
         blocks.append(row)
     return blocks
+
+
+def _structured_basis(lin: Linearized, in_avals, offsets, n_out: int, n_chunks: int):
+    """The banded push of the basis (``structured.basis_program``), or None
+    where the basis must go through ``vmap`` instead: no basis, collectives
+    over named axes, or several chunks of a program whose structure is lost
+    on the way (its dense part holds every row at once)."""
+    total = int(offsets[-1])
+    if not total:
+        return None
+    leaves = tuple((int(o), a) for o, a in zip(offsets, in_avals))
+    found = structured.basis_program(lin.linear, len(lin.residuals), leaves, n_out)
+    if found is None or (n_chunks > 1 and structured.dense_steps(found[1])):
+        return None
+    return found
 
 
 def _reverse_blocks(lin: Linearized, in_avals, out_avals, chunk_size, label) -> list:

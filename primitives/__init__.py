@@ -6,6 +6,7 @@ with the sub-program machinery they share) is imported on first use:
 ``functrans.lax`` imports it, and so does the first read of the registry."""
 
 from functrans.primitives import (  # noqa: F401
+    banded,
     collectives,
     custom,
     debugging,

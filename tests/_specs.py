@@ -1969,6 +1969,58 @@ def debug_print_case(draw) -> Case:
     return Case((x,), _print_params(1))
 
 
+def _band_params(draw, shape) -> dict:
+    """``band_fill`` params over ``shape``: 1-3 distinct offsets, some missing
+    the block of rows, either layout."""
+    size = math.prod(shape)
+    start, rows = draw(st.integers(0, 5)), draw(st.integers(0, 5))
+    offsets = draw(st.lists(st.integers(start - size - 2, start + rows + 2), min_size=1,
+                            max_size=3, unique=True))
+    return {"offsets": tuple(offsets), "start": start, "rows": rows, "shape": tuple(shape),
+            "transposed": draw(st.booleans())}
+
+
+def _band_fill_ref(*bands, offsets, start, rows, shape, transposed):
+    """Entry by entry: row ``g = start + b`` holds ``d[i]`` where ``g == i + k``."""
+    size = math.prod(shape)
+    out = np.zeros((rows, size), bands[0].dtype)
+    for d, k in zip(bands, offsets):
+        flat = d.reshape(-1)
+        for b in range(rows):
+            if 0 <= start + b - k < size:
+                out[b, start + b - k] = flat[start + b - k]
+    out = out.reshape((rows,) + tuple(shape))
+    return np.moveaxis(out, 0, -1) if transposed else out
+
+
+def band_fill_impl() -> Impl:
+    def draw_args(draw):
+        shape = draw(fts.shapes(max_side=4))
+        params = _band_params(draw, shape)
+        dtype = np.dtype(draw(st.sampled_from(ALL)))
+        # a band may come in any shape of the right size (read raveled)
+        shapes = [draw(st.sampled_from([shape, (math.prod(shape),)]))
+                  for _ in params["offsets"]]
+        bands = tuple(draw(fts.arrays(dtype=dtype, shape=s, min_value=-10, max_value=10))
+                      for s in shapes)
+        return bands, params
+
+    return Impl(draw_args, _band_fill_ref, exact=True)
+
+
+def band_fill_case() -> DrawCase:
+    def draw_case(draw):
+        shape = draw(SHAPES)
+        params = _band_params(draw, shape)
+        dtype = float_dtype(draw)
+        return Case(tuple(real(draw, shape, dtype=dtype) for _ in params["offsets"]), params)
+
+    return draw_case
+
+
+_BAND = {"start": 0, "rows": 2, "shape": (3,), "transposed": False}
+
+
 SPECS: dict[str, Spec] = {
     # -- elementwise, one operand: (impl range), (derivative range, |x| >= away)
     "neg": Spec(unary_impl(np.negative, -10, 10), unary_case(-3, 3, f32=True, c128=True), errors=[
@@ -2336,6 +2388,16 @@ SPECS: dict[str, Spec] = {
     # transform) is tested in tests/test_debug_print.py.
     "debug_print": Spec(debug_print_impl(), debug_print_case, zero_derivative=True,
                         accepts_all=True),
+    "band_fill": Spec(band_fill_impl(), band_fill_case(), errors=[
+        ([F3], {**_BAND, "offsets": (0, 1)}, ShapeError,
+         r"band_fill: needs one band per offset, distinct offsets; got 1 bands"),
+        ([F3, F3], {**_BAND, "offsets": (1, 1)}, ShapeError, r"distinct offsets"),
+        ([F3, F4], {**_BAND, "offsets": (0, 1)}, ShapeError,
+         r"the bands must have one dtype and 3 elements \(shape \(3,\)\), got f64\[3\], "
+         r"f64\[4\]"),
+        ([F3], {**_BAND, "offsets": (0,), "rows": -1}, ShapeError,
+         r"band_fill: start 0 and rows -1 must be >= 0"),
+    ]),
 }
 
 #: The rows bound directly, in a stable order for parametrization.
