@@ -442,3 +442,40 @@ def test_native_tier():
     assert_same(h(x), dense_push(ft.jit(ft.hessian(rosenbrock)), x))
     j = ft.jit(ft.jacfwd(banded_least_squares), compiler="native")
     assert_same(j(x), dense_push(ft.jacfwd(banded_least_squares), x))
+
+
+# -- n-D movement: raveled shifts where they are one, materialised where not ---------
+
+SHAPE = (3, 4)
+MOVES = [
+    lambda u: fnp.pad(u[1:, :], ((0, 1), (0, 0))),  # a shift of whole rows
+    lambda u: fnp.pad(u[:, 1:], ((0, 0), (1, 0))),  # not one raveled shift
+    lambda u: fnp.pad(u[:2], ((1, 0), (0, 0))) * 2.0,
+    lambda u: fnp.concatenate([u[2:], u[:2]], axis=0),
+    lambda u: fnp.concatenate([u[:, 3:], u[:, :3]], axis=1),
+    lambda u: u.T.reshape(SHAPE),
+    lambda u: u.reshape(1, 12).reshape(SHAPE),
+    lambda u: fnp.broadcast_to(u[:1], SHAPE) + u,
+    lambda u: fnp.expand_dims(u, 0)[0] - u[::-1],
+    lambda u: fnp.where(u > 0, u, -0.5 * u),
+    lambda u: fnp.sum(u, axis=0, keepdims=True) * u,
+    lambda u: fnp.tile(u[:, ::2], (1, 2)),
+    lambda u: fnp.sin(u) * fnp.cos(u[::-1, ::-1]),
+    lambda u: fnp.pad(u, ((0, 0), (0, 0)))[1:2, :].reshape(1, 4) * u,
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, len(MOVES) - 1), min_size=1, max_size=5),
+       st.integers(0, 2**31), st.sampled_from([np.float64, np.float32]))
+def test_random_nd_movement(moves, seed, dtype):
+    def f(u):
+        for m in moves:
+            u = MOVES[m](u) * 1.25 + u ** 2 * 0.5
+        return u
+
+    x = np.random.default_rng(seed).uniform(-1.0, 1.0, SHAPE).astype(dtype)
+    assert_same(ft.jacfwd(f)(x), dense_push(ft.jacfwd(f), x))
+    assert_same(ft.jit(ft.jacfwd(f))(x), dense_push(ft.jit(ft.jacfwd(f)), x))
+    g = lambda u: fnp.sum(f(u) ** 2)  # noqa: E731
+    assert_same(ft.hessian(g)(x), dense_push(ft.hessian(g), x))
