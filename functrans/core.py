@@ -29,6 +29,7 @@ import importlib
 import itertools
 import linecache
 import os
+import struct
 import sys
 import threading
 import types
@@ -121,6 +122,12 @@ class ShapeDtypeStruct:
 
 _PYTHON_SCALARS = (bool, int, float, complex)
 
+#: The aval of each Python scalar type, one object each: a literal's aval is
+#: then the very object a cached key holds, found without calling
+#: ``ShapedArray.__eq__`` (avals are never changed once made).
+_SCALAR_AVALS = {t: ShapedArray((), d, weak_type=t is not bool)
+                 for t, d in dtypes.PYTHON_SCALAR_DTYPES.items()}
+
 
 def get_aval(x: Any) -> ShapedArray:
     """The aval of a concrete value or a tracer.
@@ -129,11 +136,14 @@ def get_aval(x: Any) -> ShapedArray:
     array-likes (lists, CuPy arrays) go through their ``shape``/``dtype`` or
     through ``np.asarray``.
     """
-    if isinstance(x, Tracer):
-        return x.aval
     t = type(x)
-    if t in dtypes.PYTHON_SCALAR_DTYPES:
-        return ShapedArray((), dtypes.PYTHON_SCALAR_DTYPES[t], weak_type=t is not bool)
+    if t is Tracer:
+        return x.aval
+    if t is np.ndarray:
+        return ShapedArray(x.shape, x.dtype)
+    aval = _SCALAR_AVALS.get(t)
+    if aval is not None:
+        return aval
     if isinstance(x, (np.ndarray, np.generic, ShapeDtypeStruct)):
         return ShapedArray(x.shape, x.dtype)
     for base in _PYTHON_SCALARS:  # subclasses such as IntEnum
@@ -215,12 +225,19 @@ class Literal:
 
     def key(self):
         # Compare by bit pattern, not by ``==``: ``-0.0`` and ``0.0`` are different
-        # programs, and a ``nan`` literal must equal (and hash like) itself.
-        val = np.asarray(self.val)
-        return (self.aval, val.dtype, val.tobytes())
+        # programs, and a ``nan`` literal must equal (and hash like) itself.  The
+        # aval enters as its parts, which hash and compare in C.
+        a, val = self.aval, self.val
+        if type(val) is float:  # the common literal: its bytes without an array
+            return (a.shape, a.dtype, a.weak_type, _F64, _DOUBLE.pack(val))
+        val = np.asarray(val)
+        return (a.shape, a.dtype, a.weak_type, val.dtype, val.tobytes())
 
 
 Atom = "Var | Literal"
+_F64 = np.dtype(np.float64)
+#: A Python float's bytes, as ``np.asarray(v).tobytes()`` gives them (native order).
+_DOUBLE = struct.Struct("=d")
 
 
 class Eqn:

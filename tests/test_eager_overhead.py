@@ -6,6 +6,7 @@ globals, its closure, its control flow on values) shows in the trace, so a
 changed function gets a new plan and a right gradient.  Structural checks
 only; no timings."""
 
+import struct
 import threading
 
 import numpy as np
@@ -184,3 +185,18 @@ def test_a_trace_records_a_plain_equation_as_before():
     with trace:
         t = trace.new_arg(core.ShapedArray((2,), np.float64), np.array([1.0, 2.0]))
         assert np.array_equal((t * 3.0).val, [3.0, 6.0])
+
+
+def test_python_scalars_share_one_aval_and_literals_key_by_their_bits():
+    assert core.get_aval(1.5) is core.get_aval(-2.0) is core.get_aval(float("nan"))
+    assert core.get_aval(3) is core.get_aval(-7) and core.get_aval(True) is core.get_aval(False)
+    assert core.get_aval(1.5).weak_type and not core.get_aval(True).weak_type
+    payload = struct.unpack("=d", struct.pack("=Q", 0x7FF8000000000001))[0]
+    values = (0.0, -0.0, float("nan"), -float("nan"), payload, 1.5)
+    keys = [core.Literal(v, core.get_aval(v)).key() for v in values]
+    assert len(set(keys)) == len(values)
+    for v, key in zip(values, keys):  # the bytes an array of the value holds
+        assert key[3:] == (np.dtype(np.float64), np.asarray(v).tobytes())
+    programs = [ft.make_jaxpr(lambda x, c=c: x * c)(np.ones(2)) for c in values]
+    assert len({p.jaxpr for p in programs}) == len(values)
+    assert ft.make_jaxpr(lambda x: x * -0.0)(np.ones(2)).jaxpr == programs[1].jaxpr
