@@ -222,6 +222,16 @@ def test_the_rosenbrock_hessian_program_fills_once():
                                rtol=1e-13, atol=1e-12)
 
 
+def test_a_full_sum_makes_each_row_from_the_vectors():
+    """jacfwd of a scalar function: the gradient, in O(n) equations."""
+    n = 60
+    f = lambda x: fnp.sum(fnp.sin(x[1:]) * x[:-1]) * 3.0  # noqa: E731
+    x = np.linspace(-1.0, 1.0, n)
+    assert _big_equations(ft.make_jaxpr(ft.jacfwd(f))(x), n) == []
+    assert_same(ft.jacfwd(f)(x), dense_push(ft.jacfwd(f), x))
+    np.testing.assert_allclose(ft.jit(ft.jacfwd(f))(x), ft.grad(f)(x), rtol=1e-13, atol=1e-13)
+
+
 def test_a_bidiagonal_jacobian_has_two_bands():
     f = lambda x: x[1:] * x[:-1] + fnp.sin(x[1:])  # noqa: E731
     x = np.linspace(0.1, 1.0, 9)

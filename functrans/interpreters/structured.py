@@ -13,8 +13,9 @@ kinds:
   ``(o, ones)``; a linear op that maps raveled positions by a fixed shift
   (slices, pads, concatenations, reshapes) or scales them elementwise (``mul``
   or ``div`` by an unbatched value, ``neg``, ``select`` with an unbatched
-  predicate, dtype conversion) turns bands into bands at ``O(n)`` cost, and
-  ``add``/``sub`` merge them offset by offset;
+  predicate, dtype conversion) turns bands into bands at ``O(n)`` cost,
+  ``add``/``sub`` merge them offset by offset, and a sum to one element per
+  row gives each row's total from the vectors;
 * ``(value, None)``: the same for every row (residuals, constants);
 * ``(value, dim)``: an ordinary batched value with its batch axis at ``dim``.
 
@@ -136,7 +137,8 @@ def _made(out: ShapedArray, bands: dict[int, Any], rows: int) -> Bands:
     return Bands(out, {k: _fit(d, out) for k, d in bands.items() if _window(k, rows, out.size)})
 
 
-# -- band rules: (eqn, values, rows) -> Bands, or None for no structure -----------------
+# -- band rules: (eqn, values, rows) -> Bands (or a value and its batch axis), or None
+# for no structure ------------------------------------------------------------------
 
 
 def _scale_rule(e, ins, rows):
@@ -207,6 +209,30 @@ def _order_rule(e, ins, rows):
     if type(a) is not Bands or not _keeps_order(a.aval, out) or not _ordered(e, a.aval):
         return None
     return _made(out, dict(a.bands), rows)
+
+
+def _reduce_sum_rule(e, ins, rows):
+    """A sum that keeps every element (over size-1 axes) keeps the bands; a
+    sum to one element per row is a dense batched value made in ``O(rows)``:
+    row ``g`` sums ``d[g - k]`` over the bands, each vector padded (or
+    cropped) into place."""
+    (a,) = ins
+    out = e.outputs[0].aval
+    if type(a) is not Bands or out.size not in (1, a.aval.size):
+        return None
+    if out.size == a.aval.size:
+        return _made(out, dict(a.bands), rows)
+    out = out.strip_weak()
+    total = None
+    size = a.aval.size
+    for k in sorted(a.bands):
+        flat = _fit(_shaped(a.bands[k], ShapedArray((size,), a.aval.dtype)), out)
+        placed = bind(_prim("pad"), flat, np.zeros((), out.dtype),
+                      padding_config=((k, rows - size - k, 0),))
+        total = placed if total is None else bind(_prim("add"), total, placed)
+    if total is None:
+        return (np.zeros(out.shape, out.dtype), None)
+    return (bind(_prim("reshape"), total, new_sizes=(rows,) + out.shape), 0)
 
 
 def _ordered(e, aval: ShapedArray) -> bool:
@@ -311,7 +337,7 @@ _RULES: dict[str, Callable] = {
     "expand_dims": _order_rule,
     "broadcast_in_dim": _order_rule,
     "transpose": _order_rule,
-    "reduce_sum": _order_rule,
+    "reduce_sum": _reduce_sum_rule,
     "slice": _slice_rule,
     "pad": _pad_rule,
     "concatenate": _concatenate_rule,
@@ -366,9 +392,9 @@ def _apply(e, ins: list, rows: int) -> list:
         return [(o, None) for o in outs]
     rule = _RULES.get(e.primitive.name)
     if rule is not None and not e.primitive.multiple_results:
-        banded = rule(e, ins, rows)
-        if banded is not None:
-            return [banded]
+        done = rule(e, ins, rows)
+        if done is not None:
+            return [done]
     dense = [(materialize(v, 0, rows), 0) if type(v) is Bands else v for v in ins]
     outs, dims = e.primitive.rule("batch")(
         [x for x, _ in dense], [d for _, d in dense], axis_size=rows, **e.params)
