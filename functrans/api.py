@@ -54,7 +54,7 @@ from functrans.dtypes import float0, is_inexact
 from functrans.errors import ConcretizationError, TracerConversionError
 from functrans.interpreters import structured
 from functrans.interpreters.jvp import tangent_aval
-from functrans.interpreters.partial_eval import Linearized
+from functrans.interpreters.partial_eval import Linearized, linearizes_now
 from functrans.interpreters.transpose import backward_pass, transpose_jaxpr
 from functrans.interpreters.vmap import batch_jaxpr, named_axis
 from functrans.passes.pipeline import run_passes
@@ -255,7 +255,9 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
             return [out] + list(aux_leaves)
 
         closed = trace_flat(flat, leaves, name, aux_cell)
-        done = host_value_and_grad(closed, leaves, need_value)
+        # A program met the first time is linearized at once (no programs built).
+        done = None if linearizes_now(closed, leaves) else \
+            host_value_and_grad(closed, leaves, need_value)
         if done is not None:
             outs, flat_grads = done
             if need_value or has_aux:  # none is the caller's array (see _linearized)

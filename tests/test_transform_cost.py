@@ -199,3 +199,35 @@ def test_passes_substitute_after_a_first_change():
     core.check_jaxpr(optimised)
     assert len(optimised.eqns) < len(closed.eqns)
     assert _same_bits(core.run_jaxpr(optimised, [x])[0], core.run_jaxpr(closed, [x])[0])
+
+
+def _peak_of_vjp(f, x) -> int:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        _, vjp_fn = ft.vjp(f, x)
+        vjp_fn(np.ones(()))
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_first_call_frees_forward_values_at_their_last_use(monkeypatch):
+    """The forward values of a first call go when the JVP has read them for the
+    last time, unless they are residuals: its peak memory is no more than
+    the built programs' first, interpreted runs (both keep the residuals
+    for the backward pass)."""
+    x = np.linspace(-1.0, 1.0, 1_000_000)
+
+    def f(x):
+        y = fnp.sin(x) * x + x ** 2
+        z = fnp.tanh(y) * 0.5 + fnp.cos(x)
+        return fnp.sum(z * z)
+
+    _forget()
+    at_once = _peak_of_vjp(f, x)
+    _forget()
+    monkeypatch.setattr(pe, "can_linearize_now", lambda *args: False)
+    built = _peak_of_vjp(f, x)
+    assert at_once <= built + x.nbytes // 2

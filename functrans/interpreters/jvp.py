@@ -32,8 +32,28 @@ def tangent_aval(aval: ShapedArray) -> ShapedArray:
     return aval.strip_weak()
 
 
-def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangents: Sequence[Any]):
-    """Run ``jaxpr`` forward on primals and tangents; returns (outs, tangent outs)."""
+def _last_uses(jaxpr: Jaxpr) -> list[list[int]]:
+    """For each equation, the ids of the variables whose last use it is (the
+    outputs are used at the end)."""
+    last: dict[int, int] = {}
+    for i, e in enumerate(jaxpr.eqns):
+        for a in e.inputs:
+            if type(a) is not Literal:
+                last[id(a)] = i
+    for a in jaxpr.outvars:
+        last.pop(id(a), None)
+    drops: list[list[int]] = [[] for _ in jaxpr.eqns]
+    for vid, i in last.items():
+        drops[i].append(vid)
+    return drops
+
+
+def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangents: Sequence[Any],
+             free: bool = False):
+    """Run ``jaxpr`` forward on primals and tangents; returns (outs, tangent outs).
+    ``free``: forget each value after its last use (the primals are arrays,
+    whose memory an interpreted run would give back there)."""
+    drops = _last_uses(jaxpr) if free else None
     penv: dict[int, Any] = {}
     tenv: dict[int, Any] = {}
     for v, c in zip(jaxpr.constvars, consts):
@@ -52,7 +72,11 @@ def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangen
 
     outer = current_source()
     try:
-        for e in jaxpr.eqns:
+        for i, e in enumerate(jaxpr.eqns):
+            if drops is not None and i:  # the operands last read by the one before
+                for vid in drops[i - 1]:
+                    penv.pop(vid, None)
+                    tenv.pop(vid, None)
             ps, ts = [], []
             nonzero = False
             for a in e.inputs:  # read_p and read_t, written out: this runs per operand

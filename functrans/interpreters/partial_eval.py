@@ -233,7 +233,7 @@ def linearize_now(closed: ClosedJaxpr, args: Sequence[Any], active: Sequence[boo
             trace.new_arg(tangent_aval(a)) if act and is_inexact(a.dtype) else Zero(tangent_aval(a))
             for a, act in zip(in_avals, active)
         ]
-        outs, touts = jvp_eval(closed.jaxpr, (), primals, tangents)
+        outs, touts = jvp_eval(closed.jaxpr, (), primals, tangents, free=True)
         recorded = trace.to_jaxpr([instantiate(t) for t in touts]).jaxpr
         linear = ClosedJaxpr(
             Jaxpr((), recorded.constvars + recorded.invars, recorded.outvars, recorded.eqns), ()
