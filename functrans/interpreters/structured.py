@@ -225,7 +225,7 @@ def _reduce_sum_rule(e, ins, rows):
     out = out.strip_weak()
     total = None
     size = a.aval.size
-    for k in sorted(a.bands):
+    for k in sorted(a.bands, reverse=True):  # in the order of the row's elements
         flat = _fit(_shaped(a.bands[k], ShapedArray((size,), a.aval.dtype)), out)
         placed = bind(_prim("pad"), flat, np.zeros((), out.dtype),
                       padding_config=((k, rows - size - k, 0),))
