@@ -63,10 +63,12 @@ def test_the_hvp_matches_on_nan_inf_and_signed_zeros():
 
 def _two_pads(x):
     # Low and high edges on both axes, a -0.0 fill (a zero fill would hide
-    # which operand the sum read), and a pad that crops (negative width).
+    # which operand the sum read), and a pad with a NaN fill that crops (negative
+    # widths).
     a = fnp.pad(x * 2.0 + 1.0, ((1, 0), (0, 2)), constant_values=-0.0)
     b = fnp.pad(x * x - 3.0, ((0, 1), (2, 0)))
-    return a * 3.0 + b
+    c = bind(pad_p, x * 0.5 - x, np.float64(np.nan), padding_config=((2, -1, 0), (-1, 3, 0)))
+    return a * 3.0 + b - c
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (4, 3), (7, 9)])

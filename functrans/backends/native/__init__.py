@@ -6,10 +6,15 @@ every other equation run by the NumPy tier inside the same program.
 exactly as NumPy does (``native_ufunc``) with the fusion pass, and replaces
 each group by a call of one Numba kernel: a loop nest over the group's
 shape that reads each operand once, keeps the intermediates in registers
-and writes only the values used outside the group.  A ``scan`` whose body
+and writes only the values used outside the group.  Pads of one group's
+results read by another are computed in the reader's loop, constants of
+one repeated value become literals (``elementwise.merge_pads``,
+``constants_inline``), and a reduction of a group's result that can be
+NumPy's bit for bit is folded into the group's loop
+(``reductions.py``).  A ``scan`` whose body
 has an array-level native form becomes one kernel holding the step loop,
 and so does a ``while_loop`` whose predicate and body both have one
-(``loops.py``).  The rest of the program (reductions, shape
+(``loops.py``).  The rest of the program (other reductions, shape
 operations, other control flow, whatever has no native lowering) stays
 NumPy calls in the straight-line code the NumPy backend generates: a graph
 split, never an error.
@@ -58,6 +63,7 @@ from functrans.backends.native.elementwise import (
     native_ufunc,
 )
 from functrans.backends.native.loops import _scan_call, _while_call, scan_source, while_source
+from functrans.backends.native.reductions import fold_reductions
 from functrans.core import ClosedJaxpr, Eqn, Jaxpr, lookup_primitive
 from functrans.passes.fuse import fuse
 
@@ -116,7 +122,7 @@ def lower(closed: ClosedJaxpr, cache_dir: str = "") -> Lowering:
     """``closed`` with its native groups replaced by kernel calls, whose
     kernels are cached on disk in ``cache_dir`` ("" keeps them in memory
     only; ``jit`` passes ``functrans.config.native_cache_dir``)."""
-    fused = constants_inline(merge_pads(fuse(closed, fusible)))
+    fused = constants_inline(fold_reductions(merge_pads(fuse(closed, fusible))))
     fused_p = lookup_primitive("fused_elementwise")
     eqns: list[Eqn] = []
     sources: list[str] = []

@@ -121,10 +121,14 @@ def fusible(e: Eqn) -> bool:
 def native_group(e: Eqn) -> Jaxpr | None:
     """The group a kernel computes for equation ``e`` of the fused program: a
     ``fused_elementwise`` of native members (and the pads ``merge_pads``
-    put there), or a native equation alone; else None."""
+    put there, or the reduction ``reductions.fold_reductions`` put last), or
+    a native equation alone; else None."""
+    from functrans.backends.native.reductions import folded
+
     if e.primitive.name == "fused_elementwise":
         group = e.params["jaxpr"]
-        return group if all(fusible(m) or _is_pad(m) for m in group.eqns) else None
+        members = group.eqns[:-1] if folded(group) else group.eqns
+        return group if all(fusible(m) or _is_pad(m) for m in members) else None
     if fusible(e):
         invars = list({id(a): a for a in e.inputs if type(a) is Var}.values())
         return Jaxpr((), invars, e.outputs, [e])
@@ -286,21 +290,12 @@ def _is_pad(e: Eqn) -> bool:
     return e.primitive.name == "pad"
 
 
-def kernel_source(group: Jaxpr, scalars: Sequence[bool], split: bool = False) -> str:
-    """Source of the kernel computing the fused ``group``: a function of the
-    output shape, the shapes of the operands of the group's pads (see
-    ``merge_pads``), arrays to write the group's outputs into, and the
-    group's inputs (``scalars`` flags the rank-0 ones, passed as scalars; the
-    others are arrays of the rank of the values they feed), returning the
-    tuple of its outputs.  Shapes appear only as arguments: the text depends
-    on dtypes, ranks, literals and pad widths alone.
-
-    A pad's value at an index is its operand's value at the index less the
-    low padding when that lies in the operand, else the padding value: the
-    operand's equations are written inside that test, at the shifted index,
-    so no padded array is made.  With ``split`` the kernel takes the range
-    of the outer index it computes first (``start``, ``stop``), so that
-    threads can compute parts of one result (``_run_split``)."""
+def body(group: Jaxpr, scalars: Sequence[bool], pad: str) -> tuple[list[str], list[str], list[str]]:
+    """The statements computing ``group``'s outputs at the loop index
+    ``i0, i1, ...`` (with indent ``pad``): the kernel's globals (its
+    literals), the statements, and the expression of each output.
+    ``scalars`` flags the rank-0 inputs, named ``a0, a1, ...`` like the
+    others; see ``kernel_source``."""
     rank = group.outvars[0].aval.ndim
     pads = [e for e in group.eqns if _is_pad(e)]
     producer = {id(v): e for e in group.eqns for v in e.outputs}
@@ -310,6 +305,7 @@ def kernel_source(group: Jaxpr, scalars: Sequence[bool], split: bool = False) ->
     constants: dict[str, str] = {}  # literal source -> its global's name
     lines: list[str] = []
     count = [0]
+    zero = (0,) * rank
 
     def index(shift: tuple[int, ...]) -> str:
         if not rank:
@@ -386,12 +382,32 @@ def kernel_source(group: Jaxpr, scalars: Sequence[bool], split: bool = False) ->
             names[id(e.outputs[0])] = t
         return names
 
+    top = emit(group.outvars, zero, pad)
+    return globs, lines, [operand(v, v.aval.dtype, top, zero) for v in group.outvars]
+
+
+def kernel_source(group: Jaxpr, scalars: Sequence[bool], split: bool = False) -> str:
+    """Source of the kernel computing the fused ``group``: a function of the
+    output shape, the shapes of the operands of the group's pads (see
+    ``merge_pads``), arrays to write the group's outputs into, and the
+    group's inputs (``scalars`` flags the rank-0 ones, passed as scalars; the
+    others are arrays of the rank of the values they feed), returning the
+    tuple of its outputs.  Shapes appear only as arguments: the text depends
+    on dtypes, ranks, literals and pad widths alone.
+
+    A pad's value at an index is its operand's value at the index less the
+    low padding when that lies in the operand, else the padding value: the
+    operand's equations are written inside that test, at the shifted index,
+    so no padded array is made.  With ``split`` the kernel takes the range
+    of the outer index it computes first (``start``, ``stop``), so that
+    threads can compute parts of one result (``_run_split``)."""
+    rank = group.outvars[0].aval.ndim
     body_pad = "    " * (rank + 1)
-    zero = (0,) * rank
-    top = emit(group.outvars, zero, body_pad)
-    lines += [f"{body_pad}o{k}[{index(zero)}] = {operand(v, v.aval.dtype, top, zero)}"
-              for k, v in enumerate(group.outvars)]
+    globs, lines, values = body(group, scalars, body_pad)
+    index = ", ".join(f"i{d}" for d in range(rank)) if rank else "()"
+    lines += [f"{body_pad}o{k}[{index}] = {v}" for k, v in enumerate(values)]
     outs = [f"o{k}" for k in range(len(group.outvars))]
+    pads = [e for e in group.eqns if _is_pad(e)]
     args = [f"a{k}" for k in range(len(group.invars))]
     shapes = [f"s{p}" for p in range(len(pads))]
     bounds = ["start", "stop"] if split and rank else []
@@ -527,6 +543,10 @@ def _call(group: Jaxpr, name: str, folder: str = "") -> tuple[Callable, str, flo
     """The Python function running ``group`` through its kernel (with the
     program's static shapes: broadcasting happens here), the kernel source,
     and the seconds spent compiling it (0 when it came from a cache)."""
+    from functrans.backends.native import reductions
+
+    if reductions.folded(group):
+        return reductions.reduce_call(group, name, folder)
     shape = group.outvars[0].aval.shape
     domains = {k: min(shapes, default=()) for k, shapes in _read_shapes(group).items()}
     kinds = []
