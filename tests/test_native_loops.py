@@ -205,19 +205,61 @@ def test_gradients_through_fori_loop_are_native_scans():
         np.testing.assert_allclose(a, b, rtol=1e-13, atol=0)
 
 
-def test_gradients_through_while_loop_match_the_numpy_tier():
+def test_gradients_through_while_loop_are_one_native_kernel():
+    """The recorded loop of a while loop's reverse mode (the loop recording
+    its steps, then the reverse sweep) is one kernel, with the NumPy tier's
+    results bit for bit: 0 steps, a few, and more than the record stacks
+    first hold (they double)."""
+
     def loss(w, x, n):
         return fnp.sum(lax.fori_loop(0, n, lambda i, h: np.tanh(w * h + 0.1), x))
 
     w, x = np.linspace(0.5, 1.5, 5), np.linspace(-1.0, 1.0, 5)
-    for n in (0, 1, 7):
-        want = ft.jit(ft.grad(loss, argnums=(0, 1)))(w, x, n)
-        got = ft.jit(ft.grad(loss, argnums=(0, 1)), compiler="native")(w, x, n)
-        for a, b in zip(want, got):
-            np.testing.assert_allclose(a, b, rtol=1e-13, atol=0)
+    grad = ft.grad(loss, argnums=(0, 1))
+    for n in (0, 1, 7, 16, 17, 40):
+        (source,) = _check(grad, w, x, n)
+        assert WHILE in source and "for step" in source  # the loop, then the sweep
+    for z in (np.array([np.nan, np.inf, -np.inf, -0.0, 0.0]), np.zeros(0)):
+        _check(grad, w[:z.size], z, 3)
     jvp = ft.jit(lambda w, t: ft.jvp(lambda w: loss(w, x, 7), (w,), (t,)), compiler="native")
     want = ft.jvp(lambda w: loss(w, x, 7), (w,), (np.ones(5),))
     np.testing.assert_allclose(jvp(w, np.ones(5))[1], want[1], rtol=1e-13)
+
+
+def test_second_order_sweeps_through_a_while_loop():
+    """Forward over reverse through a while loop: a recorded loop of four
+    sweeps, some forwards, some backwards, reading each other's records and
+    summing into scalars and vectors."""
+
+    def loss(x, n):
+        def body(c):
+            i, h, s = c
+            h = np.tanh(h * 0.9 + 0.1) * 1.01
+            return i + 1, h, s + h * h
+
+        return fnp.sum(lax.while_loop(lambda c: c[0] < n, body, (0, x, fnp.zeros_like(x)))[2])
+
+    def jvp_of_grad(x, t, n):
+        return ft.jvp(lambda x: ft.grad(loss)(x, n), (x,), (t,))
+
+    x, t = np.linspace(-1.0, 1.0, 4), np.array([1.0, -2.0, 0.5, -0.0])
+    for n in (0, 1, 5, 20):
+        sources = _check(jvp_of_grad, x, t, n)
+        assert any(WHILE in s and s.count("for step") >= 2 for s in sources)
+
+
+def test_a_recorded_loop_with_an_integer_carry_and_a_scalar_sum():
+    def loss(x, k, n):
+        def body(c):
+            i, k, x = c
+            return i + 1, k * 3 + 1, x * x * 0.5 + k.astype(x.dtype)
+
+        return lax.while_loop(lambda c: c[0] < n, body, (0, k, x))[2]
+
+    g = ft.grad(loss)
+    for x, n in ((0.3, 4), (-0.0, 0), (np.nan, 2), (np.float32(0.25), 3)):
+        (source,) = _check(g, x, np.int32(2), n)
+        assert WHILE in source
 
 
 def test_a_body_without_a_native_form_stays_numpy():
@@ -227,10 +269,11 @@ def test_a_body_without_a_native_form_stays_numpy():
 
     _check(f, np.array([3.0, -1.0, 2.0]), loop=None)
 
-    def g(x):  # the predicate alone has no native form
-        return lax.while_loop(lambda x: fnp.max(x) < 100.0, lambda x: x * 2.0 + 1.0, x)
+    def g(x):  # the predicate alone has no native form (a float maximum over one axis)
+        return lax.while_loop(lambda x: fnp.all(fnp.max(x, axis=0) < 100.0),
+                              lambda x: x * 2.0 + 1.0, x)
 
-    _check(g, np.array([3.0, -1.0, 2.0]), loop=None)
+    _check(g, np.array([[3.0, -1.0, 2.0], [1.0, 0.0, 5.0]]), loop=None)
 
 
 def test_read_only_and_non_contiguous_carries():
@@ -404,3 +447,86 @@ def test_scan_with_int_bool_and_nonfinite_carries():
         _check(f, xs, np.full(4 if z.size else 0, 7, np.int32), np.zeros(z.size, bool), z,
                loop=SCAN)
         _check(f, xs[:0], np.full(z.size, 7, np.int32), np.ones(z.size, bool), z, loop=SCAN)
+
+
+def test_conversions_in_a_body():
+    """convert_element_type where Numba converts as astype: integers and
+    bools to integers (wrapping) and floats, between floats; a float to an
+    integer stays the NumPy tier's."""
+
+    def f(x, k, n):
+        def body(c):
+            i, x, k = c
+            y = x + k.astype(x.dtype) + i.astype(np.float32).astype(x.dtype)
+            return i + 1, y, (k * 100).astype(np.int8).astype(k.dtype) + (k > 0)
+
+        return lax.while_loop(lambda c: c[0] < n, body, (0, x, k))
+
+    for x in (np.array([0.5, -0.0, np.nan, np.inf], np.float32), np.array([1e300, -1e300])):
+        for n in (0, 3):
+            _check(f, x, np.arange(x.size, dtype=np.int64) * 7 - 9, n)
+
+    def g(x, n):
+        return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1].astype(np.int32)
+                                                            .astype(c[1].dtype) * 1.5), (0, x))
+
+    with np.errstate(invalid="ignore"):
+        _check(g, np.array([2.7, -3.5, 1e9]), 2, loop=None)
+
+
+def test_reductions_in_a_loop_test_and_body():
+    """Float vector sums, maxima and minima run NumPy's own loop (its
+    pairwise order, its NaN and signed-zero rules), integer and bool
+    reductions over any axes a loop nest: the NumPy tier's bits."""
+
+    def until(x):
+        return lax.while_loop(lambda x: fnp.sum(x) < 100.0, lambda x: x * 2.0 + 1.0, x)
+
+    def peak(x):
+        return lax.while_loop(lambda x: fnp.max(x) < 100.0, lambda x: x * 2.0 + 1.0, x)
+
+    def mixed(v, k, n):
+        def body(c):
+            i, v, k, s, t = c
+            return (i + 1, v * 0.5 + 1.0, k * 3 - 1,
+                    s + fnp.sum(k, axis=1) + fnp.prod(k, axis=0).sum(),
+                    t + fnp.sum(v) + fnp.max(v) + fnp.min(v) + fnp.any(k > 5) + fnp.all(v > 0))
+
+        return lax.while_loop(lambda c: c[0] < n, body,
+                              (0, v, k, fnp.zeros(len(k), np.int64), v.dtype.type(0)))
+
+    rng = np.random.default_rng(3)
+    for n in (1, 5, 8, 9, 130, 300):  # NumPy's pairwise sum changes shape at 8 and 128
+        x = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 3, n)
+        for dtype in ("float64", "float32"):
+            (source,) = _check(until, x.astype(dtype))
+            assert WHILE in source and "u0(" in source
+            _check(peak, x.astype(dtype))
+    for x in (np.array([np.nan, 1.0]), np.array([-0.0, 0.0, -0.0]), np.array([np.inf, -np.inf])):
+        with np.errstate(invalid="ignore"):
+            _check(until, x)
+            _check(peak, x)
+    k = np.arange(6, dtype=np.int32).reshape(2, 3) - 2
+    for v in (np.array([0.5, -0.0, 3.0, np.nan]), np.array([2.0, -7.5], np.float32)):
+        for n in (0, 1, 4, 30):  # (30: the integers wrap)
+            _check(mixed, v, k, n)
+
+
+def test_stacked_outputs_nobody_reads_are_not_written():
+    rng = np.random.default_rng(0)
+    w, xs = rng.standard_normal((4, 4)) / 2, rng.standard_normal((6, 4))
+
+    def f(w, xs):
+        def step(h, x):
+            h = np.tanh(w @ h + x)
+            return h, (h, h * 2.0)
+
+        h, (hs, _) = lax.scan(step, np.zeros(4), xs)
+        return h, fnp.sum(hs)
+
+    jf = ft.jit(f, compiler="native")
+    sources = jf.lower(w, xs).native_sources
+    (source,) = [s for s in sources if SCAN in s]
+    assert source.count("np.empty((length") == 1
+    for a, b in zip(jf(w, xs), ft.jit(f)(w, xs)):
+        assert bits_equal(a, b) or np.allclose(a, b, rtol=1e-13, atol=0)

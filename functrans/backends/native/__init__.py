@@ -62,13 +62,13 @@ from functrans.backends.native.elementwise import (
     native_group,
     native_ufunc,
 )
-from functrans.backends.native.loops import _scan_call, _while_call, scan_source, while_source
+from functrans.backends.native.loops import TOP, loop_call, loop_source
 from functrans.backends.native.reductions import fold_reductions
 from functrans.core import ClosedJaxpr, Eqn, Jaxpr, lookup_primitive
 from functrans.passes.fuse import fuse
 
 __all__ = ["NativeUnavailableError", "available", "check_available", "fusible", "kernel_source",
-           "lower", "native_ufunc", "scan_source", "while_source"]
+           "loop_source", "lower", "native_ufunc"]
 
 INSTALL_HINT = "install Numba: pip install 'functrans[native]' (or pip install numba)"
 
@@ -127,10 +127,12 @@ def lower(closed: ClosedJaxpr, cache_dir: str = "") -> Lowering:
     eqns: list[Eqn] = []
     sources: list[str] = []
     seconds = 0.0
-    loops = {lookup_primitive("scan"): _scan_call, lookup_primitive("while_loop"): _while_call}
+    loops = {lookup_primitive(name) for name in TOP}
+    read = {id(a) for e in fused.jaxpr.eqns for a in e.inputs}
+    read |= {id(a) for a in fused.jaxpr.outvars}
     for e in fused.jaxpr.eqns:
         if e.primitive in loops:
-            found = loops[e.primitive](e, f"native_{len(sources)}", cache_dir)
+            found = loop_call(e, f"native_{len(sources)}", cache_dir, lambda v: id(v) in read)
             if found is not None:
                 fn, source, spent = found
                 sources.append(source)

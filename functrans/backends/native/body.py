@@ -12,8 +12,12 @@ and rewrites on every step:
   keeps the intermediates in scalars and stores only the values used after
   the run (the members are the NumPy ufuncs ``native_ufunc`` accepts, on
   operands of the result's shape or rank 0, converted to the loop's dtypes
-  as in fused groups);
+  as in fused groups, ``convert_element_type`` where Numba converts as
+  ``astype`` does, and outer products, whose elements are single products);
+* a transcendental float function on an array is one call of NumPy's own
+  loop over the buffer (``numpy_loops.py``): NumPy's bits, at its speed;
 * ``dot_general`` is explicit loops (``dot.py``);
+* reductions whose result can be NumPy's bit for bit (``loop_reductions.py``);
 * a ``scan`` or ``while_loop`` in a body is a nested loop with buffers of
   its own, so a loop nest compiles as one kernel.
 
@@ -27,9 +31,9 @@ writes into its operands.
 Shapes are run-time values: each dimension is an expression in the kernel's
 arguments (``a0.shape[1]``) or a size argument (a scan's length), so the
 source depends on dtypes, ranks and literals alone and compiles once per
-rank.  Anything else in a body (reductions, shape operations, complex
-numbers) has no lowering here: the caller leaves the loop to the NumPy
-tier.
+rank.  Anything else in a body (float reductions over some axes, shape
+and indexing operations, complex numbers) has no lowering here: the
+caller leaves the loop to the NumPy tier.
 """
 
 from __future__ import annotations
@@ -38,140 +42,46 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from functrans.backends.native.elementwise import _literal, native_ufunc
+from functrans.backends.native.dot import _FLOATS, dot_lines
+from functrans.backends.native.elementwise import native_ufunc
+from functrans.backends.native.kernel import Kernel, Value, type_name
+from functrans.backends.native.loop_reductions import REDUCTIONS, reduction_lines
 from functrans.backends.native.numpy_loops import numpy_loop
 from functrans.core import Eqn, Jaxpr, Literal, lookup_primitive
-
-
-class Value:
-    """A body value as a kernel holds it: ``name``, a Numba scalar (rank 0)
-    or array, read at the fixed leading indices ``lead`` (a scan's step
-    ``i`` on its stacked operands) then the value's own; ``shape``, its
-    dimensions as expressions; ``owned``: a buffer the current body writes
-    whole whenever it computes the value, which a carry may therefore take
-    over."""
-
-    __slots__ = ("name", "shape", "dtype", "owned", "lead")
-
-    def __init__(self, name: str, shape: tuple[str, ...], dtype: np.dtype, owned: bool = False,
-                 lead: tuple[str, ...] = ()):
-        self.name, self.shape, self.dtype, self.owned, self.lead = name, shape, dtype, owned, lead
-
-    def at(self, index: Sequence[str]) -> str:
-        """The element at ``index`` (one expression per axis)."""
-        full = [*self.lead, *index]
-        return f"{self.name}[{', '.join(full)}]" if full else self.name
-
-    def borrowed(self) -> Value:
-        """The same value as an operand of an inner body (not its to take)."""
-        return Value(self.name, self.shape, self.dtype, False, self.lead)
-
-
-def _type_name(dtype: np.dtype) -> str:
-    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
-
-
-class Kernel:
-    """What a kernel's body lowering collects besides its statements: the
-    literals (``constant``: ``K0``, ``K1`` ..., module-level names), the
-    statements run once per call before the loops (``pre``: the buffers),
-    and the size arguments (``sizes``: their names and static values, passed
-    by the caller)."""
-
-    def __init__(self):
-        self._constants: dict[str, str] = {}
-        self.globals: list[str] = []
-        self.pre: list[str] = []
-        self.sizes: list[tuple[str, int]] = []
-        self.loops: list[tuple[str, int]] = []  # NumPy loop arguments: names, addresses
-        self._count = 0
-
-    def constant(self, value, dtype: np.dtype) -> str:
-        text = _literal(value, dtype)
-        if text not in self._constants:
-            self._constants[text] = f"K{len(self._constants)}"
-            self.globals.append(f"{self._constants[text]} = {text}")
-        return self._constants[text]
-
-    def fresh(self, stem: str) -> str:
-        self._count += 1
-        return f"{stem}{self._count}"
-
-    def size(self, value: int, name: str | None = None) -> str:
-        """A size argument holding ``value`` (a length: never in the source)."""
-        name = name or self.fresh("n")
-        self.sizes.append((name, int(value)))
-        return name
-
-    def buffer(self, shape: Sequence[str], dtype: np.dtype) -> str:
-        """A new array of ``shape`` allocated once per call."""
-        name = self.fresh("b")
-        self.pre.append(f"{name} = np.empty(({''.join(d + ', ' for d in shape)}), "
-                        f"{_type_name(dtype)})")
-        return name
-
-    def numpy_call(self, address: int, ops: Sequence[Value | str], dtypes: Sequence[np.dtype],
-                   out: Value, pad: str, lines: list[str]) -> None:
-        """A call of NumPy's loop at ``address`` (``numpy_loops.py``) writing
-        ``out`` (a buffer) from ``ops``: arrays of its shape, contiguous, in
-        the loop's dtypes, or scalar expressions (stored in one-element
-        buffers and read with stride 0)."""
-        if not self.loops:
-            self.pre += ["pa = np.empty(4, np.uintp)", "pn = np.empty(1, np.intp)",
-                         "ps = np.empty(4, np.intp)"]
-        fn = f"u{len(self.loops)}"
-        if address not in (a for _, a in self.loops):
-            self.loops.append((fn, address))
-        else:
-            fn = next(n for n, a in self.loops if a == address)
-        for n, (op, d) in enumerate(zip([*ops, out], [*dtypes])):
-            if isinstance(op, str):  # a scalar
-                cell = Value(self.buffer(("1",), d), ("1",), d)
-                lines.append(f"{pad}{cell.name}[0] = {op}")
-                op, step = cell, 0
-            else:
-                step = d.itemsize
-            place = " + ".join([f"{op.name}.ctypes.data",
-                                *(f"np.uintp({i} * {op.name}.strides[{a}])"
-                                  for a, i in enumerate(op.lead))])
-            lines += [f"{pad}pa[{n}] = {place}", f"{pad}ps[{n}] = {step}"]
-        lines += [f"{pad}pn[0] = {out.name}.size",
-                  f"{pad}{fn}(pa.ctypes.data, pn.ctypes.data, ps.ctypes.data, "
-                  f"{self.constant(0, np.dtype(np.uintp))})"]
-
-    def nest(self, shape: Sequence[str], pad: str, lines: list[str]) -> tuple[list[str], str]:
-        """Loops over ``shape`` appended to ``lines``: their indices and the
-        indentation inside them."""
-        index = []
-        for extent in shape:
-            j = self.fresh("j")
-            lines.append(f"{pad}for {j} in range({extent}):")
-            index.append(j)
-            pad += "    "
-        return index, pad
-
-    def copy(self, dst: Value, src: Value, pad: str, lines: list[str]) -> None:
-        index, inner = self.nest(src.shape, pad, lines)
-        lines.append(f"{inner}{dst.at(index)} = {src.at(index)}")
 
 
 def _cast(expr: str, dtype: np.dtype, to: np.dtype) -> str:
     """Scalar ``expr`` converted to the loop's dtype ``to`` as NumPy converts
     it before the ufunc's loop, so Numba's own promotion never applies."""
-    return expr if dtype == to else f"{_type_name(to)}({expr})"
+    return expr if dtype == to else f"{type_name(to)}({expr})"
 
 
 def _elementwise(e: Eqn):
     """``(ufunc, loop dtypes)`` of an elementwise body equation with a native
     form, on operands of its result's shape or rank 0; else None."""
-    found = native_ufunc(e)
+    out = e.outputs[0].aval
+    found = _conversion(e) if e.primitive.name == "convert_element_type" else native_ufunc(e)
     if found is None:
         return None
-    out = e.outputs[0].aval
     if found[1][-1] != out.dtype or any(type(a) is not Literal and a.aval.shape not in
                                         (out.shape, ()) for a in e.inputs):
         return None
     return found
+
+
+def _conversion(e: Eqn):
+    """``convert_element_type`` as the scalar type's call (``np.float64(x)``)
+    where Numba converts as NumPy's ``astype`` does: from bools and integers
+    to integers (wrapping) and floats (rounding to nearest), and between
+    floats; not from floats to integers or to bool (NaN, the infinities and
+    out-of-range values have no defined result there)."""
+    (x,), out = e.inputs, e.outputs[0].aval.dtype
+    src = x.aval.dtype
+    if src.kind not in "biuf" or out.kind not in "iuf" or src.kind == "f" and out.kind != "f":
+        return None
+    if out.kind == "f" and out not in _FLOATS or src.kind == "f" and src not in _FLOATS:
+        return None
+    return out.type, (src, out)
 
 
 #: Lowerings of loops inside bodies, by primitive name (filled by loops.py):
@@ -263,6 +173,16 @@ def lower_jaxpr(k: Kernel, jaxpr: Jaxpr, ins: Sequence[Value], pad: str
             lines += more
             names.update((id(v), x) for v, x in zip(e.outputs, outs) if x is not None)
             continue
+        if e.primitive.name in REDUCTIONS:
+            flush()
+            (a,) = e.inputs
+            found_r = None if type(a) is Literal or not a.aval.ndim else reduction_lines(
+                k, e, value(a), pad)
+            if found_r is None:
+                return None
+            lines += found_r[0]
+            names[id(e.outputs[0])] = found_r[1]
+            continue
         loop = _elementwise(e)
         if loop is None:
             return None
@@ -299,8 +219,6 @@ def _outer(e: Eqn) -> bool:
     """Whether ``dot_general`` equation ``e`` is an outer product (no batch
     or contracted axes) of non-literal operands of its result's dtype, which
     Numba multiplies."""
-    from functrans.backends.native.dot import _FLOATS
-
     (lc, _), (lb, _) = e.params["dimension_numbers"]
     dtype = e.outputs[0].aval.dtype
     return (not lc and not lb and (dtype.kind in "iu" or dtype in _FLOATS)
@@ -308,8 +226,6 @@ def _outer(e: Eqn) -> bool:
 
 
 def _dot(k: Kernel, e: Eqn, ops: list[Value], pad: str):
-    from functrans.backends.native.dot import dot_lines
-
     found = dot_lines(k, e, ops[0], ops[1], pad)
     return None if found is None else (found[0], [found[1]])
 

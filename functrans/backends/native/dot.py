@@ -28,15 +28,10 @@ sum with the contraction innermost.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from functrans.backends.native.kernel import Kernel, Value
 from functrans.core import Eqn
-
-if TYPE_CHECKING:
-    from functrans.backends.native.body import Kernel, Value
-
 
 #: Float dtypes with Numba arithmetic (float16 has none).
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -52,8 +47,6 @@ def dot_lines(k: Kernel, e: Eqn, lhs: Value, rhs: Value,
     """Statements computing ``dot_general`` equation ``e`` of ``lhs`` and
     ``rhs`` into a new buffer, and the buffer's value; None for bool or
     mixed-dtype operands (those stay the NumPy tier's)."""
-    from functrans.backends.native.body import Value
-
     (lc, rc), (lb, rb) = e.params["dimension_numbers"]
     dtype = e.outputs[0].aval.dtype
     if dtype.kind not in "iu" and dtype not in _FLOATS or lhs.dtype != dtype or rhs.dtype != dtype:

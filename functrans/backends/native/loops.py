@@ -15,9 +15,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from functrans.backends.native.body import NESTED, Kernel, Value, carry_in, carry_out, lower_jaxpr
+from functrans.backends.native.body import NESTED, carry_in, carry_out, lower_jaxpr
 from functrans.backends.native.cache import _load
 from functrans.backends.native.elementwise import _KINDS, _scalar
+from functrans.backends.native.kernel import Kernel, Value, type_name
 from functrans.backends.native.numpy_loops import loop_type, loop_value
 from functrans.core import ClosedJaxpr, Eqn
 
@@ -93,6 +94,107 @@ def while_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Seque
     return lines, [Value(c.name, c.shape, c.dtype, owned=True) for c in carries]
 
 
+#: A record field no later sweep reads (so none is kept).
+_UNREAD = Value("None", (), np.dtype(bool))
+
+
+def recorded_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Sequence[bool],
+                   top: bool = False) -> Lowered | None:
+    """Statements running ``recorded_loop`` equation ``e`` (reverse mode
+    through a while loop, ``primitives/recorded_loop.py``) on ``ins``: the
+    loop, recording the fields a later sweep reads into stacks that double
+    when full, then each sweep as a loop over the recorded steps, forwards
+    or backwards, adding its accumulated outputs into zeros in step order
+    (as the NumPy tier's ``+=``).  Only at a kernel's top: the stacks are
+    allocated as the loop runs."""
+    from functrans.primitives.recorded_loop import _reads_of, _sweeps_of
+
+    p = e.params
+    if not top or p["nacc"][0] or not _plain(p["cond_jaxpr"]) or not all(
+            _plain(b) for b in p["bodies"]):
+        return None
+    cc, sweeps = _sweeps_of(list(ins), p)
+    reads = _reads_of(sweeps)
+    keep = [[any(reads[s][r][f] for s in range(r + 1, len(sweeps)))
+             for f in range(len(sw.record_avals))] for r, sw in enumerate(sweeps)]
+    lines: list[str] = []
+    loop = sweeps[0]
+    carries = [carry_in(k, v, pad, lines) for v in loop.init]
+    count, cap = k.fresh("n"), k.fresh("cap")
+    lines += [f"{pad}{count} = 0", f"{pad}{cap} = 16"]
+    lines.append(f"{pad}while True:")
+    q = pad + "    "
+    test = lower_jaxpr(k, p["cond_jaxpr"].jaxpr,
+                       [*(v.borrowed() for v in cc), *(c.borrowed() for c in carries)], q)
+    step = test and lower_jaxpr(k, loop.body.jaxpr, [*(v.borrowed() for v in loop.consts),
+                                                     *(c.borrowed() for c in carries)], q)
+    if test is None or not step:
+        return None
+    lines += [*test[0], f"{q}if not {test[1][0].at(())}:", f"{q}    break", *step[0]]
+    nk = len(loop.init)
+    fields = [*carries, *step[1][nk:]]  # the carry entering the step, then the extras
+    stacks: list[list[Value | None]] = [[None] * len(fields)]
+    grow = [f"{q}if {count} == {cap}:", f"{q}    {cap} = {cap} * 2"]
+    write: list[str] = []
+    for f, (v, kept) in enumerate(zip(fields, keep[0])):
+        if not kept:
+            continue
+        name = k.buffer(("16", *v.shape), v.dtype)
+        more = k.fresh("g")
+        grow += [f"{q}    {more} = np.empty(({cap}, {''.join(d + ', ' for d in v.shape)}), "
+                 f"{type_name(v.dtype)})",
+                 f"{q}    {more}[:{count}] = {name}[:{count}]", f"{q}    {name} = {more}"]
+        k.copy(Value(name, v.shape, v.dtype, lead=(count,)), v, q, write)
+        stacks[0][f] = Value(name, v.shape, v.dtype)
+    if write:
+        lines += grow + write
+    carry_out(k, carries, step[1][:nk], q, lines)
+    lines.append(f"{q}{count} += 1")
+    outs: list = [Value(c.name, c.shape, c.dtype, owned=True) for c in carries]
+    for s, sw in enumerate(sweeps[1:], 1):
+        carries = [carry_in(k, v, pad, lines) for v in sw.init]
+        st, i = k.fresh("step"), k.fresh("i")
+        records = [_UNREAD if v is None else Value(v.name, v.shape, v.dtype, lead=(i,))
+                   for r in range(s) for v in stacks[r]]
+        found = lower_jaxpr(k, sw.body.jaxpr, [*(v.borrowed() for v in sw.consts),
+                                               *(c.borrowed() for c in carries), *records], q)
+        if found is None:
+            return None
+        body, new = found
+        nk = len(sw.init)
+        sums = []
+        for d in new[nk:nk + sw.nacc]:  # the accumulated outputs: zeros, then each step's term
+            zero = k.constant(0, d.dtype)
+            if d.shape:
+                acc = Value(k.buffer(d.shape, d.dtype), d.shape, d.dtype, owned=True)
+                index, inner = k.nest(d.shape, pad, lines)
+                lines.append(f"{inner}{acc.at(index)} = {zero}")
+                index, inner = k.nest(d.shape, q, body)
+                body.append(f"{inner}{acc.at(index)} = np.add({acc.at(index)}, {d.at(index)})")
+            else:
+                acc = Value(k.fresh("c"), (), d.dtype)
+                lines.append(f"{pad}{acc.name} = {zero}")
+                body.append(f"{q}{acc.name} = np.add({acc.name}, {d.at(())})")
+            sums.append(acc)
+        own: list[Value | None] = []
+        for v, kept in zip([*carries, *new[nk + sw.nacc:]], keep[s]):
+            if not kept:
+                own.append(None)
+                continue
+            name = k.fresh("r")
+            lines.append(f"{pad}{name} = np.empty(({count}, "
+                         f"{''.join(d + ', ' for d in v.shape)}), {type_name(v.dtype)})")
+            k.copy(Value(name, v.shape, v.dtype, lead=(i,)), v, q, body)
+            own.append(Value(name, v.shape, v.dtype))
+        stacks.append(own)
+        lines.append(f"{pad}for {st} in range({count}):")
+        lines.append(f"{q}{i} = {count} - 1 - {st}" if sw.reverse else f"{q}{i} = {st}")
+        lines += body
+        carry_out(k, carries, new[:nk], q, lines)
+        outs += [Value(c.name, c.shape, c.dtype, owned=True) for c in carries] + sums
+    return lines, outs
+
+
 NESTED.update(scan=scan_lines, while_loop=while_lines)
 
 
@@ -124,7 +226,8 @@ def loop_source(e: Eqn, needed: Sequence[bool]
 
 
 #: The loops a kernel may hold at its top, by primitive name.
-TOP: dict[str, Callable] = {"scan": scan_lines, "while_loop": while_lines}
+TOP: dict[str, Callable] = {"scan": scan_lines, "while_loop": while_lines,
+                            "recorded_loop": recorded_lines}
 
 
 def _numba_type(aval):
@@ -191,8 +294,3 @@ def loop_call(e: Eqn, name: str, folder: str,
             f"    return [{', '.join(results)}]\n")
     exec(compile(text, f"<functrans native loop {name}>", "exec"), namespace)
     return namespace[name], source, seconds
-
-
-# The names the package's lowering imports.
-_scan_call = _while_call = loop_call
-scan_source = while_source = loop_source

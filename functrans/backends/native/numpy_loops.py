@@ -68,7 +68,8 @@ def loop_address(ufunc: np.ufunc, signature: str) -> int | None:
 def numpy_loop(ufunc: np.ufunc, dtypes: tuple[np.dtype, ...]) -> int | None:
     """The address of NumPy's loop computing ``ufunc`` on float ``dtypes``
     (the operands' then the result's) where Numba's own code may differ."""
-    if ufunc in EXACT or any(d not in (np.float32, np.float64) for d in dtypes):
+    if not isinstance(ufunc, np.ufunc) or ufunc in EXACT or any(
+            d not in (np.float32, np.float64) for d in dtypes):
         return None
     sig = "".join(d.char for d in dtypes[:-1]) + "->" + dtypes[-1].char
     return loop_address(ufunc, sig)

@@ -1,0 +1,132 @@
+"""What a native loop kernel's source is made of: the values it holds
+(``Value``) and what it collects besides its statements (``Kernel``: its
+literals, buffers, size arguments and NumPy loops)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from functrans.backends.native.elementwise import _literal
+
+
+class Value:
+    """A body value as a kernel holds it: ``name``, a Numba scalar (rank 0)
+    or array, read at the fixed leading indices ``lead`` (a scan's step
+    ``i`` on its stacked operands) then the value's own; ``shape``, its
+    dimensions as expressions; ``owned``: a buffer the current body writes
+    whole whenever it computes the value, which a carry may therefore take
+    over."""
+
+    __slots__ = ("name", "shape", "dtype", "owned", "lead")
+
+    def __init__(self, name: str, shape: tuple[str, ...], dtype: np.dtype, owned: bool = False,
+                 lead: tuple[str, ...] = ()):
+        self.name, self.shape, self.dtype, self.owned, self.lead = name, shape, dtype, owned, lead
+
+    def at(self, index: Sequence[str]) -> str:
+        """The element at ``index`` (one expression per axis)."""
+        full = [*self.lead, *index]
+        return f"{self.name}[{', '.join(full)}]" if full else self.name
+
+    def borrowed(self) -> Value:
+        """The same value as an operand of an inner body (not its to take)."""
+        return Value(self.name, self.shape, self.dtype, False, self.lead)
+
+
+def type_name(dtype: np.dtype) -> str:
+    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
+
+
+class Kernel:
+    """What a kernel's body lowering collects besides its statements: the
+    literals (``constant``: ``K0``, ``K1`` ..., module-level names), the
+    statements run once per call before the loops (``pre``: the buffers),
+    and the size arguments (``sizes``: their names and static values, passed
+    by the caller)."""
+
+    def __init__(self):
+        self._constants: dict[str, str] = {}
+        self.globals: list[str] = []
+        self.pre: list[str] = []
+        self.sizes: list[tuple[str, int]] = []
+        self.loops: list[tuple[str, int]] = []  # NumPy loop arguments: names, addresses
+        self._count = 0
+
+    def constant(self, value, dtype: np.dtype) -> str:
+        text = _literal(value, dtype)
+        if text not in self._constants:
+            self._constants[text] = f"K{len(self._constants)}"
+            self.globals.append(f"{self._constants[text]} = {text}")
+        return self._constants[text]
+
+    def fresh(self, stem: str) -> str:
+        self._count += 1
+        return f"{stem}{self._count}"
+
+    def size(self, value: int, name: str | None = None) -> str:
+        """A size argument holding ``value`` (a length: never in the source)."""
+        name = name or self.fresh("n")
+        self.sizes.append((name, int(value)))
+        return name
+
+    def buffer(self, shape: Sequence[str], dtype: np.dtype) -> str:
+        """A new array of ``shape`` allocated once per call."""
+        name = self.fresh("b")
+        self.pre.append(f"{name} = np.empty(({''.join(d + ', ' for d in shape)}), "
+                        f"{type_name(dtype)})")
+        return name
+
+    def numpy_call(self, address: int, ops: Sequence[Value | str], dtypes: Sequence[np.dtype],
+                   out: Value, pad: str, lines: list[str]) -> None:
+        """A call of NumPy's loop at ``address`` (``numpy_loops.py``) writing
+        ``out`` (a buffer) from ``ops``: arrays of its shape, contiguous, in
+        the loop's dtypes, or scalar expressions (stored in one-element
+        buffers and read with stride 0)."""
+        places = []
+        for op, d in zip([*ops, out], dtypes):
+            if isinstance(op, str):  # a scalar
+                cell = Value(self.buffer(("1",), d), ("1",), d)
+                lines.append(f"{pad}{cell.name}[0] = {op}")
+                places.append((address_of(cell), 0))
+            else:
+                places.append((address_of(op), d.itemsize))
+        self.call_loop(address, places, f"{out.name}.size", pad, lines)
+
+    def call_loop(self, address: int, places: Sequence[tuple[str, int]], count: str, pad: str,
+                  lines: list[str]) -> None:
+        """A call of NumPy's loop at ``address`` on ``count`` elements, each
+        operand given as (address expression, stride in bytes)."""
+        if not self.loops:
+            self.pre += ["pa = np.empty(4, np.uintp)", "pn = np.empty(1, np.intp)",
+                         "ps = np.empty(4, np.intp)"]
+        fn = next((n for n, a in self.loops if a == address), f"u{len(self.loops)}")
+        if fn == f"u{len(self.loops)}":
+            self.loops.append((fn, address))
+        for n, (place, step) in enumerate(places):
+            lines += [f"{pad}pa[{n}] = {place}", f"{pad}ps[{n}] = {step}"]
+        lines += [f"{pad}pn[0] = {count}",
+                  f"{pad}{fn}(pa.ctypes.data, pn.ctypes.data, ps.ctypes.data, "
+                  f"{self.constant(0, np.dtype(np.uintp))})"]
+
+    def nest(self, shape: Sequence[str], pad: str, lines: list[str]) -> tuple[list[str], str]:
+        """Loops over ``shape`` appended to ``lines``: their indices and the
+        indentation inside them."""
+        index = []
+        for extent in shape:
+            j = self.fresh("j")
+            lines.append(f"{pad}for {j} in range({extent}):")
+            index.append(j)
+            pad += "    "
+        return index, pad
+
+    def copy(self, dst: Value, src: Value, pad: str, lines: list[str]) -> None:
+        index, inner = self.nest(src.shape, pad, lines)
+        lines.append(f"{inner}{dst.at(index)} = {src.at(index)}")
+
+
+def address_of(v: Value) -> str:
+    """The address of ``v``'s first element (an array, or a row of one)."""
+    return " + ".join([f"{v.name}.ctypes.data", *(f"np.uintp({i} * {v.name}.strides[{a}])"
+                                                  for a, i in enumerate(v.lead))])
