@@ -20,12 +20,20 @@ write: a Python loop, unrolled by tracing into thousands of equations.
 
 The floor is hand-written NumPy (forward loop, then the backward loop); HIPS
 autograd and JAX are peers where importable.
+
+``python -m benchmarks.scaling --chain`` (not a row: a size takes seconds to
+minutes) runs the 100k-equation chain ``h = sin(h) * h`` on f64[16], eager
+``grad`` and ``jit(grad)``, at 25k and 100k equations, each in a fresh
+process, and prints CPU seconds and peak resident memory: both should grow
+linearly with the size.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
+import subprocess
+import sys
 import textwrap
 import time
 
@@ -252,7 +260,49 @@ def plot(rows: list[dict], path: str) -> None:
     fig.savefig(path)
 
 
-if __name__ == "__main__":
-    import sys
+_CHAIN = """
+import resource, time
+import numpy as np
+import functrans as ft
+import functrans.numpy as fnp
 
-    plot(measure_scaling(), sys.argv[1] if len(sys.argv) > 1 else "scaling.png")
+def loss(h):
+    for _ in range({eqns} // 2):
+        h = fnp.sin(h) * h
+    return fnp.sum(h)
+
+f = {transformed}
+x = np.linspace(-1.0, 1.0, 16)
+start = time.process_time()
+f(x)
+seconds = time.process_time() - start
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, seconds)
+"""
+
+
+_CHAIN_CALLS = (("grad", "ft.grad(loss)"), ("jit(grad)", "ft.jit(ft.grad(loss))"))
+
+
+def measure_chain(sizes=(25_000, 100_000)) -> list[dict]:
+    """CPU seconds and peak resident memory (MB, the process's own start-up
+    included) of the first call of eager ``grad`` and ``jit(grad)`` of the
+    ``sin * mul`` chain at each size, each in a fresh process."""
+    rows = []
+    for eqns in sizes:
+        for label, transformed in _CHAIN_CALLS:
+            source = textwrap.dedent(_CHAIN).format(eqns=eqns, transformed=transformed)
+            proc = subprocess.run([sys.executable, "-c", source], capture_output=True,
+                                  text=True, timeout=1800, check=True)
+            rss_kb, seconds = proc.stdout.split()[-2:]
+            row = {"eqns": eqns, "transform": label, "cpu_s": round(float(seconds), 2),
+                   "peak_rss_mb": round(int(rss_kb) / 1024)}
+            rows.append(row)
+            print(row, flush=True)
+    return rows
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--chain"]:
+        measure_chain()
+    else:
+        plot(measure_scaling(), sys.argv[1] if len(sys.argv) > 1 else "scaling.png")
