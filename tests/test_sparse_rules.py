@@ -161,3 +161,19 @@ def test_custom_vjp_patterns_are_the_backward_rules():
     # Second order is not read from the rule: every differentiated input meets.
     h = fsp.hessian_sparsity(lambda v: fnp.sum(g(v)))(x).toarray()
     assert h[:, :6].all() and h[:6].all()
+
+
+@ft.custom_vjp
+def self_adjoint(x):
+    return x + fnp.concatenate([x[1:], x[:1]]) + fnp.concatenate([x[-1:], x[:-1]])
+
+
+self_adjoint.defvjp(lambda x: (self_adjoint(x), ()), lambda res, g: (self_adjoint(g),))
+
+
+def test_custom_vjp_whose_rule_calls_itself_is_conservative():
+    x = RNG.normal(size=5)
+    pattern = fsp.jacobian_sparsity(self_adjoint)(x).toarray()
+    assert pattern.all()  # rules nested past the depth: every element on every element
+    np.testing.assert_allclose(fsp.jacobian(self_adjoint, mode="rev")(x).toarray(),
+                               jacobian_dense(self_adjoint, x), rtol=1e-12)

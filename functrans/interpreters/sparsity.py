@@ -408,9 +408,12 @@ def _all_on_all(run: SparsityDetection, ins: list[Pattern], out_avals) -> list[P
             for a in out_avals]
 
 
-def detect(closed: ClosedJaxpr, diff: Sequence[bool], hessian: bool = False):
+def detect(closed: ClosedJaxpr, diff: Sequence[bool], hessian: bool = False,
+           custom_depth: int = 0):
     """The patterns of ``closed``: its inputs marked in ``diff`` are the ``n``
-    differentiated elements (raveled in C order, concatenated in order).
+    differentiated elements (raveled in C order, concatenated in order);
+    ``custom_depth``: how many custom rules deep ``closed`` is analysed
+    (``CUSTOM_DEPTH``).
 
     Returns ``(jacobian, hessian)``: the CSR bool ``m x n`` pattern of all
     outputs raveled and stacked, and the ``n x n`` Hessian pattern of the
@@ -421,6 +424,7 @@ def detect(closed: ClosedJaxpr, diff: Sequence[bool], hessian: bool = False):
     sizes = [v.aval.size for v, d in zip(jaxpr.invars, diff) if d]
     n = int(sum(sizes))
     run = SparsityDetection(n, hessian)
+    run.custom_depth = custom_depth
     run.sizes = _var_sizes(jaxpr)
     args, start = [], 0
     for v, d in zip(jaxpr.invars, diff):
@@ -977,20 +981,28 @@ def custom_vjp_rule(trace_bwd: Callable[[], tuple[ClosedJaxpr, list[bool]]],
     transposed Jacobian pattern.  Second order (a Hessian of a custom_vjp
     function cannot be formed forward over reverse, but a pattern may be
     asked for): every input element any operand depends on meets every
-    other, conservatively."""
+    other, conservatively.  Past ``CUSTOM_DEPTH`` nested rules (a ``bwd``
+    that calls its own function, as a self-adjoint operator's may), every
+    output element depends on every input element."""
     run = _runs.stack[-1]
+    sp = _sp()
+    present = [x.deps for x in operands if x.deps is not None]
+    union = run.union_row(_csr(sp.vstack(present, format="csr")))
+    if run.custom_depth >= CUSTOM_DEPTH:
+        if run.hessian:
+            run.terms.append((None, None, union, union))
+        return [Pattern(a, run.broadcast_row(union, a.size) if _inexact(a) else None)
+                for a in out_avals]
     bwd, given = trace_bwd()
     n_res = len(bwd.jaxpr.invars) - len(out_avals)
     diff = [False] * n_res + [True] * len(out_avals)
-    transposed, _ = detect(bwd, diff)  # (operand cotangents given) x (output elements)
-    sp = _sp()
+    # (operand cotangents given) x (output elements)
+    transposed, _ = detect(bwd, diff, custom_depth=run.custom_depth + 1)
     rows = [x.deps if x.deps is not None and _inexact(x.aval) else run.empty(x.aval.size)
             for x, g in zip(operands, given) if g]
     if not rows or transposed.nnz == 0:
         return [Pattern(a) for a in out_avals]
     stacked = _csr(sp.vstack(rows, format="csr"))
-    present = [x.deps for x in operands if x.deps is not None]
-    union = run.union_row(_csr(sp.vstack(present, format="csr")))
     if transposed.shape[0] == stacked.shape[0]:
         deps = _csr(_csr(transposed.T) @ stacked)  # output elements x n
     else:  # cotangents not of their operands' sizes: every output on every input
