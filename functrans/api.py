@@ -243,8 +243,7 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
     label = f"grad({name})"
     argnums = check_argnums(label, argnums)
 
-    @functools.wraps(f)
-    def value_and_grad_f(*args, **kwargs):
+    def call(args, kwargs):
         nums, leaves, in_tree = _diff_args(label, argnums, args, allow_int, holomorphic)
         aux_cell: list = []
 
@@ -275,6 +274,15 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
         if has_aux:
             return (outs[0], tree_unflatten(aux_cell[-1], outs[1:])), g
         return outs[0], g
+
+    @functools.wraps(f)
+    def value_and_grad_f(*args, **kwargs):
+        # Paused until the call's trace and programs have died by reference
+        # counting (when ``call`` returns): resumed where the trace ends, the
+        # collector would walk them all at the next allocation (one collection
+        # a call of a 4k-equation loop, and now and then a full one).
+        with core.collector_paused:
+            return call(args, kwargs)
 
     value_and_grad_f.__name__ = value_and_grad_f.__qualname__ = f"value_and_grad_of_{name}"
     return value_and_grad_f

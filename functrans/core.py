@@ -1694,7 +1694,11 @@ class ProgramCache:
         self._fn = fn
         self._maxsize = maxsize
         self._max_equations = max_equations
-        self._entries: dict[tuple, tuple[Any, int]] = {}  # insertion order is recency order
+        # Insertion order is recency order; each entry keeps the key it was
+        # stored under, and a hit stores it again under that one: reinserting
+        # the caller's equal key instead would keep every call's freshly traced
+        # program alive in the cache until the next call.
+        self._entries: dict[tuple, tuple[Any, int, tuple]] = {}
         self._lock = threading.Lock()
         self._hits = self._misses = self._equations = 0
         functools.update_wrapper(self, fn)
@@ -1704,7 +1708,7 @@ class ProgramCache:
         with self._lock:
             found = entries.pop(args, None)
             if found is not None:
-                entries[args] = found
+                entries[found[2]] = found
                 self._hits += 1
                 return found[0]
             self._misses += 1
@@ -1712,7 +1716,7 @@ class ProgramCache:
         size = len(args[0].eqns)
         with self._lock:
             if args not in entries:
-                entries[args] = (result, size)
+                entries[args] = (result, size, args)
                 self._equations += size
             while len(entries) > 1 and (len(entries) > self._maxsize
                                         or self._equations > self._max_equations):

@@ -6,6 +6,7 @@ globals, its closure, its control flow on values) shows in the trace, so a
 changed function gets a new plan and a right gradient.  Structural checks
 only; no timings."""
 
+import gc
 import struct
 import threading
 
@@ -200,3 +201,60 @@ def test_python_scalars_share_one_aval_and_literals_key_by_their_bits():
     programs = [ft.make_jaxpr(lambda x, c=c: x * c)(np.ones(2)) for c in values]
     assert len({p.jaxpr for p in programs}) == len(values)
     assert ft.make_jaxpr(lambda x: x * -0.0)(np.ones(2)).jaxpr == programs[1].jaxpr
+
+
+def _long_loss(h):
+    for _ in range(500):
+        h = fnp.tanh(h * 0.9 + 0.1) * 1.01
+    return fnp.sum(h)
+
+
+def _equations_alive() -> int:
+    return sum(1 for o in gc.get_objects() if type(o) is core.Eqn)
+
+
+def test_no_collection_walks_a_call_s_trace():
+    # The collector stays paused until the call's trace and programs have
+    # died by reference counting: a collection starting in the middle would
+    # walk its thousands of objects (and move them to an older generation,
+    # which full collections walk again and again).
+    g = ft.grad(_long_loss)
+    h = np.linspace(-1.0, 1.0, 4)
+    for _ in range(3):
+        g(h)
+    gc.collect()
+    cached = _equations_alive()
+    seen = []
+
+    def count(phase, info):
+        if phase == "start":
+            seen.append(_equations_alive())
+
+    threshold = gc.get_threshold()
+    gc.set_threshold(100)  # collections often: one would start inside a call if it could
+    gc.callbacks.append(count)
+    try:
+        for _ in range(3):
+            g(h)
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*threshold)
+    assert seen and all(n == cached for n in seen), (cached, seen)
+
+
+def test_program_caches_keep_no_call_s_trace():
+    # A cache hit keeps the key the entry was stored under, so the program
+    # traced by this call dies with the call.
+    g = ft.grad(_long_loss)
+    h = np.linspace(-1.0, 1.0, 4)
+    for _ in range(3):
+        g(h)
+    gc.collect()
+    gc.disable()
+    try:
+        before = {id(o) for o in gc.get_objects() if type(o) is core.Eqn}
+        g(h)
+        left = [o for o in gc.get_objects() if type(o) is core.Eqn and id(o) not in before]
+    finally:
+        gc.enable()
+    assert left == []
