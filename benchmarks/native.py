@@ -6,6 +6,9 @@ meant for, beside the NumPy tier and JAX's jit, and what its first call costs.
 * ``native.hvp.rosenbrock.n1e5``: the Hessian-vector product of the chained
   Rosenbrock function (forward over reverse), x: f64[1e5] (elementwise
   groups between slices and pads);
+* ``native.map_sum.n1e5``: ``sum(x * 1.5 + x * x)``, x: f64[1e5] (a
+  map-reduce kernel: the sum in NumPy's pairwise order in the loop of the
+  group, no mapped array written);
 * ``native.scan_rnn_grad``: the gradient through a 1,000-step ``lax.scan``
   recurrence on f64[16] (both scans, forward and reverse, are native
   loops);
@@ -117,6 +120,29 @@ def _while_variants(h) -> dict:
     return variants
 
 
+def _map_sum(x):
+    return np.sum(x * 1.5 + x * x)
+
+
+def _map_sum_fn(x):
+    import functrans.numpy as fnp
+
+    return fnp.sum(x * 1.5 + x * x)
+
+
+def _map_sum_variants(x) -> dict:
+    import functrans as ft
+
+    jitted = ft.jit(_map_sum_fn)
+    variants = {"numpy": lambda: _map_sum(x), "functrans.jit": lambda: jitted(x)}
+    if (j := _peers.jax()) is not None:
+        jnp = j.jnp
+        run = j.jax.jit(lambda x: jnp.sum(x * 1.5 + x * x))
+        xj = jnp.asarray(x)
+        variants["jax.jit"] = lambda: run(xj).block_until_ready()
+    return variants
+
+
 def _timed(fn) -> float:
     import time
 
@@ -153,6 +179,12 @@ def workloads() -> list[Workload]:
             name="native.hvp.rosenbrock.n1e5",
             description="HVP of chained Rosenbrock by forward over reverse, x: f64[100,000]",
             variants=_with_native(_hvp_variants(xr, v), hvp, xr, v),
+            floor="numpy", notes=notes,
+        ),
+        Workload(
+            name="native.map_sum.n1e5",
+            description="sum(x*1.5 + x*x), x: f64[100,000] (the sum folded into the loop)",
+            variants=_with_native(_map_sum_variants(xr), _map_sum_fn, xr),
             floor="numpy", notes=notes,
         ),
         Workload(
