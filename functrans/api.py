@@ -732,7 +732,8 @@ def _forward_blocks(lin: Linearized, in_avals, out_avals, chunk_size, label) -> 
         row = []
         for j, in_aval in enumerate(in_avals):
             if found is not None and type(found[1][i]) is structured.BandsOut:
-                part = structured.block_of(found[1][i], results, int(offsets[j]), in_aval.size)
+                part = structured.block_of(found[1][i], results, int(offsets[j]), in_aval.size,
+                                           like=list(results) + list(lin.residuals))
                 if in_aval.ndim != 1:
                     part = _reshape(part, out_aval.shape + in_aval.shape)
                 row.append(_as_result(part))

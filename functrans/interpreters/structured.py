@@ -52,9 +52,10 @@ from functrans.core import (
     Jaxpr,
     Literal,
     ShapedArray,
-    Tracer,
+    array_module,
     bind,
     current_source,
+    get_aval,
     registry,
     set_source,
     trace_to_jaxpr,
@@ -89,31 +90,23 @@ def _window(offset: int, rows: int, size: int) -> bool:
 
 def _shaped(d, aval: ShapedArray):
     """Vector ``d`` in ``aval``'s shape (the same raveled order)."""
-    if _aval(d).shape != aval.shape:
+    if get_aval(d).shape != aval.shape:
         d = bind(_prim("reshape"), d, new_sizes=aval.shape)
     return d
 
 
 def _fit(d, aval: ShapedArray):
     """Vector ``d`` in ``aval``'s dtype."""
-    if _aval(d).dtype != aval.dtype:
+    if get_aval(d).dtype != aval.dtype:
         d = bind(_prim("convert_element_type"), d, new_dtype=aval.dtype)
     return d
 
 
-def _aval(x) -> ShapedArray:
-    if isinstance(x, Tracer):
-        return x.aval
-    x = np.asarray(x)
-    return ShapedArray(x.shape, x.dtype)
-
-
 def _is_zero(x) -> bool:
-    """A value known (not traced) to be zero everywhere: a structural zero."""
-    if isinstance(x, Tracer):
-        return False
-    x = np.asarray(x)
-    return x.dtype.kind in "biufc" and not np.any(x)
+    """A host value known (not traced) to be zero everywhere: a structural zero."""
+    if not isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)):
+        return False  # traced, or a device array: not looked into
+    return not np.any(x)
 
 
 def _as_bands(v, aval: ShapedArray) -> Bands | None:
@@ -347,14 +340,16 @@ _RULES: dict[str, Callable] = {
 # -- the interpreter --------------------------------------------------------------------
 
 
-def materialize(v: Bands, start: int, rows: int, transposed: bool = False):
+def materialize(v: Bands, start: int, rows: int, transposed: bool = False, like=()):
     """Basis rows ``[start, start + rows)`` of ``v`` as a dense array: batch
-    axis first, or last with ``transposed`` (a Jacobian block's layout)."""
+    axis first, or last with ``transposed`` (a Jacobian block's layout).
+    Without a band in those rows it is zeros of the array module of ``like``
+    (the device of the computation, where it runs eagerly on one)."""
     size = v.aval.size
     kept = sorted(k for k in v.bands if max(0, k - start) < min(rows, size + k - start))
     shape = v.aval.shape + (rows,) if transposed else (rows,) + v.aval.shape
     if not kept:
-        return np.zeros(shape, v.aval.dtype)
+        return array_module(like).zeros(shape, v.aval.dtype)
     return bind(_prim("band_fill"), *(v.bands[k] for k in kept), offsets=tuple(kept),
                 start=start, rows=rows, shape=v.aval.shape, transposed=transposed)
 
@@ -469,8 +464,9 @@ def dense_steps(layout: Sequence[BandsOut | DenseOut]) -> bool:
     return any(type(o) is DenseOut for o in layout)
 
 
-def block_of(out: BandsOut, results: Sequence[Any], start: int, rows: int):
+def block_of(out: BandsOut, results: Sequence[Any], start: int, rows: int, like=()):
     """Basis rows ``[start, start + rows)`` of a banded output from the
-    program's ``results``, batch axis last."""
+    program's ``results``, batch axis last (zeros like ``like`` where no
+    band meets them)."""
     bands = dict(zip(out.offsets, results[out.index: out.index + len(out.offsets)]))
-    return materialize(Bands(out.aval, bands), start, rows, transposed=True)
+    return materialize(Bands(out.aval, bands), start, rows, transposed=True, like=like)
