@@ -5,6 +5,11 @@ tolerance where a product sums in another order than BLAS."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 from _bits import bits_equal
@@ -407,7 +412,7 @@ def test_transcendental_functions_in_a_body_are_numpy_s_own_loops():
                      dtype=dtype)
         for n in (0, 1, 5):
             (source,) = _check(f, x, n)
-            assert "u0(" in source and "np.tanh" not in source
+            assert "call_loop(u0" in source and "np.tanh" not in source
 
 
 def test_rnn_gradient_compiles_once_per_rank():
@@ -500,7 +505,7 @@ def test_reductions_in_a_loop_test_and_body():
         x = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 3, n)
         for dtype in ("float64", "float32"):
             (source,) = _check(until, x.astype(dtype))
-            assert WHILE in source and "u0(" in source
+            assert WHILE in source and "call_loop(u0" in source
             _check(peak, x.astype(dtype))
     for x in (np.array([np.nan, 1.0]), np.array([-0.0, 0.0, -0.0]), np.array([np.inf, -np.inf])):
         with np.errstate(invalid="ignore"):
@@ -530,3 +535,30 @@ def test_stacked_outputs_nobody_reads_are_not_written():
     assert source.count("np.empty((length") == 1
     for a, b in zip(jf(w, xs), ft.jit(f)(w, xs)):
         assert bits_equal(a, b) or np.allclose(a, b, rtol=1e-13, atol=0)
+
+
+_CACHED = textwrap.dedent("""
+    import numpy as np, functrans as ft
+    from functrans import lax
+    from functrans.backends import native
+    f = ft.jit(lambda x: lax.fori_loop(0, 3, lambda i, h: np.tanh(h) + np.exp(h * 0.5), x),
+               compiler="native")
+    x = np.linspace(-1, 1, 7)
+    want = x
+    for _ in range(3):
+        want = np.tanh(want) + np.exp(want * 0.5)
+    assert f(x).tobytes() == want.tobytes()
+    (source,) = f.lower(x).native_sources
+    assert "call_loop" in source
+    kernel = native.cache._kernels[(source, ft.config.native_cache_dir)]
+    print(sum(kernel.stats.cache_hits.values()))
+""")
+
+
+def test_kernels_calling_numpy_loops_load_from_the_disk_cache(tmp_path):
+    """The NumPy loops' addresses are arguments, not constants of the machine
+    code: a second process loads the kernel and computes NumPy's bits."""
+    env = dict(os.environ, FUNCTRANS_NATIVE_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", _CACHED], env=env, capture_output=True,
+                           text=True, check=True).stdout for _ in range(2)]
+    assert [int(r) for r in runs] == [0, 1]  # compiled, then loaded

@@ -107,8 +107,7 @@ class Kernel:
         for n, (place, step) in enumerate(places):
             lines += [f"{pad}pa[{n}] = {place}", f"{pad}ps[{n}] = {step}"]
         lines += [f"{pad}pn[0] = {count}",
-                  f"{pad}{fn}(pa.ctypes.data, pn.ctypes.data, ps.ctypes.data, "
-                  f"{self.constant(0, np.dtype(np.uintp))})"]
+                  f"{pad}call_loop({fn}, pa.ctypes.data, pn.ctypes.data, ps.ctypes.data)"]
 
     def nest(self, shape: Sequence[str], pad: str, lines: list[str]) -> tuple[list[str], str]:
         """Loops over ``shape`` appended to ``lines``: their indices and the

@@ -19,7 +19,6 @@ from functrans.backends.native.body import NESTED, carry_in, carry_out, lower_ja
 from functrans.backends.native.cache import _load
 from functrans.backends.native.elementwise import _KINDS, _scalar
 from functrans.backends.native.kernel import Kernel, Value, type_name
-from functrans.backends.native.numpy_loops import loop_type, loop_value
 from functrans.core import ClosedJaxpr, Eqn
 
 Lowered = tuple[list[str], list]  # statements, the outputs' values (None: not computed)
@@ -217,7 +216,8 @@ def loop_source(e: Eqn, needed: Sequence[bool]
     lines, outs = found
     args = [name for name, _ in k.sizes] + [x.name for x in ins] + [name for name, _ in k.loops]
     returned = [x.name for x in outs if x is not None]
-    source = ["import numpy as np", "import numba", "", *k.globals, "",
+    intrinsic = ["from functrans.backends.native.intrinsics import call_loop"] if k.loops else []
+    source = ["import numpy as np", "import numba", *intrinsic, "", *k.globals, "",
               "@numba.njit(cache=CACHE, error_model='numpy', nogil=True)",
               f"def kernel({', '.join(args)}):", *(f"    {s}" for s in k.pre), *lines,
               f"    return ({''.join(r + ', ' for r in returned)})"]
@@ -266,7 +266,7 @@ def loop_call(e: Eqn, name: str, folder: str,
         return None
     source, sizes, returned, addresses = found
     signature = (*(types.int64 for _ in sizes), *(_numba_type(v.aval) for v in e.inputs),
-                 *(loop_type() for _ in addresses))
+                 *(types.int64 for _ in addresses))
     compiled = _compiled(source, folder, signature)
     if compiled is None:
         return None
@@ -274,11 +274,10 @@ def loop_call(e: Eqn, name: str, folder: str,
     args = [f"a{n}" for n in range(len(e.inputs))]
     passed = [str(s) for s in sizes] + [
         f"_scalar({a})" if v.aval.ndim == 0 else f"_contiguous({a})"
-        for a, v in zip(args, e.inputs)] + [f"_u{n}" for n in range(len(addresses))]
+        for a, v in zip(args, e.inputs)] + [str(a) for a in addresses]
     results, n = [], 0
     namespace: dict = {"_kernel": kernel, "_scalar": _scalar,
                        "_contiguous": np.ascontiguousarray, "_asarray": np.asarray}
-    namespace.update((f"_u{n}", loop_value(a)) for n, a in enumerate(addresses))
     for m, (v, back) in enumerate(zip(e.outputs, returned)):
         if not back:
             results.append("None")

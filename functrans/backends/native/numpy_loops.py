@@ -5,10 +5,10 @@ calls the C library, which is a few ulp away from NumPy's results and, for
 float64 ``tanh``, about ten times slower than NumPy's vectorised loop (16
 ``tanh`` a step were most of the 16-vector RNN's time).  A loop body applies
 such a function to a whole buffer at once through the very loop NumPy runs
-for that dtype signature: the kernel gets the loop's address as an argument
-(a Numba first-class function value, so the cached machine code stays valid
-in another process) and calls it as a NumPy ufunc calls it, with the
-operands' addresses, the element count and the strides.  The results are
+for that dtype signature: the kernel gets the loop's address as an integer
+argument (so the machine code cached on disk stays valid in another
+process) and calls it (``intrinsics.call_loop``) as a NumPy ufunc calls it,
+with the operands' addresses, the element count and the strides.  The results are
 NumPy's bit for bit.
 
 The address is read from the ufunc object (``PyUFuncObject``'s
@@ -23,7 +23,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import sys
-from typing import Any
 
 import numpy as np
 
@@ -73,37 +72,3 @@ def numpy_loop(ufunc: np.ufunc, dtypes: tuple[np.dtype, ...]) -> int | None:
         return None
     sig = "".join(d.char for d in dtypes[:-1]) + "->" + dtypes[-1].char
     return loop_address(ufunc, sig)
-
-
-@functools.cache
-def _wrapper_class() -> Any:
-    import numba.experimental.function_type  # noqa: F401  (types these arguments)
-    from numba import types
-
-    class NumpyLoop(types.WrapperAddressProtocol):
-        """A NumPy loop as a Numba function value:
-        ``loop(args, dimensions, steps, data)``, every argument an address."""
-
-        def __init__(self, address: int):
-            self.address = address
-
-        def __wrapper_address__(self) -> int:
-            return self.address
-
-        def signature(self):
-            # (pointers passed as pointer-sized integers: the same registers)
-            return types.void(types.uintp, types.uintp, types.uintp, types.uintp)
-
-    return NumpyLoop
-
-
-def loop_value(address: int) -> Any:
-    """The kernel argument standing for the loop at ``address``."""
-    return _wrapper_class()(address)
-
-
-def loop_type() -> Any:
-    """The Numba type of a ``loop_value`` argument."""
-    import numba
-
-    return numba.typeof(loop_value(0))
