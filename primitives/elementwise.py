@@ -120,7 +120,8 @@ def _ufunc_dtype_rule(name: str, ufunc: Any) -> Callable:
 
 def unbroadcast(ct, aval: ShapedArray):
     """Undo NumPy broadcasting: sum ``ct`` down to ``aval``'s shape and dtype."""
-    ct_shape = get_aval(ct).shape
+    ct_aval = get_aval(ct)  # made again only where ct changes (an array's is a new object)
+    ct_shape = ct_aval.shape
     if ct_shape != aval.shape:
         lead = len(ct_shape) - aval.ndim
         axes = tuple(range(lead)) + tuple(
@@ -130,10 +131,11 @@ def unbroadcast(ct, aval: ShapedArray):
             ct = bind(reduce_sum_p, ct, axes=axes)
         if get_aval(ct).shape != aval.shape:
             ct = bind(reshape_p, ct, new_sizes=aval.shape)
-    ct_dtype = get_aval(ct).dtype
-    if ct_dtype.kind == "c" and aval.dtype.kind != "c":
+        ct_aval = get_aval(ct)
+    if ct_aval.dtype.kind == "c" and aval.dtype.kind != "c":
         ct = real(ct)  # a real input's cotangent is the real part (JAX's convention)
-    if get_aval(ct).dtype != aval.dtype:
+        ct_aval = get_aval(ct)
+    if ct_aval.dtype != aval.dtype:
         ct = bind(convert_element_type_p, ct, new_dtype=aval.dtype)
     return ct
 
