@@ -54,7 +54,6 @@ import importlib.util
 from typing import Callable
 
 from functrans.backends.native.elementwise import (
-    _call,
     constants_inline,
     fusible,
     kernel_source,
@@ -63,7 +62,7 @@ from functrans.backends.native.elementwise import (
     native_ufunc,
 )
 from functrans.backends.native.loops import TOP, loop_call, loop_source
-from functrans.backends.native.reductions import fold_reductions
+from functrans.backends.native.reductions import fold_reductions, group_call
 from functrans.core import ClosedJaxpr, Eqn, Jaxpr, lookup_primitive
 from functrans.passes.fuse import fuse
 
@@ -144,7 +143,7 @@ def lower(closed: ClosedJaxpr, cache_dir: str = "") -> Lowering:
             eqns.append(e)
             continue
         group = e.params["jaxpr"]
-        fn, source, spent = _call(group, f"native_{len(sources)}", cache_dir)
+        fn, source, spent = group_call(group, f"native_{len(sources)}", cache_dir)
         sources.append(source)
         seconds += spent
         eqns.append(Eqn(_NativeCall(fn, source), e.inputs, e.outputs, {}))  # type: ignore[arg-type]

@@ -118,16 +118,20 @@ def fusible(e: Eqn) -> bool:
 # -- the program around the groups -------------------------------------------
 
 
+#: The reductions ``reductions.fold_reductions`` may put last in a group.
+FOLDED = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
+                    "reduce_or", "argmax", "argmin"})
+
+
 def native_group(e: Eqn) -> Jaxpr | None:
     """The group a kernel computes for equation ``e`` of the fused program: a
     ``fused_elementwise`` of native members (and the pads ``merge_pads``
     put there, or the reduction ``reductions.fold_reductions`` put last), or
     a native equation alone; else None."""
-    from functrans.backends.native.reductions import folded
-
     if e.primitive.name == "fused_elementwise":
         group = e.params["jaxpr"]
-        members = group.eqns[:-1] if folded(group) else group.eqns
+        folded = group.eqns and group.eqns[-1].primitive.name in FOLDED
+        members = group.eqns[:-1] if folded else group.eqns
         return group if all(fusible(m) or _is_pad(m) for m in members) else None
     if fusible(e):
         invars = list({id(a): a for a in e.inputs if type(a) is Var}.values())
@@ -543,10 +547,6 @@ def _call(group: Jaxpr, name: str, folder: str = "") -> tuple[Callable, str, flo
     """The Python function running ``group`` through its kernel (with the
     program's static shapes: broadcasting happens here), the kernel source,
     and the seconds spent compiling it (0 when it came from a cache)."""
-    from functrans.backends.native import reductions
-
-    if reductions.folded(group):
-        return reductions.reduce_call(group, name, folder)
     shape = group.outvars[0].aval.shape
     domains = {k: min(shapes, default=()) for k, shapes in _read_shapes(group).items()}
     kinds = []

@@ -28,12 +28,19 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from functrans.backends.native.cache import _load
-from functrans.backends.native.elementwise import _literal, _scalar, body, fusible
+from functrans.backends.native.elementwise import (
+    FOLDED,
+    _call,
+    _literal,
+    _scalar,
+    body,
+    fusible,
+    native_group,
+)
 from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Var, lookup_primitive
 
 #: Reductions folded where their dtypes allow (see ``fold_kind``).
-REDUCTIONS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
-                        "reduce_or", "argmax", "argmin"})
+REDUCTIONS = FOLDED
 
 #: Terms NumPy's pairwise summation adds one by one before splitting a run.
 _BLOCK = 128
@@ -114,8 +121,6 @@ def fold_reductions(closed: ClosedJaxpr) -> ClosedJaxpr:
     nothing else reads (``fold_kind``) made part of the group, at the
     group's place (a reduction reads nothing else).  The group's other
     results are still written."""
-    from functrans.backends.native.elementwise import native_group
-
     jaxpr = closed.jaxpr
     eqns = jaxpr.eqns
     if not any(e.primitive.name in REDUCTIONS for e in eqns):
@@ -311,6 +316,12 @@ def _signature(group: Jaxpr, kinds: Sequence[str]) -> tuple:
         else:
             sig.append(types.Array(dt, rank, "A", readonly=True))
     return tuple(sig)
+
+
+def group_call(group: Jaxpr, name: str, folder: str = "") -> tuple[Callable, str, float]:
+    """The Python function running a native ``group`` (map-reduce or not)
+    through its kernel, the kernel source, and the compile seconds."""
+    return reduce_call(group, name, folder) if folded(group) else _call(group, name, folder)
 
 
 def reduce_call(group: Jaxpr, name: str, folder: str = "") -> tuple[Callable, str, float]:
