@@ -14,6 +14,7 @@ import numpy as np
 import optree
 
 from functrans import core
+from functrans.backends.numpy import owned_outputs
 from functrans.core import ClosedJaxpr, Jaxpr, ShapedArray, ShapeDtypeStruct, Tracer
 from functrans.devices import check_devices
 from functrans.dtypes import is_inexact
@@ -471,11 +472,13 @@ class GradPlan:
     program's constants and arguments to its wanted outputs (all but the
     first without ``need_value``: ``n_kept`` of them), then the residuals;
     ``backward`` maps the residuals and the first output's cotangent to one
-    gradient per argument.  Made once per program structure from the cached
-    transforms, so that a call looks up one program where
-    ``Linearized`` and its ``vjp`` look up five."""
+    gradient per argument; ``writable`` flags the residuals that are the
+    forward pass's own new arrays (``owned_outputs``), which the backward
+    pass may write into once it has read them.  Made once per program
+    structure from the cached transforms, so that a call looks up one
+    program where ``Linearized`` and its ``vjp`` look up five."""
 
-    __slots__ = ("forward", "backward", "n_kept", "dtype")
+    __slots__ = ("forward", "backward", "n_kept", "dtype", "writable")
 
     def __init__(self, jaxpr: Jaxpr, need_value: bool):
         n_args = len(jaxpr.invars)
@@ -492,6 +495,7 @@ class GradPlan:
         self.backward = transpose_jaxpr(linear, (False,) * n_res + (True,) * n_args,
                                         (True,) + (False,) * (n_out - 1))
         self.dtype = jaxpr.outvars[0].aval.dtype
+        self.writable = owned_outputs(known)[self.n_kept:] + (False,)
 
 
 @core.program_cache(maxsize=512, max_equations=50_000)
@@ -509,8 +513,9 @@ def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any],
     is no NumPy array (a tracer of an enclosing trace, a device array), or a
     trace active (an effect might have to be recorded).  The backward pass
     is handed the residuals (``run_owned``): each is freed at its last use,
-    so peak memory is the forward pass's results plus the backward pass's
-    live values, not both passes' at once."""
+    or written into where the forward pass made it, so peak memory is the
+    forward pass's results plus the backward pass's live values, not both
+    passes' at once."""
     if core.current_trace() is not None:
         return None
     for x in leaves:
@@ -527,5 +532,5 @@ def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any],
     outs = residuals[: plan.n_kept]
     del residuals[: plan.n_kept]
     residuals.append(np.array(1, plan.dtype))  # np.ones((), dtype), made in C
-    grads = host.run_owned(plan.backward, residuals)
+    grads = host.run_owned(plan.backward, residuals, plan.writable)
     return (outs if need_value else [None, *outs]), grads

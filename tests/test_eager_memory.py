@@ -39,10 +39,10 @@ def _peak(fn) -> tuple[float, object]:
 
 
 def test_repeated_eager_grad_frees_residuals_at_their_last_use():
-    # Forward: sin x, cos x and 2x are the residuals (x is the caller's);
-    # the backward pass needs one array more while they die one by one: 4
-    # arrays of x's size at most.  Keeping every residual until the backward
-    # pass ends needs 5.
+    # Forward: sin x, cos x and 2x are the residuals (x is the caller's).
+    # The backward pass's products are written into the residuals it has
+    # read (the forward pass made them): 3 arrays of x's size at the peak.
+    # Keeping every residual until the backward pass ends needs 5.
     x = np.linspace(-1.0, 1.0, N)
     g = ft.grad(_loss)
     expected = np.sin(x) + x * np.cos(x) + 2.0 * x
@@ -50,7 +50,7 @@ def test_repeated_eager_grad_frees_residuals_at_their_last_use():
         peak, out = _peak(lambda: g(x))
         np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
         if call >= 2:
-            assert peak <= 4.5 * x.nbytes, (call, peak / x.nbytes)
+            assert peak <= 3.5 * x.nbytes, (call, peak / x.nbytes)
 
 
 def test_value_and_grad_keeps_a_value_that_is_also_a_residual():
@@ -153,3 +153,33 @@ def _watching(seen: list, ref):
         prim.numpy_fn, prim.impl = saved
         host._runner.cache_clear()  # no cached program keeps calling the stand-in
         host.compiled_consuming.cache_clear()
+
+
+def test_only_the_forward_pass_s_own_arrays_are_written_into():
+    x = np.ones((3, 3))
+
+    def views(x):
+        y = fnp.sin(x)
+        return y, y.T, x, x * 2, fnp.sum(x), fnp.cos(x)[0]
+
+    def twice(x):
+        y = fnp.cos(x)
+        return y, y, fnp.exp(x)
+
+    # a view of another output, an input, a rank-0 result, a view of a new array
+    assert host.owned_outputs(ft.make_jaxpr(views)(x)) == (
+        False, False, False, True, False, False)
+    assert host.owned_outputs(ft.make_jaxpr(twice)(x)) == (False, False, True)
+
+
+@pytest.mark.parametrize("loss", [
+    lambda x: fnp.sum(fnp.sin(x) * fnp.sin(x).T),  # a residual and a view of it
+    lambda x: fnp.sum(fnp.exp(x) * fnp.exp(x)[::-1]),  # cse: one exp, read twice
+    lambda x: fnp.sum(fnp.tanh(x) * x) + fnp.sum(fnp.tanh(x) ** 2),
+])
+def test_gradients_through_shared_residuals_stay_right(loss):
+    x = np.linspace(-1.0, 1.0, 16).reshape(4, 4)
+    want = ft.jit(ft.grad(loss))(x)
+    g = ft.grad(loss)
+    for _ in range(4):
+        assert g(x).tobytes() == want.tobytes()

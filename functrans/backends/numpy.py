@@ -134,16 +134,19 @@ class Compiled:
     argument or a constant: those results are copied.  With ``consume`` the
     function takes one list of the arguments and empties it, so that an
     argument the caller hands over (a residual of reverse mode) is freed at
-    its last use too.
+    its last use too; an argument flagged in ``writable`` (one nothing else
+    holds: see ``owned_outputs``) may take a ufunc's result where it dies,
+    as the code's own arrays do.
     """
 
     def __init__(self, closed: ClosedJaxpr, name: str = "compiled", scalars_out: bool = False,
-                 own_outputs: bool = False, consume: bool = False):
+                 own_outputs: bool = False, consume: bool = False,
+                 writable: Sequence[bool] = ()):
         self.jaxpr = closed
         name = _identifier(name)
         with core.collector_paused:  # the source's lines and the compiler's nodes die here
             self.source, namespace = generate_source(closed, name, scalars_out, own_outputs,
-                                                     consume)
+                                                     consume, writable)
             at_line = namespace.pop(_LINES)
             if sys.version_info < (3, 11):
                 exec(_compile_at_user_lines(self.source, name, at_line), namespace)
@@ -164,10 +167,33 @@ def compiled(closed: ClosedJaxpr) -> Compiled:
 
 
 @core.program_cache(maxsize=1024, max_equations=50_000)
-def compiled_consuming(closed: ClosedJaxpr) -> Compiled:
+def compiled_consuming(closed: ClosedJaxpr, writable: tuple[bool, ...] = ()) -> Compiled:
     """``compiled`` taking its arguments as one list, which it empties
-    (``Compiled(..., consume=True)``): ``HostBackend.run_owned``."""
-    return Compiled(closed, consume=True)
+    (``Compiled(..., consume=True)``), and free to write into the arguments
+    flagged ``writable`` once they are dead: ``HostBackend.run_owned``."""
+    return Compiled(closed, consume=True, writable=writable)
+
+
+def owned_outputs(closed: ClosedJaxpr) -> tuple[bool, ...]:
+    """For each output of ``closed``, whether its compiled code or its
+    interpreted run hands over an array that nothing else holds or sees: an
+    elementwise ufunc's new result (or a buffer the code owns), of rank 1
+    or more, returned once, sharing memory with no input, constant or other
+    output.  A caller passing such a result on to a program that consumes it
+    may let that program write into it (``run_owned``'s ``writable``)."""
+    jaxpr = closed.jaxpr
+    fresh = [_allocates(e, _callable(e)) for e in jaxpr.eqns]
+    made = {id(v) for e, new in zip(jaxpr.eqns, fresh) if new for v in e.outputs}
+    sources = output_sources(jaxpr, fresh)
+    shared = {id(v) for src in sources for v in src}
+    times: dict[int, int] = {}
+    for a in jaxpr.outvars:
+        times[id(a)] = times.get(id(a), 0) + 1
+    return tuple(
+        type(a) is Var and id(a) in made and a.aval.ndim > 0 and times[id(a)] == 1
+        and not src and id(a) not in shared
+        for a, src in zip(jaxpr.outvars, sources)
+    )
 
 
 def interpret(closed: ClosedJaxpr, args: Sequence[Any], consume: bool = False) -> list[Any]:
@@ -257,18 +283,27 @@ class HostBackend:
             fn = cell[0] = compiled(closed).fn
         return fn(*args)
 
-    def run_owned(self, closed: ClosedJaxpr, args: list) -> list[Any]:
+    def run_owned(self, closed: ClosedJaxpr, args: list,
+                  writable: tuple[bool, ...] = ()) -> list[Any]:
         """``run``, emptying the list ``args`` first: the caller hands its
         arguments over, and each is freed at its last use (reverse mode's
         residuals while the backward pass runs, where ``run``'s caller keeps
-        every argument alive until the end)."""
+        every argument alive until the end).  The compiled code may write
+        into a dead argument flagged in ``writable`` (nothing else holds it:
+        ``owned_outputs``).  The cell keeps one function per flags: one
+        backward program may serve forward programs that own different
+        residuals."""
         cell = _runner(closed)
-        fn = cell[1]
-        if fn is None and core.value_checks == (False, False):
-            cell[1] = interpret
+        fns = cell[1]
+        if fns is None and core.value_checks == (False, False):
+            cell[1] = {}
             return interpret(closed, args, consume=True)
-        if fn is None or fn is interpret:
-            fn = cell[1] = compiled_consuming(closed).fn
+        fn = fns.get(writable) if fns else None
+        if fn is None:
+            fn = compiled_consuming(closed, writable).fn
+            if fns is None:
+                fns = cell[1] = {}
+            fns[writable] = fn
         return fn(args)
 
     def body(self, closed: ClosedJaxpr):
@@ -298,13 +333,16 @@ def _identifier(name: str) -> str:
 
 
 def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
-                    own_outputs: bool = False, consume: bool = False) -> tuple[str, dict]:
+                    own_outputs: bool = False, consume: bool = False,
+                    writable: Sequence[bool] = ()) -> tuple[str, dict]:
     """Python source of ``closed`` as a function, and the namespace it needs;
     rank-0 results are arrays unless ``scalars_out``; with ``own_outputs``
     results that are, or may share memory with, an argument or a constant
     are copied (checked at run time where an equation may or may not return
     a view); with ``consume`` it takes the arguments as one list and empties
-    it, so that none outlives its last use."""
+    it, so that none outlives its last use, and the arguments flagged in
+    ``writable`` are the code's own arrays, which a ufunc's result may take
+    where they die."""
     jaxpr = closed.jaxpr
     name = _identifier(name)
     namespace: dict[str, Any] = {"_asarray": as_array}
@@ -341,6 +379,9 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
     if consume and args:
         lines += [f"    {', '.join(args)}, = _args", "    _args.clear()"]
     buffers = _Buffers(constant)
+    for v, own in zip(jaxpr.invars, writable if consume else ()):
+        if own:
+            buffers.owned[id(v)] = (v.aval.shape, v.aval.dtype)
     sources = output_sources(jaxpr, [_allocates(e, fn) for e, fn in zip(jaxpr.eqns, fns)]) \
         if own_outputs else [[] for _ in jaxpr.outvars]
     # The arguments and constants an output is checked against stay alive until
