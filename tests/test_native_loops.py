@@ -562,3 +562,28 @@ def test_kernels_calling_numpy_loops_load_from_the_disk_cache(tmp_path):
     runs = [subprocess.run([sys.executable, "-c", _CACHED], env=env, capture_output=True,
                            text=True, check=True).stdout for _ in range(2)]
     assert [int(r) for r in runs] == [0, 1]  # compiled, then loaded
+
+
+def test_float_maximum_in_a_body_is_numpy_s_own_loop():
+    """Float maximum, minimum and remainder, whose Numba scalar code differs
+    from NumPy's (the zero a tie keeps, -1 % inf), run NumPy's loop on arrays
+    in a body: the NumPy tier's bits."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((4, 4))
+
+    def relu_rnn(w, xs):
+        def step(h, x):
+            h = np.maximum(w @ h + x, 0.0)
+            return h, (np.minimum(h, x), np.remainder(x, h + 1.5))
+
+        return lax.scan(step, fnp.zeros(4), xs)
+
+    xs = np.array([[-0.0, 0.0, np.nan, 1.0], [np.inf, -np.inf, -1.0, 0.5],
+                   [-0.0, -0.0, 0.0, 0.0]])
+    with np.errstate(invalid="ignore"):
+        want = ft.jit(relu_rnn)(np.eye(4) * -0.0, xs)
+        got = ft.jit(relu_rnn, compiler="native")(np.eye(4) * -0.0, xs)
+        for a, b in zip(ft.tree_util.tree_leaves(want), ft.tree_util.tree_leaves(got)):
+            assert bits_equal(a, b)
+        (source,) = ft.jit(relu_rnn, compiler="native").lower(w, xs).native_sources
+        assert SCAN in source and "np.maximum" not in source and "np.minimum" not in source

@@ -38,12 +38,12 @@ caller leaves the loop to the NumPy tier.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from functrans.backends.native.dot import _FLOATS, dot_lines
-from functrans.backends.native.elementwise import native_ufunc
+from functrans.backends.native.elementwise import _operand_type, native_ufunc
 from functrans.backends.native.kernel import Kernel, Value, type_name
 from functrans.backends.native.loop_reductions import REDUCTIONS, reduction_lines
 from functrans.backends.native.numpy_loops import numpy_loop
@@ -61,12 +61,38 @@ def _elementwise(e: Eqn):
     form, on operands of its result's shape or rank 0; else None."""
     out = e.outputs[0].aval
     found = _conversion(e) if e.primitive.name == "convert_element_type" else native_ufunc(e)
+    if found is None and out.ndim:
+        found = _numpy_only(e)
     if found is None:
         return None
     if found[1][-1] != out.dtype or any(type(a) is not Literal and a.aval.shape not in
                                         (out.shape, ()) for a in e.inputs):
         return None
     return found
+
+
+def _numpy_only(e: Eqn):
+    """``(ufunc, loop dtypes)`` of a float ufunc equation whose Numba scalar
+    code differs from NumPy's (float ``maximum``, ``minimum``, ``sign``,
+    ``floor_divide``, ``remainder``: ``_DIFFERENT``) but whose NumPy loop
+    the kernel can call on arrays (``numpy_loops.py``); else None."""
+    prim = e.primitive
+    if prim.multiple_results or len(e.outputs) != 1:
+        return None
+    kernel: Any = prim.numpy_kernel  # what the NumPy backend's generated code calls
+    fn = kernel([a.aval for a in e.inputs], **e.params) if kernel is not None else None
+    if fn is None and not e.params:
+        fn = prim.numpy_fn
+    if not isinstance(fn, np.ufunc) or fn.nout != 1 or fn.nin != len(e.inputs):
+        return None
+    try:
+        dtypes = tuple(fn.resolve_dtypes((*map(_operand_type, e.inputs), None)))
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if numpy_loop(fn, dtypes) is None or any(  # (arrays are not converted on this path)
+            a.aval.ndim and a.aval.dtype != d for a, d in zip(e.inputs, dtypes)):
+        return None
+    return fn, dtypes
 
 
 def _conversion(e: Eqn):
