@@ -22,6 +22,13 @@ from functrans.passes.pipeline import run_passes
 from tests._programs import dataflow, run_dataflow
 
 
+@pytest.fixture(autouse=True)
+def _short_programs_qualify(monkeypatch):
+    """The programs here are short; long ones are the point, and a program of
+    fewer than ``MIN_EQUATIONS`` equations is built even on its first call."""
+    monkeypatch.setattr(pe, "MIN_EQUATIONS", 0)
+
+
 def _same_bits(a, b) -> bool:
     a, b = np.asarray(a), np.asarray(b)
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
@@ -231,3 +238,22 @@ def test_first_call_frees_forward_values_at_their_last_use(monkeypatch):
     monkeypatch.setattr(pe, "can_linearize_now", lambda *args: False)
     built = _peak_of_vjp(f, x)
     assert at_once <= built + x.nbytes // 2
+
+
+def test_short_programs_are_built_on_their_first_call(monkeypatch):
+    monkeypatch.setattr(pe, "MIN_EQUATIONS", 32)
+    x = INPUTS["f64"]
+    one = np.ones(())
+    _forget()
+    ft.vjp(PROGRAMS["loop"], x)[1](one)  # 9 equations
+    assert pe.linearize_jaxpr.cache_info().misses == 1
+
+    def long(x):
+        for _ in range(10):
+            x = fnp.tanh(x * 0.9 + 0.1) * 1.01
+        return fnp.sum(x)
+
+    _forget()
+    first = ft.vjp(long, x)[1](one)[0]
+    assert pe.linearize_jaxpr.cache_info().misses == 0
+    assert _same_bits(first, ft.vjp(long, x)[1](one)[0])

@@ -204,12 +204,20 @@ _PLAIN = (bool, int, float, complex, str)
 _HOST_VALUES = (np.ndarray, float, int, complex, bool)
 
 
+#: Programs of fewer equations are built and cached even when met for the
+#: first time: building them costs little, and a repeated call of a small
+#: function then pays no meeting lookup (a few percent of its cost).
+MIN_EQUATIONS = 32
+
+
 def can_linearize_now(closed: ClosedJaxpr, args: Sequence[Any]) -> bool:
-    """Whether ``linearize_now`` may take ``closed`` at ``args``: NumPy
-    values, no trace active, no debug_nans/debug_infs checks, and a program
-    of primitives with plain params and no effect (no loop bodies,
-    branches or custom rules, whose rules trace programs of their own)."""
-    if current_trace() is not None or core.value_checks != (False, False):
+    """Whether ``linearize_now`` may take ``closed`` at ``args``: a program
+    of at least ``MIN_EQUATIONS`` equations of primitives with plain params
+    and no effect (no loop bodies, branches or custom rules, whose rules
+    trace programs of their own), NumPy values, no trace active and no
+    debug_nans/debug_infs checks."""
+    if (len(closed.jaxpr.eqns) < MIN_EQUATIONS or current_trace() is not None
+            or core.value_checks != (False, False)):
         return False
     if not all(type(x) in _HOST_VALUES or isinstance(x, np.generic) for x in args):
         return False
@@ -253,11 +261,12 @@ def _as_run_gives(aval, x):
 
 @program_cache(maxsize=512, max_equations=50_000)
 def _meetings(jaxpr: Jaxpr, active: tuple[bool, ...]) -> list[int]:
-    """How often ``Linearized`` met a traced program with these inputs
-    differentiated (a cell it counts in): the first time it is linearized
-    at once (``linearize_now``), from the second on its programs are built
-    and cached (``linearize_jaxpr``).  Keyed on the traced Jaxpr itself, whose
-    memoised hash the other caches of a call share."""
+    """How often ``Linearized`` met a traced program with these arguments
+    asked for (a cell it counts in): the first time it is linearized at once
+    (``linearize_now``), from the second on its programs are built and cached
+    (``linearize_jaxpr``).  Keyed on the traced Jaxpr itself, whose memoised
+    hash the other caches of a call share, and on the flags as asked: the
+    program's input types decide which of them have a derivative."""
     return [0]
 
 
@@ -272,12 +281,15 @@ def linearizes_now(closed: ClosedJaxpr, leaves: Sequence[Any],
     (``linearize_now``): the program meets it for the first time, and
     ``can_linearize_now``.  A caller with a path of its own for programs met
     again (one cached per structure) asks this first; asking counts no
-    meeting."""
-    active = [True] * len(leaves) if active is None else active
-    args = list(closed.consts) + list(leaves)
-    if not can_linearize_now(closed, args):
+    meeting.  The cheap tests come first: a program met before (the
+    repeated call of a small function) costs one cache lookup."""
+    if (len(closed.jaxpr.eqns) < MIN_EQUATIONS or current_trace() is not None
+            or core.value_checks != (False, False)):
         return False
-    return _meetings(closed.jaxpr, tuple(_differentiated(leaves, active)))[0] == 0
+    flags = (True,) * len(leaves) if active is None else tuple(active)
+    if _meetings(closed.jaxpr, flags)[0]:
+        return False
+    return can_linearize_now(closed, list(closed.consts) + list(leaves))
 
 
 class Linearized:
@@ -305,7 +317,7 @@ class Linearized:
         #: met for the first time) instead of building its transposed program.
         self._transpose_now = False
         if can_linearize_now(opened, args):
-            met = _meetings(closed.jaxpr, tuple(self.active))
+            met = _meetings(closed.jaxpr, tuple(active))
             met[0] += 1
             if met[0] == 1:
                 self.outs, self.residuals, self.linear = linearize_now(opened, args, flags)
