@@ -9,8 +9,9 @@ figures and a description of the machine to ``--out`` as JSON.
 
 ``--threads N`` caps the threads of every library measured (OpenBLAS, MKL,
 OpenMP and Numba, whose threads run functrans' native kernels, through their
-environment variables, PyTorch's intra-op pool, XLA's
-Eigen pool when N is 1) before any of them is imported.  On a small or busy
+environment variables, PyTorch's intra-op pool, XLA's Eigen pool when N is
+1) before any of them is imported; with N = 1 the process is also pinned to
+one core, since XLA runs a loop on threads of its own pool.  On a small or busy
 machine ``--threads 1`` gives steadier figures: a multi-threaded BLAS call
 that has to wait for a busy core can take tens of times longer.
 """
@@ -142,6 +143,10 @@ def limit_threads(n: int) -> None:
     if n == 1:
         flags = os.environ.get("XLA_FLAGS", "")
         os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+        # XLA still runs a fusion's loop on several threads of its own pool:
+        # one core for the whole process makes every library single-threaded.
+        if hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
 
 def main(argv: list[str] | None = None) -> int:
