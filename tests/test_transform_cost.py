@@ -262,7 +262,7 @@ def test_short_programs_are_built_on_their_first_call(monkeypatch):
 
 
 @pytest.mark.parametrize("name", DIFFERENTIABLE)
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=3, deadline=None)
 @given(data=st.data())
 def test_every_primitive_first_call_gives_the_built_programs_bits(name, data):
     """``vjp`` of each differentiable primitive (bound with its float operands
