@@ -3,11 +3,12 @@
 * ``jacobians.hessian.rosenbrock.n{10,100,1000}`` (W3): the dense Hessian of
   the chained Rosenbrock function ``sum(100 (x[1:] - x[:-1]**2)**2 +
   (1 - x[:-1])**2)``; ``ft.hessian`` is ``jacfwd(jacrev(f))``, the input
-  basis pushed through the linearized gradient in one batched pass.  The
-  floor fills the tridiagonal matrix by hand.
+  basis pushed through the linearized gradient as bands (three, here;
+  ``functrans.interpreters.structured``) and written out once.  The floor
+  fills the tridiagonal matrix by hand.
 * ``jacobians.hessian.logsumexp.n100``, ``jacobians.hessian.mlp`` and
   ``jacobians.jacfwd.mlp``: dense problems, where the basis loses its band
-  structure at the first reduction or contraction (the Hessian of
+  structure at the first contraction or the reductions after it (the Hessian of
   logsumexp, the Hessian in x of a 32-64-1 tanh MLP's output, the Jacobian of
   its 32-64 tanh layer); the floors are the closed forms in NumPy.
 * ``jacobians.per_example_grad.mlp`` (W5): per-example gradients of the
@@ -18,7 +19,8 @@
 * ``jacobians.hessian_memory.n5000`` (metric ``peak_memory``): the peak
   traced allocation of ``ft.hessian(f, chunk_size=c)(x)`` at n=5,000 for a
   few chunk sizes and for ``chunk_size=None``; the Hessian itself is 200 MB
-  (the floor: NumPy filling it by hand).  Peers are not run: tracemalloc
+  (the floor: NumPy filling it by hand); with the banded push every chunk
+  size needs little beyond the result.  Peers are not run: tracemalloc
   does not see their allocators.
 
 Variants as in ``benchmarks.autodiff``: ``numpy`` (floor), ``functrans``,
