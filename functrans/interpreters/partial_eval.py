@@ -134,15 +134,15 @@ class _LinearizeTrace(JaxprTrace):
         return Tracer(self, Var(aval), value)
 
     def _input_var(self, x):
-        if type(x) in _SCALAR_AVALS:
-            return Literal(x, _SCALAR_AVALS[type(x)])
-        if isinstance(x, Tracer) and x._trace is self and x.val is not None:
+        if type(x) is Tracer and x._trace is self:
             var = x._var
-            if id(var) not in self._residual_ids:
+            if x.val is not None and id(var) not in self._residual_ids:
                 self._residual_ids.add(id(var))
                 self.constvars.append(var)
                 self.constvals.append(x.val)
             return var
+        if type(x) in _SCALAR_AVALS:
+            return Literal(x, _SCALAR_AVALS[type(x)])
         return super()._input_var(x)
 
     def process(self, prim, args, params):
