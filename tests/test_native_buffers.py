@@ -195,6 +195,30 @@ def test_split_kernels_run_in_a_forked_child(split_small):
     assert child.exitcode == 0 and got == (np.arange(100.0) * 2.0 + 1.0).tolist()
 
 
+_AT_EXIT = """
+import atexit
+import numpy as np
+import functrans as ft
+from functrans.backends.native import elementwise
+elementwise.SPLIT_ELEMENTS = 64
+f = ft.jit(lambda x: x * 2.0 + 1.0, compiler="native")
+x = np.arange(1000.0)
+f(x)
+atexit.register(lambda: print(np.array_equal(f(x + 1.0), (x + 1.0) * 2.0 + 1.0)))
+"""
+
+
+def test_split_kernels_run_while_the_interpreter_exits():
+    """At exit no thread pool takes work any more: the calling thread computes
+    every chunk itself."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _AT_EXIT], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr
+
+
 # -- outputs and threads ---------------------------------------------------------------------
 
 

@@ -531,7 +531,13 @@ def _run_split(kernel: Callable, length: int, threads: int, args: tuple) -> None
         while (c := next(taken)) < chunks:
             kernel(bounds[c], bounds[c + 1], *args)
 
-    helpers = [_pool.get(threads - 1).submit(work) for _ in range(threads - 1)]
+    helpers: list = []
+    try:
+        pool = _pool.get(threads - 1)
+        for _ in range(threads - 1):
+            helpers.append(pool.submit(work))
+    except RuntimeError:  # the interpreter is shutting down: no more helpers
+        pass
     work()
     for h in helpers:
         h.result()
