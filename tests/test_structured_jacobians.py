@@ -520,3 +520,22 @@ def test_device_arrays_stay_on_the_device(device):
             for a, b in zip(row_got, row_want):
                 assert is_device_array(a)
                 np.testing.assert_allclose(a.get(), b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_debug_nans_switched_on_and_off():
+    """debug_nans reports the NaN as before; switched off again, the banded
+    program (its cache cleared with the switch) gives the same result."""
+    from functrans import config
+
+    f = lambda x: fnp.sum(fnp.log(x[1:]) * x[:-1])  # noqa: E731
+    x = np.array([1.0, 2.0, -1.0, 3.0])
+    before = ft.hessian(f)(x)
+    config.update("debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError, match="debug_nans: the primitive 'log'"):
+            ft.hessian(f)(x)
+    finally:
+        config.update("debug_nans", False)
+    assert_same(ft.hessian(f)(x), before, exact=True)
+    assert np.isfinite(before).all()  # the NaN is in the value only

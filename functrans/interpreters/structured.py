@@ -42,7 +42,6 @@ chunks of rows it needs from the vectors with ``band_fill``.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -56,6 +55,7 @@ from functrans.core import (
     bind,
     current_source,
     get_aval,
+    program_cache,
     registry,
     set_source,
     trace_to_jaxpr,
@@ -434,7 +434,7 @@ def basis_program(
     return _basis_program(closed, n_fixed, leaves, n_out)
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(maxsize=256, max_equations=50_000)
 def _basis_program(closed, n_fixed, leaves, n_out):
     rows = sum(a.size for _, a in leaves)
     layout: list[BandsOut | DenseOut] = []
