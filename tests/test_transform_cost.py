@@ -282,3 +282,16 @@ def test_every_primitive_first_call_gives_the_built_programs_bits(name, data):
             results.append(tree_leaves(out) + list(vjp_fn(cts)))
     for a, b in zip(*results):
         assert _same_bits(a, b), name
+
+
+def test_a_program_that_cannot_be_linearized_at_once_is_checked_once():
+    """Its first ``grad`` counts it as met, so that later calls ask no more
+    than one cache lookup before taking the built programs."""
+    x = INPUTS["f64"]
+    closed = ft.make_jaxpr(_scan_program)(x)
+    _forget()
+    assert not pe.linearizes_now(closed, [x])
+    assert pe._meetings(closed.jaxpr, (True,))[0] == 1
+    plain = ft.make_jaxpr(PROGRAMS["loop"])(x)
+    assert pe.linearizes_now(plain, [x])
+    assert pe._meetings(plain.jaxpr, (True,))[0] == 0  # asking counts no meeting

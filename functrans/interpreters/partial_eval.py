@@ -280,16 +280,21 @@ def linearizes_now(closed: ClosedJaxpr, leaves: Sequence[Any],
     """Whether ``Linearized(closed, leaves, active)`` would linearize at once
     (``linearize_now``): the program meets it for the first time, and
     ``can_linearize_now``.  A caller with a path of its own for programs met
-    again (one cached per structure) asks this first; asking counts no
-    meeting.  The cheap tests come first: a program met before (the
-    repeated call of a small function) costs one cache lookup."""
+    again (one cached per structure) asks this first.  Asking counts a
+    meeting only where the answer is no for the program itself (a loop in
+    it), so that its repeated calls cost one cache lookup, as those of a
+    program met before do; the cheap tests come first."""
     if (len(closed.jaxpr.eqns) < MIN_EQUATIONS or current_trace() is not None
             or core.value_checks != (False, False)):
         return False
     flags = (True,) * len(leaves) if active is None else tuple(active)
-    if _meetings(closed.jaxpr, flags)[0]:
+    met = _meetings(closed.jaxpr, flags)
+    if met[0]:
         return False
-    return can_linearize_now(closed, list(closed.consts) + list(leaves))
+    if can_linearize_now(closed, list(closed.consts) + list(leaves)):
+        return True
+    met[0] += 1
+    return False
 
 
 class Linearized:
