@@ -250,10 +250,18 @@ def _pass_the_input_checks(leaves: list, holomorphic: bool, real_only: bool) -> 
     return True
 
 
+#: The tree of ``(x,)`` for a leaf ``x``: one array argument, differentiated.
+_ONE_LEAF = tree_flatten((0.0,))[1]
+
+
 def _diff_args(label: str, argnums, args: tuple, allow_int: bool, holomorphic: bool,
                real_only: bool = False):
     """The positions, flattened leaves and tree of the arguments to
     differentiate, after checking devices and dtypes."""
+    if len(args) == 1 and type(argnums) is int and argnums in (0, -1):
+        leaves = list(args)  # the common call, f(x): no flattening to do
+        if _pass_the_input_checks(leaves, holomorphic, real_only):
+            return (0,), leaves, _ONE_LEAF
     nums = normalize_argnums(label, argnums, len(args))
     diff = tuple(args[i] for i in nums)
     if len(nums) == len(args):

@@ -258,3 +258,19 @@ def test_program_caches_keep_no_call_s_trace():
     finally:
         gc.enable()
     assert left == []
+
+
+@pytest.mark.parametrize("x", [np.ones(3), 2.5, np.ones((2, 2), np.float32)])
+@pytest.mark.parametrize("argnums", [0, -1])
+def test_one_argument_is_taken_as_the_general_path_takes_it(x, argnums):
+    fast = _api_util._diff_args("grad(f)", argnums, (x,), False, False)
+    general = _api_util._diff_args("grad(f)", (argnums,), (x,), False, False)
+    assert fast[0] == general[0] == (0,) and fast[2] == general[2]
+    assert len(fast[1]) == 1 and fast[1][0] is x is general[1][0]
+
+
+def test_one_argument_the_checks_refuse_still_names_it():
+    with pytest.raises(ft.errors.DTypeError, match=r"grad\(f\): argument 0 has integer"):
+        _api_util._diff_args("grad(f)", 0, (np.arange(3),), False, False)
+    with pytest.raises(TypeError, match=r"argument \[0\]\['a'\] is a str"):
+        _api_util._diff_args("grad(f)", 0, ({"a": "text"},), False, False)
