@@ -161,7 +161,7 @@ def _band_fill_kernel(avals, *, offsets, start, rows, shape, transposed):
     def fill(*bands):
         out = np.zeros(rows * size, dtype)
         for i, place, window in moves:
-            out[place] = bands[i].reshape(-1)[window]
+            out[place] = np.reshape(bands[i], -1)[window]  # 0-d ones may be scalars
         return out.reshape(out_shape)
 
     return fill

@@ -320,6 +320,8 @@ def test_empty_output_and_scalar_input():
     assert_same(ft.jacfwd(f)(x), dense_push(ft.jacfwd(f), x))
     g = lambda x: fnp.sin(x) * 3.0  # noqa: E731
     assert_same(ft.hessian(g)(x), dense_push(ft.hessian(g), x))
+    assert_same(ft.jit(ft.hessian(g))(x), dense_push(ft.hessian(g), x))
+    assert_same(ft.jit(ft.jacfwd(lambda x: x * fnp.ones(3)))(x), np.ones(3))
 
 
 def test_complex_holomorphic():
