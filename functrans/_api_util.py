@@ -484,9 +484,11 @@ class GradPlan:
     forward pass's own new arrays (``owned_outputs``), which the backward
     pass may write into once it has read them.  Made once per program
     structure from the cached transforms, so that a call looks up one
-    program where ``Linearized`` and its ``vjp`` look up five."""
+    program where ``Linearized`` and its ``vjp`` look up five; ``cells``
+    are the host backend's runners of the two (the plans go when
+    debug_nans/debug_infs switch, as those do)."""
 
-    __slots__ = ("forward", "backward", "n_kept", "dtype", "writable")
+    __slots__ = ("forward", "backward", "n_kept", "dtype", "writable", "cells")
 
     def __init__(self, jaxpr: Jaxpr, need_value: bool):
         n_args = len(jaxpr.invars)
@@ -504,6 +506,7 @@ class GradPlan:
                                         (True,) + (False,) * (n_out - 1))
         self.dtype = jaxpr.outvars[0].aval.dtype
         self.writable = owned_outputs(known)[self.n_kept:] + (False,)
+        self.cells = (core.host_backend.runner(known), core.host_backend.runner(self.backward))
 
 
 @core.program_cache(maxsize=512, max_equations=50_000)
@@ -536,9 +539,9 @@ def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any],
             return None
     plan = grad_plan(closed.jaxpr, need_value)
     host = core.host_backend
-    residuals = host.run(plan.forward, [*consts, *leaves])
+    residuals = host.run(plan.forward, [*consts, *leaves], plan.cells[0])
     outs = residuals[: plan.n_kept]
     del residuals[: plan.n_kept]
     residuals.append(np.array(1, plan.dtype))  # np.ones((), dtype), made in C
-    grads = host.run_owned(plan.backward, residuals, plan.writable)
+    grads = host.run_owned(plan.backward, residuals, plan.writable, plan.cells[1])
     return (outs if need_value else [None, *outs]), grads

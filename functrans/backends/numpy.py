@@ -270,11 +270,13 @@ class HostBackend:
     def apply(self, prim, args: Sequence[Any], params: dict):
         return prim.impl(*args, **params)
 
-    def run(self, closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
+    def run(self, closed: ClosedJaxpr, args: Sequence[Any], cell: list | None = None) -> list[Any]:
         """Run ``closed``: interpreted the first time it is met, compiled from
         the second on (eager transforms outside ``jit`` meet most of their
-        programs once, or call after call, as their caches hand them back)."""
-        cell = _runner(closed)
+        programs once, or call after call, as their caches hand them back).
+        ``cell``: ``runner(closed)``, kept by a caller that runs ``closed``
+        often, which saves looking it up."""
+        cell = cell or _runner(closed)
         fn = cell[0]
         if fn is None and core.value_checks == (False, False):
             cell[0] = interpret
@@ -283,8 +285,14 @@ class HostBackend:
             fn = cell[0] = compiled(closed).fn
         return fn(*args)
 
-    def run_owned(self, closed: ClosedJaxpr, args: list,
-                  writable: tuple[bool, ...] = ()) -> list[Any]:
+    def runner(self, closed: ClosedJaxpr) -> list:
+        """The cell in which ``run`` and ``run_owned`` keep how ``closed``
+        runs (dropped with the other caches when debug_nans/debug_infs
+        switch, so a caller keeping it must drop it then too)."""
+        return _runner(closed)
+
+    def run_owned(self, closed: ClosedJaxpr, args: list, writable: tuple[bool, ...] = (),
+                  cell: list | None = None) -> list[Any]:
         """``run``, emptying the list ``args`` first: the caller hands its
         arguments over, and each is freed at its last use (reverse mode's
         residuals while the backward pass runs, where ``run``'s caller keeps
@@ -292,8 +300,8 @@ class HostBackend:
         into a dead argument flagged in ``writable`` (nothing else holds it:
         ``owned_outputs``).  The cell keeps one function per flags: one
         backward program may serve forward programs that own different
-        residuals."""
-        cell = _runner(closed)
+        residuals.  ``cell`` as for ``run``."""
+        cell = cell or _runner(closed)
         fns = cell[1]
         if fns is None and core.value_checks == (False, False):
             cell[1] = {}
