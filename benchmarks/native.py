@@ -11,10 +11,13 @@ meant for, beside the NumPy tier and JAX's jit, and what its first call costs.
   group, no mapped array written);
 * ``native.scan_rnn_grad``: the gradient through a 1,000-step ``lax.scan``
   recurrence on f64[16] (both scans, forward and reverse, are native
-  loops);
+  loops, their products loops in the kernel, ``tanh`` NumPy's own loop);
 * ``native.while_fori_loop``: 1,000 steps of ``tanh(h * 0.9 + 0.1) * 1.01``
   on f64[16] through ``lax.fori_loop`` with a traced trip count (a
   ``while_loop``: the predicate and the body in one native loop);
+* ``native.while_grad``: the gradient of the sum of that loop's result (a
+  ``recorded_loop``: the loop recording its steps, then the reverse sweep,
+  in one kernel; JAX has no reverse mode through a loop of traced length);
 * ``native.first_call``: the first call of ``jit(grad)`` at n=1e3 in a fresh
   process: the NumPy tier, the native tier with an empty kernel cache
   (``cold``) and with the kernels on disk from an earlier process
@@ -120,6 +123,20 @@ def _while_variants(h) -> dict:
     return variants
 
 
+def _fori_grad_numpy(h):
+    """The gradient of ``sum(_fori_traced(h, STEPS))`` by hand: the states
+    recorded, then the chain rule backwards."""
+    states = []
+    for _ in range(STEPS):
+        states.append(h)
+        h = np.tanh(h * 0.9 + 0.1) * 1.01
+    g = np.ones_like(h)
+    for h in reversed(states):
+        t = np.tanh(h * 0.9 + 0.1)
+        g = g * 1.01 * (1.0 - t * t) * 0.9
+    return g
+
+
 def _map_sum(x):
     return np.sum(x * 1.5 + x * x)
 
@@ -165,6 +182,8 @@ def workloads() -> list[Workload]:
     w = rng.standard_normal((SIZE, SIZE)) / np.sqrt(SIZE)
     xs = rng.standard_normal((STEPS, SIZE)) * 0.5
     h0 = rng.standard_normal(SIZE)
+    while_grad_fn = ft.grad(lambda h, n: np.sum(_fori_traced(h, n)))
+    while_grad = ft.jit(while_grad_fn)
     notes = {"functrans.native": "Numba kernels for the elementwise groups, NumPy for the rest"}
     if _peers.jax() is None:
         notes["jax.jit"] = "JAX not importable: no row"
@@ -198,6 +217,15 @@ def workloads() -> list[Workload]:
             description=f"{STEPS} steps of tanh(h*0.9 + 0.1)*1.01 on f64[{SIZE}], lax.fori_loop "
                         "with a traced trip count (a while_loop)",
             variants=_with_native(_while_variants(h0), _fori_traced, h0, STEPS),
+            floor="numpy", notes=notes,
+        ),
+        Workload(
+            name="native.while_grad",
+            description=f"grad of the sum of {STEPS} steps of tanh(h*0.9 + 0.1)*1.01 on "
+                        f"f64[{SIZE}], lax.fori_loop with a traced trip count",
+            variants=_with_native({"numpy": lambda: _fori_grad_numpy(h0),
+                                   "functrans.jit": lambda: while_grad(h0, STEPS)},
+                                  while_grad_fn, h0, STEPS),
             floor="numpy", notes=notes,
         ),
         Workload(
