@@ -248,7 +248,7 @@ def test_a_bidiagonal_jacobian_has_two_bands():
     assert_same(ft.jacfwd(f)(x), dense_push(ft.jacfwd(f), x))
 
 
-def _linear(f, x):
+def _linear(f, x, **options):
     captured = {}
     saved = api._structured_basis
 
@@ -259,7 +259,7 @@ def _linear(f, x):
 
     api._structured_basis = spy
     try:
-        ft.jacfwd(f)(x)
+        ft.jacfwd(f, **options)(x)
     finally:
         api._structured_basis = saved
     return captured["args"]
@@ -329,6 +329,11 @@ def test_complex_holomorphic():
     z = np.linspace(0.5, 1.5, 5) + 0.3j
     assert_same(ft.jacfwd(f, holomorphic=True)(z),
                 dense_push(ft.jacfwd(f, holomorphic=True), z))
+    # conj, real and imag keep the bands (the map is then only real-linear)
+    g = lambda z: fnp.conj(z[1:]) * z[:-1] + fnp.real(z[1:]) - 2j * fnp.imag(z[:-1])  # noqa: E731
+    assert_same(ft.jacfwd(g, holomorphic=True)(z), dense_push(ft.jacfwd(g, holomorphic=True), z))
+    lin = _linear(lambda z: fnp.conj(z[1:]) + fnp.real(z[:-1]), z, holomorphic=True)
+    assert not structured.dense_steps(structured.basis_program(*lin)[1])
 
 
 # -- NaN and inf: structural zeros stay zero ---------------------------------------

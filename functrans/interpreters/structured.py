@@ -185,7 +185,8 @@ def _select_rule(e, ins, rows):
 
 
 def _unary_rule(e, ins, rows):
-    """``neg`` and dtype conversion: applied to each vector."""
+    """``neg``, ``conj``, ``real``, ``imag`` and dtype conversion (zero to
+    zero, element by element): applied to each vector."""
     (a,) = ins
     if type(a) is not Bands:
         return None
@@ -324,6 +325,9 @@ _RULES: dict[str, Callable] = {
     "sub": _add_rule,
     "select": _select_rule,
     "neg": _unary_rule,
+    "conj": _unary_rule,
+    "real": _unary_rule,
+    "imag": _unary_rule,
     "convert_element_type": _unary_rule,
     "reshape": _order_rule,
     "squeeze": _order_rule,
