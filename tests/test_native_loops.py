@@ -587,3 +587,27 @@ def test_float_maximum_in_a_body_is_numpy_s_own_loop():
             assert bits_equal(a, b)
         (source,) = ft.jit(relu_rnn, compiler="native").lower(w, xs).native_sources
         assert SCAN in source and "np.maximum" not in source and "np.minimum" not in source
+
+
+def test_numpy_loops_on_rows_of_stacked_operands():
+    """NumPy's loops read a step's row of the stacked operands in place, in
+    a reverse scan and in a scan nested in a scan (a row of a row), for
+    C-ordered, strided and Fortran-ordered stacks."""
+
+    def rows(xs):
+        return lax.scan(lambda c, x: (c + np.tanh(x), np.exp(x) * c), fnp.zeros(xs.shape[1]),
+                        xs, reverse=True)
+
+    def nested(xs):
+        def step(c, x):
+            return lax.scan(lambda d, y: (d + np.sin(y), np.tanh(y) + d), c, x)
+
+        return lax.scan(step, fnp.zeros(xs.shape[2]), xs)
+
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((6, 4))
+    for arg in (xs, xs[:, ::2], np.asfortranarray(xs), xs[:0]):
+        (source,) = _check(rows, arg, loop=SCAN)
+        assert source.count("call_loop(") == 2
+    for arg in (rng.standard_normal((4, 3, 5)), np.zeros((0, 3, 5)), np.zeros((2, 0, 5))):
+        _check(nested, arg, loop=SCAN)
