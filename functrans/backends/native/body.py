@@ -16,7 +16,7 @@ and rewrites on every step:
   ``astype`` does, and outer products, whose elements are single products);
 * a transcendental float function on an array is one call of NumPy's own
   loop over the buffer (``numpy_loops.py``): NumPy's bits, at its speed;
-* ``dot_general`` is explicit loops (``dot.py``);
+* ``dot_general`` is explicit loops (``dot.py``), ``transpose`` a copy;
 * reductions whose result can be NumPy's bit for bit (``loop_reductions.py``);
 * a ``scan`` or ``while_loop`` in a body is a nested loop with buffers of
   its own, so a loop nest compiles as one kernel.
@@ -198,6 +198,19 @@ def lower_jaxpr(k: Kernel, jaxpr: Jaxpr, ins: Sequence[Value], pad: str
             more, outs = found
             lines += more
             names.update((id(v), x) for v, x in zip(e.outputs, outs) if x is not None)
+            continue
+        if e.primitive.name == "transpose" and type(e.inputs[0]) is not Literal \
+                and e.inputs[0].aval.ndim:
+            flush()
+            x, perm = value(e.inputs[0]), e.params["permutation"]
+            shape = tuple(x.shape[a] for a in perm)
+            buf = Value(k.buffer(shape, x.dtype), shape, x.dtype, owned=True)
+            index, inner = k.nest(shape, pad, lines)
+            source = [""] * len(perm)
+            for j, a in zip(index, perm):
+                source[a] = j
+            lines.append(f"{inner}{buf.at(index)} = {x.at(source)}")
+            names[id(e.outputs[0])] = buf
             continue
         if e.primitive.name in REDUCTIONS:
             flush()
