@@ -632,3 +632,15 @@ def test_numpy_loops_on_rows_of_stacked_operands():
         assert source.count("call_loop(") == 2
     for arg in (rng.standard_normal((4, 3, 5)), np.zeros((0, 3, 5)), np.zeros((2, 0, 5))):
         _check(nested, arg, loop=SCAN)
+
+
+def test_a_numpy_loop_is_used_only_once_it_computes_its_ufunc():
+    """The address read from the ufunc object is checked by calling it: the
+    loop of another function is refused."""
+    from functrans.backends.native import numpy_loops
+
+    tanh = numpy_loops.loop_address(np.tanh, "d->d")
+    assert tanh is not None and numpy_loops._computes(np.tanh, "d->d", tanh)
+    assert not numpy_loops._computes(np.tanh, "d->d", numpy_loops.loop_address(np.exp, "d->d"))
+    assert numpy_loops.loop_address(np.tanh, "e->e") is None  # float16: not called
+    assert numpy_loops.numpy_loop(np.add, (np.dtype(np.float64),) * 3) is None  # exact in Numba

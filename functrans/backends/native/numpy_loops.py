@@ -59,9 +59,33 @@ def loop_address(ufunc: np.ufunc, signature: str) -> int | None:
         data = ctypes.c_void_p.from_address(base + _DATA).value
         if not functions or data and ctypes.c_void_p.from_address(data + 8 * k).value:
             return None
-        return ctypes.c_void_p.from_address(functions + 8 * k).value
+        address = ctypes.c_void_p.from_address(functions + 8 * k).value
     except (ValueError, OSError):
         return None
+    return address if address and _computes(ufunc, signature, address) else None
+
+
+def _computes(ufunc: np.ufunc, signature: str, address: int) -> bool:
+    """Whether the loop at ``address``, called as the kernels call it, gives
+    ``ufunc``'s bits on a sample of values (special ones included): the
+    check that the address read is the loop ``ufunc.types`` lists."""
+    chars = signature.replace("->", "")
+    if any(c not in "fd" for c in chars):
+        return False
+    rng = np.random.default_rng(11)
+    base = np.concatenate([[np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, 3.0, 1e-310],
+                           rng.standard_normal(40) * 10.0 ** rng.integers(-3, 4, 40)])
+    ins = [np.ascontiguousarray(np.roll(base, 3 * n).astype(c)) for n, c in enumerate(chars[:-1])]
+    out = np.empty(base.size, chars[-1])
+    arrays = [*ins, out]
+    call = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                            ctypes.c_void_p)(address)
+    pointers = (ctypes.c_void_p * len(arrays))(*(a.ctypes.data for a in arrays))
+    steps = (ctypes.c_ssize_t * len(arrays))(*(a.itemsize for a in arrays))
+    with np.errstate(all="ignore"):
+        call(pointers, ctypes.byref(ctypes.c_ssize_t(base.size)), steps, None)
+        want = ufunc(*ins, dtype=out.dtype)
+    return out.tobytes() == np.asarray(want, out.dtype).tobytes()
 
 
 def numpy_loop(ufunc: np.ufunc, dtypes: tuple[np.dtype, ...]) -> int | None:
