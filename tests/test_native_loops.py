@@ -644,3 +644,24 @@ def test_a_numpy_loop_is_used_only_once_it_computes_its_ufunc():
     assert not numpy_loops._computes(np.tanh, "d->d", numpy_loops.loop_address(np.exp, "d->d"))
     assert numpy_loops.loop_address(np.tanh, "e->e") is None  # float16: not called
     assert numpy_loops.numpy_loop(np.add, (np.dtype(np.float64),) * 3) is None  # exact in Numba
+
+
+def test_select_in_a_body():
+    """where(pred, a, b) in a body: both branches converted to the result's
+    dtype, then selected; NaN, -0.0 and integer branches as NumPy gives them."""
+
+    def f(x, k, n):
+        def body(c):
+            i, x, k = c
+            x = fnp.where(x > 0.5, x * 0.5, -x - 0.25)
+            y = fnp.where(k > 2, k, 0.5).astype(x.dtype)
+            return i + 1, fnp.where(fnp.isnan(x), -0.0, x) + y, k + 1
+
+        return lax.while_loop(lambda c: c[0] < n, body, (0, x, k))
+
+    for x in (np.array([0.75, -0.0, np.nan, np.inf, 3.0]),
+              np.array([0.75, -0.0, np.nan, -np.inf, 3.0], np.float32)):
+        for n in (0, 1, 6):
+            (source,) = _check(f, x, np.arange(5, dtype=np.int32), n)
+            assert " if " in source
+    _check(f, 2.0, np.int32(1), 4)

@@ -60,7 +60,14 @@ def _elementwise(e: Eqn):
     """``(ufunc, loop dtypes)`` of an elementwise body equation with a native
     form, on operands of its result's shape or rank 0; else None."""
     out = e.outputs[0].aval
-    found = _conversion(e) if e.primitive.name == "convert_element_type" else native_ufunc(e)
+    found: tuple[Any, tuple[np.dtype, ...]] | None
+    if e.primitive.name == "select":
+        found = (SELECT, (np.dtype(bool), out.dtype, out.dtype, out.dtype)) \
+            if out.dtype.kind in "biuf" else None
+    elif e.primitive.name == "convert_element_type":
+        found = _conversion(e)
+    else:
+        found = native_ufunc(e)
     if found is None and out.ndim:
         found = _numpy_only(e)
     if found is None:
@@ -69,6 +76,20 @@ def _elementwise(e: Eqn):
                                         (out.shape, ()) for a in e.inputs):
         return None
     return found
+
+
+#: ``select(pred, on_true, on_false)`` in ``_elementwise``'s results: both
+#: branches converted to the result's dtype (as ``np.where`` converts them),
+#: then a conditional expression.
+SELECT = "select"
+
+
+def _expression(fn, ops: Sequence[str]) -> str:
+    """The scalar expression of a body member: a ufunc's call, a scalar
+    type's (a conversion), or a selection."""
+    if fn is SELECT:
+        return f"({ops[1]} if {ops[0]} else {ops[2]})"
+    return f"np.{fn.__name__}({', '.join(ops)})"
 
 
 def _numpy_only(e: Eqn):
@@ -164,7 +185,7 @@ def lower_jaxpr(k: Kernel, jaxpr: Jaxpr, ins: Sequence[Value], pad: str
                 ops.append(_cast(text, a.aval.dtype, d))
             out = e.outputs[0]
             s = scalars[id(out)] = k.fresh("v")
-            lines.append(f"{inner}{s} = np.{ufunc.__name__}({', '.join(ops)})")
+            lines.append(f"{inner}{s} = {_expression(ufunc, ops)}")
             if id(out) in returned or users.get(id(out), set()) - members:
                 buf = Value(k.buffer(shape, out.aval.dtype), shape, out.aval.dtype, owned=True)
                 lines.append(f"{inner}{buf.at(index)} = {s}")
@@ -241,7 +262,7 @@ def lower_jaxpr(k: Kernel, jaxpr: Jaxpr, ins: Sequence[Value], pad: str
             texts = [_cast(value(a).at(()), a.aval.dtype, d) if type(a) is not Literal
                      else k.constant(a.val, d) for a, d in zip(e.inputs, loop[1])]
             s = k.fresh("v")
-            lines.append(f"{pad}{s} = np.{loop[0].__name__}({', '.join(texts)})")
+            lines.append(f"{pad}{s} = {_expression(loop[0], texts)}")
             names[id(e.outputs[0])] = Value(s, (), out.dtype)
             continue
         if group and group[0][1].outputs[0].aval.shape != out.shape:
