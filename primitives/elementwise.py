@@ -382,6 +382,10 @@ def _drop_identity(op: str, positions=(0, 1)):
     return rule
 
 
+_drop_add_identity = _drop_identity("add")
+_drop_sub_identity = _drop_identity("sub", positions=(0,))
+
+
 def _negated(ctx, a):
     """The operand of the ``neg`` equation that produced ``a``, or None."""
     inner = ctx.producer(a)
@@ -428,7 +432,7 @@ def _neg_simplify(eqn, ctx):
 def _add_simplify(eqn, ctx):
     """x + (-0.0) = x (``_exact_identity``);  for integers x + (-y) = x - y:
     one pass instead of two."""
-    dropped = _drop_identity("add")(eqn, ctx)
+    dropped = _drop_add_identity(eqn, ctx)
     if dropped is not None:
         return dropped
     x, y = eqn.inputs
@@ -441,7 +445,7 @@ def _add_simplify(eqn, ctx):
 
 def _sub_simplify(eqn, ctx):
     """x - 0.0 = x (``_exact_identity``);  for integers x - (-y) = x + y."""
-    dropped = _drop_identity("sub", positions=(0,))(eqn, ctx)
+    dropped = _drop_sub_identity(eqn, ctx)
     if dropped is not None:
         return dropped
     inner = _negated_integer(ctx, eqn.inputs[1], eqn.outputs[0].aval.dtype)

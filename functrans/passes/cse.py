@@ -16,23 +16,19 @@ def cse(closed: ClosedJaxpr) -> ClosedJaxpr:
         inputs = e.inputs
         if rename:  # nothing to rename until a first merge
             inputs = tuple([a if type(a) is Literal else rename.get(id(a), a) for a in inputs])
-        try:
-            key = (e.primitive,
-                   tuple([("lit", a.key()) if type(a) is Literal else id(a) for a in inputs]),
-                   _params_key(e.params) if e.params else ())
-            hash(key)
-        except TypeError:  # unhashable params: keep the equation as it is
-            key = None
-        if key is not None and has_effect(e):
-            key = None  # two prints of one value print twice
-        earlier = seen.get(key) if key is not None else None
-        if earlier is not None:
-            for v, w in zip(e.outputs, earlier.outputs):
-                rename[id(v)] = w
-            continue
         new = e if inputs == e.inputs else Eqn(e.primitive, inputs, e.outputs, e.params, e.source)
-        if key is not None:
-            seen[key] = new
+        if not has_effect(e):  # two prints of one value print twice
+            try:  # one hash of the key: found, or kept as the first of its kind
+                key = (e.primitive,
+                       tuple([("lit", a.key()) if type(a) is Literal else id(a) for a in inputs]),
+                       _params_key(e.params) if e.params else ())
+                earlier = seen.setdefault(key, new)
+            except TypeError:  # unhashable params: keep the equation as it is
+                earlier = new
+            if earlier is not new:
+                for v, w in zip(e.outputs, earlier.outputs):
+                    rename[id(v)] = w
+                continue
         eqns.append(new)
     if not rename:
         return closed

@@ -19,7 +19,9 @@ def dce(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None, effects: bool 
     live = {id(a) for a in outvars if type(a) is not Literal}
     kept = []
     for e in reversed(jaxpr.eqns):
-        if _any_live(e.outputs, live) or (effects and has_effect(e)):
+        outs = e.outputs
+        alive = id(outs[0]) in live if len(outs) == 1 else _any_live(outs, live)
+        if alive or (effects and has_effect(e)):
             kept.append(e)
             for a in e.inputs:
                 if type(a) is not Literal:

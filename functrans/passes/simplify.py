@@ -30,7 +30,7 @@ class Context:
         if type(a) is Literal:
             return a.val
         x = self._consts.get(id(a))
-        if not isinstance(x, (np.ndarray, np.generic)):  # a tracer, a device array
+        if x is None or not isinstance(x, (np.ndarray, np.generic)):  # a tracer, a device array
             return None
         x = np.asarray(x)
         if x.size == 1 or (x.size and all(s == 0 for s in x.strides)):
