@@ -140,9 +140,29 @@ def _rdivmod(self, other):
 # -- the NumPy protocols -------------------------------------------------------------
 
 
+#: The ``functrans.numpy`` function of each ufunc and each NumPy function met
+#: so far (``np.sin`` -> ``fnp.sin``): the protocols below run on every NumPy
+#: call in traced code, and one dict lookup costs a fraction of finding the
+#: function by name.  Only functions found are kept (a missing one raises each
+#: time); bounded, since ``np.frompyfunc`` makes new ufuncs.
+_UFUNC_TARGETS: dict[Any, Callable] = {}
+_FUNCTION_TARGETS: dict[Any, Callable] = {}
+_TARGETS_MAX = 1024
+
+
+def _remember(table: dict[Any, Callable], key: Any, fn: Callable) -> None:
+    if len(table) >= _TARGETS_MAX:
+        table.clear()
+    table[key] = fn
+
+
 def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
     """``np.sin(tracer)`` -> ``fnp.sin(tracer)``; other ufunc methods and
     keywords (``out=``, ``dtype=``, ...) are refused with the way out."""
+    if method == "__call__" and not kwargs:  # the common call: no checks to make
+        fn = _UFUNC_TARGETS.get(ufunc)
+        if fn is not None:
+            return fn(*inputs)
     name = ufunc.__name__
     if method != "__call__":
         instead = _UFUNC_METHODS.get((name, method))
@@ -165,6 +185,7 @@ def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
             f"numpy.{name} was applied to a traced array, but functrans.numpy has no "
             f"{name}; write it with the functrans.numpy functions that exist"
         )
+    _remember(_UFUNC_TARGETS, ufunc, fn)
     return fn(*inputs)
 
 
@@ -176,6 +197,9 @@ def _is_default(keyword: str, value: Any) -> bool:
 def _array_function(self, func, types, args, kwargs):
     """``np.sum(tracer, axis=0)`` -> ``fnp.sum(tracer, axis=0)``; the same for
     ``numpy.linalg`` and other submodules that ``functrans.numpy`` mirrors."""
+    fn = _FUNCTION_TARGETS.get(func)
+    if fn is not None:
+        return fn(*args, **kwargs)
     namespace: Any = fnp
     module = getattr(func, "__module__", None) or "numpy"
     for part in module.split(".")[1:]:
@@ -188,6 +212,7 @@ def _array_function(self, func, types, args, kwargs):
             f"no function {func.__name__}; write it with the functrans.numpy functions "
             "that exist"
         )
+    _remember(_FUNCTION_TARGETS, func, fn)
     return fn(*args, **kwargs)
 
 

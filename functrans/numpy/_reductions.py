@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from functrans.core import Primitive, bind
+from functrans.core import Primitive, Tracer, bind
 from functrans.custom_derivatives import custom_jvp
 from functrans.dtypes import is_inexact
 from functrans.errors import AxisError, DTypeError, ShapeError
@@ -74,6 +74,14 @@ __all__ = [
 
 def _reduce(name: str, prim: Primitive, a: Any, axis: Any, keepdims: bool, dtype: Any = None):
     """``prim`` over NumPy's ``axis`` of ``a``."""
+    if type(a) is Tracer and dtype is None and keepdims is False:
+        # The common traced call: no conversion, no expand_dims, and an int axis
+        # in range or every axis, so nothing to check.
+        ndim = len(a.aval.shape)
+        if axis is None:
+            return bind(prim, a, axes=tuple(range(ndim)))
+        if type(axis) is int and -ndim <= axis < ndim:
+            return bind(prim, a, axes=(axis % ndim,))
     x = asarray(a)
     return _reduce_axes(prim, x, normalize_axes(name, axis, x.ndim), keepdims, dtype)
 
@@ -102,7 +110,8 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False):
     >>> sum(np.ones((2, 3), np.float32), axis=(0, 1))
     array(6., dtype=float32)
     """
-    _no_out("sum", out)
+    if out is not None:
+        _no_out("sum", out)
     return _reduce("sum", reduce_sum_p, a, axis, keepdims, dtype)
 
 

@@ -1,0 +1,186 @@
+"""The fast paths of ``functrans.numpy``'s dispatch give exactly what the
+general paths give: NumPy's protocols on tracers (``np.sin(tracer)``,
+``np.sum(tracer)``) once their target function is remembered, and the
+reductions' traced call without keywords.  Each case is run along the
+general path (nothing remembered, or an argument that the fast path leaves
+to it) and along the fast path, and the results are compared: dtype, weak
+type, shape and value bit for bit, or the error's type and text."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import functrans as ft
+import functrans.numpy as fnp
+from functrans.numpy import _array_methods, _reductions
+
+DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+          np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128]
+PY_SCALARS = [True, 3, -2, 2.5, -0.0, float("nan"), float("inf"), 1 - 2j]
+
+
+def _values(dtype) -> np.ndarray:
+    """A few values of ``dtype``: zeros, ones and, for floats, -0.0, NaN and inf."""
+    if np.dtype(dtype).kind in "fc":
+        return np.array([0.0, -0.0, 1.5, np.nan, np.inf, -2.0], dtype)
+    if np.dtype(dtype).kind == "b":
+        return np.array([True, False, True, True, False, False])
+    return np.array([0, 1, 2, 3, 1, 0], dtype)
+
+
+def _others(dtype):
+    """Second operands of every kind: Python scalars, NumPy scalars, 0-d and
+    n-d arrays of ``dtype`` and of float32."""
+    vals = _values(dtype)
+    return [*PY_SCALARS, vals[2], np.asarray(vals[2]), vals[::-1].copy(),
+            np.float32(0.5), np.ones(6, np.float32)]
+
+
+def _forget() -> None:
+    _array_methods._UFUNC_TARGETS.clear()
+    _array_methods._FUNCTION_TARGETS.clear()
+
+
+def _outcome(fn, *args, general: bool = False):
+    """What tracing ``fn`` over ``args`` (the traced ones: arrays) gives: the
+    output's aval (dtype, weak type, shape) and its value's bytes, or the
+    error.  ``general``: with nothing remembered before each trace."""
+    try:
+        if general:
+            _forget()
+        closed = ft.make_jaxpr(fn)(*args)
+        aval = closed.jaxpr.outvars[0].aval
+        if general:
+            _forget()
+        value = np.asarray(ft.jit(fn)(*args))
+    except Exception as e:  # the error must be the same along both paths
+        return type(e), str(e)
+    return aval.dtype, aval.weak_type, aval.shape, value.dtype, value.tobytes()
+
+
+def _general_and_fast(fn, *args):
+    general = _outcome(fn, *args, general=True)  # also remembers the target, if any
+    return general, _outcome(fn, *args)
+
+
+# The grids run every operand kind, NaN and inf included, through the ufuncs.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+UFUNCS_2 = [np.add, np.multiply, np.true_divide, np.power, np.maximum, np.less]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_binary_ufunc_fast_path_matches_general_path(dtype):
+    x = _values(dtype)
+    for ufunc in UFUNCS_2:
+        for other in _others(dtype):
+            for fn in (lambda t, o=other, u=ufunc: u(t, o), lambda t, o=other, u=ufunc: u(o, t)):
+                general, fast = _general_and_fast(fn, x)
+                assert general == fast, (ufunc, other)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_ufunc_on_tracer_is_the_fnp_function(dtype):
+    x, y = _values(dtype), _values(dtype)[::-1].copy()
+    for ufunc in (*UFUNCS_2, np.sin, np.negative, np.absolute):
+        fn_np = (lambda a, b, u=ufunc: u(a, b)) if ufunc.nin == 2 else (lambda a, b, u=ufunc: u(a))
+        fn_f = getattr(fnp, ufunc.__name__)
+        fn_fnp = (lambda a, b, f=fn_f: f(a, b)) if ufunc.nin == 2 else (lambda a, b, f=fn_f: f(a))
+        _outcome(fn_np, x, y)  # remember the target
+        assert _outcome(fn_np, x, y) == _outcome(fn_fnp, x, y), ufunc
+
+
+def test_ufunc_target_is_remembered_and_keywords_still_checked():
+    x = np.linspace(0.0, 1.0, 4)
+    _array_methods._UFUNC_TARGETS.clear()
+    ft.make_jaxpr(np.sin)(x)
+    assert _array_methods._UFUNC_TARGETS[np.sin] is fnp.sin
+    # A remembered ufunc still has its keywords and methods checked.
+    with pytest.raises(TypeError, match=r"numpy.sin: keyword arguments out are not supported "
+                                        r"on traced arrays"):
+        ft.make_jaxpr(lambda t: np.sin(t, out=np.empty(4)))(x)
+    ft.make_jaxpr(lambda t: np.add(t, t))(x)
+    with pytest.raises(TypeError, match=r"numpy.add.reduce is not supported on traced arrays: "
+                                        r"only calls of the ufunc itself are; use "
+                                        r"functrans.numpy.sum"):
+        ft.make_jaxpr(np.add.reduce)(x)
+    # Keywords at their defaults take the general path and give the same program.
+    plain = ft.make_jaxpr(lambda t: np.sin(t))(x)
+    defaults = ft.make_jaxpr(lambda t: np.sin(t, dtype=None, casting="same_kind"))(x)
+    assert str(plain) == str(defaults)
+
+
+def test_missing_targets_are_refused_every_time():
+    x = np.linspace(0.0, 1.0, 4)
+    for _ in range(2):
+        with pytest.raises(TypeError, match=r"numpy.ldexp was applied to a traced array, but "
+                                            r"functrans.numpy has no ldexp"):
+            ft.make_jaxpr(lambda t: np.ldexp(t, 2))(x)
+    assert np.ldexp not in _array_methods._UFUNC_TARGETS
+
+
+def test_array_function_target_is_remembered():
+    x = np.arange(6.0).reshape(2, 3)
+    _array_methods._FUNCTION_TARGETS.clear()
+    first = ft.make_jaxpr(lambda t: np.sum(t, axis=0))(x)
+    assert _array_methods._FUNCTION_TARGETS[np.sum] is fnp.sum
+    assert str(ft.make_jaxpr(lambda t: np.sum(t, axis=0))(x)) == str(first)
+    ft.make_jaxpr(lambda t: np.linalg.norm(t))(x)
+    assert _array_methods._FUNCTION_TARGETS[np.linalg.norm] is fnp.linalg.norm
+
+
+AXES = [None, 0, 1, -1, -2, 2, -3, (0, 1), (1,), 1.0, (0, 0)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name", ["sum", "prod", "all", "any"])
+def test_reduction_fast_path_matches_general_path(dtype, name):
+    """``keepdims=np.False_`` is not ``False``: it takes the general path."""
+    x = np.stack([_values(dtype), _values(dtype)[::-1]])
+    red = getattr(fnp, name)
+    for axis in AXES:
+        fast = _outcome(lambda t, a=axis: red(t, axis=a), x)
+        general = _outcome(lambda t, a=axis: red(t, axis=a, keepdims=np.False_), x)
+        assert fast == general, axis
+        if not isinstance(fast[0], type):  # no error: NumPy's dtype and values
+            expected = np.asarray(getattr(np, name)(x, axis=axis))
+            assert fast[3] == expected.dtype and fast[4] == expected.tobytes(), axis
+
+
+def test_reduction_fast_path_skips_normalisation(monkeypatch):
+    calls = []
+    original = _reductions.normalize_axes
+
+    def spy(*args):
+        calls.append(args)
+        return original(*args)
+
+    monkeypatch.setattr(_reductions, "normalize_axes", spy)
+    x = np.ones((2, 3))
+    ft.make_jaxpr(lambda t: fnp.sum(t) + fnp.sum(t, axis=-1).sum() + np.sum(t, axis=1).sum())(x)
+    assert calls == []
+    ft.make_jaxpr(lambda t: fnp.sum(t, axis=(0, 1)))(x)
+    assert len(calls) == 1
+
+
+def test_reduction_fast_path_errors():
+    x = np.ones((2, 3))
+    with pytest.raises(Exception) as fast:
+        ft.make_jaxpr(lambda t: fnp.sum(t, axis=2))(x)
+    with pytest.raises(Exception) as general:
+        ft.make_jaxpr(lambda t: fnp.sum(t, axis=2, keepdims=np.False_))(x)
+    assert type(fast.value) is type(general.value)
+    assert str(fast.value) == str(general.value)
+    assert "sum: axis 2 is out of bounds for an array of rank 2" in str(fast.value)
+    with pytest.raises(TypeError, match="sum: out= is not supported"):
+        ft.make_jaxpr(lambda t: fnp.sum(t, out=np.empty(())))(x)
+
+
+def test_tracer_operand_kinds():
+    """Two traced operands of any dtypes go the same way through np.* and fnp.*."""
+    for da in DTYPES:
+        for db in (np.bool_, np.int8, np.float32, np.complex128):
+            a, b = _values(da), _values(db)
+            assert _outcome(lambda s, t: np.multiply(s, t), a, b) == \
+                _outcome(lambda s, t: fnp.multiply(s, t), a, b)
