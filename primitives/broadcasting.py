@@ -190,7 +190,7 @@ broadcast_in_dim_p = declare_linear(
 
 
 def _reshape_abstract_eval(x, *, new_sizes):
-    if any(d < 0 for d in new_sizes) or int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+    if any(d < 0 for d in new_sizes) or int(math.prod(new_sizes)) != x.size:
         raise ShapeError(
             f"reshape: cannot reshape {x.str_short()} ({x.size} elements) into shape "
             f"{tuple(new_sizes)}"

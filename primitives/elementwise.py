@@ -633,13 +633,23 @@ def _integer_pow_impl(x, *, y):
 
 
 _pow_dtype = _ufunc_dtype_rule("integer_pow", np.power)
+_WEAK_INT = ShapedArray((), np.int64, weak_type=True)
+#: The result aval by operand aval (the exponent's value never changes it):
+#: ``x ** 2`` is common in traced code, and the core memoises only
+#: equations without params.  Bounded: cleared when full.
+_pow_avals: dict[ShapedArray, ShapedArray] = {}
 
 
 def _integer_pow_abstract_eval(x, *, y):
     if not isinstance(y, int):
         raise DTypeError(f"integer_pow: exponent must be a Python int, got {y!r}")
-    weak_int = ShapedArray((), np.int64, weak_type=True)
-    return ShapedArray(x.shape, _pow_dtype(x, weak_int))
+    out = _pow_avals.get(x)
+    if out is None:
+        out = ShapedArray(x.shape, _pow_dtype(x, _WEAK_INT))
+        if len(_pow_avals) >= 4096:
+            _pow_avals.clear()
+        _pow_avals[x] = out
+    return out
 
 
 def _integer_pow_jvp(primals, tangents, *, y):

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from functrans.primitives import elementwise
+from functrans.primitives.elementwise import integer_pow_p
 
 import functrans as ft
 import functrans.numpy as fnp
-from functrans.numpy import _array_methods, _reductions
+from functrans.core import ShapedArray
+from functrans.errors import DTypeError
+from functrans.numpy import _array_methods, _indexing, _reductions
 
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
           np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128]
@@ -184,3 +188,73 @@ def test_tracer_operand_kinds():
             a, b = _values(da), _values(db)
             assert _outcome(lambda s, t: np.multiply(s, t), a, b) == \
                 _outcome(lambda s, t: fnp.multiply(s, t), a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_integer_pow_avals_remembered(dtype):
+    """``x ** y`` has NumPy's dtype for every exponent, the first time and
+    from the remembered aval; a weak operand gives a strong result both times."""
+    x = _values(dtype)
+    for y in (0, 1, 2, 3, -1):
+        elementwise._pow_avals.clear()
+        first, again = _outcome(lambda t, y=y: t**y, x), _outcome(lambda t, y=y: t**y, x)
+        assert first == again, y
+        try:
+            want = np.power(x, y)
+        except (ValueError, OverflowError):  # negative powers of integers: refused too
+            assert isinstance(first[0], type) and issubclass(first[0], Exception), y
+            continue
+        assert first[0] == want.dtype and first[3] == want.dtype and first[1] is False, y
+    aval = ShapedArray((3,), dtype)
+    first = integer_pow_p.abstract_eval(aval, y=2)
+    assert integer_pow_p.abstract_eval(ShapedArray((3,), dtype), y=3) is first
+    # A weak operand is a different key: its result is worked out afresh.
+    strong0 = integer_pow_p.abstract_eval(ShapedArray((), dtype), y=2)
+    weak0 = integer_pow_p.abstract_eval(ShapedArray((), dtype, weak_type=True), y=2)
+    elementwise._pow_avals.clear()
+    assert integer_pow_p.abstract_eval(ShapedArray((), dtype, weak_type=True), y=2) == weak0
+    assert integer_pow_p.abstract_eval(ShapedArray((), dtype), y=2) == strong0
+    assert not weak0.weak_type and not strong0.weak_type and strong0.dtype == first.dtype
+    with pytest.raises(DTypeError, match="integer_pow: exponent must be a Python int, got 2.0"):
+        integer_pow_p.abstract_eval(aval, y=2.0)
+
+
+
+BASIC_INDICES = [
+    0, -1, 2, (1,), (0, 1), (-1, -3), slice(None), slice(1, None), slice(None, -1),
+    slice(None, None, -1), slice(3, 0, -2), slice(-100, 100), slice(5, 2), (slice(None), 0),
+    (None, 1), (Ellipsis, 0), (0, Ellipsis), (Ellipsis,), (None, Ellipsis, None), (), None,
+    (slice(1, 3), None, slice(None, None, 2)),
+    # Not basic, or not in range: the general path, every time.
+    3, -4, (0, 0, 0), (Ellipsis, Ellipsis), True, np.int64(1), (np.int64(0), 1), [0, 2],
+    slice(np.int64(1), None), slice(None, None, 0), 1.0,
+]
+
+
+@pytest.mark.parametrize("idx", BASIC_INDICES, ids=repr)
+def test_getitem_parse_cache_matches_general_path(idx):
+    x = np.arange(12.0).reshape(3, 4)
+    x[0, 0] = -0.0
+    _indexing._parsed.clear()
+    general = _outcome(lambda t: t[idx], x)
+    assert _outcome(lambda t: t[idx], x) == general  # parsed once, now remembered
+    try:
+        want = x[idx]
+    except (IndexError, TypeError, ValueError) as e:
+        assert general[0] in (IndexError, TypeError, ValueError), (e, general)
+        return
+    assert general[2] == want.shape and general[3] == want.dtype
+    assert general[4] == np.ascontiguousarray(want).tobytes()
+
+
+def test_getitem_parse_cache_keys():
+    x = np.ones((3, 4))
+    _indexing._parsed.clear()
+    ft.make_jaxpr(lambda t: t[0] + t[(0,)] + t[-1])(x)
+    assert set(_indexing._parsed) == {((3, 4), (0,)), ((3, 4), (-1,))}
+    ft.make_jaxpr(lambda t: t[np.int64(0)] + t[True])(x)
+    assert len(_indexing._parsed) == 2  # NumPy integers and bools are not basic keys
+    with pytest.raises(IndexError, match="getitem: index 3 is out of bounds for axis 0 "
+                                         "with size 3"):
+        ft.make_jaxpr(lambda t: t[3])(x)
+    assert ((3, 4), (3,)) not in _indexing._parsed

@@ -238,10 +238,48 @@ def getitem(x, idx):
            [ 0,  3]])
     """
     x = asarray(x)
-    index = parse_index("getitem", tuple(x.shape), idx)
+    shape = tuple(x.shape)
+    key = _basic_key(idx)
+    if key is None:
+        index = parse_index("getitem", shape, idx)
+    else:
+        index = _parsed.get((shape, key))
+        if index is None:
+            index = parse_index("getitem", shape, idx)  # raises for a bad index
+            if len(_parsed) >= 4096:
+                _parsed.clear()
+            _parsed[shape, key] = index
     if index.inserted:
         x = bind(expand_dims_p, x, dimensions=index.inserted)
     return _gather(x, index)
+
+
+#: ``parse_index``'s results for basic indices (``x[0]``, ``x[1:]``,
+#: ``x[:, None]``) by array shape and ``_basic_key``: traced code indexes
+#: arrays of a few shapes in a few ways, over and over, and parsing cost more
+#: than the equations it gives.  Bounded: cleared when full.
+_parsed: dict[tuple, Index] = {}
+
+
+def _basic_key(idx: Any) -> tuple | None:
+    """A hashable form of ``idx`` if it holds only Python ints (not bools),
+    slices of Python ints and Nones, ``None`` and ``...``; else None.  A lone
+    entry and a 1-tuple of it index alike, so they share a key."""
+    entries = idx if type(idx) is tuple else (idx,)
+    key = []
+    for e in entries:
+        t = type(e)
+        if t is int or e is None or e is Ellipsis:
+            key.append(e)
+        elif t is slice:
+            start, stop, step = e.start, e.stop, e.step
+            if not ((start is None or type(start) is int) and (stop is None or type(stop) is int)
+                    and (step is None or type(step) is int)):
+                return None
+            key.append((start, stop, step))
+        else:
+            return None
+    return tuple(key)
 
 
 def _gather(x, index: Index):

@@ -11,6 +11,7 @@ building blocks shared with the indexing and contraction modules.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -83,7 +84,7 @@ def _convert(x, dtype):
 
 
 def _size(shape: Sequence[int]) -> int:
-    return int(np.prod(shape, dtype=np.int64))
+    return int(math.prod(shape))
 
 
 def _shape_tuple(name: str, shape: Any) -> tuple[int, ...]:
