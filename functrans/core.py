@@ -1237,9 +1237,9 @@ class JaxprTrace:
             if x._trace is self:
                 return x._var
             return self._const_var(x, x.aval, lifted=True)
-        t = type(x)
-        if t in dtypes.PYTHON_SCALAR_DTYPES:
-            return Literal(x, get_aval(x))
+        aval = _SCALAR_AVALS.get(type(x))  # a Python scalar: get_aval's answer, at once
+        if aval is not None:
+            return Literal(x, aval)
         if isinstance(x, np.generic) or (isinstance(x, np.ndarray) and x.ndim == 0):
             # x[()] is an immutable NumPy scalar: a Jaxpr (hashed, cached) must not
             # change when the caller later writes into its 0-d array.

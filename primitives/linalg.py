@@ -41,7 +41,28 @@ def _free_axes(ndim, *used):
     return tuple(i for i in range(ndim) if i not in taken)
 
 
+#: dot_general's result avals by ``(lhs, rhs, dimension_numbers)``: a traced
+#: loop of matrix products repeats a few, and the rule below (axis checks,
+#: free axes, promotion) cost more than recording the equation.  Only results
+#: are kept (a bad call raises each time); bounded: cleared when full.
+_dot_avals: dict[tuple, ShapedArray] = {}
+
+
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers):
+    key = (lhs, rhs, dimension_numbers)
+    try:
+        out = _dot_avals.get(key)
+    except TypeError:  # lists in dimension_numbers: worked out every time
+        return _dot_general_aval(lhs, rhs, dimension_numbers)
+    if out is None:
+        out = _dot_general_aval(lhs, rhs, dimension_numbers)
+        if len(_dot_avals) >= 4096:
+            _dot_avals.clear()
+        _dot_avals[key] = out
+    return out
+
+
+def _dot_general_aval(lhs, rhs, dimension_numbers):
     (lc, rc), (lb, rb) = dimension_numbers
     check_axes("dot_general", lhs, tuple(lc) + tuple(lb))
     check_axes("dot_general", rhs, tuple(rc) + tuple(rb))

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from functrans.primitives import elementwise
+from functrans.primitives import elementwise, linalg
 from functrans.primitives.elementwise import integer_pow_p
+from functrans.primitives.linalg import dot_general_p
 
 import functrans as ft
 import functrans.numpy as fnp
 from functrans.core import ShapedArray
-from functrans.errors import DTypeError
+from functrans.errors import DTypeError, ShapeError
 from functrans.numpy import _array_methods, _indexing, _reductions
 
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
@@ -258,3 +259,49 @@ def test_getitem_parse_cache_keys():
                                          "with size 3"):
         ft.make_jaxpr(lambda t: t[3])(x)
     assert ((3, 4), (3,)) not in _indexing._parsed
+
+
+MATMUL_SHAPES = [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
+                 ((5, 2, 3), (5, 3, 4)), ((5, 2, 3), (1, 3, 4)), ((1, 2, 3), (5, 3, 4)),
+                 ((5, 2, 3), (3, 4)), ((2, 3), (5, 3, 4)), ((4, 2, 3), (5, 3, 4)),
+                 ((2, 3), (4, 5)), ((0, 2, 3), (0, 3, 1))]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.float32, np.float64, np.complex64])
+def test_matmul_and_dot_avals_remembered(dtype):
+    """The remembered dot_general avals and matmul's equal-batch shortcut give
+    NumPy's shapes and dtypes, the first time and again; bad shapes raise the
+    same error each time."""
+    for sa, sb in MATMUL_SHAPES:
+        a = np.arange(np.prod(sa), dtype=dtype).reshape(sa)
+        b = np.arange(np.prod(sb), dtype=dtype).reshape(sb)[::-1].copy()
+        linalg._dot_avals.clear()
+        first = _outcome(lambda s, t: s @ t, a, b)
+        assert _outcome(lambda s, t: s @ t, a, b) == first
+        try:
+            want = a @ b
+        except ValueError:
+            assert first[0] is ShapeError, (sa, sb, first)
+            assert first[1].startswith("matmul: shapes") or "do not broadcast" in first[1]
+            continue
+        assert first[2] == want.shape and first[3] == want.dtype, (sa, sb)
+        assert first[4] == want.tobytes(), (sa, sb)
+        if len(sb) <= 2:  # np.dot's contraction differs from matmul's beyond 2-d
+            assert _outcome(lambda s, t: fnp.dot(s, t), a, b)[2:] == first[2:], (sa, sb)
+
+
+def test_dot_general_avals_remembered():
+    lhs, rhs = ShapedArray((2, 3), np.float32), ShapedArray((3,), np.int64)
+    dims = (((1,), (0,)), ((), ()))
+    linalg._dot_avals.clear()
+    out = dot_general_p.abstract_eval(lhs, rhs, dimension_numbers=dims)
+    assert out == ShapedArray((2,), np.float64)
+    assert dot_general_p.abstract_eval(lhs, rhs, dimension_numbers=dims) is out
+    listed = dot_general_p.abstract_eval(lhs, rhs, dimension_numbers=[[[1], [0]], [[], []]])
+    assert listed == out and len(linalg._dot_avals) == 1
+    for _ in range(2):
+        with pytest.raises(ShapeError, match=r"dot_general: contracting axes \(0,\) of "
+                                             r"f32\[2,3\] and \(0,\) of i64\[3\] must have "
+                                             r"equal sizes"):
+            dot_general_p.abstract_eval(lhs, rhs, dimension_numbers=(((0,), (0,)), ((), ())))
+    assert len(linalg._dot_avals) == 1

@@ -167,7 +167,8 @@ def matmul(x1, x2, /, out=None, *, dtype=None):
             f"second has size {b.shape[cb]}"
         )
     batch_a, batch_b = tuple(a.shape[:-2]), tuple(b.shape[:-2])
-    batch = _broadcast_shape("matmul", batch_a, batch_b)
+    # Equal batch shapes (no batch axes, the common case) need no broadcasting.
+    batch = batch_a if batch_a == batch_b else _broadcast_shape("matmul", batch_a, batch_b)
     if not batch_b:  # a's batch axes are free axes of a: already in place
         return _dot_general(a, b, ((ca,), (cb,)))
     if not batch_a:  # the result is (m, *batch, n): move m after the batch axes
