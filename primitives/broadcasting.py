@@ -331,7 +331,24 @@ def reduction(name: str, fn: Callable, method: str, identity: bool = True, **rul
     Reductions without an identity (max, min) refuse empty reduced axes, as
     NumPy does."""
 
+    #: Result avals by ``(x, axes)``: most reductions of a traced program repeat
+    #: a few.  Only results are kept (bad axes raise each time); bounded.
+    avals: dict[tuple, ShapedArray] = {}
+
     def abstract_eval(x, *, axes):
+        key = (x, axes)
+        try:
+            out = avals.get(key)
+        except TypeError:  # axes given as a list: worked out every time
+            return shape_rule(x, axes)
+        if out is None:
+            out = shape_rule(x, axes)
+            if len(avals) >= 4096:
+                avals.clear()
+            avals[key] = out
+        return out
+
+    def shape_rule(x, axes):
         check_axes(name, x, axes)
         if not identity and any(x.shape[a] == 0 for a in axes):
             raise ShapeError(

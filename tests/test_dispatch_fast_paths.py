@@ -16,8 +16,8 @@ from functrans.primitives.linalg import dot_general_p
 
 import functrans as ft
 import functrans.numpy as fnp
-from functrans.core import ShapedArray
-from functrans.errors import DTypeError, ShapeError
+from functrans.core import ShapedArray, lookup_primitive
+from functrans.errors import AxisError, DTypeError, ShapeError
 from functrans.numpy import _array_methods, _indexing, _reductions
 
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
@@ -305,3 +305,27 @@ def test_dot_general_avals_remembered():
                                              r"equal sizes"):
             dot_general_p.abstract_eval(lhs, rhs, dimension_numbers=(((0,), (0,)), ((), ())))
     assert len(linalg._dot_avals) == 1
+
+
+@pytest.mark.parametrize("name", ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min"])
+def test_reduction_avals_remembered(name):
+    prim = lookup_primitive(name)
+    fn = {"reduce_sum": np.sum, "reduce_prod": np.prod, "reduce_max": np.max,
+          "reduce_min": np.min}[name]
+    for dtype in DTYPES:
+        for axes in [(), (0,), (1,), (0, 1)]:
+            aval = ShapedArray((2, 3), dtype)
+            first = prim.abstract_eval(aval, axes=axes)
+            again = prim.abstract_eval(ShapedArray((2, 3), dtype), axes=axes)
+            assert again is first
+            want = fn(np.ones((2, 3), dtype), axis=axes)
+            assert (first.shape, first.dtype, first.weak_type) == (want.shape, want.dtype, False)
+            assert prim.abstract_eval(aval, axes=list(axes)) == first
+    for _ in range(2):
+        with pytest.raises(AxisError, match=rf"{name}: axis 2 is out of bounds for an operand "
+                                            r"of type f64\[2,3\] \(rank 2\)"):
+            prim.abstract_eval(ShapedArray((2, 3), np.float64), axes=(2,))
+    if name in ("reduce_max", "reduce_min"):
+        for _ in range(2):
+            with pytest.raises(ShapeError, match=rf"{name}: reducing an axis of size 0"):
+                prim.abstract_eval(ShapedArray((0, 3), np.float64), axes=(0,))
