@@ -339,10 +339,14 @@ def _tuple_arg(label: str, what: str, x: Any) -> tuple:
 
 
 def _check_like(label: str, what: str, xs: Sequence[Any], avals: Sequence[ShapedArray], paths):
-    """Each of ``xs`` must have the shape and dtype of the matching aval."""
+    """Each of ``xs`` must have the shape and dtype of the matching aval.  A
+    weakly typed Python number takes the aval's dtype, except a complex one
+    for a real aval: that would drop its imaginary part (or, run as it is,
+    give a real argument a complex cotangent)."""
     for x, aval, path in zip(xs, avals, paths):
         got = core.get_aval(x)
-        if got.shape != aval.shape or (got.dtype != aval.dtype and not got.weak_type):
+        if got.shape != aval.shape or (got.dtype != aval.dtype and not (
+                got.weak_type and (got.dtype.kind != "c" or aval.dtype.kind == "c"))):
             raise TypeError(
                 f"{label}: {what}{keystr(path)} has type {got.str_short()} but "
                 f"{aval.str_short()} is expected; pass an array of that shape and dtype"
