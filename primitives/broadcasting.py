@@ -331,16 +331,16 @@ def reduction(name: str, fn: Callable, method: str, identity: bool = True, **rul
     Reductions without an identity (max, min) refuse empty reduced axes, as
     NumPy does."""
 
-    #: Result avals by ``(x, axes)``: most reductions of a traced program repeat
-    #: a few.  Only results are kept (bad axes raise each time); bounded.
+    #: Result avals by ``(x, axes)`` for axes of Python ints (``1.0`` equals
+    #: ``1`` as a key but is a bad axis): most reductions of a traced program
+    #: repeat a few.  Only results are kept (bad axes raise each time); bounded.
     avals: dict[tuple, ShapedArray] = {}
 
     def abstract_eval(x, *, axes):
-        key = (x, axes)
-        try:
-            out = avals.get(key)
-        except TypeError:  # axes given as a list: worked out every time
+        if type(axes) is not tuple or not all(type(a) is int for a in axes):
             return shape_rule(x, axes)
+        key = (x, axes)
+        out = avals.get(key)
         if out is None:
             out = shape_rule(x, axes)
             if len(avals) >= 4096:

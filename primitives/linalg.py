@@ -41,19 +41,32 @@ def _free_axes(ndim, *used):
     return tuple(i for i in range(ndim) if i not in taken)
 
 
-#: dot_general's result avals by ``(lhs, rhs, dimension_numbers)``: a traced
-#: loop of matrix products repeats a few, and the rule below (axis checks,
-#: free axes, promotion) cost more than recording the equation.  Only results
-#: are kept (a bad call raises each time); bounded: cleared when full.
+#: dot_general's result avals by ``(lhs, rhs, dimension_numbers)`` for axes
+#: of Python ints in tuples (``1.0`` equals ``1`` as a key but is a bad axis):
+#: a traced loop of matrix products repeats a few, and the rule below (axis
+#: checks, free axes, promotion) cost more than recording the equation.  Only
+#: results are kept (a bad call raises each time); bounded: cleared when full.
 _dot_avals: dict[tuple, ShapedArray] = {}
 
 
+def _int_axes(dimension_numbers) -> bool:
+    """Whether ``dimension_numbers`` is two pairs of tuples of Python ints."""
+    if type(dimension_numbers) is not tuple or len(dimension_numbers) != 2:
+        return False
+    for pair in dimension_numbers:
+        if type(pair) is not tuple or len(pair) != 2:
+            return False
+        for axes in pair:
+            if type(axes) is not tuple or not all(type(a) is int for a in axes):
+                return False
+    return True
+
+
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers):
-    key = (lhs, rhs, dimension_numbers)
-    try:
-        out = _dot_avals.get(key)
-    except TypeError:  # lists in dimension_numbers: worked out every time
+    if not _int_axes(dimension_numbers):
         return _dot_general_aval(lhs, rhs, dimension_numbers)
+    key = (lhs, rhs, dimension_numbers)
+    out = _dot_avals.get(key)
     if out is None:
         out = _dot_general_aval(lhs, rhs, dimension_numbers)
         if len(_dot_avals) >= 4096:

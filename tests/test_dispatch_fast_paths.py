@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from functrans.primitives import elementwise, linalg
+from functrans.primitives.broadcasting import reduce_sum_p
 from functrans.primitives.elementwise import integer_pow_p
 from functrans.primitives.linalg import dot_general_p
 
@@ -329,3 +330,18 @@ def test_reduction_avals_remembered(name):
         for _ in range(2):
             with pytest.raises(ShapeError, match=rf"{name}: reducing an axis of size 0"):
                 prim.abstract_eval(ShapedArray((0, 3), np.float64), axes=(0,))
+
+
+def test_remembered_avals_keep_refusing_float_axes():
+    """``1.0 == 1`` as a key, but a float axis is refused even after the int
+    axis' result is remembered."""
+    x = ShapedArray((2, 3), np.float64)
+    assert reduce_sum_p.abstract_eval(x, axes=(1,)).shape == (2,)
+    for _ in range(2):
+        with pytest.raises(AxisError, match=r"reduce_sum: axis 1.0 is out of bounds"):
+            reduce_sum_p.abstract_eval(x, axes=(1.0,))
+    rhs = ShapedArray((3,), np.float64)
+    assert dot_general_p.abstract_eval(x, rhs, dimension_numbers=(((1,), (0,)), ((), ())))
+    for _ in range(2):
+        with pytest.raises(AxisError, match=r"dot_general: axis 1.0 is out of bounds"):
+            dot_general_p.abstract_eval(x, rhs, dimension_numbers=(((1.0,), (0,)), ((), ())))
