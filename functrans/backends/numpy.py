@@ -439,6 +439,7 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
         returned.append(out)
     lines.append(f"    return [{', '.join(returned)}]")
     namespace["_take"], namespace["_give"] = scratch.take, scratch.give
+    namespace["_agrees"], namespace["_c_order"] = _agrees, _c_order
     namespace["_pad_buffer"], namespace["_pad_add"] = _pad_buffer, np.add
     namespace[_LINES] = at_line
     # Frames of generated code are functrans' own (core.user_source skips them).
@@ -731,6 +732,24 @@ def _pad_sums(jaxpr: Jaxpr, fns: list) -> dict[int, _PadSum]:
     return plans
 
 
+def _agrees(b: np.ndarray, a: np.ndarray) -> bool:
+    """Whether NumPy lays a ufunc's result of the new array ``a`` and of
+    ``b`` (of ``a``'s shape) out as ``a``: ``b``'s strides are ``a``'s on
+    each axis of two or more elements it does not broadcast along."""
+    return b.strides == a.strides or all(
+        s == t or s == 0 or n == 1 for s, t, n in zip(b.strides, a.strides, a.shape))
+
+
+def _c_order(b: np.ndarray) -> bool:
+    """Whether ``b`` leaves NumPy's choice of a ufunc result's layout at C
+    order: its strides on the axes of two or more elements it does not
+    broadcast along are positive and decreasing."""
+    if b.flags.c_contiguous:
+        return True
+    strides = [s for s, n in zip(b.strides, b.shape) if n > 1 and s != 0]
+    return all(s > 0 for s in strides) and all(s > t for s, t in zip(strides, strides[1:]))
+
+
 def _pad_buffer(key: tuple) -> np.ndarray:
     """An array of ``key``'s shape and dtype to write into: a pooled one
     (its contents are overwritten) or a new one."""
@@ -768,24 +787,42 @@ class _Buffers:
 
     def __init__(self, constant):
         self.owned: dict[int, tuple] = {}  # id -> (shape, dtype)
+        self.reused: str | None = None  # the dead operand ``take`` named last
         self._constant = constant  # names a value in the generated code's namespace
         self._keys: dict[tuple, str] = {}
 
     def take(self, e, fn, dead, names) -> str | None:
-        """The ``out=`` argument for ``e``, or None."""
+        """The ``out=`` argument for ``e``, or None.  Written into, a buffer
+        must have the memory layout NumPy would give the result (a float sum
+        over several axes adds in memory order): a dead operand's is that
+        layout where every other operand of the result's shape has its
+        strides, checked when the code runs; a pooled buffer (C order) where
+        every operand of the result's shape is C-contiguous."""
+        self.reused = None
         if not _fresh_ufunc_result(e, fn):
             return None
         out = e.outputs[0].aval
-        for a in e.inputs:
-            if (type(a) is Var and id(a) in self.owned and id(a) in dead
-                    and a.aval.shape == out.shape and a.aval.dtype == out.dtype):
-                return names[id(a)]
+        full = [a for a in e.inputs if type(a) is Var and a.aval.shape == out.shape]
+        for a in full:
+            if id(a) in self.owned and id(a) in dead and a.aval.dtype == out.dtype:
+                name = names[id(a)]
+                same = [f"_agrees({names[id(b)]}, {name})" for b in full
+                        if b is not a and id(b) in names]
+                if len(same) != sum(b is not a for b in full):
+                    return None
+                self.reused = name
+                return f"{name} if {' and '.join(same)} else None" if same else name
         if not scratch.holds(out.shape, out.dtype):
             return None
         key = (out.shape, out.dtype)
         if key not in self._keys:
             self._keys[key] = self._constant(key, "t")
-        return f"_take({self._keys[key]})"
+        contiguous = [f"_c_order({names[id(b)]})" for b in full if id(b) in names]
+        if len(contiguous) != len(full):
+            return None
+        if not contiguous:
+            return f"_take({self._keys[key]})"
+        return f"_take({self._keys[key]}) if {' and '.join(contiguous)} else None"
 
     def release(self, e, fn, dead, names, into) -> tuple[list[str], list[str]]:
         """After ``e``: the local names to give back to the pool, and to delete."""
@@ -796,11 +833,12 @@ class _Buffers:
             for a in e.inputs:
                 self.owned.pop(id(a), None)
         give, gone = [], []
+        reused = self.reused if into else None
         for i in dead:
             name, key = names[i], self.owned.pop(i, None)
             if not name.startswith("v"):
                 continue
-            if name != into and key is not None and scratch.holds(*key):
+            if name != reused and key is not None and scratch.holds(*key):
                 give.append(name)
             gone.append(name)
         return give, gone
@@ -834,6 +872,8 @@ class ScratchPool(threading.local):
         return x
 
     def give(self, x: np.ndarray) -> None:
+        if not x.flags.c_contiguous:  # taken for results NumPy writes in C order
+            return
         arrays = self.free.setdefault((x.shape, x.dtype), [])
         if len(arrays) < self.PER_TYPE and self.nbytes + x.nbytes <= self.MAX_BYTES:
             arrays.append(x)
