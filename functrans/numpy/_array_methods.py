@@ -161,6 +161,10 @@ def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
     keywords (``out=``, ``dtype=``, ...) are refused with the way out."""
     if method == "__call__" and not kwargs:  # the common call: no checks to make
         fn = _UFUNC_TARGETS.get(ufunc)
+        if fn is None:
+            fn = _lookup(fnp, ufunc.__name__)
+            if fn is not None:
+                _remember(_UFUNC_TARGETS, ufunc, fn)
         if fn is not None:
             return fn(*inputs)
     name = ufunc.__name__
@@ -185,7 +189,6 @@ def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
             f"numpy.{name} was applied to a traced array, but functrans.numpy has no "
             f"{name}; write it with the functrans.numpy functions that exist"
         )
-    _remember(_UFUNC_TARGETS, ufunc, fn)
     return fn(*inputs)
 
 
