@@ -8,6 +8,8 @@ from typing import Any, Callable, Sequence
 
 from hypothesis import strategies as st
 
+import functrans.numpy as fnp
+
 
 @st.composite
 def dataflow(draw, n_unary: int, n_binary: int, n_inputs: int, max_steps: int):
@@ -34,3 +36,23 @@ def run_dataflow(program, unary: Sequence[Callable], binary: Sequence[Callable],
         fn = unary[op] if kind == "u" else binary[op]
         values.append(fn(*(values[i] for i in args)))
     return [values[i] for i in outs]
+
+
+def scalar_program(program, unary: Sequence[Callable], binary: Sequence[Callable]) -> Callable:
+    """A scalar function of one array running ``program``: a weighted sum of
+    its outputs (the weights keep outputs from cancelling), for Hessians."""
+    def f(x):
+        outs = run_dataflow(program, unary, binary, [x])
+        return sum(fnp.sum(o * (1.0 + 0.1 * k)) for k, o in enumerate(outs))
+
+    return f
+
+
+def vector_program(program, unary: Sequence[Callable], binary: Sequence[Callable]) -> Callable:
+    """A vector function of one array running ``program``: its outputs
+    raveled and concatenated, for Jacobians."""
+    def f(x):
+        outs = run_dataflow(program, unary, binary, [x])
+        return fnp.concatenate([o.reshape(-1) for o in outs])
+
+    return f

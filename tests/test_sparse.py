@@ -16,7 +16,7 @@ import functrans.numpy as fnp
 import functrans.sparse as fsp
 from functrans import lax
 from functrans.errors import ConcretizationError, DTypeError, FunctransError, ShapeError
-from tests._programs import dataflow, run_dataflow
+from tests._programs import dataflow, scalar_program, vector_program
 
 N = 7
 RNG = np.random.default_rng(0)
@@ -54,19 +54,11 @@ BINARY = [
 
 
 def program_function(program):
-    def f(x):
-        outs = run_dataflow(program, UNARY, BINARY, [x])
-        return sum(fnp.sum(o * (1.0 + 0.1 * k)) for k, o in enumerate(outs))
-
-    return f
+    return scalar_program(program, UNARY, BINARY)
 
 
 def program_vector(program):
-    def f(x):
-        outs = run_dataflow(program, UNARY, BINARY, [x])
-        return fnp.concatenate([o.reshape(-1) for o in outs])
-
-    return f
+    return vector_program(program, UNARY, BINARY)
 
 
 def assert_covers(pattern, dense):

@@ -16,7 +16,7 @@ import functrans.numpy as fnp
 from functrans import api, lax
 from functrans.interpreters import structured
 from functrans.tree_util import tree_flatten
-from tests._programs import dataflow, run_dataflow
+from tests._programs import dataflow, scalar_program, vector_program
 
 N = 7
 RNG = np.random.default_rng(3)
@@ -95,19 +95,11 @@ BINARY = [
 
 
 def program_function(program):
-    def f(x):
-        outs = run_dataflow(program, UNARY, BINARY, [x])
-        return sum(fnp.sum(o * (1.0 + 0.1 * k)) for k, o in enumerate(outs))
-
-    return f
+    return scalar_program(program, UNARY, BINARY)
 
 
 def program_vector(program):
-    def f(x):
-        outs = run_dataflow(program, UNARY, BINARY, [x])
-        return fnp.concatenate([o.reshape(-1) for o in outs])
-
-    return f
+    return vector_program(program, UNARY, BINARY)
 
 
 @settings(max_examples=30, deadline=None)
