@@ -452,15 +452,26 @@ def _signature(group: Jaxpr, kinds: Sequence[str], split: bool = False) -> tuple
     sig: list[Any] = [types.int64] * (2 * split) + [shape_type] * (1 + sum(map(_is_pad,
                                                                             group.eqns)))
     sig += [types.Array(from_dtype(v.aval.dtype), rank, "C") for v in group.outvars]
+    return tuple(sig + operand_types(group, kinds, rank))
+
+
+def operand_types(group: Jaxpr, kinds: Sequence[str], rank: int) -> list:
+    """Numba types of ``group``'s operands as a kernel takes them: each a
+    scalar, a C-contiguous array of ``rank``, or a read-only broadcast view
+    (``kinds``: "scalar", "array" or anything else)."""
+    from numba import types
+    from numba.np.numpy_support import from_dtype
+
+    out: list[Any] = []
     for v, kind in zip(group.invars, kinds):
         dt = from_dtype(v.aval.dtype)
         if kind == "scalar":
-            sig.append(dt)
+            out.append(dt)
         elif kind == "array":
-            sig.append(types.Array(dt, rank, "C"))
+            out.append(types.Array(dt, rank, "C"))
         else:
-            sig.append(types.Array(dt, rank, "A", readonly=True))
-    return tuple(sig)
+            out.append(types.Array(dt, rank, "A", readonly=True))
+    return out
 
 
 def _scalar(x: Any) -> Any:

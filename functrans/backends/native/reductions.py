@@ -36,6 +36,7 @@ from functrans.backends.native.elementwise import (
     body,
     fusible,
     native_group,
+    operand_types,
 )
 from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Var, lookup_primitive
 
@@ -307,15 +308,7 @@ def _signature(group: Jaxpr, kinds: Sequence[str]) -> tuple:
     sig.append(types.Array(from_dtype(r.outputs[0].aval.dtype), kept, "C"))
     if fold_kind(r) == "arg":
         sig.append(types.Array(from_dtype(y.aval.dtype), kept, "C"))
-    for v, kind in zip(group.invars, kinds):
-        dt = from_dtype(v.aval.dtype)
-        if kind == "scalar":
-            sig.append(dt)
-        elif kind == "array":
-            sig.append(types.Array(dt, rank, "C"))
-        else:
-            sig.append(types.Array(dt, rank, "A", readonly=True))
-    return tuple(sig)
+    return tuple(sig + operand_types(group, kinds, rank))
 
 
 def group_call(group: Jaxpr, name: str, folder: str = "") -> tuple[Callable, str, float]:
