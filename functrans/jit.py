@@ -104,6 +104,19 @@ def _leaf_key(x: Any) -> Any:
     return (t, id(x))  # not an array: tracing it raises the error that names it
 
 
+def _static_kind(v: Any) -> Any:
+    """What a static argument's key holds beside its value: ``True == 1 ==
+    1.0`` and ``-0.0 == 0.0`` as keys, yet they trace different programs (an
+    int8 array times ``1.0`` is float64, times ``-0.0`` gives other signs).
+    Its type, a float's or complex's bits, and the same for tuple items."""
+    t = type(v)
+    if t is tuple:
+        return tuple(_static_kind(x) for x in v)
+    if isinstance(v, (float, complex, np.floating, np.complexfloating)):
+        return (t, np.asarray(v).tobytes())
+    return t
+
+
 def _leaf_aval(x: Any) -> ShapedArray:
     return x.aval if isinstance(x, Tracer) else core.get_aval(x)
 
@@ -376,7 +389,7 @@ class _Jitted:
                 ) from None
         dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
-        return dyn_args, dyn_kwargs, tuple(statics)
+        return dyn_args, dyn_kwargs, tuple((w, v, _static_kind(v)) for w, v in statics)
 
     # -- tracing and compiling ---------------------------------------------------
 
@@ -492,7 +505,8 @@ class _Jitted:
                 for p, s in signature.items() if old.get(p) != s
             ]
             changed += [f"{p}: removed" for p in old if p not in signature]
-            reason = "; ".join(changed) or f"static arguments changed: {key[2]}"
+            statics = tuple((w, v) for w, v, _ in key[2])
+            reason = "; ".join(changed) or f"static arguments changed: {statics}"
         self._last_signature = tuple(signature.items())
         return reason
 
