@@ -286,11 +286,22 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse):
     return sj.stripped(carry_avals) + [ShapedArray((length,) + a.shape, a.dtype) for a in body_ys]
 
 
+def _as_carries(xp, carry, avals) -> list:
+    """The initial carries as arrays of the body's carry dtypes: a Python
+    scalar init is traced as its strong dtype (``1`` as int64), and run as it
+    came, NumPy would promote it as a weak scalar on the first step (``1 *
+    int8`` is int8, where the program says int64), so the loop's values and
+    dtype would differ from its program's and from compiled tiers'."""
+    return [c if hasattr(c, "dtype") and c.dtype == a.dtype else xp.asarray(c, a.dtype)
+            for c, a in zip(carry, avals)]
+
+
 def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse):
     xp = array_module(args)
     ops = ScanOperands.split(args, num_consts, num_carry)
     xs = [xp.asarray(x) for x in ops.xs]
     ys = [xp.empty((length,) + a.shape, a.dtype) for a in jaxpr.out_avals[num_carry:]]
+    ops = ops._replace(carry=_as_carries(xp, ops.carry, jaxpr.in_avals[num_consts:]))
     body = sj.runner(jaxpr, ops.consts + ops.carry + xs)
     rows = tuple(y.ndim > 1 for y in ys)
     loop = _scan_driver(len(ops.consts), num_carry, len(xs), rows)
@@ -548,10 +559,11 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     cc, bc, carry = WhileOperands.split(args, cond_nconsts, body_nconsts)
+    xp = array_module(args)
+    carry = _as_carries(xp, carry, body_jaxpr.in_avals[body_nconsts:])
     cond, body = sj.runner(cond_jaxpr, cc + carry), sj.runner(body_jaxpr, bc + carry)
     loop = _while_driver(cond_nconsts, body_nconsts, len(carry))
     carry = loop(cond, body, *cc, *bc, *carry)
-    xp = array_module(args)
     return [xp.asarray(c) for c in carry]
 
 
