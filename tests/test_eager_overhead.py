@@ -213,16 +213,23 @@ def _equations_alive() -> int:
     return sum(1 for o in gc.get_objects() if type(o) is core.Eqn)
 
 
-def test_no_collection_walks_a_call_s_trace():
-    # The collector stays paused until the call's trace and programs have
-    # died by reference counting: a collection starting in the middle would
-    # walk its thousands of objects (and move them to an older generation,
-    # which full collections walk again and again).
+def _warm_grad_of_long_loss():
+    """grad(_long_loss) and its input after its caches are filled and the
+    collector has run, so what later calls leave alive can be counted."""
     g = ft.grad(_long_loss)
     h = np.linspace(-1.0, 1.0, 4)
     for _ in range(3):
         g(h)
     gc.collect()
+    return g, h
+
+
+def test_no_collection_walks_a_call_s_trace():
+    # The collector stays paused until the call's trace and programs have
+    # died by reference counting: a collection starting in the middle would
+    # walk its thousands of objects (and move them to an older generation,
+    # which full collections walk again and again).
+    g, h = _warm_grad_of_long_loss()
     cached = _equations_alive()
     seen = []
 
@@ -245,11 +252,7 @@ def test_no_collection_walks_a_call_s_trace():
 def test_program_caches_keep_no_call_s_trace():
     # A cache hit keeps the key the entry was stored under, so the program
     # traced by this call dies with the call.
-    g = ft.grad(_long_loss)
-    h = np.linspace(-1.0, 1.0, 4)
-    for _ in range(3):
-        g(h)
-    gc.collect()
+    g, h = _warm_grad_of_long_loss()
     gc.disable()
     try:
         before = {id(o) for o in gc.get_objects() if type(o) is core.Eqn}
