@@ -350,7 +350,7 @@ def materialize(v: Bands, start: int, rows: int, transposed: bool = False, like=
     Without a band in those rows it is zeros of the array module of ``like``
     (the device of the computation, where it runs eagerly on one)."""
     size = v.aval.size
-    kept = sorted(k for k in v.bands if max(0, k - start) < min(rows, size + k - start))
+    kept = sorted(k for k in v.bands if _window(k - start, rows, size))
     shape = v.aval.shape + (rows,) if transposed else (rows,) + v.aval.shape
     if not kept:
         return array_module(like).zeros(shape, v.aval.dtype)
