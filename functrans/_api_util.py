@@ -533,10 +533,8 @@ def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any],
     passes' at once."""
     if core.current_trace() is not None:
         return None
-    for x in leaves:
-        t = type(x)
-        if not (t is np.ndarray and x.dtype.kind in "fc" or t is float):
-            return None
+    if not _pass_the_input_checks(leaves, False, False):
+        return None
     consts = closed.consts
     for c in consts:
         if type(c) is not np.ndarray:
