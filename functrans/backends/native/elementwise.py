@@ -10,12 +10,11 @@ import os
 import sys
 import sysconfig
 import threading
-import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from functrans.backends.native.cache import _load
+from functrans.backends.native.cache import _load_compiled
 from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var, lookup_primitive
 
 # -- which equations have a native lowering ---------------------------------
@@ -577,12 +576,7 @@ def _call(group: Jaxpr, name: str, folder: str = "") -> tuple[Callable, str, flo
     threads = _threads()
     split = bool(shape) and math.prod(shape) >= SPLIT_ELEMENTS and threads > 1
     source = kernel_source(group, [k == "scalar" for k in kinds], split)
-    start = time.perf_counter()
-    kernel = _load(source, folder)
-    signature = _signature(group, kinds, split)
-    if signature not in kernel.overloads:
-        kernel.compile(signature)
-    seconds = time.perf_counter() - start
+    kernel, seconds = _load_compiled(source, folder, _signature(group, kinds, split))
     args = [f"a{k}" for k in range(len(kinds))]
     passed = [f"_scalar({a})" if kind == "scalar" else
               f"_broadcast_to({a}, {domains[id(v)]!r})" if kind == "broadcast" else a

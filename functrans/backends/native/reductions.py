@@ -22,12 +22,11 @@ array (whose order NumPy picks by memory layout) stay NumPy calls.
 from __future__ import annotations
 
 import functools
-import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from functrans.backends.native.cache import _load
+from functrans.backends.native.cache import _load_compiled
 from functrans.backends.native.elementwise import (
     FOLDED,
     _call,
@@ -328,12 +327,7 @@ def reduce_call(group: Jaxpr, name: str, folder: str = "") -> tuple[Callable, st
     kinds = ["scalar" if v.aval.ndim == 0 else "array" if v.aval.shape == shape else "broadcast"
              for v in group.invars]
     source = reduce_source(group, [k == "scalar" for k in kinds])
-    start = time.perf_counter()
-    kernel = _load(source, folder)
-    signature = _signature(group, kinds)
-    if signature not in kernel.overloads:
-        kernel.compile(signature)
-    seconds = time.perf_counter() - start
+    kernel, seconds = _load_compiled(source, folder, _signature(group, kinds))
     args = [f"a{k}" for k in range(len(kinds))]
     passed = [f"_scalar({a})" if kind == "scalar" else
               f"_broadcast_to({a}, _shape)" if kind == "broadcast" else a
