@@ -104,10 +104,10 @@ def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangen
                 if touts is not None and type(touts) is not Zero:
                     tenv[id(e.outputs[0])] = touts
                 continue
-            for i, v in enumerate(e.outputs):
-                penv[id(v)] = outs[i]
-                if touts is not None and type(touts[i]) is not Zero:
-                    tenv[id(v)] = touts[i]
+            for k, v in enumerate(e.outputs):  # not i: that numbers the equations
+                penv[id(v)] = outs[k]
+                if touts is not None and type(touts[k]) is not Zero:
+                    tenv[id(v)] = touts[k]
     finally:
         set_source(outer)
     return [read_p(a) for a in jaxpr.outvars], [read_t(a) for a in jaxpr.outvars]
