@@ -354,7 +354,6 @@ class Linearized:
         given = [c for c in cts if type(c) is not Zero]
         return run_jaxpr(transposed, list(self.residuals) + given)
 
-
     def _vjp_now(self, cts: Sequence[Any]) -> list[Any]:
         """``vjp`` by running the backward pass on the values (each transpose
         rule's binds computed at once), for a linear program met for the
@@ -368,6 +367,7 @@ class Linearized:
         return [np.zeros((), c.aval.dtype) if type(c) is Zero and not c.aval.shape
                 else _as_run_gives(v.aval, instantiate(c))
                 for c, v in zip(cts_in, jaxpr.invars[n_res:])]
+
 
 @program_cache(maxsize=512, max_equations=50_000)
 def _without_first_output(known: ClosedJaxpr, n_out: int) -> ClosedJaxpr:
