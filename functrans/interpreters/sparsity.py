@@ -137,6 +137,8 @@ MAX_DEPENDENCES = 100_000_000
 
 
 def too_dense(what: str, count: float) -> FunctransError:
+    """The error for a rule whose result would hold ``count`` dependences,
+    past ``MAX_DEPENDENCES``; ``what`` names the primitive and why."""
     return FunctransError(
         f"sparsity detection: {what} would hold {count:.3g} (element, input element) "
         f"dependences, more than {MAX_DEPENDENCES:.0e}: its pattern is (nearly) dense, so "
@@ -170,7 +172,7 @@ class SparsityDetection:
         # (output var ids, [(operand var id, its Gather/Pairs/DENSE map, or "all")])
         self.tape: list[tuple[tuple[int, ...], list[tuple[int | None, Any]]]] = []
         self.sizes: dict[int, int] = {}  # var id -> size, for the reach pass
-        self.custom_depth = 0  # custom rules being analysed (custom_jvp_rule)
+        self.custom_depth = 0  # custom rules being analysed (custom_jvp_rule, custom_vjp_rule)
 
     # -- building blocks -----------------------------------------------------
 
