@@ -801,8 +801,8 @@ def custom_jvp_rule(trace_rule: Callable[[], ClosedJaxpr],
     what its operand depends on.  Second order: an output element's tangent
     is linear in the tangents with coefficients of the primals, so the pairs
     that meet are (an input its coefficients depend on, an input its tangent
-    depends on).  Below ``CUSTOM_DEPTH`` nested rules, a custom function is
-    taken as its own program (``own_program()``)."""
+    depends on).  From ``CUSTOM_DEPTH`` nested rules on, a custom function
+    is taken as its own program (``own_program()``)."""
     outer = _runs.stack[-1]
     if outer.custom_depth >= CUSTOM_DEPTH:
         return own_program()
