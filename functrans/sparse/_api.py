@@ -180,7 +180,6 @@ class SparseDerivative:
         return SparsePlan(pattern, colours, mode, seeds, program, compiler,
                           gather.astype(np.intp), dtype)
 
-
     def _compiler_for(self, seeds: np.ndarray) -> str:
         """The code generator of the compressed program: the one asked for;
         else the native tier where Numba is installed and the products are
