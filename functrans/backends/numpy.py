@@ -21,27 +21,11 @@ import numpy as np
 
 from functrans import core
 from functrans.core import ClosedJaxpr, Jaxpr, Literal, Var
+from functrans.passes.dce import last_uses
 
 
 def as_array(x: Any) -> np.ndarray:
     return x if type(x) is np.ndarray else np.asarray(x)
-
-
-def last_uses(jaxpr: Jaxpr) -> list[list[int]]:
-    """For each equation, the ids of the variables whose last use it is."""
-    last: dict[int, int] = {}
-    i = 0
-    for e in jaxpr.eqns:
-        for a in e.inputs:
-            if type(a) is not Literal:
-                last[id(a)] = i
-        i += 1
-    for a in jaxpr.outvars:
-        last.pop(id(a), None)
-    out: list[list[int]] = [[] for _ in range(i)]
-    for vid, i in last.items():
-        out[i].append(vid)
-    return out
 
 
 def output_sources(jaxpr: Jaxpr, fresh: Sequence[bool]) -> list[list[Var]]:

@@ -26,26 +26,11 @@ from functrans.core import (
     trace_to_jaxpr,
 )
 from functrans.dtypes import is_inexact
+from functrans.passes.dce import last_uses
 
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
     return aval.strip_weak()
-
-
-def _last_uses(jaxpr: Jaxpr) -> list[list[int]]:
-    """For each equation, the ids of the variables whose last use it is (the
-    outputs are used at the end)."""
-    last: dict[int, int] = {}
-    for i, e in enumerate(jaxpr.eqns):
-        for a in e.inputs:
-            if type(a) is not Literal:
-                last[id(a)] = i
-    for a in jaxpr.outvars:
-        last.pop(id(a), None)
-    drops: list[list[int]] = [[] for _ in jaxpr.eqns]
-    for vid, i in last.items():
-        drops[i].append(vid)
-    return drops
 
 
 def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangents: Sequence[Any],
@@ -53,7 +38,7 @@ def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangen
     """Run ``jaxpr`` forward on primals and tangents; returns (outs, tangent outs).
     ``free``: forget each value after its last use (the primals are arrays,
     whose memory an interpreted run would give back there)."""
-    drops = _last_uses(jaxpr) if free else None
+    drops = last_uses(jaxpr) if free else None
     penv: dict[int, Any] = {}
     tenv: dict[int, Any] = {}
     for v, c in zip(jaxpr.constvars, consts):

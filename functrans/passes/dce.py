@@ -53,3 +53,21 @@ def dce_closed(closed: ClosedJaxpr) -> ClosedJaxpr:
     return ClosedJaxpr(
         Jaxpr(constvars, jaxpr.invars, jaxpr.outvars, jaxpr.eqns), [c for _, c in keep]
     )
+
+
+def last_uses(jaxpr: Jaxpr) -> list[list[int]]:
+    """For each equation, the ids of the variables whose last use it is (the
+    outputs are used at the end): what a run of ``jaxpr`` may free after it."""
+    last: dict[int, int] = {}
+    i = 0
+    for e in jaxpr.eqns:
+        for a in e.inputs:
+            if type(a) is not Literal:
+                last[id(a)] = i
+        i += 1
+    for a in jaxpr.outvars:
+        last.pop(id(a), None)
+    out: list[list[int]] = [[] for _ in range(i)]
+    for vid, i in last.items():
+        out[i].append(vid)
+    return out
