@@ -237,7 +237,7 @@ def _check_grad_inputs(
             )
 
 
-def _pass_the_input_checks(leaves: list, holomorphic: bool, real_only: bool) -> bool:
+def _pass_the_input_checks(leaves: Sequence[Any], holomorphic: bool, real_only: bool) -> bool:
     """Whether ``leaves``, all of a call's arguments, are NumPy arrays or
     Python floats that the checks of ``_diff_args`` (devices, leaf types,
     dtypes) all pass: one look at each leaf, instead of those checks' four
