@@ -17,6 +17,7 @@ import functrans.sparse as fsp
 from functrans import lax
 from functrans.errors import ConcretizationError, DTypeError, FunctransError, ShapeError
 from tests._programs import dataflow, scalar_program, vector_program
+from tests._real_programs import banded_least_squares, laplacian_energy, rosenbrock
 
 N = 7
 RNG = np.random.default_rng(0)
@@ -100,25 +101,11 @@ def test_random_programs_jacobian(program, seed, mode):
 # -- real programs ------------------------------------------------------------------
 
 
-def rosenbrock(x):
-    return fnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
-
-
 def minimal_surface(u):
     """Area of the surface over a grid with u as heights (a 2-D input)."""
     ux = u[1:, :-1] - u[:-1, :-1]
     uy = u[:-1, 1:] - u[:-1, :-1]
     return fnp.sum(fnp.sqrt(1.0 + ux ** 2 + uy ** 2))
-
-
-def laplacian_energy(u):
-    return 0.5 * fnp.sum((u[1:, :] - u[:-1, :]) ** 2) + 0.5 * fnp.sum(
-        (u[:, 1:] - u[:, :-1]) ** 2) + fnp.sum(u ** 4) / 12
-
-
-def banded_least_squares(x):
-    r = BANDED @ x - 1.0
-    return 0.5 * fnp.sum(r ** 2)
 
 
 def dense_hessian(x):

@@ -10,7 +10,8 @@ import functrans as ft
 import functrans.numpy as fnp
 import functrans.sparse as fsp
 from functrans.sparse import _colouring
-from tests.test_sparse import REAL, RNG, rosenbrock
+from tests._real_programs import rosenbrock
+from tests.test_sparse import REAL, RNG
 
 
 @pytest.mark.parametrize("f, shape", REAL, ids=[f.__name__ for f, _ in REAL])

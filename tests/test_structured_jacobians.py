@@ -17,6 +17,7 @@ from functrans import api, lax
 from functrans.interpreters import structured
 from functrans.tree_util import tree_flatten
 from tests._programs import dataflow, scalar_program, vector_program
+from tests._real_programs import banded_least_squares, laplacian_energy, rosenbrock
 
 N = 7
 RNG = np.random.default_rng(3)
@@ -123,10 +124,6 @@ def test_random_programs_jacfwd(program, seed, chunk_size):
 # -- real programs ------------------------------------------------------------------
 
 
-def rosenbrock(x):
-    return fnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
-
-
 def rosenbrock_hessian(x):
     """The closed form (hand-written, as in benchmarks/jacobians.py)."""
     n = x.size
@@ -137,17 +134,6 @@ def rosenbrock_hessian(x):
     h[i + 1, i + 1] += 200.0
     h[i, i + 1] = h[i + 1, i] = -400.0 * a
     return h
-
-
-def laplacian_energy(u):
-    """A 2-D Laplacian energy on a grid (an n-D input)."""
-    return 0.5 * fnp.sum((u[1:, :] - u[:-1, :]) ** 2) + 0.5 * fnp.sum(
-        (u[:, 1:] - u[:, :-1]) ** 2) + fnp.sum(u ** 4) / 12
-
-
-def banded_least_squares(x):
-    r = BANDED @ x - 1.0
-    return 0.5 * fnp.sum(r ** 2)
 
 
 def logsumexp(x):
