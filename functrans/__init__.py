@@ -4,6 +4,35 @@
 >>> import functrans.numpy as fnp
 """
 
+import importlib.util as _importlib_util
+import sys as _sys
+from pathlib import Path as _Path
+
+
+def _map_the_checkouts_primitives() -> None:
+    """Run from a source checkout, load its top-level ``primitives/`` folder as
+    ``functrans.primitives``, as the installer maps it.
+
+    Python finds the checkout's ``functrans/`` before any installed copy when it
+    runs from the repository root (``python -m functrans`` puts the current
+    folder first), and that folder has no ``primitives`` inside.  An installed
+    package has its own ``functrans/primitives/`` and is left alone.
+    """
+    here = _Path(__file__).resolve().parent
+    folder = here.parent / "primitives"
+    if (here / "primitives").is_dir() or not (folder / "__init__.py").is_file():
+        return
+    spec = _importlib_util.spec_from_file_location(
+        "functrans.primitives", folder / "__init__.py", submodule_search_locations=[str(folder)])
+    if spec is None or spec.loader is None:
+        return
+    module = _importlib_util.module_from_spec(spec)
+    _sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+
+
+_map_the_checkouts_primitives()
+
 from functrans import (  # noqa: F401,E402,I001
     core,  # noqa: F401  (first: everything stands on it)
     primitives,  # registers the primitive set

@@ -72,3 +72,20 @@ def test_generated_names_follow_numpy():
     # Other libraries add to NumPy's namespace (numexpr sets numpy.expm1x); the
     # generated lines do not depend on them.
     assert "expm1x" not in _generate_names.ALIASES
+
+
+def test_the_checkouts_functrans_finds_its_primitives():
+    """``pip install . && python -m functrans`` from the repository root imports
+    the checkout's ``functrans/`` (the current folder comes first), whose
+    ``primitives`` lives at the top level: it must be mapped there, with no
+    installer's finder to help (``-S``: no site hooks, no editable install)."""
+    import numpy
+    import optree
+
+    paths = [str(ROOT)] + sorted({str(Path(m.__file__).resolve().parents[1])
+                                  for m in (numpy, optree)})
+    code = (f"import sys; sys.path[:0] = {paths!r}; import functrans, functrans.numpy as fnp; "
+            "print(functrans.primitives.__file__, fnp.sum(fnp.ones(3)))")
+    out = subprocess.run([sys.executable, "-S", "-c", code], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout.split()
+    assert out == [str(ROOT / "primitives" / "__init__.py"), "3.0"]
