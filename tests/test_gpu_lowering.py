@@ -447,3 +447,13 @@ def test_float32_kernels_call_the_float_math_functions():
     (kernel,) = ft.jit(f).lower(x, x, device="gpu").kernels
     for name in ("hypotf(", "truncf(", "erff(", "erfcf(", "lgammaf("):
         assert name in kernel.source, name
+
+
+def test_a_kernel_computing_in_float16_declares_it():
+    """signbit of a bool operand computes in float16 (NumPy's loop) though no
+    operand or result is float16: the kernel still includes CuPy's float16
+    header, or nvcc stops at ``identifier "float16" is undefined``."""
+    low = ft.jit(fnp.signbit).lower(sds((4,), np.bool_), device="gpu")
+    (kernel,) = low.kernels
+    assert "float16(" in kernel.source and np.dtype(np.float16) in kernel.dtypes
+    assert '#include "cupy/float16.cuh"' in kernel.source

@@ -374,7 +374,8 @@ class Kernel:
     (from ``invars`` to ``outvars``); ``source`` is the complete ``.cu`` text
     CuPy compiles for arrays of ``shape`` (contiguous where not broadcast)."""
 
-    def __init__(self, name, inputs, out_avals, operation, eqns, shape, invars=(), outvars=()):
+    def __init__(self, name, inputs, out_avals, operation, eqns, shape, invars=(), outvars=(),
+                 loop_dtypes=()):
         self.name: str = name
         self.inputs: tuple[KernelInput, ...] = tuple(inputs)
         self.out_avals: tuple[ShapedArray, ...] = tuple(out_avals)
@@ -384,6 +385,9 @@ class Kernel:
         self.invars: tuple = tuple(invars)  # the group's inputs (``inputs[j].operand``)
         self.outvars: tuple = tuple(outvars)
         self.shape: tuple[int, ...] = tuple(shape)
+        # The dtypes equations compute in and produce (bool's signbit computes in
+        # float16): their C types need declaring even where no operand has them.
+        self.loop_dtypes: frozenset[np.dtype] = frozenset(loop_dtypes)
         self.in_params = ", ".join(
             f"{i.dtype.name} in{k}" for k, i in enumerate(self.inputs))
         self.out_params = ", ".join(
@@ -392,7 +396,8 @@ class Kernel:
 
     @property
     def dtypes(self) -> set[np.dtype]:
-        return {i.dtype for i in self.inputs} | {a.dtype for a in self.out_avals}
+        return ({i.dtype for i in self.inputs} | {a.dtype for a in self.out_avals}
+                | self.loop_dtypes)
 
     @property
     def source(self) -> str:
@@ -488,6 +493,7 @@ def elementwise_kernel(
     inputs: list[KernelInput] = []
     value: dict[int, tuple[str, np.dtype]] = {}  # var id -> (C expression, dtype)
     position = {id(v): k for k, v in enumerate(invars)}
+    loop_dtypes: set[np.dtype] = set()
 
     def add_input(var, view) -> tuple[str, np.dtype]:
         dtype = var.aval.dtype
@@ -529,6 +535,8 @@ def elementwise_kernel(
             continue
         rule: Any = prim.rule("cuda")
         loops = rule.loop_dtypes([a.aval for a in e.inputs], out.aval)
+        loop_dtypes.update(loops)
+        loop_dtypes.add(out.aval.dtype)
         kind_dtype = next(d for name, d in zip(rule.args, loops) if name != "p")
         template = rule.template(kind_dtype.kind, e.params)
         if template is None:
@@ -572,7 +580,7 @@ def elementwise_kernel(
     signature += "->" + ",".join(v.aval.dtype.name for v in outvars)
     name = _kernel_name(eqns, operation, signature)
     kernel = Kernel(name, inputs, [v.aval for v in outvars], operation, eqns, shape,
-                    invars, outvars)
+                    invars, outvars, loop_dtypes)
     BY_NAME.setdefault(name, kernel)
     return kernel
 
