@@ -221,11 +221,11 @@ def test_negations_are_merged_only_where_exact():
 
 
 def test_a_transposed_matrix_product_stays_as_written():
-    # dot(b.T, a.T) sums in another order than dot(a, b).T: the last bits differ.
+    # dot(b.T, a.T) may sum in another order than dot(a, b).T (whether the last
+    # bits differ depends on the BLAS kernel): the product is kept as written.
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((200, 300)), rng.standard_normal((300, 2))
     f = lambda p, q: fnp.transpose(fnp.matmul(p, q))  # noqa: E731
-    assert not np.array_equal(np.dot(b.T, a.T), np.dot(a, b).T)  # what the rewrite gave
     assert [e.primitive.name for e in ft.jit(f).lower(a, b).jaxpr.eqns] == \
         ["dot_general", "transpose"]
     assert_bitwise(ft.jit(f)(a, b), f(a, b))

@@ -51,35 +51,24 @@ def test_success_means_the_documented_test_held(name, method):
 
 def test_newton_cg_xtol_on_an_ill_conditioned_problem_needs_the_newton_step_small():
     """Chained Rosenbrock, n=100: a step below xtol can come out of a
-    loosely solved CG (large eigenvalues first) far from the minimiser;
-    SciPy's Newton-CG, which stops on that step, reports success with
-    max|x - 1| = 1.2e-2 and |g| = 5.6e-2.  Here the Newton step at the
-    point must be small as well."""
+    loosely solved CG (large eigenvalues first) far from the minimiser.
+    Stopping on such a step is not success: the Newton step at the point
+    must be small as well (docs/optimize.md quotes what stopping on the step
+    alone gives)."""
     x0 = np.tile([-1.2, 1.0], 50)
     res = minimize(chained_rosenbrock, x0, method="newton-cg")
     assert res.success
     assert np.max(np.abs(res.x - 1)) < 1e-4 and np.linalg.norm(res.jac) < 1e-4
-    scipy_optimize = pytest.importorskip("scipy.optimize")
-    f = chained_rosenbrock
-    hessp = ft.jit(lambda x, v: ft.hvp(f, (x,), (v,)))
-    theirs = scipy_optimize.minimize(f, x0, jac=ft.jit(ft.grad(f)), hessp=hessp,
-                                     method="Newton-CG")
-    assert theirs.success  # the figures the docs quote
-    assert 1e-2 < np.max(np.abs(theirs.x - 1)) < 1.5e-2
-    assert 5e-2 < np.linalg.norm(theirs.jac) < 6e-2
 
 
-def test_scipy_newton_cg_stops_where_the_newton_step_is_above_xtol():
-    """2-D Rosenbrock: SciPy's last step is below xtol * n = 2e-5 (1-norm),
-    the Newton step at its point 4e-5 long (2-norm), 5e-5 in the 1-norm."""
-    scipy_optimize = pytest.importorskip("scipy.optimize")
+def test_newton_cg_stops_where_the_newton_step_is_small():
+    """2-D Rosenbrock: at the point where newton-cg reports success, the
+    Newton step (the exact one, from the dense Hessian) is below xtol."""
     f = chained_rosenbrock
-    hessp = ft.jit(lambda x, v: ft.hvp(f, (x,), (v,)))
-    theirs = scipy_optimize.minimize(f, np.array([-1.2, 1.0]), jac=ft.jit(ft.grad(f)),
-                                     hessp=hessp, method="Newton-CG")
-    assert theirs.success
-    newton = np.linalg.solve(np.asarray(ft.hessian(f)(theirs.x)), theirs.jac)
-    assert 3.5e-5 < np.linalg.norm(newton) < 4.5e-5 and np.abs(newton).sum() > 2e-5
+    res = minimize(f, np.array([-1.2, 1.0]), method="newton-cg")
+    assert res.success
+    newton = np.linalg.solve(np.asarray(ft.hessian(f)(res.x)), res.jac)
+    assert np.abs(newton).sum() <= 1e-5 * res.x.size
 
 
 def test_newton_cg_reports_convergence_where_the_gradient_test_passes():
