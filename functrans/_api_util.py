@@ -8,12 +8,13 @@ argument (with its pytree path), what was found and the fix.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import optree
 
-from functrans import core
+from functrans import array_types, core
 from functrans.backends.numpy import owned_outputs
 from functrans.core import ClosedJaxpr, Jaxpr, ShapedArray, ShapeDtypeStruct, Tracer
 from functrans.devices import check_devices
@@ -37,6 +38,16 @@ def _shown(x: Any) -> str:
     text = repr(x)
     text = text if len(text) <= 40 else text[:37] + "..."
     return f"{text} ({type(x).__name__})"
+
+
+def check_callable(transform: str, f: Any) -> None:
+    """The function a transform is given must be callable: refused at once,
+    not when the transformed function is called or traced."""
+    if not callable(f):
+        raise TypeError(
+            f"{transform}: the function to transform must be callable, got {_shown(f)}; pass "
+            "the function itself (f, not a value such as f(x))"
+        )
 
 
 def check_argnums(label: str, argnums: Any, static: bool = False) -> int | tuple[int, ...]:
@@ -85,6 +96,28 @@ def check_argnames(label: str, what: str, argnames: Any) -> tuple[str, ...]:
         f"{label}: {what} must be a str or a sequence of strs (keyword argument names), "
         f"got {_shown(argnames)}; pass {what}='name' or {what}=('a', 'b')"
     )
+
+
+def check_argnames_exist(label: str, f: Callable, argnames: tuple[str, ...]) -> None:
+    """Each of ``static_argnames`` must name a parameter ``f`` takes by
+    keyword (anything goes when ``f`` takes ``**kwargs`` or has no signature
+    to read): a misspelt name would otherwise leave that argument traced."""
+    try:
+        params = inspect.signature(f).parameters
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    for n in argnames:
+        p = params.get(n)
+        if p is None or p.kind is p.POSITIONAL_ONLY:
+            listing = ", ".join(q.name for q in params.values() if q.kind is not q.POSITIONAL_ONLY)
+            what = "is positional-only" if p is not None else "is not one of its parameters"
+            raise ValueError(
+                f"{label}: static_argnames names {n!r}, which {what} (it takes by keyword: "
+                f"{listing or 'nothing'}); name one of those, or mark a positional argument "
+                "static with static_argnums"
+            )
 
 
 def normalize_argnums(name: str, argnums: int | Sequence[int], nargs: int,
@@ -162,9 +195,15 @@ def _suggested_size(x: Any) -> str:
 
 def check_leaves(name: str, what: str, tree: Any) -> tuple[list, Any]:
     """Flatten ``tree`` and check every leaf is an array, a scalar or a tracer;
-    otherwise raise a TypeError naming the leaf's path and the way out."""
+    otherwise raise a TypeError naming the leaf's path and the way out.  A
+    memmap leaf comes back as a plain ndarray viewing its buffer; other
+    ndarray subclasses and structured arrays are refused (``array_types``)."""
     paths, leaves, treedef = tree_flatten_with_path(tree)
-    for path, leaf in zip(paths, leaves):
+    for k, (path, leaf) in enumerate(zip(paths, leaves)):
+        if isinstance(leaf, np.ndarray) and (type(leaf) is not np.ndarray
+                                             or leaf.dtype.fields is not None):
+            leaves[k] = _plain_leaf(name, what, path, leaf)
+            continue
         if isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype == object:
             raise DTypeError(
                 f"{name}: {what}{keystr(path)} is an object array (object{list(leaf.shape)}), "
@@ -185,6 +224,16 @@ def check_leaves(name: str, what: str, tree: Any) -> tuple[list, Any]:
     if what != "output":
         check_devices(name, what, tree, leaves)
     return leaves, treedef
+
+
+def _plain_leaf(name: str, what: str, path, leaf: np.ndarray) -> np.ndarray:
+    """``leaf``, an ndarray subclass or a structured array, as the plain
+    ndarray functrans computes with (a memmap's view), or the TypeError that
+    says why it is refused and what to pass instead."""
+    reason = array_types.refusal(leaf)
+    if reason is not None:
+        raise TypeError(f"{name}: {what}{keystr(path)} is {array_types.describe(leaf)}; {reason}")
+    return array_types.plain(leaf)
 
 
 def flat_fun(f: Callable, name: str, in_tree, static: dict[int, Any], kwargs: dict):
@@ -338,12 +387,18 @@ def _tuple_arg(label: str, what: str, x: Any) -> tuple:
     return tuple(x)
 
 
-def _check_like(label: str, what: str, xs: Sequence[Any], avals: Sequence[ShapedArray], paths):
-    """Each of ``xs`` must have the shape and dtype of the matching aval.  A
+def _check_like(label: str, what: str, xs: Sequence[Any], avals: Sequence[ShapedArray],
+                paths) -> list[Any]:
+    """``xs`` (a memmap as a plain ndarray; other ndarray subclasses refused),
+    each of which must have the shape and dtype of the matching aval.  A
     weakly typed Python number takes the aval's dtype, except a complex one
     for a real aval: that would drop its imaginary part (or, run as it is,
     give a real argument a complex cotangent)."""
+    checked = []
     for x, aval, path in zip(xs, avals, paths):
+        if isinstance(x, np.ndarray) and type(x) is not np.ndarray:
+            x = _plain_leaf(label, what, path, x)
+        checked.append(x)
         got = core.get_aval(x)
         if got.shape != aval.shape or (got.dtype != aval.dtype and not (
                 got.weak_type and (got.dtype.kind != "c" or aval.dtype.kind == "c"))):
@@ -351,6 +406,7 @@ def _check_like(label: str, what: str, xs: Sequence[Any], avals: Sequence[Shaped
                 f"{label}: {what}{keystr(path)} has type {got.str_short()} but "
                 f"{aval.str_short()} is expected; pass an array of that shape and dtype"
             )
+    return checked
 
 
 def _outputs_then_aux(call: Callable, label: str, name: str, has_aux: bool, aux_cell: list,

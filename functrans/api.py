@@ -33,6 +33,7 @@ from functrans._api_util import (
     check_argnums,
     check_axis_size,
     check_axis_spec,
+    check_callable,
     check_leaves,
     flat_fun,
     host_value_and_grad,
@@ -93,6 +94,7 @@ def eval_shape(f: Callable, *args: Any, **kwargs: Any) -> Any:
     >>> out["y"], out["n"]
     (ShapeDtypeStruct(shape=(1000, 2), dtype=float64), ShapeDtypeStruct(shape=(), dtype=int64))
     """
+    check_callable("eval_shape", f)
     name = core.fun_name(f)
     label = f"eval_shape({name})"
     leaves, in_tree = check_leaves(label, "argument ", (args, kwargs))
@@ -117,6 +119,7 @@ def make_jaxpr(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callabl
         c:f64[3] = mul b 2.0
       in (c,) }
     """
+    check_callable("make_jaxpr", f)
     name = core.fun_name(f)
     static_argnums = check_argnums(f"make_jaxpr({name})", static_argnums, static=True)
 
@@ -232,6 +235,7 @@ def value_and_grad(
     >>> ft.value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
     (array(5.), array([2., 4.]))
     """
+    check_callable("value_and_grad", f)
     return _value_and_grad(f, argnums, has_aux, allow_int, holomorphic, need_value=True)
 
 
@@ -301,6 +305,7 @@ def grad(
     >>> ft.grad(lambda z: abs(z) ** 2)(3 + 4j)
     array(6.-8.j)
     """
+    check_callable("grad", f)
     vg = _value_and_grad(f, argnums, has_aux, allow_int, holomorphic, need_value=False)
 
     @functools.wraps(f)
@@ -340,8 +345,7 @@ def _tangents_in(label: str, t_leaves: Sequence[Any], avals: Sequence[ShapedArra
                 )
             t = np.zeros(aval.shape, aval.dtype)
         checked.append(t)
-    _check_like(label, "tangent ", checked, avals, paths)
-    return checked
+    return _check_like(label, "tangent ", checked, avals, paths)
 
 
 def _tangents_out(touts: Sequence[Any], out_avals: Sequence[ShapedArray]) -> list[Any]:
@@ -357,6 +361,7 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[A
     >>> ft.jvp(np.sin, (0.0,), (2.0,))
     (array(0.), array(2.))
     """
+    check_callable("jvp", f)
     name = core.fun_name(f)
     label = f"jvp({name})"
     primals = _tuple_arg(label, "primals", primals)
@@ -381,6 +386,7 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[A
 def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
     """``(f(*primals), f_jvp)``: the forward pass runs once; ``f_jvp(*tangents)``
     applies the linear map ``tangents -> J·tangents`` as often as needed."""
+    check_callable("linearize", f)
     name = core.fun_name(f)
     label = f"linearize({name})"
     leaves, in_tree = check_leaves(label, "primal ", primals)
@@ -406,6 +412,7 @@ def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
 def vjp(f: Callable, *primals: Any, has_aux: bool = False):
     """Reverse mode: ``(f(*primals), vjp_fn)`` where ``vjp_fn(cotangent)``
     returns a tuple with one cotangent per primal (``cotangent·J``)."""
+    check_callable("vjp", f)
     name = core.fun_name(f)
     label = f"vjp({name})"
     leaves, in_tree = check_leaves(label, "primal ", primals)
@@ -425,7 +432,7 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
                 f"{label}: the cotangent must have the structure of {name}'s output "
                 f"{out_tree}, got {ct_tree}"
             )
-        _check_like(label, "cotangent", ct_leaves, out_avals, paths)
+        ct_leaves = _check_like(label, "cotangent", ct_leaves, out_avals, paths)
         cts = [c if is_inexact(a.dtype) else Zero(a) for c, a in zip(ct_leaves, out_avals)]
         cts += [Zero(a.strip_weak()) for a in lin.out_avals[n_out:]]
         grads = iter(lin.vjp(cts))
@@ -452,6 +459,7 @@ def hvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
     >>> ft.hvp(lambda x: np.sum(x ** 3), (np.array([1.0, 2.0]),), (np.ones(2),))
     array([ 6., 12.])
     """
+    check_callable("hvp", f)
     name = core.fun_name(f)
     label = f"hvp({name})"
     primals = _tuple_arg(label, "primals", primals)
@@ -463,8 +471,8 @@ def hvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
         raise TypeError(
             f"{label}: tangents must have the structure of primals: got {t_tree} for {in_tree}"
         )
-    _check_like(label, "tangent ", t_leaves, [tangent_aval(core.get_aval(x)) for x in leaves],
-                paths)
+    t_avals = [tangent_aval(core.get_aval(x)) for x in leaves]
+    t_leaves = _check_like(label, "tangent ", t_leaves, t_avals, paths)
     flat, out_cell = flat_fun(f, label, in_tree, {}, {})
     closed = trace_flat(flat, leaves, name, out_cell)
     out_types = [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
@@ -501,6 +509,7 @@ def _hvp_jaxpr(opened: ClosedJaxpr, active: tuple[bool, ...]) -> ClosedJaxpr:
 def linear_transpose(f: Callable, *primals: Any) -> Callable:
     """The transpose of linear ``f`` (traced at ``primals``' shapes and dtypes):
     ``f_t(cotangent)`` returns one cotangent per primal."""
+    check_callable("linear_transpose", f)
     name = core.fun_name(f)
     label = f"linear_transpose({name})"
     leaves, in_tree = check_leaves(label, "primal ", primals)
@@ -514,7 +523,7 @@ def linear_transpose(f: Callable, *primals: Any) -> Callable:
         paths, ct_leaves, ct_tree = tree_flatten_with_path(cotangent)
         if ct_tree != out_tree:
             raise TypeError(f"{label}: the cotangent must have the structure {out_tree}")
-        _check_like(label, "cotangent", ct_leaves, out_avals, paths)
+        ct_leaves = _check_like(label, "cotangent", ct_leaves, out_avals, paths)
         undefined = [UndefinedPrimal(a) for a in avals]
         cts = backward_pass(closed.jaxpr, closed.consts, undefined, ct_leaves)
         return tuple(tree_unflatten(in_tree, [_materialize(c, a) for c, a in zip(cts, avals)]))
@@ -553,7 +562,9 @@ def vmap(
 
     ``in_axes``: an int, None (not mapped) or a tree prefix of the positional
     arguments giving one of those per leaf; ``out_axes`` likewise for the
-    output.  Keyword arguments are passed unmapped.  ``axis_name`` names the
+    output.  Keyword arguments are mapped along their leading axis, as in
+    JAX (pass an unmapped value positionally with ``in_axes`` None for it, or
+    close over it).  ``axis_name`` names the
     mapped axis for the collectives of ``functrans.lax`` (``psum``,
     ``all_gather``, ``axis_index`` ...), which then work across the members.
 
@@ -563,6 +574,7 @@ def vmap(
            [1., 1.],
            [1., 1.]])
     """
+    check_callable("vmap", f)
     name = core.fun_name(f)
     label = f"vmap({name})"
     check_axis_spec(label, "in_axes", in_axes)
@@ -581,12 +593,24 @@ def vmap(
         leaves, in_tree = check_leaves(label, "argument ", args)
         paths = tree_flatten_with_path(args)[0]
         dims = _axis_spec_leaves(label, "in_axes", spec, args)
+        call = f
+        if kwargs:
+            # As in JAX, in_axes covers the positional arguments and keyword
+            # arguments are mapped along their leading axis.
+            kw_leaves, _ = check_leaves(label, "keyword argument ", kwargs)
+            kw_paths = tree_flatten_with_path(kwargs)[0]
+            _check_keyword_leaves(label, kw_leaves, kw_paths)
+            leaves, paths, dims = leaves + kw_leaves, paths + kw_paths, dims + [0] * len(kw_leaves)
+            in_tree = tree_flatten((args, kwargs))[1]
+
+            def call(args, kwargs):
+                return f(*args, **kwargs)
         size = _mapped_size(label, leaves, dims, paths, axis_size)
         dims = [None if d is None else d % core.get_aval(x).ndim for x, d in zip(leaves, dims)]
         member = [
             _member_aval(core.get_aval(x), d) if d is not None else x for x, d in zip(leaves, dims)
         ]
-        flat, out_cell = flat_fun(f, label, in_tree, {}, kwargs)
+        flat, out_cell = flat_fun(call, label, in_tree, {}, {})
         with named_axis(axis_name, size) if axis_name is not None else contextlib.nullcontext():
             closed = trace_flat(flat, member, name, out_cell, differentiated=False)
         opened, consts = open_jaxpr(closed)
@@ -605,6 +629,20 @@ def vmap(
 
     vmapped.__name__ = vmapped.__qualname__ = f"vmap_of_{name}"
     return vmapped
+
+
+def _check_keyword_leaves(label: str, leaves: Sequence[Any], paths) -> None:
+    """Keyword arguments of a vmapped function are mapped along axis 0, so
+    each leaf needs one."""
+    for x, path in zip(leaves, paths):
+        aval = core.get_aval(x)
+        if not aval.shape:
+            raise ValueError(
+                f"{label}: keyword argument {keystr(path)} is a scalar ({aval.str_short()}), "
+                "but keyword arguments are mapped along their leading axis (in_axes covers "
+                "only the positional ones); pass it positionally with in_axes None for it, or "
+                "close over it"
+            )
 
 
 # --------------------------------------------------------------------------
@@ -821,6 +859,7 @@ def jacfwd(
     array([[2., 0.],
            [0., 4.]])
     """
+    check_callable("jacfwd", f)
     return _jacobian(f, argnums, has_aux, chunk_size, "fwd", holomorphic)
 
 
@@ -832,6 +871,7 @@ def jacrev(
     through ``vjp`` (``chunk_size`` basis vectors at a time).  Complex
     inputs are allowed for real outputs; ``holomorphic=True`` (complex inputs
     and outputs) gives the complex derivative."""
+    check_callable("jacrev", f)
     return _jacobian(f, argnums, has_aux, chunk_size, "rev", holomorphic)
 
 
@@ -848,5 +888,6 @@ def hessian(
     array([[ 6.,  0.],
            [ 0., 12.]])
     """
+    check_callable("hessian", f)
     inner = jacrev(f, argnums, has_aux, holomorphic=holomorphic)
     return jacfwd(inner, argnums, has_aux, chunk_size, holomorphic=holomorphic)

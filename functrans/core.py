@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from functrans import dtypes
+from functrans import array_types, dtypes
 from functrans.errors import (
     ConcretizationError,
     FunctransError,
@@ -1240,6 +1240,8 @@ class JaxprTrace:
         aval = _SCALAR_AVALS.get(type(x))  # a Python scalar: get_aval's answer, at once
         if aval is not None:
             return Literal(x, aval)
+        if type(x) is not np.ndarray and isinstance(x, np.ndarray):
+            x = plain_array(x)
         if isinstance(x, np.generic) or (isinstance(x, np.ndarray) and x.ndim == 0):
             # x[()] is an immutable NumPy scalar: a Jaxpr (hashed, cached) must not
             # change when the caller later writes into its 0-d array.
@@ -1639,12 +1641,27 @@ def array_module(values: Iterable[Any]) -> Any:
     return np
 
 
+def plain_array(x: np.ndarray) -> np.ndarray:
+    """The ndarray subclass ``x`` as the plain ndarray functrans computes with
+    (a memmap's view), or a TypeError naming the user's line, the type and
+    what to pass instead (``array_types``)."""
+    reason = array_types.refusal(x)
+    if reason is not None:
+        raise TypeError(f"{format_source(user_source())}: an operand is "
+                        f"{array_types.describe(x)}; {reason}")
+    return array_types.plain(x)
+
+
 def apply_impl(prim: Primitive, args: Sequence[Any], params: dict):
     """Run ``prim``'s impl for the backend of its operands: NumPy's unless one
-    of them is a device array."""
-    for x in args:
+    of them is a device array.  An ndarray subclass is refused or taken as a
+    plain ndarray (``plain_array``)."""
+    for i, x in enumerate(args):
         t = type(x)
         if t is not np.ndarray:
+            if isinstance(x, np.ndarray):
+                args = [*args[:i], plain_array(x), *args[i + 1:]]
+                continue
             backend = backend_of_type(t)
             if backend is not None:
                 return backend.apply(prim, args, params)

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from functrans import core
-from functrans._api_util import check_leaves
+from functrans._api_util import check_callable, check_leaves
 from functrans.core import open_jaxpr
 from functrans.primitives.custom import FlatRule, checkpoint_p, custom_jvp_call_p, custom_vjp_call_p
 from functrans.tree_util import tree_flatten, tree_unflatten
@@ -108,6 +108,7 @@ class custom_jvp:
     """
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        check_callable(type(self).__name__, fun)
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = _positions(f"{type(self).__name__}({core.fun_name(fun)})",
@@ -171,6 +172,7 @@ class custom_vjp:
     """
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        check_callable(type(self).__name__, fun)
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = _positions(f"{type(self).__name__}({core.fun_name(fun)})",
@@ -259,6 +261,7 @@ def checkpoint(fun: Callable) -> Callable:
     >>> ft.grad(ft.checkpoint(lambda x: np.sin(np.sin(x))))(0.0)
     array(1.)
     """
+    check_callable("checkpoint", fun)
     name = core.fun_name(fun)
 
     @functools.wraps(fun)

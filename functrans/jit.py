@@ -37,7 +37,14 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from functrans import config, core
-from functrans._api_util import check_argnames, check_argnums, check_leaves, normalize_argnums
+from functrans._api_util import (
+    check_argnames,
+    check_argnames_exist,
+    check_argnums,
+    check_callable,
+    check_leaves,
+    normalize_argnums,
+)
 from functrans.backends.numpy import Compiled
 from functrans.core import ClosedJaxpr, ShapedArray, ShapeDtypeStruct, Tracer
 from functrans.devices import check_devices, is_device_array
@@ -275,6 +282,7 @@ class _Jitted:
 
     def __init__(self, fun, static_argnums, static_argnames, explain_cache_misses,
                  compiler=None):
+        check_callable("jit", fun)
         functools.update_wrapper(self, fun)
         self._fun = fun
         self._name = core.fun_name(fun)
@@ -293,6 +301,7 @@ class _Jitted:
         nums = check_argnums(self._label, static_argnums, static=True)
         self._static_argnums = (nums,) if isinstance(nums, int) else nums
         self._static_argnames = check_argnames(self._label, "static_argnames", static_argnames)
+        check_argnames_exist(self._label, fun, self._static_argnames)
         self._explain = explain_cache_misses
         # The cache: signature -> slot, the same slots by fast key, and by token
         # in least-recently-used order.  Readers look slots up without the lock
@@ -340,6 +349,11 @@ class _Jitted:
         else:
             dyn_args, dyn_kwargs, static_key = self._split(args, kwargs)
             leaves, tree = tree_flatten((dyn_args, dyn_kwargs))
+        if any(type(x) is not np.ndarray and isinstance(x, np.ndarray) for x in leaves):
+            # An ndarray subclass is refused, or runs as a plain ndarray (a memmap).
+            dyn = tree_unflatten(tree, leaves)
+            leaves = (check_leaves(self._label, "argument ", dyn[0])[0]
+                      + check_leaves(self._label, "keyword argument ", dyn[1])[0])
         # The named vmap axes around the call: a collective's shapes and scale
         # (all_gather, pmean) depend on their sizes.
         axes = bound_axes()

@@ -164,6 +164,48 @@ def test_static_argnames_must_be_strs():
     assert ft.jit(g, static_argnames=["y"])(np.ones(2), y=3.0) == 6.0
 
 
+def test_static_argnames_must_name_a_keyword_parameter():
+    with pytest.raises(ValueError, match=r"^jit\(g\): static_argnames names 'z', which is not "
+                                         r"one of its parameters \(it takes by keyword: x, y\); "
+                                         r"name one of those, or mark a positional argument "
+                                         r"static with static_argnums$"):
+        ft.jit(g, static_argnames=("y", "z"))
+
+    def positional_only(x, /, n):
+        return x * n
+
+    with pytest.raises(ValueError, match=r"static_argnames names 'x', which is positional-only "
+                                         r"\(it takes by keyword: n\)"):
+        ft.jit(positional_only, static_argnames="x")
+    # **kwargs takes any name
+    assert ft.jit(lambda x, **kw: x * kw["k"], static_argnames="k")(np.ones(2), k=3.0)[0] == 3.0
+
+
+@pytest.mark.parametrize("name, make", [
+    ("grad", lambda: ft.grad(3)),
+    ("value_and_grad", lambda: ft.value_and_grad(3)),
+    ("jit", lambda: ft.jit(3)),
+    ("vmap", lambda: ft.vmap(3)),
+    ("jacfwd", lambda: ft.jacfwd(3)),
+    ("jacrev", lambda: ft.jacrev(3)),
+    ("hessian", lambda: ft.hessian(3)),
+    ("make_jaxpr", lambda: ft.make_jaxpr(3)),
+    ("checkpoint", lambda: ft.checkpoint(3)),
+    ("custom_jvp", lambda: ft.custom_jvp(3)),
+    ("custom_vjp", lambda: ft.custom_vjp(3)),
+    ("jvp", lambda: ft.jvp(3, (1.0,), (1.0,))),
+    ("vjp", lambda: ft.vjp(3, 1.0)),
+    ("linearize", lambda: ft.linearize(3, 1.0)),
+    ("eval_shape", lambda: ft.eval_shape(3, 1.0)),
+    ("hvp", lambda: ft.hvp(3, (1.0,), (1.0,))),
+])
+def test_a_transform_of_a_non_callable_is_refused_at_once(name, make):
+    with pytest.raises(TypeError, match=rf"^{name}: the function to transform must be callable, "
+                                        r"got 3 \(int\); pass the function itself \(f, not a "
+                                        r"value such as f\(x\)\)$"):
+        make()
+
+
 # --------------------------------------------------------------------------
 # Object arrays
 # --------------------------------------------------------------------------

@@ -162,13 +162,33 @@ def test_axis_size_when_nothing_is_mapped():
     close(out, np.arange(3.0) + 1.0)
 
 
-def test_keyword_arguments_are_passed_unmapped():
+def test_keyword_arguments_are_mapped_along_their_leading_axis_as_in_jax():
     def f(x, scale=1.0, shift=None):
-        return x * scale + (0.0 if shift is None else shift)
+        return x * scale + (0.0 if shift is None else shift["b"])
 
     x = np.arange(6.0).reshape(3, 2)
-    close(ft.vmap(f)(x, scale=np.array([10.0, 100.0])), x * np.array([10.0, 100.0]))
-    close(ft.vmap(f)(x, shift=np.array([1.0, 2.0])), x + np.array([1.0, 2.0]))
+    scale = np.array([10.0, 100.0, 1000.0])
+    shift = {"b": np.arange(6.0).reshape(3, 2) - 2.5}
+    for kwargs in ({"scale": scale}, {"shift": shift}, {"scale": scale, "shift": shift}):
+        got = ft.vmap(f)(x, **kwargs)
+        loop = np.stack([f(x[i], **{k: ft.tree_util.tree_map(lambda v, i=i: v[i], v)
+                                    for k, v in kwargs.items()}) for i in range(3)])
+        assert got.shape == (3, 2)
+        close(got, loop)
+    # in_axes covers the positional arguments only
+    got = ft.vmap(f, in_axes=(1,))(x.T, scale=scale)
+    close(got, x * scale[:, None])
+
+
+def test_a_keyword_argument_must_have_the_mapped_axis():
+    f = lambda x, y: x + y  # noqa: E731
+    with pytest.raises(ValueError, match=r"vmap\(<lambda>\): keyword argument \['y'\] is a "
+                                         r"scalar \(f64\[\]\), but keyword arguments are mapped "
+                                         r"along their leading axis.*pass it positionally"):
+        ft.vmap(f)(np.ones(3), y=2.0)
+    with pytest.raises(ValueError, match=r"argument\[0\] has size 3, argument\['y'\] has "
+                                         r"size 2"):
+        ft.vmap(f)(np.ones(3), y=np.ones(2))
 
 
 def test_nested_vmap_over_different_axes():

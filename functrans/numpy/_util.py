@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from functrans.core import Tracer, bind
+from functrans.core import Tracer, bind, plain_array
 from functrans.devices import is_device_array
 from functrans.errors import AxisError
 from functrans.primitives.elementwise import convert_element_type
@@ -68,6 +68,8 @@ def asarray(x: Any, dtype: Any = None) -> Any:
                 else np.expand_dims(np.asarray(p), 0) for p in parts]
         out = bind(concatenate_p, *rows, dimension=0)
         return asarray(out, dtype)
+    if type(x) is not np.ndarray and isinstance(x, np.ndarray):
+        x = plain_array(x)  # np.asarray would drop a mask, a matrix's semantics
     return np.asarray(x, dtype=dtype)
 
 
