@@ -392,6 +392,52 @@ def test_inputs_are_never_written():
 # -- errors ---------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("make, message", [
+    (lambda: optim.adam(-1.0), r"^adam: learning_rate must be a number in \[0, inf\), got -1\.0$"),
+    (lambda: optim.sgd(np.inf), r"^sgd: learning_rate must be a number in \[0, inf\), got inf$"),
+    (lambda: optim.adagrad(float("nan")), r"^adagrad: learning_rate must be a number in \[0, "
+                                          r"inf\), got nan$"),
+    (lambda: optim.sgd(0.1, momentum=5.0), r"^sgd: momentum must be a number in \[0, 1\), "
+                                           r"got 5\.0$"),
+    (lambda: optim.rmsprop(0.1, momentum=1.0), r"^rmsprop: momentum must be a number in "
+                                               r"\[0, 1\), got 1\.0$"),
+])
+def test_hyperparameters_out_of_range_are_refused_when_the_optimizer_is_made(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_the_ends_of_the_hyperparameter_ranges_are_taken():
+    p = np.array([1.0, -2.0])
+    for opt, want in ((optim.sgd(0.0), [0.0, 0.0]), (optim.adam(0.0), [0.0, 0.0]),
+                      (optim.sgd(0.1, momentum=0.0), [-0.1, 0.2])):
+        updates, _ = opt.update(p, opt.init(p), p)
+        np.testing.assert_allclose(updates, want, rtol=1e-15)
+
+
+@pytest.mark.parametrize("name", ["sgd", "momentum", "adam", "rmsprop", "adagrad", "adamw"])
+def test_a_gradient_shaped_unlike_its_parameter_is_refused_naming_the_leaf(name):
+    opt = {"sgd": optim.sgd(0.1), "momentum": optim.sgd(0.1, momentum=0.9),
+           "adam": optim.adam(0.1), "rmsprop": optim.rmsprop(0.1),
+           "adagrad": optim.adagrad(0.1), "adamw": optim.adamw(0.1)}[name]
+    label = "sgd" if name == "momentum" else name
+    params = {"b": np.zeros(3), "w": np.ones((3, 2))}
+    state = opt.init(params)
+    grads = {"b": np.ones((3, 1)), "w": np.ones((3, 2))}  # (3, 1) would broadcast to (3, 3)
+    with pytest.raises(ValueError, match=rf"^{label}\.update: grads\['b'\] has shape \(3, 1\), "
+                                         r"but params\['b'\] has shape \(3,\); pass grads "
+                                         r"shaped like the params"):
+        opt.update(grads, state, params)
+    if name not in ("sgd", "adamw"):  # without params, the state made by init is the reference
+        with pytest.raises(ValueError, match=r"\.update: updates\['b'\] has shape \(3, 1\), "
+                                             r"but the state init made for params\['b'\] has "
+                                             r"shape \(3,\)"):
+            opt.update(grads, state)
+    with pytest.raises(ValueError, match=r"^apply_updates: updates\['w'\] has shape \(2,\), "
+                                         r"but params\['w'\] has shape \(3, 2\)"):
+        optim.apply_updates(params, {"b": np.zeros(3), "w": np.zeros(2)})
+
+
 def test_errors():
     with pytest.raises(TypeError, match=r"^adam\.init: params\['n'\] has dtype int64; "
                                         r"optimizers move floating-point parameters only"):

@@ -72,7 +72,7 @@ def test_a_decay_mask_shaped_unlike_the_params_is_refused(mask):
      r"^piecewise_constant_schedule: the scale at step 3 must be a number in \[0, inf\), "
      r"got -0\.5"),
     (lambda: optim.sgd(0.1, momentum=-0.9),
-     r"^sgd: momentum must be a number in \[0, inf\), got -0\.9"),
+     r"^sgd: momentum must be a number in \[0, 1\), got -0\.9"),
 ])
 def test_schedule_and_hyperparameter_errors(make, message):
     with pytest.raises(ValueError, match=message):

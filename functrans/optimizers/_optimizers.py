@@ -37,7 +37,8 @@ def _momentum(name: str, momentum, nesterov: bool) -> GradientTransformation:
         if nesterov:
             raise ValueError(f"{name}: nesterov=True needs a momentum, for example momentum=0.9")
         return identity()
-    check_number(name, "momentum", momentum, 0.0)
+    # Below 1, so that the buffer, a geometric sum of past gradients, stays bounded.
+    check_number(name, "momentum", momentum, 0.0, 1.0)
     return sc.trace(decay=momentum, nesterov=nesterov)
 
 

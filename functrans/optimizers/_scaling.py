@@ -20,6 +20,7 @@ from functrans.optimizers._transformation import (
     GradientTransformation,
     abs_squared,
     check_number,
+    check_shapes,
     global_norm,
     next_count,
     real_zeros_like,
@@ -47,6 +48,18 @@ def _needs_params(name: str, params) -> None:
             f"{name}: this update needs the parameters (weight decay is proportional to "
             "them); call update(grads, state, params)"
         )
+
+
+def _check_state(name: str, updates, moments) -> None:
+    """The updates must be shaped like the moments ``init`` made from the
+    params (a mismatch would otherwise broadcast, or fail in NumPy)."""
+    if tree_structure(updates) != tree_structure(moments):
+        raise ValueError(
+            f"{name}.update: the updates have the structure {tree_structure(updates)}, but "
+            f"the state init made from the params has {tree_structure(moments)}; pass "
+            "updates shaped like the params given to init"
+        )
+    check_shapes(f"{name}.update", "updates", updates, moments, "the state init made for params")
 
 
 # -- step size ---------------------------------------------------------------------------
@@ -91,6 +104,9 @@ def scale_by_learning_rate(learning_rate, *, flip_sign: bool = True,
             f"{name}: learning_rate must be a number or a schedule (a function of the step "
             f"count, such as cosine_decay_schedule(0.1, 1000)), got {learning_rate!r:.60}"
         )
+    # torch.optim's range: a negative rate would climb the loss, a NaN or inf one
+    # would make every parameter NaN at the first step.
+    check_number(name, "learning_rate", learning_rate, 0.0, np.inf)
     return scale(sign * float(learning_rate))
 
 
@@ -108,6 +124,7 @@ def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
     check_number("trace", "decay", decay, 0.0)
 
     def update(updates, state, params=None):
+        _check_state("trace", updates, state.trace)
         new = tree_map(lambda g, t: g + decay * t, updates, state.trace)
         out = tree_map(lambda g, t: g + decay * t, updates, new) if nesterov else new
         return out, TraceState(new)
@@ -139,6 +156,7 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
         return ScaleByAdamState(_count0(), _zeros_like(params), _moments(params))
 
     def update(updates, state, params=None):
+        _check_state("scale_by_adam", updates, state.mu)
         mu = tree_map(lambda g, m: b1 * m + (1 - b1) * g, updates, state.mu)
         nu = tree_map(lambda g, v: b2 * v + (1 - b2) * abs_squared(g), updates, state.nu)
         count = next_count(state.count)
@@ -176,6 +194,7 @@ def scale_by_rms(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0
         return ScaleByRmsState(tree_map(lambda p: real_zeros_like(p) + initial_scale, params))
 
     def update(updates, state, params=None):
+        _check_state("scale_by_rms", updates, state.nu)
         nu = tree_map(lambda g, v: decay * v + (1 - decay) * abs_squared(g), updates, state.nu)
         out = tree_map(lambda g, v: _divide(g, v, eps, eps_in_sqrt), updates, nu)
         return out, ScaleByRmsState(nu)
@@ -200,6 +219,7 @@ def scale_by_stddev(decay: float = 0.9, eps: float = 1e-8, initial_scale: float 
             _zeros_like(params), tree_map(lambda p: real_zeros_like(p) + initial_scale, params))
 
     def update(updates, state, params=None):
+        _check_state("scale_by_stddev", updates, state.mu)
         mu = tree_map(lambda g, m: decay * m + (1 - decay) * g, updates, state.mu)
         nu = tree_map(lambda g, v: decay * v + (1 - decay) * abs_squared(g), updates, state.nu)
         out = tree_map(
@@ -232,6 +252,7 @@ def scale_by_rss(initial_accumulator_value: float = 0.1,
         return fnp.where(unseen, 0.0, g / fnp.sqrt(fnp.where(unseen, 1.0, s + eps)))
 
     def update(updates, state, params=None):
+        _check_state("scale_by_rss", updates, state.sum_of_squares)
         sos = tree_map(lambda g, s: s + abs_squared(g), updates, state.sum_of_squares)
         return tree_map(direction, updates, sos), ScaleByRssState(sos)
 

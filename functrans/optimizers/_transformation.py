@@ -167,7 +167,9 @@ def check_floating(name: str, params: Any) -> None:
 
 
 def check_structures(name: str, what: str, tree: Any, params: Any) -> None:
-    """``tree`` (gradients, updates) must be shaped like ``params``."""
+    """``tree`` (gradients, updates) must be shaped like ``params``: the same
+    structure, and each leaf the shape of its parameter (NumPy would
+    broadcast a (3, 1) update onto a (3,) parameter into a (3, 3) one)."""
     if params is None:
         return
     got, want = tree_structure(tree), tree_structure(params)
@@ -177,6 +179,22 @@ def check_structures(name: str, what: str, tree: Any, params: Any) -> None:
             f"structure {want}; pass the gradient of the loss with respect to params "
             "(grad of a function of params returns that structure)"
         )
+    check_shapes(name, what, tree, params, "params")
+
+
+def check_shapes(name: str, what: str, tree: Any, like: Any, like_what: str) -> None:
+    """Each leaf of ``tree`` must have the shape of the matching leaf of
+    ``like``, a tree of the same structure (the params, or a state made
+    from them by ``init``)."""
+    paths, leaves, _ = tree_flatten_with_path(tree)
+    for path, x, y in zip(paths, leaves, _leaves(like)):
+        got, want = fnp.shape(x), fnp.shape(y)
+        if got != want:
+            raise ValueError(
+                f"{name}: {what}{keystr(path)} has shape {got}, but {like_what}{keystr(path)} "
+                f"has shape {want}; pass {what} shaped like the params, one leaf per "
+                "parameter (the gradient of the loss with respect to params is)"
+            )
 
 
 def check_number(name: str, arg: str, value: Any, lo: float, hi: float | None = None,
