@@ -16,6 +16,7 @@ import numpy as np
 from functrans import core
 from functrans._api_util import check_callable, check_leaves
 from functrans.core import open_jaxpr
+from functrans.dtypes import is_inexact
 from functrans.primitives.custom import FlatRule, checkpoint_p, custom_jvp_call_p, custom_vjp_call_p
 from functrans.tree_util import tree_flatten, tree_unflatten
 
@@ -80,15 +81,27 @@ def _check_tree(label: str, what: str, got, expected) -> None:
         raise TypeError(f"{label}: {what} must have the structure {expected}, got {got}")
 
 
-def _check_shapes(label: str, name: str, what: str, leaves: Sequence[Any], avals) -> None:
-    """A rule's outputs must have the shapes of the function's outputs: a
-    tangent of another shape would be broadcast or dropped silently."""
+def _check_rule_outputs(label: str, name: str, what: str, leaves: Sequence[Any],
+                        avals) -> None:
+    """A rule's outputs must have the shapes of the function's outputs, and
+    for float and complex outputs their dtypes: a tangent of another shape
+    would be broadcast or dropped silently, an integer one truncated (and
+    reverse mode would give zeros).  A Python number takes the output's
+    dtype, unless it is complex for a real output."""
     for i, (x, want) in enumerate(zip(leaves, avals)):
         got = core.get_aval(x)
         if got.shape != want.shape:
             raise TypeError(
                 f"{label}: the JVP rule's {what} {i} has type {got.str_short()}, but {name}'s "
                 f"output {i} is {want.str_short()}; return values shaped like {name}'s outputs"
+            )
+        if is_inexact(want.dtype) and got.dtype != want.dtype and not (
+                got.weak_type and (got.dtype.kind != "c" or want.dtype.kind == "c")):
+            raise TypeError(
+                f"{label}: the JVP rule's {what} {i} has type {got.str_short()}, but {name}'s "
+                f"output {i} is {want.str_short()}; return values of the outputs' dtypes "
+                f"(cast with .astype(np.{want.dtype.name})): a {what} of another dtype would be "
+                "converted silently (an integer tangent truncated)"
             )
 
 
@@ -142,8 +155,8 @@ class custom_jvp:
             t_leaves, t_out_tree = tree_flatten(t_out)
             _check_tree(label, "the JVP rule's primal output", out_tree, t.out_tree)
             _check_tree(label, "the JVP rule's tangent output", t_out_tree, t.out_tree)
-            _check_shapes(label, name, "primal output", out_leaves, t.call.out_avals)
-            _check_shapes(label, name, "tangent output", t_leaves, t.call.out_avals)
+            _check_rule_outputs(label, name, "primal output", out_leaves, t.call.out_avals)
+            _check_rule_outputs(label, name, "tangent output", t_leaves, t.call.out_avals)
             return out_leaves, t_leaves
 
         outs = custom_jvp_call_p.bind(
@@ -244,10 +257,12 @@ def _flat_cotangents(label: str, diff_args: Sequence[Any], cts_in: Sequence[Any]
             )
         for leaf, c in zip(arg_leaves, ct_leaves):
             want, got = core.get_aval(leaf), core.get_aval(c)
-            if want.shape != got.shape:
+            if want.shape != got.shape or is_inexact(want.dtype) and got.dtype != want.dtype \
+                    and not (got.weak_type and (got.dtype.kind != "c" or want.dtype.kind == "c")):
                 raise TypeError(
                     f"{label}: bwd's cotangent for argument {i} has type {got.str_short()}, "
-                    f"but the argument is {want.str_short()}"
+                    f"but the argument is {want.str_short()}; return cotangents of the "
+                    "arguments' shapes and dtypes"
                 )
         out += ct_leaves
     return out

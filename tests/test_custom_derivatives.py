@@ -185,6 +185,52 @@ def test_custom_jvp_errors():
         ft.jvp(k, (1.0,), (1.0,))
 
 
+def test_a_custom_jvp_tangent_of_another_dtype_is_refused():
+    @ft.custom_jvp
+    def k(x):
+        return x * 2.0
+
+    x = np.array([1.5, -0.5])
+    k.defjvp(lambda p, t: (k(p[0]), (t[0] * 2.0).astype(np.int64)))
+    message = (r"^custom_jvp\(k\): the JVP rule's tangent output 0 has type i64\[2\], but k's "
+               r"output 0 is f64\[2\]; return values of the outputs' dtypes \(cast with "
+               r"\.astype\(np\.float64\)\): a tangent output of another dtype would be "
+               r"converted silently \(an integer tangent truncated\)$")
+    with pytest.raises(TypeError, match=message):
+        ft.jvp(k, (x,), (np.array([0.7, 0.7]),))  # was the truncated tangent [1, 1]
+    with pytest.raises(TypeError, match=message):
+        ft.grad(lambda v: fnp.sum(k(v)))(x)  # was [0, 0]
+    k.defjvp(lambda p, t: (k(p[0]), (t[0] * 2.0).astype(np.float32)))
+    with pytest.raises(TypeError, match=r"tangent output 0 has type f32\[2\], but k's output 0 "
+                                        r"is f64\[2\]"):
+        ft.jvp(k, (x,), (x,))
+    k.defjvp(lambda p, t: (k(p[0]), t[0] * 2.0 + 0j))
+    with pytest.raises(TypeError, match=r"tangent output 0 has type c128\[2\]"):
+        ft.jvp(k, (x,), (x,))
+    k.defjvp(lambda p, t: (k(p[0]).astype(np.float32), t[0] * 2.0))
+    with pytest.raises(TypeError, match=r"primal output 0 has type f32\[2\]"):
+        ft.jvp(k, (x,), (x,))
+    # A Python number takes the output's dtype; the rule of the right dtype is unchanged.
+    k.defjvp(lambda p, t: (k(p[0]), 0.0 * t[0] + 1.0))
+    np.testing.assert_array_equal(ft.jvp(k, (x,), (x,))[1], [1.0, 1.0])
+    k.defjvp(lambda p, t: (k(p[0]), t[0] * 2.0))
+    np.testing.assert_array_equal(ft.grad(lambda v: fnp.sum(k(v)))(x), [2.0, 2.0])
+    x32 = x.astype(np.float32)
+    assert ft.jvp(k, (x32,), (x32,))[1].dtype == np.float32
+
+
+def test_a_custom_vjp_cotangent_of_another_dtype_is_refused():
+    @ft.custom_vjp
+    def h(x):
+        return x * 3.0
+
+    h.defvjp(lambda x: (h(x), None), lambda res, g: ((g * 3.0).astype(np.int64),))
+    with pytest.raises(TypeError, match=r"^custom_vjp\(h\): bwd's cotangent for argument 0 has "
+                                        r"type i64\[2\], but the argument is f64\[2\]; return "
+                                        r"cotangents of the arguments' shapes and dtypes$"):
+        ft.grad(lambda v: fnp.sum(h(v)))(np.array([0.5, 0.25]))
+
+
 def test_custom_jvp_differentiating_a_closed_over_value_is_refused():
     def outer(c):
         @ft.custom_jvp
