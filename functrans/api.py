@@ -258,15 +258,19 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
             return [out] + list(aux_leaves)
 
         closed = trace_flat(flat, leaves, name, aux_cell)
+        # With debug_nans/debug_infs on, the value is computed even for grad,
+        # so that the values f computes are checked (JAX's behaviour): without
+        # it, log(v - 1) in sum(log(v - 1)) is dead code for the gradient.
+        keep_value = need_value or core.value_checks != (False, False)
         # A program met the first time is linearized at once (no programs built).
         done = None if linearizes_now(closed, leaves) else \
-            host_value_and_grad(closed, leaves, need_value)
+            host_value_and_grad(closed, leaves, keep_value)
         if done is not None:
             outs, flat_grads = done
             if need_value or has_aux:  # none is the caller's array (see _linearized)
                 outs = _owned(outs, leaves, closed.consts)
         else:
-            lin = Linearized(closed, leaves, [True] * len(leaves), drop_first=not need_value)
+            lin = Linearized(closed, leaves, [True] * len(leaves), drop_first=not keep_value)
             outs = _owned(lin.outs, leaves, lin.consts, lin.residuals)
             one = np.ones((), lin.out_avals[0].dtype)
             cts = [one] + [Zero(a.strip_weak()) for a in lin.out_avals[1:]]

@@ -83,6 +83,37 @@ def test_a_nan_of_the_backward_pass_names_the_line_it_derives_from(nans, transfo
             "return fnp.sum(fnp.sqrt(x) * 0.0))") in message
 
 
+def log_shifted(x):
+    return fnp.sum(fnp.log(x - 1.0))
+
+
+LOG_SHIFTED_LINE = _line(log_shifted, "fnp.log")
+
+
+@pytest.mark.parametrize("transform", [
+    ft.grad, lambda f: ft.grad(lambda x: (f(x), x), has_aux=True),
+    lambda f: ft.grad(lambda x: f(x) + 0.0 * fnp.sum(fnp.sin(fnp.cos(x)) ** 3 * x ** 2 - x) * 8),
+], ids=["grad", "grad_has_aux", "grad_longer"])
+def test_grad_checks_the_value_when_the_nan_is_only_there(transform):
+    # d/dx log(x - 1) = 1 / (x - 1) is finite at 0.5: the value is the only NaN,
+    # and grad, which does not return it, used to skip computing it.
+    x = np.array([0.5, 1.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = transform(log_shifted)(x)
+        assert np.isfinite(out[0] if isinstance(out, tuple) else out).all()
+        for flag, what in (("debug_nans", "NaN"), ("debug_infs", "an infinity")):
+            config.update(flag, True)
+            try:
+                with pytest.raises(FloatingPointError) as info:
+                    transform(log_shifted)(x if flag == "debug_nans" else x + 0.5)
+            finally:
+                config.update(flag, False)
+            assert str(info.value).startswith(f"{flag}: the primitive 'log' produced {what} (1 "
+                                              "of 2 elements of its f64[2] result)")
+            assert f"log_shifted ({THIS}:{LOG_SHIFTED_LINE}: " in str(info.value)
+
+
 def test_infinities_are_checked_only_under_debug_infs(nans):
     f = ft.jit(lambda x: 1.0 / x)
     with warnings.catch_warnings():
