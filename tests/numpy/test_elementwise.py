@@ -180,6 +180,30 @@ def test_clip(x, lo, hi):
     check(lambda a: fnp.clip(a, lo, hi), lambda a: np.clip(a, lo, hi), x)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int32, np.uint64])
+@pytest.mark.parametrize("lo, hi", [
+    (-5, 5), (-5, 300), (-(2 ** 70), 2 ** 70), (-1000, 50), (0, 255), (-5, None), (None, 10 ** 30),
+    (300, 400), (-300, -5), (5, -5), (None, -5), (2.5, 7), (np.int64(-5), 5), (-5.0, 5),
+])
+def test_clip_of_integers_by_python_ints_beyond_the_dtype_follows_numpy2(dtype, lo, hi):
+    # NumPy 2: a Python int bound beyond the dtype's range bounds nothing
+    # (clip(uint8, -5, 5) is uint8); others follow NEP 50 (an OverflowError).
+    x = np.array([0, 3, 100, 127], dtype)
+    for fn in (lambda a: fnp.clip(a, lo, hi), lambda a: np.clip(a, lo, hi),
+               lambda a: a.clip(lo, hi)):
+        try:
+            want = np.clip(x, lo, hi)
+        except OverflowError:
+            with pytest.raises(OverflowError):
+                fnp.clip(x, lo, hi)
+            with pytest.raises(OverflowError):
+                functrans.jit(fn)(x)
+            continue
+        assert_same(fnp.clip(x, lo, hi), want)
+        assert_same(functrans.jit(fn)(x), want)
+        assert_same(functrans.vmap(fn)(x[:, None])[:, 0], want)
+
+
 def test_clip_takes_numpy2_keyword_names():
     x = np.linspace(-2, 2, 5)
     assert_same(fnp.clip(x, min=-1, max=1), np.clip(x, -1, 1))
