@@ -104,25 +104,51 @@ def _convert(x, dtype):
 # -- plain reductions -----------------------------------------------------------
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False):
-    """``numpy.sum``; bool and small integers sum in the default integer, as in NumPy.
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    """``numpy.sum``; bool and small integers sum in the default integer, as in
+    NumPy.  ``where=False`` positions are left out (they get no derivative);
+    ``initial`` is added to each sum (converted to its dtype, as NumPy does).
 
     >>> sum(np.ones((2, 3), np.float32), axis=(0, 1))
     array(6., dtype=float32)
+    >>> sum(np.array([1.0, 2.0, 4.0]), where=np.array([True, False, True]), initial=10.0)
+    array(15.)
     """
     if out is not None:
         _no_out("sum", out)
-    return _reduce("sum", reduce_sum_p, a, axis, keepdims, dtype)
+    if initial is None and where is True:
+        return _reduce("sum", reduce_sum_p, a, axis, keepdims, dtype)
+    return _masked_reduce("sum", reduce_sum_p, add, a, axis, keepdims, dtype, initial, where)
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False):
-    """``numpy.prod``.
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    """``numpy.prod``, with ``initial`` (a factor of each product) and
+    ``where`` as in ``sum``.
 
     >>> prod(np.array([[1, 2], [3, 4]]), axis=1)
     array([ 2, 12])
     """
     _no_out("prod", out)
-    return _reduce("prod", reduce_prod_p, a, axis, keepdims, dtype)
+    if initial is None and where is True:
+        return _reduce("prod", reduce_prod_p, a, axis, keepdims, dtype)
+    return _masked_reduce("prod", reduce_prod_p, multiply, a, axis, keepdims, dtype, initial,
+                          where)
+
+
+def _masked_reduce(name: str, prim: Primitive, combine, a, axis, keepdims: bool, dtype,
+                   initial, where):
+    """``sum``/``prod`` with ``where`` (left-out positions replaced by the
+    identity, so they add nothing: a NaN there included) and ``initial``
+    (combined with each result)."""
+    x = asarray(a)
+    axes = normalize_axes(name, axis, x.ndim)
+    if where is not True:
+        identity = np.asarray(0 if prim is reduce_sum_p else 1, x.dtype)
+        x = _where(_where_mask(name, where, x.shape), x, identity)
+    out = _reduce_axes(prim, x, axes, keepdims, dtype)
+    if initial is None:
+        return out
+    return combine(out, _initial(name, initial, out.dtype))
 
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=True):
@@ -287,15 +313,30 @@ def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
     return n
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims=False):
-    """``numpy.mean``: the sum divided by the count (float64 for integers).
+def _kept_count(mask, axes: tuple[int, ...], keepdims: bool):
+    """How many positions ``mask`` keeps in each reduced slice, as float64
+    (NumPy divides by this count in a float64 loop)."""
+    return _reduce_axes(reduce_sum_p, mask, axes, keepdims, np.float64)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+    """``numpy.mean``: the sum divided by the count (float64 for integers);
+    with ``where``, the sum and the count of the kept positions (NaN for a
+    slice with none, as in NumPy).
 
     >>> mean(np.array([[1, 2], [3, 5]]), axis=0)
     array([2. , 3.5])
+    >>> mean(np.array([1.0, 2.0, 6.0]), where=np.array([True, False, True]))
+    array(3.5)
     """
     _no_out("mean", out)
     x = asarray(a)
     axes = normalize_axes("mean", axis, x.ndim)
+    mask = None if where is True else _where_mask("mean", where, x.shape)
+    return _mean(x, axes, dtype, keepdims, mask)
+
+
+def _mean(x, axes: tuple[int, ...], dtype, keepdims: bool, mask):
     # NumPy sums bool and integers in float64 and float16 in float32, but
     # hands float16 back.
     acc, result = dtype, dtype
@@ -303,8 +344,13 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False):
         acc = result = np.float64
     elif dtype is None and x.dtype == np.float16:
         acc, result = np.float32, np.float16
-    total = _reduce_axes(reduce_sum_p, x, axes, keepdims, acc)
-    quotient = divide(total, _count(x.shape, axes))
+    if mask is None:
+        total = _reduce_axes(reduce_sum_p, x, axes, keepdims, acc)
+        quotient = divide(total, _count(x.shape, axes))
+    else:
+        total = _reduce_axes(reduce_sum_p, _where(mask, x, np.zeros((), x.dtype)), axes,
+                             keepdims, acc)
+        quotient = divide(total, _kept_count(mask, axes, keepdims))
     return _convert(quotient, total.dtype if result is None else result)
 
 
@@ -321,40 +367,75 @@ def _ddof(name: str, ddof, correction):
     return correction
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
+        correction=None):
     """``numpy.var``: the mean squared deviation, divided by ``n - ddof``; real
-    for complex input.  ``correction`` is the array API's name for ``ddof``.
+    for complex input.  ``correction`` is the array API's name for ``ddof``;
+    ``where`` leaves positions out of the mean, the deviations and the count
+    ``n``; ``mean`` is the mean to take deviations from (shaped as with
+    ``keepdims=True``), instead of computing it, and is differentiated too.
 
     >>> var(np.array([1.0, 2.0, 3.0, 4.0]), ddof=1)
     array(1.66666667)
+    >>> var(np.array([1.0, 2.0, 3.0, 4.0]), mean=np.array([2.0]))
+    array(1.5)
     """
     _no_out("var", out)
     ddof = _ddof("var", ddof, correction)
     x = asarray(a)
     axes = normalize_axes("var", axis, x.ndim)
+    mask = None if where is True else _where_mask("var", where, x.shape)
     acc = np.float64 if dtype is None and x.dtype.kind in "biu" else dtype
-    dev = subtract(x, mean(x, axes, acc, keepdims=True))
-    n = _count(x.shape, axes)
-    if n <= 1:
-        # The deviations of a single element are identically 0, whatever the
-        # element: their derivative is 0 (exactly, not the 0 * inf = NaN that
-        # sqrt' at 0 would make of it in std).
-        dev = bind(stop_gradient_p, dev)
+    if mean is None:
+        dev = subtract(x, _mean(x, axes, acc, True, mask))
+        # The deviations of a single element from its own mean are identically
+        # 0, whatever the element: their derivative is 0 (exactly, not the
+        # 0 * inf = NaN that sqrt' at 0 would make of it in std).
+        # (With where=, std handles the slices that keep one position.)
+        if mask is None and _count(x.shape, axes) <= 1:
+            dev = bind(stop_gradient_p, dev)
+    else:
+        dev = subtract(x, asarray(mean))
+        if tuple(dev.shape) != tuple(x.shape):
+            raise ShapeError(
+                f"fnp.var: mean of shape {tuple(asarray(mean).shape)} gives deviations of "
+                f"shape {tuple(dev.shape)}, not the array's {tuple(x.shape)}; pass the mean "
+                "shaped as with keepdims=True"
+            )
+    if mask is not None:
+        # Left-out deviations are 0 before they are squared: selecting after
+        # would let a NaN or inf there into the derivative (0 * NaN).
+        dev = _where(mask, dev, np.zeros((), dev.dtype))
     # |z|^2 as Re(z conj(z)), NumPy's formula: smooth at z == 0, where |z| is not.
     squares = real(multiply(dev, conj(dev))) if dev.dtype.kind == "c" else multiply(dev, dev)
     total = _reduce_axes(reduce_sum_p, squares, axes, keepdims, acc)
-    return _convert(divide(total, builtins.max(n - ddof, 0)), total.dtype)
+    if mask is None:
+        return _convert(divide(total, builtins.max(_count(x.shape, axes) - ddof, 0)),
+                        total.dtype)
+    divisor = maximum(subtract(_kept_count(mask, axes, keepdims), ddof), 0.0)
+    return _convert(divide(total, divisor), total.dtype)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
-    """``numpy.std``: the square root of ``var`` (``correction`` is ``ddof``).
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
+        correction=None):
+    """``numpy.std``: the square root of ``var`` (``correction`` is ``ddof``;
+    ``where`` and ``mean`` as there).
 
     >>> std(np.array([1.0, 3.0]), correction=1)
     array(1.41421356)
     """
     _no_out("std", out)
     ddof = _ddof("std", ddof, correction)
-    return sqrt(var(a, axis, dtype, ddof=ddof, keepdims=keepdims))
+    v = var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean)
+    if where is True or mean is not None:
+        return sqrt(v)
+    # A slice that keeps one position has the deviation 0 whatever its value,
+    # so its std is constant: derivative 0, not sqrt'(0) * 0 = NaN.
+    x = asarray(a)
+    mask = _where_mask("std", where, x.shape)
+    lone = _kept_count(mask, normalize_axes("std", axis, x.ndim), keepdims) <= 1
+    safe = _where(lone, np.ones((), v.dtype), v)
+    return _where(lone, bind(stop_gradient_p, sqrt(v)), sqrt(safe))
 
 
 # -- argmax, argmin ---------------------------------------------------------------

@@ -14,6 +14,7 @@ import functrans.numpy as fnp
 from functrans.backends.numpy import eval_jaxpr
 from functrans.core import check_jaxpr
 from functrans.errors import AxisError
+from functrans.testing import check_grads
 
 # NumPy warns about empty slices and ddof >= n; the values are still compared.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -136,6 +137,75 @@ def test_cumulative(name, data, x, dtype):
     axis = data.draw(axes(x.ndim, tuples=False))
     fn, np_fn = getattr(fnp, name), getattr(np, name)
     check(lambda a: fn(a, axis, dtype), lambda a: np_fn(a, axis, dtype), x)
+
+
+@st.composite
+def masks(draw, shape):
+    """A ``where=`` mask for an array of ``shape``: full, or one that broadcasts."""
+    full = draw(st.booleans())
+    mask_shape = shape if full else tuple(draw(st.sampled_from([1, n])) for n in shape)
+    return draw(hnp.arrays(np.bool_, mask_shape))
+
+
+@pytest.mark.parametrize("name", ["sum", "prod"])
+@given(data=st.data(), x=arrays(), keepdims=st.booleans(),
+       initial=st.sampled_from([None, 2, -1.5, 0.5]), masked=st.booleans())
+def test_sum_prod_with_where_and_initial(name, data, x, keepdims, initial, masked):
+    axis = data.draw(axes(x.ndim))
+    where = data.draw(masks(x.shape)) if masked else True
+    kw = {"axis": axis, "keepdims": keepdims, "where": where}
+    kw.update({} if initial is None else {"initial": initial})
+    fn, np_fn = getattr(fnp, name), getattr(np, name)
+    check(lambda a: fn(a, **kw), lambda a: np_fn(a, **kw), x)
+
+
+@pytest.mark.parametrize("name", ["mean", "var", "std"])
+@given(data=st.data(), x=arrays(), keepdims=st.booleans(), ddof=st.sampled_from([0, 1]))
+def test_mean_var_std_with_where(name, data, x, keepdims, ddof):
+    axis = data.draw(axes(x.ndim))
+    kw = {"axis": axis, "keepdims": keepdims, "where": data.draw(masks(x.shape))}
+    kw.update({} if name == "mean" else {"ddof": ddof})
+    fn, np_fn = getattr(fnp, name), getattr(np, name)
+    check(lambda a: fn(a, **kw), lambda a: np_fn(a, **kw), x)
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+@given(data=st.data(), x=arrays(dtypes=[np.int32, np.float32, np.float64, np.complex128]),
+       masked=st.booleans())
+def test_var_std_with_a_given_mean(name, data, x, masked):
+    axis = data.draw(axes(x.ndim))
+    where = data.draw(masks(x.shape)) if masked else True
+    with np.errstate(all="ignore"):
+        m = np.mean(x, axis=axis, keepdims=True, where=where) + 0.25
+    fn, np_fn = getattr(fnp, name), getattr(np, name)
+    check(lambda a: fn(a, axis, mean=m, where=where), lambda a: np_fn(a, axis, mean=m, where=where),
+          x)
+
+
+def test_where_initial_and_mean_are_differentiated():
+    x = np.array([[0.3, -1.2, 2.0], [1.5, 0.7, -0.4]])
+    w = np.array([[True, False, True], [False, True, True]])
+    for f in (lambda a: fnp.sum(a ** 2, axis=1, where=w, initial=0.5),
+              lambda a: fnp.prod(a, axis=0, where=w, initial=2.0),
+              lambda a: fnp.mean(fnp.sin(a), axis=1, where=w),
+              lambda a: fnp.var(a, axis=1, where=w, ddof=1),
+              lambda a: fnp.std(a, axis=0, where=w[::-1]),
+              lambda a: fnp.std(a, axis=1, keepdims=True, mean=fnp.mean(a, 1, keepdims=True) * 0.5),
+              lambda a: fnp.var(a[0], mean=a[1, :1])):
+        check_grads(f, (x,), order=2)
+    # a left-out position gets no derivative, a NaN there included
+    x_nan = np.where(w, x, np.nan)
+    for fn in (fnp.sum, fnp.mean, fnp.var, fnp.std):
+        g = functrans.grad(lambda a, fn=fn: fnp.sum(fn(a, axis=1, where=w)))(x_nan)
+        assert np.all(g[~w] == 0) and np.all(np.isfinite(g))
+
+
+def test_std_of_a_slice_with_one_kept_position_has_derivative_zero():
+    # sqrt'(0) * 0 would be NaN; the deviation of a lone element is identically 0
+    x = np.array([[1.0, 5.0, 2.0], [3.0, 4.0, 6.0]])
+    w = np.array([[True, False, False], [True, True, False]])
+    g = functrans.grad(lambda a: fnp.sum(fnp.std(a, axis=1, where=w)))(x)
+    np.testing.assert_allclose(g, [[0.0, 0.0, 0.0], [-1.0, 1.0, 0.0]] * np.array([[1], [0.5]]))
 
 
 def test_mean_of_integers_is_float64():
