@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import logging
 import threading
 import time
 import warnings
@@ -48,12 +49,16 @@ from functrans._api_util import (
 from functrans.backends.numpy import Compiled
 from functrans.core import ClosedJaxpr, ShapedArray, ShapeDtypeStruct, Tracer
 from functrans.devices import check_devices, is_device_array
-from functrans.errors import DeviceError
+from functrans.errors import DeviceError, FunctransError
 from functrans.interpreters.vmap import bound_axes
 from functrans.passes.fuse import fuse, unfuse_small
 from functrans.passes.pipeline import run_passes
 from functrans.primitives.fused import cpu_fusible, have_numexpr
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+
+#: Where jit says, at debug level, that a program runs on the NumPy tier
+#: although the native tier was asked for (Numba lacks something it needs).
+_log = logging.getLogger(__name__)
 
 __all__ = ["CacheInfo", "JitCacheMiss", "Lowered", "ShapeDtypeStruct", "disable_jit", "jit"]
 
@@ -490,19 +495,35 @@ class _Jitted:
             from functrans.backends import cupy as gpu_backend  # loaded for GPU work only
 
             compiled = gpu_backend.Compiled(optimized, self._name, own_outputs=True)
-        elif self._compiler == "native" and not traced and core.value_checks == (False, False):
+            return _Entry(optimized, compiled, out_tree, single, traced)
+        if self._compiler == "native" and not traced and core.value_checks == (False, False):
             # (while debug_nans is on, the NumPy calls below, so an error names one equation)
-            from functrans.backends import native
-
-            lowering = native.lower(optimized, config.native_cache_dir)
-            compiled = Compiled(lowering.jaxpr, self._name, own_outputs=True)
-            return _Entry(optimized, compiled, out_tree, single, traced,
-                          lowering.compile_seconds, tuple(lowering.sources))
-        else:
-            if core.value_checks == (False, False):  # debug_nans names single equations
-                optimized = _fuse_for_cpu(optimized)
-            compiled = Compiled(optimized, self._name, own_outputs=True)
+            lowering = self._lower_native(optimized)
+            if lowering is not None:
+                compiled = Compiled(lowering.jaxpr, self._name, own_outputs=True)
+                return _Entry(optimized, compiled, out_tree, single, traced,
+                              lowering.compile_seconds, tuple(lowering.sources))
+        if core.value_checks == (False, False):  # debug_nans names single equations
+            optimized = _fuse_for_cpu(optimized)
+        compiled = Compiled(optimized, self._name, own_outputs=True)
         return _Entry(optimized, compiled, out_tree, single, traced)
+
+    def _lower_native(self, optimized: ClosedJaxpr) -> Any:
+        """The native tier's lowering of ``optimized``, or None where Numba
+        has no implementation of a type or an operation it needs (its
+        ``NotImplementedError``, such as ``'float16'`` for float16
+        arithmetic): the NumPy tier then runs the program, with the same
+        numbers, and the ``functrans.jit`` logger says so at debug level."""
+        from functrans.backends import native
+
+        try:
+            return native.lower(optimized, config.native_cache_dir)
+        except NotImplementedError as e:
+            if isinstance(e, FunctransError):
+                raise  # functrans' own (a missing rule): not Numba's limit
+            _log.debug("%s: the native tier cannot compile this program (Numba's "
+                       "NotImplementedError: %s); the NumPy tier runs it", self._label, e)
+            return None
 
     def _explain_miss(self, args, kwargs, key) -> str:
         """Why this call compiles (the signature's changes since the last miss)."""

@@ -449,3 +449,38 @@ def test_concurrent_first_calls():
         t.join()
     for k, x in enumerate(xs):
         assert _close(ft.jit(f)(x), results[k])
+
+
+@needs_numba
+def test_a_program_numba_cannot_compile_runs_on_the_numpy_tier_with_a_debug_line(
+        monkeypatch, caplog):
+    # Numba has no float16 arithmetic: compiling it raises a bare
+    # NotImplementedError('float16'). A kernel that meets it leaves the
+    # program to the NumPy tier, which gives the same numbers.
+    import numba
+
+    def float16_kernel(group, name, cache_dir):
+        numba.njit(lambda a: a[0] * a[1])(np.ones(2, np.float16))
+
+    monkeypatch.setattr(native, "group_call", float16_kernel)
+    x = np.linspace(-1.0, 1.0, 7, dtype=np.float32)
+    f = ft.jit(lambda v: fnp.sin(v) * 2.0 + fnp.exp(v), compiler="native")
+    with caplog.at_level("DEBUG", logger="functrans.jit"):
+        got = f(x)
+    np.testing.assert_array_equal(got, ft.jit(lambda v: fnp.sin(v) * 2.0 + fnp.exp(v))(x))
+    assert f.lower(x).native_sources == []
+    assert any("jit(<lambda>): the native tier cannot compile this program (Numba's "
+               "NotImplementedError: float16); the NumPy tier runs it" in r.getMessage()
+               for r in caplog.records)
+
+
+@needs_numba
+def test_functrans_own_not_implemented_errors_are_not_taken_for_numba_limits(monkeypatch):
+    from functrans.errors import MissingRuleError
+
+    def missing(group, name, cache_dir):
+        raise MissingRuleError("primitive 'p' has no native rule")
+
+    monkeypatch.setattr(native, "group_call", missing)
+    with pytest.raises(MissingRuleError):
+        ft.jit(lambda v: fnp.sin(v) * 2.0 + fnp.exp(v), compiler="native")(np.ones(3))
