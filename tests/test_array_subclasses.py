@@ -103,7 +103,8 @@ def test_eager_fnp_refuses_a_subclass_naming_the_line(kind):
     make, type_name, fix = REFUSED[kind]
     x = make()
     for call in (lambda: fnp.sum(x), lambda: fnp.sin(x), lambda: fnp.multiply(x, x),
-                 lambda: fnp.asarray(x), lambda: fnp.reshape(x, (4,))):
+                 lambda: fnp.asarray(x), lambda: fnp.reshape(x, (4,)), lambda: fnp.where(x),
+                 lambda: fnp.at(x)[0].set(1.0)):
         with pytest.raises(TypeError, match=rf"test_array_subclasses\.py:\d+: .*"
                                             rf"an operand is a {type_name}.*{fix}"):
             call()

@@ -324,7 +324,7 @@ def where(condition, x=None, y=None, /):
                 "number depends on the data, so it cannot be traced; use the "
                 "three-argument form where(condition, x, y)"
             )
-        return np.nonzero(condition)
+        return np.nonzero(asarray(condition))
     if x is None or y is None:
         raise ValueError("where: pass both x and y, or neither (for the indices form)")
     return bind(select_p, _to_bool(condition), _array_arg(x), _array_arg(y))
