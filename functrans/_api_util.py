@@ -18,7 +18,7 @@ from functrans import array_types, core
 from functrans.backends.numpy import owned_outputs
 from functrans.core import ClosedJaxpr, Jaxpr, ShapedArray, ShapeDtypeStruct, Tracer
 from functrans.devices import check_devices
-from functrans.dtypes import is_inexact
+from functrans.dtypes import float0, is_inexact
 from functrans.errors import DTypeError
 from functrans.interpreters.partial_eval import linearize_jaxpr
 from functrans.interpreters.transpose import transpose_jaxpr
@@ -201,7 +201,8 @@ def check_leaves(name: str, what: str, tree: Any) -> tuple[list, Any]:
     paths, leaves, treedef = tree_flatten_with_path(tree)
     for k, (path, leaf) in enumerate(zip(paths, leaves)):
         if isinstance(leaf, np.ndarray) and (type(leaf) is not np.ndarray
-                                             or leaf.dtype.fields is not None):
+                                             or leaf.dtype.fields is not None and
+                                             leaf.dtype != float0):
             leaves[k] = _plain_leaf(name, what, path, leaf)
             continue
         if isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype == object:

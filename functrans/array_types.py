@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from functrans.dtypes import float0
+
 #: Why each refused well-known subclass is refused, and what to pass instead
 #: (the argument is called ``x`` in the fix).  Looked up along the type's MRO,
 #: so that subclasses of these (``np.ma.mrecords.MaskedRecords``) get their
@@ -49,7 +51,7 @@ def refusal(x: np.ndarray) -> str | None:
             "them (its results would be plain ndarrays with NumPy's semantics); pass "
             "np.asarray(x) if that is what the function needs"
         )
-    if x.dtype.fields is not None:
+    if x.dtype.fields is not None and x.dtype != float0:  # (float0: JAX's integer tangents)
         return (
             f"its dtype {x.dtype} is structured (records, not numbers); pass each field as its "
             "own array (x['name'])"

@@ -342,11 +342,12 @@ def clip(a, min=None, max=None, out=None, *, a_min=None, a_max=None):
     lo = _bound("clip", "min", min, "a_min", a_min)
     hi = _bound("clip", "max", max, "a_max", a_max)
     x = _array_arg(a)
-    if x.dtype.kind in "iu":
+    dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype  # (a Python number)
+    if dtype.kind in "iu":
         # NumPy 2's rule: a Python int bound beyond the integer dtype's range
         # bounds nothing (clip(uint8, -5, 5) is uint8); other bounds take
         # NEP 50's promotion, which refuses a Python int out of the range.
-        info = np.iinfo(x.dtype)
+        info = np.iinfo(dtype)
         lo = None if type(lo) is int and lo <= info.min else lo
         hi = None if type(hi) is int and hi >= info.max else hi
     if lo is None and hi is None:
