@@ -111,6 +111,13 @@ def test_eager_fnp_refuses_a_subclass_naming_the_line(kind):
 
 
 @pytest.mark.parametrize("kind", REFUSED)
+def test_device_put_refuses_a_subclass_naming_the_leaf(kind):
+    make, type_name, fix = REFUSED[kind]
+    with pytest.raises(TypeError, match=rf"^device_put: x\['w'\] is a {type_name} .*{fix}"):
+        ft.device_put({"w": make()}, "cpu")
+
+
+@pytest.mark.parametrize("kind", REFUSED)
 def test_a_captured_subclass_or_a_non_differentiated_one_is_refused(kind):
     make, type_name, _ = REFUSED[kind]
     s = make()
@@ -158,7 +165,8 @@ def test_a_memmap_is_a_plain_array_and_every_result_is_a_plain_ndarray(memmap):
                 ft.jit(lambda x: x.T), ft.vmap(lambda x: x), ft.jacfwd(lambda x: x[0]),
                 ft.hessian(f), lambda x: ft.jvp(lambda y: y, (x,), (x,)),
                 lambda x: ft.vjp(lambda y: y, x)[1](x), lambda x: fnp.reshape(x, (3, 2)),
-                lambda x: fnp.transpose(x), lambda x: fnp.asarray(x)):
+                lambda x: fnp.transpose(x), lambda x: fnp.asarray(x),
+                lambda x: ft.device_put(x, "cpu")):
         got = run(memmap)
         want = run(plain)
         assert _all_plain(got)
