@@ -15,14 +15,10 @@ import numpy as np
 import optree
 
 from functrans import array_types, core
-from functrans.backends.numpy import owned_outputs
-from functrans.core import ClosedJaxpr, Jaxpr, ShapedArray, ShapeDtypeStruct, Tracer
+from functrans.core import ShapedArray, ShapeDtypeStruct, Tracer
 from functrans.devices import check_devices
 from functrans.dtypes import float0, is_inexact
 from functrans.errors import DTypeError
-from functrans.interpreters.partial_eval import linearize_jaxpr
-from functrans.interpreters.transpose import transpose_jaxpr
-from functrans.passes.dce import dce
 from functrans.primitives import shape as shape_prims
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
@@ -254,7 +250,7 @@ def flat_fun(f: Callable, name: str, in_tree, static: dict[int, Any], kwargs: di
     return flat, out_tree_cell
 
 
-def _check_grad_inputs(
+def check_grad_inputs(
     label: str, nums: tuple, diff: tuple, allow_int: bool, holomorphic: bool = False,
     real_only: bool = False,
 ) -> None:
@@ -287,9 +283,9 @@ def _check_grad_inputs(
             )
 
 
-def _pass_the_input_checks(leaves: Sequence[Any], holomorphic: bool, real_only: bool) -> bool:
+def pass_the_input_checks(leaves: Sequence[Any], holomorphic: bool, real_only: bool) -> bool:
     """Whether ``leaves``, all of a call's arguments, are NumPy arrays or
-    Python floats that the checks of ``_diff_args`` (devices, leaf types,
+    Python floats that the checks of ``diff_args`` (devices, leaf types,
     dtypes) all pass: one look at each leaf, instead of those checks' four
     flattenings of the arguments, in the common eager call on host arrays."""
     kinds = "c" if holomorphic else "f" if real_only else "fc"
@@ -304,30 +300,30 @@ def _pass_the_input_checks(leaves: Sequence[Any], holomorphic: bool, real_only: 
 _ONE_LEAF = tree_flatten((0.0,))[1]
 
 
-def _diff_args(label: str, argnums, args: tuple, allow_int: bool, holomorphic: bool,
+def diff_args(label: str, argnums, args: tuple, allow_int: bool, holomorphic: bool,
                real_only: bool = False):
     """The positions, flattened leaves and tree of the arguments to
     differentiate, after checking devices and dtypes."""
     if len(args) == 1 and type(argnums) is int and argnums in (0, -1):
         leaves = list(args)  # the common call, f(x): no flattening to do
-        if _pass_the_input_checks(leaves, holomorphic, real_only):
+        if pass_the_input_checks(leaves, holomorphic, real_only):
             return (0,), leaves, _ONE_LEAF
     nums = normalize_argnums(label, argnums, len(args))
     diff = tuple(args[i] for i in nums)
     if len(nums) == len(args):
         leaves, in_tree = tree_flatten(diff)
-        if _pass_the_input_checks(leaves, holomorphic, real_only):
+        if pass_the_input_checks(leaves, holomorphic, real_only):
             return nums, leaves, in_tree
     check_devices(label, "argument ", args, tree_flatten(args)[0], call="args")
     # Checked with the other arguments blanked out (None is an empty node), so
     # that error paths give each argument's position in the call.
     check_leaves(label, "argument ", tuple(a if i in nums else None for i, a in enumerate(args)))
     leaves, in_tree = tree_flatten(diff)
-    _check_grad_inputs(label, nums, diff, allow_int, holomorphic, real_only=real_only)
+    check_grad_inputs(label, nums, diff, allow_int, holomorphic, real_only=real_only)
     return nums, leaves, in_tree
 
 
-def _split_aux(label: str, name: str, out: Any, has_aux: bool, aux_cell: list,
+def split_aux(label: str, name: str, out: Any, has_aux: bool, aux_cell: list,
                first: str = "out"):
     """``(out, aux leaves)``: with ``has_aux`` the function must return the pair
     ``(out, aux)`` (``first`` names its first part in the error); the aux tree
@@ -345,14 +341,14 @@ def _split_aux(label: str, name: str, out: Any, has_aux: bool, aux_cell: list,
     return out, aux_leaves
 
 
-def _replace_args(args: tuple, nums: tuple, new: Sequence[Any]) -> list:
+def replace_args(args: tuple, nums: tuple, new: Sequence[Any]) -> list:
     out = list(args)
     for i, x in zip(nums, new):
         out[i] = x
     return out
 
 
-def _check_scalar_output(label: str, name: str, out: Any, holomorphic: bool = False) -> None:
+def check_scalar_output(label: str, name: str, out: Any, holomorphic: bool = False) -> None:
     if type(out) is Tracer and not out.aval.shape and out.aval.dtype.kind == (
             "c" if holomorphic else "f"):
         return  # the common case, in one look
@@ -382,13 +378,13 @@ def _check_scalar_output(label: str, name: str, out: Any, holomorphic: bool = Fa
         )
 
 
-def _tuple_arg(label: str, what: str, x: Any) -> tuple:
+def tuple_arg(label: str, what: str, x: Any) -> tuple:
     if not isinstance(x, (tuple, list)):
         raise TypeError(f"{label}: {what} must be a tuple or list, got {type(x).__name__}")
     return tuple(x)
 
 
-def _check_like(label: str, what: str, xs: Sequence[Any], avals: Sequence[ShapedArray],
+def check_like(label: str, what: str, xs: Sequence[Any], avals: Sequence[ShapedArray],
                 paths) -> list[Any]:
     """``xs`` (a memmap as a plain ndarray; other ndarray subclasses refused),
     each of which must have the shape and dtype of the matching aval.  A
@@ -410,14 +406,14 @@ def _check_like(label: str, what: str, xs: Sequence[Any], avals: Sequence[Shaped
     return checked
 
 
-def _outputs_then_aux(call: Callable, label: str, name: str, has_aux: bool, aux_cell: list,
+def outputs_then_aux(call: Callable, label: str, name: str, has_aux: bool, aux_cell: list,
                       out_cell: list) -> Callable:
     """The flat function ``vjp`` and the Jacobians trace: ``call(leaves)``'s
     output leaves, then its aux leaves; ``out_cell`` gets the output tree and
     leaf count."""
 
     def flat(*xs):
-        out, aux_leaves = _split_aux(label, name, call(xs), has_aux, aux_cell)
+        out, aux_leaves = split_aux(label, name, call(xs), has_aux, aux_cell)
         out_leaves, out_tree = check_leaves(label, "output", out)
         out_cell.append((out_tree, len(out_leaves)))
         return list(out_leaves) + list(aux_leaves)
@@ -425,7 +421,7 @@ def _outputs_then_aux(call: Callable, label: str, name: str, has_aux: bool, aux_
     return flat
 
 
-def _axis_spec_leaves(label: str, what: str, spec: Any, tree: Any, path: tuple = ()) -> list:
+def axis_spec_leaves(label: str, what: str, spec: Any, tree: Any, path: tuple = ()) -> list:
     """One axis (int or None) per leaf of ``tree``, from ``spec``, a tree prefix
     of it (JAX's in_axes / out_axes semantics)."""
     if spec is None or _is_index(spec):
@@ -447,7 +443,7 @@ def _axis_spec_leaves(label: str, what: str, spec: Any, tree: Any, path: tuple =
         )
     out: list = []
     for key, sub_spec, sub_tree in zip(t.entries, s.children, t.children):
-        out += _axis_spec_leaves(label, what, sub_spec, sub_tree, path + (key,))
+        out += axis_spec_leaves(label, what, sub_spec, sub_tree, path + (key,))
     return out
 
 
@@ -458,7 +454,7 @@ def _one_level(tree: Any):
     return optree.tree_flatten_one_level(tree, none_is_leaf=False, namespace="functrans")
 
 
-def _move_out_axis(label: str, path, x, dim: int | None, axis: int | None, size: int):
+def move_out_axis(label: str, path, x, dim: int | None, axis: int | None, size: int):
     if axis is None:
         if dim is not None:
             raise ValueError(
@@ -475,11 +471,11 @@ def _move_out_axis(label: str, path, x, dim: int | None, axis: int | None, size:
     return shape_prims.moveaxis(shape_prims.to_front(x, dim, size), 0, axis % rank)
 
 
-def _member_aval(aval: ShapedArray, dim: int) -> ShapedArray:
+def member_aval(aval: ShapedArray, dim: int) -> ShapedArray:
     return ShapedArray(aval.shape[:dim] + aval.shape[dim + 1 :], aval.dtype)
 
 
-def _mapped_size(label: str, leaves, dims, paths, axis_size: int | None) -> int:
+def mapped_size(label: str, leaves, dims, paths, axis_size: int | None) -> int:
     sizes = {}
     for x, d, path in zip(leaves, dims, paths):
         if d is None:
@@ -511,14 +507,14 @@ def _mapped_size(label: str, leaves, dims, paths, axis_size: int | None) -> int:
     return distinct.pop()
 
 
-def _chunks(total: int, chunk_size: int | None, label: str):
+def chunk_ranges(total: int, chunk_size: int | None, label: str):
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
         raise ValueError(f"{label}: chunk_size must be a positive int or None, got {chunk_size!r}")
     step = total if chunk_size is None else chunk_size
     return [range(r, min(r + step, total)) for r in range(0, total, max(step, 1))]
 
 
-def _check_jacobian_outputs(label: str, name: str, avals, mode: str, holomorphic: bool):
+def check_jacobian_outputs(label: str, name: str, avals, mode: str, holomorphic: bool):
     """JAX's rules: holomorphic=True needs complex outputs; without it, reverse
     mode needs real ones (it would pull back a real basis through a complex map)."""
     for i, aval in enumerate(avals):
@@ -533,74 +529,3 @@ def _check_jacobian_outputs(label: str, name: str, avals, mode: str, holomorphic
                 "needs real outputs unless holomorphic=True (for a holomorphic function); "
                 "for others use jacfwd or vjp"
             )
-
-
-class GradPlan:
-    """What an eager ``grad`` or ``value_and_grad`` runs for one traced
-    program whose arguments are all differentiated: ``forward`` maps the
-    program's constants and arguments to its wanted outputs (all but the
-    first without ``need_value``: ``n_kept`` of them), then the residuals;
-    ``backward`` maps the residuals and the first output's cotangent to one
-    gradient per argument; ``writable`` flags the residuals that are the
-    forward pass's own new arrays (``owned_outputs``), which the backward
-    pass may write into once it has read them.  Made once per program
-    structure from the cached transforms, so that a call looks up one
-    program where ``Linearized`` and its ``vjp`` look up five; ``cells``
-    are the host backend's runners of the two (the plans go when
-    debug_nans/debug_infs switch, as those do)."""
-
-    __slots__ = ("forward", "backward", "n_kept", "dtype", "writable", "cells")
-
-    def __init__(self, jaxpr: Jaxpr, need_value: bool):
-        n_args = len(jaxpr.invars)
-        opened = ClosedJaxpr(Jaxpr((), jaxpr.constvars + jaxpr.invars, jaxpr.outvars,
-                                   jaxpr.eqns), ())
-        known, linear, n_out = linearize_jaxpr(
-            opened, (False,) * len(jaxpr.constvars) + (True,) * n_args)
-        if not need_value:
-            keep = [False] + [True] * (len(known.out_avals) - 1)
-            known = ClosedJaxpr(dce(known.jaxpr, keep), known.consts)
-        self.n_kept = n_out - (not need_value)
-        n_res = len(known.out_avals) - self.n_kept
-        self.forward = known
-        self.backward = transpose_jaxpr(linear, (False,) * n_res + (True,) * n_args,
-                                        (True,) + (False,) * (n_out - 1))
-        self.dtype = jaxpr.outvars[0].aval.dtype
-        self.writable = owned_outputs(known)[self.n_kept:] + (False,)
-        self.cells = (core.host_backend.runner(known), core.host_backend.runner(self.backward))
-
-
-@core.program_cache(maxsize=512, max_equations=50_000)
-def grad_plan(jaxpr: Jaxpr, need_value: bool) -> GradPlan:
-    """The ``GradPlan`` of ``jaxpr``, cached on its structure."""
-    return GradPlan(jaxpr, need_value)
-
-
-def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any],
-                        need_value: bool) -> tuple[list, list] | None:
-    """``(outputs, gradients)`` of the traced ``closed`` at ``leaves`` by its
-    ``GradPlan`` (the first output None without ``need_value``), or None
-    where ``Linearized`` must do it: an argument that is no float or complex
-    NumPy array or Python float (an integer one, a tracer), a constant that
-    is no NumPy array (a tracer of an enclosing trace, a device array), or a
-    trace active (an effect might have to be recorded).  The backward pass
-    is handed the residuals (``run_owned``): each is freed at its last use,
-    or written into where the forward pass made it, so peak memory is the
-    forward pass's results plus the backward pass's live values, not both
-    passes' at once."""
-    if core.current_trace() is not None:
-        return None
-    if not _pass_the_input_checks(leaves, False, False):
-        return None
-    consts = closed.consts
-    for c in consts:
-        if type(c) is not np.ndarray:
-            return None
-    plan = grad_plan(closed.jaxpr, need_value)
-    host = core.host_backend
-    residuals = host.run(plan.forward, [*consts, *leaves], plan.cells[0])
-    outs = residuals[: plan.n_kept]
-    del residuals[: plan.n_kept]
-    residuals.append(np.array(1, plan.dtype))  # np.ones((), dtype), made in C
-    grads = host.run_owned(plan.backward, residuals, plan.writable, plan.cells[1])
-    return (outs if need_value else [None, *outs]), grads

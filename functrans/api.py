@@ -2,7 +2,8 @@
 the user's function into a Jaxpr with ``core.trace_to_jaxpr``, rewrites the
 Jaxpr with the interpreters in ``functrans.interpreters``, evaluates it and
 unflattens the results.  Argument handling (argnums, axis specifications,
-leaf checks) lives in ``functrans._api_util``.
+leaf checks) lives in ``functrans._api_util``; the eager-gradient engine that
+``grad`` runs on host arrays, in ``functrans._eager_grad``.
 """
 
 from __future__ import annotations
@@ -16,29 +17,29 @@ import numpy as np
 
 from functrans import core
 from functrans._api_util import (
-    _axis_spec_leaves,
-    _check_grad_inputs,
-    _check_jacobian_outputs,
-    _check_like,
-    _check_scalar_output,
-    _chunks,
-    _diff_args,
-    _mapped_size,
-    _member_aval,
-    _move_out_axis,
-    _outputs_then_aux,
-    _replace_args,
-    _split_aux,
-    _tuple_arg,
+    axis_spec_leaves,
     check_argnums,
     check_axis_size,
     check_axis_spec,
     check_callable,
+    check_grad_inputs,
+    check_jacobian_outputs,
     check_leaves,
+    check_like,
+    check_scalar_output,
+    chunk_ranges,
+    diff_args,
     flat_fun,
-    host_value_and_grad,
+    mapped_size,
+    member_aval,
+    move_out_axis,
     normalize_argnums,
+    outputs_then_aux,
+    replace_args,
+    split_aux,
+    tuple_arg,
 )
+from functrans._eager_grad import host_value_and_grad
 from functrans.core import (
     ClosedJaxpr,
     ShapedArray,
@@ -248,13 +249,13 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
     argnums = check_argnums(label, argnums)
 
     def call(args, kwargs):
-        nums, leaves, in_tree = _diff_args(label, argnums, args, allow_int, holomorphic)
+        nums, leaves, in_tree = diff_args(label, argnums, args, allow_int, holomorphic)
         aux_cell: list = []
 
         def flat(*xs):
-            out = f(*_replace_args(args, nums, tree_unflatten(in_tree, xs)), **kwargs)
-            out, aux_leaves = _split_aux(label, name, out, has_aux, aux_cell, "value")
-            _check_scalar_output(label, name, out, holomorphic)
+            out = f(*replace_args(args, nums, tree_unflatten(in_tree, xs)), **kwargs)
+            out, aux_leaves = split_aux(label, name, out, has_aux, aux_cell, "value")
+            check_scalar_output(label, name, out, holomorphic)
             return [out] + list(aux_leaves)
 
         closed = trace_flat(flat, leaves, name, aux_cell)
@@ -349,7 +350,7 @@ def _tangents_in(label: str, t_leaves: Sequence[Any], avals: Sequence[ShapedArra
                 )
             t = np.zeros(aval.shape, aval.dtype)
         checked.append(t)
-    return _check_like(label, "tangent ", checked, avals, paths)
+    return check_like(label, "tangent ", checked, avals, paths)
 
 
 def _tangents_out(touts: Sequence[Any], out_avals: Sequence[ShapedArray]) -> list[Any]:
@@ -368,8 +369,8 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[A
     check_callable("jvp", f)
     name = core.fun_name(f)
     label = f"jvp({name})"
-    primals = _tuple_arg(label, "primals", primals)
-    tangents = _tuple_arg(label, "tangents", tangents)
+    primals = tuple_arg(label, "primals", primals)
+    tangents = tuple_arg(label, "tangents", tangents)
     leaves, in_tree = check_leaves(label, "primal ", primals)
     paths, t_leaves, t_tree = tree_flatten_with_path(tangents)
     if t_tree != in_tree:
@@ -422,7 +423,7 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
     leaves, in_tree = check_leaves(label, "primal ", primals)
     aux_cell: list = []
     out_cell: list = []
-    flat = _outputs_then_aux(lambda xs: f(*tree_unflatten(in_tree, xs)), label, name,
+    flat = outputs_then_aux(lambda xs: f(*tree_unflatten(in_tree, xs)), label, name,
                              has_aux, aux_cell, out_cell)
     lin = _linearized(flat, leaves, name, out_cell, [True] * len(leaves))
     _keep_residuals(lin, leaves)
@@ -436,7 +437,7 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
                 f"{label}: the cotangent must have the structure of {name}'s output "
                 f"{out_tree}, got {ct_tree}"
             )
-        ct_leaves = _check_like(label, "cotangent", ct_leaves, out_avals, paths)
+        ct_leaves = check_like(label, "cotangent", ct_leaves, out_avals, paths)
         cts = [c if is_inexact(a.dtype) else Zero(a) for c, a in zip(ct_leaves, out_avals)]
         cts += [Zero(a.strip_weak()) for a in lin.out_avals[n_out:]]
         grads = iter(lin.vjp(cts))
@@ -466,21 +467,21 @@ def hvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
     check_callable("hvp", f)
     name = core.fun_name(f)
     label = f"hvp({name})"
-    primals = _tuple_arg(label, "primals", primals)
-    tangents = _tuple_arg(label, "tangents", tangents)
+    primals = tuple_arg(label, "primals", primals)
+    tangents = tuple_arg(label, "tangents", tangents)
     leaves, in_tree = check_leaves(label, "primal ", primals)
-    _check_grad_inputs(label, tuple(range(len(primals))), primals, False)
+    check_grad_inputs(label, tuple(range(len(primals))), primals, False)
     paths, t_leaves, t_tree = tree_flatten_with_path(tangents)
     if t_tree != in_tree:
         raise TypeError(
             f"{label}: tangents must have the structure of primals: got {t_tree} for {in_tree}"
         )
     t_avals = [tangent_aval(core.get_aval(x)) for x in leaves]
-    t_leaves = _check_like(label, "tangent ", t_leaves, t_avals, paths)
+    t_leaves = check_like(label, "tangent ", t_leaves, t_avals, paths)
     flat, out_cell = flat_fun(f, label, in_tree, {}, {})
     closed = trace_flat(flat, leaves, name, out_cell)
     out_types = [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
-    _check_scalar_output(label, name, tree_unflatten(out_cell[-1], out_types))
+    check_scalar_output(label, name, tree_unflatten(out_cell[-1], out_types))
     opened, consts = open_jaxpr(closed)
     program = _hvp_jaxpr(opened, (False,) * len(consts) + (True,) * len(leaves))
     out = tree_unflatten(in_tree, run_jaxpr(program, [*consts, *leaves, *t_leaves]))
@@ -527,7 +528,7 @@ def linear_transpose(f: Callable, *primals: Any) -> Callable:
         paths, ct_leaves, ct_tree = tree_flatten_with_path(cotangent)
         if ct_tree != out_tree:
             raise TypeError(f"{label}: the cotangent must have the structure {out_tree}")
-        ct_leaves = _check_like(label, "cotangent", ct_leaves, out_avals, paths)
+        ct_leaves = check_like(label, "cotangent", ct_leaves, out_avals, paths)
         undefined = [UndefinedPrimal(a) for a in avals]
         cts = backward_pass(closed.jaxpr, closed.consts, undefined, ct_leaves)
         return tuple(tree_unflatten(in_tree, [_materialize(c, a) for c, a in zip(cts, avals)]))
@@ -596,7 +597,7 @@ def vmap(
             )
         leaves, in_tree = check_leaves(label, "argument ", args)
         paths = tree_flatten_with_path(args)[0]
-        dims = _axis_spec_leaves(label, "in_axes", spec, args)
+        dims = axis_spec_leaves(label, "in_axes", spec, args)
         call = f
         if kwargs:
             # As in JAX, in_axes covers the positional arguments and keyword
@@ -609,10 +610,10 @@ def vmap(
 
             def call(args, kwargs):
                 return f(*args, **kwargs)
-        size = _mapped_size(label, leaves, dims, paths, axis_size)
+        size = mapped_size(label, leaves, dims, paths, axis_size)
         dims = [None if d is None else d % core.get_aval(x).ndim for x, d in zip(leaves, dims)]
         member = [
-            _member_aval(core.get_aval(x), d) if d is not None else x for x, d in zip(leaves, dims)
+            member_aval(core.get_aval(x), d) if d is not None else x for x, d in zip(leaves, dims)
         ]
         flat, out_cell = flat_fun(call, label, in_tree, {}, {})
         with named_axis(axis_name, size) if axis_name is not None else contextlib.nullcontext():
@@ -624,8 +625,8 @@ def vmap(
         outs = _owned(run_jaxpr(batched, list(consts) + list(leaves)), consts, leaves)
         out_tree = out_cell[-1]
         out_paths = tree_flatten_with_path(tree_unflatten(out_tree, outs))[0]
-        axes = _axis_spec_leaves(label, "out_axes", out_axes, tree_unflatten(out_tree, outs))
-        moved = [_move_out_axis(label, p, x, d, a, size)
+        axes = axis_spec_leaves(label, "out_axes", out_axes, tree_unflatten(out_tree, outs))
+        moved = [move_out_axis(label, p, x, d, a, size)
                  for p, x, d, a in zip(out_paths, outs, out_dims, axes)]
         return tree_unflatten(out_tree, [
             _as_result(x) for x in moved
@@ -715,18 +716,18 @@ def _jacobian(f: Callable, argnums, has_aux: bool, chunk_size, mode: str,
 
     @functools.wraps(f)
     def jacobian_f(*args, **kwargs):
-        nums, leaves, in_tree = _diff_args(label, argnums, args, False, holomorphic,
+        nums, leaves, in_tree = diff_args(label, argnums, args, False, holomorphic,
                                            real_only=mode == "fwd")
         aux_cell: list = []
         out_cell: list = []
-        flat = _outputs_then_aux(
-            lambda xs: f(*_replace_args(args, nums, tree_unflatten(in_tree, xs)), **kwargs),
+        flat = outputs_then_aux(
+            lambda xs: f(*replace_args(args, nums, tree_unflatten(in_tree, xs)), **kwargs),
             label, name, has_aux, aux_cell, out_cell)
         lin = _linearized(flat, leaves, name, out_cell, [True] * len(leaves))
         out_tree, n_out = out_cell[-1]
         in_avals = lin.tangent_avals
         out_avals = [a.strip_weak() for a in lin.out_avals[:n_out]]
-        _check_jacobian_outputs(label, name, out_avals, mode, holomorphic)
+        check_jacobian_outputs(label, name, out_avals, mode, holomorphic)
         blocks = (_forward_blocks if mode == "fwd" else _reverse_blocks)(
             lin, in_avals, out_avals, chunk_size, label
         )
@@ -753,7 +754,7 @@ def _forward_blocks(lin: Linearized, in_avals, out_avals, chunk_size, label) -> 
     total = sum(a.size for a in in_avals)
     offsets = np.cumsum([0] + [a.size for a in in_avals])
     n_out = len(out_avals)
-    chunks = _chunks(total, chunk_size, label)
+    chunks = chunk_ranges(total, chunk_size, label)
     found = _structured_basis(lin, in_avals, offsets, n_out, len(chunks))
     if found is not None:
         program, layout = found
@@ -821,7 +822,7 @@ def _reverse_blocks(lin: Linearized, in_avals, out_avals, chunk_size, label) -> 
     total = sum(a.size for a in out_avals)
     offsets = np.cumsum([0] + [a.size for a in out_avals])
     rows_of = [_Rows(total) for _ in range(n_t)]
-    for rows in _chunks(total, chunk_size, label):
+    for rows in chunk_ranges(total, chunk_size, label):
         basis = [_basis_chunk(rows, int(o), a) for o, a in zip(offsets, out_avals)]
         cts = _batched_apply(transposed, list(lin.residuals), basis, len(rows))
         for j in range(n_t):
