@@ -14,7 +14,7 @@ import pytest
 import functrans as ft
 import functrans.numpy as fnp
 from functrans import config
-from functrans.backends import numpy as numpy_backend
+from functrans.backends.numpy import codegen
 
 
 def test_switching_debug_nans_while_another_thread_makes_jitted_functions():
@@ -42,7 +42,7 @@ def test_switching_debug_nans_while_another_thread_makes_jitted_functions():
 def test_a_program_generated_across_a_switch_of_debug_nans_is_not_kept(monkeypatch):
     # The switch lands right after the code is generated without checks (as
     # from another thread): that program runs this call but is not cached.
-    generate = numpy_backend.generate_source
+    generate = codegen.generate_source
 
     def generate_then_switch(*args, **kwargs):
         out = generate(*args, **kwargs)
@@ -50,7 +50,7 @@ def test_a_program_generated_across_a_switch_of_debug_nans_is_not_kept(monkeypat
             config.update("debug_nans", True)
         return out
 
-    monkeypatch.setattr(numpy_backend, "generate_source", generate_then_switch)
+    monkeypatch.setattr(codegen, "generate_source", generate_then_switch)
     g = ft.jit(lambda x: fnp.log(x) + 0.0)
     try:
         with warnings.catch_warnings():

@@ -15,6 +15,7 @@ import pytest
 import functrans as ft
 import functrans.numpy as fnp
 from functrans.backends import numpy as host
+from functrans.backends.numpy import backend
 from functrans.core import ClosedJaxpr, lookup_primitive
 
 N = 1_000_000
@@ -138,7 +139,7 @@ def test_run_owned_frees_an_argument_at_its_last_use():
 @contextlib.contextmanager
 def _watching(seen: list, ref):
     """Record, when ``sin`` runs, whether ``ref``'s array is still alive."""
-    sin = host.np.sin
+    sin = np.sin
 
     def watched(*args, **kwargs):
         seen.append(ref())
@@ -151,7 +152,7 @@ def _watching(seen: list, ref):
         yield
     finally:
         prim.numpy_fn, prim.impl = saved
-        host._runner.cache_clear()  # no cached program keeps calling the stand-in
+        backend._runner.cache_clear()  # no cached program keeps calling the stand-in
         host.compiled_consuming.cache_clear()
 
 

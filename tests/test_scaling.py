@@ -15,6 +15,7 @@ import functrans as ft
 import functrans.numpy as fnp
 from functrans import core
 from functrans.backends import numpy as host
+from functrans.backends.numpy import backend, codegen, line_tables
 
 
 def _loop(steps, a=0.9):
@@ -170,14 +171,14 @@ def test_the_passes_and_code_generation_run_with_the_collector_paused(monkeypatc
         seen.append(("pass", gc.isenabled()))
         return closed
 
-    generate = host.generate_source
+    generate = codegen.generate_source
 
     def recording_generate(*args, **kwargs):
         seen.append(("codegen", gc.isenabled()))
         return generate(*args, **kwargs)
 
     monkeypatch.setattr(pipeline, "PASSES", (recording_pass,))
-    monkeypatch.setattr(host, "generate_source", recording_generate)
+    monkeypatch.setattr(codegen, "generate_source", recording_generate)
     closed = _closed(lambda x: x * 2.0, np.ones(2))
     pipeline.run_passes(closed)
     host.Compiled(closed)
@@ -209,7 +210,7 @@ def test_the_caches_of_transformed_and_compiled_programs_are_bounded_by_equation
     from functrans.interpreters.transpose import transpose_jaxpr
 
     for cache in (linearize_jaxpr, _without_first_output, transpose_jaxpr, host.compiled,
-                  host.compiled_body, host._runner):
+                  host.compiled_body, backend._runner):
         assert isinstance(cache.cache_info(), core.CacheInfo)
 
 
@@ -354,11 +355,11 @@ def test_the_rewritten_line_table_gives_each_instruction_the_renumbered_sources_
     for transform in (ft.hessian, ft.grad):
         closed = ft.make_jaxpr(transform(loss))(np.linspace(0.0, 1.0, 9))
         source, namespace = host.generate_source(closed, "h")
-        at_line = namespace.pop(host._LINES)
+        at_line = namespace.pop(line_tables.LINES)
         rewritten, renumbered = dict(namespace), dict(namespace)
         exec(compile(source, "<generated>", "exec"), rewritten)
-        host._move_to_user_lines(rewritten["h"], at_line)
-        exec(host._compile_at_user_lines(source, "h", at_line), renumbered)
+        line_tables.move_to_user_lines(rewritten["h"], at_line)
+        exec(line_tables.compile_at_user_lines(source, "h", at_line), renumbered)
         a, b = rewritten["h"].__code__, renumbered["h"].__code__
         assert a.co_filename == b.co_filename == __file__
         assert lines(a) == lines(b) and len(set(lines(a).values())) >= 2

@@ -39,10 +39,11 @@ import numpy as np
 
 from functrans import core
 from functrans.backends import cuda
-from functrans.backends.numpy import _identifier, last_uses, output_sources
+from functrans.backends.numpy.codegen import identifier
+from functrans.backends.numpy.ownership import output_sources
 from functrans.core import ClosedJaxpr, Eqn, Literal, Primitive, Var
 from functrans.errors import DeviceError, GPUUnavailableError, MissingRuleError
-from functrans.passes.dce import dce_closed
+from functrans.passes.dce import dce_closed, last_uses
 from functrans.passes.fuse import fuse, is_elementwise
 from functrans.primitives.fused import fused_elementwise_p
 
@@ -367,7 +368,7 @@ class Lowering:
                  own_outputs: bool = False):
         check_dtypes(closed)
         self.own_outputs = own_outputs
-        self.name = _identifier(name)
+        self.name = identifier(name)
         self.jaxpr: ClosedJaxpr = fuse(dce_closed(closed), is_elementwise)
         self.steps: list[Step] = []
         for e in self.jaxpr.jaxpr.eqns:

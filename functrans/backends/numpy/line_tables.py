@@ -1,0 +1,132 @@
+"""Line tables of generated code: each generated statement placed at the
+user's line of its equation, so that NumPy's warnings and tracebacks through
+the generated code name the user's line (CPython 3.11's line-table format
+written directly; Python 3.10's nodes renumbered before compiling).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from functrans import core
+from functrans.core import Jaxpr
+
+#: The namespace entry through which ``generate_source`` hands ``Compiled`` the
+#: user's line of each generated line (popped before the code runs).
+LINES = "__functrans_lines__"
+
+
+def main_file_of(jaxpr: Jaxpr) -> str | None:
+    """The file most equations of ``jaxpr`` come from (None: no sources)."""
+    return _most_common([e.source[0].co_filename for e in jaxpr.eqns if e.source is not None])
+
+
+def _most_common(files: list[str]) -> str | None:
+    counts: dict[str, int] = {}
+    for f in files:
+        counts[f] = counts.get(f, 0) + 1
+    return max(counts, key=counts.__getitem__) if counts else None
+
+
+def _user_lines(at_line: dict[int, tuple[str, int]]) -> tuple[str | None, int]:
+    """The file most of ``at_line``'s equations come from and the first line
+    of theirs (None, 1: no sources)."""
+    main = _most_common([src[0] for src in at_line.values()])
+    return main, next((s[1] for s in at_line.values() if s[0] == main), 1)
+
+
+def move_to_user_lines(fn: Any, at_line: dict[int, tuple[str, int]]) -> None:
+    """Give ``fn``, compiled from generated source, the line table of the file
+    its equations came from: each statement at its equation's line, so that a
+    warning NumPy raises in a call made by the generated code
+    (``RuntimeWarning: invalid value encountered in log``) and a traceback
+    through it name the user's line, at no cost when it runs.  Statements of
+    no equation keep the line before them.
+
+    The table is written directly (CPython 3.11's format: one entry per run of
+    at most 8 code units, "line only" entries with a signed line delta), a
+    walk over the compiled ranges: re-parsing the source to renumber its nodes
+    took as long as generating it."""
+    main, line = _user_lines(at_line)
+    if main is None:
+        return
+    code = fn.__code__
+    # Runs of code units at one user line (None: no location), in code order.
+    runs: list[list] = []
+    user_line: dict[int, int] = {}
+    first = line
+    for start, stop, generated in code.co_lines():
+        at = None
+        if generated is not None:
+            at = user_line.get(generated)
+            if at is None:
+                src = at_line.get(generated)
+                if src is not None and src[0] == main:
+                    line = src[1]
+                at = user_line[generated] = line
+        if runs and runs[-1][0] == at:
+            runs[-1][1] += (stop - start) // 2
+        else:
+            runs.append([at, (stop - start) // 2])
+    table = bytearray()
+    previous = first
+    for at, units in runs:
+        full, rest = divmod(units, 8)
+        if at is None:  # code 15: no location
+            table += b"\xff" * full
+            if rest:
+                table.append(0xF8 | (rest - 1))
+            continue
+        # code 13, a line and no columns: the delta, then 8-unit entries of delta 0.
+        n = min(units, 8)
+        table.append(0xE8 | (n - 1))
+        _signed_varint(table, at - previous)
+        previous = at
+        full, rest = divmod(units - n, 8)
+        table += b"\xef\x00" * full
+        if rest:
+            table += bytes((0xE8 | (rest - 1), 0))
+    fn.__code__ = code.replace(co_filename=main, co_firstlineno=first,
+                               co_linetable=bytes(table))
+
+
+def _signed_varint(table: bytearray, value: int) -> None:
+    """Append ``value`` as a line table's signed varint: sign in the low bit,
+    then 6 bits a byte, low bits first, bit 6 set on all bytes but the last."""
+    value = (-value << 1) | 1 if value < 0 else value << 1
+    while value >= 0x40:
+        table.append(0x40 | (value & 0x3F))
+        value >>= 6
+    table.append(value)
+
+
+def compile_at_user_lines(source: str, name: str, at_line: dict[int, tuple[str, int]]):
+    """``source`` compiled as ``move_to_user_lines`` leaves it, for Python
+    3.10, whose line tables have another format: the parsed source's nodes
+    are renumbered before compiling."""
+    main, line = _user_lines(at_line)
+    if main is None:
+        return compile(source, f"<functrans:{name}>", "exec")
+    tree = ast.parse(source)
+    function = tree.body[0]
+    function.lineno = function.end_lineno = line
+    for statement in function.body:  # type: ignore[attr-defined]
+        src = at_line.get(statement.lineno)
+        if src is not None and src[0] == main:
+            line = src[1]
+        for node in ast.walk(statement):
+            if hasattr(node, "lineno"):
+                node.lineno = node.end_lineno = line  # type: ignore[attr-defined]
+        function.end_lineno = max(function.end_lineno, line)
+    return compile(tree, main, "exec")
+
+
+def located(fn: Any, source: core.Source) -> Any:
+    """``fn`` called from a frame at ``source``'s file and line, for an equation
+    made in another file than the rest of its program."""
+    file, line, _ = core.source_location(source)
+    namespace = {"fn": fn, "__name__": "functrans.generated"}
+    code = "\n" * (line - 1) + "def located(*args, **kwargs): return fn(*args, **kwargs)\n"
+    exec(compile(code, file, "exec"), namespace)
+    return namespace["located"]
