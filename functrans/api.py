@@ -488,7 +488,7 @@ def hvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
     return out[0] if len(primals) == 1 else out
 
 
-@functools.lru_cache(maxsize=256)
+@core.program_cache(maxsize=256, max_equations=50_000)
 def _hvp_jaxpr(opened: ClosedJaxpr, active: tuple[bool, ...]) -> ClosedJaxpr:
     """``(*inputs, *tangents of the active ones) -> H·tangents`` for the scalar
     program ``opened``: the JVP of its gradient, as one optimised Jaxpr."""

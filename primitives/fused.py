@@ -15,12 +15,11 @@ fused program can still be transformed.
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 
 import numpy as np
 
-from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive
+from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, program_cache
 from functrans.interpreters import sparsity
 from functrans.interpreters.jvp import jvp_eval
 from functrans.interpreters.vmap import batch_eval
@@ -82,7 +81,7 @@ def cpu_fusible(e: Eqn) -> bool:
     )
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(maxsize=256, max_equations=50_000)
 def numexpr_plan(jaxpr: Jaxpr) -> tuple | None:
     """``(expressions, constants)``: one numexpr expression per group output
     over the inputs ``a0, a1 ...`` and the literals ``c0, c1 ...`` (members

@@ -71,6 +71,7 @@ from functrans.core import (
     bind,
     get_aval,
     instantiate,
+    program_cache,
 )
 from functrans.dtypes import is_inexact
 from functrans.errors import ShapeError
@@ -160,24 +161,23 @@ def trace_sweep_body(fn, consts, carry_avals, earlier: Sequence[Sweep]) -> Close
     return run_passes(trace(flat, avals, "while body"))
 
 
-@functools.lru_cache(maxsize=256)
-def _reads(sweeps_key: tuple) -> list[list[list[bool]]]:
-    """``reads[s][r][f]``: whether sweep s's body reads field f of sweep r's records."""
-    bodies, nconsts, ncarry, rec_sizes = sweeps_key
-    reads = []
-    for s, body in enumerate(bodies):
-        j = body.jaxpr
-        used = {id(a) for e in j.eqns for a in e.inputs} | {id(a) for a in j.outvars}
-        _, _, flags = split_list([id(v) in used for v in j.invars], [nconsts[s], ncarry[s]])
-        *per_sweep, _ = split_list(flags, rec_sizes[:s])
-        reads.append(per_sweep)
-    return reads
+@program_cache(maxsize=256, max_equations=50_000)
+def _body_reads(body: ClosedJaxpr, nconsts: int, ncarry: int,
+                rec_sizes: tuple[int, ...]) -> list[list[bool]]:
+    """``reads[r][f]``: whether a sweep's ``body`` reads field f of the records
+    of the earlier sweep r (``rec_sizes``: the earlier sweeps' record sizes)."""
+    j = body.jaxpr
+    used = {id(a) for e in j.eqns for a in e.inputs} | {id(a) for a in j.outvars}
+    _, _, flags = split_list([id(v) in used for v in j.invars], [nconsts, ncarry])
+    *per_sweep, _ = split_list(flags, rec_sizes)
+    return per_sweep
 
 
 def _reads_of(sweeps: Sequence[Sweep]) -> list[list[list[bool]]]:
-    return _reads((tuple(sw.body for sw in sweeps), tuple(len(sw.consts) for sw in sweeps),
-                   tuple(len(sw.init) for sw in sweeps),
-                   tuple(len(sw.record_avals) for sw in sweeps)))
+    """``reads[s][r][f]``: whether sweep s's body reads field f of sweep r's records."""
+    sizes = tuple(len(sw.record_avals) for sw in sweeps)
+    return [_body_reads(sw.body, len(sw.consts), len(sw.init), sizes[:s])
+            for s, sw in enumerate(sweeps)]
 
 
 # --------------------------------------------------------------------------

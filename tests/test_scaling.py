@@ -4,18 +4,26 @@ generating code for it (an interpreter that must give what the code gives)."""
 
 from __future__ import annotations
 
+import functools
 import gc
+import importlib
+import inspect
+import pkgutil
 import sys
 import warnings
 
 import numpy as np
 import pytest
+from functrans.primitives import fused, recorded_loop
 
 import functrans as ft
 import functrans.numpy as fnp
-from functrans import core
+from functrans import api, core, primitives
+from functrans.backends import cuda
+from functrans.backends import cupy as gpu
 from functrans.backends import numpy as host
 from functrans.backends.numpy import backend, codegen, line_tables
+from functrans.interpreters import vmap
 
 
 def _loop(steps, a=0.9):
@@ -212,6 +220,47 @@ def test_the_caches_of_transformed_and_compiled_programs_are_bounded_by_equation
     for cache in (linearize_jaxpr, _without_first_output, transpose_jaxpr, host.compiled,
                   host.compiled_body, backend._runner):
         assert isinstance(cache.cache_info(), core.CacheInfo)
+
+
+_LRU_CACHE = type(functools.lru_cache(maxsize=1)(lambda: None))
+
+
+def _lru_caches_of_programs() -> list[str]:
+    """The library's functions cached with functools.lru_cache (or cache)
+    whose first parameter is a program: each should be a program_cache."""
+    found = []
+    for package in (ft, primitives):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if info.name == "functrans.__main__":  # the tour, no library code
+                continue
+            module = importlib.import_module(info.name)
+            for name, obj in vars(module).items():
+                if type(obj) is not _LRU_CACHE:
+                    continue
+                params = list(inspect.signature(obj.__wrapped__).parameters.values())
+                if params and "Jaxpr" in str(params[0].annotation):
+                    found.append(f"{info.name}.{name}")
+    return found
+
+
+def test_every_cache_keyed_on_a_program_is_a_program_cache():
+    # One mechanism for caches keyed on programs: bounded by the equations
+    # they hold, and dropped when debug_nans/debug_infs switch (a program's
+    # hash then holds its equations' sources).
+    assert _lru_caches_of_programs() == []
+    caches = (vmap._batch_jaxpr, vmap._jaxpr_axes, api._hvp_jaxpr, gpu.compiled,
+              cuda.jaxpr_kernel, fused.numexpr_plan, recorded_loop._body_reads)
+    assert all(isinstance(c, core.ProgramCache) for c in caches)
+    x = np.linspace(0.5, 1.5, 4)
+    ft.vmap(lambda r: fnp.sin(r) * r)(np.outer(x, x))
+    ft.hvp(lambda v: fnp.sum(fnp.log(v) * v), (x,), (x,))
+    assert vmap._batch_jaxpr.cache_info().currsize > 0
+    assert api._hvp_jaxpr.cache_info().currsize > 0
+    ft.config.update("debug_nans", True)
+    try:
+        assert all(c.cache_info().currsize == 0 for c in caches)
+    finally:
+        ft.config.update("debug_nans", False)
 
 
 def test_with_debug_nans_on_a_first_run_is_checked_too():

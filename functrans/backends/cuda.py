@@ -24,7 +24,6 @@ powers, and the lexicographic, NaN-aware ordering of complex numbers.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib.util
 import os
@@ -36,7 +35,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from functrans.core import Eqn, Jaxpr, Literal, ShapedArray, Var, pp_jaxpr
+from functrans.core import Eqn, Jaxpr, Literal, ShapedArray, Var, pp_jaxpr, program_cache
 from functrans.dtypes import short_name
 from functrans.errors import DTypeError, KernelCompileError
 
@@ -641,7 +640,7 @@ def _out_of_range_result(e: Eqn, loops: Sequence[np.dtype]) -> Any:
 BY_NAME: dict[str, Kernel] = {}
 
 
-@functools.lru_cache(maxsize=4096)
+@program_cache(maxsize=4096, max_equations=50_000)
 def jaxpr_kernel(jaxpr: Jaxpr) -> Kernel:
     """The kernel of a fused group (the sub-Jaxpr of a ``fused_elementwise``),
     cached on the group's structure."""

@@ -498,7 +498,7 @@ class Compiled:
         return self.fn(*args)
 
 
-@functools.lru_cache(maxsize=1024)
+@core.program_cache(maxsize=1024, max_equations=50_000)
 def compiled(closed: ClosedJaxpr) -> Compiled:
     """The GPU executable of ``closed``, cached like the NumPy backend's."""
     return Compiled(closed)

@@ -22,7 +22,6 @@ the axis size.
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
 from typing import Any, Iterator, Sequence
 
@@ -33,6 +32,7 @@ from functrans.core import (
     ShapedArray,
     bind,
     current_source,
+    program_cache,
     set_source,
     trace_to_jaxpr,
 )
@@ -95,7 +95,7 @@ def axis_names(param: Any) -> tuple:
     return param if isinstance(param, tuple) else (param,)
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(maxsize=256, max_equations=50_000)
 def _jaxpr_axes(jaxpr: Jaxpr) -> frozenset:
     return frozenset(n for e in jaxpr.eqns for n in _eqn_axes(e))
 
@@ -181,7 +181,7 @@ def batch_jaxpr(
     return _batch_jaxpr(closed, in_dims, size, name)
 
 
-@functools.lru_cache(maxsize=512)
+@program_cache(maxsize=512, max_equations=50_000)
 def _batch_jaxpr(
     closed: ClosedJaxpr, in_dims: tuple[int | None, ...], size: int, axis_name: Any
 ) -> tuple[ClosedJaxpr, tuple[int | None, ...]]:

@@ -84,6 +84,3 @@ class HostBackend:
 
 
 core.host_backend = HostBackend()
-# Programs generated with or without the checks of debug_nans go when those change.
-core.on_value_checks += [compiled.cache_clear, compiled_body.cache_clear, _runner.cache_clear,
-                         compiled_consuming.cache_clear]
