@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 import functrans as ft
 import functrans.numpy as fnp
 from functrans.backends import native
+from functrans.backends.native import reducers
+from functrans.core import lookup_primitive
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="needs Numba")
 
@@ -134,6 +136,26 @@ def test_all_and_any_of_comparisons(axis):
               lambda x: fnp.any(x * 2.0 + x != x, axis=axis)):
         assert "reduce" not in _program(f, x)
         assert bits_equal(*_tiers(f, x))
+
+
+def test_the_table_of_reducers_agrees_with_the_reductions_declarations():
+    # The native tier keys its reductions by name: each name is a declared
+    # primitive whose impl is the listed ufunc's reduction, and combining
+    # the identity with a term gives the term's reduction.
+    assert all(lookup_primitive(name).name == name for name in reducers.FOLDED)
+    for name, ufunc in {**reducers.UFUNCS, **reducers.LOGICAL}.items():
+        prim = lookup_primitive(name)
+        for dtype in (np.bool_, np.int8, np.uint16, np.int64, np.float64):
+            x = (np.arange(12) % 5).astype(dtype).reshape(3, 4)
+            if dtype == np.int64:
+                x[1, :2] = [np.iinfo(np.int64).min, np.iinfo(np.int64).max]
+            got = prim.impl(x, axes=(0,))
+            assert np.array_equal(got, ufunc.reduce(x, axis=0)), (name, dtype)
+            if not np.issubdtype(got.dtype, np.inexact) or name in ("reduce_sum", "reduce_prod"):
+                start = np.array(reducers.identity(name, got.dtype)).astype(got.dtype)
+                assert np.array_equal(ufunc(start, x.astype(got.dtype)),
+                                      x.astype(got.dtype) if name in reducers.UFUNCS
+                                      else x.astype(bool)), (name, dtype)
 
 
 def test_reductions_over_empty_axes_give_the_identity():

@@ -781,11 +781,6 @@ def _stack(ys: list[Pattern], aval: ShapedArray, length: int) -> Pattern:
     return Pattern(out, _csr(sp.vstack(rows, format="csr")))
 
 
-def call_rule(jaxpr: ClosedJaxpr, operands: Sequence[Pattern]) -> list[Pattern]:
-    """A call of a sub-program (checkpoint, fused groups): its own pattern."""
-    return run_sub(jaxpr, operands)
-
-
 #: How deep custom rules are analysed inside custom rules: a rule may call
 #: functions with custom rules of their own without end (a series whose
 #: derivative is the next series), and the Hessian needs two levels.

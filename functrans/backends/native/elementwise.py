@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from functrans.backends.native.cache import _load_compiled
+from functrans.backends.native.reducers import FOLDED
 from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var, lookup_primitive
 
 # -- which equations have a native lowering ---------------------------------
@@ -115,11 +116,6 @@ def fusible(e: Eqn) -> bool:
 
 
 # -- the program around the groups -------------------------------------------
-
-
-#: The reductions ``reductions.fold_reductions`` may put last in a group.
-FOLDED = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
-                    "reduce_or", "argmax", "argmin"})
 
 
 def native_group(e: Eqn) -> Jaxpr | None:

@@ -29,21 +29,11 @@ import numpy as np
 
 from functrans.backends.native.kernel import Kernel, Value, address_of
 from functrans.backends.native.numpy_loops import loop_address
+from functrans.backends.native.reducers import LOGICAL, UFUNCS, identity
 from functrans.core import Eqn
 
-_UFUNCS = {"reduce_sum": np.add, "reduce_prod": np.multiply, "reduce_max": np.maximum,
-           "reduce_min": np.minimum}
-_LOGICAL = {"reduce_and": "logical_and", "reduce_or": "logical_or"}
-REDUCTIONS = frozenset((*_UFUNCS, *_LOGICAL))
-
-
-def _identity(name: str, dtype: np.dtype):
-    if name in ("reduce_sum", "reduce_prod"):
-        return int(name == "reduce_prod")
-    if name in _LOGICAL or dtype.kind == "b":
-        return name in ("reduce_and", "reduce_min")
-    info = np.iinfo(dtype)
-    return info.min if name == "reduce_max" else info.max
+#: The reductions a loop body may hold (``reduction_lines``).
+REDUCTIONS = frozenset((*UFUNCS, *LOGICAL))
 
 
 def _exact_lines(k: Kernel, e: Eqn, x: Value, pad: str) -> tuple[list[str], Value]:
@@ -52,7 +42,7 @@ def _exact_lines(k: Kernel, e: Eqn, x: Value, pad: str) -> tuple[list[str], Valu
     axes = set(e.params["axes"])
     kept = [d for a, d in enumerate(x.shape) if a not in axes]
     lines: list[str] = []
-    start = k.constant(_identity(name, out), out)
+    start = k.constant(identity(name, out), out)
     if kept:
         acc = Value(k.buffer(kept, out), tuple(kept), out, owned=True)
         index, inner = k.nest(kept, pad, lines)
@@ -63,13 +53,13 @@ def _exact_lines(k: Kernel, e: Eqn, x: Value, pad: str) -> tuple[list[str], Valu
     index, inner = k.nest(x.shape, pad, lines)
     here = acc.at([j for a, j in enumerate(index) if a not in axes])
     term = x.at(index)
-    if name in _LOGICAL:
+    if name in LOGICAL:
         test = term if x.dtype.kind == "b" else f"{term} != {k.constant(0, x.dtype)}"
-        step = f"np.{_LOGICAL[name]}({here}, {test})"
+        step = f"np.{LOGICAL[name].__name__}({here}, {test})"
     elif out.kind == "b":  # max/min of bools: any/all
         step = f"np.logical_{'or' if name == 'reduce_max' else 'and'}({here}, {term})"
     else:
-        step = f"np.{_UFUNCS[name].__name__}({here}, np.{out.name}({term}))"
+        step = f"np.{UFUNCS[name].__name__}({here}, np.{out.name}({term}))"
     lines.append(f"{inner}{here} = {step}")
     return lines, acc
 
@@ -115,10 +105,10 @@ def reduction_lines(k: Kernel, e: Eqn, x: Value, pad: str) -> tuple[list[str], V
     value; None where the result could differ from NumPy's."""
     name = e.primitive.name
     src, out = x.dtype, e.outputs[0].aval.dtype
-    if name in _LOGICAL and src.kind in "biuf" or (
-            name in _UFUNCS and src.kind in "biu" and out.kind in "biu"):
+    if name in LOGICAL and src.kind in "biuf" or (
+            name in UFUNCS and src.kind in "biu" and out.kind in "biu"):
         return _exact_lines(k, e, x, pad)
-    ufunc = _UFUNCS.get(name)
+    ufunc = UFUNCS.get(name)
     if (ufunc is None or ufunc is np.multiply or src != out or len(x.shape) != 1
             or src not in (np.float32, np.float64) or not reduces_as_numpy(ufunc, src)):
         return None

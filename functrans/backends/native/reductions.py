@@ -28,7 +28,6 @@ import numpy as np
 
 from functrans.backends.native.cache import _load_compiled
 from functrans.backends.native.elementwise import (
-    FOLDED,
     _call,
     _literal,
     _scalar,
@@ -37,10 +36,8 @@ from functrans.backends.native.elementwise import (
     native_group,
     operand_types,
 )
+from functrans.backends.native.reducers import ARG, FOLDED, LOGICAL, UFUNCS, identity
 from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Var, lookup_primitive
-
-#: Reductions folded where their dtypes allow (see ``fold_kind``).
-REDUCTIONS = FOLDED
 
 #: Terms NumPy's pairwise summation adds one by one before splitting a run.
 _BLOCK = 128
@@ -94,14 +91,14 @@ def fold_kind(r: Eqn) -> str | None:
     (argmax/argmin), ``"pairwise"`` (a float vector's sum in NumPy's
     order), or None (stays a NumPy call)."""
     name = r.primitive.name
-    if name not in REDUCTIONS or len(r.inputs) != 1 or type(r.inputs[0]) is not Var:
+    if name not in FOLDED or len(r.inputs) != 1 or type(r.inputs[0]) is not Var:
         return None
     x, out = r.inputs[0].aval, r.outputs[0].aval
     if x.dtype.kind not in "biuf" or x.dtype.itemsize < 4 and x.dtype.kind == "f":
         return None
-    if name in ("argmax", "argmin"):
+    if name in ARG:
         return "arg" if out.dtype.kind in "iu" else None
-    if name in ("reduce_and", "reduce_or"):
+    if name in LOGICAL:
         return "exact"
     if x.dtype.kind in "biu" and out.dtype.kind in "biu":
         return "exact"
@@ -113,7 +110,7 @@ def fold_kind(r: Eqn) -> str | None:
 
 def folded(group: Jaxpr) -> bool:
     """Whether ``group`` is a map-reduce group (``fold_reductions``)."""
-    return bool(group.eqns) and group.eqns[-1].primitive.name in REDUCTIONS
+    return bool(group.eqns) and group.eqns[-1].primitive.name in FOLDED
 
 
 def fold_reductions(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -123,7 +120,7 @@ def fold_reductions(closed: ClosedJaxpr) -> ClosedJaxpr:
     results are still written."""
     jaxpr = closed.jaxpr
     eqns = jaxpr.eqns
-    if not any(e.primitive.name in REDUCTIONS for e in eqns):
+    if not any(e.primitive.name in FOLDED for e in eqns):
         return closed
     producer = {id(v): i for i, e in enumerate(eqns) for v in e.outputs}
     users: dict[int, int] = {}
@@ -157,29 +154,14 @@ def fold_reductions(closed: ClosedJaxpr) -> ClosedJaxpr:
     return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, new), closed.consts)
 
 
-def _identity(name: str, dtype: np.dtype) -> Any:
-    if name == "reduce_sum":
-        return 0
-    if name == "reduce_prod":
-        return 1
-    if name in ("reduce_and", "reduce_or"):
-        return name == "reduce_and"
-    if dtype.kind == "b":
-        return name == "reduce_min"
-    info = np.iinfo(dtype)
-    return info.min if name == "reduce_max" else info.max
-
-
 def _step(name: str, acc: str, v: str, x: np.dtype, out: np.dtype, zero: str) -> str:
     """The accumulator ``acc`` updated by the term ``v`` (of dtype ``x``)."""
-    if name in ("reduce_and", "reduce_or"):
+    if name in LOGICAL:
         test = v if x.kind == "b" else f"{v} != {zero}"
-        return f"np.logical_{name[7:]}({acc}, {test})"
+        return f"np.{LOGICAL[name].__name__}({acc}, {test})"
     if name in ("reduce_max", "reduce_min") and out.kind == "b":
         return f"{acc} | {v}" if name == "reduce_max" else f"{acc} & {v}"
-    fn = {"reduce_sum": "add", "reduce_prod": "multiply", "reduce_max": "maximum",
-          "reduce_min": "minimum"}[name]
-    return f"np.{fn}({acc}, np.{out.name}({v}))"
+    return f"np.{UFUNCS[name].__name__}({acc}, np.{out.name}({v}))"
 
 
 def reduce_source(group: Jaxpr, scalars: Sequence[bool]) -> str:
@@ -278,7 +260,7 @@ def reduce_source(group: Jaxpr, scalars: Sequence[bool]) -> str:
                     f"{pad}        red[{kept}] = i{a}"]
             code += [*head, *lines, *stores, *step]
         elif kept == "()":  # a whole reduction: one running value
-            globs.append(f"IDENTITY = {_literal(_identity(name, out), out)}")
+            globs.append(f"IDENTITY = {_literal(identity(name, out), out)}")
             code += ["    acc = IDENTITY", *head, *lines, *stores,
                      f"{pad}acc = {_step(name, 'acc', v, x_dtype, out, 'ZERO')}",
                      "    red[()] = acc"]
@@ -334,8 +316,8 @@ def reduce_call(group: Jaxpr, name: str, folder: str = "") -> tuple[Callable, st
               for a, kind in zip(args, kinds)]
     arrays = [f"_empty(_shape, _d{k})" for k in range(len(group.outvars) - 1)]
     if kind == "exact" and out.ndim:
-        identity = _identity(r.primitive.name, out.dtype)
-        arrays.append(f"_full({tuple(out.shape)!r}, _dtype.type({identity!r}), _dtype)")
+        start = identity(r.primitive.name, out.dtype)
+        arrays.append(f"_full({tuple(out.shape)!r}, _dtype.type({start!r}), _dtype)")
     else:
         arrays.append(f"_empty({tuple(out.shape)!r}, _dtype)")
     if kind == "arg":
