@@ -8,6 +8,7 @@ points, ``vmap`` against a Python loop."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -141,3 +142,93 @@ def test_vmap_matches_a_python_loop(name):
 def test_errors():
     with pytest.raises(DTypeError, match=r"fabs: not defined for operands of type c128"):
         fnp.fabs(np.array([1j]))
+
+
+# -- sinc near 0, at every derivative order ----------------------------------------------
+
+#: pi to 60 digits, so that the reference below is exact to far below float64.
+_PI = Fraction("3.14159265358979323846264338327950288419716939937510582097494459")
+
+
+def _sinc_reference(x, k: int) -> float:
+    """The k-th derivative of sin(pi x) / (pi x) at the float ``x`` (|x| <= 1),
+    summed exactly in rationals from its Maclaurin series: the terms left out
+    are below 1e-40."""
+    x = Fraction(float(x))
+    total = Fraction(0)
+    for j in range(60):
+        n = 2 * j
+        if n >= k:
+            total += ((-1) ** j * _PI ** n * x ** (n - k) * math.factorial(n)
+                      / (math.factorial(n - k) * math.factorial(n + 1)))
+    return float(total)
+
+
+def _sinc_derivatives(dtype):
+    """sinc and its first three derivatives by nested ``grad``, as ``dtype``."""
+    fs = [lambda x: fnp.sinc(fnp.asarray(x, dtype=dtype))]
+    for _ in range(3):
+        fs.append(ft.grad(fs[-1]))
+    return fs
+
+
+#: Points from 1e-12 to 1 / pi on both sides of the switch to the series
+#: (|pi x| = 2), away from the zeros of the derivatives (where only an
+#: absolute error means something).
+_SINC_POINTS = [1e-12, -1e-9, 3e-7, 1e-6, -1e-4, 1e-3, 0.01, 0.1, -0.25, 0.4,
+                np.nextafter(2 / math.pi, 0), 2 / math.pi, np.nextafter(2 / math.pi, 1), 0.7, 1.0]
+
+
+def _close_to_reference(got, x, k, ulps, eps):
+    """``got`` within ``ulps`` ulp of the reference, relative to the larger of
+    its magnitude and pi^k / (k + 1) / 8 (a size of the k-th derivative)."""
+    want = _sinc_reference(x, k)
+    scale = max(abs(want), math.pi ** k / (k + 1) / 8)
+    assert abs(float(got) - want) <= ulps * eps * scale, (x, k, float(got), want)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_sinc_derivatives_near_zero_match_the_exact_series(k):
+    # Differentiating sin(u)/u cancels catastrophically as u shrinks: before
+    # the series was used below |u| = 2, the first and second derivatives at
+    # 1e-9 came out 0.0 (true: -pi^2/3 x and -pi^2/3), the third at 1e-6 was
+    # off by 1e3, and the second at 1e-6 by 1.7e-5 relative.
+    f = _sinc_derivatives(np.float64)[k]
+    for x in _SINC_POINTS:
+        _close_to_reference(f(x), x, k, 16, np.finfo(np.float64).eps)
+
+
+def test_sinc_hessian_and_jacfwd_near_zero():
+    x = np.array([1e-9, -1e-6, 0.3])
+    want = np.diag([_sinc_reference(v, 2) for v in x])
+    f = lambda a: fnp.sum(fnp.sinc(a))  # noqa: E731
+    for got in (ft.hessian(f)(x), ft.jacfwd(ft.jacfwd(f))(x), ft.jacrev(ft.jacfwd(f))(x),
+                ft.jit(ft.hessian(f))(x)):
+        np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
+    np.testing.assert_allclose(ft.jit(ft.vmap(ft.grad(ft.grad(ft.grad(fnp.sinc)))))(x),
+                               [_sinc_reference(v, 3) for v in x], rtol=1e-14)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_sinc_derivatives_near_zero_in_float32(k):
+    f = _sinc_derivatives(np.float32)[k]
+    for x in _SINC_POINTS:
+        x32 = np.float32(x)
+        got = f(x32)
+        assert got.dtype == np.float32
+        _close_to_reference(got, x32, k, 16, np.finfo(np.float32).eps)
+
+
+def test_sinc_values_stay_numpys():
+    # The series gives derivatives only: the value is NumPy's own, bit for bit.
+    x = np.array(_SINC_POINTS + [0.0, -0.0, 3.0, -2.5, np.nan, np.inf, -np.inf])
+    with np.errstate(invalid="ignore"):
+        for dtype in (np.float64, np.float32, np.complex128):
+            v = x.astype(dtype)
+            want = np.sinc(v)
+            for got in (fnp.sinc(v), ft.jit(fnp.sinc)(v)):
+                np.testing.assert_array_equal(got, want)
+                assert got.dtype == want.dtype
+            # infinities and NaN have NaN derivatives, finite points finite ones
+            d = ft.vmap(ft.grad(lambda a: fnp.real(fnp.sinc(a))))(x)
+            assert np.array_equal(np.isnan(d), ~np.isfinite(x))
