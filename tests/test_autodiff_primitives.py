@@ -18,6 +18,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from _op_chains import program, programs
@@ -392,3 +394,53 @@ def test_random_programs_forward_and_reverse_agree(prog):
     np.testing.assert_allclose(value, np.sum(out * ct), rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(v_x, g_x)
     np.testing.assert_array_equal(v_w, g_w)
+
+
+# -- derivatives where a rule written carelessly would cancel ---------------------------
+
+
+def _nested_grads(f, order):
+    for _ in range(order):
+        f = ft.grad(f)
+    return f
+
+
+def _inverse_trig_derivatives(name, x):
+    """The first three derivatives of ``name`` at the float ``x``, from
+    1 - x^2 (or x^2 - 1) formed exactly in rationals and rounded once."""
+    from fractions import Fraction
+
+    d = 1 - Fraction(x) ** 2
+    if name == "arccosh":
+        d = -d
+    d = float(d)
+    root = math.sqrt(d)
+    return {
+        "arcsin": (1 / root, x / (d * root), (1 + 2 * x * x) / (d * d * root)),
+        "arccos": (-1 / root, -x / (d * root), -(1 + 2 * x * x) / (d * d * root)),
+        "arctanh": (1 / d, 2 * x / d**2, (2 + 6 * x * x) / d**3),
+        "arccosh": (1 / root, -x / (d * root), (2 * x * x + 1) / (d * d * root)),
+    }[name]
+
+
+@pytest.mark.parametrize("name", ["arcsin", "arccos", "arctanh", "arccosh"])
+def test_inverse_trig_derivatives_near_one(name):
+    # 1 - x*x lost the digits x*x rounds away: at 1 - 2^-30 the derivatives were
+    # off by 1e-7 relative; (1 - x)(1 + x) is exact there.
+    f = getattr(fnp, name)
+    points = [1 + 2.0**-30, 1 + 1e-6, 3.0] if name == "arccosh" else [
+        1 - 2.0**-30, -1 + 2.0**-40, 0.5, 1e-9]
+    for x in points:
+        for order, want in enumerate(_inverse_trig_derivatives(name, x), start=1):
+            got = _nested_grads(f, order)(x)
+            np.testing.assert_allclose(got, want, rtol=8 * np.finfo(float).eps,
+                                       err_msg=f"{name} order {order} at {x}")
+
+
+def test_expm1_derivatives_for_negative_arguments():
+    # expm1(x) + 1 cancels for x < 0 (2e-4 relative at -30, 0 below -37); the
+    # derivative is exp(x) at every order.
+    x = np.array([-30.0, -40.0, -700.0, -1e-12, 0.0, 2.0])
+    for order in (1, 2, 3):
+        got = ft.vmap(_nested_grads(fnp.expm1, order))(x)
+        np.testing.assert_allclose(got, np.exp(x), rtol=2 * np.finfo(float).eps, atol=0)
