@@ -129,6 +129,23 @@ def _dlpack(self, /, **kwargs):
     )
 
 
+def _power(self, other):
+    """``x ** y`` as ``ndarray.__pow__`` computes it.  On a float or complex
+    array NumPy sends a Python float 0.5 to ``sqrt``, a Python int 2 to
+    ``square`` and -1 to ``reciprocal`` (its fast scalar power), which is not
+    ``np.power``'s value everywhere: sqrt(-inf) is NaN and sqrt(-0.0) -0.0
+    where float16's power gives +inf and 0.0, and complex powers differ from
+    all three (``(-1+0j) ** 0.5`` is 1j, ``np.power`` gives 6e-17+1j)."""
+    if self.dtype.kind in "fc":
+        if type(other) is float and other == 0.5:
+            return fnp.sqrt(self)
+        if type(other) is int and other == 2:
+            return fnp.square(self)
+        if type(other) is int and other == -1:
+            return fnp.reciprocal(self)
+    return fnp.power(self, other)
+
+
 def _divmod(self, other):
     return fnp.floor_divide(self, other), fnp.remainder(self, other)
 
@@ -238,7 +255,7 @@ def install() -> None:
     for name in _METHODS:
         setattr(Tracer, name, getattr(fnp, name))
     extra = {
-        "__divmod__": _divmod, "__rdivmod__": _rdivmod,
+        "__pow__": _power, "__divmod__": _divmod, "__rdivmod__": _rdivmod,
         "reshape": _reshape, "transpose": _transpose, "astype": _astype,
         "flatten": fnp.ravel,  # tracers are immutable: a copy is the array itself
         "T": property(fnp.transpose, doc="The array with its axes reversed."),

@@ -176,7 +176,10 @@ def power(x1, x2, /):
     if type(x2) is int:
         if type(x1) in _SEQUENCES:
             x1 = asarray(x1)
-        return bind(integer_pow_p, x1, y=x2)
+        # np.power's complex square is its complex power, which differs from
+        # integer_pow's x * x (np.square's, and x ** 2's) at infinities and NaN.
+        if x2 != 2 or asarray(x1).dtype.kind != "c":
+            return bind(integer_pow_p, x1, y=x2)
     return _pow(x1, x2)
 
 

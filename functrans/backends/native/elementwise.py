@@ -285,6 +285,16 @@ def _literal(value: Any, dtype: np.dtype) -> str:
     return f"np.{dtype.name}(float.fromhex({float(value).hex()!r}))"
 
 
+def _scalar_power(exponent, x: str, y: str) -> str:
+    """``x ** y`` for one scalar exponent, as NumPy's float power loop computes
+    it: an exponent of 0.5 is ``sqrt`` there (NaN at -inf, -0.0 at -0.0),
+    where Numba's (C's) pow gives +inf and +0.0.  NumPy's other exponents
+    taken apart (-1, 0, 1, 2) give what pow gives."""
+    if type(exponent) is Literal:
+        return f"np.sqrt({x})" if exponent.val == 0.5 else f"np.power({x}, {y})"
+    return f"(np.sqrt({x}) if {y} == 0.5 else np.power({x}, {y}))"
+
+
 def _is_pad(e: Eqn) -> bool:
     return e.primitive.name == "pad"
 
@@ -373,8 +383,10 @@ def body(group: Jaxpr, scalars: Sequence[bool], pad: str) -> tuple[list[str], li
                     raise RuntimeError(f"functrans: no native lowering for {e.primitive.name} "
                                        "(internal error); please report it")
                 ufunc, loop = found
-                ins = ", ".join(operand(a, d, names, shift) for a, d in zip(e.inputs, loop))
-                call = f"np.{ufunc.__name__}({ins})"
+                texts = [operand(a, d, names, shift) for a, d in zip(e.inputs, loop)]
+                call = f"np.{ufunc.__name__}({', '.join(texts)})"
+                if ufunc is np.power and loop[-1].kind == "f" and not e.inputs[1].aval.ndim:
+                    call = _scalar_power(e.inputs[1], *texts)
                 if loop[-1] != out:
                     call = f"np.{out.name}({call})"
                 lines.append(f"{pad}{t} = {call}")

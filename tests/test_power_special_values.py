@@ -1,0 +1,105 @@
+"""``x ** y`` and ``np.power`` on traced arrays give NumPy's values at the
+special points (NaN, the infinities, signed zeros, -1), in float16/32/64 and
+complex, in the NumPy tier, under ``vmap`` and in the native tier.
+
+NumPy has two meanings to keep apart.  ``ndarray ** 0.5`` (a Python float)
+is ``sqrt``, ``** 2`` (a Python int) ``square`` and ``** -1`` ``reciprocal``
+on float and complex arrays; ``np.power`` is the power function, whose float32
+and float64 loops take a scalar exponent of 0.5 as ``sqrt`` too, but whose
+float16 and complex loops do not: ``np.power(float16(-inf), 0.5)`` is +inf
+where ``float16(-inf) ** 0.5`` is NaN.  NumPy itself, on the same arrays, is
+the reference, compared element by element with NaN and the sign of zero."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import functrans as ft
+import functrans.numpy as fnp
+
+REAL = [-np.inf, -0.0, 0.0, np.nan, -1.0, np.inf, 4.0, 2.0, -2.5, 0.5, 1e-30]
+_PARTS = [-np.inf, -0.0, 0.0, np.nan, 1.0, -2.0, np.inf]
+COMPLEX = [complex(a, b) for a in _PARTS for b in _PARTS]
+
+#: Exponents NumPy may take apart (0.5, 2, -1 and their float forms) and
+#: others whose value at the special points differs from a square root's.
+EXPONENTS = [0.5, 2, -1, 2.0, -1.0, 1.0, 0.0, -0.5, 1.5, 0.25, 3, -2]
+
+FUNCTIONS = {
+    "x ** e": lambda x, e: x ** e,
+    "x ** e + 1": lambda x, e: x ** e + 1,
+    "np.power(x, e)": lambda x, e: np.power(x, e),
+    "fnp.power(x, e) + 1": lambda x, e: fnp.power(x, e) + 1,
+}
+
+
+def _values(dtype) -> np.ndarray:
+    return np.array(COMPLEX if np.dtype(dtype).kind == "c" else REAL).astype(dtype)
+
+
+def _assert_same(got, want, what):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, what
+    for g, w in ((got.real, want.real), (np.imag(got), np.imag(want))):
+        same = (g == w) & (np.signbit(g) == np.signbit(w)) | np.isnan(g) & np.isnan(w)
+        assert same.all(), f"{what}: {got[~same]} where NumPy gives {want[~same]}"
+
+
+def _numpy(fn, x, e):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return fn(x, e)
+
+
+def _check(transform, dtype, name):
+    x = _values(dtype)
+    fn = FUNCTIONS[name]
+    for e in EXPONENTS:
+        if e == -1 and type(e) is int and np.dtype(dtype).kind == "c":
+            continue  # reciprocal of a complex number: see test_complex_reciprocal
+        want = _numpy(fn, x, e)
+        with np.errstate(all="ignore"):
+            got = transform(lambda v, e=e: fn(v, e))(x)
+        _assert_same(got, want, f"{name} with e = {e!r} in {np.dtype(dtype).name}")
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128"])
+def test_powers_give_numpys_values_in_the_numpy_tier(dtype, name):
+    # Before: jit(x ** 0.5) gave +inf at -inf and 0.0 at -0.0 in float16, and
+    # (-1+0j) ** 0.5 was 6e-17+1j; np.power(complex, 2) was x * x.
+    _check(ft.jit, dtype, name)
+    _check(ft.vmap, dtype, name)
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_powers_give_numpys_values_in_the_native_tier(dtype):
+    # Before: x ** 0.5 + 1 gave +inf at -inf (NaN in NumPy): the fused kernel
+    # called C's pow, where NumPy's loop takes a scalar 0.5 as sqrt.
+    pytest.importorskip("numba")
+    x = _values(dtype)
+    for name in ("x ** e + 1", "fnp.power(x, e) + 1"):
+        for e in (0.5, 1.5, -0.5, 2.0):
+            fn = FUNCTIONS[name]
+            with np.errstate(all="ignore"):
+                got = ft.jit(lambda v, fn=fn, e=e: fn(v, e), compiler="native")(x)
+            _assert_same(got, _numpy(fn, x, e), f"native {name} with e = {e}")
+    # an exponent known only at run time, one scalar for all elements
+    power = ft.jit(lambda v, y: v ** y + 1, compiler="native")
+    for y in (0.5, 1.5):
+        y = np.array(y, dtype)
+        with np.errstate(all="ignore"):
+            _assert_same(power(x, y), x ** y + 1, f"native x ** y + 1 with y = {y}")
+
+
+def test_square_root_power_keeps_its_derivative():
+    # x ** 0.5 is sqrt: its derivatives are sqrt's, 0.5 / sqrt(x) and on.
+    x = np.array([0.25, 4.0, 9.0])
+    for f in (ft.grad(lambda v: fnp.sum(v ** 0.5)), ft.jit(ft.grad(lambda v: fnp.sum(v ** 0.5)))):
+        np.testing.assert_allclose(f(x), 0.5 / np.sqrt(x), rtol=1e-15)
+    np.testing.assert_allclose(ft.vmap(ft.grad(ft.grad(lambda v: v ** 0.5)))(x),
+                               -0.25 * x ** -1.5, rtol=1e-15)
