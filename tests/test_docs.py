@@ -117,3 +117,23 @@ def test_api_coverage_page_is_generated():
     assert gen.page() == page, (
         "docs/api_coverage.md is out of date: run python docs/gen_api_coverage.py --write"
     )
+
+
+def test_doctests_compare_numbers_exactly():
+    # doctest's NUMBER option took 5. for a written 4. and -0. for 0., and
+    # hid examples that printed what the library does not return.
+    setting = re.search(r'^doctest_optionflags = "(.*)"$',
+                        (ROOT / "pyproject.toml").read_text(), flags=re.M)
+    flags = setting.group(1).split()
+    assert "NUMBER" not in flags and set(flags) == {"NORMALIZE_WHITESPACE", "ELLIPSIS"}
+
+
+@pytest.mark.parametrize("page", ["functional_updates.md", "optimizers.md", "optimize.md",
+                                  "complex.md", "vmap.md"])
+def test_pages_print_exactly_what_the_library_returns(page):
+    if page == "optimize.md":
+        pytest.importorskip("scipy", reason="docs/optimize.md hands derivatives to SciPy")
+    failed, attempted = doctest.testfile(
+        str(ROOT / "docs" / page), module_relative=False, optionflags=FLAGS
+    )
+    assert attempted > 0 and failed == 0
