@@ -456,6 +456,33 @@ def _sub_simplify(eqn, ctx):
 _LN2 = math.log(2.0)
 
 
+def _reciprocal_dtype(aval):
+    """reciprocal: float and complex only (fnp.reciprocal truncates integers)."""
+    if aval.dtype.kind not in "fc":
+        raise DTypeError(f"reciprocal: not defined for operands of type {aval.str_short()} "
+                         "here; use functrans.numpy.reciprocal, or convert with .astype()")
+    return aval.dtype
+
+
+def _reciprocal(x):
+    """``np.reciprocal`` of float and complex arrays (the shape rule's dtypes,
+    also when called eagerly)."""
+    dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+    _reciprocal_dtype(ShapedArray((), dtype))
+    return np.reciprocal(x)  # a device array's own ufunc, through __array_ufunc__
+
+
+#: NumPy's complex reciprocal (its loop, operation for operation): the ratio
+#: of the smaller part to the larger, then one division for each part.
+_CUDA_COMPLEX_RECIPROCAL = (
+    "(abs(x.imag()) <= abs(x.real())"
+    " ? {T}({R}(1) / (x.real() + x.imag() * (x.imag() / x.real())),"
+    " -(x.imag() / x.real()) / (x.real() + x.imag() * (x.imag() / x.real())))"
+    " : {T}((x.real() / x.imag()) / (x.real() * (x.real() / x.imag()) + x.imag()),"
+    " {R}(-1) / (x.real() * (x.real() / x.imag()) + x.imag())))"
+)
+
+
 def _one_minus_square(x):
     """1 - x^2 without cancellation: as (1 - x)(1 + x) for |x| >= 1/2, where
     1 - x*x loses the digits that x*x rounds away (1e-10 relative at
@@ -523,6 +550,13 @@ UNARY = [
         cuda="acosh(x)"),
     Row("arctanh",   np.arctanh,   lambda x, y: div(1.0, _one_minus_square(x)),
         cuda="atanh(x)"),
+    # A row of its own for complex numbers, where NumPy's reciprocal is not its
+    # division 1 / x (another rounding, and other values at zeros and
+    # infinities); x ** -1 is this function in NumPy.
+    Row("reciprocal", _reciprocal, lambda x, y: neg(mul(y, y)), dtype_like=np.reciprocal,
+        dtype_rule=_reciprocal_dtype,
+        cuda={"f": "{T}(1) / x", "c": _CUDA_COMPLEX_RECIPROCAL},
+        doc="`np.reciprocal` of float and complex numbers"),
     Row("sqrt",      np.sqrt,      lambda x, y: div(0.5, y), cuda="sqrt(x)", numexpr="sqrt({0})"),
     Row("cbrt",      np.cbrt,      lambda x, y: div(1.0, mul(3.0, mul(y, y))), cuda="cbrt(x)"),
     Row("abs",       np.absolute,  None, jvp=_abs_jvp,
@@ -794,6 +828,7 @@ tanh: Op = _op(unary["tanh"])
 arcsinh: Op = _op(unary["arcsinh"])
 arccosh: Op = _op(unary["arccosh"])
 arctanh: Op = _op(unary["arctanh"])
+reciprocal: Op = _op(unary["reciprocal"])
 sqrt: Op = _op(unary["sqrt"])
 cbrt: Op = _op(unary["cbrt"])
 abs: Op = _op(unary["abs"])

@@ -294,6 +294,14 @@ def suffix_shape(draw, shape) -> tuple[int, ...]:
 # --------------------------------------------------------------------------
 
 
+def reciprocal_ref(x):
+    """np.reciprocal of float and complex numbers; the primitive leaves
+    integers (which NumPy truncates) to functrans.numpy.reciprocal."""
+    if np.asarray(x).dtype.kind not in "fc":
+        raise TypeError("reciprocal: float and complex only")
+    return np.reciprocal(x)
+
+
 def logistic_ref(x):
     x = np.asarray(x)
     dtype = np.exp(np.zeros((), x.dtype)).dtype  # NumPy's float type for exp(x)
@@ -2044,6 +2052,7 @@ SPECS: dict[str, Spec] = {
     "arcsinh": Spec(unary_impl(np.arcsinh, -10, 10), unary_case(-3, 3)),
     "arccosh": Spec(unary_impl(np.arccosh, 1, 100), unary_case(1.2, 4)),
     "arctanh": Spec(unary_impl(np.arctanh, -0.99, 0.99), unary_case(-0.8, 0.8)),
+    "reciprocal": Spec(unary_impl(reciprocal_ref, 0.5, 10), unary_case(0.5, 4, c128=True)),
     "sqrt": Spec(unary_impl(np.sqrt, 0, 100), unary_case(0.3, 4)),
     "cbrt": Spec(unary_impl(np.cbrt, -100, 100), unary_case(-3, 3, away=0.3), errors=[
         ([sa((), complex)], {}, DTypeError, r"cbrt: .*convert with \.astype"),

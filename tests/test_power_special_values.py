@@ -58,8 +58,6 @@ def _check(transform, dtype, name):
     x = _values(dtype)
     fn = FUNCTIONS[name]
     for e in EXPONENTS:
-        if e == -1 and type(e) is int and np.dtype(dtype).kind == "c":
-            continue  # reciprocal of a complex number: see test_complex_reciprocal
         want = _numpy(fn, x, e)
         with np.errstate(all="ignore"):
             got = transform(lambda v, e=e: fn(v, e))(x)
@@ -103,3 +101,23 @@ def test_square_root_power_keeps_its_derivative():
         np.testing.assert_allclose(f(x), 0.5 / np.sqrt(x), rtol=1e-15)
     np.testing.assert_allclose(ft.vmap(ft.grad(ft.grad(lambda v: v ** 0.5)))(x),
                                -0.25 * x ** -1.5, rtol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_reciprocal_is_numpys(dtype):
+    # NumPy's complex reciprocal (what x ** -1 is) is not its division 1 / x:
+    # before, fnp.reciprocal divided, and differed on 13% of these values in
+    # the last bit and at zeros and infinities (1 / 0j: inf+nanj, NaN in NumPy).
+    rng = np.random.default_rng(0)
+    size = 2000
+    parts = [rng.standard_normal(size) * 10.0 ** rng.integers(-30, 30, size) for _ in "ri"]
+    z = np.concatenate([parts[0] + 1j * parts[1], COMPLEX]).astype(dtype)
+    with np.errstate(all="ignore"):
+        want = np.reciprocal(z)
+        for f in (fnp.reciprocal, lambda v: v ** -1):
+            for transform in (lambda g: g, ft.jit, ft.vmap):
+                _assert_same(transform(f)(z), want, f"reciprocal of {dtype}")
+    # its derivative is -1/z^2, as a holomorphic function
+    w = np.array([1 + 2j, -0.5 + 0.1j, 3j], dtype)
+    d = ft.vmap(ft.grad(lambda v: fnp.reciprocal(v), holomorphic=True))(w)
+    np.testing.assert_allclose(d, -1 / w**2, rtol=10 * np.finfo(d.real.dtype).eps)

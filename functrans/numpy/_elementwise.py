@@ -206,7 +206,9 @@ def reciprocal(x, /):
     array([0.5 , 0.25])
     """
     x = asarray(x)
-    if x.dtype.kind in "fc":
+    if x.dtype.kind == "c":  # NumPy's complex reciprocal is not its division 1 / x
+        return bind(unary["reciprocal"], x)
+    if x.dtype.kind == "f":
         return divide(1, x)
     target = np.int8 if x.dtype == np.bool_ else x.dtype
     return convert_element_type(divide(1, x), target)
