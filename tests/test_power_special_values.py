@@ -94,6 +94,30 @@ def test_powers_give_numpys_values_in_the_native_tier(dtype):
             _assert_same(power(x, y), x ** y + 1, f"native x ** y + 1 with y = {y}")
 
 
+@pytest.mark.native
+def test_native_exponent_arrays_stay_arrays():
+    # NumPy's power loop takes an exponent of 0.5 as sqrt only where it is one
+    # scalar for the loop: np.power(x, np.full(n, 0.5)) is C's pow (+inf at
+    # -inf), np.power(x, np.array([0.5])) is sqrt (NaN).  The native tier
+    # writes constants of one value into its kernels as scalars, and must not
+    # turn the first into the second; it agrees with the NumPy tier on all.
+    pytest.importorskip("numba")
+    x = np.array([-np.inf, -0.0, 0.0, 4.0, np.nan, -1.0])
+    full, one = np.full(x.shape, 0.5), np.array([0.5])
+    cases = {
+        "full array": lambda v: np.power(v, full) + 1,
+        "one element": lambda v: np.power(v, one) + 1,
+        "full_like": lambda v: np.power(v, fnp.full_like(v, 0.5)) + 1,
+        "broadcast": lambda v: np.power(v, fnp.broadcast_to(fnp.asarray(0.5), v.shape)) + 1,
+    }
+    with np.errstate(all="ignore"):
+        for name, f in cases.items():
+            want = ft.jit(f)(x)
+            _assert_same(ft.jit(f, compiler="native")(x), want, f"native, exponent {name}")
+            if name in ("full array", "one element"):
+                _assert_same(want, f(x), f"NumPy tier, exponent {name}")
+
+
 def test_square_root_power_keeps_its_derivative():
     # x ** 0.5 is sqrt: its derivatives are sqrt's, 0.5 / sqrt(x) and on.
     x = np.array([0.25, 4.0, 9.0])

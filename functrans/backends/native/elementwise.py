@@ -251,17 +251,25 @@ def constants_inline(closed: ClosedJaxpr) -> ClosedJaxpr:
             found[id(v)] = Literal(flat[0], ShapedArray((), c.dtype))
     if not found:
         return closed
+    scalar_like = {id(v) for v, c in zip(closed.jaxpr.constvars, closed.consts)
+                   if id(v) in found and (c.size == 1 or not any(c.strides))}
     eqns = []
     changed = False
     for e in closed.jaxpr.eqns:
         group = native_group(e) if e.primitive.name == "fused_elementwise" else None
-        if group is None or not any(id(v) in found for v in group.invars):
+        # An exponent array stays an array unless NumPy's power loop sees it as
+        # one scalar too (one element, or all strides 0): as a literal it is a
+        # scalar exponent, which that loop computes otherwise (``_scalar_power``).
+        inline = found if group is None else {
+            k: c for k, c in found.items() if k in scalar_like
+            or not any(m.primitive.name == "pow" and id(m.inputs[1]) == k for m in group.eqns)}
+        if group is None or not any(id(v) in inline for v in group.invars):
             eqns.append(e)
             continue
-        members = [Eqn(m.primitive, tuple(found.get(id(a), a) if type(a) is Var else a
+        members = [Eqn(m.primitive, tuple(inline.get(id(a), a) if type(a) is Var else a
                                           for a in m.inputs), m.outputs, m.params, m.source)
                    for m in group.eqns]
-        invars = [v for v in group.invars if id(v) not in found]
+        invars = [v for v in group.invars if id(v) not in inline]
         inner = Jaxpr((), invars, group.outvars, members)
         eqns.append(Eqn(e.primitive, tuple(invars), e.outputs, {**e.params, "jaxpr": inner},
                         e.source))
