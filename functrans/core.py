@@ -919,7 +919,10 @@ class Tracer:
     ``functrans.numpy``, which owns the NumPy-facing API.
     """
 
-    __slots__ = ("aval", "_trace", "_var", "val")
+    # ``_base`` and ``_views`` are set only on arrays that take part in an
+    # in-place update (a view, an array with views); ``functrans.numpy._inplace``
+    # keeps them.  Unset until then, so tracing without updates pays nothing.
+    __slots__ = ("aval", "_trace", "_var", "val", "_base", "_views", "__weakref__")
     # Make NumPy hand mixed ndarray/tracer operations to the tracer.
     __array_priority__ = 1000
 
@@ -1002,31 +1005,23 @@ class Tracer:
         return round(val.item(), ndigits) if ndigits is not None else round(val.item())
 
     def __copy__(self):
-        return self  # tracers are immutable values, as arrays under a transform are
+        return self.copy()
 
     def __deepcopy__(self, memo):
-        return self
+        return self.copy()
 
     def copy(self, order: str = "K"):
-        """``ndarray.copy``: the tracer itself, which no write can change."""
-        return self
+        """``ndarray.copy``: a new tracer of the same value.  It records no
+        equation: an in-place update of either one rebinds that one only."""
+        return Tracer(self._trace, self._var, self.val)
 
-    def __setitem__(self, idx, value):
-        where = user_frame_summary()
-        # SciPy's array API code writes through array_api_extra.at, in place
-        # for every library but JAX: its callers cannot rewrite the line.
-        library = (
-            " Here SciPy's array_api_extra.at writes into the array (it does so for every "
-            "array library but JAX): use the functrans.scipy version of the SciPy function, "
-            "or write it with functrans.numpy."
-            if "array_api_extra" in where else ""
-        )
-        raise TypeError(
-            f"{self._trace.fun_name}: x[idx] = v would write into a traced "
-            f"{self.aval.str_short()} array (at {where}), but traced arrays "
-            "are immutable. Write y = x.at[idx].set(v) (x[idx] += v: x.at[idx].add(v)) and "
-            f"use y; functrans.numpy.at(x)[idx].set(v) does the same on NumPy arrays too.{library}"
-        )
+    def rebind(self, new: Tracer) -> None:
+        """Make this tracer stand for ``new``'s value from now on: an in-place
+        update (``functrans.numpy._inplace``) keeps the array's identity, so
+        every name, list or dict holding it sees the new value."""
+        self.aval = new.aval
+        self._var = new._var
+        self.val = new.val
 
     def __hash__(self):
         return id(self)

@@ -71,6 +71,7 @@ from functrans.numpy import (
     _elementwise,
     _elementwise_compositions,
     _indexing,
+    _inplace,
     _matrices,
     _padding,
     _rearranging,
@@ -94,6 +95,7 @@ from functrans.numpy._dtype_functions import *  # noqa: F403
 from functrans.numpy._elementwise import *  # noqa: F403
 from functrans.numpy._elementwise_compositions import *  # noqa: F403
 from functrans.numpy._indexing import *  # noqa: F403
+from functrans.numpy._inplace import *  # noqa: F403
 from functrans.numpy._matrices import *  # noqa: F403
 from functrans.numpy._padding import *  # noqa: F403
 from functrans.numpy._rearranging import *  # noqa: F403
@@ -111,7 +113,7 @@ __all__ = [
     "generic", "number", "integer", "signedinteger", "unsignedinteger", "inexact", "floating",
     "complexfloating",
     "dtype", "finfo", "iinfo", "isdtype", "issubdtype", "promote_types", "TRACE_DEVICE",
-    *_contract.__all__, *_creation.__all__, *_elementwise.__all__, *_indexing.__all__,
+    *_contract.__all__, *_creation.__all__, *_elementwise.__all__, *_indexing.__all__, *_inplace.__all__,
     *_reductions.__all__, *_shape.__all__, *_dtype_functions.__all__,
     *_static_properties.__all__, *_complex_numbers.__all__, *_elementwise_compositions.__all__,
     *_rearranging.__all__, *_padding.__all__, *_concatenators.__all__, *_matrices.__all__,

@@ -12,10 +12,16 @@ float32 as in NumPy 2, and ``x ** 2`` becomes ``integer_pow``.
 ``__array_ufunc__`` and ``__array_function__`` make plain NumPy code trace
 too: ``np.sin(tracer)`` and ``np.sum(tracer, axis=0)`` run
 ``fnp.sin``/``fnp.sum``.
+
+The in-place forms (``x += y``, ``x[i] = v``, ``out=``, ``np.add.at``,
+``x.sort()``, ``x.fill(v)``, ``x.resize(n)``, ``x.flat``) and the functions
+whose results are views are wired to ``functrans.numpy._inplace``, which
+gives them NumPy's semantics.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +29,7 @@ import numpy as np
 
 import functrans.numpy as fnp  # mid-import here: its attributes are read at call time
 from functrans.core import Tracer, user_frame_summary
+from functrans.numpy import _inplace, _shape
 from functrans.numpy._array_api_info import TRACE_DEVICE, normalize_device
 from functrans.numpy._indexing import IndexUpdateHelper, getitem
 from functrans.primitives.elementwise import convert_element_type
@@ -39,6 +46,9 @@ _COMPARISONS = {
     "gt": "greater", "ge": "greater_equal",
 }  # fmt: skip
 _UNARY_OPERATORS = {"neg": "negative", "pos": "positive", "abs": "absolute", "invert": "invert"}
+_AUGMENTED = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+              "pow": "**", "matmul": "@", "and": "&", "or": "|", "xor": "^", "lshift": "<<",
+              "rshift": ">>"}  # fmt: skip
 
 #: Methods whose signature is the function's with the array first.
 _METHODS = [
@@ -93,8 +103,94 @@ def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
             "default) to convert anyway"
         )
     if dtype == self.dtype and not self.weak_type:
-        return self
+        return self.copy() if copy else self  # a copy: a later update of one leaves the other
     return convert_element_type(self, dtype)
+
+
+def _augmented(op: str, fn: Callable) -> Callable:
+    """``x op= y``: NumPy's ``ufunc(x, y, out=x)``, in place on a traced ``x``."""
+    ufunc = getattr(np, fn.__name__)
+    what = f"x {_AUGMENTED[op]}= v"
+
+    def method(self, other):
+        return _inplace.update(self, fn(self, other), ufunc, what)
+
+    method.__name__ = f"__i{op}__"
+    return method
+
+
+def _flatten(self, order="C"):
+    """``x.flatten()``: a copy of the elements as a 1-d array."""
+    return _shape.ravel(self, order).copy()
+
+
+def _sort(self, axis=-1, kind=None, order=None, *, stable=None):
+    """``x.sort()``: sorts ``x`` in place along ``axis``."""
+    _inplace.assign(self, fnp.sort(self, axis, kind, order, stable=stable), "x.sort()")
+
+
+def _fill(self, value):
+    """``x.fill(value)``: every element of ``x`` becomes ``value``, cast as
+    NumPy casts it."""
+    value = _inplace.unsafe_cast(value, self)
+    _inplace.assign(self, _inplace.fit("x.fill", value, self), "x.fill(value)")
+
+
+def _resize(self, *new_shape, refcheck=True):
+    """``x.resize(shape)``: ``x`` takes the new shape in place, its elements
+    in C order, cut off or followed by zeros.  As NumPy, refused for a view
+    and for an array with views."""
+    shape = new_shape[0] if len(new_shape) == 1 else new_shape
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    views = [w for w in getattr(self, "_views", ()) if w() is not None]
+    if getattr(self, "_base", None) is not None or views:
+        raise ValueError(
+            f"{self._trace.fun_name}: x.resize at {user_frame_summary()}: cannot resize an "
+            "array that references or is referenced by another array in this way (a view, "
+            "or an array with live views); use the np.resize function")
+    size = int(np.prod(shape))
+    flat = _shape.ravel(self)
+    if size <= self.size:
+        new = flat[:size]
+    else:
+        new = _shape.concatenate([flat, np.zeros(size - self.size, self.dtype)])
+    new = _shape.reshape(new, shape)
+    _inplace.warn_if_input(self, "x.resize(shape)")
+    self.rebind(new)
+
+
+class FlatIter:
+    """``x.flat`` of a traced ``x``: reading gives copies, ``x.flat[i] = v``
+    writes into ``x`` in place (``v`` repeated as needed, as NumPy does)."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base):
+        self.base = base
+
+    def __getitem__(self, idx):
+        return fnp.ravel(self.base)[idx].copy()
+
+    def __setitem__(self, idx, value):
+        x = self.base
+        flat = _shape.ravel(x)
+        shape = tuple(getitem(flat, idx).shape)
+        values = _inplace.unsafe_cast(_inplace.cycled("x.flat", value, math.prod(shape)), x)
+        new = flat.at[idx].set(_shape.reshape(values, shape))
+        _inplace.assign(x, _shape.reshape(new, tuple(x.shape)), "x.flat[idx] = v")
+
+    def __len__(self):
+        return self.base.size
+
+    def __iter__(self):
+        return iter(fnp.ravel(self.base).copy())
+
+    def copy(self):
+        return _shape.ravel(self.base).copy()
+
+
+def _set_flat(self, value):
+    FlatIter(self)[...] = value
 
 
 def _array_namespace(self, /, *, api_version=None):
@@ -185,6 +281,8 @@ def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
         if fn is not None:
             return fn(*inputs)
     name = ufunc.__name__
+    if method == "at":
+        return _inplace.ufunc_at(ufunc, *inputs, **kwargs)
     if method != "__call__":
         instead = _UFUNC_METHODS.get((name, method))
         fix = (f"use functrans.numpy.{instead}" if instead else
@@ -193,12 +291,14 @@ def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
             f"numpy.{name}.{method} is not supported on traced arrays: only calls of "
             f"the ufunc itself are; {fix}"
         )
+    out = kwargs.pop("out", None)
+    where = kwargs.pop("where", True)
     refused = sorted(k for k, v in kwargs.items() if not _is_default(k, v))
     if refused:
         raise TypeError(
             f"numpy.{name}: keyword arguments {', '.join(refused)} are not "
-            f"supported on traced arrays (traced arrays are never written into); call "
-            f"functrans.numpy.{name} and use its result, converted with .astype() if needed"
+            f"supported on traced arrays; call functrans.numpy.{name} and use its result, "
+            "converted with .astype() if needed"
         )
     fn = _lookup(fnp, name)
     if fn is None:
@@ -206,7 +306,14 @@ def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
             f"numpy.{name} was applied to a traced array, but functrans.numpy has no "
             f"{name}; write it with the functrans.numpy functions that exist"
         )
-    return fn(*inputs)
+    if out is None and where is True:
+        return fn(*inputs)
+    if out is None or len(out) != 1:
+        raise TypeError(
+            f"numpy.{name}: where= without out= leaves the unselected elements undefined, "
+            "and only ufuncs with one output take out= on traced arrays; pass one out= "
+            "array, or use functrans.numpy.where")
+    return _inplace.update(out[0], fn(*inputs), ufunc, f"numpy.{name}(..., out=)", where)
 
 
 def _is_default(keyword: str, value: Any) -> bool:
@@ -246,10 +353,13 @@ def _lookup(namespace: Any, name: str) -> Callable | None:
 
 def install() -> None:
     """Give ``Tracer`` its operators, methods and properties."""
+    for name, (np_fn, how) in _inplace.VIEW_FUNCTIONS.items():
+        setattr(fnp, name, _inplace.viewing(getattr(fnp, name), np_fn, **how))
     for op, name in _BINARY_OPERATORS.items():
         fn = getattr(fnp, name)
         setattr(Tracer, f"__{op}__", fn)
         setattr(Tracer, f"__r{op}__", _reflected(fn))
+        setattr(Tracer, f"__i{op}__", _augmented(op, fn))
     for op, name in {**_COMPARISONS, **_UNARY_OPERATORS}.items():
         setattr(Tracer, f"__{op}__", getattr(fnp, name))
     for name in _METHODS:
@@ -257,14 +367,17 @@ def install() -> None:
     extra = {
         "__pow__": _power, "__divmod__": _divmod, "__rdivmod__": _rdivmod,
         "reshape": _reshape, "transpose": _transpose, "astype": _astype,
-        "flatten": fnp.ravel,  # tracers are immutable: a copy is the array itself
+        "flatten": _flatten,
+        "sort": _sort, "fill": _fill, "resize": _resize,
+        "flat": property(FlatIter, _set_flat, doc="A flat iterator: x.flat[i], x.flat[i] = v."),
         "T": property(fnp.transpose, doc="The array with its axes reversed."),
         "mT": property(lambda self: fnp.swapaxes(self, -1, -2),
                        doc="The array with its last two axes swapped."),
         "real": property(fnp.real, doc="The real part."),
         "imag": property(fnp.imag, doc="The imaginary part."),
         "at": property(IndexUpdateHelper, doc="Functional updates: x.at[idx].set(v)."),
-        "__getitem__": getitem,
+        "__getitem__": _inplace.view_getitem,
+        "__setitem__": _inplace.setitem,
         "__array_namespace__": _array_namespace,
         "device": property(lambda self: TRACE_DEVICE,
                            doc="Where the traced computation runs: TRACE_DEVICE."),

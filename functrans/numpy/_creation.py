@@ -51,6 +51,8 @@ def asarray(a, dtype=None, *, device=None, copy=None):
         out = np.asarray(a, dtype=dtype, copy=copy)
     else:
         out = _asarray(a, dtype)
+    if copy and out is a:  # a tracer: a copy is a new tracer of its value
+        return out.copy()
     return out if is_traced(out) else place("asarray", out, device)
 
 
@@ -65,7 +67,7 @@ def array(object, dtype=None, *, copy=True, ndmin=0):
     if not is_traced(x):
         return np.array(x, copy=copy, ndmin=ndmin)
     if x.ndim >= ndmin:
-        return x
+        return x.copy() if copy and x is object else x
     return bind(reshape_p, x, new_sizes=(1,) * (ndmin - x.ndim) + x.shape)
 
 

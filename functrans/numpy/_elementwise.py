@@ -26,6 +26,7 @@ import numpy as np
 
 from functrans.core import Primitive, bind
 from functrans.errors import ConcretizationError, DTypeError
+from functrans.numpy import _inplace
 from functrans.numpy._util import asarray, is_traced
 from functrans.primitives.elementwise import (
     binary,
@@ -45,10 +46,12 @@ _SEQUENCES = (list, tuple)
 
 
 def _unary(name: str, prim: Primitive) -> Callable:
-    def fn(x, /):
+    def fn(x, /, out=None, *, where=True):
         if type(x) in _SEQUENCES:
             x = asarray(x)
-        return bind(prim, x)
+        if out is None and where is True:
+            return bind(prim, x)
+        return _into(name, bind(prim, x), out, where)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``numpy.{name}``, elementwise, with NumPy's dtypes."
@@ -56,16 +59,33 @@ def _unary(name: str, prim: Primitive) -> Callable:
 
 
 def _binary(name: str, prim: Primitive) -> Callable:
-    def fn(x1, x2, /):
+    def fn(x1, x2, /, out=None, *, where=True):
         if type(x1) in _SEQUENCES:
             x1 = asarray(x1)
         if type(x2) in _SEQUENCES:
             x2 = asarray(x2)
-        return bind(prim, x1, x2)
+        if out is None and where is True:
+            return bind(prim, x1, x2)
+        return _into(name, bind(prim, x1, x2), out, where)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``numpy.{name}``, elementwise with broadcasting, with NumPy 2's dtypes."
     return fn
+
+
+def _into(name: str, result: Any, out: Any, where: Any) -> Any:
+    """``out`` (an array, or a tuple of one as NumPy passes it) after NumPy's
+    ``ufunc(..., out=out, where=where)`` gave ``result``: written in place,
+    a traced ``out`` included (``functrans.numpy._inplace``)."""
+    if type(out) is tuple:
+        if len(out) != 1:
+            raise ValueError(f"{name}: out= must hold one array, got {len(out)}")
+        out = out[0]
+    if out is None:
+        raise TypeError(
+            f"{name}: where= without out= would leave the unselected elements undefined "
+            "(uninitialised memory in NumPy); pass out=, or use functrans.numpy.where")
+    return _inplace.update(out, result, getattr(np, name), f"{name}(..., out=)", where)
 
 
 def _array_arg(x: Any) -> Any:
@@ -79,9 +99,9 @@ def _to_bool(x: Any) -> Any:
 
 
 def _copy(x: Any) -> Any:
-    """A fresh array equal to ``x``; a tracer is already immutable."""
-    x = asarray(x)
-    return x if is_traced(x) else x.copy()
+    """A fresh array equal to ``x`` (a new tracer of the same value for a
+    tracer: an in-place update of one leaves the other as it was)."""
+    return asarray(x).copy()
 
 
 def _no_out(name: str, out: Any) -> None:
@@ -343,7 +363,6 @@ def clip(a, min=None, max=None, out=None, *, a_min=None, a_max=None):
     >>> clip(np.array([-2.0, 0.5, 3.0]), 0, 1)
     array([0. , 0.5, 1. ])
     """
-    _no_out("clip", out)
     lo = _bound("clip", "min", min, "a_min", a_min)
     hi = _bound("clip", "max", max, "a_max", a_max)
     x = _array_arg(a)
@@ -356,12 +375,13 @@ def clip(a, min=None, max=None, out=None, *, a_min=None, a_max=None):
         lo = None if type(lo) is int and lo <= info.min else lo
         hi = None if type(hi) is int and hi >= info.max else hi
     if lo is None and hi is None:
-        return _copy(a)  # as NumPy 2 does
-    if lo is not None:
-        x = maximum(x, lo)
-    if hi is not None:
-        x = minimum(x, hi)
-    return x
+        x = _copy(a)  # as NumPy 2 does
+    else:
+        if lo is not None:
+            x = maximum(x, lo)
+        if hi is not None:
+            x = minimum(x, hi)
+    return x if out is None else _into("clip", x, out, True)
 
 
 def _bound(name: str, new: str, value, old: str, old_value):

@@ -380,10 +380,9 @@ def at(x) -> IndexUpdateHelper:
 
 
 def copy(a, order: str = "K", subok: bool = False):
-    """``np.copy``: a new array with ``a``'s values.  A tracer is returned
-    as it is: traced values are immutable, so a copy could never be told
-    apart from the original (and ``jit`` never hands back an argument's
-    buffer).  ``order`` lays out a NumPy result as in NumPy.
+    """``np.copy``: a new array with ``a``'s values (for a tracer, a new
+    tracer of its value: an in-place update of one leaves the other as it
+    was).  ``order`` lays out a NumPy result as in NumPy.
 
     >>> import numpy as np
     >>> x = np.arange(3.0)
@@ -397,7 +396,7 @@ def copy(a, order: str = "K", subok: bool = False):
         raise TypeError("copy: subok=True is not supported: functrans returns base arrays; "
                         "drop the argument")
     a = asarray(a)
-    return a if isinstance(a, Tracer) else a.copy(order=order)
+    return a.copy() if isinstance(a, Tracer) else a.copy(order=order)
 
 
 class IndexUpdateRef:

@@ -1,0 +1,634 @@
+"""NumPy's in-place semantics on traced arrays: functionalization.
+
+A traced array updated in place (``x += 1``, ``x[i] = v``, ``np.add(a, b,
+out=x)``, ``x.sort()``...) keeps its identity: the ``Tracer`` object stays the
+same and is rebound (``Tracer.rebind``) to the variable holding its new value,
+so every name, list or dict that holds it sees the update.  A view (what
+NumPy returns from basic indexing, ``reshape``, ``.T``, ``ravel``,
+``swapaxes``, ``split`` ...) records its root array and the operations that
+made it from the root (a ``Link``).  An update through a view becomes a
+functional update of the root (a scatter into it), after which every live
+view of that root is made again from the root's new value: every later read
+of every alias sees the update, and the program the trace records is
+ordinary functional code (``scatter``, ``slice``, ``reshape``) that every
+transform already handles.
+
+Which results are views follows NumPy: the operations of a view are replayed
+on a "shadow" (an ``arange`` of the root's shape, a real NumPy array) when
+NumPy's answer depends on the memory layout (``reshape`` of a transposed
+view is a copy); the shadow's values are also the flat positions of the
+view's elements in the root.  Arrays that are not views are taken to be
+C-contiguous (a transform sees values, not memory layouts).
+
+Updates that cannot be followed soundly raise an error naming the user's
+line and the fix, never dropping an update: writes into a NumPy array
+(which cannot hold a traced value), into a read-only view (as NumPy), into a
+view made with a traced integer index, through ``.real``/``.imag`` of a
+complex array, and into an array of an enclosing transform from inside a
+nested one.  An update that reaches an input of the traced function is
+seen by the rest of the function; the caller's array is not changed (a
+transformed function is pure), and a ``UserWarning`` naming the line says so
+once.
+
+Nothing here runs for code without in-place updates beyond recording, on
+each view, where it came from (``link``).  The bookkeeping lives on the
+tracers of one trace, so it is per thread as traces are.
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from functrans.core import (
+    Tracer,
+    bind,
+    current_trace,
+    source_location,
+    user_frame_summary,
+    user_source,
+)
+from functrans.errors import FunctransError
+from functrans.numpy._indexing import _scatter, getitem, parse_index
+from functrans.numpy._shape import _reshape
+from functrans.numpy._util import asarray, broadcasts_to
+from functrans.primitives.elementwise import convert_element_type, select_p
+from functrans.primitives.shape import broadcast_in_dim_p
+
+__all__ = ["copyto", "put", "place", "putmask"]
+
+
+class InPlaceUpdateError(FunctransError, TypeError, ValueError):
+    """An in-place update that functrans cannot follow soundly (the message
+    names the line and what to write instead).  A ``ValueError`` too, as
+    NumPy's refusal of a write into a read-only view is."""
+
+
+# -- views --------------------------------------------------------------------------------
+
+#: One step from an array to its view: NumPy's function (run on shadows),
+#: functrans' function (run on tracers), their arguments, and which item of a
+#: list result is the view (``split``), else None.
+Op = tuple[Callable, Callable, tuple, dict, Any]
+
+
+class Link:
+    """Where a view comes from: its ``root`` (an array that is no view), the
+    ``ops`` making it from the root, and why writing through it is refused
+    (``refusal``, else None).  ``index`` caches the flat positions of its
+    elements in the root."""
+
+    __slots__ = ("root", "ops", "refusal", "index")
+
+    def __init__(self, root: Tracer, ops: tuple[Op, ...], refusal: str | None,
+                 index: np.ndarray | None):
+        self.root = root
+        self.ops = ops
+        self.refusal = refusal
+        self.index = index
+
+    def positions(self) -> np.ndarray:
+        """The flat positions in the root of the view's elements."""
+        if self.index is None:
+            self.index = _replay_shadow(self.root.shape, self.ops)
+        return self.index
+
+
+def _shadow(shape: tuple[int, ...]) -> np.ndarray:
+    size = 1
+    for d in shape:
+        size *= d
+    return np.arange(size, dtype=np.intp).reshape(shape)
+
+
+def _apply(op: Op, x, numpy: bool):
+    np_fn, fn, args, kwargs, item = op
+    out = (np_fn if numpy else fn)(x, *args, **kwargs)
+    return out if item is None else out[item]
+
+
+def _replay_shadow(shape: tuple[int, ...], ops: tuple[Op, ...]) -> np.ndarray:
+    out = _shadow(shape)
+    for op in ops:
+        out = _apply(op, out, numpy=True)
+    return np.asarray(out)
+
+
+def _owner(a: np.ndarray) -> np.ndarray:
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _is_view_of(shadow_out: Any, shadow: np.ndarray) -> bool:
+    """Whether ``shadow_out`` (the ``shadow`` root with a view's operations
+    replayed) still uses the shadow's memory: NumPy made a view at every
+    step, not a copy (a copy made by ``reshape`` is itself a view of a new
+    buffer, so the buffers are compared)."""
+    if not isinstance(shadow_out, np.ndarray):
+        return False  # a NumPy scalar: a copy
+    return _owner(shadow_out) is _owner(shadow)
+
+
+def link(out: Any, x: Any, op: Op, *, refusal: str | None = None,
+         layout: bool = False) -> None:
+    """Record that ``out`` is a view of ``x`` made by ``op``.  ``layout``: NumPy
+    makes a view only where the memory layout allows (``reshape``), decided
+    on the shadow when ``x`` is itself a view (an array that is no view is
+    C-contiguous).  ``refusal``: why NumPy refuses writes through it."""
+    if out is x or type(out) is not Tracer or type(x) is not Tracer:
+        return
+    parent = getattr(x, "_base", None)
+    if parent is None:
+        root, ops, inherited = x, (op,), None
+    else:
+        root, ops, inherited = parent.root, parent.ops + (op,), parent.refusal
+    if out._trace is not root._trace:
+        inherited = inherited or _enclosing_refusal(root)
+    index = None
+    if layout and parent is not None:
+        shadow = _shadow(root.shape)
+        res = shadow
+        for o in ops:
+            res = _apply(o, res, numpy=True)
+        if not _is_view_of(res, shadow):
+            return  # NumPy copies here: out is an array of its own
+        index = np.asarray(res)
+    out._base = Link(root, ops, refusal or inherited, index)
+    try:
+        views = root._views
+    except AttributeError:
+        views = root._views = []
+    if len(views) >= 32 and len(views) & (len(views) - 1) == 0:  # at powers of two
+        views[:] = [w for w in views if w() is not None]
+    views.append(weakref.ref(out))
+
+
+def _enclosing_refusal(root: Tracer) -> str:
+    return (f"the array belongs to the enclosing traced function {root._trace.fun_name!r}, "
+            "and a nested transform's function cannot write into it. Return the new value "
+            "from the nested function and update the array after it")
+
+
+# -- updates -------------------------------------------------------------------------------
+
+
+def assign(target: Any, new: Any, what: str) -> Any:
+    """Make ``target`` hold ``new`` (of ``target``'s shape and dtype) in
+    place, as NumPy's in-place operation ``what`` does, and return
+    ``target``: its root is updated functionally and every live view of the
+    root is made again from the root's new value."""
+    if type(target) is not Tracer:
+        raise _numpy_target_error(target, what)
+    link_ = getattr(target, "_base", None)
+    root = target if link_ is None else link_.root
+    if root._trace is not current_trace():
+        raise InPlaceUpdateError(
+            f"{root._trace.fun_name}: {what} (at {user_frame_summary()}) updates a traced "
+            f"{root.aval.str_short()} array, but {_enclosing_refusal(root)}"
+        )
+    new = asarray(new)
+    if type(new) is not Tracer:
+        new = target._trace.constant(np.array(new))  # concrete values written in
+    if link_ is None:
+        root_new = new
+    else:
+        if link_.refusal is not None:
+            raise InPlaceUpdateError(
+                f"{target._trace.fun_name}: {what} writes through a view of a traced array "
+                f"(at {user_frame_summary()}), but {link_.refusal}"
+            )
+        root_new = _write_back(root, link_, new)
+    warn_if_input(root, what)
+    root.rebind(root_new)
+    if target is not root:
+        target.rebind(new)
+    _refresh_views(root, target)
+    return target
+
+
+def _write_back(root: Tracer, link_: Link, new: Tracer) -> Tracer:
+    """The root's value with the view's elements replaced by ``new``."""
+    ops = link_.ops
+    if len(ops) == 1 and ops[0][0] is operator.getitem:  # one basic index: scatter there
+        return _scatter(root, ops[0][2][0], new, "set")
+    positions = link_.positions()
+    flat = _reshape(root, (root.size,))
+    values = _reshape(new, (new.size,))
+    return _reshape(_scatter(flat, positions.reshape(-1), values, "set"), tuple(root.shape))
+
+
+def _refresh_views(root: Tracer, updated: Tracer) -> None:
+    """Make every live view of ``root`` (but ``updated``, which holds its value
+    already) again from the root's new value."""
+    views = getattr(root, "_views", None)
+    if not views:
+        return
+    for ref in views:
+        view = ref()
+        if view is None or view is updated or view._trace is not root._trace:
+            continue
+        value = root
+        for op in view._base.ops:
+            value = _apply(op, value, numpy=False)
+        view.rebind(value)
+
+
+def _is_input(t: Tracer) -> bool:
+    """Whether ``t`` is one of its trace's inputs as the transform made it (a
+    copy of an input sets ``_base`` and is not; an updated input no longer
+    stands for its input variable)."""
+    if hasattr(t, "_base"):
+        return False
+    var = t._var
+    return any(v is var for v in t._trace.invars)
+
+
+#: The lines warned about (``warnings``' registry for ``warn_explicit``): once each.
+_warned: dict = {}
+
+
+def warn_if_input(root: Tracer, what: str) -> None:
+    if not _is_input(root):
+        return
+    source = user_source()
+    file, line, _ = source_location(source) if source else ("<unknown>", 0, "")
+    warnings.warn_explicit(
+        f"{root._trace.fun_name}: {what} at {file}:{line} updates an input of the traced "
+        f"function ({root.aval.str_short()}). The rest of the function sees the update, but "
+        "the caller's array is not changed: transformed functions are pure. Update a copy "
+        "(x = x.copy()) to make this explicit, or return the new value",
+        UserWarning, file, line, registry=_warned,
+    )
+
+
+def _numpy_target_error(target: Any, what: str) -> InPlaceUpdateError:
+    kind = type(target).__name__
+    return InPlaceUpdateError(
+        f"{what} (at {user_frame_summary()}) would write a traced value into a "
+        f"{kind} (a NumPy buffer cannot hold a traced value, and the update would be lost). "
+        "Make the array a traced value instead: y = y + x rather than y += x, or write "
+        "y = functrans.numpy.at(y)[idx].set(x) rather than y[idx] = x, and use the result"
+    )
+
+
+# -- casting ---------------------------------------------------------------------------------
+
+
+def cast_for_update(result: Any, target: Any, ufunc: Any, casting: str = "same_kind"):
+    """``result`` as ``target``'s dtype, if NumPy's ``casting`` rule allows it
+    (else NumPy's own ``UFuncTypeError``, with the user's line)."""
+    to = target.dtype
+    if result.dtype == to:
+        return result
+    if not np.can_cast(result.dtype, to, casting):
+        error = np._core._exceptions._UFuncOutputCastingError(
+            ufunc, casting, np.dtype(result.dtype), np.dtype(to), 0)
+        error.add_note(
+            f"(at {user_frame_summary()}) NumPy refuses this in-place update as well: cast "
+            f"the value first (.astype({to.name})) or make the array {result.dtype}")
+        raise error
+    return convert_element_type(result, to)
+
+
+def fit(name: str, value: Any, target: Any) -> Any:
+    """``value`` broadcast to ``target``'s shape (NumPy's error if it cannot be)."""
+    value = asarray(value)
+    shape = tuple(target.shape)
+    if tuple(value.shape) == shape:
+        return value
+    if not broadcasts_to(tuple(value.shape), shape):
+        raise ValueError(
+            f"{name}: non-broadcastable output operand with shape {shape} doesn't match the "
+            f"broadcast shape {tuple(value.shape)} (at {user_frame_summary()})")
+    dims = tuple(range(len(shape) - value.ndim, len(shape)))
+    return bind(broadcast_in_dim_p, value, shape=shape, broadcast_dimensions=dims)
+
+
+def update(target: Any, result: Any, ufunc: Any, what: str, where: Any = True) -> Any:
+    """``target`` after ``ufunc(..., out=target, where=where)`` gave ``result``:
+    NumPy's casting and broadcasting rules, then ``assign``."""
+    if type(target) is not Tracer:
+        if isinstance(result, Tracer) or isinstance(where, Tracer):
+            raise _numpy_target_error(target, what)
+        np.copyto(target, result, casting="same_kind", where=where)
+        return target
+    value = cast_for_update(fit(what, result, target), target, ufunc)
+    if not (where is True):
+        mask = fit(what, asarray(where), target)
+        value = bind(select_p, _as_bool(mask), target, value)
+    return assign(target, value, what)
+
+
+def _as_bool(x):
+    return x if x.dtype == np.bool_ else convert_element_type(x, np.bool_)
+
+
+def unsafe_cast(value: Any, target: Any) -> Any:
+    """``value`` converted to ``target``'s dtype as NumPy's assignment does."""
+    value = asarray(value)
+    if value.dtype.kind == "c" and target.dtype.kind != "c":
+        raise TypeError(
+            f"cannot write complex values into a {target.dtype} array (at "
+            f"{user_frame_summary()}); take .real of the values or convert the array first")
+    return value if value.dtype == target.dtype else convert_element_type(value, target.dtype)
+
+
+# -- NumPy's in-place functions -------------------------------------------------------------
+
+
+def copyto(dst, src, casting="same_kind", where=True):
+    """``numpy.copyto``: ``dst[...] = src`` where ``where`` holds, with
+    NumPy's ``casting`` rule; ``dst`` may be traced (updated in place).
+
+    >>> import numpy as np
+    >>> a = np.zeros(3)
+    >>> copyto(a, [1.0, 2.0, 3.0], where=[True, False, True]); a
+    array([1., 0., 3.])
+    """
+    if type(dst) is not Tracer:
+        if isinstance(src, Tracer) or isinstance(where, Tracer):
+            raise _numpy_target_error(dst, "copyto(dst, src)")
+        np.copyto(dst, src, casting=casting, where=where)
+        return None
+    src = asarray(src)
+    if src.dtype != dst.dtype and not np.can_cast(src.dtype, dst.dtype, casting):
+        raise TypeError(
+            f"copyto: cannot cast array data from {src.dtype!r} to {dst.dtype!r} according "
+            f"to the rule {casting!r} (at {user_frame_summary()}), as NumPy says")
+    value = fit("copyto", src, dst)
+    value = value if value.dtype == dst.dtype else convert_element_type(value, dst.dtype)
+    if not (where is True):
+        value = bind(select_p, _as_bool(fit("copyto", asarray(where), dst)), value, dst)
+    assign(dst, value, "copyto(dst, src)")
+    return None
+
+
+def cycled(name: str, values, n: int):
+    """``values`` flattened and repeated to ``n`` elements (NumPy's rule for
+    ``put``, ``place`` and ``putmask``)."""
+    values = asarray(values)
+    flat = _reshape(values, (values.size,))
+    if n == 0:
+        return flat[:0]
+    if values.size == 0:
+        raise ValueError(f"{name}: cannot write {n} elements from empty values (as NumPy)")
+    reps = -(-n // values.size)
+    if reps > 1:
+        flat = bind(broadcast_in_dim_p, flat, shape=(reps, values.size),
+                    broadcast_dimensions=(1,))
+        flat = _reshape(flat, (reps * values.size,))
+    return flat[:n] if reps * values.size != n else flat
+
+
+def put(a, ind, v, mode="raise"):
+    """``numpy.put``: ``a.flat[ind] = v``, ``v`` repeated as needed; ``mode``
+    'raise', 'wrap' or 'clip' treats out-of-range indices as NumPy does.
+
+    >>> import numpy as np
+    >>> a = np.zeros(4)
+    >>> put(a, [0, 2], [5.0]); a
+    array([5., 0., 5., 0.])
+    """
+    if type(a) is not Tracer:
+        if isinstance(v, Tracer) or isinstance(ind, Tracer):
+            raise _numpy_target_error(a, "put(a, ind, v)")
+        np.put(a, ind, v, mode=mode)
+        return None
+    ind = asarray(ind)
+    index = _reshape(ind, (ind.size,)) if ind.ndim != 1 else ind
+    n = a.size
+    if mode == "wrap":
+        index = index % n
+    elif mode == "clip":
+        index = np.clip(index, 0, n - 1) if type(index) is not Tracer else \
+            index.clip(0, n - 1)
+    elif mode != "raise":
+        raise ValueError(f"put: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    values = unsafe_cast(cycled("put", v, index.size), a)
+    flat = _reshape(a, (n,))
+    new = _reshape(_scatter(flat, index, values, "set"), tuple(a.shape))
+    assign(a, new, "put(a, ind, v)")
+    return None
+
+
+def place(arr, mask, vals):
+    """``numpy.place``: the elements of ``arr`` where the (concrete) ``mask``
+    is true get ``vals`` in turn, repeated as needed.
+
+    >>> import numpy as np
+    >>> a = np.arange(4.0)
+    >>> place(a, a > 1, [9.0]); a
+    array([0., 1., 9., 9.])
+    """
+    if type(arr) is not Tracer:
+        if isinstance(vals, Tracer) or isinstance(mask, Tracer):
+            raise _numpy_target_error(arr, "place(arr, mask, vals)")
+        np.place(arr, mask, vals)
+        return None
+    mask = np.asarray(mask, dtype=bool)  # concrete: it decides how many values are taken
+    positions = np.flatnonzero(np.broadcast_to(mask, arr.shape) if mask.shape != arr.shape
+                               else mask)
+    if positions.size and asarray(vals).size == 0:
+        raise ValueError("place: cannot insert from an empty array! (as NumPy)")
+    values = unsafe_cast(cycled("place", vals, positions.size), arr)
+    flat = _reshape(arr, (arr.size,))
+    new = _reshape(_scatter(flat, positions, values, "set"), tuple(arr.shape))
+    assign(arr, new, "place(arr, mask, vals)")
+    return None
+
+
+def putmask(a, mask, values):
+    """``numpy.putmask``: ``a.flat[i] = values.flat[i % len(values)]`` where
+    ``mask`` is true; ``mask`` may be traced.
+
+    >>> import numpy as np
+    >>> a = np.arange(4.0)
+    >>> putmask(a, a > 1, [7.0, 8.0]); a
+    array([0., 1., 7., 8.])
+    """
+    if type(a) is not Tracer:
+        if isinstance(values, Tracer) or isinstance(mask, Tracer):
+            raise _numpy_target_error(a, "putmask(a, mask, values)")
+        np.putmask(a, mask, values)
+        return None
+    mask = fit("putmask", asarray(mask), a)
+    values = unsafe_cast(cycled("putmask", values, a.size), a)
+    values = _reshape(values, tuple(a.shape))
+    assign(a, bind(select_p, _as_bool(mask), values, a), "putmask(a, mask, values)")
+    return None
+
+
+# -- ufunc.at ----------------------------------------------------------------------------------
+
+#: ``np.<ufunc>.at`` and the ``x.at[idx]`` update doing it (subtract adds the negation).
+_AT_MODES = {"add": "add", "subtract": "add", "multiply": "mul", "minimum": "min",
+             "maximum": "max"}
+
+
+def ufunc_at(ufunc: Any, a, indices, b=None) -> None:
+    """``np.add.at(a, indices, b)`` and the like on a traced ``a``: unbuffered,
+    so repeated indices accumulate."""
+    name = ufunc.__name__
+    what = f"numpy.{name}.at(a, indices, b)"
+    if type(a) is not Tracer:
+        raise _numpy_target_error(a, what)
+    mode = _AT_MODES.get(name)
+    if mode is None or b is None:
+        raise InPlaceUpdateError(
+            f"{what} (at {user_frame_summary()}) is not supported on traced arrays: only "
+            f"{', '.join(f'numpy.{n}.at' for n in _AT_MODES)} are. Write "
+            f"a = a.at[indices].set(numpy.{name}(a[indices], b)) when the indices do not "
+            "repeat")
+    b = asarray(b)
+    if name == "subtract":
+        b = -b
+    new = _scatter(a, indices, unsafe_cast(b, a) if b.dtype != a.dtype else b, mode)
+    new = cast_for_update(new, a, ufunc)
+    assign(a, new, what)
+
+
+# -- x[idx] = v -------------------------------------------------------------------------------
+
+
+def setitem(x, idx, value) -> None:
+    """``x[idx] = value`` on a traced ``x``: NumPy's assignment (values cast
+    as NumPy casts them, the last write winning on repeated indices)."""
+    if type(value) is Tracer:
+        link_ = getattr(value, "_base", None)
+        if link_ is not None and _is_item_of(link_, x, idx):
+            return  # x[idx] += v wrote through the view x[idx] already
+    value = unsafe_cast(value, x)
+    parse_index("setitem", tuple(x.shape), idx)  # NumPy's index errors first
+    assign(x, _scatter(x, idx, value, "set"), "x[idx] = v")
+
+
+def _is_item_of(link_: Link, x: Tracer, idx: Any) -> bool:
+    """Whether the view of ``link_`` is ``x[idx]`` itself (a basic index)."""
+    parent = getattr(x, "_base", None)
+    ops = link_.ops
+    if parent is None:
+        if link_.root is not x or len(ops) != 1:
+            return False
+    elif link_.root is not parent.root or ops[:-1] != parent.ops:
+        return False
+    last = ops[-1]
+    return last[0] is operator.getitem and _same_index(last[2][0], idx)
+
+
+def _same_index(a: Any, b: Any) -> bool:
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+# -- the functions and methods whose results are views ------------------------------------
+
+
+def view_getitem(x, idx):
+    """``x[idx]``: a view of ``x`` for a basic index (ints, slices, None,
+    ...), as in NumPy, except where NumPy returns a scalar (every axis taken
+    by an int, no ``...``): a copy.  Advanced indices give copies."""
+    out = getitem(x, idx)
+    if type(x) is not Tracer:
+        return out
+    kind = _index_kind(idx)
+    if kind is None:
+        return out
+    if out.ndim == 0 and kind != "traced" and not _has_ellipsis(idx):
+        return out.copy() if out is x else out  # NumPy's scalar: a copy
+    refusal = None if kind == "basic" else (
+        "it was made with a traced integer index (a view in NumPy, whose place is known "
+        "only when the program runs). Write x = x.at[i].set(v) (or .add(v) ...) on the "
+        "array itself instead")
+    link(out, x, (operator.getitem, getitem, (idx,), {}, None), refusal=refusal)
+    return out
+
+
+def _index_kind(idx: Any) -> str | None:
+    """"basic" for NumPy's basic index, "traced" for one with traced integer
+    scalars (basic in NumPy), None for an advanced index (a copy)."""
+    kind = "basic"
+    for e in idx if type(idx) is tuple else (idx,):
+        if e is None or e is Ellipsis or type(e) is slice:
+            continue
+        if isinstance(e, (bool, np.bool_)):
+            return None
+        if isinstance(e, (int, np.integer)):
+            continue
+        if type(e) is Tracer and e.ndim == 0 and e.dtype.kind in "iu":
+            kind = "traced"
+            continue
+        return None
+    return kind
+
+
+def _has_ellipsis(idx: Any) -> bool:
+    return any(e is Ellipsis for e in (idx if type(idx) is tuple else (idx,)))
+
+
+_READ_ONLY = "NumPy makes this view read-only (assignment destination is read-only). Write " \
+    "into a copy (.copy()), or update the array it was made from"
+
+
+def _complex_part(a) -> str | None:
+    if a.dtype.kind != "c":  # .real is the array itself; .imag a read-only array of zeros
+        return _READ_ONLY
+    return ("writes through .real/.imag of a complex traced array are not supported. Write "
+            "x = new_real + 1j * x.imag (or x.real + 1j * new_imag) instead")
+
+
+def viewing(fn: Callable, np_fn: Callable, *, refusal: str | Callable | None = None,
+            layout: bool = False) -> Callable:
+    """``fn`` (a ``functrans.numpy`` function whose result NumPy makes a view
+    of its first argument, or a list of views) recording the view."""
+    def view_fn(a, *args, **kwargs):
+        out = fn(a, *args, **kwargs)
+        if type(a) is Tracer:
+            why = refusal(a) if callable(refusal) else refusal
+            if type(out) is Tracer:
+                link(out, a, (np_fn, fn, args, kwargs, None), refusal=why, layout=layout)
+            elif type(out) in (list, tuple):
+                for i, o in enumerate(out):
+                    link(o, a, (np_fn, fn, args, kwargs, i), refusal=why, layout=layout)
+        return out
+
+    view_fn.__name__ = view_fn.__qualname__ = fn.__name__
+    view_fn.__doc__ = fn.__doc__
+    view_fn.__wrapped__ = fn  # type: ignore[attr-defined]
+    return view_fn
+
+
+#: The ``functrans.numpy`` functions whose results are views in NumPy, with
+#: NumPy's function and what ``viewing`` needs to know.
+VIEW_FUNCTIONS: dict[str, tuple[Callable, dict]] = {
+    "reshape": (np.reshape, {"layout": True}),
+    "ravel": (np.ravel, {"layout": True}),
+    "transpose": (np.transpose, {}),
+    "permute_dims": (np.permute_dims, {}),
+    "matrix_transpose": (np.matrix_transpose, {}),
+    "moveaxis": (np.moveaxis, {}),
+    "rollaxis": (np.rollaxis, {}),
+    "swapaxes": (np.swapaxes, {}),
+    "squeeze": (np.squeeze, {}),
+    "expand_dims": (np.expand_dims, {}),
+    "flip": (np.flip, {}),
+    "fliplr": (np.fliplr, {}),
+    "flipud": (np.flipud, {}),
+    "split": (np.split, {}),
+    "array_split": (np.array_split, {}),
+    "hsplit": (np.hsplit, {}),
+    "vsplit": (np.vsplit, {}),
+    "dsplit": (np.dsplit, {}),
+    "unstack": (np.unstack, {}),
+    "broadcast_to": (np.broadcast_to, {"refusal": _READ_ONLY}),
+    "diagonal": (np.diagonal, {"refusal": _READ_ONLY}),
+    "real": (np.real, {"refusal": _complex_part}),
+    "imag": (np.imag, {"refusal": _complex_part}),
+}
