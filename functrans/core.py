@@ -1013,7 +1013,9 @@ class Tracer:
     def copy(self, order: str = "K"):
         """``ndarray.copy``: a new tracer of the same value.  It records no
         equation: an in-place update of either one rebinds that one only."""
-        return Tracer(self._trace, self._var, self.val)
+        copy = Tracer(self._trace, self._var, self.val)
+        copy._base = None  # neither a view nor the input the transform made
+        return copy
 
     def rebind(self, new: Tracer) -> None:
         """Make this tracer stand for ``new``'s value from now on: an in-place

@@ -109,29 +109,6 @@ def test_copy_of_numpy_arrays_is_new():
         fnp.copy(x, order="X")
 
 
-@pytest.mark.parametrize("transform, x", [(ft.grad, np.ones(3)), (ft.jit, np.ones(3)),
-                                          (ft.vmap, np.ones((2, 3)))])
-def test_setitem_on_a_tracer_points_to_at(transform, x):
-    def write_first(x):
-        x[0] = 1.0
-        return x.sum()
-
-    with pytest.raises(TypeError, match=r"^write_first: x\[idx\] = v would write into a traced "
-                                        r"f64\[3\] array \(at .*test_functional_updates\.py:\d+\),"
-                                        r" but traced arrays are immutable\. Write "
-                                        r"y = x\.at\[idx\]\.set\(v\)"):
-        transform(write_first)(x)
-
-
-def test_augmented_assignment_on_a_tracer_points_to_add():
-    def bump(x):
-        x[1:] += 1.0
-        return x.sum()
-
-    with pytest.raises(TypeError, match=r"x\[idx\] \+= v: x\.at\[idx\]\.add\(v\)"):
-        ft.grad(bump)(np.ones(3))
-
-
 def test_item_and_tolist_of_concrete_and_traced_values():
     def uses_item(x):
         return x * x.item()

@@ -268,12 +268,14 @@ def warn_if_input(root: Tracer, what: str) -> None:
 
 
 def _numpy_target_error(target: Any, what: str) -> InPlaceUpdateError:
-    kind = type(target).__name__
+    trace = current_trace()
+    name = f"{trace.fun_name}: " if trace is not None else ""
     return InPlaceUpdateError(
-        f"{what} (at {user_frame_summary()}) would write a traced value into a "
-        f"{kind} (a NumPy buffer cannot hold a traced value, and the update would be lost). "
-        "Make the array a traced value instead: y = y + x rather than y += x, or write "
-        "y = functrans.numpy.at(y)[idx].set(x) rather than y[idx] = x, and use the result"
+        f"{name}{what} (at {user_frame_summary()}) would write a traced value into a "
+        f"{type(target).__module__}.{type(target).__name__}, which cannot hold one (the "
+        "update would be lost). Make the array a traced value instead: write y = y + x "
+        "rather than y += x, y = functrans.numpy.at(y)[idx].set(x) rather than y[idx] = x, "
+        "and use the result"
     )
 
 
@@ -321,7 +323,7 @@ def update(target: Any, result: Any, ufunc: Any, what: str, where: Any = True) -
     value = cast_for_update(fit(what, result, target), target, ufunc)
     if not (where is True):
         mask = fit(what, asarray(where), target)
-        value = bind(select_p, _as_bool(mask), target, value)
+        value = bind(select_p, _as_bool(mask), value, target)
     return assign(target, value, what)
 
 
@@ -541,7 +543,7 @@ def view_getitem(x, idx):
     kind = _index_kind(idx)
     if kind is None:
         return out
-    if out.ndim == 0 and kind != "traced" and not _has_ellipsis(idx):
+    if out.ndim == 0 and not _has_ellipsis(idx):
         return out.copy() if out is x else out  # NumPy's scalar: a copy
     refusal = None if kind == "basic" else (
         "it was made with a traced integer index (a view in NumPy, whose place is known "
