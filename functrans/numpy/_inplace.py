@@ -506,8 +506,18 @@ def setitem(x, idx, value) -> None:
         if link_ is not None and _is_item_of(link_, x, idx):
             return  # x[idx] += v wrote through the view x[idx] already
     value = unsafe_cast(value, x)
+    if _is_traced_mask(idx, x) and value.size == 1:
+        # x[mask] = scalar with a mask known only when the program runs: the
+        # selected elements' number does not matter, so this is a select.
+        value = fit("x[mask] = v", _reshape(value, ()), x)
+        assign(x, bind(select_p, idx, value, x), "x[mask] = v")
+        return
     parse_index("setitem", tuple(x.shape), idx)  # NumPy's index errors first
     assign(x, _scatter(x, idx, value, "set"), "x[idx] = v")
+
+
+def _is_traced_mask(idx: Any, x: Tracer) -> bool:
+    return type(idx) is Tracer and idx.dtype == np.bool_ and idx.shape == x.shape
 
 
 def _is_item_of(link_: Link, x: Tracer, idx: Any) -> bool:
