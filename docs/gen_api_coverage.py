@@ -95,6 +95,11 @@ def _examples() -> dict[str, Callable[[], tuple[Callable, list]]]:
         "repeat": one(lambda a: fnp.repeat(a, 2), v),
         "take": one(lambda a, k: fnp.take(a, k), v, i),
         "at": one(lambda a, c: fnp.at(a)[i].add(c), v, v),
+        # NumPy's in-place functions, on a copy of the traced argument
+        "copyto": one(lambda a, c: _updated(fnp.copyto, a, c), v, v),
+        "put": one(lambda a, c: _updated(fnp.put, a, [0, 2], c), v, v),
+        "place": one(lambda a, c: _updated(fnp.place, a, b, c), v, v),
+        "putmask": one(lambda a, c: _updated(fnp.putmask, a, b, c), v, v),
         "take_along_axis": one(lambda a, k: fnp.take_along_axis(a, k, 0), v, i),
         "einsum": one(lambda a, c: fnp.einsum("ij,jk->ik", a, c), m, m),
         "tensordot": one(lambda a, c: fnp.tensordot(a, c, 1), m, m),
@@ -174,6 +179,13 @@ def _examples() -> dict[str, Callable[[], tuple[Callable, list]]]:
         "cho_solve": one(lambda a, y: fsl.cho_solve((a, True), y), m, v),
         "lu_solve": one(lambda a, p, y: fsl.lu_solve((a, p), y), m, i.astype(np.int32), v),
     }
+
+
+def _updated(fn: Callable, a: Any, *args: Any) -> Any:
+    """A copy of ``a`` after ``fn(copy, *args)`` updated it in place."""
+    a = a.copy()
+    fn(a, *args)
+    return a
 
 
 def _defaults() -> list[list]:
