@@ -270,8 +270,9 @@ def _remember(table: dict[Any, Callable], key: Any, fn: Callable) -> None:
 
 
 def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
-    """``np.sin(tracer)`` -> ``fnp.sin(tracer)``; other ufunc methods and
-    keywords (``out=``, ``dtype=``, ...) are refused with the way out."""
+    """``np.sin(tracer)`` -> ``fnp.sin(tracer)``; ``out=`` (with ``where=``)
+    and ``ufunc.at`` update arrays in place as in NumPy; other ufunc methods
+    and keywords (``dtype=``, ...) are refused with the way out."""
     if method == "__call__" and not kwargs:  # the common call: no checks to make
         fn = _UFUNC_TARGETS.get(ufunc)
         if fn is None:
@@ -300,20 +301,28 @@ def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
             f"supported on traced arrays; call functrans.numpy.{name} and use its result, "
             "converted with .astype() if needed"
         )
+    if out is not None or where is not True:
+        return _ufunc_into(self, ufunc, inputs, out, where)
     fn = _lookup(fnp, name)
     if fn is None:
         raise TypeError(
             f"numpy.{name} was applied to a traced array, but functrans.numpy has no "
             f"{name}; write it with the functrans.numpy functions that exist"
         )
-    if out is None and where is True:
-        return fn(*inputs)
+    return fn(*inputs)
+
+
+def _ufunc_into(self, ufunc, inputs: tuple, out: tuple | None, where: Any):
+    """``ufunc(*inputs, out=out, where=where)``: the result written into
+    ``out`` in place (``functrans.numpy._inplace``)."""
+    name = ufunc.__name__
     if out is None or len(out) != 1:
         raise TypeError(
             f"numpy.{name}: where= without out= leaves the unselected elements undefined, "
             "and only ufuncs with one output take out= on traced arrays; pass one out= "
             "array, or use functrans.numpy.where")
-    return _inplace.update(out[0], fn(*inputs), ufunc, f"numpy.{name}(..., out=)", where)
+    result = _array_ufunc(self, ufunc, "__call__", *inputs)
+    return _inplace.update(out[0], result, ufunc, f"numpy.{name}(..., out=)", where)
 
 
 def _is_default(keyword: str, value: Any) -> bool:
