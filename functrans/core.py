@@ -919,9 +919,10 @@ class Tracer:
     ``functrans.numpy``, which owns the NumPy-facing API.
     """
 
-    # ``_base`` and ``_views`` are set only on arrays that take part in an
-    # in-place update (a view, an array with views); ``functrans.numpy._inplace``
-    # keeps them.  Unset until then, so tracing without updates pays nothing.
+    # In-place updates (``functrans.numpy._inplace``): ``_base`` is the Link of a
+    # view to the array it was made from (None for an array that is no view,
+    # False for a copy made by ``copy()``, which is then never taken for the
+    # input it copies); ``_views`` lists weak references to an array's views.
     __slots__ = ("aval", "_trace", "_var", "val", "_base", "_views", "__weakref__")
     # Make NumPy hand mixed ndarray/tracer operations to the tracer.
     __array_priority__ = 1000
@@ -931,6 +932,7 @@ class Tracer:
         self._trace = trace
         self._var = var
         self.val = val
+        self._base = self._views = None
 
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)
@@ -1014,7 +1016,7 @@ class Tracer:
         """``ndarray.copy``: a new tracer of the same value.  It records no
         equation: an in-place update of either one rebinds that one only."""
         copy = Tracer(self._trace, self._var, self.val)
-        copy._base = None  # neither a view nor the input the transform made
+        copy._base = False
         return copy
 
     def rebind(self, new: Tracer) -> None:

@@ -142,8 +142,8 @@ def _resize(self, *new_shape, refcheck=True):
     and for an array with views."""
     shape = new_shape[0] if len(new_shape) == 1 else new_shape
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    views = [w for w in getattr(self, "_views", ()) if w() is not None]
-    if getattr(self, "_base", None) is not None or views:
+    views = [w for w in self._views or () if w() is not None]
+    if self._base or views:
         raise ValueError(
             f"{self._trace.fun_name}: x.resize at {user_frame_summary()}: cannot resize an "
             "array that references or is referenced by another array in this way (a view, "

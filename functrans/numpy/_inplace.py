@@ -143,8 +143,8 @@ def link(out: Any, x: Any, op: Op, *, refusal: str | None = None,
     C-contiguous).  ``refusal``: why NumPy refuses writes through it."""
     if out is x or type(out) is not Tracer or type(x) is not Tracer:
         return
-    parent = getattr(x, "_base", None)
-    if parent is None:
+    parent = x._base
+    if not parent:
         root, ops, inherited = x, (op,), None
     else:
         root, ops, inherited = parent.root, parent.ops + (op,), parent.refusal
@@ -160,9 +160,8 @@ def link(out: Any, x: Any, op: Op, *, refusal: str | None = None,
             return  # NumPy copies here: out is an array of its own
         index = np.asarray(res)
     out._base = Link(root, ops, refusal or inherited, index)
-    try:
-        views = root._views
-    except AttributeError:
+    views = root._views
+    if views is None:
         views = root._views = []
     if len(views) >= 32 and len(views) & (len(views) - 1) == 0:  # at powers of two
         views[:] = [w for w in views if w() is not None]
@@ -185,7 +184,7 @@ def assign(target: Any, new: Any, what: str) -> Any:
     root is made again from the root's new value."""
     if type(target) is not Tracer:
         raise _numpy_target_error(target, what)
-    link_ = getattr(target, "_base", None)
+    link_ = target._base or None
     root = target if link_ is None else link_.root
     if root._trace is not current_trace():
         raise InPlaceUpdateError(
@@ -226,7 +225,7 @@ def _write_back(root: Tracer, link_: Link, new: Tracer) -> Tracer:
 def _refresh_views(root: Tracer, updated: Tracer) -> None:
     """Make every live view of ``root`` (but ``updated``, which holds its value
     already) again from the root's new value."""
-    views = getattr(root, "_views", None)
+    views = root._views
     if not views:
         return
     for ref in views:
@@ -241,9 +240,9 @@ def _refresh_views(root: Tracer, updated: Tracer) -> None:
 
 def _is_input(t: Tracer) -> bool:
     """Whether ``t`` is one of its trace's inputs as the transform made it (a
-    copy of an input sets ``_base`` and is not; an updated input no longer
-    stands for its input variable)."""
-    if hasattr(t, "_base"):
+    copy of an input is not; an updated input no longer stands for its input
+    variable)."""
+    if t._base is not None:
         return False
     var = t._var
     return any(v is var for v in t._trace.invars)
@@ -502,8 +501,8 @@ def setitem(x, idx, value) -> None:
     """``x[idx] = value`` on a traced ``x``: NumPy's assignment (values cast
     as NumPy casts them, the last write winning on repeated indices)."""
     if type(value) is Tracer:
-        link_ = getattr(value, "_base", None)
-        if link_ is not None and _is_item_of(link_, x, idx):
+        link_ = value._base
+        if link_ and _is_item_of(link_, x, idx):
             return  # x[idx] += v wrote through the view x[idx] already
     value = unsafe_cast(value, x)
     if _is_traced_mask(idx, x) and value.size == 1:
@@ -522,9 +521,9 @@ def _is_traced_mask(idx: Any, x: Tracer) -> bool:
 
 def _is_item_of(link_: Link, x: Tracer, idx: Any) -> bool:
     """Whether the view of ``link_`` is ``x[idx]`` itself (a basic index)."""
-    parent = getattr(x, "_base", None)
+    parent = x._base
     ops = link_.ops
-    if parent is None:
+    if not parent:
         if link_.root is not x or len(ops) != 1:
             return False
     elif link_.root is not parent.root or ops[:-1] != parent.ops:
@@ -550,7 +549,7 @@ def view_getitem(x, idx):
     out = getitem(x, idx)
     if type(x) is not Tracer:
         return out
-    kind = _index_kind(idx)
+    kind = "basic" if type(idx) is slice or type(idx) is int else _index_kind(idx)
     if kind is None:
         return out
     if out.ndim == 0 and not _has_ellipsis(idx):
