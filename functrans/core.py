@@ -932,7 +932,8 @@ class Tracer:
         self._trace = trace
         self._var = var
         self.val = val
-        self._base = self._views = None
+        self._base: Any = None
+        self._views: list | None = None
 
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)

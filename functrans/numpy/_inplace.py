@@ -281,15 +281,19 @@ def _numpy_target_error(target: Any, what: str) -> InPlaceUpdateError:
 # -- casting ---------------------------------------------------------------------------------
 
 
-def cast_for_update(result: Any, target: Any, ufunc: Any, casting: str = "same_kind"):
-    """``result`` as ``target``'s dtype, if NumPy's ``casting`` rule allows it
-    (else NumPy's own ``UFuncTypeError``, with the user's line)."""
+#: NumPy's error for an output it cannot cast (a ``UFuncTypeError``).
+_OutputCastingError: Any = np._core._exceptions._UFuncOutputCastingError  # type: ignore[attr-defined]
+
+
+def cast_for_update(result: Any, target: Any, ufunc: Any):
+    """``result`` as ``target``'s dtype, if NumPy's ``same_kind`` rule for
+    outputs allows it (else NumPy's own ``UFuncTypeError``, with the user's
+    line)."""
     to = target.dtype
     if result.dtype == to:
         return result
-    if not np.can_cast(result.dtype, to, casting):
-        error = np._core._exceptions._UFuncOutputCastingError(
-            ufunc, casting, np.dtype(result.dtype), np.dtype(to), 0)
+    if not np.can_cast(result.dtype, to, "same_kind"):
+        error = _OutputCastingError(ufunc, "same_kind", np.dtype(result.dtype), np.dtype(to), 0)
         error.add_note(
             f"(at {user_frame_summary()}) NumPy refuses this in-place update as well: cast "
             f"the value first (.astype({to.name})) or make the array {result.dtype}")
@@ -320,7 +324,7 @@ def update(target: Any, result: Any, ufunc: Any, what: str, where: Any = True) -
         np.copyto(target, result, casting="same_kind", where=where)
         return target
     value = cast_for_update(fit(what, result, target), target, ufunc)
-    if not (where is True):
+    if where is not True:
         mask = fit(what, asarray(where), target)
         value = bind(select_p, _as_bool(mask), value, target)
     return assign(target, value, what)
@@ -364,7 +368,7 @@ def copyto(dst, src, casting="same_kind", where=True):
             f"to the rule {casting!r} (at {user_frame_summary()}), as NumPy says")
     value = fit("copyto", src, dst)
     value = value if value.dtype == dst.dtype else convert_element_type(value, dst.dtype)
-    if not (where is True):
+    if where is not True:
         value = bind(select_p, _as_bool(fit("copyto", asarray(where), dst)), value, dst)
     assign(dst, value, "copyto(dst, src)")
     return None
