@@ -74,12 +74,15 @@ def reshape_transpose_ravel(x):
 def transposed_reshape_is_a_copy(x):
     v = x.reshape(2, 3).T.reshape(-1)    # a copy in NumPy: x stays as it is
     v += 100.0
+    w = x.reshape(2, 3).T[::-1]          # a view: x changes
+    w[0] *= v[1]
     return np.sum(x ** 2) + np.sum(v)
 
 
 def fancy_index_is_a_copy(x):
     y = x[[0, 2]]
     y += 5.0
+    x[1:3] *= y                          # a view: x changes
     z = x[np.array([True, False] * 3)]   # a boolean mask: a copy too
     z *= 2.0
     return np.sum(x * x) + np.sum(y)
@@ -161,17 +164,17 @@ def dtype_rules(x):
     return np.sum(y) + np.sum(z * x)
 
 
-def matmul_and_integer_ops(x):
-    m = x.reshape(2, 3)[:, :2].copy()
+def matmul_in_place(x):
+    m = x.reshape(2, 3)[:, :2]          # a view: the product is written into x
     m @= np.array([[1.0, 2.0], [3.0, 4.0]])
-    return np.sum(m * m)
+    return np.sum(x * x)
 
 
 PROGRAMS = [view_update, alias_update, aliases_in_containers, strided_views,
             reshape_transpose_ravel, transposed_reshape_is_a_copy, fancy_index_is_a_copy,
             setitem_forms, local_array_becomes_traced, out_arguments, ufunc_at_forms,
             numpy_write_functions, methods, sort_through_view, dtype_rules,
-            matmul_and_integer_ops]
+            matmul_in_place]
 
 X = np.array([0.3, -1.2, 0.7, 2.1, -0.4, 1.6])
 X.flags.writeable = False  # a NumPy run of a program must never reach it
@@ -266,7 +269,8 @@ def test_integer_augmented_operators(op):
 
 def test_matmul_in_place_on_a_traced_array():
     def f(a, b):
-        a @= b
+        c = a
+        c @= b
         return a
 
     a, b = np.arange(6.0).reshape(2, 3), np.arange(9.0).reshape(3, 3) / 7
@@ -312,9 +316,26 @@ def test_copies_are_new_arrays():
                   x.flatten(), fnp.array(x), +x, np.positive(x), fnp.asarray(x, copy=True)]
         for c in copies:
             c *= 2.0
-        return x
+        return [x, *copies]
 
-    np.testing.assert_array_equal(ft.jit(f)(X), X)
+    got, want = ft.jit(f)(X), numpy_value(f, X)
+    np.testing.assert_array_equal(got[0], X)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_traced_boolean_mask_assignment_of_a_scalar():
+    def f(x):
+        y = x.copy()
+        y[y > 0.5] = 0.5           # the mask is known only when the program runs
+        z = x * 2.0
+        z[x < 0] = x[0]           # a traced 0-d value
+        return y, z
+
+    got = ft.jit(f)(X)
+    for g, w in zip(got, numpy_value(f, X)):
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_allclose(ft.vmap(f)(np.stack([X, -X]))[1][1], f(-X)[1])
+    check_grads(lambda x: sum(np.sum(o * o) for o in f(x)), (X,), order=1, eps=1e-6)
 
 
 def test_int_array_plus_float_raises_numpys_casting_error():
