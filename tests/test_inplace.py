@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import functrans as ft
@@ -641,4 +641,16 @@ def test_generated_programs_under_grad_jit_and_vmap(steps):
     check_grads(ft.jit(f), (X2,), order=1, modes=("fwd",), eps=1e-6)
     batch = np.stack([X2, X2[::-1] * 0.5])
     np.testing.assert_allclose(ft.vmap(f)(batch), [numpy_value(f, b) for b in batch],
+                               rtol=1e-12)
+
+
+@settings(max_examples=4)  # a Numba compile each: a few seconds
+@given(programs)
+def test_generated_programs_in_the_native_tier(steps):
+    pytest.importorskip("numba", reason="the native tier needs numba (the native extra)")
+
+    def f(x):
+        return run_program(steps, x)
+
+    np.testing.assert_allclose(ft.jit(f, compiler="native")(X2), numpy_value(f, X2),
                                rtol=1e-12)
