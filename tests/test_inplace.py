@@ -149,6 +149,19 @@ def methods(x):
     return np.sum(y * np.arange(6.0)) + np.sum(x) + np.sum(w * w) + f.flat[3]
 
 
+def more_views(x):
+    a = np.atleast_2d(x)                   # (1, 6): a view
+    a[0, ::5] = 1.0
+    r = np.reshape(x, (3, 2), copy=True)   # a copy
+    r += 50.0
+    first, second = np.split(x, 2)
+    second -= first
+    row = np.unstack(x.reshape(2, 3))[1]
+    row *= 0.5
+    np.moveaxis(x.reshape(2, 3, 1), 0, -1)[1] += 2.0
+    return np.sum(x * x) + np.sum(r)
+
+
 def sort_through_view(x):
     x[::-1].sort()     # sorts x descending
     return np.sum(x * np.arange(6.0))
@@ -173,7 +186,7 @@ def matmul_in_place(x):
 PROGRAMS = [view_update, alias_update, aliases_in_containers, strided_views,
             reshape_transpose_ravel, transposed_reshape_is_a_copy, fancy_index_is_a_copy,
             setitem_forms, local_array_becomes_traced, out_arguments, ufunc_at_forms,
-            numpy_write_functions, methods, sort_through_view, dtype_rules,
+            numpy_write_functions, methods, more_views, sort_through_view, dtype_rules,
             matmul_in_place]
 
 X = np.array([0.3, -1.2, 0.7, 2.1, -0.4, 1.6])

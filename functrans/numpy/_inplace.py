@@ -244,8 +244,15 @@ def _is_input(t: Tracer) -> bool:
     variable)."""
     if t._base is not None:
         return False
-    var = t._var
-    return any(v is var for v in t._trace.invars)
+    trace = t._trace
+    known = _INPUT_VARS.get(trace)
+    if known is None or len(known) != len(trace.invars):
+        known = _INPUT_VARS[trace] = {id(v) for v in trace.invars}
+    return id(t._var) in known
+
+
+#: The ids of each live trace's input variables (an update asks on every call).
+_INPUT_VARS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 #: The lines warned about (``warnings``' registry for ``warn_explicit``): once each.
@@ -600,12 +607,17 @@ def _complex_part(a) -> str | None:
 
 
 def viewing(fn: Callable, np_fn: Callable, *, refusal: str | Callable | None = None,
-            layout: bool = False) -> Callable:
+            layout: bool = False, single: bool = False) -> Callable:
     """``fn`` (a ``functrans.numpy`` function whose result NumPy makes a view
-    of its first argument, or a list of views) recording the view."""
+    of its first argument, or a list of views) recording the view.
+    ``single``: only a call with one argument makes a view of it."""
     def view_fn(a, *args, **kwargs):
         out = fn(a, *args, **kwargs)
         if type(a) is Tracer:
+            if kwargs.get("copy"):  # np.reshape(..., copy=True): a copy, never a view
+                return out.copy() if out is a else out
+            if single and args:  # np.atleast_1d(a, b): a list of views of several arrays
+                return out
             why = refusal(a) if callable(refusal) else refusal
             if type(out) is Tracer:
                 link(out, a, (np_fn, fn, args, kwargs, None), refusal=why, layout=layout)
@@ -642,6 +654,9 @@ VIEW_FUNCTIONS: dict[str, tuple[Callable, dict]] = {
     "vsplit": (np.vsplit, {}),
     "dsplit": (np.dsplit, {}),
     "unstack": (np.unstack, {}),
+    "atleast_1d": (np.atleast_1d, {"single": True}),
+    "atleast_2d": (np.atleast_2d, {"single": True}),
+    "atleast_3d": (np.atleast_3d, {"single": True}),
     "broadcast_to": (np.broadcast_to, {"refusal": _READ_ONLY}),
     "diagonal": (np.diagonal, {"refusal": _READ_ONLY}),
     "real": (np.real, {"refusal": _complex_part}),
