@@ -455,6 +455,44 @@ def test_programs_without_updates_trace_as_before():
   in (o,) }"""
 
 
+
+#: Edge cases, each a function of ``X`` returning what it updated: empty
+#: views, negative steps, integer values into floats, bool arrays, a 0-d view,
+#: NaN, -0.0, float16 and uint8 (wrapping) arrays, and every kind of view.
+EDGE_CASES = {
+    "empty": lambda x: (lambda v: (v.__iadd__(1.0), x)[1])(x[3:3]),
+    "negstep": lambda x: (x[::-2].__imul__(2.0), x)[1],
+    "int_in_float": lambda x: (x.__setitem__(slice(0,2), np.array([1,2])), x)[1],
+    "bool_arr": lambda x: (lambda b: (b.__ior__(True), b)[1])(x > 2),
+    "0d": lambda x: (lambda s: (s.__iadd__(1.0), x)[1])(x[...,0]),
+    "nan": lambda x: (x.__imul__(np.nan), x)[1],
+    "neg0": lambda x: (x[:1].__imul__(-0.0), x)[1],
+    "f16": lambda x: (lambda h: (h.__iadd__(x), h)[1])(x.astype(np.float16)),
+    "uint8_add": lambda x: (lambda h: (h.__iadd__(250), h)[1])(x.astype(np.uint8)),
+    "ellipsis_set": lambda x: (x.__setitem__(Ellipsis, 3.0), x)[1],
+    "none_view": lambda x: (x[None, 1:].__iadd__(1.0), x)[1],
+     "2d_T_setitem": lambda x: (lambda m: (m.T.__setitem__((slice(None), 0), -1.0), m)[1])(
+        x.reshape(2, 3)),
+    "flip": lambda x: (np.flip(x).__setitem__(0, 9.0), x)[1],
+    "squeeze": lambda x: (np.squeeze(x.reshape(1, 6)).__setitem__(2, 9.0), x)[1],
+    "expand": lambda x: (np.expand_dims(x, 0).__setitem__((0, 2), 9.0), x)[1],
+    "swap": lambda x: (x.reshape(2,3).swapaxes(0,1).__setitem__((2, 1), 9.0), x)[1],
+    "transpose_axes": lambda x: (x.reshape(1,2,3).transpose(2,0,1).__setitem__((0,0,1), 9.0), x)[1],
+    "ravel_of_view": lambda x: (x.reshape(2,3)[:, ::2].ravel().__setitem__(0, 9.0), x)[1],
+    "reshape_of_slice": lambda x: (x[2:].reshape(2,2).__setitem__((1,1), 9.0), x)[1],
+    "reshape_of_strided": lambda x: (x[::2].reshape(3,1).__setitem__((1,0), 9.0), x)[1],
+}
+
+
+@pytest.mark.parametrize("name", EDGE_CASES)
+def test_edge_cases_follow_numpy(name):
+    f = EDGE_CASES[name]
+    want, got = numpy_value(f, np.arange(6.0)), ft.jit(f)(np.arange(6.0))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 # -- refusals ---------------------------------------------------------------------------------
 
 
