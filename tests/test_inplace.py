@@ -97,6 +97,12 @@ def setitem_forms(x):
     return np.sum(np.sin(x))
 
 
+def repeated_indices(x):
+    x[[0, 0, 2]] += x[1] * x[3]     # x[0] gets one addition, as in NumPy
+    x[[1, 1]] = x[[2, 3]]           # the last write wins
+    return np.sum(x * x * np.arange(1.0, 7.0))
+
+
 def local_array_becomes_traced(x):
     y = np.ones(3) * 0.0      # a NumPy array...
     y = y + x[:3]             # ...rebound to a traced one
@@ -185,7 +191,7 @@ def matmul_in_place(x):
 
 PROGRAMS = [view_update, alias_update, aliases_in_containers, strided_views,
             reshape_transpose_ravel, transposed_reshape_is_a_copy, fancy_index_is_a_copy,
-            setitem_forms, local_array_becomes_traced, out_arguments, ufunc_at_forms,
+            setitem_forms, repeated_indices, local_array_becomes_traced, out_arguments, ufunc_at_forms,
             numpy_write_functions, methods, more_views, sort_through_view, dtype_rules,
             matmul_in_place]
 
