@@ -191,7 +191,8 @@ def matmul_in_place(x):
 
 PROGRAMS = [view_update, alias_update, aliases_in_containers, strided_views,
             reshape_transpose_ravel, transposed_reshape_is_a_copy, fancy_index_is_a_copy,
-            setitem_forms, repeated_indices, local_array_becomes_traced, out_arguments, ufunc_at_forms,
+            setitem_forms, repeated_indices, local_array_becomes_traced, out_arguments,
+            ufunc_at_forms,
             numpy_write_functions, methods, more_views, sort_through_view, dtype_rules,
             matmul_in_place]
 
@@ -342,6 +343,23 @@ def test_copies_are_new_arrays():
     np.testing.assert_array_equal(got, want)
 
 
+def test_results_that_are_new_arrays_in_numpy_are_never_the_argument():
+    def f(x):
+        outs = [np.concatenate([x]), np.hstack([x]), np.vstack([x])[0], np.tile(x, 1),
+                np.repeat(x, 1), np.roll(x, 0), np.nan_to_num(x), np.stack([x])[0],
+                np.column_stack([x])[:, 0]]
+        for o in outs:
+            o += 1
+        r = np.rot90(x.reshape(2, 3))   # a view in NumPy
+        r[0, 0] = -5.0
+        return [x, *outs]
+
+    for x in (X, np.arange(6)):
+        got, want = ft.jit(f)(x), numpy_value(f, x)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+
+
 def test_traced_boolean_mask_assignment_of_a_scalar():
     def f(x):
         y = x.copy()
@@ -486,6 +504,8 @@ EDGE_CASES = {
     "transpose_axes": lambda x: (x.reshape(1,2,3).transpose(2,0,1).__setitem__((0,0,1), 9.0), x)[1],
     "ravel_of_view": lambda x: (x.reshape(2,3)[:, ::2].ravel().__setitem__(0, 9.0), x)[1],
     "reshape_of_slice": lambda x: (x[2:].reshape(2,2).__setitem__((1,1), 9.0), x)[1],
+    "ravel_of_strided_1d": lambda x: (np.ravel(x[::2]).__setitem__(0, 9.0), x)[1],
+    "ravel_of_contiguous_1d": lambda x: (np.ravel(x[2:]).__setitem__(0, 9.0), x)[1],
     "reshape_of_strided": lambda x: (x[::2].reshape(3,1).__setitem__((1,0), 9.0), x)[1],
 }
 

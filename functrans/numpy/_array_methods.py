@@ -364,6 +364,8 @@ def install() -> None:
     """Give ``Tracer`` its operators, methods and properties."""
     for name, (np_fn, how) in _inplace.VIEW_FUNCTIONS.items():
         setattr(fnp, name, _inplace.viewing(getattr(fnp, name), np_fn, **how))
+    for name in _inplace.COPY_FUNCTIONS:
+        setattr(fnp, name, _inplace.copying(getattr(fnp, name)))
     for op, name in _BINARY_OPERATORS.items():
         fn = getattr(fnp, name)
         setattr(Tracer, f"__{op}__", fn)

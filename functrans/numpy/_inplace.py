@@ -135,6 +135,16 @@ def _is_view_of(shadow_out: Any, shadow: np.ndarray) -> bool:
     return _owner(shadow_out) is _owner(shadow)
 
 
+def _positions_if_view(root: Tracer, ops: tuple[Op, ...]) -> np.ndarray | None:
+    """The flat positions in ``root`` of the elements of the array ``ops``
+    make from it, if NumPy makes a view at every step; None if it copies."""
+    shadow = _shadow(root.shape)
+    res = shadow
+    for o in ops:
+        res = _apply(o, res, numpy=True)
+    return np.asarray(res) if _is_view_of(res, shadow) else None
+
+
 def link(out: Any, x: Any, op: Op, *, refusal: str | None = None,
          layout: bool = False) -> None:
     """Record that ``out`` is a view of ``x`` made by ``op``.  ``layout``: NumPy
@@ -151,14 +161,10 @@ def link(out: Any, x: Any, op: Op, *, refusal: str | None = None,
     if out._trace is not root._trace:
         inherited = inherited or _enclosing_refusal(root)
     index = None
-    if layout and parent is not None:
-        shadow = _shadow(root.shape)
-        res = shadow
-        for o in ops:
-            res = _apply(o, res, numpy=True)
-        if not _is_view_of(res, shadow):
+    if layout and parent:
+        index = _positions_if_view(root, ops)
+        if index is None:
             return  # NumPy copies here: out is an array of its own
-        index = np.asarray(res)
     out._base = Link(root, ops, refusal or inherited, index)
     views = root._views
     if views is None:
@@ -616,6 +622,11 @@ def viewing(fn: Callable, np_fn: Callable, *, refusal: str | Callable | None = N
         if type(a) is Tracer:
             if kwargs.get("copy"):  # np.reshape(..., copy=True): a copy, never a view
                 return out.copy() if out is a else out
+            if out is a and layout and a._base:
+                # fn returned its argument (ravel of a 1-d array): NumPy copies
+                # where the view's layout does not allow a view.
+                ops = a._base.ops + ((np_fn, fn, args, kwargs, None),)
+                return a if _positions_if_view(a._base.root, ops) is not None else a.copy()
             if single and args:  # np.atleast_1d(a, b): a list of views of several arrays
                 return out
             why = refusal(a) if callable(refusal) else refusal
@@ -657,8 +668,34 @@ VIEW_FUNCTIONS: dict[str, tuple[Callable, dict]] = {
     "atleast_1d": (np.atleast_1d, {"single": True}),
     "atleast_2d": (np.atleast_2d, {"single": True}),
     "atleast_3d": (np.atleast_3d, {"single": True}),
+    "rot90": (np.rot90, {}),
     "broadcast_to": (np.broadcast_to, {"refusal": _READ_ONLY}),
     "diagonal": (np.diagonal, {"refusal": _READ_ONLY}),
     "real": (np.real, {"refusal": _complex_part}),
     "imag": (np.imag, {"refusal": _complex_part}),
 }
+
+
+def copying(fn: Callable) -> Callable:
+    """``fn`` (a ``functrans.numpy`` function whose result is a new array in
+    NumPy) returning a new tracer where ``fn`` hands back its argument
+    itself (``concatenate([x])``, ``roll(x, 0)``): an in-place update of
+    the result must leave the argument alone."""
+    def copy_fn(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        if type(out) is Tracer and args and kwargs.get("copy", True):
+            first = args[0]
+            if out is first or (type(first) in (list, tuple) and any(out is a for a in first)):
+                return out.copy()
+        return out
+
+    copy_fn.__name__ = copy_fn.__qualname__ = fn.__name__
+    copy_fn.__doc__ = fn.__doc__
+    copy_fn.__wrapped__ = fn  # type: ignore[attr-defined]
+    return copy_fn
+
+
+#: The ``functrans.numpy`` functions that may return their argument itself
+#: where NumPy returns a new array.
+COPY_FUNCTIONS = ["concatenate", "concat", "hstack", "vstack", "dstack", "column_stack",
+                  "stack", "tile", "repeat", "roll", "nan_to_num"]
