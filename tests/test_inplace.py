@@ -402,6 +402,22 @@ def test_float32_updated_by_float64_stays_float32():
     np.testing.assert_array_equal(got, numpy_value(f, X))
 
 
+def test_python_branches_on_updated_values_outside_jit():
+    def f(x):
+        y = x.copy()
+        y[0] = -y[1]
+        if y[0] > 0:          # the value after the update decides the branch
+            y *= 2.0
+        v = y[1:]
+        v += 1.0
+        return np.sum(y * y)
+
+    x = np.array([1.0, -2.0, 3.0])
+    value, grad = ft.value_and_grad(f)(x)
+    assert value == numpy_value(f, x) == 74.0
+    np.testing.assert_array_equal(grad, [0.0, -28.0, 28.0])
+
+
 def test_in_place_updates_inside_control_flow_bodies():
     def body(i, c):
         c[i] += 1.0
