@@ -746,3 +746,22 @@ def test_generated_programs_in_the_native_tier(steps):
 
     np.testing.assert_allclose(ft.jit(f, compiler="native")(X2), numpy_value(f, X2),
                                rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex128])
+@pytest.mark.parametrize("exponent", [0.5, 2, -1])
+def test_power_in_place_takes_numpys_fast_scalar_powers(dtype, exponent):
+    """``x **= 0.5`` is NumPy's ``x ** 0.5`` (sqrt: NaN at -inf, -0.0 at -0.0,
+    where float16's power gives +inf and 0.0), in place."""
+    def f(x):
+        y = x.copy()
+        y **= exponent
+        return y
+
+    x = np.array([-np.inf, -0.0, 0.0, 4.0, np.nan, -1.0, np.inf], dtype)
+    with np.errstate(all="ignore"):
+        expected = f(x)
+        got = ft.jit(f)(x)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(np.signbit(got.real), np.signbit(expected.real))
+    np.testing.assert_array_equal(got, expected)

@@ -107,13 +107,16 @@ def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     return convert_element_type(self, dtype)
 
 
-def _augmented(op: str, fn: Callable) -> Callable:
-    """``x op= y``: NumPy's ``ufunc(x, y, out=x)``, in place on a traced ``x``."""
+def _augmented(op: str, fn: Callable, compute: Callable | None = None) -> Callable:
+    """``x op= y``: NumPy's ``ufunc(x, y, out=x)``, in place on a traced ``x``,
+    its value computed by ``compute`` (``fn`` unless the operator computes
+    otherwise: ``**=`` takes ``**``'s fast scalar powers, as NumPy's does)."""
     ufunc = getattr(np, fn.__name__)
     what = f"x {_AUGMENTED[op]}= v"
+    compute = compute or fn
 
     def method(self, other):
-        return _inplace.update(self, fn(self, other), ufunc, what)
+        return _inplace.update(self, compute(self, other), ufunc, what)
 
     method.__name__ = f"__i{op}__"
     return method
@@ -370,7 +373,7 @@ def install() -> None:
         fn = getattr(fnp, name)
         setattr(Tracer, f"__{op}__", fn)
         setattr(Tracer, f"__r{op}__", _reflected(fn))
-        setattr(Tracer, f"__i{op}__", _augmented(op, fn))
+        setattr(Tracer, f"__i{op}__", _augmented(op, fn, _power if op == "pow" else None))
     for op, name in {**_COMPARISONS, **_UNARY_OPERATORS}.items():
         setattr(Tracer, f"__{op}__", getattr(fnp, name))
     for name in _METHODS:
