@@ -233,3 +233,67 @@ def test_lbfgs_maxfun_stops_with_status_1():
     res = minimize(chained_rosenbrock, np.array([-1.2, 1.0]), options={"maxfun": 5})
     assert res.status == 1 and not res.success and res.nfev >= 5
     assert res.message == "STOP: TOTAL NO. OF f AND g EVALUATIONS EXCEEDS LIMIT"
+
+
+# -- L-BFGS(-B): the relative-reduction test is a success only with a small gradient --
+
+_MEYER_T = 45.0 + 5.0 * np.arange(1, 17)
+_MEYER_Y = np.array([34780, 28610, 23650, 19630, 16370, 13720, 11540, 9744, 8261, 7030,
+                     6005, 5147, 4427, 3820, 3307, 2872.0])
+
+
+def _powell_badly_scaled(x):
+    return (1e4 * x[0] * x[1] - 1) ** 2 + (np.exp(-x[0]) + np.exp(-x[1]) - 1.0001) ** 2
+
+
+def _meyer(x):
+    return np.sum((x[0] * np.exp(x[1] / (_MEYER_T + x[2])) - _MEYER_Y) ** 2)
+
+
+def _wood(x):
+    return (100 * (x[1] - x[0] ** 2) ** 2 + (1 - x[0]) ** 2 + 90 * (x[3] - x[2] ** 2) ** 2
+            + (1 - x[2]) ** 2 + 10.1 * ((x[1] - 1) ** 2 + (x[3] - 1) ** 2)
+            + 19.8 * (x[1] - 1) * (x[3] - 1))
+
+
+@pytest.mark.parametrize("name, f, x0, bounds, f_star", [
+    ("powell badly scaled", _powell_badly_scaled, [0.0, 1.0], None, 0.0),
+    ("wood, bounds", _wood, [-3.0, -1.0, -3.0, -1.0], [(-10.0, 10.0)] * 4, 0.0),
+])
+def test_lbfgs_goes_on_past_a_step_that_barely_moved_f(name, f, x0, bounds, f_star):
+    """A step with a tiny relative reduction far from a stationary point
+    (Powell: after 2 iterations at f = 0.135, max|g| = 0.27; Wood in a box
+    that does not bind: f = 7.88) is no convergence: the pairs are dropped
+    and the method reaches the minimum."""
+    res = minimize(f, np.array(x0), method="lbfgs", bounds=bounds)
+    assert res.success, res.message
+    assert res.fun < f_star + 1e-6
+    assert np.max(np.abs(res.jac)) * max(np.max(np.abs(res.x)), 1) <= np.sqrt(2.2e-9) * max(
+        abs(res.fun), 1) or np.max(np.abs(res.jac)) <= 1e-5
+
+
+@pytest.mark.parametrize("bounds", [None, [(None, None), (0.0, None), (0.0, None)]])
+def test_lbfgs_stalled_on_meyer_is_a_failure_that_gives_the_gradient(bounds):
+    """Meyer's function from its standard start: L-BFGS stalls at f = 1.1e5
+    with max|g| above 1e2 (the minimum is 87.9): status 2, and the message
+    says why."""
+    res = minimize(_meyer, np.array([0.02, 4000.0, 250.0]), method="lbfgs", bounds=bounds)
+    if res.success:  # only a true stationary point may be reported
+        assert np.max(np.abs(res.jac)) <= 1e-5
+        return
+    assert res.status == 2
+    assert res.message.startswith("ABNORMAL: RELATIVE REDUCTION OF F <= FACTR*EPSMCH, BUT THE "
+                                  "PROJECTED GRADIENT IS NOT SMALL (max|g| = ")
+
+
+def test_reduction_stop_rule():
+    """The rule itself: below ftol with a gradient small on the problem's
+    scale converges; with a large one, a restart first, then a stall."""
+    x = np.array([2.0, -3.0])
+    assert _common.reduction_stop(1.0, 0.5, 10.0, x, 1e-9, False) == ("go on", None)
+    assert _common.reduction_stop(1.0, 1.0, 1e-6, x, 1e-8, False)[0] == "converged"
+    assert _common.reduction_stop(1.0, 1.0, 1e-4, x, 1e-8, False) == ("restart", None)
+    verdict, text = _common.reduction_stop(1.0, 1.0, 1e-4, x, 1e-8, True)
+    assert verdict == "stalled" and "max|g| = 0.0001" in text
+    # |f| and |x| set the scale: f = 1e6 allows max|g| up to 1e2 / 3 here.
+    assert _common.reduction_stop(1e6, 1e6, 30.0, x, 1e-8, False)[0] == "converged"

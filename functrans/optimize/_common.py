@@ -63,6 +63,40 @@ def search_failure(problem: Problem, ls: LineSearch) -> tuple[int, str]:
     )
 
 
+#: L-BFGS's relative-reduction test (``ftol``) succeeds only where the
+#: gradient is small on the problem's own scale as well (``reduction_stop``).
+REDUCTION_MESSAGE = "CONVERGENCE: RELATIVE REDUCTION OF F <= FACTR*EPSMCH"
+
+
+def reduction_stop(f_old: float, f: float, gmax: float, x: np.ndarray, ftol: float,
+                   restarted: bool) -> tuple[str, str | None]:
+    """What a step with relative reduction ``(f_old - f) / max(|f_old|, |f|, 1)``
+    means for L-BFGS(-B), with ``gmax`` the largest (projected) gradient entry.
+
+    ``("go on", None)`` when the reduction is above ``ftol``.  Below it, the
+    step barely moved ``f``: ``("converged", message)`` only where the
+    first-order change ``gmax * max(|x|_inf, 1)`` over a move of ``x``'s own
+    size is within ``sqrt(ftol) * max(|f|, 1)``, that is where no step of
+    the problem's scale could still gain more than the reduction test
+    ignores; otherwise the method stalled with a large gradient (a step cut
+    short by a poor direction, as on Powell's badly scaled function):
+    ``("restart", None)`` to drop the stored pairs once, and
+    ``("stalled", message)`` when that happens again straight after a
+    restart."""
+    scale = max(abs(f_old), abs(f), 1.0)
+    if f_old - f > ftol * scale:
+        return "go on", None
+    if gmax * max(float(np.max(np.abs(x))), 1.0) <= np.sqrt(ftol) * max(abs(f), 1.0):
+        return "converged", REDUCTION_MESSAGE
+    if not restarted:
+        return "restart", None
+    return "stalled", (
+        f"ABNORMAL: RELATIVE REDUCTION OF F <= FACTR*EPSMCH, BUT THE PROJECTED GRADIENT IS "
+        f"NOT SMALL (max|g| = {gmax:.3g}, f = {f:.6g}); the method stalled before a "
+        "stationary point (try another x0 or rescale the variables)"
+    )
+
+
 def budget_spent(k: int, problem: Problem, opts: dict) -> tuple[int, str] | None:
     """``(status, message)`` in SciPy's L-BFGS-B words once ``maxiter``
     iterations or ``maxfun`` evaluations are spent, else None."""

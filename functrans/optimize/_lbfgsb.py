@@ -18,7 +18,9 @@ Each iteration
    Armijo's test, which can bring many variables to their bounds at once.
 
 The first-order test is SciPy's: the projected gradient ``clip(x - g, lo, hi)
-- x`` has ``max|.| <= gtol``.  The relative-reduction test (``ftol``),
+- x`` has ``max|.| <= gtol``.  The relative-reduction test (``ftol``, a
+success only where the projected gradient is small on the problem's scale
+too: ``_common.reduction_stop``),
 ``maxiter``, ``maxfun`` and the restart after a failed search are those of
 ``_lbfgs``.  L-BFGS-B itself reaches the free set through a generalised
 Cauchy point; the two methods stop at the same points (tests compare with
@@ -33,13 +35,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from functrans.optimize._common import budget_spent, norm2, retry, search_failure
+from functrans.optimize._common import (
+    budget_spent,
+    norm2,
+    reduction_stop,
+    retry,
+    search_failure,
+)
 from functrans.optimize._lbfgs import DEFAULTS, GNORM_LABEL, STEP_MAX, TOL_OPTIONS
 from functrans.optimize._linesearch import LineSearch, strong_wolfe
 from functrans.optimize._problem import Monitor, Point, Problem
 from functrans.optimize._result import (
     CALLBACK_STOP,
     MESSAGES,
+    PRECISION_LOSS,
     SUCCESS,
     LbfgsInvHessProduct,
     two_loop,
@@ -125,6 +134,7 @@ def minimize_lbfgsb(problem: Problem, p: Point, opts: dict, monitor: Monitor) ->
     gnorm = float(np.max(np.abs(projected_gradient(p.x, p.g, lo, hi))))
     monitor.row(0, p.f, gnorm, None)
     k, status, message = 0, SUCCESS, None
+    restarted = False  # the pairs were just dropped after a stalled step
     if gnorm <= opts["gtol"]:
         message = "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"
     while message is None:
@@ -171,9 +181,16 @@ def minimize_lbfgsb(problem: Problem, p: Point, opts: dict, monitor: Monitor) ->
             break
         if gnorm <= opts["gtol"]:
             message = "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"
-        elif (ls.status in ("wolfe", "armijo")
-              and f_old - p.f <= opts["ftol"] * max(abs(f_old), abs(p.f), 1.0)):
-            message = "CONVERGENCE: RELATIVE REDUCTION OF F <= FACTR*EPSMCH"
+        elif ls.status in ("wolfe", "armijo"):
+            verdict, text = reduction_stop(f_old, p.f, gnorm, p.x, opts["ftol"], restarted)
+            if verdict == "restart":
+                s_hist, y_hist = [], []
+                restarted = True
+                continue
+            restarted = False
+            if text is not None:
+                message = text
+                status = SUCCESS if verdict == "converged" else PRECISION_LOSS
         if float(s.dot(y)) > EPS * float(y.dot(y)):
             if len(s_hist) == m:
                 del s_hist[0], y_hist[0]
