@@ -59,13 +59,14 @@ def test_scipy_method_names_run_the_matching_method(scipy_name, ours):
 
 def test_unknown_methods_list_the_known_ones():
     with pytest.raises(ValueError, match=r"^minimize: unknown method 'Nelder-Mead'; choose one "
-                                         r"of: bfgs, lbfgs, newton, newton-cg, trust-newton, or "
-                                         r"SciPy's names for them: BFGS, L-BFGS-B, Newton-CG, "
-                                         r"trust-exact \(any case\); SciPy's 'Nelder-Mead' has "
+                                         r"of: bfgs, interior-point, lbfgs, newton, newton-cg, "
+                                         r"trust-newton, or SciPy's names for them: BFGS, "
+                                         r"L-BFGS-B, Newton-CG, trust-exact, trust-constr, SLSQP "
+                                         r"\(any case\); SciPy's 'Nelder-Mead' has "
                                          r"no counterpart here"):
         minimize(rosen, np.zeros(2), method="Nelder-Mead")
     with pytest.raises(ValueError, match=r"^minimize: unknown method 'newtn'; choose one of: "
-                                         r".*trust-exact \(any case\)$"):
+                                         r".*trust-constr, SLSQP \(any case\)$"):
         minimize(rosen, np.zeros(2), method="newtn")
     with pytest.raises(ValueError, match=r"unknown method 3"):
         minimize(rosen, np.zeros(2), method=3)
@@ -183,8 +184,9 @@ def test_bound_errors():
         minimize(rosen, np.zeros(2), bounds=[(np.nan, 1), (0, 1)])
     with pytest.raises(TypeError, match=r"bounds must be a sequence of \(min, max\) pairs"):
         minimize(rosen, np.zeros(2), bounds=3.0)
-    with pytest.raises(ValueError, match=r"^minimize: constraints are not supported"):
-        minimize(rosen, np.zeros(2), constraints=[{"type": "eq", "fun": rosen}])
+    with pytest.raises(ValueError, match=r"^minimize: method 'lbfgs' cannot use constraints"):
+        minimize(rosen, np.zeros(2), method="L-BFGS-B",
+                 constraints=[{"type": "eq", "fun": rosen}])
 
 
 # -- the user's own derivatives ----------------------------------------------------------------

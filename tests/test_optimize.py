@@ -483,8 +483,8 @@ def test_nonfinite_or_wrong_typed_x0():
 
 
 def test_unknown_method_and_options_list_the_valid_ones():
-    with pytest.raises(ValueError, match="unknown method 'cg'; choose one of: bfgs, lbfgs, "
-                       "newton, newton-cg, trust-newton"):
+    with pytest.raises(ValueError, match="unknown method 'cg'; choose one of: bfgs, "
+                       "interior-point, lbfgs, newton, newton-cg, trust-newton"):
         minimize(ext_rosen, rosen_start(2), method="cg")
     with pytest.raises(ValueError, match="unknown option 'gtoll' for method 'bfgs'; its "
                        "options are: c1, c2, disp, gtol, hess_inv0, maxiter, norm, xrtol"):

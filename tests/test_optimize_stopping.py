@@ -268,7 +268,7 @@ def test_lbfgs_goes_on_past_a_step_that_barely_moved_f(name, f, x0, bounds, f_st
     res = minimize(f, np.array(x0), method="lbfgs", bounds=bounds)
     assert res.success, res.message
     assert res.fun < f_star + 1e-6
-    assert np.max(np.abs(res.jac)) * max(np.max(np.abs(res.x)), 1) <= np.sqrt(2.2e-9) * max(
+    assert np.max(np.abs(res.jac)) * max(np.max(np.abs(res.x)), 1) <= 1e-5 * max(
         abs(res.fun), 1) or np.max(np.abs(res.jac)) <= 1e-5
 
 
@@ -291,9 +291,10 @@ def test_reduction_stop_rule():
     scale converges; with a large one, a restart first, then a stall."""
     x = np.array([2.0, -3.0])
     assert _common.reduction_stop(1.0, 0.5, 10.0, x, 1e-9, False) == ("go on", None)
-    assert _common.reduction_stop(1.0, 1.0, 1e-6, x, 1e-8, False)[0] == "converged"
+    assert _common.reduction_stop(1.0, 1.0, 3e-6, x, 1e-8, False)[0] == "converged"
     assert _common.reduction_stop(1.0, 1.0, 1e-4, x, 1e-8, False) == ("restart", None)
     verdict, text = _common.reduction_stop(1.0, 1.0, 1e-4, x, 1e-8, True)
     assert verdict == "stalled" and "max|g| = 0.0001" in text
-    # |f| and |x| set the scale: f = 1e6 allows max|g| up to 1e2 / 3 here.
-    assert _common.reduction_stop(1e6, 1e6, 30.0, x, 1e-8, False)[0] == "converged"
+    # |f| and |x| set the scale: f = 1e6 allows max|g| up to 10 / 3 here.
+    assert _common.reduction_stop(1e6, 1e6, 3.0, x, 1e-8, False)[0] == "converged"
+    assert _common.reduction_stop(1e6, 1e6, 4.0, x, 1e-8, False)[0] == "restart"

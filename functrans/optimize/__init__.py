@@ -14,7 +14,12 @@ Methods (options, defaults and stopping tests follow SciPy's namesakes):
 * ``"newton-cg"``: truncated CG on Hessian-vector products (Newton-CG);
 * ``"bfgs"``: dense inverse-Hessian BFGS (BFGS);
 * ``"lbfgs"``: limited-memory BFGS (L-BFGS-B), with ``bounds`` a projected
-  method (``_lbfgsb``).
+  method (``_lbfgsb``);
+* ``"interior-point"``: constraints and bounds, a primal-dual interior-point
+  method on the exact Hessian of the Lagrangian and the exact constraint
+  Jacobian, sparse where their patterns are (``_interior``); the method
+  for ``constraints`` when none is named, and what SciPy's
+  ``"trust-constr"`` and ``"SLSQP"`` run here.
 
 SciPy's names for these (``"L-BFGS-B"``, ``"Newton-CG"``, ``"BFGS"``,
 ``"trust-exact"``) are accepted in any case, and so are SciPy's ``jac``,
@@ -35,7 +40,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from functrans.optimize import _bfgs, _lbfgs, _lbfgsb, _newton, _newton_cg, _trust
+from functrans.optimize import (
+    _bfgs,
+    _interior,
+    _lbfgs,
+    _lbfgsb,
+    _newton,
+    _newton_cg,
+    _trust,
+)
+from functrans.optimize._constraints import Constraints
 from functrans.optimize._problem import Monitor, Problem
 from functrans.optimize._result import (
     CALLBACK_STOP,
@@ -47,22 +61,25 @@ from functrans.tree_util import tree_leaves
 
 __all__ = ["LbfgsInvHessProduct", "OptimizeResult", "minimize"]
 
-#: method name -> (module with DEFAULTS / TOL_OPTIONS / GNORM_LABEL, solver, derivatives)
-METHODS = {
+#: method name -> (module with DEFAULTS / TOL_OPTIONS / GNORM_LABEL, solver, derivatives);
+#: interior-point's solver takes the constraints too (``_minimize_constrained``).
+METHODS: dict[str, tuple[Any, Callable, frozenset]] = {
     "newton": (_newton, _newton.minimize_newton, frozenset({"hess"})),
     "trust-newton": (_trust, _trust.minimize_trust_newton, frozenset({"hess"})),
     "newton-cg": (_newton_cg, _newton_cg.minimize_newton_cg, frozenset({"hvp"})),
     "bfgs": (_bfgs, _bfgs.minimize_bfgs, frozenset()),
     "lbfgs": (_lbfgs, _lbfgs.minimize_lbfgs, frozenset()),
+    "interior-point": (_interior, _interior.minimize_interior, frozenset()),
 }
 
 
 #: SciPy's method names (lower case) -> ours.
 SCIPY_NAMES = {"l-bfgs-b": "lbfgs", "bfgs": "bfgs", "newton-cg": "newton-cg",
-               "trust-exact": "trust-newton"}
+               "trust-exact": "trust-newton", "trust-constr": "interior-point",
+               "slsqp": "interior-point"}
 #: SciPy's other methods, which have no counterpart here.
-SCIPY_ONLY = ("nelder-mead", "powell", "cg", "tnc", "cobyla", "cobyqa", "slsqp",
-              "trust-constr", "dogleg", "trust-ncg", "trust-krylov")
+SCIPY_ONLY = ("nelder-mead", "powell", "cg", "tnc", "cobyla", "cobyqa", "dogleg",
+              "trust-ncg", "trust-krylov")
 #: The methods that can use a user's hess / hessp.
 USES_HESS = {"newton", "trust-newton", "newton-cg"}
 USES_HESSP = {"newton-cg"}
@@ -72,7 +89,7 @@ def minimize(
     fun: Callable,
     x0: Any,
     args: tuple = (),
-    method: str | None = "lbfgs",
+    method: str | None = None,
     jac: Callable | bool | None = None,
     hess: Callable | None = None,
     hessp: Callable | None = None,
@@ -91,9 +108,11 @@ def minimize(
     ``args``: extra arguments of ``fun``; arrays and floats among them are
     traced (not differentiated) arguments of the compiled derivatives, other
     values (ints, strings ...) are baked in as constants.
-    ``method``: ``"lbfgs"`` (default; also for None), ``"bfgs"``,
-    ``"newton-cg"``, ``"newton"`` or ``"trust-newton"``, or SciPy's names
-    ``"L-BFGS-B"``, ``"BFGS"``, ``"Newton-CG"``, ``"trust-exact"`` (any case).
+    ``method``: ``"lbfgs"`` (the default, None, without constraints),
+    ``"bfgs"``, ``"newton-cg"``, ``"newton"``, ``"trust-newton"`` or
+    ``"interior-point"`` (the default with constraints), or SciPy's names
+    ``"L-BFGS-B"``, ``"BFGS"``, ``"Newton-CG"``, ``"trust-exact"``, and
+    ``"trust-constr"`` and ``"SLSQP"`` for ``"interior-point"`` (any case).
     ``jac``, ``hess``, ``hessp``: derivatives to use instead of functrans'
     own, as in SciPy: ``jac(x, *args)`` shaped like ``x0``, or ``jac=True``
     when ``fun`` returns ``(value, gradient)`` (``fun`` is then called as it
@@ -101,10 +120,18 @@ def minimize(
     flattened ``x0``, for the Newton methods; ``hessp(x, p, *args)``, the
     Hessian times ``p``, for Newton-CG.  Derivatives not given are computed
     by functrans.
-    ``bounds`` (``lbfgs`` only): ``(min, max)`` per element of the flattened
-    ``x0`` (None for no bound), or an object with ``lb`` and ``ub`` (SciPy's
-    ``Bounds``); ``x0`` is clipped into them and the solution stays there.
-    ``constraints`` are not supported (an error says where to go).
+    ``bounds`` (``lbfgs`` and ``interior-point``): ``(min, max)`` per element
+    of the flattened ``x0`` (None for no bound), or an object with ``lb`` and
+    ``ub`` (SciPy's ``Bounds``); ``x0`` is moved into them (``lbfgs``: clipped;
+    ``interior-point``: strictly inside) and the solution stays there.
+    ``constraints``: a dict ``{"type": "eq" | "ineq", "fun": c, "args":
+    (...)}`` (``c(x) = 0``, ``c(x) >= 0``; ``c`` called on ``x`` shaped like
+    ``x0``, returning a number or an array), an object with ``fun``, ``lb``,
+    ``ub`` (``NonlinearConstraint``) or ``A``, ``lb``, ``ub``
+    (``LinearConstraint``), or a list of them; method ``interior-point``.
+    Its result adds ``v`` (the multipliers, one array per constraint, of the
+    Lagrangian ``f - sum v_i c_i - v_bounds' x``), ``v_bounds``, ``constr``,
+    ``constr_violation`` and ``optimality`` (see ``docs/optimize.md``).
     ``tol``: sets the method's main tolerance(s) unless ``options`` does, as
     in SciPy: ``gtol`` (bfgs, newton, trust-newton), ``ftol`` and ``gtol``
     (lbfgs), ``xtol`` (newton-cg).
@@ -127,20 +154,23 @@ def minimize(
     >>> res.x, res.message
     (array([1., 3., 2.]), 'CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL')
     """
-    method = _method(method)
+    constrained = not (constraints is None or (isinstance(constraints, (list, tuple))
+                                               and len(constraints) == 0))
+    method = _method(method, constrained)
     module, solver, need = METHODS[method]
     _check_derivatives(method, jac, hess, hessp, has_aux)
-    if constraints not in ((), [], None):
+    if constrained and method != "interior-point":
         raise ValueError(
-            "minimize: constraints are not supported; functrans minimises with bounds at "
-            "most (method='L-BFGS-B'). For general constraints call "
-            "scipy.optimize.minimize(fun, x0, method='SLSQP' or 'trust-constr', "
-            "jac=functrans.jit(functrans.grad(fun)), constraints=...)"
+            f"minimize: method {method!r} cannot use constraints; use "
+            "method='interior-point' (or SciPy's names for it here, 'trust-constr' and "
+            "'SLSQP'), or leave method out"
         )
     opts = _options(method, module, tol, options)
     if not isinstance(args, tuple):
         args = (args,)
     problem = Problem(fun, _array_like_x0(x0), args, has_aux, need, jac, hess, hessp)
+    if method == "interior-point":
+        return _minimize_constrained(problem, constraints, bounds, opts, callback)
     if bounds is not None:
         if method != "lbfgs":
             raise ValueError(
@@ -183,19 +213,46 @@ def minimize(
     return res
 
 
+def _minimize_constrained(problem: Problem, constraints: Any, bounds: Any, opts: dict,
+                          callback: Callable | None) -> OptimizeResult:
+    cons = Constraints(problem, constraints)
+    n = problem.x0.size
+    lo, hi = (_bounds(problem, bounds) if bounds is not None
+              else (np.full(n, -np.inf), np.full(n, np.inf)))
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        monitor = Monitor(problem, callback, opts["disp"], _interior.GNORM_LABEL)
+        out = _interior.minimize_interior(problem, cons, lo, hi, opts, monitor)
+    if monitor.stopped:
+        out["status"], out["message"] = CALLBACK_STOP, MESSAGES[CALLBACK_STOP]
+    p = out.pop("point")
+    res = OptimizeResult(
+        message=out.pop("message"), success=out["status"] == 0, status=out.pop("status"),
+        fun=p.f, x=problem.unravel(p.x.copy()), nit=out.pop("nit"),
+        jac=problem.unravel(p.g.copy()), nfev=problem.nfev, njev=problem.njev,
+        nhev=problem.nhev,
+    )
+    out["v_bounds"] = problem.unravel(out["v_bounds"])
+    res.update(out)
+    if problem.has_aux:
+        res["aux"] = p.aux
+    if opts["disp"]:
+        print(res.message)
+    return res
+
+
 # -- method, derivatives, x0 and bounds -------------------------------------------------
 
 
-def _method(method: Any) -> str:
+def _method(method: Any, constrained: bool = False) -> str:
     if method is None:
-        return "lbfgs"
+        return "interior-point" if constrained else "lbfgs"
     name = method.lower() if isinstance(method, str) else None
     if name in METHODS:
         return name
     if name in SCIPY_NAMES:
         return SCIPY_NAMES[name]
     known = (f"{', '.join(sorted(METHODS))}, or SciPy's names for them: "
-             "BFGS, L-BFGS-B, Newton-CG, trust-exact (any case)")
+             "BFGS, L-BFGS-B, Newton-CG, trust-exact, trust-constr, SLSQP (any case)")
     hint = ""
     if name in SCIPY_ONLY:
         hint = (f"; SciPy's {method!r} has no counterpart here: run SciPy's with functrans' "
@@ -217,6 +274,11 @@ def _check_derivatives(method: str, jac: Any, hess: Any, hessp: Any, has_aux: bo
                 f"minimize: {name} must be a function{' or True' if name == 'jac' else ''}, "
                 f"got {type(value).__name__}"
             )
+    if method == "interior-point" and jac not in (None, False):
+        raise ValueError(
+            "minimize: method 'interior-point' differentiates fun and the constraints itself "
+            "(it needs the exact Hessian of the Lagrangian): drop jac"
+        )
     if hess is not None and method not in USES_HESS:
         raise ValueError(
             f"minimize: method {method!r} does not use hess; choose 'newton', 'trust-newton' "
@@ -307,10 +369,11 @@ def _described(v: Any) -> str:
 
 # -- options -------------------------------------------------------------------------
 
-_TOLERANCES = {"gtol", "ftol", "xtol", "xrtol"}
+_TOLERANCES = {"gtol", "ftol", "xtol", "xrtol", "tol", "constr_tol"}
 _COUNTS = {"maxiter", "maxfun"}
 _POSITIVE_COUNTS = {"maxcor", "maxls", "subproblem_maxiter"}
-_POSITIVE = {"initial_trust_radius", "max_trust_radius"}
+_POSITIVE = {"initial_trust_radius", "max_trust_radius", "mu_init", "bound_push",
+             "unbounded"}
 
 
 def _options(method: str, module, tol: float | None, options: dict | None) -> dict:

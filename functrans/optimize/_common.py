@@ -66,6 +66,9 @@ def search_failure(problem: Problem, ls: LineSearch) -> tuple[int, str]:
 #: L-BFGS's relative-reduction test (``ftol``) succeeds only where the
 #: gradient is small on the problem's own scale as well (``reduction_stop``).
 REDUCTION_MESSAGE = "CONVERGENCE: RELATIVE REDUCTION OF F <= FACTR*EPSMCH"
+#: How small, relative to ``max(|f|, 1)``, the first-order change ``max|g| *
+#: max(|x|_inf, 1)`` must be for that test to succeed.
+REDUCTION_GTOL = 1e-5
 
 
 def reduction_stop(f_old: float, f: float, gmax: float, x: np.ndarray, ftol: float,
@@ -76,17 +79,17 @@ def reduction_stop(f_old: float, f: float, gmax: float, x: np.ndarray, ftol: flo
     ``("go on", None)`` when the reduction is above ``ftol``.  Below it, the
     step barely moved ``f``: ``("converged", message)`` only where the
     first-order change ``gmax * max(|x|_inf, 1)`` over a move of ``x``'s own
-    size is within ``sqrt(ftol) * max(|f|, 1)``, that is where no step of
-    the problem's scale could still gain more than the reduction test
-    ignores; otherwise the method stalled with a large gradient (a step cut
-    short by a poor direction, as on Powell's badly scaled function):
+    size is within ``REDUCTION_GTOL * max(|f|, 1)``, that is where no step
+    of the problem's scale could still gain much; otherwise the method
+    stalled with a large gradient (a step cut short by a poor direction, as
+    on Powell's badly scaled function):
     ``("restart", None)`` to drop the stored pairs once, and
     ``("stalled", message)`` when that happens again straight after a
     restart."""
     scale = max(abs(f_old), abs(f), 1.0)
     if f_old - f > ftol * scale:
         return "go on", None
-    if gmax * max(float(np.max(np.abs(x))), 1.0) <= np.sqrt(ftol) * max(abs(f), 1.0):
+    if gmax * max(float(np.max(np.abs(x))), 1.0) <= REDUCTION_GTOL * max(abs(f), 1.0):
         return "converged", REDUCTION_MESSAGE
     if not restarted:
         return "restart", None

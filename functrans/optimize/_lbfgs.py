@@ -11,7 +11,7 @@ Stopping paths:
 * ``(f_old - f) / max(|f_old|, |f|, 1) <= ftol`` after a step that met the
   Wolfe conditions (L-BFGS-B's ``factr`` test): success only where the
   gradient is small on the problem's scale too, ``max|g| * max(|x|_inf, 1)
-  <= sqrt(ftol) * max(|f|, 1)``; otherwise the pairs are dropped and the
+  <= 1e-5 * max(|f|, 1)``; otherwise the pairs are dropped and the
   method goes on, and the same stall straight after that restart is status
   2 with a message giving ``max|g|`` (``_common.reduction_stop``; SciPy's
   L-BFGS-B reports success there, for example after 2 iterations on

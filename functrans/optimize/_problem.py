@@ -61,6 +61,7 @@ class Problem:
         self.x0 = self._flatten_x0(x0)
         self.bounds: tuple[np.ndarray, np.ndarray] | None = None
         self._dynamic, self._rebuild_args, static_key = self._split_args(args)
+        self.static_key = static_key
         self.nfev = self.njev = self.nhev = 0
         given = UserDerivatives(self, args, jac, hess, hessp)
         need = need - given.provides

@@ -1,0 +1,292 @@
+"""minimize with constraints and bounds (method "interior-point"): each
+stopping path, every form of constraint, pytree x0, args, the sparse path,
+and derivatives compiled once per problem.  Closed-form solutions are worked
+out by hand from the KKT conditions; ``success`` is checked against the
+KKT conditions recomputed here with NumPy."""
+
+import numpy as np
+import pytest
+
+import functrans as ft
+from functrans.optimize import _lagrangian, _sparse, minimize
+
+SUCCESS = ("Optimization terminated successfully (first-order optimality and feasibility "
+           "within tol and constr_tol).")
+
+
+def kkt_holds(res, grad_c_rows, tol=1e-6):
+    """The stationarity of f - v'c - v_bounds'x recomputed from the result
+    (gradients given as rows over the flat x)."""
+    v = np.concatenate([np.ravel(vi) for vi in res.v]) if res.v else np.zeros(0)
+    g = np.ravel(res.jac) - (grad_c_rows.T @ v if v.size else 0) - np.ravel(res.v_bounds)
+    return np.max(np.abs(g)) <= tol
+
+
+def hs071(x):
+    return x[0] * x[3] * (x[0] + x[1] + x[2]) + x[2]
+
+
+HS071_CONSTRAINTS = [{"type": "ineq", "fun": lambda x: x[0] * x[1] * x[2] * x[3] - 25.0},
+                     {"type": "eq", "fun": lambda x: np.sum(x ** 2) - 40.0}]
+
+
+def test_mixed_equality_inequality_and_bounds_hs071():
+    """Hock-Schittkowski 71: f* = 17.0140173 at (1, 4.743, 3.8211, 1.3794)."""
+    res = minimize(hs071, np.array([1.0, 5.0, 5.0, 1.0]), constraints=HS071_CONSTRAINTS,
+                   bounds=[(1.0, 5.0)] * 4)
+    assert res.success and res.status == 0 and res.message == SUCCESS
+    np.testing.assert_allclose(res.x, [1.0, 4.74299964, 3.82114998, 1.37940829], atol=1e-6)
+    assert abs(res.fun - 17.0140173) < 1e-6
+    x = res.x
+    rows = np.array([[x[1] * x[2] * x[3], x[0] * x[2] * x[3], x[0] * x[1] * x[3],
+                      x[0] * x[1] * x[2]], 2 * x])
+    assert kkt_holds(res, rows)
+    assert res.v[0] >= 0  # an active c(x) >= 0 has a nonnegative multiplier
+    assert res.v_bounds[0] > 0 and res.constr_violation <= 1e-8 and res.optimality <= 1e-6
+
+
+def test_equality_only_closed_form():
+    """min |x|^2 with x0 + x1 = 1: x = (1/2, 1/2), v = 1 (grad f = v grad c)."""
+    res = minimize(lambda x: np.sum(x ** 2), np.array([3.0, -1.0]),
+                   constraints={"type": "eq", "fun": lambda x: x[0] + x[1] - 1.0})
+    assert res.success
+    np.testing.assert_allclose(res.x, [0.5, 0.5], atol=1e-8)
+    np.testing.assert_allclose(res.v[0], 1.0, atol=1e-7)
+
+
+def test_inequality_only_closed_form():
+    """min |x - 2|^2 in the unit disc: x = (1, 1)/sqrt(2), v = (2 - x0) / x0."""
+    res = minimize(lambda x: np.sum((x - 2.0) ** 2), np.zeros(2),
+                   constraints={"type": "ineq", "fun": lambda x: 1.0 - np.sum(x ** 2)})
+    assert res.success
+    x_star = np.full(2, 2 ** -0.5)
+    np.testing.assert_allclose(res.x, x_star, atol=1e-8)
+    np.testing.assert_allclose(res.v[0], (2 - x_star[0]) / x_star[0], rtol=1e-7)
+
+
+def test_bounds_only():
+    res = minimize(lambda x: np.sum((x - 2.0) ** 2), np.array([0.0, 0.0, 5.0]),
+                   method="interior-point", bounds=[(None, 1.0), (3.0, None), (0.0, 4.0)])
+    assert res.success
+    np.testing.assert_allclose(res.x, [1.0, 3.0, 2.0], atol=1e-8)
+    np.testing.assert_allclose(res.v_bounds, [-2.0, 2.0, 0.0], atol=1e-7)
+
+
+def test_infeasible_start_far_from_a_curved_constraint():
+    """x0 x1 = 1 from (300, -100): the constraint is violated by 3e4 at x0."""
+    res = minimize(lambda x: np.sum(x ** 2), np.array([300.0, -100.0]),
+                   constraints={"type": "eq", "fun": lambda x: x[0] * x[1] - 1.0})
+    assert res.success
+    np.testing.assert_allclose(np.abs(res.x), [1.0, 1.0], atol=1e-8)
+
+
+def test_x0_outside_the_bounds_is_moved_inside():
+    res = minimize(lambda x: np.sum((x - 0.5) ** 2), np.array([-7.0, 9.0]),
+                   bounds=[(0.0, 1.0), (0.0, 1.0)], method="trust-constr")
+    assert res.success
+    np.testing.assert_allclose(res.x, [0.5, 0.5], atol=1e-8)
+
+
+def test_rank_deficient_constraints():
+    """The same equality twice: the Jacobian has rank 1, the KKT matrix's
+    regularised (2,2) block keeps it factorable."""
+    con = {"type": "eq", "fun": lambda x: x[0] + x[1] - 1.0}
+    res = minimize(lambda x: np.sum(x ** 2), np.array([3.0, -1.0]), constraints=[con, con])
+    assert res.success
+    np.testing.assert_allclose(res.x, [0.5, 0.5], atol=1e-8)
+
+
+@pytest.mark.parametrize("constraints", [
+    {"type": "eq", "fun": lambda x: x[0] ** 2 + 1.0},
+    [{"type": "ineq", "fun": lambda x: x[0] - 1.0}, {"type": "ineq", "fun": lambda x: -x[0]}],
+], ids=["x^2=-1", "x>=1 and x<=0"])
+def test_infeasible_problem_is_a_clear_failure(constraints):
+    res = minimize(lambda x: np.sum(x ** 2), np.array([3.0, -1.0]), constraints=constraints)
+    assert not res.success and res.status == 4
+    assert res.message.startswith("Converged to a point of local infeasibility")
+    assert res.constr_violation > 0.4
+
+
+def test_infeasible_disc_and_half_plane_never_succeeds():
+    """The unit disc and x0 + x1 >= 3 do not meet: whatever the stop, not a success."""
+    res = minimize(lambda x: np.sum(x ** 2), np.array([3.0, -1.0]),
+                   constraints=[{"type": "ineq", "fun": lambda x: 1 - x[0] ** 2 - x[1] ** 2},
+                                {"type": "ineq", "fun": lambda x: x[0] + x[1] - 3.0}],
+                   options={"maxiter": 200})
+    assert not res.success and res.status in (1, 2, 4)
+    assert res.constr_violation > 0.1
+
+
+@pytest.mark.parametrize("fun, bounds, constraints", [
+    (lambda x: -x[0], None, {"type": "eq", "fun": lambda x: x[0] - x[1]}),
+    (lambda x: -x[0] ** 2, [(0.0, None), (0.0, 1.0)], ()),
+], ids=["equality", "bounds"])
+def test_unbounded_problem(fun, bounds, constraints):
+    res = minimize(fun, np.array([3.0, -1.0]), bounds=bounds, constraints=constraints,
+                   method="interior-point")
+    assert not res.success and res.status == 5
+    assert res.message == "The objective looks unbounded below on the feasible set."
+    assert res.fun < -1e12
+
+
+def test_maxiter_and_callback_stops():
+    args = (lambda x: np.sum(x ** 2), np.array([300.0, -100.0]))
+    con = {"type": "eq", "fun": lambda x: x[0] * x[1] - 1.0}
+    res = minimize(*args, constraints=con, options={"maxiter": 2})
+    assert not res.success and res.status == 1 and res.nit == 2
+
+    def stop(xk):
+        raise StopIteration
+
+    res = minimize(*args, constraints=con, callback=stop)
+    assert not res.success and res.status == 99 and res.nit == 1
+
+
+def test_pytree_x0_args_and_constraint_args():
+    """min |a - t|^2 + b^2 with a[1] + b <= 1: a = (1, 1.5), b = -0.5, v = 1."""
+    def f(p, target):
+        return np.sum((p["a"] - target) ** 2) + p["b"] ** 2
+
+    con = {"type": "ineq", "fun": lambda p, top: top - p["a"][1] - p["b"], "args": (1.0,)}
+    res = minimize(f, {"a": np.zeros(2), "b": np.array(1.0)}, args=(np.array([1.0, 2.0]),),
+                   constraints=con)
+    assert res.success
+    np.testing.assert_allclose(res.x["a"], [1.0, 1.5], atol=1e-8)
+    np.testing.assert_allclose(res.x["b"], -0.5, atol=1e-8)
+    np.testing.assert_allclose(res.v[0], 1.0, atol=1e-7)
+    assert set(res.v_bounds) == {"a", "b"}
+
+
+def test_vector_constraint_multipliers_keep_its_shape():
+    """x_i >= i for i < 3 as one vector constraint: x = max(i, 1), v = (0, 0, 2).
+    Row 1 is degenerate (active with a zero multiplier): an interior point
+    reaches it only to about sqrt(mu), so x[1] is within 1e-4 there while
+    the KKT conditions hold to tol."""
+    res = minimize(lambda x: np.sum((x - 1.0) ** 2), np.zeros(3),
+                   constraints={"type": "ineq", "fun": lambda x: x - np.arange(3.0)})
+    assert res.success and res.v[0].shape == (3,)
+    np.testing.assert_allclose(res.x, [1.0, 1.0, 2.0], atol=1e-4)
+    np.testing.assert_allclose(res.x[[0, 2]], [1.0, 2.0], atol=1e-8)
+    np.testing.assert_allclose(res.v[0], [0.0, 0.0, 2.0], atol=1e-4)
+    assert kkt_holds(res, np.eye(3), tol=1e-8)
+    assert np.max(np.abs(res.v[0] * res.constr[0])) <= 1e-8
+
+
+def test_scipy_constraint_objects():
+    opt = pytest.importorskip("scipy.optimize")
+    cons = [opt.NonlinearConstraint(lambda x: x[0] * x[1], 1.0, 4.0),
+            opt.LinearConstraint(np.array([[1.0, -1.0]]), -np.inf, 0.5)]
+    res = minimize(lambda x: (x[0] - 3.0) ** 2 + (x[1] - 3.0) ** 2, np.array([1.0, 1.0]),
+                   constraints=cons, bounds=opt.Bounds([0.0, 0.0], [10.0, 10.0]))
+    assert res.success  # x0 x1 <= 4 binds at (2, 2)
+    np.testing.assert_allclose(res.x, [2.0, 2.0], atol=1e-7)
+    np.testing.assert_allclose(res.v[0], -1.0, atol=1e-6)  # the upper side binds: v <= 0
+    theirs = opt.minimize(lambda x: (x[0] - 3.0) ** 2 + (x[1] - 3.0) ** 2, np.array([1.0, 1.0]),
+                          constraints=cons, method="trust-constr")
+    np.testing.assert_allclose(res.x, theirs.x, atol=1e-5)
+
+
+def chain(x):
+    """A chained objective with a chained constraint: sparse Hessian and Jacobian."""
+    return np.sum((x[1:] - x[:-1] ** 2) ** 2) + np.sum((x - 0.5) ** 2)
+
+
+def chain_con(x):
+    return x[1:] * x[:-1] - 0.2
+
+
+def test_sparse_path_agrees_with_the_dense_one_and_is_chosen_by_the_rule():
+    pytest.importorskip("scipy.sparse")
+    x0 = np.full(300, 0.3)
+    con = {"type": "ineq", "fun": chain_con}
+    dense = minimize(chain, x0, constraints=con, bounds=[(0.0, 0.45)] * 300,
+                     options={"sparse": False})
+    sparse = minimize(chain, x0, constraints=con, bounds=[(0.0, 0.45)] * 300)
+    assert dense.success and sparse.success
+    np.testing.assert_allclose(sparse.x, dense.x, atol=1e-7)
+    assert abs(sparse.fun - dense.fun) < 1e-9
+    cache = next(b for per in _lagrangian._COMPILED.values() for k, b in per.items()
+                 if k is not None and chain_con in k[4])
+    assert list(cache["sparse"]["decided"].values()) == [True]
+    assert sparse.x.size >= _sparse.SPARSE_MIN_N
+
+
+def test_derivatives_are_compiled_once_and_reused_across_calls():
+    def f(x, a):
+        return np.sum((x - a) ** 2)
+
+    def c(x):
+        return 1.0 - np.sum(x ** 2)
+
+    con = {"type": "ineq", "fun": c}
+    first = minimize(f, np.zeros(3), args=(np.ones(3),), constraints=con)
+    bundle = next(b for per in _lagrangian._COMPILED.values() for k, b in per.items()
+                  if k is not None and c in k[4])
+    misses = {name: bundle[name].cache_info().misses for name in ("c", "jac", "hess")}
+    assert misses == {"c": 1, "jac": 1, "hess": 1}
+    second = minimize(f, np.full(3, 0.1), args=(np.full(3, 2.0),), constraints=con)
+    assert first.success and second.success
+    np.testing.assert_allclose(second.x, np.full(3, 3 ** -0.5), atol=1e-8)
+    for name in ("c", "jac", "hess"):
+        info = bundle[name].cache_info()
+        assert info.misses == 1 and info.hits >= first.nit, (name, info)
+
+
+def test_hessian_of_the_lagrangian_matches_finite_differences():
+    """The compiled Hessian of sigma f + w'c against NumPy finite differences
+    of the gradient written by hand."""
+    x, w, sigma = np.array([1.0, 5.0, 5.0, 1.0]), np.array([0.3, -0.7]), 0.5
+
+    def grad(x):
+        g = sigma * np.array([x[3] * (2 * x[0] + x[1] + x[2]), x[0] * x[3],
+                              x[0] * x[3] + 1, x[0] * (x[0] + x[1] + x[2])])
+        g += w[0] * np.array([x[1] * x[2] * x[3], x[0] * x[2] * x[3], x[0] * x[1] * x[3],
+                              x[0] * x[1] * x[2]]) + w[1] * 2 * x
+        return g
+
+    res = minimize(hs071, x, constraints=HS071_CONSTRAINTS, options={"maxiter": 0})
+    assert res.status == 1
+    bundle = next(b for per in _lagrangian._COMPILED.values() for k, b in per.items()
+                  if k is not None and HS071_CONSTRAINTS[0]["fun"] in k[4])
+    h = np.asarray(bundle["hess"](x, w, np.float64(sigma)))
+    eps = 1e-6
+    fd = np.stack([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps) for e in np.eye(4)])
+    np.testing.assert_allclose(h, fd, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(bundle["jac"](x)),
+                               np.asarray(ft.jacfwd(bundle["raw_c"])(x)))
+
+
+@pytest.mark.parametrize("kwargs, error, text", [
+    ({"constraints": {"type": "le", "fun": np.sum}}, ValueError,
+     "minimize(f): constraints['type'] is 'le'; use 'eq' (c(x) = 0) or 'ineq' (c(x) >= 0)"),
+    ({"constraints": [{"type": "eq", "fun": 3.0}]}, TypeError,
+     "minimize(f): constraints['fun'] must be a function of x, got float"),
+    ({"constraints": {"type": "eq", "fun": np.sum, "jacobian": None}}, ValueError,
+     "minimize(f): constraints has unknown keys ['jacobian']"),
+    ({"constraints": [(1, 2)]}, TypeError, "minimize(f): constraints is a tuple; a constraint"),
+    ({"constraints": {"type": "eq", "fun": np.sum}, "method": "bfgs"}, ValueError,
+     "minimize: method 'bfgs' cannot use constraints; use method='interior-point'"),
+    ({"constraints": {"type": "eq", "fun": np.sum}, "jac": np.cos}, ValueError,
+     "minimize: method 'interior-point' differentiates fun and the constraints itself"),
+    ({"constraints": {"type": "eq", "fun": np.sum}, "options": {"sparse": 1}}, ValueError,
+     "minimize(f): option sparse must be None (decide from the patterns), True or False"),
+])
+def test_error_texts(kwargs, error, text):
+    def f(x):
+        return np.sum(x ** 2)
+
+    with pytest.raises(error) as info:
+        minimize(f, np.ones(2), **kwargs)
+    assert str(info.value).startswith(text), str(info.value)
+
+
+def test_linear_constraint_with_the_wrong_width_is_an_error():
+    class Linear:
+        A, lb, ub = np.ones((1, 3)), 0.0, 1.0
+
+    def f(x):
+        return np.sum(x ** 2)
+
+    with pytest.raises(ValueError, match=r"minimize\(f\): constraints is a linear constraint "
+                                         r"whose matrix A has shape \(1, 3\); it needs 2"):
+        minimize(f, np.ones(2), constraints=Linear())
