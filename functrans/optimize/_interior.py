@@ -35,7 +35,9 @@ Stopping paths (``status``):
   relative to ``max(1, |bound|)``, at most ``constr_tol``; never otherwise;
 * 1: ``maxiter`` iterations;
 * 2: the line search found no acceptable step (precision lost), at a point
-  that is neither optimal nor a stationary point of the infeasibility;
+  that is neither optimal nor a stationary point of the infeasibility, or
+  10 accepted steps in a row moved no variable by more than ``1e-12`` of
+  ``max|z|`` (no progress);
 * 3: NaN or inf in ``fun``, the constraints or their derivatives at an
   accepted point;
 * 4: local infeasibility: the violation is above ``constr_tol`` where the
@@ -181,6 +183,7 @@ class InteriorPoint:
         k, status, message = 0, None, None
         infeasible_run = 0
         h_history: list[float] = []
+        still = 0  # iterations in a row whose step did not move z
         f0, x0_size = abs(p0.f), float(np.max(np.abs(x0)))
         while True:
             x = it.z[:n]
@@ -272,7 +275,9 @@ class InteriorPoint:
                                               KAPPA_SIGMA * mu / dl_new), 0.0)
             vu = np.where(self.has_u, np.clip(vu, mu / (KAPPA_SIGMA * du_new),
                                               KAPPA_SIGMA * mu / du_new), 0.0)
-            step = float(np.linalg.norm(z_new[:n] - x)) * alpha / max(alpha, 1e-300)
+            step = float(np.linalg.norm(z_new[:n] - x))
+            moved = float(np.max(np.abs(z_new - it.z)))
+            still = still + 1 if moved <= 1e-12 * max(1.0, float(np.max(np.abs(it.z)))) else 0
             it = Iterate(z_new, it.y + alpha * dy, vl, vu)
             ev = ev_new
             k += 1
@@ -281,6 +286,12 @@ class InteriorPoint:
                 if self.monitor.disp else hn
             if self.monitor.iteration(k, p, err0, step):
                 status = CALLBACK_STOP
+                break
+            if still >= STALL:
+                status, message = LINE_SEARCH, (
+                    f"No progress: {STALL} steps in a row moved no variable by more than 1e-12 "
+                    f"of max|x| (constraint violation {self._violation(z_new[:n], ev['c']):.3g})"
+                    "; the problem may be infeasible or degenerate here.")
                 break
         return self._result(it, ev, k, status, message)
 
