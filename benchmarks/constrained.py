@@ -118,10 +118,10 @@ def hs_table(verbose: bool = True) -> dict:
 
     totals: dict = {}
     rows = []
-    for name, f, x0, constraints, bounds, f_star, kinds in PROBLEMS:
+    for name, f, x0, constraints, bounds, f_star, _ in PROBLEMS:
         x0 = np.array(x0)
-        solvers = {"functrans": lambda: minimize(f, x0, constraints=constraints, bounds=bounds,
-                                                 method="interior-point")}
+        solvers = {"functrans": lambda f=f, x0=x0, c=constraints, b=bounds: minimize(
+            f, x0, constraints=c, bounds=b, method="interior-point")}
         solvers.update(scipy_solvers(f, x0, constraints, bounds))
         row = [name]
         for solver, solve in solvers.items():

@@ -40,12 +40,14 @@ Stopping paths (``status``):
   ``max|z|`` (no progress);
 * 3: NaN or inf in ``fun``, the constraints or their derivatives at an
   accepted point;
-* 4: local infeasibility: the violation is above ``constr_tol`` where the
-  infeasibility ``|h|^2`` is stationary on the bounds, for 5 iterations in a
-  row (its projected gradient below ``1e-8`` of ``max(1, |h|)``, or below
-  ``1e-4`` of it while ``max|h|`` has not decreased over 10 iterations) or
-  when the line search fails (below ``1e-4``), as for ``x^2 = -1``;
-* 5: unbounded: at a point within ``constr_tol`` of feasible, ``fun`` below
+* 4: local infeasibility: the violation is above ``constr_tol`` (and above
+  rounding, ``1e3 eps max(1, max|x|)``), the infeasibility ``|h|^2`` is
+  stationary on the bounds (its projected gradient below ``1e-4`` of
+  ``max(1, |h|)``), and either the line search failed or ``max|h|`` has
+  stayed flat (within 1e-6 of itself) over the last 10 iterations; as for
+  ``x^2 = -1``;
+* 5: unbounded: at a point feasible to within ``constr_tol`` (or rounding,
+  as above), ``fun`` below
   ``-unbounded * max(1, |f(x0)|)`` or ``max|x|`` above ``unbounded *
   max(1, max|x0|)`` (option ``unbounded``, 1e12);
 * 99: the callback raised ``StopIteration``.
@@ -87,8 +89,8 @@ S_MAX = 100.0      # IPOPT's s_max, for the scaled KKT error
 KAPPA_EPS = 10.0   # the barrier problem is solved once its error is below this times mu
 KAPPA_SIGMA = 1e10  # bound multipliers stay within this factor of mu / slack
 ETA = 1e-4         # Armijo's constant on the merit function
+EPS = np.finfo(np.float64).eps
 DC = 1e-9          # the (2,2) block's regularisation (keeps K quasi-definite)
-INFEASIBLE_RUN = 5  # iterations in a row at a stationary point of the infeasibility
 STALL = 10         # iterations without a decrease of |h| that count as stalled
 
 
@@ -181,7 +183,6 @@ class InteriorPoint:
         nu = 1.0
         dw_last = 0.0
         k, status, message = 0, None, None
-        infeasible_run = 0
         h_history: list[float] = []
         still = 0  # iterations in a row whose step did not move z
         f0, x0_size = abs(p0.f), float(np.max(np.abs(x0)))
@@ -198,24 +199,20 @@ class InteriorPoint:
             if err0 <= opts["tol"] and viol <= opts["constr_tol"]:
                 status = SUCCESS
                 break
-            if viol <= opts["constr_tol"] and (
+            # Feasible up to rounding in c at x's magnitude (for the unbounded
+            # and infeasible verdicts; success needs constr_tol itself).
+            feasible = viol <= max(opts["constr_tol"],
+                                   1e3 * EPS * max(1.0, float(np.max(np.abs(x)))))
+            if feasible and (
                     p.f < -opts["unbounded"] * max(1.0, f0)
                     or np.max(np.abs(x)) > opts["unbounded"] * max(1.0, x0_size)):
                 status = UNBOUNDED
                 break
             hn = float(np.max(np.abs(ev["h"]), initial=0.0))
             h_history.append(hn)
-            if viol > opts["constr_tol"] and (
-                    self._infeasibility_stationary(it, ev, jac, 1e-8)
-                    or (self._infeasibility_stationary(it, ev, jac, 1e-4)
-                        and len(h_history) > STALL
-                        and min(h_history[-STALL:]) >= (1 - 1e-6) * h_history[-STALL - 1])):
-                infeasible_run += 1
-                if infeasible_run >= INFEASIBLE_RUN:
-                    status = INFEASIBLE
-                    break
-            else:
-                infeasible_run = 0
+            if not feasible and self._infeasible(it, ev, jac, h_history):
+                status = INFEASIBLE
+                break
             if k >= opts["maxiter"]:
                 status = MAXITER
                 break
@@ -256,8 +253,7 @@ class InteriorPoint:
             alpha_max = self._to_boundary(it.z, dz, tau)
             found = self._line_search(it, ev, dz, alpha_max, mu, nu, slope, kkt, tau)
             if found is None:
-                if viol > opts["constr_tol"] and self._infeasibility_stationary(it, ev, jac,
-                                                                                1e-4):
+                if not feasible and self._infeasibility_stationary(it, ev, jac, 1e-4):
                     status = INFEASIBLE
                 else:
                     status = LINE_SEARCH
@@ -361,6 +357,14 @@ class InteriorPoint:
                           0.0)
         return float(max(np.max(below, initial=0.0), np.max(above, initial=0.0),
                          np.max(xb, initial=0.0), np.max(xa, initial=0.0)))
+
+    def _infeasible(self, it: Iterate, ev: dict, jac: Any, h_history: list) -> bool:
+        """Local infeasibility: ``max|h|`` has stayed flat (within 1e-6 of
+        itself) over the last ``STALL`` iterations, at a stationary point of
+        the infeasibility (``_infeasibility_stationary`` within 1e-4)."""
+        window = h_history[-STALL - 1:]
+        return (len(window) > STALL and max(window) - min(window) <= 1e-6 * max(window)
+                and self._infeasibility_stationary(it, ev, jac, 1e-4))
 
     def _infeasibility_stationary(self, it: Iterate, ev: dict, jac: Any, rtol: float) -> bool:
         """Whether ``|h|^2 / 2`` is stationary on the bounds at ``z``: its
