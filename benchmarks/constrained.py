@@ -13,8 +13,8 @@ equality constraints), against ``trust-constr`` fed hand-written
 ``scipy.sparse`` derivatives.
 
 ``workloads()`` (for ``python -m benchmarks``) times hs071 and the swing-up
-at ``N = 2000``; the floor is SciPy's ``trust-constr`` with hand-written
-derivatives.
+at ``N = 200`` (short, for the default run; ``--control`` for the large
+sizes); the floor is SciPy's ``trust-constr``.
 """
 
 from __future__ import annotations
@@ -183,16 +183,16 @@ def workloads() -> list[Workload]:
     from benchmarks import _pendulum
     from functrans.optimize import minimize
 
-    name, f, x0, constraints, bounds, _, _ = next(p for p in PROBLEMS if p[0] == "hs071")
+    _, f, x0, constraints, bounds, _, _ = next(p for p in PROBLEMS if p[0] == "hs071")
     x0 = np.array(x0)
     hs = {"functrans": lambda: minimize(f, x0, constraints=constraints, bounds=bounds)}
     hs.update(scipy_solvers(f, x0, constraints, bounds))
     return [
         Workload(name="constrained.hs071", description="Hock-Schittkowski 71, n=4, eq+ineq+bounds",
                  variants=hs, floor="trust-constr"),
-        Workload(name="constrained.swingup.N2000",
-                 description="pendulum swing-up, N=2000 intervals (n=6002, m=4004), sparse",
-                 variants=_pendulum.solvers(2000), floor="trust-constr+scipy.sparse"),
+        Workload(name="constrained.swingup.N200",
+                 description="pendulum swing-up, N=200 intervals (n=602, m=404), sparse",
+                 variants=_pendulum.solvers(200), floor="trust-constr+scipy.sparse"),
     ]
 
 

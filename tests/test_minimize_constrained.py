@@ -290,3 +290,21 @@ def test_linear_constraint_with_the_wrong_width_is_an_error():
     with pytest.raises(ValueError, match=r"minimize\(f\): constraints is a linear constraint "
                                          r"whose matrix A has shape \(1, 3\); it needs 2"):
         minimize(f, np.ones(2), constraints=Linear())
+
+
+def test_optimal_control_on_the_sparse_path_matches_trust_constr():
+    """The pendulum swing-up of benchmarks/_pendulum.py at N=100 (n=302,
+    204 equality constraints, bounds on the torques): the sparse path
+    (chosen by the rule) converges, feasible, to trust-constr's optimum on
+    hand-written scipy.sparse derivatives."""
+    pytest.importorskip("scipy.sparse")
+    from benchmarks import _pendulum
+
+    solvers = _pendulum.solvers(100)
+    ours = solvers["functrans"]()
+    theirs = solvers["trust-constr+scipy.sparse"]()
+    assert ours.success and theirs.success
+    assert _pendulum.violation(np.asarray(ours.x), 100) <= 1e-8
+    assert abs(ours.fun - theirs.fun) <= 1e-5 * abs(theirs.fun)
+    u = _pendulum.split(np.asarray(ours.x), 100)[2]
+    assert np.max(np.abs(u)) <= _pendulum.U_MAX and np.max(np.abs(u)) > 0.99 * _pendulum.U_MAX
