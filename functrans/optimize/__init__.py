@@ -1,4 +1,5 @@
-"""Unconstrained minimisation on top of functrans' derivatives.
+"""Minimisation on top of functrans' derivatives: ``minimize`` (with or
+without constraints) and ``least_squares`` (``_least_squares``).
 
 ``minimize(fun, x0, method=...)`` differentiates ``fun`` with functrans
 (``value_and_grad``; ``hessian`` for the Newton methods, ``hvp`` for
@@ -50,6 +51,7 @@ from functrans.optimize import (
     _trust,
 )
 from functrans.optimize._constraints import Constraints
+from functrans.optimize._least_squares import least_squares
 from functrans.optimize._problem import Monitor, Problem
 from functrans.optimize._result import (
     CALLBACK_STOP,
@@ -59,7 +61,7 @@ from functrans.optimize._result import (
 )
 from functrans.tree_util import tree_leaves
 
-__all__ = ["LbfgsInvHessProduct", "OptimizeResult", "minimize"]
+__all__ = ["LbfgsInvHessProduct", "OptimizeResult", "least_squares", "minimize"]
 
 #: method name -> (module with DEFAULTS / TOL_OPTIONS / GNORM_LABEL, solver, derivatives);
 #: interior-point's solver takes the constraints too (``_minimize_constrained``).
