@@ -7,7 +7,8 @@ Hessians, per-example gradients, chunked-Hessian memory), ``control_flow``
 (reverse mode through ``lax.scan``), ``compile`` (first-call and import
 time, in fresh processes), ``optimize`` (``functrans.optimize.minimize``),
 ``constrained`` (``minimize`` with constraints: Hock-Schittkowski 71 and a
-pendulum swing-up against SciPy's trust-constr) and
+pendulum swing-up against SciPy's trust-constr), ``least_squares``
+(against SciPy's ``least_squares``) and
 ``distributed`` (``psum`` against raw mpi4py ``Allreduce`` and data-parallel
 gradients, over ``mpiexec -n 2``); ``optimizers``: an Adam step of
 ``functrans.optimizers`` against NumPy and ``torch.optim``.
@@ -25,5 +26,5 @@ here requires them.
 #: The topic modules, in the order their workloads run.
 TOPICS = (
     "eager", "tracing", "autodiff", "jacobians", "control_flow", "compile", "optimize",
-    "constrained", "scaling", "native", "distributed", "sparse", "optimizers",
+    "constrained", "least_squares", "scaling", "native", "distributed", "sparse", "optimizers",
 )
