@@ -308,3 +308,24 @@ def test_optimal_control_on_the_sparse_path_matches_trust_constr():
     assert abs(ours.fun - theirs.fun) <= 1e-5 * abs(theirs.fun)
     u = _pendulum.split(np.asarray(ours.x), 100)[2]
     assert np.max(np.abs(u)) <= _pendulum.U_MAX and np.max(np.abs(u)) > 0.99 * _pendulum.U_MAX
+
+
+def test_nonfinite_hessian_is_status_3():
+    """|x0|^1.5 has a finite value and gradient at x0 = 0 but an infinite
+    second derivative: a NaN stop at the last point, never a success."""
+    res = minimize(lambda x: np.sum((x - 1.0) ** 2) + np.abs(x[0]) ** 1.5, np.zeros(2),
+                   constraints={"type": "eq", "fun": lambda x: x[1] - 1.0})
+    assert not res.success and res.status == 3
+    assert res.message == ("NaN result encountered: the Hessian of the Lagrangian of <lambda> "
+                           "is not finite")
+    np.testing.assert_array_equal(res.x, [0.0, 0.0])
+
+
+def test_constraint_not_finite_at_x0_is_an_error():
+    def f(x):
+        return np.sum(x ** 2)
+
+    with pytest.raises(ValueError, match=r"minimize\(f\): f or the constraints are not finite "
+                                         r"at x0 moved inside its bounds"):
+        minimize(f, np.array([-1.0, 1.0]),
+                 constraints={"type": "ineq", "fun": lambda x: np.log(x[0])})

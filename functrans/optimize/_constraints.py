@@ -68,7 +68,8 @@ class Constraints:
                 linear_pieces.append((kind, m))
                 continue
             try:
-                out = np.asarray(fun(x0, *args), dtype=np.float64)
+                with np.errstate(all="ignore"):  # a NaN at x0 is reported once, by the solve
+                    out = np.asarray(fun(x0, *args), dtype=np.float64)
             except Exception as e:  # name the constraint that failed at x0
                 raise type(e)(f"{e}\n{self.label}: while evaluating {where} "
                               f"({core.fun_name(fun)}) at x0") from None
