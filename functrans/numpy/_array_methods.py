@@ -32,6 +32,7 @@ from functrans.core import Tracer, user_frame_summary
 from functrans.numpy import _inplace, _shape
 from functrans.numpy._array_api_info import TRACE_DEVICE, normalize_device
 from functrans.numpy._indexing import IndexUpdateHelper, getitem
+from functrans.numpy._ufunc_routes import foreign_target, label, missing_message
 from functrans.primitives.elementwise import convert_element_type
 
 #: ``__op__``/``__rop__`` pairs and the ``functrans.numpy`` function behind each.
@@ -279,7 +280,7 @@ def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
     if method == "__call__" and not kwargs:  # the common call: no checks to make
         fn = _UFUNC_TARGETS.get(ufunc)
         if fn is None:
-            fn = _lookup(fnp, ufunc.__name__)
+            fn = _ufunc_target(ufunc)
             if fn is not None:
                 _remember(_UFUNC_TARGETS, ufunc, fn)
         if fn is not None:
@@ -292,7 +293,7 @@ def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
         fix = (f"use functrans.numpy.{instead}" if instead else
                f"write it with functrans.numpy.{name} and explicit axes or broadcasting")
         raise TypeError(
-            f"numpy.{name}.{method} is not supported on traced arrays: only calls of "
+            f"{label(ufunc)}.{method} is not supported on traced arrays: only calls of "
             f"the ufunc itself are; {fix}"
         )
     out = kwargs.pop("out", None)
@@ -300,17 +301,18 @@ def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
     refused = sorted(k for k, v in kwargs.items() if not _is_default(k, v))
     if refused:
         raise TypeError(
-            f"numpy.{name}: keyword arguments {', '.join(refused)} are not "
+            f"{label(ufunc)}: keyword arguments {', '.join(refused)} are not "
             f"supported on traced arrays; call functrans.numpy.{name} and use its result, "
             "converted with .astype() if needed"
         )
     if out is not None or where is not True:
         return _ufunc_into(self, ufunc, inputs, out, where)
-    fn = _lookup(fnp, name)
+    fn = _ufunc_target(ufunc)
     if fn is None:
         raise TypeError(
             f"numpy.{name} was applied to a traced array, but functrans.numpy has no "
             f"{name}; write it with the functrans.numpy functions that exist"
+            if getattr(ufunc, "__module__", None) == "numpy" else missing_message(ufunc)
         )
     return fn(*inputs)
 
@@ -326,6 +328,14 @@ def _ufunc_into(self, ufunc, inputs: tuple, out: tuple | None, where: Any):
             "array, or use functrans.numpy.where")
     result = _array_ufunc(self, ufunc, "__call__", *inputs)
     return _inplace.update(out[0], result, ufunc, f"numpy.{name}(..., out=)", where)
+
+
+def _ufunc_target(ufunc) -> Callable | None:
+    """NumPy's ufuncs go to the ``functrans.numpy`` function of their name; other
+    libraries' (SciPy's special functions) by ``_ufunc_routes``' table."""
+    if getattr(ufunc, "__module__", None) == "numpy":
+        return _lookup(fnp, ufunc.__name__)
+    return foreign_target(ufunc)
 
 
 def _is_default(keyword: str, value: Any) -> bool:
