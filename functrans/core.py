@@ -972,7 +972,18 @@ class Tracer:
         return bool(self._concrete("bool()"))
 
     def __int__(self):
+        # An integer of the value has zero derivative almost everywhere (it
+        # jumps between constants), so it is allowed wherever the value is known.
         return int(self._concrete("int()"))
+
+    def __floor__(self):
+        return int(np.floor(self._concrete("math.floor()")))
+
+    def __ceil__(self):
+        return int(np.ceil(self._concrete("math.ceil()")))
+
+    def __trunc__(self):
+        return int(self._concrete("math.trunc()"))  # int() rounds towards zero
 
     def __float__(self):
         return float(self._constant("float()"))
@@ -990,6 +1001,10 @@ class Tracer:
         return int(self._concrete("use as an index (__index__)"))
 
     def __array__(self, dtype=None, copy=None):
+        # Converted to integers or bools (np.int64(x), np.asarray(x, int)), the
+        # value carries no derivative to lose, as with int().
+        if dtype is not None and np.dtype(dtype).kind in "biu":
+            return np.asarray(self._concrete("np.asarray()"), dtype=dtype)
         val = self._constant("np.asarray()")
         return np.asarray(val, dtype=dtype)
 
@@ -1422,6 +1437,12 @@ _CONVERSION_ADVICE = {
         "Keep it an array: iterate over it or index it instead of .tolist(); to use the "
         "values without their derivative, call functrans.lax.stop_gradient(x).tolist()."
     ),
+    **dict.fromkeys(("int()", "math.floor()", "math.ceil()", "math.trunc()"), (
+        "Keep an integer computed from traced data traced: x[functrans.numpy.floor(v)"
+        ".astype(int)] and functrans.numpy.take(x, i) index with a traced integer; for a "
+        "trip count use functrans.lax.fori_loop / while_loop, for a branch "
+        "functrans.lax.cond / functrans.numpy.where."
+    )),
     "complex()": (
         "Keep it an array: drop the complex() (0-d arrays work in arithmetic), and use "
         "functrans.numpy functions instead of cmath.*; to use the value without its "

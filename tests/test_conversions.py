@@ -5,7 +5,7 @@ Outside ``jit`` a transform may retrace with value-carrying tracers so that
 Python control flow works.  Conversions whose result has no derivative may
 use the value (``bool()``, ``int()``, integer indices, comparisons); the ones
 that would turn a differentiated value into a constant (``np.asarray``,
-``float()``, ``complex()``, ``math.*``, writes into NumPy buffers) raise a
+``float()``, ``complex()``, ``math.exp`` and the like, writes into NumPy buffers) raise a
 ``TracerConversionError`` that names the user's line and the fix.  Under
 ``jit`` and ``vmap``, where the value is not known, the same calls raise a
 ``ConcretizationError`` with the same advice.
@@ -180,3 +180,54 @@ def test_values_of_zero_derivative_primitives_convert():
     for f in (fnp.floor, fnp.sign, fnp.round, lax.stop_gradient):
         np.testing.assert_allclose(ft.grad(lambda x, f=f: np.sum(x) * float(f(x[0])))(X),
                                    np.full(3, float(f(X[0]))))
+
+
+#: Integer conversions of a traced float: the result jumps between constants,
+#: so its derivative is zero almost everywhere and nothing is lost.
+TABLE = np.arange(5.0) * 10
+INTEGER_CONVERSIONS = {
+    "int": lambda v: int(v),
+    "math.floor": math.floor,
+    "math.ceil": lambda v: math.ceil(v) - 1,
+    "math.trunc": math.trunc,
+    "np.int64": np.int64,
+    "np.asarray(int)": lambda v: np.asarray(v, dtype=np.intp),
+}
+
+
+def _lookup_loss(convert):
+    def loss(x):
+        i = convert(x[0] * 2.0)  # an index computed from the data
+        return np.sum(x**2) * TABLE[i]
+
+    return loss
+
+
+@pytest.mark.parametrize("name", list(INTEGER_CONVERSIONS))
+def test_an_integer_computed_from_data_indexes_under_every_value_carrying_transform(name):
+    loss = _lookup_loss(INTEGER_CONVERSIONS[name])
+    x = np.array([1.2, 0.5, -1.0])  # x[0] * 2 = 2.4: floor 2, ceil - 1 = 2, trunc 2
+    np.testing.assert_allclose(loss(x), np.sum(x**2) * 20.0)
+    np.testing.assert_allclose(ft.grad(loss)(x), 40.0 * x)
+    np.testing.assert_allclose(ft.hessian(loss)(x), 40.0 * np.eye(3))
+    np.testing.assert_allclose(ft.jacrev(loss)(x), ft.jacfwd(loss)(x))
+    # The value-carrying trace is not cached: other data, another index.
+    np.testing.assert_allclose(ft.grad(loss)(x * 0.5), 20.0 * x * 0.5)
+
+
+@pytest.mark.parametrize("name", list(INTEGER_CONVERSIONS))
+def test_integer_conversions_under_jit_and_of_mapped_values_are_errors(name):
+    loss = _lookup_loss(INTEGER_CONVERSIONS[name])
+    x = np.array([1.2, 0.5, -1.0])
+    for call in (lambda: ft.jit(loss)(x), lambda: ft.jit(ft.grad(loss))(x),
+                 lambda: ft.vmap(loss)(np.stack([x, x]))):
+        with pytest.raises(ConcretizationError) as info:
+            call()
+        assert "functrans.numpy.take" in str(info.value)
+
+
+def test_float_of_a_differentiated_value_stays_refused_beside_int():
+    with pytest.raises(TracerConversionError, match=r"float\(\) would turn"):
+        ft.grad(lambda x: x * TABLE[int(x)] * float(x))(1.5)
+    with pytest.raises(TracerConversionError, match=r"np.asarray\(\) would turn"):
+        ft.grad(lambda x: x * np.asarray(x, dtype=np.float32))(1.5)
