@@ -73,6 +73,7 @@ from functrans.numpy import (
     _indexing,
     _inplace,
     _matrices,
+    _nan_reductions,
     _padding,
     _quantiles,
     _rearranging,
@@ -98,6 +99,7 @@ from functrans.numpy._elementwise_compositions import *  # noqa: F403
 from functrans.numpy._indexing import *  # noqa: F403
 from functrans.numpy._inplace import *  # noqa: F403
 from functrans.numpy._matrices import *  # noqa: F403
+from functrans.numpy._nan_reductions import *  # noqa: F403
 from functrans.numpy._padding import *  # noqa: F403
 from functrans.numpy._quantiles import *  # noqa: F403
 from functrans.numpy._rearranging import *  # noqa: F403
@@ -120,7 +122,8 @@ __all__ = [
     *_static_properties.__all__, *_complex_numbers.__all__, *_elementwise_compositions.__all__,
     *_rearranging.__all__, *_padding.__all__, *_concatenators.__all__, *_matrices.__all__,
     *_differences.__all__, *_sorting.__all__, *_array_api_info.__all__, *_searching.__all__,
-    *_sets.__all__, *_quantiles.__all__, "fft", "linalg",
+    *_sets.__all__, *_quantiles.__all__, *_nan_reductions.__all__,
+    "fft", "linalg",
 ]  # fmt: skip
 
 # Last: the tracer behaviour forwards to the functions above.
