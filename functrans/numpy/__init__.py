@@ -83,6 +83,7 @@ from functrans.numpy import (
     _shape,
     _sorting,
     _static_properties,
+    _statistics,
     fft,
     linalg,
 )
@@ -109,6 +110,7 @@ from functrans.numpy._sets import *  # noqa: F403
 from functrans.numpy._shape import *  # noqa: F403
 from functrans.numpy._sorting import *  # noqa: F403
 from functrans.numpy._static_properties import *  # noqa: F403
+from functrans.numpy._statistics import *  # noqa: F403
 
 __all__ = [
     "e", "inf", "nan", "ndarray", "newaxis", "pi",
@@ -123,7 +125,7 @@ __all__ = [
     *_rearranging.__all__, *_padding.__all__, *_concatenators.__all__, *_matrices.__all__,
     *_differences.__all__, *_sorting.__all__, *_array_api_info.__all__, *_searching.__all__,
     *_sets.__all__, *_quantiles.__all__, *_nan_reductions.__all__,
-    "fft", "linalg",
+    *_statistics.__all__, "fft", "linalg",
 ]  # fmt: skip
 
 # Last: the tracer behaviour forwards to the functions above.
