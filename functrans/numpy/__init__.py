@@ -65,6 +65,7 @@ from functrans.numpy import (
     _complex_numbers,
     _concatenators,
     _contract,
+    _convolution,
     _creation,
     _differences,
     _dtype_functions,
@@ -75,9 +76,11 @@ from functrans.numpy import (
     _matrices,
     _nan_reductions,
     _padding,
+    _polynomials,
     _quantiles,
     _rearranging,
     _reductions,
+    _samples,
     _searching,
     _sets,
     _shape,
@@ -92,6 +95,7 @@ from functrans.numpy._array_api_info import TRACE_DEVICE
 from functrans.numpy._complex_numbers import *  # noqa: F403
 from functrans.numpy._concatenators import *  # noqa: F403
 from functrans.numpy._contract import *  # noqa: F403
+from functrans.numpy._convolution import *  # noqa: F403
 from functrans.numpy._creation import *  # noqa: F403
 from functrans.numpy._differences import *  # noqa: F403
 from functrans.numpy._dtype_functions import *  # noqa: F403
@@ -102,9 +106,11 @@ from functrans.numpy._inplace import *  # noqa: F403
 from functrans.numpy._matrices import *  # noqa: F403
 from functrans.numpy._nan_reductions import *  # noqa: F403
 from functrans.numpy._padding import *  # noqa: F403
+from functrans.numpy._polynomials import *  # noqa: F403
 from functrans.numpy._quantiles import *  # noqa: F403
 from functrans.numpy._rearranging import *  # noqa: F403
 from functrans.numpy._reductions import *  # noqa: F403
+from functrans.numpy._samples import *  # noqa: F403
 from functrans.numpy._searching import *  # noqa: F403
 from functrans.numpy._sets import *  # noqa: F403
 from functrans.numpy._shape import *  # noqa: F403
@@ -125,7 +131,8 @@ __all__ = [
     *_rearranging.__all__, *_padding.__all__, *_concatenators.__all__, *_matrices.__all__,
     *_differences.__all__, *_sorting.__all__, *_array_api_info.__all__, *_searching.__all__,
     *_sets.__all__, *_quantiles.__all__, *_nan_reductions.__all__,
-    *_statistics.__all__, "fft", "linalg",
+    *_statistics.__all__, *_convolution.__all__, *_samples.__all__,
+    *_polynomials.__all__, "fft", "linalg",
 ]  # fmt: skip
 
 # Last: the tracer behaviour forwards to the functions above.

@@ -56,7 +56,7 @@ from functrans.primitives import elementwise as ew
 __all__ = [
     "fabs", "sinc", "logaddexp", "logaddexp2", "fmax", "fmin", "hypot", "fmod",
     "deg2rad", "rad2deg", "degrees", "radians", "heaviside", "nan_to_num", "isclose",
-    "allclose",
+    "allclose", "float_power",
 ]  # fmt: skip
 
 
@@ -332,3 +332,15 @@ def allclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = F
     for concrete arrays, a traced bool array otherwise)."""
     out = _reductions.all(isclose(a, b, rtol, atol, equal_nan))
     return out if is_traced(out) else builtins.bool(out)
+
+
+def float_power(x1, x2, /):
+    """``numpy.float_power``: ``x1 ** x2`` computed in float64 (complex128 for
+    complex operands), whatever the operands' dtypes.
+
+    >>> float_power(np.array([2, 3]), -1)
+    array([0.5       , 0.33333333])
+    """
+    x1, x2 = _arg(x1), _arg(x2)
+    dtype = _ufunc_dtype(np.float_power, x1, x2)
+    return _elementwise.power(_cast(x1, dtype), _cast(x2, dtype))

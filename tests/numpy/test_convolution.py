@@ -1,0 +1,55 @@
+"""Tests of functrans/numpy/_convolution.py: convolve and correlate in each
+mode, for every pair of lengths (either operand longer), real and complex,
+against NumPy (to rounding: the sums run in BLAS order), under ``jit`` and
+``vmap``, with derivatives against finite differences; the errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import functrans as ft
+import functrans.numpy as fnp
+from functrans.testing import check_grads
+
+RNG = np.random.default_rng(2)
+MODES = ["full", "same", "valid"]
+
+
+@pytest.mark.parametrize("name", ["convolve", "correlate"])
+@pytest.mark.parametrize("mode", MODES)
+def test_values_against_numpy(name, mode):
+    for n in (1, 2, 5, 7):
+        for m in (1, 3, 4, 9):
+            for cplx in (False, True):
+                a, v = RNG.standard_normal(n), RNG.standard_normal(m)
+                if cplx:
+                    a, v = a + 1j * RNG.standard_normal(n), v - 2j * RNG.standard_normal(m)
+                want = getattr(np, name)(a, v, mode)
+                for got in (getattr(fnp, name)(a, v, mode),
+                            ft.jit(lambda a, v: getattr(fnp, name)(a, v, mode))(a, v)):
+                    assert got.shape == want.shape and got.dtype == want.dtype
+                    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-14)
+    ints = getattr(fnp, name)(np.arange(4), np.arange(1, 3), mode)
+    np.testing.assert_array_equal(ints, getattr(np, name)(np.arange(4), np.arange(1, 3), mode))
+
+
+@pytest.mark.parametrize("name", ["convolve", "correlate"])
+def test_derivatives_and_vmap(name):
+    a, v = RNG.standard_normal(6), RNG.standard_normal(3)
+    for mode in MODES:
+        check_grads(lambda a, v, mode=mode: getattr(fnp, name)(a, v, mode), (a, v), order=2)
+        check_grads(lambda a, v, mode=mode: getattr(fnp, name)(a, v, mode), (v, a), order=1)
+    rows = RNG.standard_normal((4, 6))
+    got = ft.vmap(lambda r: getattr(fnp, name)(r, v, "same"))(rows)
+    np.testing.assert_allclose(got, np.stack([getattr(np, name)(r, v, "same") for r in rows]),
+                               rtol=1e-13)
+
+
+def test_errors():
+    with pytest.raises(ValueError, match=r"fnp.convolve: mode='circular'; use 'full'"):
+        fnp.convolve(np.ones(3), np.ones(2), "circular")
+    with pytest.raises(ValueError, match=r"fnp.correlate: v is empty"):
+        fnp.correlate(np.ones(3), np.ones(0))
+    with pytest.raises(ValueError, match=r"a has shape \(2, 2\); convolve takes 1-d"):
+        fnp.convolve(np.ones((2, 2)), np.ones(2))

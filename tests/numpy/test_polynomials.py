@@ -1,0 +1,67 @@
+"""Tests of functrans/numpy/_polynomials.py and float_power: polyval and
+vander bit for bit against NumPy (dtypes included), polyfit against NumPy to
+rounding (LAPACK), each under ``jit`` and ``vmap`` and against finite
+differences; the errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import functrans as ft
+import functrans.numpy as fnp
+from functrans.testing import check_grads
+
+RNG = np.random.default_rng(6)
+
+
+def _exact(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got, want)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_polyval_and_vander_bit_for_bit():
+    for p, x in [([3, 0, 1], 5), (RNG.standard_normal(4), RNG.standard_normal(5)),
+                 (np.array([1, 2]), np.arange(3)), ([], np.arange(2.0)),
+                 (RNG.standard_normal(3).astype(np.float32), np.float32(2.0))]:
+        _exact(fnp.polyval(p, x), np.polyval(p, x))
+    for x in (np.arange(4), RNG.standard_normal(5), np.arange(3.0, dtype=np.float32)):
+        for n in (None, 0, 1, 3):
+            for increasing in (False, True):
+                _exact(fnp.vander(x, n, increasing), np.vander(x, n, increasing))
+    p, x = RNG.standard_normal(4), RNG.standard_normal(3)
+    _exact(ft.jit(fnp.polyval)(p, x), np.polyval(p, x))
+    check_grads(fnp.polyval, (p, x), order=2)
+    # NumPy's own polyval on a traced value reaches fnp.polyval.
+    assert ft.grad(lambda x: np.polyval(np.array([1.0, 2.0, 3.0]), x))(2.0) == 6.0
+
+
+def test_polyfit_against_numpy():
+    x = np.linspace(0, 1, 8)
+    y = np.cos(3 * x)
+    ys = np.stack([y, y**2], 1)
+    w = RNG.random(8) + 0.5
+    for args in [(x, y, 2), (x, ys, 3), (x, y, 0)]:
+        np.testing.assert_allclose(fnp.polyfit(*args), np.polyfit(*args), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(fnp.polyfit(*args, w=w), np.polyfit(*args, w=w), rtol=1e-10,
+                                   atol=1e-12)
+    np.testing.assert_allclose(ft.jit(lambda y: fnp.polyfit(x, y, 2))(y), np.polyfit(x, y, 2),
+                               rtol=1e-10)
+    np.testing.assert_allclose(ft.vmap(lambda y: fnp.polyfit(x, y, 2))(ys.T),
+                               np.polyfit(x, ys, 2).T, rtol=1e-10)
+    check_grads(lambda y: fnp.polyfit(x, y, 2), (y,), order=2)
+    check_grads(lambda x: fnp.polyfit(x, y, 2), (x,), order=1)
+    with pytest.raises(NotImplementedError, match=r"full= and cov= are not implemented"):
+        fnp.polyfit(x, y, 2, full=True)
+    with pytest.raises(TypeError, match=r"y must be 1-d or 2-d with one row per x"):
+        fnp.polyfit(x, y[:3], 2)
+
+
+def test_float_power_bit_for_bit():
+    for a, b in [(np.array([2, 3]), -1), (np.array([2.0, 3.0], np.float32), np.float32(0.5)),
+                 (np.array([1 + 1j]), 2), (2, np.array([0.5, 3.0]))]:
+        _exact(fnp.float_power(a, b), np.float_power(a, b))
+    x = np.array([1.5, 2.0], np.float32)
+    _exact(ft.jit(fnp.float_power)(x, 3), np.float_power(x, 3))
+    check_grads(fnp.float_power, (np.array([1.5, 2.0]), np.array([0.5, 3.0])), order=2)
