@@ -71,6 +71,7 @@ from functrans.numpy import (
     _dtype_functions,
     _elementwise,
     _elementwise_compositions,
+    _functional,
     _histograms,
     _indexing,
     _inplace,
@@ -102,6 +103,7 @@ from functrans.numpy._differences import *  # noqa: F403
 from functrans.numpy._dtype_functions import *  # noqa: F403
 from functrans.numpy._elementwise import *  # noqa: F403
 from functrans.numpy._elementwise_compositions import *  # noqa: F403
+from functrans.numpy._functional import *  # noqa: F403
 from functrans.numpy._histograms import *  # noqa: F403
 from functrans.numpy._indexing import *  # noqa: F403
 from functrans.numpy._inplace import *  # noqa: F403
@@ -134,7 +136,8 @@ __all__ = [
     *_differences.__all__, *_sorting.__all__, *_array_api_info.__all__, *_searching.__all__,
     *_sets.__all__, *_quantiles.__all__, *_nan_reductions.__all__,
     *_statistics.__all__, *_convolution.__all__, *_samples.__all__,
-    *_polynomials.__all__, *_histograms.__all__, "fft", "linalg",
+    *_polynomials.__all__, *_histograms.__all__,
+    *_functional.__all__, "fft", "linalg",
 ]  # fmt: skip
 
 # Last: the tracer behaviour forwards to the functions above.
