@@ -19,13 +19,18 @@ array([0., 0.])
 # it does in NumPy: ``x.astype(fnp.float32)`` and ``fnp.asarray(x,
 # dtype=fnp.float32)`` cast traced values.  ``result_type``, ``can_cast`` and
 # ``astype``, which take traced arrays, come from ``_dtype_functions``; the array
-# API's inspection names from ``_array_api_info``.
+# API's inspection names from ``_array_api_info``.  NumPy's C type names
+# (``intc``, ``double``, ...) are its own objects too.
 from numpy import (
     bool,
     bool_,
+    byte,
+    cdouble,
     complex64,
     complex128,
     complexfloating,
+    csingle,
+    double,
     dtype,
     e,
     finfo,
@@ -34,6 +39,7 @@ from numpy import (
     float64,
     floating,
     generic,
+    half,
     iinfo,
     inexact,
     inf,
@@ -41,23 +47,35 @@ from numpy import (
     int16,
     int32,
     int64,
+    int_,
+    intc,
     integer,
     intp,
     isdtype,
     issubdtype,
+    long,
+    longlong,
     nan,
     ndarray,
     newaxis,
     number,
     pi,
     promote_types,
+    short,
     signedinteger,
+    single,
+    ubyte,
+    uint,
     uint8,
     uint16,
     uint32,
     uint64,
+    uintc,
     uintp,
+    ulong,
+    ulonglong,
     unsignedinteger,
+    ushort,
 )
 
 from functrans.numpy import (
@@ -122,12 +140,22 @@ from functrans.numpy._sorting import *  # noqa: F403
 from functrans.numpy._static_properties import *  # noqa: F403
 from functrans.numpy._statistics import *  # noqa: F403
 
+#: NOTE: aliases, not NumPy's extended precision: functrans computes in the
+#: IEEE formats its backends share (NumPy, Numba, CUDA), so ``longdouble`` is
+#: float64 and ``clongdouble`` complex128 here; code that asks for them gets
+#: double precision.
+longdouble = float64
+clongdouble = complex128
+
 __all__ = [
     "e", "inf", "nan", "ndarray", "newaxis", "pi",
     "bool", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "intp", "uintp", "float16", "float32", "float64", "complex64", "complex128",
     "generic", "number", "integer", "signedinteger", "unsignedinteger", "inexact", "floating",
     "complexfloating",
+    "byte", "ubyte", "short", "ushort", "intc", "uintc", "int_", "uint", "long", "ulong",
+    "longlong", "ulonglong", "half", "single", "double", "csingle", "cdouble",
+    "longdouble", "clongdouble",
     "dtype", "finfo", "iinfo", "isdtype", "issubdtype", "promote_types", "TRACE_DEVICE",
     *_contract.__all__, *_creation.__all__, *_elementwise.__all__, *_indexing.__all__,
     *_inplace.__all__, *_reductions.__all__, *_shape.__all__, *_dtype_functions.__all__,

@@ -217,7 +217,8 @@ def test_result_type_and_can_cast_eagerly_are_numpys():
 def test_a_scalar_type_called_on_a_traced_value_says_what_to_write(name):
     """``np.float32(x)`` turns ``x`` into a NumPy constant: under grad that
     would drop the derivative, under jit and vmap the value is unknown.  Each
-    raises, naming the cast that keeps ``x`` traced."""
+    raises, naming the cast that keeps ``x`` traced (under grad, integer and
+    bool types are allowed: their value has no derivative to drop)."""
     t = getattr(fnp, name)
     advice = r"x\.astype\(functrans\.numpy\.float32\) or functrans\.numpy\.asarray\(x, dtype="
     with pytest.raises(ConcretizationError, match=advice):
@@ -226,6 +227,12 @@ def test_a_scalar_type_called_on_a_traced_value_says_what_to_write(name):
         ft.vmap(lambda v: t(v))(X)
     with pytest.raises(ConcretizationError, match=advice):
         ft.jit(lambda v: t([v[0], v[1]]))(X)
+    if name in ("int32", "bool_"):
+        # An integer or a truth value of the value has zero derivative almost
+        # everywhere, as int() and bool() do: allowed where the value is known.
+        g = ft.grad(lambda v: t(v[0]) * v[1])(X)
+        np.testing.assert_array_equal(g, [0.0, t(X[0]), 0.0, 0.0, 0.0])
+        return
     with pytest.raises(TracerConversionError, match="derivative would be silently lost"):
         ft.grad(lambda v: fnp.sum(t(v)).real)(X)
     with pytest.raises(TracerConversionError, match=advice):
@@ -247,3 +254,21 @@ def test_float0_is_not_a_numpy_scalar_type():
     assert all(float0 != getattr(fnp, name) for name in SCALAR_TYPES)
     _, g = ft.grad(lambda v, n: v * n, argnums=(0, 1), allow_int=True)(2.0, 3)
     assert g.dtype == float0 and g.shape == ()
+
+
+def test_numpys_other_dtype_names_are_its_own_objects():
+    for name in ("byte", "ubyte", "short", "ushort", "intc", "uintc", "int_", "uint", "long",
+                 "ulong", "longlong", "ulonglong", "half", "single", "double", "csingle",
+                 "cdouble"):
+        assert getattr(fnp, name) is getattr(np, name), name
+        assert name in fnp.__all__
+    x = np.arange(3)
+    assert ft.jit(lambda x: x.astype(fnp.intc))(x).dtype == np.intc
+    assert fnp.zeros(2, fnp.single).dtype == np.float32
+
+
+def test_longdouble_is_an_alias_of_double_precision():
+    assert fnp.longdouble is np.float64 and fnp.clongdouble is np.complex128
+    x = np.arange(3)
+    assert ft.jit(lambda x: x.astype(fnp.longdouble))(x).dtype == np.float64
+    assert fnp.asarray([1, 2], dtype=fnp.clongdouble).dtype == np.complex128
