@@ -6,6 +6,7 @@ import pytest
 import scipy.optimize
 
 import functrans.numpy as fnp
+from functrans.errors import ConcretizationError
 from functrans.optimize import minimize
 
 
@@ -39,3 +40,19 @@ def test_fun_called_as_it_is_must_return_a_real_scalar(value, found):
     with pytest.raises(TypeError, match=r"^minimize\(vector_loss\): vector_loss must return a "
                                         r"real scalar, got " + found + r"; return one number"):
         minimize(vector_loss, np.ones(2), jac=lambda x: 2 * x)
+
+
+def test_a_scipy_objective_that_converts_its_argument_names_scipy_array_api(monkeypatch):
+    """SciPy's rosen converts x with np.asarray unless SciPy runs in array-API
+    mode; the error says how to turn that mode on (and not when it is on)."""
+    monkeypatch.delenv("SCIPY_ARRAY_API", raising=False)
+    with pytest.raises(ConcretizationError, match=r"minimize\(rosen\): rosen is SciPy's .*"
+                                                  r"SCIPY_ARRAY_API=1 before SciPy is imported"):
+        minimize(scipy.optimize.rosen, np.zeros(3))
+
+    def mine(x):
+        return np.sum(np.asarray(x) ** 2)
+
+    with pytest.raises(ConcretizationError) as info:
+        minimize(mine, np.zeros(3))
+    assert "SCIPY_ARRAY_API" not in str(info.value)

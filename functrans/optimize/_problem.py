@@ -11,6 +11,7 @@ It also counts evaluations.  ``Monitor`` runs the user's callback and the
 from __future__ import annotations
 
 import inspect
+import os
 import time
 import weakref
 from typing import Any, Callable, NamedTuple
@@ -243,7 +244,18 @@ class Problem:
 
     def start(self) -> Point:
         """Evaluate at ``x0``; refuse to start where fun or its gradient is not finite."""
-        p = self.point(self.x0)
+        try:
+            p = self.point(self.x0)
+        except ConcretizationError as e:
+            module = getattr(self.fun, "__module__", None) or ""
+            if not module.startswith("scipy.") or os.environ.get("SCIPY_ARRAY_API") == "1":
+                raise
+            raise type(e)(
+                f"{e}\n{self.label}: {self.name} is SciPy's ({module}), which converts its "
+                "argument with np.asarray unless SciPy runs in array-API mode: set the "
+                "environment variable SCIPY_ARRAY_API=1 before SciPy is imported, and its "
+                "functions written for the array API (rosen among them) trace"
+            ) from None
         if not np.isfinite(p.f):
             raise ValueError(
                 f"{self.label}: {self.name}(x0) is {p.f}; start from a point where the "
