@@ -160,6 +160,21 @@ def _examples() -> dict[str, Callable[[], tuple[Callable, list]]]:
         "bitwise_left_shift": one(fnp.bitwise_left_shift, i, i),
         "right_shift": one(fnp.right_shift, i, i),
         "bitwise_right_shift": one(fnp.bitwise_right_shift, i, i),
+        "quantile": one(lambda a: fnp.quantile(a, [0.25, 0.5]), v),
+        "percentile": one(lambda a: fnp.percentile(a, 30), v),
+        "nanquantile": one(lambda a: fnp.nanquantile(a, [0.25, 0.5]), v),
+        "nanpercentile": one(lambda a: fnp.nanpercentile(a, 30), v),
+        "average": one(lambda a, w: fnp.average(a, weights=w), v, v * v),
+        "apply_along_axis": one(lambda a: fnp.apply_along_axis(fnp.sum, 0, a), m),
+        "apply_over_axes": one(lambda a: fnp.apply_over_axes(fnp.sum, a, [0, 1]), m),
+        "piecewise": one(lambda a: fnp.piecewise(a, [a < 0], [lambda x: -x, fnp.sin]), v),
+        "vectorize": one(lambda a: fnp.vectorize(fnp.sin)(a), v),
+        "bincount": one(lambda w: fnp.bincount(i, w), v),
+        "digitize": one(lambda a: fnp.digitize(a, np.array([-1.0, 0.0, 1.0])), v),
+        "histogram": one(lambda a, w: fnp.histogram(a, 3, weights=w)[0], v, v),
+        "histogram_bin_edges": one(lambda a: fnp.histogram_bin_edges(a, 3), v),
+        "polyfit": one(lambda y: fnp.polyfit(v, y, 1), v * v),
+        "interp": one(lambda x, f: fnp.interp(x, np.array([-2.0, 0.0, 3.0]), f), v, v),
         # traced with values (_NEED_VALUES): the result's shape depends on them
         **{name: one(getattr(fnp, name), v) for name in sorted(_NEED_VALUES)},
         # functrans.numpy.linalg
@@ -266,7 +281,7 @@ def _rows(module: Any, examples: dict) -> list[str]:
             rows.append(_row(name, _primitives(make_jaxpr(lambda a, o=obj: o[a, a])(v), set())))
         elif isinstance(obj, type) and issubclass(obj, np.generic):
             rows.append(f"| `{name}` | - (NumPy's scalar type) | - | - | - |")
-        elif isinstance(obj, type):
+        elif isinstance(obj, type) and name not in examples:
             rows.append(f"| `{name}` | - (type) | - | - | - |")
         elif not callable(obj):
             rows.append(f"| `{name}` | - (constant) | - | - | - |")
