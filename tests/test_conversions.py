@@ -213,6 +213,18 @@ def test_an_integer_computed_from_data_indexes_under_every_value_carrying_transf
     np.testing.assert_allclose(ft.jacrev(loss)(x), ft.jacfwd(loss)(x))
     # The value-carrying trace is not cached: other data, another index.
     np.testing.assert_allclose(ft.grad(loss)(x * 0.5), 20.0 * x * 0.5)
+    # Inside vmap, of an unmapped argument whose value is known (under grad).
+    convert = INTEGER_CONVERSIONS[name]
+    w = np.array([1.2, 0.5])
+
+    def batched(w):
+        def one(v, w):
+            return v * w[1] * TABLE[convert(w[0] * 2.0)]
+
+        return np.sum(ft.vmap(one, in_axes=(0, None))(x, w))
+
+    np.testing.assert_allclose(batched(w), np.sum(x) * 0.5 * 20.0)
+    np.testing.assert_allclose(ft.grad(batched)(w), [0.0, np.sum(x) * 20.0])
 
 
 @pytest.mark.parametrize("name", list(INTEGER_CONVERSIONS))
