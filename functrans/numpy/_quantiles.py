@@ -10,7 +10,9 @@ values agree with NumPy's bit for bit.  A result is linear in the sorted
 values it reads, so its derivative is the interpolation weight on each of
 them.  The NaN-ignoring versions count the valid values of each slice
 (NaNs sort last) and compute the same indexes from that count: traced
-arithmetic, so they batch and ``jit`` like the others.
+arithmetic, so they batch and ``jit`` like the others.  ``weights`` (with
+``method="inverted_cdf"``, as in NumPy) pick the first sorted value whose
+share of the total weight reaches ``q``.
 
 >>> import numpy as np
 >>> import functrans.numpy as fnp
@@ -88,9 +90,46 @@ def _check_method(name: str, method: str, weights):
     if method not in _METHODS:
         raise ValueError(f"fnp.{name}: {method!r} is not a method; use one of "
                          f"{', '.join(_METHODS)}")
-    if weights is not None:
-        raise NotImplementedError(f"fnp.{name}: weights= is not implemented; repeat the values "
-                                  "by their integer weights (fnp.repeat) if they are counts")
+    if weights is not None and method != "inverted_cdf":
+        raise ValueError(f"fnp.{name}: only method='inverted_cdf' takes weights (NumPy's "
+                         f"rule), got method={method!r}")
+
+
+def _merged_weights(name: str, a, weights, axis):
+    """The weights shaped as ``_operand`` shapes ``a`` (NumPy's rule: a's
+    shape, or one weight per position along ``axis``), checked where known."""
+    a, w = asarray(a), asarray(weights)
+    if tuple(w.shape) != tuple(a.shape):
+        axes = None if axis is None else normalize_axes(name, axis, a.ndim)
+        if axes is None or tuple(w.shape) != tuple(a.shape[ax] for ax in axes):
+            raise ValueError(f"fnp.{name}: weights of shape {tuple(w.shape)} fit neither a's "
+                             f"shape {tuple(a.shape)} nor its axis={axis!r}")
+        w = _shape.transpose(w, tuple(int(i) for i in np.argsort(axes)))
+        w = _shape.reshape(w, tuple(s if d in axes else 1 for d, s in enumerate(a.shape)))
+        w = _shape.broadcast_to(w, tuple(a.shape))
+    if not is_traced(w) and np.any(np.asarray(w) < 0):
+        raise ValueError(f"fnp.{name}: weights must be non-negative")
+    return _operand(name, w, axis)[0]
+
+
+def _weighted_inverted_cdf(name: str, x, w, q):
+    """NumPy's weighted ``inverted_cdf``: the first sorted value whose share of
+    the total weight reaches ``q``.  Its derivative moves with the values; the
+    weights only choose which value (a zero derivative)."""
+    order = _sorting.argsort(x, axis=0)
+    ordered = _sorting.take_along_axis(x, order, axis=0)
+    cdf = _reductions.cumsum(_sorting.take_along_axis(w, order, axis=0), axis=0,
+                             dtype=np.float64)
+    cdf = E.divide(cdf, cdf[-1])
+    if not is_traced(cdf) and np.any(np.isnan(np.asarray(cdf)[-1])):
+        raise ValueError(f"fnp.{name}: the weights hold NaN or inf, or sum to zero")
+    if q.dtype.kind == "f":
+        cdf = cdf.astype(q.dtype)
+    cdf = E.where(E.equal(cdf, 0), np.asarray(-1, cdf.dtype), cdf)  # leading zero weights
+    rest = x.shape[1:]
+    qb = q.reshape(q.shape + (1,) * (1 + len(rest)))
+    below = _reductions.sum(E.less(cdf, qb), axis=q.ndim, dtype=np.intp)
+    return ordered, _gather(ordered, E.minimum(below, x.shape[0] - 1))
 
 
 # -- NumPy's virtual indexes ----------------------------------------------------------
@@ -205,10 +244,13 @@ def _quantile(name: str, a, q, axis, method: str, keepdims: bool, weights, scale
     q, weak = _fraction(name, q, scale)
     _check_method(name, method, weights)
     x, kept = _operand(name, a, axis)
-    ordered = _sorting.sort(x, axis=0)
-    if method == "linear" and q.dtype.kind in "iu":
-        method = "lower"  # an integer q: NumPy reads positions, as "lower" does
-    res = _quantile_sorted(ordered, x.shape[0], q, method, weak)
+    if weights is not None:
+        ordered, res = _weighted_inverted_cdf(name, x, _merged_weights(name, a, weights, axis), q)
+    else:
+        ordered = _sorting.sort(x, axis=0)
+        if method == "linear" and q.dtype.kind in "iu":
+            method = "lower"  # an integer q: NumPy reads positions, as "lower" does
+        res = _quantile_sorted(ordered, x.shape[0], q, method, weak)
     nans = E.isnan(ordered[-1]) if x.dtype.kind == "f" and x.shape[0] else None
     return _finish(res, ordered, q, kept, keepdims, nans)
 
@@ -218,7 +260,11 @@ def _nanquantile(name: str, a, q, axis, method: str, keepdims: bool, weights, sc
     _check_method(name, method, weights)
     x, kept = _operand(name, a, axis)
     if x.dtype.kind != "f":  # no NaNs to ignore: NumPy's quantile
-        return _quantile(name, a, q, axis, method, keepdims, None, 1)
+        return _quantile(name, a, q, axis, method, keepdims, weights, 1)
+    if weights is not None:
+        raise NotImplementedError(f"fnp.{name}: weights= with NaNs to ignore is not "
+                                  "implemented; give the NaNs zero weight and call "
+                                  f"fnp.{name.replace('nan', '', 1)}")
     if method == "linear" and q.dtype.kind in "iu":
         method = "lower"
     ordered = _sorting.sort(x, axis=0)

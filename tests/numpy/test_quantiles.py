@@ -130,5 +130,37 @@ def test_errors_name_the_function_and_the_fix():
         fnp.quantile(x, 0.5, method="cubic")
     with pytest.raises(TypeError, match=r"fnp.median: a is complex"):
         fnp.median(x + 1j)
-    with pytest.raises(NotImplementedError, match=r"weights= is not implemented"):
-        fnp.quantile(x, 0.5, method="inverted_cdf", weights=x)
+    with pytest.raises(ValueError, match=r"only method='inverted_cdf' takes weights"):
+        fnp.quantile(x, 0.5, weights=x)
+    with pytest.raises(ValueError, match=r"weights must be non-negative"):
+        fnp.quantile(x, 0.5, method="inverted_cdf", weights=-x)
+    with pytest.raises(ValueError, match=r"sum to zero"), np.errstate(invalid="ignore"):
+        fnp.quantile(x, 0.5, method="inverted_cdf", weights=np.zeros(4))
+
+
+def test_weighted_inverted_cdf_bit_for_bit():
+    for shape, axis in SHAPES[:4]:
+        for dtype in (np.float64, np.float32, np.int64):
+            a = (RNG.standard_normal(shape) * 5).astype(dtype)
+            a.flat[::5] = a.flat[1]  # ties
+            w = RNG.integers(0, 4, shape).astype(float)
+            w.flat[0] = 0.0  # a leading zero weight
+            for q in (0.5, [0.0, 0.2, 0.9, 1.0], np.float32(0.3)):
+                for keepdims in (False, True):
+                    kw = dict(axis=axis, method="inverted_cdf", keepdims=keepdims)
+                    want = np.quantile(a, q, weights=w, **kw)
+                    _exact(fnp.quantile(a, q, weights=w, **kw), want)
+                    _exact(ft.jit(lambda a, w, q=q, kw=kw: fnp.quantile(a, q, weights=w, **kw))(
+                        a, w), want)
+            if axis is not None:
+                w1 = RNG.random(tuple(a.shape[i] for i in np.atleast_1d(axis)))
+                _exact(fnp.percentile(a, 40, axis=axis, method="inverted_cdf", weights=w1),
+                       np.percentile(a, 40, axis=axis, method="inverted_cdf", weights=w1))
+    x, w = RNG.standard_normal(6), RNG.random(6)
+    check_grads(lambda x: fnp.quantile(x, [0.3, 0.7], method="inverted_cdf", weights=w), (x,),
+                order=2)
+    np.testing.assert_array_equal(
+        ft.grad(lambda w: fnp.quantile(x, 0.5, method="inverted_cdf", weights=w))(w), 0.0)
+    _exact(ft.vmap(lambda r: fnp.quantile(r, 0.5, method="inverted_cdf", weights=w))(
+        np.stack([x, -x])),
+        np.stack([np.quantile(r, 0.5, method="inverted_cdf", weights=w) for r in (x, -x)]))
