@@ -109,6 +109,7 @@ from functrans.numpy import (
     _statistics,
     fft,
     linalg,
+    polynomial,
 )
 from functrans.numpy._array_api_info import *  # noqa: F403
 from functrans.numpy._array_api_info import TRACE_DEVICE
@@ -166,6 +167,7 @@ __all__ = [
     *_statistics.__all__, *_convolution.__all__, *_samples.__all__,
     *_polynomials.__all__, *_histograms.__all__,
     *_functional.__all__, "fft", "linalg",
+    "polynomial",
 ]  # fmt: skip
 
 # Last: the tracer behaviour forwards to the functions above.

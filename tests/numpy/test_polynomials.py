@@ -65,3 +65,21 @@ def test_float_power_bit_for_bit():
     x = np.array([1.5, 2.0], np.float32)
     _exact(ft.jit(fnp.float_power)(x, 3), np.float_power(x, 3))
     check_grads(fnp.float_power, (np.array([1.5, 2.0]), np.array([0.5, 3.0])), order=2)
+
+
+def test_power_series_polyval_bit_for_bit_with_traced_coefficients():
+    from functrans.numpy.polynomial import polynomial as P
+
+    ours = np.polynomial.polynomial.polyval
+    for x, c, tensor in [(np.array([0.0, 2.0]), np.array([1.0, 0.0, 3.0]), True),
+                         (2.0, [1, 2], True),
+                         (RNG.standard_normal((2, 3)), RNG.standard_normal((4, 2)), True),
+                         (RNG.standard_normal(3), RNG.standard_normal((4, 3)), False),
+                         (np.arange(3), [1, 2, 3], True), (3, 5, True)]:
+        _exact(P.polyval(x, c, tensor), ours(x, c, tensor))
+    x, c = RNG.standard_normal(3), RNG.standard_normal(4)
+    _exact(ft.jit(P.polyval)(x, c), ours(x, c))
+    check_grads(P.polyval, (x, c), order=2)
+    # NumPy's own converts traced coefficients: the error names the way out.
+    with pytest.raises(Exception, match="np.asarray"):
+        ft.grad(lambda c: ours(2.0, c))(c)
