@@ -231,7 +231,7 @@ def _quantile_sorted(ordered, n, q, method: str, weak: bool):
     return res
 
 
-def _finish(res, ordered, q, kept, keepdims: bool, nan_slices):
+def _finish(res, q, kept, keepdims: bool, nan_slices):
     """NaN where a slice has one (NumPy's rule), then ``keepdims``."""
     if nan_slices is not None:
         res = E.where(nan_slices, np.asarray(np.nan, res.dtype), res)
@@ -252,7 +252,7 @@ def _quantile(name: str, a, q, axis, method: str, keepdims: bool, weights, scale
             method = "lower"  # an integer q: NumPy reads positions, as "lower" does
         res = _quantile_sorted(ordered, x.shape[0], q, method, weak)
     nans = E.isnan(ordered[-1]) if x.dtype.kind == "f" and x.shape[0] else None
-    return _finish(res, ordered, q, kept, keepdims, nans)
+    return _finish(res, q, kept, keepdims, nans)
 
 
 def _nanquantile(name: str, a, q, axis, method: str, keepdims: bool, weights, scale: float):
@@ -270,7 +270,7 @@ def _nanquantile(name: str, a, q, axis, method: str, keepdims: bool, weights, sc
     ordered = _sorting.sort(x, axis=0)
     count = _reductions.sum(E.logical_not(E.isnan(x)), axis=0)
     res = _quantile_sorted(ordered, count, q, method, weak)
-    return _finish(res, ordered, q, kept, keepdims, E.equal(count, 0))
+    return _finish(res, q, kept, keepdims, E.equal(count, 0))
 
 
 # -- the public functions -------------------------------------------------------------
@@ -320,7 +320,7 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
                         100)
 
 
-def _middle_mean(ordered, lo, hi, odd):
+def _middle_mean(lo, hi, odd):
     """NumPy's median of sorted values: the mean of the middle one or two."""
     one = _reductions.mean(_shape.expand_dims(lo, 0), axis=0)
     two = _reductions.mean(_shape.stack([lo, hi]), axis=0)
@@ -338,13 +338,13 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     x, kept = _operand("median", a, axis)
     n = x.shape[0]
     if n == 0:
-        return _finish(_reductions.mean(x, axis=0), x, np.asarray(0.5), kept, keepdims, None)
+        return _finish(_reductions.mean(x, axis=0), np.asarray(0.5), kept, keepdims, None)
     ordered = _sorting.sort(x, axis=0)
     half = n // 2
     middle = _shape._slice_axis(ordered, 0, half - (1 - n % 2), half + 1)
     res = _reductions.mean(middle, axis=0)
     nans = E.isnan(ordered[-1]) if x.dtype.kind in "fc" else None
-    return _finish(res, ordered, np.asarray(0.5), kept, keepdims, nans)
+    return _finish(res, np.asarray(0.5), kept, keepdims, nans)
 
 
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
@@ -364,5 +364,5 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     lo = E.clip(E.floor_divide(E.subtract(count, 1), 2), 0, top)
     hi = E.clip(E.floor_divide(count, 2), 0, top)
     pick = _gather(ordered, _shape.stack([lo, hi]))
-    res = _middle_mean(ordered, pick[0], pick[1], E.equal(E.remainder(count, 2), 1))
-    return _finish(res, ordered, np.asarray(0.5), kept, keepdims, E.equal(count, 0))
+    res = _middle_mean(pick[0], pick[1], E.equal(E.remainder(count, 2), 1))
+    return _finish(res, np.asarray(0.5), kept, keepdims, E.equal(count, 0))
