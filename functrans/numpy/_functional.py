@@ -181,8 +181,10 @@ class vectorize:
 
         size = int(np.prod(shape))
         if size == 0:
-            return self._numpy(*[np.zeros(shape) if i in mapped else a
-                                 for i, a in enumerate(args)], **kwargs)
+            if not self.otypes:
+                raise ValueError(f"fnp.vectorize({name}): the arguments are empty, so there is "
+                                 "no call to give the result's dtype; set otypes (NumPy's rule)")
+            return np.zeros(shape, np.dtype(self.otypes[0]))
         try:
             out = api.vmap(one)(*flat)
         except ConcretizationError as e:

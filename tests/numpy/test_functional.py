@@ -119,3 +119,10 @@ def test_vectorize_options():
     assert ft.jit(typed)(X).dtype == np.float32
     with pytest.raises(NotImplementedError, match="signature= on traced arguments"):
         ft.jit(fnp.vectorize(np.sum, signature="(n)->()"))(A)
+
+
+def test_vectorize_of_empty_traced_arguments_needs_otypes():
+    empty = np.zeros((0, 2))
+    assert ft.jit(fnp.vectorize(lambda a: a * 2, otypes=[np.float32]))(empty).shape == (0, 2)
+    with pytest.raises(ValueError, match=r"the arguments are empty.*set otypes"):
+        ft.jit(fnp.vectorize(lambda a: a * 2))(empty)
