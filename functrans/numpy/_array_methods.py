@@ -320,14 +320,13 @@ def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
 def _ufunc_into(self, ufunc, inputs: tuple, out: tuple | None, where: Any):
     """``ufunc(*inputs, out=out, where=where)``: the result written into
     ``out`` in place (``functrans.numpy._inplace``)."""
-    name = ufunc.__name__
     if out is None or len(out) != 1:
         raise TypeError(
-            f"numpy.{name}: where= without out= leaves the unselected elements undefined, "
+            f"{label(ufunc)}: where= without out= leaves the unselected elements undefined, "
             "and only ufuncs with one output take out= on traced arrays; pass one out= "
             "array, or use functrans.numpy.where")
     result = _array_ufunc(self, ufunc, "__call__", *inputs)
-    return _inplace.update(out[0], result, ufunc, f"numpy.{name}(..., out=)", where)
+    return _inplace.update(out[0], result, ufunc, f"{label(ufunc)}(..., out=)", where)
 
 
 def _ufunc_target(ufunc) -> Callable | None:

@@ -77,8 +77,20 @@ def test_an_unknown_librarys_ufunc_is_refused_with_its_name():
 def test_ufunc_methods_and_keywords_name_the_real_module():
     with pytest.raises(TypeError, match=r"scipy\.special\.xlogy\.outer is not supported"):
         ft.jit(lambda v: sc.xlogy.outer(v, v))(X)
-    with pytest.raises(TypeError, match=r"scipy\.special\.expit: keyword arguments out"):
+    with pytest.raises(TypeError, match=r"scipy\.special\.expit: keyword arguments dtype"):
+        ft.jit(lambda v: sc.expit(v, dtype=np.float32))(X)
+    with pytest.raises(TypeError, match=r"scipy\.special\.expit\(\.\.\., out=\) .* would write"):
         ft.jit(lambda v: sc.expit(v, out=np.empty(3)))(X)
+
+
+def test_out_writes_into_a_traced_array():
+    def f(v):
+        y = v * 0.0
+        sc.expit(v, out=y)
+        return y
+
+    np.testing.assert_allclose(ft.jit(f)(X), sc.expit(X), rtol=1e-15)
+    check_grads(f, (X,), order=1)
 
 
 def test_routing_imports_no_scipy():
