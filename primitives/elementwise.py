@@ -66,6 +66,7 @@ from functrans.core import (
 from functrans.dtypes import is_inexact, result_type, ufunc_operand
 from functrans.errors import DTypeError
 from functrans.interpreters import sparsity
+from functrans.interpreters.transpose import StrongZeros
 
 # Declared in ``broadcasting`` (below every family) and presented here too.
 convert_element_type = broadcasting.convert_element_type
@@ -225,8 +226,36 @@ def _real_part_dtype(aval):
 
 
 def _tie_weight(x, y, out):
-    """d max(x, y)/dx: 1 where x wins, 0.5 at a tie (JAX's convention), else 0."""
+    """d max(x, y)/dx: 1 where x wins, 0.5 at a tie (JAX's convention), else 0
+    (the derivative column sparsity detection reads; the JVP is
+    ``_extremum_jvp_of``)."""
     return select(eq(x, y), 0.5, select(eq(out, x), 1.0, 0.0))
+
+
+def _extremum_jvp_of(name: str) -> Callable:
+    """maximum/minimum's JVP: each operand's tangent where that operand is the
+    result, halved at a tie (``_tie_weight``'s convention), picked by
+    ``select`` rather than multiplied by a 0/1 weight.  The losing side's
+    tangent (infinite where it is evaluated at a singular point) is then not
+    taken, and in reverse mode its cotangent is a strong zero
+    (docs/autodiff.md)."""
+
+    def jvp(primals, tangents):
+        x, y = primals
+        out = bind(binary[name], x, y)
+        aval = get_aval(out).strip_weak()
+        if not is_inexact(aval.dtype) or all(type(t) is Zero for t in tangents):
+            return out, Zero(aval)
+        share = select(eq(x, y), 0.5, 1.0)
+        zero = np.zeros((), aval.dtype)
+        t_out = None
+        for operand, t in zip(primals, tangents):
+            if type(t) is not Zero:
+                term = select(eq(out, operand), mul(t, share), zero)
+                t_out = term if t_out is None else add(t_out, term)
+        return out, fit(t_out, aval)
+
+    return jvp
 
 
 def _pow_dx(x, y):
@@ -620,11 +649,13 @@ BINARY = [
         cuda={"iu": "ft_ipow(x, y)", "f": "pow(x, y)", "c": "ft_cpow(x, y)"}),
     Row("max",      np.maximum,       (_tie_weight,
                                        lambda x, y, out: _tie_weight(y, x, out)),
+        jvp=_extremum_jvp_of("max"),
         # floats: NaN wins, and a tie (0 and -0) gives y, as NumPy's loops.
         cuda={"b": "(x || y)", "iu": "(x >= y ? x : y)", "f": "((x > y || x != x) ? x : y)",
               "c": "ft_cmax(x, y)"}),
     Row("min",      np.minimum,       (_tie_weight,
                                        lambda x, y, out: _tie_weight(y, x, out)),
+        jvp=_extremum_jvp_of("min"),
         cuda={"b": "(x && y)", "iu": "(x <= y ? x : y)", "f": "((x < y || x != x) ? x : y)",
               "c": "ft_cmin(x, y)"}),
     Row("atan2",    np.arctan2,       (lambda x, y, out: div(y, add(mul(x, x), mul(y, y))),
@@ -765,17 +796,25 @@ def _select_jvp(primals, tangents):
 
 
 def _select_transpose(ct, pred, on_true, on_false):
+    """Each branch gets the cotangent where it was taken and a strong zero
+    elsewhere: a ``StrongZeros`` record, which the backward pass carries
+    through the products by derivatives before it writes the ``select``
+    (docs/autodiff.md).  A branch broadcast by the select is summed, so its
+    zeros are written out here."""
     require_linear(type(pred) is not UndefinedPrimal, "select is not linear in its predicate")
-    cts = [None]
+    cts: list[Any] = [None]
     for branch, keep in ((on_true, True), (on_false, False)):
         if type(branch) is not UndefinedPrimal:
             cts.append(None)
         elif type(ct) is Zero:
             cts.append(Zero(branch.aval))
         else:
-            zero = np.zeros((), get_aval(ct).dtype)
-            masked = select(pred, ct, zero) if keep else select(pred, zero, ct)
-            cts.append(unbroadcast(masked, branch.aval))
+            masked = StrongZeros(pred, keep, ct)
+            if branch.aval.shape != get_aval(ct).shape:
+                masked = unbroadcast(masked.materialize(), branch.aval)
+            elif get_aval(ct).dtype != branch.aval.dtype:
+                masked = StrongZeros(pred, keep, unbroadcast(ct, branch.aval))
+            cts.append(masked)
     return cts
 
 

@@ -82,10 +82,13 @@ def _extremum_jvp(prim: Primitive) -> Callable:
         if not is_inexact(aval.dtype):
             return out, Zero(aval)
         x_aval = get_aval(x)
-        location = ew.select(ew.eq(x, expand_reduced(out, x_aval.shape, axes)), 1.0, 0.0)
-        location = ew.convert_element_type(location, aval.dtype)
-        counts = reduce_sum(location, axes)
-        return out, fit(ew.div(reduce_sum(ew.mul(t, location), axes), counts), aval)
+        # The tangent at the winners, by select: a losing position's tangent
+        # is not taken (nor multiplied by 0), so in reverse mode its
+        # cotangent is a strong zero (docs/autodiff.md).
+        wins = ew.eq(x, expand_reduced(out, x_aval.shape, axes))
+        counts = reduce_sum(ew.convert_element_type(wins, aval.dtype), axes)
+        taken = ew.select(wins, t, np.zeros((), aval.dtype))
+        return out, fit(ew.div(reduce_sum(taken, axes), counts), aval)
 
     return jvp
 

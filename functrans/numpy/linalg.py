@@ -22,7 +22,8 @@ Derivatives follow the standard results, and where those need it:
   factors) raises ``numpy.linalg.LinAlgError``.
 * ``pinv`` (and ``lstsq``): the derivative of the pseudo-inverse at constant
   rank, which needs no distinct singular values.
-* ``norm``: the 2-norm of a zero vector has a NaN derivative, as ``sqrt`` at 0.
+* ``norm``: the 2-norm (and the Frobenius norm) of a zero vector has the
+  zero subgradient, at every order (``_root_of_squares``).
 
 Like NumPy's, functions read only the lower triangle of the matrix given to
 ``cholesky`` and ``eigh`` (``UPLO='L'``), and their derivatives are those of
@@ -601,10 +602,19 @@ def _abs2(x):
     return ew.real(ew.mul(ew.conj(x), x)) if x.dtype.kind == "c" else ew.mul(x, x)
 
 
+def _root_of_squares(squares):
+    """``sqrt`` of a sum of squares, and 0 (the zero subgradient) where that
+    sum is 0: at the origin ``sqrt``'s infinite derivative meets the zero
+    derivative of the squares, and the ``select`` makes the derivative a
+    strong zero there instead of ``0 * inf`` (docs/autodiff.md).  The value
+    is ``sqrt``'s everywhere (a NaN sum is not 0, so it stays NaN)."""
+    return ew.select(ew.eq(squares, 0), np.zeros((), squares.dtype), _elementwise.sqrt(squares))
+
+
 def _vector_norm(x, ord, axis: tuple[int, ...], keepdims: bool):
     r = _reductions
     if ord is None or ord == 2:
-        return _elementwise.sqrt(r.sum(_abs2(x), axis=axis, keepdims=keepdims))
+        return _root_of_squares(r.sum(_abs2(x), axis=axis, keepdims=keepdims))
     if isinstance(ord, str):
         raise ValueError(f"fnp.linalg.norm: ord={ord!r} is not a vector norm; use None or 2, 1, "
                          "inf, -inf, 0 or a real p ('fro' and 'nuc' are matrix norms: give two "
@@ -650,7 +660,7 @@ def _matrix_norm(x, ord, axis: tuple[int, int], keepdims: bool):
         sums = r.sum(ew.abs(x), axis=col)
         out = (r.max if ord > 0 else r.min)(sums, axis=row - (row > col))
     elif ord is None or ord in ("fro", "f"):
-        out = _elementwise.sqrt(r.sum(_abs2(x), axis=(row, col)))
+        out = _root_of_squares(r.sum(_abs2(x), axis=(row, col)))
     elif ord == "nuc":
         out = _svd_norm(x, row, col, r.sum)
     else:
@@ -677,7 +687,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
         x = _shape._convert(x, np.float64)
     if axis is None:
         if ord is None or (ord in ("f", "fro") and x.ndim == 2) or (ord == 2 and x.ndim == 1):
-            out = _elementwise.sqrt(_reductions.sum(_abs2(_reshape(x, (x.size,)))))
+            out = _root_of_squares(_reductions.sum(_abs2(_reshape(x, (x.size,)))))
             return _reshape(out, (1,) * x.ndim) if keepdims else out
         axis = tuple(range(x.ndim))
     elif not isinstance(axis, tuple):
