@@ -18,12 +18,12 @@ import pathlib
 
 import numpy as np
 import pytest
+from functrans.primitives import elementwise as ew
 
 import functrans as ft
 import functrans.numpy as fnp
 from functrans import lax
 from functrans.backends import native
-from functrans.primitives import elementwise as ew
 
 PROBES = (0.0, 1.0, -1.0)
 
