@@ -9,6 +9,12 @@
   chained Rosenbrock function (SciPy's ``rosen``)
   ``sum(100 (x[1:] - x[:-1]**2)**2 + (1 - x[:-1])**2)`` by forward over
   reverse mode, without forming the Hessian.
+* ``autodiff.grad.masked_loglik.n1e6`` and ``autodiff.grad.piecewise.n1e6``:
+  ``jit(grad)`` of programs with a selection, whose derivative programs
+  carry strong zeros (docs/autodiff.md): a masked log-likelihood
+  ``sum(where(observed, y log p + (1 - y) log(1 - p), 0))`` and a piecewise
+  loss ``sum(where(r > 0, sqrt(r), 0.5 * r**2))``; with ``functrans.native``
+  where Numba is installed.  JAX's gradient has NaNs at the masked entries.
 
 Variants: ``numpy`` (the floor: the derivative written out by hand),
 ``functrans`` (``ft.grad`` / ``ft.hvp``, which retrace on every call, as
@@ -122,6 +128,72 @@ def _hvp_variants(x: np.ndarray, v: np.ndarray) -> dict:
     return variants
 
 
+# -- programs with a selection: a masked log-likelihood and a piecewise loss -----
+
+
+def masked_loglik(p, y, observed):
+    ll = y * np.log(p) + (1.0 - y) * np.log(1.0 - p)
+    return np.sum(np.where(observed, ll, 0.0))
+
+
+def masked_loglik_grad_numpy(p, y, observed):
+    return np.where(observed, y / p - (1.0 - y) / (1.0 - p), 0.0)
+
+
+def piecewise(r):
+    return np.sum(np.where(r > 0, np.sqrt(r), 0.5 * r**2))
+
+
+def piecewise_grad_numpy(r):
+    return np.where(r > 0, 0.5 / np.sqrt(np.where(r > 0, r, 1.0)), r)
+
+
+def _selection_variants(floor, fn, *args) -> dict:
+    """numpy, functrans.jit (no eager variant: the rows time the programs),
+    functrans.native with Numba, jax.jit where importable."""
+    import importlib.util
+
+    import functrans as ft
+
+    grad = ft.grad(fn)
+    jitted = ft.jit(grad)
+    variants = {"numpy": floor, "functrans.jit": lambda: jitted(*args)}
+    if importlib.util.find_spec("numba") is not None:
+        native = ft.jit(grad, compiler="native")
+        variants["functrans.native"] = lambda: native(*args)
+    if (j := _peers.jax()) is not None:
+        jnp = j.jnp
+        src = {masked_loglik: lambda p, y, o: jnp.sum(jnp.where(
+                   o, y * jnp.log(p) + (1.0 - y) * jnp.log(1.0 - p), 0.0)),
+               piecewise: lambda r: jnp.sum(jnp.where(r > 0, jnp.sqrt(r), 0.5 * r**2))}[fn]
+        gj = j.jax.jit(j.jax.grad(src))
+        jargs = [jnp.asarray(a) for a in args]
+        variants["jax.jit"] = lambda: gj(*jargs).block_until_ready()
+    return variants
+
+
+def _selection_workloads(rng) -> list[Workload]:
+    n = 1_000_000
+    p = rng.uniform(0.0, 1.0, n)
+    p[::10] = 0.0  # unobserved entries sit where log is singular
+    observed = p > 0
+    y = (rng.uniform(size=n) < 0.5).astype(np.float64)
+    r = rng.standard_normal(n)
+    r[::10] = 0.0
+    return [
+        Workload(name="autodiff.grad.masked_loglik.n1e6",
+                 description=f"jit(grad) of a masked log-likelihood, p: f64[{n:,}]",
+                 variants=_selection_variants(
+                     lambda: masked_loglik_grad_numpy(p, y, observed), masked_loglik,
+                     p, y, observed),
+                 floor="numpy"),
+        Workload(name="autodiff.grad.piecewise.n1e6",
+                 description=f"jit(grad) of where(r > 0, sqrt(r), r**2 / 2), r: f64[{n:,}]",
+                 variants=_selection_variants(lambda: piecewise_grad_numpy(r), piecewise, r),
+                 floor="numpy"),
+    ]
+
+
 def workloads() -> list[Workload]:
     rng = np.random.default_rng(0)
     out = []
@@ -140,4 +212,4 @@ def workloads() -> list[Workload]:
         variants=_hvp_variants(x, v),
         floor="numpy",
     ))
-    return out
+    return out + _selection_workloads(rng)

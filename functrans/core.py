@@ -791,6 +791,8 @@ class Primitive:
         gpu: Callable | None = None,
         sparsity: Callable | RuleFactory | None = None,
         effect: bool = False,
+        moves_elements: bool = False,
+        transposes_strong_zeros: bool = False,
     ):
         if dict.__contains__(registry, name):  # no on-demand load while declaring
             raise ValueError(f"primitive {name!r} is declared twice")
@@ -842,6 +844,15 @@ class Primitive:
         #: without it, sparsity detection takes every output element to depend
         #: on every operand element.
         self.sparsity = sparsity
+        #: True for a linear primitive whose transpose puts each element of
+        #: the output cotangent in at most one place of its linear operands'
+        #: cotangents and zeros elsewhere (reshape, slice, concatenate ...),
+        #: written with ops that take bool arrays too: the backward pass moves
+        #: a strong-zero mask with it (``functrans.interpreters.transpose``).
+        self.moves_elements = moves_elements
+        #: True when the transpose rule takes ``StrongZeros`` records among its
+        #: cotangents itself (custom_lin, which runs a user's rule on them).
+        self.transposes_strong_zeros = transposes_strong_zeros
         for slot in ("jvp", "transpose", "batch", "simplify", "numpy_kernel", "sparsity"):
             rule = getattr(self, slot)
             if isinstance(rule, RuleFactory):

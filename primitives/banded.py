@@ -175,7 +175,7 @@ band_fill_p = Primitive(
     transpose=_band_fill_transpose,
     batch=_band_fill_batch,
     numpy_kernel=_band_fill_kernel,
-    linear=True,
+    linear=True, moves_elements=True,
     xp_impl=True,
     doc=(
         "rows `[start, start + rows)` of the banded `T[g, i] = bands[j][i]` where `g == i + "

@@ -64,11 +64,14 @@ def identity_simplify(eqn, ctx):
 def declare_linear(name, abstract_eval, impl, ct_rule, batch, simplify=identity_simplify,
                     numpy_kernel=None, broadcasts=False, *, doc: str):
     """A one-operand linear shape primitive; its impl is written with array
-    methods or the operand's array module, so it runs on CuPy arrays too."""
+    methods or the operand's array module, so it runs on CuPy arrays too.
+    Its transpose moves elements (``Primitive.moves_elements``) unless it
+    broadcasts, whose transpose sums."""
     return Primitive(
         name, abstract_eval=abstract_eval, impl=impl, jvp=linear_jvp,
         transpose=linear_unary_transpose(ct_rule), batch=batch, simplify=simplify,
         numpy_kernel=numpy_kernel, linear=True, broadcasts=broadcasts, xp_impl=True, doc=doc,
+        moves_elements=not broadcasts,
         sparsity=sparsity.movement_sparsity(),  # every one of them only moves elements
     )
 

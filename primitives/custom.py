@@ -30,6 +30,7 @@ from functrans.core import (
 from functrans.errors import FunctransError
 from functrans.interpreters import sparsity
 from functrans.interpreters.jvp import jvp_jaxpr
+from functrans.interpreters.strong_zeros import StrongZeros, eval_linear
 from functrans.interpreters.transpose import backward_pass
 from functrans.interpreters.vmap import batch_eval, batch_jaxpr
 from functrans.passes.dce import dce
@@ -286,10 +287,34 @@ def _custom_lin_impl(*args, num_res, bwd, out_avals, name):
     )
 
 
+def _bwd_on_strong_zeros(bwd, residuals, cts, name: str) -> list[Any]:
+    """The user's ``bwd`` on cotangents some of which are ``StrongZeros``
+    records (a selection's, docs/autodiff.md): traced once, then run with
+    the records carried through its linear elementwise work, so that
+    ``bwd(0)`` at a strong zero is 0 even where ``bwd`` multiplies by an
+    infinite derivative."""
+    given: list[bool] = []
+
+    def flat_bwd(*xs):
+        out = bwd(xs[: len(residuals)], xs[len(residuals):])
+        given[:] = [c is not None for c in out]
+        return [c for c in out if c is not None]
+
+    values = [c.value if type(c) is StrongZeros else c for c in cts]
+    traced, _, _ = trace_to_jaxpr(flat_bwd, [get_aval(x) for x in list(residuals) + values],
+                                  name=name)
+    outs = iter(eval_linear(traced.jaxpr, traced.consts, list(residuals) + list(cts),
+                            [False] * len(residuals) + [True] * len(cts)))
+    return [next(outs) if g else None for g in given]
+
+
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, name):
     residuals = args[:num_res]
     cts = [instantiate(c) if type(c) is Zero else c for c in cts]
-    cts_in = bwd(residuals, cts)
+    if any(type(c) is StrongZeros for c in cts):
+        cts_in = _bwd_on_strong_zeros(bwd, residuals, cts, name)
+    else:
+        cts_in = bwd(residuals, cts)
     return [None] * num_res + [
         Zero(a.aval) if c is None else c for a, c in zip(args[num_res:], cts_in)
     ]
@@ -333,6 +358,7 @@ custom_lin_p = Primitive(
     batch=_custom_lin_batch,
     multiple_results=True,
     linear=True,
+    transposes_strong_zeros=True,
     doc=(
         "the linear half of a `custom_vjp_call`'s derivative: `num_res` residuals, then tangents "
         "giving `out_avals`; transposed by calling `bwd`, never run"

@@ -66,7 +66,7 @@ from functrans.core import (
 from functrans.dtypes import is_inexact, result_type, ufunc_operand
 from functrans.errors import DTypeError
 from functrans.interpreters import sparsity
-from functrans.interpreters.transpose import StrongZeros
+from functrans.interpreters.strong_zeros import StrongZeros
 
 # Declared in ``broadcasting`` (below every family) and presented here too.
 convert_element_type = broadcasting.convert_element_type
@@ -789,6 +789,11 @@ def _select_jvp(primals, tangents):
     aval = get_aval(out).strip_weak()
     if type(t_true) is Zero and type(t_false) is Zero or not is_inexact(aval.dtype):
         return out, Zero(aval)
+    # One branch's tangent where it is taken, a strong zero elsewhere: a
+    # StrongZeros record, which jvp_eval carries on (docs/autodiff.md).
+    for given, other, sense in ((t_true, t_false, True), (t_false, t_true, False)):
+        if type(other) is Zero and get_aval(given).shape == aval.shape:
+            return out, StrongZeros(pred, sense, fit(given, aval))
     zero = np.zeros((), aval.dtype)
     t_true = zero if type(t_true) is Zero else t_true
     t_false = zero if type(t_false) is Zero else t_false

@@ -173,7 +173,7 @@ concatenate_p = Primitive(
     jvp=_concatenate_jvp,
     transpose=_concatenate_transpose,
     batch=_concatenate_batch,
-    linear=True,
+    linear=True, moves_elements=True,
     xp_impl=True,
     sparsity=sparsity.movement_sparsity(data=None),
     doc="`np.concatenate(xs, axis=dimension)`, dtypes promoted",
@@ -375,7 +375,7 @@ def _pad_kernel(avals, *, padding_config):
 pad_p = Primitive(
     "pad", abstract_eval=_pad_abstract_eval, impl=_pad_impl,
     jvp=_pad_jvp, transpose=_pad_transpose, batch=_pad_batch, numpy_kernel=_pad_kernel,
-    linear=True, xp_impl=True, sparsity=sparsity.movement_sparsity(data=(0, 1)),
+    linear=True, moves_elements=True, xp_impl=True, sparsity=sparsity.movement_sparsity(data=(0, 1)),
     doc=(
         "pad with `padding_value`: a `(low, high, interior)` triple per axis; negative low/high "
         "crop"

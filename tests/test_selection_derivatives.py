@@ -175,30 +175,11 @@ def _setup(sel, name, s):
 CASES = [(sel, name, s) for sel in SELECTIONS for name, s in SINGULAR]
 
 
-# Where strong zeros are not carried yet (docs/autodiff.md, "What still gives
-# NaN"): the mask is written out where the cotangent meets a non-elementwise
-# equation, here the concatenation that stacks the branches for a reduction,
-# a custom_vjp's bwd, and the band extraction of a banded Jacobian pushed
-# through by jacfwd and then transposed.  strict: a fix shows up here.
-_MOVED = "the masked cotangent passes a non-elementwise equation"
-KNOWN_GAPS = {
-    ("reduction", t): _MOVED + " (the stack)" for t in TRANSFORMS if t != "jacfwd"
-} | {
-    ("custom_vjp", t): _MOVED + " (the bwd)"
-    for t in ("grad", "jacrev_jacrev", "jacrev_jacrev_grad", "jacrev_hessian")
-} | {
-    (sel, "jacrev_hessian"): _MOVED + " (band extraction of the banded push)"
-    for sel in SELECTIONS if sel not in ("cond", "switch")
-} | {("extremum", "jacrev_jacfwd"): _MOVED + " (band extraction of the banded push)"}
-
-
 @pytest.mark.parametrize("transform", sorted(TRANSFORMS))
 @pytest.mark.parametrize("sel,name,s", CASES, ids=[f"{a}-{b}-{c}" for a, b, c in CASES])
-def test_untaken_branch_at_its_singular_point(sel, name, s, transform, request):
+def test_untaken_branch_at_its_singular_point(sel, name, s, transform):
     if sel in REVERSE_ONLY and ("jacfwd" in transform or transform == "hessian"):
         pytest.skip("a custom_vjp function has no forward-mode derivative")
-    if (sel, transform) in KNOWN_GAPS:
-        request.applymarker(pytest.mark.xfail(reason=KNOWN_GAPS[sel, transform], strict=True))
     order, t = TRANSFORMS[transform]
     f, x = _setup(sel, name, s)
     with np.errstate(all="ignore"):
@@ -206,7 +187,7 @@ def test_untaken_branch_at_its_singular_point(sel, name, s, transform, request):
     np.testing.assert_allclose(got, _closed_form(order, x), rtol=1e-12, atol=0)
 
 
-@pytest.mark.parametrize("sel", ["where", "extremum", "cond"])
+@pytest.mark.parametrize("sel", ["where", "extremum", "reduction", "cond"])
 def test_vmap_of_derivatives_is_the_loop(sel):
     f, x = _setup(sel, "sqrt", 0.0)
     xs = np.stack([x, x])
@@ -216,7 +197,7 @@ def test_vmap_of_derivatives_is_the_loop(sel):
             assert np.isfinite(ft.vmap(t(f))(xs)).all()
 
 
-@pytest.mark.parametrize("sel", ["where", "extremum", "vmapped_cond"])
+@pytest.mark.parametrize("sel", ["where", "extremum", "reduction", "vmapped_cond"])
 def test_jit_numpy_tier(sel):
     f, x = _setup(sel, "log", 0.0)
     with np.errstate(all="ignore"):
@@ -234,7 +215,7 @@ def test_jit_native_tier():
                                    _closed_form(2, x))
 
 
-@pytest.mark.parametrize("sel", ["where", "extremum"])
+@pytest.mark.parametrize("sel", ["where", "extremum", "reduction"])
 def test_sparse_and_banded_hessians(sel):
     pytest.importorskip("scipy")
     f, x = _setup(sel, "sqrt", 0.0)
@@ -369,3 +350,23 @@ def test_programs_without_selection_are_unchanged(program):
     for tn, t in _TRANSFORMS.items():
         arg = np.stack([_X, _X + 1]) if tn == "vmap_grad" else _X
         assert str(ft.make_jaxpr(t(_PROGRAMS[program]))(arg)) == golden[f"{tn}({program})"]
+
+
+@pytest.mark.parametrize("name,s", SINGULAR, ids=[f"{n}-{s}" for n, s in SINGULAR])
+def test_singular_function_of_a_selected_value(name, s):
+    """g(where(m, x, s)) with g singular at s: where the mask holds the
+    constant s, the tangent (forward) and cotangent (reverse) are strong
+    zeros on both sides of g, so jacfwd and jacrev agree on 0 there."""
+    g = _untaken(name)
+    m = np.array([False, True])
+    x = np.array([s, s + 1.0 if name == "arccosh" else s + 0.25 if s <= 0 else s - 0.25])
+
+    def f(x):
+        return fnp.sum(g(fnp.where(m, x, s)))
+
+    with np.errstate(all="ignore"):
+        rev, fwd = ft.grad(f)(x), ft.jacfwd(f)(x)
+        slope = ft.grad(g)(x[1])
+    assert np.isfinite(slope)
+    np.testing.assert_array_equal(rev, [0.0, slope])
+    np.testing.assert_array_equal(fwd, [0.0, slope])

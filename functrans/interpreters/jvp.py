@@ -26,6 +26,7 @@ from functrans.core import (
     trace_to_jaxpr,
 )
 from functrans.dtypes import is_inexact
+from functrans.interpreters.strong_zeros import StrongZeros, carry, forward_record, materialize
 from functrans.passes.dce import last_uses
 
 
@@ -53,7 +54,7 @@ def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangen
 
     def read_t(a):
         t = None if type(a) is Literal else tenv.get(id(a))
-        return Zero(tangent_aval(a.aval)) if t is None else t
+        return Zero(tangent_aval(a.aval)) if t is None else materialize(t)
 
     outer = current_source()
     try:
@@ -63,7 +64,7 @@ def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangen
                     penv.pop(vid, None)
                     tenv.pop(vid, None)
             ps, ts = [], []
-            nonzero = False
+            nonzero = records = False
             for a in e.inputs:  # read_p and read_t, written out: this runs per operand
                 if type(a) is Literal:
                     ps.append(a.val)
@@ -76,11 +77,15 @@ def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangen
                 else:
                     ts.append(t)
                     nonzero = True
+                    records = records or type(t) is StrongZeros
             prim = e.primitive
             if not nonzero:
                 set_source(e.source or outer)
                 outs = bind(prim, *ps, **e.params)
                 touts = None
+            elif records:  # a selection's strong zeros (strong_zeros.py)
+                set_source(derived_source(e.source) or outer)
+                outs, touts = _jvp_of_records(e, ps, ts)
             else:  # the rule's equations come from the user's line of this one
                 set_source(derived_source(e.source) or outer)
                 outs, touts = prim.rule("jvp")(ps, ts, **e.params)
@@ -96,6 +101,20 @@ def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangen
     finally:
         set_source(outer)
     return [read_p(a) for a in jaxpr.outvars], [read_t(a) for a in jaxpr.outvars]
+
+
+def _jvp_of_records(e: Any, ps: list[Any], ts: list[Any]) -> tuple[Any, Any]:
+    """``e``'s JVP rule where some tangents are ``StrongZeros`` records: run
+    on the records' values and kept under their mask where the mask follows
+    (``forward_record``), else on the records written out."""
+    record = forward_record(e, ts)
+    rule = e.primitive.rule("jvp")
+    if record is None:
+        return rule(ps, [materialize(t) for t in ts], **e.params)
+    outs, touts = rule(ps, [t.value if type(t) is StrongZeros else t for t in ts], **e.params)
+    if e.primitive.multiple_results:
+        return outs, [carry(record, t) for t in touts]
+    return outs, carry(record, touts)
 
 
 def jvp_jaxpr(

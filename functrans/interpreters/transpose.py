@@ -8,27 +8,14 @@ mapping output cotangents to input cotangents.  Cotangents of a value used
 several times are summed; zero cotangents stay symbolic.  Run under a trace,
 it yields the transposed Jaxpr (``transpose_jaxpr``).
 
-Strong zeros.  The cotangent a selection gives the operand it did not take
-is zero by construction, and must stay zero through the rules it meets
-afterwards, even where they multiply it by an infinite derivative (the
-branch not taken is often evaluated exactly where it is singular:
-``where(x > 0, sqrt(x), 0)`` at 0).  So ``select``'s transpose rule does not
-write ``select(pred, ct, 0)`` at once: it returns ``StrongZeros(pred, sense,
-ct)``, "``ct`` where ``pred == sense``, a strong zero elsewhere".  The
-backward pass carries that record back through elementwise linear
-equations of the same shape (the products by a derivative, sums, negations,
-conversions), applying each rule to ``ct`` itself, and writes the ``select``
-where the record meets anything else (a reduction, a broadcast, a matrix
-product, control flow, the inputs): one ``select``, as before, but after
-the products, so that ``0 * inf`` is never formed.  Programs without a
-selection are transposed exactly as before.  See docs/autodiff.md.
+A cotangent may be a ``StrongZeros`` record (the cotangent a selection gives
+the operand it did not take): the backward pass carries it back as far as
+its mask can follow and writes it out there (``strong_zeros``).
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
-
-import numpy as np
+from typing import Any, Sequence
 
 from functrans.core import (
     ClosedJaxpr,
@@ -40,75 +27,22 @@ from functrans.core import (
     collector_paused,
     current_source,
     derived_source,
-    get_aval,
     instantiate,
-    lookup_primitive,
     program_cache,
     set_source,
     trace_to_jaxpr,
 )
-from functrans.passes.fuse import is_elementwise
+from functrans.interpreters.strong_zeros import (
+    StrongZeros,
+    add_cotangents,
+    carries_mask,
+    carry,
+    materialize,
+    move,
+)
 from functrans.passes.pipeline import run_passes
 
-
-class StrongZeros(NamedTuple):
-    """A cotangent that is ``value`` where ``pred == sense`` and a strong zero
-    elsewhere (``pred`` broadcasts against ``value``)."""
-
-    pred: Any
-    sense: bool
-    value: Any
-
-    def materialize(self) -> Any:
-        """The cotangent as an array: ``select`` of ``value`` and zeros."""
-        zero = np.zeros((), get_aval(self.value).dtype)
-        on_true, on_false = (self.value, zero) if self.sense else (zero, self.value)
-        return bind(lookup_primitive("select"), self.pred, on_true, on_false)
-
-    def kept(self) -> Any:
-        """A bool array, True where ``value`` is kept."""
-        return self.pred if self.sense else bind(lookup_primitive("not"), self.pred)
-
-    def within(self, outer: StrongZeros) -> StrongZeros:
-        """This record's value kept only where ``outer`` keeps its own too."""
-        if outer.pred is self.pred and outer.sense == self.sense:
-            return self
-        both = bind(lookup_primitive("and"), outer.kept(), self.kept())
-        return StrongZeros(both, True, self.value)
-
-
-def materialize(ct: Any) -> Any:
-    """``ct`` as an array (or a ``Zero``): a ``StrongZeros`` record is written out."""
-    return ct.materialize() if type(ct) is StrongZeros else ct
-
-
-def add_cotangents(a: Any, b: Any) -> Any:
-    """Sum of two cotangents of one value (fan-out), skipping symbolic zeros.
-    Two records with one mask stay a record; otherwise both are written out."""
-    if type(a) is Zero:
-        return b
-    if type(b) is Zero:
-        return a
-    if type(a) is StrongZeros and type(b) is StrongZeros and a.pred is b.pred \
-            and a.sense == b.sense:
-        return StrongZeros(a.pred, a.sense, bind(lookup_primitive("add"), a.value, b.value))
-    return bind(lookup_primitive("add"), materialize(a), materialize(b))
-
-
-def _carries_mask(e: Any, flags: Sequence[bool], pred: Any) -> bool:
-    """Whether a cotangent that is zero where ``pred`` says stays zero there,
-    and only there, through ``e``'s transpose: ``e`` is elementwise and
-    ``pred`` is constant along every axis the transpose sums over (it
-    broadcasts to each linear operand's shape), so that the input
-    cotangent's element ``i`` is a coefficient times elements the mask treats
-    alike.  Through any linear equation when ``pred`` is a single bool."""
-    shape = get_aval(pred).shape
-    if not shape:
-        return True
-    if not is_elementwise(e):
-        return False
-    return all(np.broadcast_shapes(shape, a.aval.shape) == a.aval.shape
-               for a, lin in zip(e.inputs, flags) if lin)
+__all__ = ["StrongZeros", "add_cotangents", "backward_pass", "transpose_jaxpr"]
 
 
 def backward_pass(
@@ -177,12 +111,18 @@ def _backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
         set_source(derived_source(e.source) or outer)  # the backward pass of the user's line
         given = [c for c in ct_outs if type(c) is not Zero]
         record = given[0] if len(given) == 1 else None
-        if type(record) is StrongZeros and _carries_mask(e, flags, record.pred):
+        if type(record) is StrongZeros and carries_mask(e, flags, record.pred):
             # The rule applied to the kept values, and the record's mask kept.
             ct_outs = [record.value if c is record else c for c in ct_outs]
             ct = ct_outs if e.primitive.multiple_results else ct_outs[0]
             ct_ins = e.primitive.rule("transpose")(ct, *ins, **e.params)
-            ct_ins = [_carry(record, c) for c in ct_ins]
+            ct_ins = [carry(record, c) for c in ct_ins]
+        elif type(record) is StrongZeros and e.primitive.moves_elements and \
+                (moved := move(e, record, ins)) is not None:
+            ct_ins = moved
+        elif e.primitive.transposes_strong_zeros:
+            ct = ct_outs if e.primitive.multiple_results else ct_outs[0]
+            ct_ins = e.primitive.rule("transpose")(ct, *ins, **e.params)
         else:
             ct_outs = [materialize(c) for c in ct_outs]
             ct = ct_outs if e.primitive.multiple_results else ct_outs[0]
@@ -196,16 +136,6 @@ def _backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
         for v, x in zip(jaxpr.invars, args)
         if type(x) is UndefinedPrimal
     ]
-
-
-def _carry(record: StrongZeros, c: Any) -> Any:
-    """The input cotangent ``c`` a rule gave for ``record.value``, under the
-    record's mask (and under its own, where the rule was a selection's)."""
-    if c is None or type(c) is Zero:
-        return c
-    if type(c) is StrongZeros:
-        return c.within(record)
-    return StrongZeros(record.pred, record.sense, c)
 
 
 @program_cache(maxsize=512, max_equations=50_000)
