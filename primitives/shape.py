@@ -375,7 +375,8 @@ def _pad_kernel(avals, *, padding_config):
 pad_p = Primitive(
     "pad", abstract_eval=_pad_abstract_eval, impl=_pad_impl,
     jvp=_pad_jvp, transpose=_pad_transpose, batch=_pad_batch, numpy_kernel=_pad_kernel,
-    linear=True, moves_elements=True, xp_impl=True, sparsity=sparsity.movement_sparsity(data=(0, 1)),
+    linear=True, moves_elements=True, xp_impl=True,
+    sparsity=sparsity.movement_sparsity(data=(0, 1)),
     doc=(
         "pad with `padding_value`: a `(low, high, interior)` triple per axis; negative low/high "
         "crop"
