@@ -84,9 +84,13 @@ def _extremum_jvp(prim: Primitive) -> Callable:
         x_aval = get_aval(x)
         # The tangent at the winners, by select: a losing position's tangent
         # is not taken (nor multiplied by 0), so in reverse mode its
-        # cotangent is a strong zero (docs/autodiff.md).
-        wins = ew.eq(x, expand_reduced(out, x_aval.shape, axes))
+        # cotangent is a strong zero (docs/autodiff.md).  A NaN result has no
+        # winner; there every position takes part and the divisor is NaN, so
+        # that the NaN reaches the derivative in both modes.
+        spread = expand_reduced(out, x_aval.shape, axes)
+        wins = ew.or_(ew.eq(x, spread), ew.ne(spread, spread))
         counts = reduce_sum(ew.convert_element_type(wins, aval.dtype), axes)
+        counts = ew.select(ew.ne(out, out), np.array(np.nan, aval.dtype), counts)
         taken = ew.select(wins, t, np.zeros((), aval.dtype))
         return out, fit(ew.div(reduce_sum(taken, axes), counts), aval)
 

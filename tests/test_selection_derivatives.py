@@ -304,6 +304,9 @@ def test_genuine_infinities_and_nans_stay():
         assert np.isnan(ft.grad(lambda x: fnp.where(x > 0, x * np.nan, 0.0) + x)(1.0))
         # a zero that is not a selection's is not strong: 0 * inf
         assert np.isnan(ft.grad(lambda x: 0.0 * fnp.sqrt(x))(0.0))
+        # a NaN the max reduction returns reaches every position's derivative
+        for t in (ft.grad, ft.jacfwd):
+            assert np.isnan(t(fnp.max)(np.array([1.0, np.nan]))).all()
         # the norm's convention is for 0 only
         assert np.isnan(ft.grad(fnp.linalg.norm)(np.array([np.nan, 1.0]))).all()
 
