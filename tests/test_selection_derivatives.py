@@ -213,6 +213,8 @@ def test_jit_native_tier():
         np.testing.assert_allclose(ft.jit(ft.grad(f), compiler="native")(x), _closed_form(1, x))
         np.testing.assert_allclose(ft.jit(ft.hessian(f), compiler="native")(x),
                                    _closed_form(2, x))
+        f, x = _setup("reduction", "log", 0.0)  # the mask moved through the stack
+        np.testing.assert_allclose(ft.jit(ft.grad(f), compiler="native")(x), _closed_form(1, x))
 
 
 @pytest.mark.parametrize("sel", ["where", "extremum", "reduction"])
