@@ -375,3 +375,30 @@ def test_singular_function_of_a_selected_value(name, s):
     assert np.isfinite(slope)
     np.testing.assert_array_equal(rev, [0.0, slope])
     np.testing.assert_array_equal(fwd, [0.0, slope])
+
+
+@pytest.mark.skipif(not native.available(), reason="needs Numba")
+def test_native_groups_hold_the_selections():
+    """The native tier computes a selection inside the loop of its branches
+    (one kernel for the piecewise gradient), with np.where's values: NaN,
+    inf, -0.0 and mixed dtypes as NumPy gives them."""
+    def piecewise(r):
+        return fnp.sum(fnp.where(r > 0, fnp.sqrt(r), 0.5 * r ** 2))
+
+    r = np.array([-1.0, -0.0, 0.0, 0.25, np.inf, np.nan])
+    g = ft.jit(ft.grad(piecewise), compiler="native")
+    (source,) = g.lower(r).native_sources
+    assert " if " in source
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(g(r), ft.jit(ft.grad(piecewise))(r))
+
+    def mixed(x, i, m):
+        return fnp.where(m, x * 2.0, i), fnp.where(x > 0, -0.0, x), fnp.where(m, i, i + 1)
+
+    x = np.array([1.5, -0.0, np.nan, -np.inf])
+    i, m = np.array([1, 2, 3, 4], np.int32), np.array([True, False, True, False])
+    got = ft.jit(mixed, compiler="native")(x, i, m)
+    for a, b in zip(got, mixed(x, i, m)):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(np.signbit(a), np.signbit(b))

@@ -110,9 +110,18 @@ def _fits(a, dtype: np.dtype) -> bool:
     return info.min <= int(a.val) <= info.max
 
 
+def _native_select(e: Eqn) -> bool:
+    """``select`` on real or bool values: a conditional expression, with the
+    branches converted to the result's dtype as ``np.where`` converts them.
+    In a group, the selections of a derivative program (the strong zeros of
+    docs/autodiff.md) stay in the loop that computes their branches."""
+    return e.primitive.name == "select" and all(
+        a.aval.dtype.kind in _KINDS for a in (*e.inputs, *e.outputs))
+
+
 def fusible(e: Eqn) -> bool:
     """The equations a native group may hold."""
-    return native_ufunc(e) is not None
+    return native_ufunc(e) is not None or _native_select(e)
 
 
 # -- the program around the groups -------------------------------------------
@@ -385,6 +394,10 @@ def body(group: Jaxpr, scalars: Sequence[bool], pad: str) -> tuple[list[str], li
                 else:
                     inner = emit(e.inputs[:1], inner_shift, pad)
                     lines.append(f"{pad}{t} = {operand(e.inputs[0], out, inner, inner_shift)}")
+            elif _native_select(e):
+                p, x, y = (operand(a, d, names, shift)
+                           for a, d in zip(e.inputs, (np.dtype(np.bool_), out, out)))
+                lines.append(f"{pad}{t} = {x} if {p} else {y}")
             else:
                 found = native_ufunc(e)
                 if found is None:  # the groups hold only equations native_ufunc accepts
