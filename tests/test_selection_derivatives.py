@@ -101,6 +101,11 @@ def _reduction(g, s, c):
     return lambda x: fnp.sum(pick(fnp.stack([_taken(c)(x), g(x)]), axis=0))
 
 
+def _clip(g, s, c):
+    lo, hi = (100.0, 200.0) if c > 0 else (-200.0, -100.0)  # g(s) below, or above
+    return lambda x: fnp.sum(fnp.clip(g(x), lo, hi) + _taken(c)(x))
+
+
 def _vmapped_cond(g, s, c):
     return lambda x: fnp.sum(ft.vmap(lambda xi: lax.cond(xi == s, _taken(c), g, xi))(x))
 
@@ -134,7 +139,7 @@ def _custom_vjp_untaken(g, s, c):
 
 SELECTIONS = {
     "where": _where, "where_other_sense": _where_other_sense, "cond": _cond,
-    "switch": _switch, "extremum": _extremum, "reduction": _reduction,
+    "switch": _switch, "extremum": _extremum, "reduction": _reduction, "clip": _clip,
     "vmapped_cond": _vmapped_cond, "custom_jvp": _custom_jvp_untaken,
     "custom_vjp": _custom_vjp_untaken,
 }
