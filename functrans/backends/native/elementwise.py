@@ -395,9 +395,9 @@ def body(group: Jaxpr, scalars: Sequence[bool], pad: str) -> tuple[list[str], li
                     inner = emit(e.inputs[:1], inner_shift, pad)
                     lines.append(f"{pad}{t} = {operand(e.inputs[0], out, inner, inner_shift)}")
             elif _native_select(e):
-                p, x, y = (operand(a, d, names, shift)
-                           for a, d in zip(e.inputs, (np.dtype(np.bool_), out, out)))
-                lines.append(f"{pad}{t} = {x} if {p} else {y}")
+                which, yes, no = (operand(a, d, names, shift)
+                                  for a, d in zip(e.inputs, (np.dtype(np.bool_), out, out)))
+                lines.append(f"{pad}{t} = {yes} if {which} else {no}")
             else:
                 found = native_ufunc(e)
                 if found is None:  # the groups hold only equations native_ufunc accepts
