@@ -339,7 +339,7 @@ _PROGRAMS = {
     "log_sqrt": lambda x: fnp.sum(fnp.log(fnp.sqrt(x) + 1.0)),
     "rosenbrock": lambda x: fnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2),
     "softplus_dot": lambda x: fnp.log(fnp.sum(fnp.exp(x))) + fnp.dot(x, x),
-    "arcsin_div": lambda x: fnp.sum(fnp.arcsin(x / 3.0) / (1.0 + x ** 2)),
+    "arctan_div": lambda x: fnp.sum(fnp.arctan(x / 3.0) / (1.0 + x ** 2)),
     "matvec_tanh": lambda x: fnp.sum(fnp.tanh(fnp.outer(x, x) @ x)),
 }
 _TRANSFORMS = {
@@ -359,7 +359,9 @@ def test_programs_without_selection_are_unchanged(program):
     golden = json.loads(_GOLDEN.read_text())
     for tn, t in _TRANSFORMS.items():
         arg = np.stack([_X, _X + 1]) if tn == "vmap_grad" else _X
-        assert str(ft.make_jaxpr(t(_PROGRAMS[program]))(arg)) == golden[f"{tn}({program})"]
+        expected = golden[f"{tn}({program})"]
+        assert "select" not in expected  # the premise: no selection anywhere
+        assert str(ft.make_jaxpr(t(_PROGRAMS[program]))(arg)) == expected
 
 
 @pytest.mark.parametrize("name,s", SINGULAR, ids=[f"{n}-{s}" for n, s in SINGULAR])

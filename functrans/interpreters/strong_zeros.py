@@ -84,15 +84,23 @@ def materialize(ct: Any) -> Any:
 
 def add_cotangents(a: Any, b: Any) -> Any:
     """Sum of two cotangents of one value (fan-out), skipping symbolic zeros.
-    Two records with one mask stay a record; otherwise both are written out."""
+    Two records with one mask add their values; two with other masks are
+    written out and added, a strong zero where both were (the two sides of
+    one selection cover everything: their sum is an array); a record and an
+    array are an array."""
     if type(a) is Zero:
         return b
     if type(b) is Zero:
         return a
-    if type(a) is StrongZeros and type(b) is StrongZeros and a.pred is b.pred \
-            and a.sense == b.sense:
-        return StrongZeros(a.pred, a.sense, bind(lookup_primitive("add"), a.value, b.value))
-    return bind(lookup_primitive("add"), materialize(a), materialize(b))
+    add = lookup_primitive("add")
+    if type(a) is StrongZeros and type(b) is StrongZeros:
+        if a.pred is b.pred and a.sense == b.sense:
+            return StrongZeros(a.pred, a.sense, bind(add, a.value, b.value))
+        total = bind(add, a.materialize(), b.materialize())
+        if a.pred is b.pred:
+            return total
+        return StrongZeros(bind(lookup_primitive("or"), a.kept(), b.kept()), True, total)
+    return bind(add, materialize(a), materialize(b))
 
 
 def carries_mask(e: Any, flags: Sequence[bool], pred: Any) -> bool:
