@@ -21,11 +21,27 @@ Settings:
     within a bounded amount of memory.  A new value applies from each
     function's next compilation on.
 
-``jit_compiler`` (default ``"numpy"``)
+``jit_compiler`` (default ``"auto"``)
     The code generator of functions jitted without ``compiler=``, read when
-    ``jit`` is called: ``"numpy"`` (straight-line NumPy calls, millisecond
-    compiles) or ``"native"`` (fused elementwise groups compiled with Numba,
-    the ``native`` extra; see docs/jit.md, "The native tier").
+    ``jit`` is called: ``"auto"`` (the NumPy tier first; a hot program whose
+    native form pays moves to the native tier on its own, compiled in the
+    background: docs/jit.md, "Tiers"), ``"numpy"`` (straight-line NumPy
+    calls, millisecond compiles, never moved) or ``"native"`` (fused
+    elementwise groups compiled with Numba at the first call; see
+    docs/jit.md, "The native tier").
+
+``jit_tier_up`` (default ``"measured"``)
+    When ``"auto"`` moves a program that may move: ``"measured"`` once the
+    time it has spent in the NumPy tier, times its estimated native gain,
+    reaches its estimated compile time; ``"eager"`` at its first call (the
+    compile still runs in the background); ``"never"``.  Read at each
+    compilation.
+
+``jit_tier_numerics`` (default ``"exact"``)
+    Which programs ``"auto"`` may move: ``"exact"``, only those whose
+    native results are the NumPy tier's bit for bit; ``"close"``, also those
+    whose transcendental functions (or float products in loops) may differ
+    in the last bits (docs/jit.md, "Same numbers").
 
 ``native_cache_dir`` (default ``$XDG_CACHE_HOME/functrans/native``, else
 ``~/.cache/functrans/native``)
@@ -54,8 +70,8 @@ import numpy as np
 
 from functrans import core
 
-__all__ = ["debug_infs", "debug_nans", "jit_cache_size", "jit_compiler", "native_cache_dir",
-           "update"]
+__all__ = ["debug_infs", "debug_nans", "jit_cache_size", "jit_compiler", "jit_tier_numerics",
+           "jit_tier_up", "native_cache_dir", "update"]
 
 
 def _positive_int(name: str, value: Any) -> int:
@@ -77,12 +93,14 @@ def _parse_int(name: str, text: str) -> int:
         ) from None
 
 
-def _compiler(name: str, value: Any) -> str:
-    if value not in ("numpy", "native"):
-        raise ValueError(
-            f"functrans.config: {name} must be 'numpy' or 'native', got {value!r}"
-        )
-    return value
+def _one_of(*values: str) -> Callable[[str, Any], str]:
+    def check(name: str, value: Any) -> str:
+        if value not in values:
+            raise ValueError(f"functrans.config: {name} must be "
+                             f"{', '.join(map(repr, values[:-1]))} or {values[-1]!r}, got "
+                             f"{value!r}")
+        return value
+    return check
 
 
 def _folder(name: str, value: Any) -> str:
@@ -129,7 +147,9 @@ def _checks_changed() -> None:
 #: environment variable's text).
 _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], Callable[[str, str], Any]]] = {
     "jit_cache_size": (256, _positive_int, _parse_int),
-    "jit_compiler": ("numpy", _compiler, _text),
+    "jit_compiler": ("auto", _one_of("auto", "numpy", "native"), _text),
+    "jit_tier_up": ("measured", _one_of("measured", "eager", "never"), _text),
+    "jit_tier_numerics": ("exact", _one_of("exact", "close"), _text),
     "native_cache_dir": (_default_cache_dir(), _folder, _text),
     "debug_nans": (False, _flag, _parse_flag),
     "debug_infs": (False, _flag, _parse_flag),
@@ -143,6 +163,8 @@ _AFTER: dict[str, Callable[[], None]] = {
 
 jit_cache_size: int
 jit_compiler: str
+jit_tier_up: str
+jit_tier_numerics: str
 native_cache_dir: str
 debug_nans: bool
 debug_infs: bool

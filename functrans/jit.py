@@ -37,7 +37,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from functrans import config, core
+from functrans import config, core, tiering
 from functrans._api_util import (
     check_argnames,
     check_argnames_exist,
@@ -60,7 +60,7 @@ from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tr
 #: although the native tier was asked for (Numba lacks something it needs).
 _log = logging.getLogger(__name__)
 
-__all__ = ["CacheInfo", "JitCacheMiss", "Lowered", "ShapeDtypeStruct", "disable_jit", "jit"]
+__all__ = ["CacheInfo", "JitCacheMiss", "Lowered", "TierInfo", "ShapeDtypeStruct", "disable_jit", "jit"]
 
 _SCALAR_TYPES = (bool, int, float, complex)
 
@@ -78,23 +78,38 @@ class CacheInfo(_Counts):
     size), ``maxsize`` (``functrans.config.jit_cache_size``), ``compile_time``
     (seconds spent tracing, optimising and generating code for the misses)
     and ``native_compile_time`` (the part of it spent compiling or loading
-    native kernels: ``compiler="native"``)."""
+    native kernels, in the background for a program the tiering rule
+    moved); ``tiers``, one ``TierInfo`` per entry, least recently used
+    first: its argument types, the tier it runs in and why."""
 
     evictions: int = 0
     maxsize: int = 0
     compile_time: float = 0.0
     native_compile_time: float = 0.0
+    tiers: tuple = ()
 
     def __new__(cls, hits: int, misses: int, entries: int, evictions: int = 0,
-                maxsize: int = 0, compile_time: float = 0.0, native_compile_time: float = 0.0):
+                maxsize: int = 0, compile_time: float = 0.0, native_compile_time: float = 0.0,
+                tiers: tuple = ()):
         info = super().__new__(cls, hits, misses, entries)
         info.evictions, info.maxsize = evictions, maxsize
         info.compile_time, info.native_compile_time = compile_time, native_compile_time
+        info.tiers = tiers
         return info
 
     def __repr__(self):
         evicted = f", evictions={self.evictions}" if self.evictions else ""
         return f"CacheInfo(hits={self.hits}, misses={self.misses}, entries={self.entries}{evicted})"
+
+
+class TierInfo(NamedTuple):
+    """One cache entry's tier: ``signature``, its arguments' types
+    (``"f64[1000], f64[]"``); ``tier``, ``"numpy"`` or ``"native"`` (``"gpu"``
+    for a GPU program); ``reason``, why it runs there."""
+
+    signature: str
+    tier: str
+    reason: str
 
 
 class JitCacheMiss(UserWarning):
@@ -277,9 +292,10 @@ class _Entry(NamedTuple):
     traced_consts: bool
     native_seconds: float = 0.0  # spent compiling or loading its native kernels
     native_sources: tuple = ()  # the Numba source of its native kernels
+    tier: tiering.Tier | None = None  # where it runs and why (None: not cached, or the GPU)
 
 
-_COMPILERS = ("numpy", "native")
+_COMPILERS = ("auto", "numpy", "native")
 
 
 class _Jitted:
@@ -295,8 +311,8 @@ class _Jitted:
         if compiler is None:
             compiler = config.jit_compiler
         if compiler not in _COMPILERS:
-            raise ValueError(f"{self._label}: compiler must be 'numpy' or 'native', got "
-                             f"{compiler!r}")
+            raise ValueError(f"{self._label}: compiler must be 'auto', 'numpy' or 'native', "
+                             f"got {compiler!r}")
         if compiler == "native":
             from functrans.backends import native  # Numba itself loads on the first lowering
 
@@ -331,7 +347,13 @@ class _Jitted:
             if slot is not None:
                 self._touch(slot)
                 entry = slot.entry
-                outs = entry.compiled.fn(*args)
+                tier = entry.tier
+                if tier is not None and tier.watching:  # timed for the tiering rule
+                    start = time.perf_counter()
+                    outs = entry.compiled.fn(*args)
+                    tier.ran(time.perf_counter() - start)
+                else:
+                    outs = entry.compiled.fn(*args)
                 return outs[0] if entry.single_output else tree_unflatten(entry.out_tree, outs)
         return self._call(args, kwargs)
 
@@ -383,6 +405,10 @@ class _Jitted:
         ):
             outs = core.eval_jaxpr(entry.jaxpr.jaxpr, entry.jaxpr.consts, *leaves)
             outs = [_fresh(x) for x in outs]
+        elif entry.tier is not None and entry.tier.watching:  # timed for the tiering rule
+            start = time.perf_counter()
+            outs = entry.compiled.fn(*leaves)
+            entry.tier.ran(time.perf_counter() - start)
         else:
             outs = entry.compiled.fn(*leaves)
         return tree_unflatten(entry.out_tree, outs)
@@ -433,7 +459,50 @@ class _Jitted:
             fast_key = None  # _call decides per call how to run it (see there)
         if entry.traced_consts or core.value_checks != checks:
             return entry  # not kept: a switch of the checks cleared the cache meanwhile
-        return self._insert(key, fast_key, entry)
+        kept = self._insert(key, fast_key, entry)
+        tier = kept.tier
+        if kept is entry and tier is not None and tier.assessment is not None:
+            self._watch(key, entry, tier)
+        return kept
+
+    def _watch(self, key, entry: _Entry, tier: tiering.Tier) -> None:
+        """Let the tiering rule time ``entry``'s calls (or, with
+        ``jit_tier_up="eager"``, queue it now); the compiler thread calls
+        back ``install`` with its native lowering."""
+        this = weakref.ref(self)
+
+        def install(lowering) -> bool:
+            jitted = this()
+            return jitted is not None and jitted._install(key, entry, lowering)
+
+        tier.watch(install)
+        if config.jit_tier_up == "eager":
+            tier.queue()
+
+    def _install(self, key, old: _Entry, lowering) -> bool:
+        """Put ``old``'s program with its native ``lowering`` in its place in
+        the cache (called by the compiler thread); False where ``old`` left
+        the cache meanwhile (evicted, cleared, or the checks changed)."""
+        compiled = Compiled(lowering.jaxpr, self._name, own_outputs=True)
+        tier = old.tier
+        if tier is None:  # (a watched entry always has its tier)
+            return False
+        new = old._replace(compiled=compiled, native_seconds=lowering.compile_seconds,
+                           native_sources=tuple(lowering.sources))
+        with self._lock:
+            slot = self._entries.get(key)
+            if slot is None or slot.entry is not old or core.value_checks != (False, False):
+                tier.stay("it left the cache while its native compile ran")
+                return False
+            moved = slot._replace(entry=new)
+            self._entries[key] = moved
+            if slot.fast_key is not None and self._fast.get(slot.fast_key) is slot:
+                self._fast[slot.fast_key] = moved
+            if slot.token in self._order:
+                self._order[slot.token] = moved
+            self._native_time += lowering.compile_seconds
+            tier.moved(len(lowering.sources))
+        return True
 
     def _insert(self, key, fast_key, entry: _Entry) -> _Entry:
         """Store ``entry`` under ``key`` and drop the least recently used
@@ -491,6 +560,7 @@ class _Jitted:
         out_tree = out_cell[-1]
         single = out_tree.num_leaves == 1 and out_tree.num_nodes == 1
         compiled: Any
+        tier: tiering.Tier | None = None
         if device == "gpu":
             from functrans.backends import cupy as gpu_backend  # loaded for GPU work only
 
@@ -502,11 +572,41 @@ class _Jitted:
             if lowering is not None:
                 compiled = Compiled(lowering.jaxpr, self._name, own_outputs=True)
                 return _Entry(optimized, compiled, out_tree, single, traced,
-                              lowering.compile_seconds, tuple(lowering.sources))
+                              lowering.compile_seconds, tuple(lowering.sources),
+                              tiering.Tier("native", "compiler='native'"))
+            tier = tiering.Tier("numpy", "compiler='native', but Numba cannot compile it "
+                                "(see the debug log)")
+        elif not traced:
+            tier = self._tier(optimized)
+        program = optimized
         if core.value_checks == (False, False):  # debug_nans names single equations
-            optimized = _fuse_for_cpu(optimized)
-        compiled = Compiled(optimized, self._name, own_outputs=True)
-        return _Entry(optimized, compiled, out_tree, single, traced)
+            program = _fuse_for_cpu(optimized)
+        compiled = Compiled(program, self._name, own_outputs=True)
+        return _Entry(optimized, compiled, out_tree, single, traced, tier=tier)
+
+    def _tier(self, optimized: ClosedJaxpr) -> tiering.Tier:
+        """The tier a new CPU program starts in and why: the NumPy tier,
+        watched by the tiering rule where it may move (docs/jit.md, "Tiers")."""
+        if self._compiler == "numpy":
+            return tiering.Tier("numpy", "compiler='numpy'")
+        if config.jit_tier_up == "never":
+            return tiering.Tier("numpy", "jit_tier_up='never'")
+        if core.value_checks != (False, False):
+            return tiering.Tier("numpy", "debug_nans or debug_infs is on")
+        if optimized.jaxpr.has_effect:
+            return tiering.Tier("numpy", "it has effects (collectives, callbacks)")
+        verdict = tiering.assess(optimized)
+        if verdict.never is not None:
+            return tiering.Tier("numpy", verdict.never)
+        if not verdict.exact and config.jit_tier_numerics == "exact":
+            return tiering.Tier(
+                "numpy", "its native results could differ from the NumPy tier's in the last "
+                "bits (transcendental functions, float products in loops); "
+                "jit_tier_numerics='close' lets it move")
+        return tiering.Tier(
+            "numpy", f"in the NumPy tier; the rule watches its calls (native gain "
+            f"{verdict.gain:.0%}, compile about {verdict.compile_seconds:.1f} s)",
+            verdict, optimized, self._label)
 
     def _lower_native(self, optimized: ClosedJaxpr) -> Any:
         """The native tier's lowering of ``optimized``, or None where Numba
@@ -572,8 +672,10 @@ class _Jitted:
         """Hits, misses and entries of this function's cache (and its
         ``evictions``, ``maxsize``, ``compile_time`` and ``native_compile_time``)."""
         with self._lock:
-            return CacheInfo(self._hits, self._misses, len(self._order), self._evictions,
-                             config.jit_cache_size, self._compile_time, self._native_time)
+            slots = list(self._order.values())
+            info = (self._hits, self._misses, len(slots), self._evictions,
+                    config.jit_cache_size, self._compile_time, self._native_time)
+        return CacheInfo(*info, tuple(_tier_info(s.entry) for s in slots))
 
     def clear_cache(self) -> None:
         """Drop every compiled program (the next call traces again) and reset the counts."""
@@ -583,6 +685,14 @@ class _Jitted:
             self._order.clear()
             self._hits = self._misses = self._evictions = 0
             self._compile_time = self._native_time = 0.0
+
+
+def _tier_info(entry: _Entry) -> TierInfo:
+    signature = ", ".join(v.aval.str_short() for v in entry.jaxpr.jaxpr.invars)
+    tier = entry.tier
+    if tier is None:
+        return TierInfo(signature, "gpu", "its arguments are on the GPU")
+    return TierInfo(signature, tier.name, tier.reason)
 
 
 def _fuse_for_cpu(closed: ClosedJaxpr) -> ClosedJaxpr:

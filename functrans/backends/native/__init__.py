@@ -51,6 +51,7 @@ Numba is imported on the first native lowering, never by ``import functrans``.
 from __future__ import annotations
 
 import importlib.util
+import time
 from typing import Callable
 
 from functrans.backends.native.elementwise import (
@@ -67,7 +68,7 @@ from functrans.core import ClosedJaxpr, Eqn, Jaxpr, lookup_primitive
 from functrans.passes.fuse import fuse
 
 __all__ = ["NativeUnavailableError", "available", "check_available", "fusible", "kernel_source",
-           "loop_source", "lower", "native_ufunc"]
+           "load_numba", "loop_source", "lower", "native_ufunc"]
 
 INSTALL_HINT = "install Numba: pip install 'functrans[native]' (or pip install numba)"
 
@@ -88,6 +89,12 @@ def check_available(label: str) -> None:
             f"{label}: compiler='native' needs Numba, which is not installed; {INSTALL_HINT}, "
             "or use compiler='numpy'"
         )
+
+
+def load_numba() -> None:
+    """Import Numba, raising what its import raises (ImportError where it is
+    missing; anything else where it is broken)."""
+    import numba  # noqa: F401  (the optional dependency, loaded on first need)
 
 
 class _NativeCall:
@@ -117,10 +124,13 @@ class Lowering:
         self.jaxpr, self.sources, self.compile_seconds = jaxpr, sources, compile_seconds
 
 
-def lower(closed: ClosedJaxpr, cache_dir: str = "") -> Lowering:
+def lower(closed: ClosedJaxpr, cache_dir: str = "", budget: float | None = None) -> Lowering:
     """``closed`` with its native groups replaced by kernel calls, whose
     kernels are cached on disk in ``cache_dir`` ("" keeps them in memory
-    only; ``jit`` passes ``functrans.config.native_cache_dir``)."""
+    only; ``jit`` passes ``functrans.config.native_cache_dir``).  With a
+    ``budget`` (seconds), a ``TimeoutError`` stops the lowering between two
+    kernels once it has run longer (a kernel's compile cannot be cut)."""
+    deadline = None if budget is None else time.perf_counter() + budget
     fused = constants_inline(fold_reductions(merge_pads(fuse(closed, fusible))))
     fused_p = lookup_primitive("fused_elementwise")
     eqns: list[Eqn] = []
@@ -130,6 +140,9 @@ def lower(closed: ClosedJaxpr, cache_dir: str = "") -> Lowering:
     read = {id(a) for e in fused.jaxpr.eqns for a in e.inputs}
     read |= {id(a) for a in fused.jaxpr.outvars}
     for e in fused.jaxpr.eqns:
+        if deadline is not None and time.perf_counter() > deadline:
+            raise TimeoutError(f"{len(sources)} kernels compiled, {seconds:.1f} s; "
+                               f"the budget is {budget:.1f} s")
         if e.primitive in loops:
             found = loop_call(e, f"native_{len(sources)}", cache_dir, lambda v: id(v) in read)
             if found is not None:

@@ -1,0 +1,438 @@
+"""Automatic tiering: ``jit`` moves a hot program from the NumPy tier to the
+native tier (Numba) on its own, compiling it in the background.
+
+Every program starts in the NumPy tier.  When it is compiled, ``assess``
+reads its optimised Jaxpr (no Numba needed) and decides whether it may ever
+move and what it would gain: the share of its estimated NumPy-tier cost
+that native kernels remove (elementwise work fused into loops, the Python
+dispatch of loop steps), the estimated compile time, and whether the
+native results are the NumPy tier's bit for bit.  A program that may move
+is *watched*: its calls are timed, and once the time it has spent in the
+NumPy tier times its gain reaches its estimated compile time (what staying
+would have cost pays for the compile, the ski-rental rule), it is queued
+for the compiler thread.  Calls keep running in the NumPy tier until the
+native program is installed in the cache entry; a failed, unavailable or
+over-budget compile leaves the program in the NumPy tier for good, with a
+debug line on the ``functrans.jit`` logger.
+
+The compiler thread is a daemon that compiles one program at a time within
+a per-program budget and a total budget per process; it is started on the
+first need, and it (and Numba) is absent from a forked child until the
+child needs it.  See docs/jit.md, "Tiers".
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections import deque
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from functrans.core import ClosedJaxpr, Jaxpr
+
+_log = logging.getLogger("functrans.jit")
+
+#: Seconds one program's native compile may take (checked between kernels
+#: and at the end; a program estimated over it is never started).
+PROGRAM_BUDGET = 60.0
+#: Seconds of native compiling one process spends on automatic tiering in all.
+TOTAL_BUDGET = 300.0
+
+#: A program moves only if native kernels would remove at least this share
+#: of its estimated NumPy-tier time.
+MIN_GAIN = 0.3
+#: ... and not before it has been called this many times.
+MIN_CALLS = 3
+
+# The cost model, in seconds (measured on the project's test machine: one
+# NumPy call costs about a microsecond of dispatch, a float64 elementwise
+# pass about a nanosecond per element, a BLAS product about a tenth of a
+# nanosecond per multiply-add; Numba takes about 0.3 s to set up a kernel
+# and about 30 ms more per fused equation).
+_DISPATCH = 1e-6
+_PER_ELEMENT = 1e-9
+_PER_FLOP = 1e-10
+_COMPILE_BASE = 0.3
+_COMPILE_PER_EQN = 0.03
+
+#: The ufuncs whose float results IEEE 754 fixes (correctly rounded, or
+#: exact): the native tier computes them as NumPy does, bit for bit.  Other
+#: float ufuncs (``sin``, ``exp``, ``tanh``, ...) call the C library in a
+#: kernel and may differ in the last bits.
+EXACT_UFUNCS = frozenset({
+    np.add, np.subtract, np.multiply, np.true_divide, np.sqrt, np.negative, np.positive,
+    np.absolute, np.floor, np.ceil, np.trunc, np.rint, np.equal, np.not_equal, np.less,
+    np.less_equal, np.greater, np.greater_equal, np.isfinite, np.isnan, np.isinf,
+    np.signbit, np.copysign, np.square, np.conjugate, np.logical_and, np.logical_or,
+    np.logical_xor, np.logical_not,
+})
+
+#: What a loop body may hold for its loop to become one kernel, besides
+#: elementwise ufuncs (``backends/native/body.py``).
+_LOOP_BODY = frozenset({"select_n", "convert_element_type", "dot_general", "transpose",
+                        "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
+                        "reduce_or", "scan", "while_loop", "recorded_loop"})
+_LOOPS = frozenset({"scan", "while_loop", "recorded_loop"})
+_REAL = "biuf"
+
+
+class Assessment(NamedTuple):
+    """``assess``'s verdict on a program: ``gain``, the estimated share of
+    its NumPy-tier time native kernels remove; ``compile_seconds``, the
+    estimated compile time; ``exact``, whether its native results are the
+    NumPy tier's bit for bit; ``never``, why it may never move (or None)."""
+
+    gain: float
+    compile_seconds: float
+    exact: bool
+    never: str | None
+
+
+def _ufunc(e) -> Any:
+    prim = e.primitive
+    if prim.multiple_results or len(e.outputs) != 1:
+        return None
+    kernel: Any = prim.numpy_kernel
+    fn = kernel([a.aval for a in e.inputs], **e.params) if kernel is not None else None
+    if fn is None and not e.params:
+        fn = prim.numpy_fn
+    if isinstance(fn, np.ufunc) and fn.nout == 1 and fn.nin == len(e.inputs):
+        return fn
+    return None
+
+
+def _real(e) -> bool:
+    return all(a.aval.dtype.kind in _REAL and a.aval.dtype != np.float16
+               for a in (*e.inputs, *e.outputs))
+
+
+def _float(e) -> bool:
+    return any(a.aval.dtype.kind == "f" for a in (*e.inputs, *e.outputs))
+
+
+def _size(v) -> int:
+    return math.prod(v.aval.shape)
+
+
+def _jaxprs(e):
+    """The jaxprs in ``e``'s params (a loop's body and predicate)."""
+    for value in e.params.values():
+        for x in value if isinstance(value, tuple) else (value,):
+            if isinstance(x, ClosedJaxpr):
+                yield x.jaxpr
+            elif isinstance(x, Jaxpr):
+                yield x
+            elif hasattr(x, "jaxpr") and isinstance(getattr(x, "jaxpr"), (ClosedJaxpr, Jaxpr)):
+                inner = x.jaxpr
+                yield inner.jaxpr if isinstance(inner, ClosedJaxpr) else inner
+
+
+def _trips(e) -> int:
+    length = e.params.get("length")
+    return length if isinstance(length, int) and length > 0 else 1
+
+
+class _Tally:
+    """The walk's sums: NumPy-tier cost, the part native kernels remove,
+    native equations (for the compile estimate), exactness."""
+
+    def __init__(self):
+        self.cost = self.saved = 0.0
+        self.eqns = 0
+        self.exact = True
+        self.loop_misses: list[str] = []
+
+
+def _dot_flops(e) -> int:
+    lhs, rhs = e.inputs
+    (contract, _), (batch, _) = e.params["dimension_numbers"]
+    k = math.prod(lhs.aval.shape[d] for d in contract)
+    return 2 * _size(e.outputs[0]) * max(k, 1)
+
+
+def _eqn_cost(e) -> float:
+    if e.primitive.name == "dot_general":
+        return _DISPATCH + _dot_flops(e) * _PER_FLOP
+    return _DISPATCH + sum(_size(v) for v in e.outputs) * _PER_ELEMENT
+
+
+def _loop_body_native(jaxpr: Jaxpr, tally: _Tally) -> bool:
+    """Whether every equation of a loop body has a native statement form
+    (so that the loop can be one kernel), noting the inexact ones."""
+    ok = True
+    for e in jaxpr.eqns:
+        name = e.primitive.name
+        ufunc = _ufunc(e)
+        if not _real(e):
+            tally.loop_misses.append(f"{name} on a dtype the native tier lacks")
+            ok = False
+        elif ufunc is not None:
+            # On an array a transcendental function calls NumPy's own loop;
+            # on a scalar it is Numba's (the C library's) code.
+            if _float(e) and ufunc not in EXACT_UFUNCS and not e.outputs[0].aval.ndim:
+                tally.exact = False
+        elif name in _LOOP_BODY:
+            if name == "dot_general" and _float(e):
+                tally.exact = False  # summed left to right, where BLAS sums in blocks
+            if name in _LOOPS:
+                ok = all([_loop_body_native(j, tally) for j in _jaxprs(e)]) and ok
+        else:
+            tally.loop_misses.append(name)
+            ok = False
+        tally.eqns += 1
+    return ok
+
+
+def _loop_cost(jaxpr: Jaxpr) -> float:
+    cost = 0.0
+    for e in jaxpr.eqns:
+        if e.primitive.name in _LOOPS:
+            cost += _trips(e) * sum(_loop_cost(j) for j in _jaxprs(e))
+        else:
+            cost += _eqn_cost(e)
+    return cost
+
+
+def assess(closed: ClosedJaxpr) -> Assessment:
+    """What moving ``closed`` to the native tier would gain and cost, and
+    whether its results would stay the NumPy tier's bit for bit.
+
+    The estimate per top-level equation: a NumPy call costs its dispatch
+    plus its elements (a product its multiply-adds).  An elementwise ufunc
+    on real dtypes (not float16, which Numba lacks) joins a kernel that
+    removes its dispatch and half its memory traffic.  A loop whose body
+    has a native form becomes one kernel that removes nine tenths of its
+    cost (the steps' dispatch dominates).  Everything else (matrix
+    products outside loops, shape and indexing operations) stays as it is,
+    which is why a program dominated by matrix products never moves."""
+    tally = _Tally()
+    for e in closed.jaxpr.eqns:
+        name = e.primitive.name
+        if name in _LOOPS:
+            cost = _trips(e) * sum(_loop_cost(j) for j in _jaxprs(e))
+            tally.cost += cost
+            if all([_loop_body_native(j, tally) for j in _jaxprs(e)]):
+                tally.saved += 0.9 * cost
+            continue
+        cost = _eqn_cost(e)
+        tally.cost += cost
+        ufunc = _ufunc(e)
+        if ufunc is not None and _real(e):
+            tally.saved += _DISPATCH + 0.5 * (cost - _DISPATCH)
+            tally.eqns += 1
+            if _float(e) and ufunc not in EXACT_UFUNCS:
+                tally.exact = False
+    gain = tally.saved / tally.cost if tally.cost else 0.0
+    seconds = _COMPILE_BASE + _COMPILE_PER_EQN * tally.eqns
+    never = None
+    if not tally.eqns:
+        never = "nothing in it has a native form"
+        if tally.loop_misses:
+            never += f" (a loop body holds {', '.join(sorted(set(tally.loop_misses)))})"
+    elif gain < MIN_GAIN:
+        never = (f"native kernels would remove only {gain:.0%} of its estimated time "
+                 f"(matrix products and other NumPy calls dominate; {MIN_GAIN:.0%} needed)")
+    elif seconds > PROGRAM_BUDGET:
+        never = (f"its estimated compile time, {seconds:.0f} s, exceeds the budget of "
+                 f"{PROGRAM_BUDGET:.0f} s per program")
+    return Assessment(gain, seconds, tally.exact, never)
+
+
+# -- a program's tier --------------------------------------------------------------
+
+
+class Tier:
+    """Where one cached program runs and why: ``name`` is ``"numpy"`` or
+    ``"native"``, ``reason`` says why, ``watching`` is true while its calls
+    are timed for the rule.  ``install`` is called (by the compiler thread)
+    with the native lowering; it returns False when the program left the
+    cache meanwhile."""
+
+    def __init__(self, name: str, reason: str, assessment: Assessment | None = None,
+                 closed: ClosedJaxpr | None = None, label: str = ""):
+        self.name, self.reason = name, reason
+        self.assessment, self.closed, self.label = assessment, closed, label
+        self.install: Callable[[Any], bool] | None = None
+        self.watching = False
+        self.calls = 0
+        self.seconds = 0.0
+
+    def watch(self, install: Callable[[Any], bool]) -> None:
+        """Start timing the calls; the compiler thread hands ``install`` the
+        native lowering once the rule has queued the program."""
+        self.install = install
+        self.watching = True
+
+    def moved(self, kernels: int) -> None:
+        """Say that the program now runs in the native tier."""
+        self.name = "native"
+        self.reason = (f"moved by the rule after {self.calls} calls and "
+                       f"{self.seconds * 1e3:.1f} ms in the NumPy tier ({kernels} kernels)")
+        self.closed = self.install = None
+
+    def ran(self, seconds: float) -> None:
+        """Count one NumPy-tier call of ``seconds``; queue the compile once
+        the rule says it pays.  (Unlocked: a lost update among threads only
+        delays the move by a call.)"""
+        self.calls += 1
+        self.seconds += seconds
+        a = self.assessment
+        if self.calls >= MIN_CALLS and a is not None \
+                and self.seconds * a.gain >= a.compile_seconds:
+            self.queue()
+
+    def queue(self) -> None:
+        """Hand the program to the compiler thread (once)."""
+        with _lock:
+            if not self.watching:
+                return
+            self.watching = False
+            self.reason = (f"compiling for the native tier (hot: {self.calls} calls, "
+                           f"{self.seconds * 1e3:.1f} ms in the NumPy tier)")
+            _submit(self)
+
+    def stay(self, why: str) -> None:
+        """Leave the program in the NumPy tier for good, saying why."""
+        self.watching = False
+        self.name, self.reason = "numpy", why
+        self.closed = self.install = None
+        _log.debug("%s: stays in the NumPy tier: %s", self.label, why)
+
+    def __repr__(self):
+        return f"Tier({self.name!r}, {self.reason!r})"
+
+
+# -- the compiler thread ---------------------------------------------------------------
+
+_lock = threading.Lock()
+_wake = threading.Condition(_lock)
+_queue: deque[Tier] = deque()
+_worker: threading.Thread | None = None
+_running: Tier | None = None
+_spent = 0.0
+#: Why no program can move in this process (Numba missing, or a fork that
+#: interrupted a compile), or None.
+_off: str | None = None
+
+
+def _submit(tier: Tier) -> None:
+    """Queue ``tier`` (called with ``_lock`` held)."""
+    global _worker
+    if _off is not None:
+        tier.stay(_off)
+        return
+    _queue.append(tier)
+    if _worker is None:
+        _worker = threading.Thread(target=_work, name="functrans-native-compiler", daemon=True)
+        _worker.start()
+    _wake.notify()
+
+
+def _work() -> None:
+    global _running
+    while True:
+        with _lock:
+            while not _queue:
+                _wake.wait()
+            tier = _running = _queue.popleft()
+        try:
+            _compile(tier)
+        finally:
+            with _lock:
+                _running = None
+                _wake.notify_all()
+
+
+def _compile(tier: Tier) -> None:
+    global _spent, _off
+    if _off is not None:
+        tier.stay(_off)
+        return
+    left = min(PROGRAM_BUDGET, TOTAL_BUDGET - _spent)
+    if left <= 0:
+        tier.stay(f"the native compile budget of this process ({TOTAL_BUDGET:.0f} s) is spent")
+        return
+    try:
+        from functrans.backends import native  # Numba loads here, on the first need
+
+        native.load_numba()
+    except Exception as e:  # no wheels for this platform, a broken install
+        _off = f"Numba cannot be imported ({type(e).__name__}: {e})"
+        tier.stay(_off)
+        return
+    start = time.perf_counter()
+    closed, install = tier.closed, tier.install
+    if closed is None or install is None:
+        return
+    from functrans import config
+
+    try:
+        lowering = native.lower(closed, config.native_cache_dir, budget=left)
+    except TimeoutError as e:
+        lowering, why = None, f"its native compile ran over budget ({e})"
+    except Exception as e:  # Numba's limits (NotImplementedError: float16), its errors
+        lowering, why = None, f"its native compile failed ({type(e).__name__}: {e})"
+    spent = time.perf_counter() - start
+    _spent += spent
+    if lowering is not None and spent > left:
+        lowering, why = None, (f"its native compile took {spent:.1f} s, over the budget "
+                               f"of {left:.1f} s")
+    if lowering is not None and not lowering.sources:
+        lowering, why = None, "no kernel came out of its native lowering"
+    if lowering is None:
+        tier.stay(why)
+        return
+    if install(lowering):
+        _log.debug("%s: moved to the native tier (compiled in %.2f s)", tier.label, spent)
+
+
+def wait(timeout: float | None = None) -> bool:
+    """Block until the compiler thread has nothing queued or running (or
+    ``timeout`` seconds pass); whether it is idle.  For tests and
+    benchmarks that want to see a program's final tier."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with _lock:
+        while _queue or _running is not None:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            _wake.wait(left)
+    return True
+
+
+def spent() -> float:
+    """Seconds of native compiling spent by automatic tiering in this process."""
+    return _spent
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has none of the parent's threads: a fresh lock and
+    queue, no compiler thread (started again on the child's first need).
+    Programs queued in the parent are watched again.  If a compile was
+    running at the fork, Numba's compiler lock may be held by a thread the
+    child does not have: the child compiles nothing (NumPy tier only)."""
+    global _lock, _wake, _queue, _worker, _running, _off
+    pending = list(_queue)
+    interrupted = _running
+    _lock = threading.Lock()
+    _wake = threading.Condition(_lock)
+    _queue = deque()
+    _worker = _running = None
+    if interrupted is not None:
+        _off = "the process forked while a native compile was running"
+        interrupted.stay(_off)
+    for tier in pending:
+        if interrupted is not None:
+            tier.stay(_off or "")
+        else:
+            tier.watching = True
+            tier.reason = "in the NumPy tier; the rule watches its calls"
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
