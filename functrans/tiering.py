@@ -216,8 +216,13 @@ def assess(closed: ClosedJaxpr) -> Assessment:
         if name in _LOOPS:
             cost = _trips(e) * sum(_loop_cost(j) for j in _jaxprs(e))
             tally.cost += cost
-            if all([_loop_body_native(j, tally) for j in _jaxprs(e)]):
+            body = _Tally()
+            if all([_loop_body_native(j, body) for j in _jaxprs(e)]):
                 tally.saved += 0.9 * cost
+                tally.eqns += body.eqns
+                tally.exact = tally.exact and body.exact
+            else:
+                tally.loop_misses += body.loop_misses
             continue
         cost = _eqn_cost(e)
         tally.cost += cost
@@ -230,16 +235,19 @@ def assess(closed: ClosedJaxpr) -> Assessment:
     gain = tally.saved / tally.cost if tally.cost else 0.0
     seconds = _COMPILE_BASE + _COMPILE_PER_EQN * tally.eqns
     never = None
+    why = "matrix products and other NumPy calls dominate"
+    if tally.loop_misses:
+        why = (f"a loop body holds {', '.join(sorted(set(tally.loop_misses)))}, so its loop "
+               "stays NumPy calls")
     if not tally.eqns:
-        never = "nothing in it has a native form"
-        if tally.loop_misses:
-            never += f" (a loop body holds {', '.join(sorted(set(tally.loop_misses)))})"
+        never = f"nothing in it has a native form ({why})" if tally.loop_misses \
+            else "nothing in it has a native form"
     elif gain < MIN_GAIN:
         never = (f"native kernels would remove only {gain:.0%} of its estimated time "
-                 f"(matrix products and other NumPy calls dominate; {MIN_GAIN:.0%} needed)")
+                 f"({why}; {MIN_GAIN:.0%} needed)")
     elif seconds > PROGRAM_BUDGET:
         never = (f"its estimated compile time, {seconds:.0f} s, exceeds the budget of "
-                 f"{PROGRAM_BUDGET:.0f} s per program")
+                 f"{PROGRAM_BUDGET:g} s per program")
     return Assessment(gain, seconds, tally.exact, never)
 
 
@@ -293,7 +301,8 @@ class Tier:
                 return
             self.watching = False
             self.reason = (f"compiling for the native tier (hot: {self.calls} calls, "
-                           f"{self.seconds * 1e3:.1f} ms in the NumPy tier)")
+                           f"{self.seconds * 1e3:.1f} ms in the NumPy tier)" if self.calls
+                           else "compiling for the native tier (jit_tier_up='eager')")
             _submit(self)
 
     def stay(self, why: str) -> None:
@@ -355,7 +364,7 @@ def _compile(tier: Tier) -> None:
         return
     left = min(PROGRAM_BUDGET, TOTAL_BUDGET - _spent)
     if left <= 0:
-        tier.stay(f"the native compile budget of this process ({TOTAL_BUDGET:.0f} s) is spent")
+        tier.stay(f"the native compile budget of this process ({TOTAL_BUDGET:g} s) is spent")
         return
     try:
         from functrans.backends import native  # Numba loads here, on the first need

@@ -45,8 +45,8 @@ def _kernel(src: str):
 # -- choosing the tier ---------------------------------------------------------
 
 
-def test_the_default_tier_is_numpy():
-    assert config.jit_compiler == "numpy" or os.environ.get("FUNCTRANS_JIT_COMPILER")
+def test_the_default_compiler_is_auto():
+    assert config.jit_compiler == "auto" or os.environ.get("FUNCTRANS_JIT_COMPILER")
     lowered = ft.jit(lambda x: np.sin(x) * x + 1.0, compiler="numpy").lower(np.ones(3))
     assert lowered.native_sources == []
 
@@ -55,13 +55,14 @@ def test_compiler_is_checked():
     def loss(x):
         return x
 
-    with pytest.raises(ValueError, match=r"jit\(loss\): compiler must be 'numpy' or 'native', "
-                                         r"got 'numba'"):
+    with pytest.raises(ValueError, match=r"jit\(loss\): compiler must be 'auto', 'numpy' or "
+                                         r"'native', got 'numba'"):
         ft.jit(loss, compiler="numba")
 
 
 def test_config_checks_the_compiler():
-    with pytest.raises(ValueError, match="jit_compiler must be 'numpy' or 'native', got 'c'"):
+    with pytest.raises(ValueError, match="jit_compiler must be 'auto', 'numpy' or 'native', "
+                                         "got 'c'"):
         config.update("jit_compiler", "c")
     with pytest.raises(ValueError, match="native_cache_dir must be a folder path"):
         config.update("native_cache_dir", 3)

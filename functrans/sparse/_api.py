@@ -193,7 +193,7 @@ class SparseDerivative:
         from functrans import config
         from functrans.backends import native
 
-        if config.jit_compiler == "numpy" and seeds.size >= NATIVE_MIN_ENTRIES \
+        if config.jit_compiler != "native" and seeds.size >= NATIVE_MIN_ENTRIES \
                 and native.available():
             return "native"
         return config.jit_compiler

@@ -1,0 +1,434 @@
+"""jit's automatic tiering: a program starts in the NumPy tier and moves to
+the native tier on its own when the rule says it pays, compiled in the
+background; the forced tiers, the rule's refusals, compile failures,
+timeouts and budgets, threads, fork, Numba missing, and interpreter exit."""
+
+import logging
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+from _bits import bits_equal
+
+import functrans as ft
+import functrans.numpy as fnp
+from functrans import config, lax, tiering
+from functrans.backends import native
+
+needs_numba = pytest.mark.skipif(not native.available(), reason="needs Numba")
+
+
+def poly_loss(x):
+    """Arithmetic only: the native tier computes it as NumPy does, bit for bit."""
+    return fnp.sum(x * x * 1.5 + x - 0.5 * x * x * x)
+
+
+def sin_loss(x):
+    return fnp.sum(fnp.sin(x) * x + x * x)
+
+
+def mlp_loss(params, x, y):
+    w1, b1, w2, b2 = params
+    h = fnp.tanh(x @ w1 + b1)
+    return fnp.sum((h @ w2 + b2 - y) ** 2)
+
+
+def _tier(f):
+    (info,) = f.cache_info().tiers
+    return info
+
+
+def _run_until_native(f, args, reference, timeout=120.0):
+    """Call ``f`` until its program runs natively, checking every result
+    against ``reference`` bit for bit; the number of calls."""
+    deadline = time.monotonic() + timeout
+    assert bits_equal(f(*args), reference)
+    calls = 1
+    while _tier(f).tier != "native":
+        assert bits_equal(f(*args), reference)
+        calls += 1
+        assert time.monotonic() < deadline, _tier(f)
+        if calls % 50 == 0:
+            tiering.wait(1.0)
+    return calls
+
+
+@pytest.fixture
+def eager(monkeypatch):
+    """Programs move at their first call (compiled in the background)."""
+    monkeypatch.setattr(config, "jit_compiler", "auto")
+    monkeypatch.setattr(config, "jit_tier_up", "eager")
+    yield
+    tiering.wait(120.0)
+
+
+@pytest.fixture
+def queued(monkeypatch):
+    """The programs the rule queues, recorded instead of compiled."""
+    seen = []
+    monkeypatch.setattr(config, "jit_compiler", "auto")
+    monkeypatch.setattr(tiering, "_submit", seen.append)
+    return seen
+
+
+def _python(code: str, env=None, timeout=240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=os.getcwd())
+
+
+# -- the rule --------------------------------------------------------------------------
+
+
+def test_a_small_program_stays_in_the_numpy_tier(queued, monkeypatch):
+    monkeypatch.setattr(config, "jit_tier_up", "measured")
+    f = ft.jit(ft.grad(poly_loss))
+    x = np.linspace(-1, 1, 10)
+    for _ in range(300):
+        f(x)
+    info = _tier(f)
+    assert info.tier == "numpy" and "the rule watches its calls" in info.reason
+    assert info.signature == "f64[10]"
+    assert queued == []
+
+
+def test_a_hot_program_is_queued_once_its_time_pays_the_compile(queued, monkeypatch):
+    # The rule: time in the NumPy tier x estimated gain >= estimated compile time.
+    monkeypatch.setattr(config, "jit_tier_up", "measured")
+    monkeypatch.setattr(tiering, "_COMPILE_BASE", 2e-3)
+    monkeypatch.setattr(tiering, "_COMPILE_PER_EQN", 0.0)
+    f = ft.jit(ft.grad(poly_loss))
+    x = np.linspace(-1, 1, 20_000)
+    calls = 0
+    while not queued:
+        f(x)
+        calls += 1
+        assert calls < 10_000
+    (tier,) = queued
+    assert tier.seconds * tier.assessment.gain >= 2e-3
+    assert calls >= tiering.MIN_CALLS
+    assert "compiling for the native tier (hot:" in _tier(f).reason
+    for _ in range(5):  # queued once; calls are no longer timed
+        f(x)
+    assert len(queued) == 1 and not tier.watching
+
+
+def test_programs_whose_native_results_could_differ_do_not_move(queued, monkeypatch):
+    monkeypatch.setattr(config, "jit_tier_up", "eager")
+    f = ft.jit(ft.grad(sin_loss))
+    f(np.linspace(-1, 1, 1000))
+    assert _tier(f).tier == "numpy"
+    assert "could differ from the NumPy tier's in the last bits" in _tier(f).reason
+    assert queued == []
+    monkeypatch.setattr(config, "jit_tier_numerics", "close")
+    g = ft.jit(ft.grad(sin_loss))
+    g(np.linspace(-1, 1, 1000))
+    assert len(queued) == 1
+
+
+def test_a_matrix_heavy_program_never_moves(queued, monkeypatch):
+    # Per-example gradients of an MLP: the native tier is slower than the
+    # NumPy tier there (the products stay BLAS calls, the kernels add work).
+    monkeypatch.setattr(config, "jit_tier_up", "eager")
+    monkeypatch.setattr(config, "jit_tier_numerics", "close")
+    rng = np.random.default_rng(0)
+    params = (rng.normal(size=(32, 64)), np.zeros(64), rng.normal(size=(64, 8)), np.zeros(8))
+    per_example = ft.jit(ft.vmap(ft.grad(mlp_loss), in_axes=(None, 0, 0)))
+    for _ in range(3):
+        per_example(params, rng.normal(size=(128, 32)), rng.normal(size=(128, 8)))
+    info = _tier(per_example)
+    assert info.tier == "numpy"
+    assert "matrix products and other NumPy calls dominate" in info.reason
+    assert queued == []
+
+
+def test_what_has_no_native_form_never_moves(queued, monkeypatch):
+    monkeypatch.setattr(config, "jit_tier_up", "eager")
+    half = ft.jit(lambda x: x * x + x)  # float16: Numba has no float16 arithmetic
+    half(np.ones(1000, np.float16))
+    assert _tier(half).reason.startswith("nothing in it has a native form")
+
+    def shifted(c, x):  # slices in a loop body: the loop stays NumPy calls
+        c = c[1:] * 0.5 + c[:-1] + x
+        return fnp.concatenate([c, c[:1]]), None
+
+    loop = ft.jit(lambda c, xs: lax.scan(shifted, c, xs)[0])
+    loop(np.ones(8), np.ones((100, 7)))
+    assert "a loop body holds" in _tier(loop).reason and "slice" in _tier(loop).reason
+    assert queued == []
+
+
+def test_a_compile_estimated_over_the_budget_is_never_started(queued, monkeypatch):
+    monkeypatch.setattr(config, "jit_tier_up", "eager")
+    monkeypatch.setattr(tiering, "PROGRAM_BUDGET", 0.1)
+    f = ft.jit(ft.grad(poly_loss))
+    f(np.ones(100))
+    assert "exceeds the budget of 0.1 s per program" in _tier(f).reason
+    assert queued == []
+
+
+def test_forced_tiers_and_settings(queued, monkeypatch):
+    monkeypatch.setattr(config, "jit_tier_up", "eager")
+    f = ft.jit(ft.grad(poly_loss), compiler="numpy")
+    f(np.ones(100))
+    assert _tier(f) == ("f64[100]", "numpy", "compiler='numpy'")
+    monkeypatch.setattr(config, "jit_compiler", "numpy")  # FUNCTRANS_JIT_COMPILER=numpy
+    g = ft.jit(ft.grad(poly_loss))
+    g(np.ones(100))
+    assert _tier(g).reason == "compiler='numpy'"
+    monkeypatch.setattr(config, "jit_compiler", "auto")
+    monkeypatch.setattr(config, "jit_tier_up", "never")
+    h = ft.jit(ft.grad(poly_loss))
+    h(np.ones(100))
+    assert _tier(h).reason == "jit_tier_up='never'"
+    monkeypatch.setattr(config, "jit_tier_up", "eager")
+    config.update("debug_nans", True)
+    try:
+        k = ft.jit(ft.grad(poly_loss))
+        k(np.ones(100))
+        assert _tier(k).reason == "debug_nans or debug_infs is on"
+    finally:
+        config.update("debug_nans", False)
+    assert queued == []
+    with pytest.raises(ValueError, match="jit_tier_up must be 'measured', 'eager' or 'never', "
+                                         "got 'soon'"):
+        config.update("jit_tier_up", "soon")
+    with pytest.raises(ValueError, match="jit_tier_numerics must be 'exact' or 'close'"):
+        config.update("jit_tier_numerics", "ulp")
+
+
+def test_the_environment_variables_choose_the_tiers():
+    code = "import functrans as ft; print(ft.config.jit_compiler, ft.config.jit_tier_up)"
+    env = dict(os.environ, FUNCTRANS_JIT_COMPILER="numpy", FUNCTRANS_JIT_TIER_UP="never")
+    assert _python(code, env).stdout.split() == ["numpy", "never"]
+    env.pop("FUNCTRANS_JIT_COMPILER")
+    env.pop("FUNCTRANS_JIT_TIER_UP")
+    assert _python(code, env).stdout.split() == ["auto", "measured"]
+
+
+def test_a_program_that_may_not_move_is_not_timed(queued):
+    f = ft.jit(ft.grad(poly_loss), compiler="numpy")
+    f(np.ones(10))
+    (slot,) = f._order.values()
+    assert not slot.entry.tier.watching
+
+
+def test_budget_spent_leaves_programs_in_the_numpy_tier(eager, monkeypatch, caplog):
+    monkeypatch.setattr(tiering, "_spent", tiering.TOTAL_BUDGET)
+    f = ft.jit(ft.grad(poly_loss))
+    x = np.linspace(-1, 1, 1000)
+    with caplog.at_level(logging.DEBUG, logger="functrans.jit"):
+        reference = f(x)
+        assert tiering.wait(60.0)
+    assert _tier(f).reason == "the native compile budget of this process (300 s) is spent"
+    assert "stays in the NumPy tier: the native compile budget" in caplog.text
+    assert bits_equal(f(x), reference)
+
+
+# -- with Numba: the move itself -------------------------------------------------------
+
+
+@needs_numba
+def test_the_move_keeps_the_numpy_tiers_bits(eager):
+    x = np.array([-0.0, 0.0, 5e-324, -1e-300, 1e150, -3.5, 0.25, 7.0, 1e-8] * 1000)
+    reference = ft.jit(ft.grad(poly_loss), compiler="numpy")(x)
+    f = ft.jit(ft.grad(poly_loss))
+    _run_until_native(f, (x,), reference)
+    info = _tier(f)
+    assert info.reason.startswith("moved by the rule after") and "kernels)" in info.reason
+    for _ in range(3):
+        assert bits_equal(f(x), reference)
+    assert f.cache_info().native_compile_time > 0
+    y = np.linspace(-2, 2, 7)  # another signature starts in the NumPy tier again
+    assert bits_equal(f(y), ft.jit(ft.grad(poly_loss), compiler="numpy")(y))
+
+
+@needs_numba
+def test_a_close_program_moves_when_allowed(eager, monkeypatch):
+    monkeypatch.setattr(config, "jit_tier_numerics", "close")
+    x = np.linspace(-3, 3, 5000)
+    reference = ft.jit(ft.grad(sin_loss), compiler="numpy")(x)
+    f = ft.jit(ft.grad(sin_loss))
+    f(x)
+    deadline = time.monotonic() + 120
+    while _tier(f).tier != "native":
+        np.testing.assert_array_max_ulp(f(x), reference, maxulp=4)
+        assert time.monotonic() < deadline
+        tiering.wait(0.5)
+    np.testing.assert_array_max_ulp(f(x), reference, maxulp=4)
+
+
+@needs_numba
+def test_the_move_under_threads(eager):
+    x = np.linspace(-1, 1, 30_000)
+    reference = ft.jit(ft.grad(poly_loss), compiler="numpy")(x)
+    f = ft.jit(ft.grad(poly_loss))
+    f(x)
+    wrong, done = [], threading.Event()
+
+    def caller():
+        while not done.is_set():
+            if not bits_equal(f(x), reference):
+                wrong.append(1)
+
+    threads = [threading.Thread(target=caller) for _ in range(6)]
+    for t in threads:
+        t.start()
+    try:
+        assert tiering.wait(120.0)
+        time.sleep(0.2)  # the callers run on the native program a while
+    finally:
+        done.set()
+        for t in threads:
+            t.join()
+    assert _tier(f).tier == "native" and not wrong
+    assert f.cache_info().entries == 1
+
+
+@needs_numba
+def test_a_failed_compile_stays_in_the_numpy_tier_for_good(eager, monkeypatch, caplog):
+    attempts = []
+
+    def broken(closed, cache_dir="", budget=None):
+        attempts.append(1)
+        raise RuntimeError("no kernel for you")
+
+    monkeypatch.setattr(native, "lower", broken)
+    f = ft.jit(ft.grad(poly_loss))
+    x = np.linspace(-1, 1, 1000)
+    with caplog.at_level(logging.DEBUG, logger="functrans.jit"):
+        reference = f(x)
+        assert tiering.wait(120.0)
+    assert _tier(f) == ("f64[1000]", "numpy",
+                        "its native compile failed (RuntimeError: no kernel for you)")
+    assert "jit(grad_of_poly_loss): stays in the NumPy tier: its native compile failed" \
+        in caplog.text
+    for _ in range(20):
+        assert bits_equal(f(x), reference)
+    assert tiering.wait(10.0) and len(attempts) == 1
+
+
+@needs_numba
+def test_a_compile_over_its_budget_stays_in_the_numpy_tier(eager, monkeypatch):
+    monkeypatch.setattr(tiering, "PROGRAM_BUDGET", 1e-9)
+    monkeypatch.setattr(tiering, "_COMPILE_BASE", 0.0)
+    monkeypatch.setattr(tiering, "_COMPILE_PER_EQN", 0.0)
+    f = ft.jit(ft.grad(poly_loss))
+    x = np.linspace(-1, 1, 1000)
+    reference = f(x)
+    assert tiering.wait(120.0)
+    info = _tier(f)
+    assert info.tier == "numpy"
+    assert re.match(r"its native compile (ran over budget|took .* over the budget)", info.reason)
+    assert bits_equal(f(x), reference)
+
+
+# -- processes ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["missing", "broken"])
+def test_without_numba_programs_stay_in_the_numpy_tier(how, tmp_path):
+    env = dict(os.environ)
+    if how == "broken":  # an install whose import fails (a missing shared library)
+        (tmp_path / "numba").mkdir()
+        (tmp_path / "numba" / "__init__.py").write_text("raise OSError('no libllvmlite')\n")
+        env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), os.getcwd()])
+    out = _python(f"""
+        import sys
+        if {how == "missing"}:
+            sys.modules["numba"] = None  # its import fails, as on a platform without wheels
+        import numpy as np, functrans as ft, functrans.numpy as fnp
+        from functrans import tiering
+        ft.config.update("jit_tier_up", "eager")
+        f = ft.jit(ft.grad(lambda x: fnp.sum(x * x * 1.5 + x)))
+        x = np.linspace(-1, 1, 100)
+        first = f(x)
+        assert tiering.wait(60.0)
+        assert np.array_equal(f(x), first) and np.allclose(first, 3.0 * x + 1.0)
+        print(f.cache_info().tiers[0].reason)
+    """, env)
+    assert out.returncode == 0, out.stderr
+    error = "ModuleNotFoundError" if how == "missing" else "OSError: no libllvmlite"
+    assert out.stdout.startswith(f"Numba cannot be imported ({error}")
+
+
+def test_the_ordinary_rule_starts_no_compiler_thread_for_small_programs():
+    out = _python("""
+        import sys, threading, numpy as np, functrans as ft, functrans.numpy as fnp
+        f = ft.jit(ft.grad(lambda x: fnp.sum(fnp.sin(x) * x)))
+        g = ft.jit(ft.grad(lambda x: fnp.sum(x * x * 1.5 + x)))
+        for _ in range(500):
+            f(np.ones(10)); g(np.ones(100))
+        print("numba" in sys.modules,
+              any(t.name == "functrans-native-compiler" for t in threading.enumerate()))
+    """)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"]
+
+
+@needs_numba
+def test_exit_is_prompt_with_a_compile_in_flight():
+    start = time.monotonic()
+    out = _python("""
+        import numpy as np, functrans as ft, functrans.numpy as fnp
+        from functrans import tiering
+        ft.config.update("jit_tier_up", "eager")
+        f = ft.jit(ft.grad(lambda x: fnp.sum(x * x * 1.5 + x - x * x * x)))
+        f(np.ones(1000))
+        print(tiering._running is not None or len(tiering._queue) == 1)
+    """, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"
+    assert time.monotonic() - start < 30
+
+
+@needs_numba
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_works_and_moves_on_its_own():
+    out = _python("""
+        import os, warnings, numpy as np, functrans as ft, functrans.numpy as fnp
+        from functrans import tiering
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads
+        loss = lambda x: fnp.sum(x * x * 1.5 + x - x * x * x)
+        x = np.linspace(-1, 1, 1000)
+        want = ft.jit(ft.grad(loss), compiler="numpy")(x)
+
+        # 1. A compile in flight at the fork: the child stays in the NumPy tier.
+        ft.config.update("jit_tier_up", "eager")
+        f = ft.jit(ft.grad(loss))
+        f(x)
+        while tiering._running is None and tiering._queue:
+            pass
+        pid = os.fork()
+        if pid == 0:
+            ok = all(np.array_equal(f(x), want) for _ in range(20))
+            g = ft.jit(ft.grad(lambda x: fnp.sum(x * x + x)))
+            ok &= np.allclose(g(x), 2 * x + 1)
+            ok &= tiering.wait(30.0) and g.cache_info().tiers[0].tier == "numpy"
+            ok &= "forked while a native compile was running" in g.cache_info().tiers[0].reason
+            os._exit(0 if ok else 1)
+        assert os.waitpid(pid, 0)[1] == 0, "child 1"
+        assert tiering.wait(120.0) and f.cache_info().tiers[0].tier == "native"
+
+        # 2. Nothing in flight: the child starts its own compiler thread.
+        ft.config.update("jit_tier_up", "measured")
+        h = ft.jit(ft.grad(lambda x: fnp.sum(x * x * 2.5 - x)))
+        h(x)
+        pid = os.fork()
+        if pid == 0:
+            h.cache_info()
+            (slot,) = h._order.values()
+            slot.entry.tier.queue()
+            ok = tiering.wait(120.0) and h.cache_info().tiers[0].tier == "native"
+            ok &= np.allclose(h(x), 5.0 * x - 1.0)
+            os._exit(0 if ok else 1)
+        assert os.waitpid(pid, 0)[1] == 0, "child 2"
+        print("ok")
+    """)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
