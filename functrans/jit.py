@@ -60,7 +60,8 @@ from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tr
 #: although the native tier was asked for (Numba lacks something it needs).
 _log = logging.getLogger(__name__)
 
-__all__ = ["CacheInfo", "JitCacheMiss", "Lowered", "TierInfo", "ShapeDtypeStruct", "disable_jit", "jit"]
+__all__ = ["CacheInfo", "JitCacheMiss", "Lowered", "ShapeDtypeStruct", "TierInfo", "disable_jit",
+           "jit"]
 
 _SCALAR_TYPES = (bool, int, float, complex)
 
@@ -475,7 +476,7 @@ class _Jitted:
             jitted = this()
             return jitted is not None and jitted._install(key, entry, lowering)
 
-        tier.watch(install)
+        tier.watch(install, config.native_cache_dir)
         if config.jit_tier_up == "eager":
             tier.queue()
 

@@ -120,16 +120,13 @@ def _size(v) -> int:
 
 
 def _jaxprs(e):
-    """The jaxprs in ``e``'s params (a loop's body and predicate)."""
+    """The jaxprs in ``e``'s params (a loop's bodies and predicate)."""
     for value in e.params.values():
         for x in value if isinstance(value, tuple) else (value,):
             if isinstance(x, ClosedJaxpr):
                 yield x.jaxpr
             elif isinstance(x, Jaxpr):
                 yield x
-            elif hasattr(x, "jaxpr") and isinstance(getattr(x, "jaxpr"), (ClosedJaxpr, Jaxpr)):
-                inner = x.jaxpr
-                yield inner.jaxpr if isinstance(inner, ClosedJaxpr) else inner
 
 
 def _trips(e) -> int:
@@ -266,14 +263,16 @@ class Tier:
         self.name, self.reason = name, reason
         self.assessment, self.closed, self.label = assessment, closed, label
         self.install: Callable[[Any], bool] | None = None
+        self.cache_dir = ""
         self.watching = False
         self.calls = 0
         self.seconds = 0.0
 
-    def watch(self, install: Callable[[Any], bool]) -> None:
+    def watch(self, install: Callable[[Any], bool], cache_dir: str) -> None:
         """Start timing the calls; the compiler thread hands ``install`` the
-        native lowering once the rule has queued the program."""
-        self.install = install
+        native lowering (its kernels cached in ``cache_dir``) once the rule
+        has queued the program."""
+        self.install, self.cache_dir = install, cache_dir
         self.watching = True
 
     def moved(self, kernels: int) -> None:
@@ -378,10 +377,8 @@ def _compile(tier: Tier) -> None:
     closed, install = tier.closed, tier.install
     if closed is None or install is None:
         return
-    from functrans import config
-
     try:
-        lowering = native.lower(closed, config.native_cache_dir, budget=left)
+        lowering = native.lower(closed, tier.cache_dir, budget=left)
     except TimeoutError as e:
         lowering, why = None, f"its native compile ran over budget ({e})"
     except Exception as e:  # Numba's limits (NotImplementedError: float16), its errors
