@@ -352,7 +352,10 @@ class _Jitted:
                 if tier is not None and tier.watching:  # timed for the tiering rule
                     start = time.perf_counter()
                     outs = entry.compiled.fn(*args)
-                    tier.ran(time.perf_counter() - start)
+                    tier.seconds += time.perf_counter() - start
+                    tier.calls += 1
+                    if tier.seconds >= tier.threshold:
+                        tier.hot()
                 else:
                     outs = entry.compiled.fn(*args)
                 return outs[0] if entry.single_output else tree_unflatten(entry.out_tree, outs)
@@ -407,9 +410,13 @@ class _Jitted:
             outs = core.eval_jaxpr(entry.jaxpr.jaxpr, entry.jaxpr.consts, *leaves)
             outs = [_fresh(x) for x in outs]
         elif entry.tier is not None and entry.tier.watching:  # timed for the tiering rule
+            tier = entry.tier
             start = time.perf_counter()
             outs = entry.compiled.fn(*leaves)
-            entry.tier.ran(time.perf_counter() - start)
+            tier.seconds += time.perf_counter() - start
+            tier.calls += 1
+            if tier.seconds >= tier.threshold:
+                tier.hot()
         else:
             outs = entry.compiled.fn(*leaves)
         return tree_unflatten(entry.out_tree, outs)
@@ -786,10 +793,13 @@ def jit(
     view of one, even where the optimised program simply returns its input.
     Each function keeps at most ``functrans.config.jit_cache_size`` compiled
     programs (the least recently used is dropped); calls from many threads
-    are safe.  ``compiler`` picks the code generator: ``"numpy"`` (NumPy
-    calls, the default) or ``"native"`` (elementwise groups compiled with
-    Numba, the ``native`` extra); None means ``functrans.config.jit_compiler``.
-    See docs/jit.md.
+    are safe.  ``compiler`` picks the code generator: ``"auto"`` (the
+    default: NumPy calls, and a hot program whose native form pays moves to
+    the native tier on its own, compiled in the background), ``"numpy"``
+    (NumPy calls only) or ``"native"`` (elementwise groups and loops
+    compiled with Numba at the first call); None means
+    ``functrans.config.jit_compiler``.  ``cache_info().tiers`` says where
+    each program runs and why.  See docs/jit.md, "Tiers".
 
     >>> import functrans as ft, numpy as np
     >>> f = ft.jit(lambda x, y: np.sin(x) * y)

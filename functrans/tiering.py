@@ -267,6 +267,9 @@ class Tier:
         self.watching = False
         self.calls = 0
         self.seconds = 0.0
+        #: NumPy-tier seconds after which the move pays: time x gain >= compile time.
+        self.threshold = math.inf if assessment is None or assessment.gain <= 0 \
+            else assessment.compile_seconds / assessment.gain
 
     def watch(self, install: Callable[[Any], bool], cache_dir: str) -> None:
         """Start timing the calls; the compiler thread hands ``install`` the
@@ -282,15 +285,12 @@ class Tier:
                        f"{self.seconds * 1e3:.1f} ms in the NumPy tier ({kernels} kernels)")
         self.closed = self.install = None
 
-    def ran(self, seconds: float) -> None:
-        """Count one NumPy-tier call of ``seconds``; queue the compile once
-        the rule says it pays.  (Unlocked: a lost update among threads only
-        delays the move by a call.)"""
-        self.calls += 1
-        self.seconds += seconds
-        a = self.assessment
-        if self.calls >= MIN_CALLS and a is not None \
-                and self.seconds * a.gain >= a.compile_seconds:
+    def hot(self) -> None:
+        """Called by jit once ``seconds`` (the NumPy-tier time of the timed
+        calls, counted in ``calls``) reaches ``threshold``: queue the compile
+        from the third call on.  (The counts are updated without a lock: a
+        lost update among threads only delays the move by a call.)"""
+        if self.calls >= MIN_CALLS:
             self.queue()
 
     def queue(self) -> None:
