@@ -590,7 +590,7 @@ class _Jitted:
         if core.value_checks == (False, False):  # debug_nans names single equations
             program = _fuse_for_cpu(optimized)
         compiled = Compiled(program, self._name, own_outputs=True)
-        return _Entry(optimized, compiled, out_tree, single, traced, tier=tier)
+        return _Entry(program, compiled, out_tree, single, traced, tier=tier)
 
     def _tier(self, optimized: ClosedJaxpr) -> tiering.Tier:
         """The tier a new CPU program starts in and why: the NumPy tier,
