@@ -74,7 +74,7 @@ EXACT_UFUNCS = frozenset({
 
 #: What a loop body may hold for its loop to become one kernel, besides
 #: elementwise ufuncs (``backends/native/body.py``).
-_LOOP_BODY = frozenset({"select_n", "convert_element_type", "dot_general", "transpose",
+_LOOP_BODY = frozenset({"select", "convert_element_type", "dot_general", "transpose",
                         "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
                         "reduce_or", "scan", "while_loop", "recorded_loop"})
 _LOOPS = frozenset({"scan", "while_loop", "recorded_loop"})
@@ -201,7 +201,8 @@ def assess(closed: ClosedJaxpr) -> Assessment:
 
     The estimate per top-level equation: a NumPy call costs its dispatch
     plus its elements (a product its multiply-adds).  An elementwise ufunc
-    on real dtypes (not float16, which Numba lacks) joins a kernel that
+    or a ``select`` (``where``, which moves values and computes none) on
+    real dtypes (not float16, which Numba lacks) joins a kernel that
     removes its dispatch and half its memory traffic.  A loop whose body
     has a native form becomes one kernel that removes nine tenths of its
     cost (the steps' dispatch dominates).  Everything else (matrix
@@ -224,10 +225,10 @@ def assess(closed: ClosedJaxpr) -> Assessment:
         cost = _eqn_cost(e)
         tally.cost += cost
         ufunc = _ufunc(e)
-        if ufunc is not None and _real(e):
+        if (ufunc is not None or name == "select") and _real(e):
             tally.saved += _DISPATCH + 0.5 * (cost - _DISPATCH)
             tally.eqns += 1
-            if _float(e) and ufunc not in EXACT_UFUNCS:
+            if ufunc is not None and _float(e) and ufunc not in EXACT_UFUNCS:
                 tally.exact = False
     gain = tally.saved / tally.cost if tally.cost else 0.0
     seconds = _COMPILE_BASE + _COMPILE_PER_EQN * tally.eqns

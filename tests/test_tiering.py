@@ -131,6 +131,18 @@ def test_programs_whose_native_results_could_differ_do_not_move(queued, monkeypa
     assert len(queued) == 1
 
 
+def test_selections_count_as_native_and_exact():
+    piecewise = ft.grad(lambda x: fnp.sum(fnp.where(x > 0, x * x, -0.5 * x)))
+    closed = ft.jit(piecewise).lower(np.ones(1000)).jaxpr
+    assert any(e.primitive.name == "select" for e in closed.jaxpr.eqns)
+    verdict = tiering.assess(closed)
+    assert verdict.exact and verdict.never is None
+    args = (np.ones(1000, bool), np.ones(1000), np.zeros(1000))
+    alone = ft.jit(lambda c, a, b: fnp.where(c, a, b)).lower(*args).jaxpr
+    assert [e.primitive.name for e in alone.jaxpr.eqns] == ["select"]
+    assert tiering.assess(alone).never is None and tiering.assess(alone).exact
+
+
 def test_a_matrix_heavy_program_never_moves(queued, monkeypatch):
     # Per-example gradients of an MLP: the native tier is slower than the
     # NumPy tier there (the products stay BLAS calls, the kernels add work).
