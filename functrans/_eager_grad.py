@@ -53,7 +53,8 @@ class GradPlan:
                                         (True,) + (False,) * (n_out - 1))
         self.dtype = jaxpr.outvars[0].aval.dtype
         self.writable = owned_outputs(known)[self.n_kept:] + (False,)
-        self.cells = (core.host_backend.runner(known), core.host_backend.runner(self.backward))
+        host = core.dispatch.host_backend
+        self.cells = (host.runner(known), host.runner(self.backward))
 
 
 @core.program_cache(maxsize=512, max_equations=50_000)
@@ -83,7 +84,7 @@ def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any],
         if type(c) is not np.ndarray:
             return None
     plan = grad_plan(closed.jaxpr, need_value)
-    host = core.host_backend
+    host = core.dispatch.host_backend
     residuals = host.run(plan.forward, [*consts, *leaves], plan.cells[0])
     outs = residuals[: plan.n_kept]
     del residuals[: plan.n_kept]

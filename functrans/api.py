@@ -262,7 +262,7 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
         # With debug_nans/debug_infs on, the value is computed even for grad,
         # so that the values f computes are checked (JAX's behaviour): without
         # it, log(v - 1) in sum(log(v - 1)) is dead code for the gradient.
-        keep_value = need_value or core.value_checks != (False, False)
+        keep_value = need_value or core.checks.value_checks != (False, False)
         # A program met the first time is linearized at once (no programs built).
         done = None if linearizes_now(closed, leaves) else \
             host_value_and_grad(closed, leaves, keep_value)

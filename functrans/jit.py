@@ -451,7 +451,7 @@ class _Jitted:
             self._misses += 1
             reason = self._explain_miss(args, kwargs, key) if self._explain else None
         # No lock while tracing: the function may call jitted functions, this one too.
-        checks = core.value_checks  # generated with or without the checks of debug_nans
+        checks = core.checks.value_checks  # generated with or without the checks of debug_nans
         start = time.perf_counter()
         entry = self._lower(args, kwargs, [_leaf_aval(x) for x in leaves], device)
         spent = time.perf_counter() - start
@@ -465,7 +465,7 @@ class _Jitted:
                           f"in {spent * 1e3:.1f} ms{native}", JitCacheMiss, stacklevel=4)
         if entry.jaxpr.jaxpr.has_effect:
             fast_key = None  # _call decides per call how to run it (see there)
-        if entry.traced_consts or core.value_checks != checks:
+        if entry.traced_consts or core.checks.value_checks != checks:
             return entry  # not kept: a switch of the checks cleared the cache meanwhile
         kept = self._insert(key, fast_key, entry)
         tier = kept.tier
@@ -499,7 +499,7 @@ class _Jitted:
                            native_sources=tuple(lowering.sources))
         with self._lock:
             slot = self._entries.get(key)
-            if slot is None or slot.entry is not old or core.value_checks != (False, False):
+            if slot is None or slot.entry is not old or core.checks.value_checks != (False, False):
                 tier.stay("it left the cache while its native compile ran")
                 return False
             moved = slot._replace(entry=new)
@@ -574,7 +574,7 @@ class _Jitted:
 
             compiled = gpu_backend.Compiled(optimized, self._name, own_outputs=True)
             return _Entry(optimized, compiled, out_tree, single, traced)
-        if self._compiler == "native" and not traced and core.value_checks == (False, False):
+        if self._compiler == "native" and not traced and core.checks.value_checks == (False, False):
             # (while debug_nans is on, the NumPy calls below, so an error names one equation)
             lowering = self._lower_native(optimized)
             if lowering is not None:
@@ -587,7 +587,7 @@ class _Jitted:
         elif not traced:
             tier = self._tier(optimized)
         program = optimized
-        if core.value_checks == (False, False):  # debug_nans names single equations
+        if core.checks.value_checks == (False, False):  # debug_nans names single equations
             program = _fuse_for_cpu(optimized)
         compiled = Compiled(program, self._name, own_outputs=True)
         return _Entry(program, compiled, out_tree, single, traced, tier=tier)
@@ -599,7 +599,7 @@ class _Jitted:
             return tiering.Tier("numpy", "compiler='numpy'")
         if config.jit_tier_up == "never":
             return tiering.Tier("numpy", "jit_tier_up='never'")
-        if core.value_checks != (False, False):
+        if core.checks.value_checks != (False, False):
             return tiering.Tier("numpy", "debug_nans or debug_infs is on")
         if optimized.jaxpr.has_effect:
             return tiering.Tier("numpy", "it has effects (collectives, callbacks)")

@@ -217,7 +217,7 @@ def can_linearize_now(closed: ClosedJaxpr, args: Sequence[Any]) -> bool:
     trace programs of their own), NumPy values, no trace active and no
     debug_nans/debug_infs checks."""
     if (len(closed.jaxpr.eqns) < MIN_EQUATIONS or current_trace() is not None
-            or core.value_checks != (False, False)):
+            or core.checks.value_checks != (False, False)):
         return False
     if not all(type(x) in _HOST_VALUES or isinstance(x, np.generic) for x in args):
         return False
@@ -285,7 +285,7 @@ def linearizes_now(closed: ClosedJaxpr, leaves: Sequence[Any],
     it), so that its repeated calls cost one cache lookup, as those of a
     program met before do; the cheap tests come first."""
     if (len(closed.jaxpr.eqns) < MIN_EQUATIONS or current_trace() is not None
-            or core.value_checks != (False, False)):
+            or core.checks.value_checks != (False, False)):
         return False
     flags = (True,) * len(leaves) if active is None else tuple(active)
     met = _meetings(closed.jaxpr, flags)

@@ -65,7 +65,7 @@ def fold(closed: ClosedJaxpr) -> ClosedJaxpr:
             inputs = tuple([sub(a) for a in inputs])
         if _all_known(inputs, known) and not has_effect(e):
             outs = apply_impl(e.primitive, [value(a) for a in inputs], e.params)
-            if core.value_checks != (False, False):  # debug_nans: as if the program ran
+            if core.checks.value_checks != (False, False):  # debug_nans: as if the program ran
                 core.check_values(e.primitive, outs if e.primitive.multiple_results else [outs],
                                   e.source)
             for v, x in zip(e.outputs, outs if e.primitive.multiple_results else [outs]):

@@ -1,4 +1,4 @@
-"""The host backend (``core.host_backend``): ``HostBackend`` runs a program
+"""The host backend (``core.dispatch.host_backend``): ``HostBackend`` runs a program
 interpreted the first time it is met and compiled from the second on, and is
 registered with ``core`` when this package is imported.
 """
@@ -25,7 +25,7 @@ def _runner(closed: ClosedJaxpr) -> list[Any]:
 
 
 class HostBackend:
-    """The backend of NumPy arrays and Python scalars (``core.host_backend``)."""
+    """The backend of NumPy arrays and Python scalars (``core.dispatch.host_backend``)."""
 
     name = "cpu"
 
@@ -43,7 +43,7 @@ class HostBackend:
         often, which saves looking it up."""
         cell = cell or _runner(closed)
         fn = cell[0]
-        if fn is None and core.value_checks == (False, False):
+        if fn is None and core.checks.value_checks == (False, False):
             cell[0] = interpret
             return interpret(closed, args)
         if fn is None or fn is interpret:  # debug_nans/debug_infs: generated code checks
@@ -68,7 +68,7 @@ class HostBackend:
         residuals.  ``cell`` as for ``run``."""
         cell = cell or _runner(closed)
         fns = cell[1]
-        if fns is None and core.value_checks == (False, False):
+        if fns is None and core.checks.value_checks == (False, False):
             cell[1] = {}
             return interpret(closed, args, consume=True)
         fn = fns.get(writable) if fns else None
@@ -83,4 +83,4 @@ class HostBackend:
         return compiled_body(closed).fn
 
 
-core.host_backend = HostBackend()
+core.set_host_backend(HostBackend())

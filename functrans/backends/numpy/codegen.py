@@ -129,7 +129,7 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
     # one made in another file than most calls it through a function located there.
     at_line: dict[int, tuple[str, int]] = {}
     main_file = main_file_of(jaxpr)
-    checks = core.value_checks != (False, False)
+    checks = core.checks.value_checks != (False, False)
 
     def constant(value: Any, prefix: str) -> str:
         key = f"{prefix}{len(namespace)}"

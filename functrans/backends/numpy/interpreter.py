@@ -64,7 +64,7 @@ def interpret(closed: ClosedJaxpr, args: Sequence[Any], consume: bool = False) -
     env = _bound(closed, args)
     if consume:
         args.clear()  # type: ignore[attr-defined]  # a list, by the contract
-    checking = core._checking  # debug_nans, debug_infs
+    checking = core.checks.checking  # debug_nans, debug_infs
     for e, dead in zip(jaxpr.eqns, last_uses(jaxpr)):
         # Operands read without a comprehension (a call of its own before
         # Python 3.12) for the common one and two: this loop is the whole cost

@@ -1,0 +1,167 @@
+"""The per-thread trace context and the user's source lines: the trace stack
+and current source of each thread (``_state``), where the user's code made an
+equation (``Source``, ``user_source``, ``format_source``), and the advice
+given when a traced value is converted into a constant.
+"""
+
+from __future__ import annotations
+
+import linecache
+import sys
+import threading
+import types
+from typing import Any
+
+
+class _TraceState(threading.local):
+    """The trace stack of one thread: transforms running in other threads at
+    the same time never see each other's traces."""
+
+    def __init__(self):
+        self.stack: list[Any] = []  # JaxprTraces (functrans.core.tracing, above)
+        #: The source of the equation an interpreter is re-emitting: the
+        #: equations it binds take it as theirs (see ``user_source``).
+        self.source: Source | None = None
+        #: Above 0 while values are computed during tracing (``effects_muted``).
+        self.muted = 0
+
+
+_state = _TraceState()
+
+
+def _is_library_frame(frame: types.FrameType) -> bool:
+    module = frame.f_globals.get("__name__", "")
+    return module == "functrans" or module.startswith(("functrans.", "importlib"))
+
+
+def user_frame_summary() -> str:
+    """``file.py:12`` of the innermost stack frame outside functrans, for errors."""
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if not _is_library_frame(frame):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"
+
+
+#: ``(code, offset, derived)``: where the user's code made an equation, as the
+#: code object running there and the offset of its instruction (a plain
+#: tuple, made on every recorded equation: reading ``frame.f_lineno`` or
+#: making an object there cost about as much as recording the equation);
+#: ``source_location`` gives its file, line and function.  ``derived``: a
+#: transform made the equation from that line's operation (a derivative
+#: rule's equations, a transposed equation).
+Source = tuple[types.CodeType, int, bool]
+
+
+def source_location(source: Source) -> tuple[str, int, str]:
+    """``(file, line, function)`` of ``source``."""
+    code, offset, _ = source
+    for start, stop, line in code.co_lines():
+        if start <= offset < stop and line is not None:
+            return code.co_filename, line, code.co_name
+    return code.co_filename, code.co_firstlineno, code.co_name
+
+
+#: Whether each code object met on the stack is functrans' own (``user_source``
+#: skips those frames); bounded, since generated code makes new code objects.
+_library_code: dict[types.CodeType, bool] = {}
+
+
+def user_source(depth: int = 2) -> Source | None:
+    """Where the equation being recorded comes from: the source of the
+    equation an interpreter is re-emitting, else the innermost stack frame
+    outside functrans (``depth`` frames above this call and out)."""
+    source = _state.source
+    if source is not None:
+        return source
+    frame: types.FrameType | None = sys._getframe(depth)
+    known = _library_code
+    while frame is not None:
+        code = frame.f_code
+        library = known.get(code)
+        if library is None:
+            if len(known) > 4096:
+                known.clear()
+            library = known[code] = _is_library_frame(frame)
+        if not library:
+            return (code, frame.f_lasti, False)
+        frame = frame.f_back
+    return None
+
+
+def current_source() -> Source | None:
+    """The source an interpreter gave the equations it binds (None: their own line)."""
+    return _state.source
+
+
+def set_source(source: Source | None) -> None:
+    """Give ``source`` to the equations bound from now on in this thread: an
+    interpreter re-emitting an equation passes on the user's line (and
+    restores ``current_source()`` when it is done)."""
+    _state.source = source
+
+
+def derived_source(source: Source | None) -> Source | None:
+    """``source`` marked as made by a transform from that line's operation."""
+    return source if source is None or source[2] else (source[0], source[1], True)
+
+
+def format_source(source: Source | None) -> str:
+    """``loss (model.py:12: y = fnp.log(x))``, for messages."""
+    if source is None:
+        return "an unknown line"
+    file, line, function = source_location(source)
+    text = linecache.getline(file, line).strip()
+    where = f"{function} ({file}:{line}{': ' + text if text else ''})"
+    return f"an operation a transform derived from {where}" if source[2] else where
+
+
+def effects_muted() -> bool:
+    """Whether this thread is computing values while tracing (a print's impl
+    then prints nothing: the traced program prints when it runs)."""
+    return _state.muted > 0
+
+
+#: What to do instead of each conversion of a traced value into a constant.
+_CONVERSION_ADVICE = {
+    "np.asarray()": (
+        "Use functrans.numpy.asarray(x), which keeps the value traced, or drop the "
+        "conversion; a library function that calls np.asarray on its argument (as many "
+        "SciPy functions do) cannot be traced: write it with functrans.numpy or use "
+        "functrans.scipy. Writing a traced value into a NumPy array (buf[i] = x) ends up "
+        "here too: build the array with functrans.numpy.at(buf)[i].set(x) or "
+        "x.at[i].set(v) instead, and so does a NumPy array indexed by a traced integer "
+        "(table[i]): index it with functrans.numpy.take(array, index, axis=0). So does a "
+        "scalar type called on a traced value, np.float32(x) (functrans.numpy.float32 is "
+        "NumPy's own): cast with x.astype(functrans.numpy.float32) or "
+        "functrans.numpy.asarray(x, dtype=...), which keep the value traced."
+    ),
+    "float()": (
+        "Keep it an array: drop the float() (0-d arrays work in arithmetic), and use "
+        "functrans.numpy functions instead of math.* (functrans.numpy.exp(x), not "
+        "math.exp(x)); to use the value without its derivative, convert "
+        "functrans.lax.stop_gradient(x). Writing a traced value into an element of a "
+        "NumPy array (buf[i] = x) ends up here too: build the array with "
+        "functrans.numpy.at(buf)[i].set(x) instead."
+    ),
+    "item()": (
+        "Keep it an array: index it (x[i]) instead of taking .item(); to use the value "
+        "without its derivative, call functrans.lax.stop_gradient(x).item()."
+    ),
+    "tolist()": (
+        "Keep it an array: iterate over it or index it instead of .tolist(); to use the "
+        "values without their derivative, call functrans.lax.stop_gradient(x).tolist()."
+    ),
+    **dict.fromkeys(("int()", "math.floor()", "math.ceil()", "math.trunc()"), (
+        "Keep an integer computed from traced data traced: x[functrans.numpy.floor(v)"
+        ".astype(int)] and functrans.numpy.take(x, i) index with a traced integer; for a "
+        "trip count use functrans.lax.fori_loop / while_loop, for a branch "
+        "functrans.lax.cond / functrans.numpy.where."
+    )),
+    "complex()": (
+        "Keep it an array: drop the complex() (0-d arrays work in arithmetic), and use "
+        "functrans.numpy functions instead of cmath.*; to use the value without its "
+        "derivative, convert functrans.lax.stop_gradient(x)."
+    ),
+}

@@ -1,0 +1,132 @@
+"""Tracing a function and evaluating a Jaxpr: ``trace_to_jaxpr``,
+``eval_jaxpr`` (which binds each equation again, so every transform is an
+interpreter of Jaxprs) and ``run_jaxpr`` (a whole program on the backend of
+its inputs).  Installs ``eval_jaxpr`` as what calling a ``ClosedJaxpr`` runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from functrans.core import dispatch, ir
+from functrans.core.avals import ShapedArray, ShapeDtypeStruct, get_aval
+from functrans.core.caches import collector_paused
+from functrans.core.context import _state
+from functrans.core.dispatch import backend_of_type
+from functrans.core.ir import ClosedJaxpr, Jaxpr, Literal
+from functrans.core.tracing import JaxprTrace, Tracer, bind
+
+
+def fun_name(f: Callable) -> str:
+    return getattr(f, "__name__", None) or type(f).__name__
+
+
+def trace_to_jaxpr(
+    f: Callable,
+    args: Sequence[Any],
+    name: str | None = None,
+    concrete: bool = False,
+    reason: str = "",
+    differentiated: bool = False,
+    in_jit: bool = False,
+) -> tuple[ClosedJaxpr, list[Any], bool]:
+    """Trace ``f`` on flat arguments: arrays, scalars, tracers, or avals
+    (ShapedArray / ShapeDtypeStruct) for arguments with no value.
+    ``concrete``, ``differentiated``, ``in_jit``: as for ``JaxprTrace``.
+
+    Returns the Jaxpr, ``f``'s raw outputs (tracers of the finished trace,
+    or whatever else ``f`` returned) for the caller to flatten, and whether
+    the Jaxpr depends on concrete values.  ``f`` takes the tracers
+    positionally and returns a flat sequence of outputs.
+    """
+    trace = JaxprTrace(name or fun_name(f), concrete=concrete, reason=reason,
+                       differentiated=differentiated, in_jit=in_jit)
+    with collector_paused, trace:
+        tracers = [
+            trace.new_arg(_arg_aval(x), _arg_val(x), x if isinstance(x, Tracer) else None)
+            for x in args
+        ]
+        outs = list(f(*tracers))
+        closed = trace.to_jaxpr(outs)
+    return closed, outs, trace.concretized
+
+
+_ABSTRACT = (ShapedArray, ShapeDtypeStruct)
+
+
+def _arg_val(x) -> Any:
+    """An argument's value for value-carrying tracing: none for an aval, and a
+    tracer of an enclosing trace carries its own (possibly absent) value."""
+    if isinstance(x, Tracer):
+        return x.val
+    return None if isinstance(x, _ABSTRACT) else x
+
+
+def _arg_aval(x) -> ShapedArray:
+    """Avals of trace arguments; a ShapedArray stands for itself (weakness kept)."""
+    return x if type(x) is ShapedArray else get_aval(x)
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list[Any]:
+    """Run ``jaxpr`` by binding each equation: concrete NumPy arrays in give
+    arrays out; tracers in re-emit the program into the current trace."""
+    env: dict[int, Any] = {}
+    for v, x in zip(jaxpr.constvars, consts):
+        env[id(v)] = x
+    for v, x in zip(jaxpr.invars, args):
+        env[id(v)] = x
+
+    def read(a):
+        return a.val if type(a) is Literal else env[id(a)]
+
+    state = _state
+    outer = state.source
+    try:
+        for e in jaxpr.eqns:
+            state.source = e.source or outer  # the equations it binds are the user's
+            out = bind(e.primitive, *map(read, e.inputs), **e.params)
+            if e.primitive.multiple_results:
+                for v, x in zip(e.outputs, out):
+                    env[id(v)] = x
+            else:
+                env[id(e.outputs[0])] = out
+    finally:
+        state.source = outer
+    return [read(a) for a in jaxpr.outvars]
+
+
+def run_jaxpr(closed: ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
+    """Evaluate ``closed`` on ``args``: by binding its equations into the
+    current trace when an input or constant is traced (a transform nested in
+    another), otherwise with the compiled code of the inputs' backend (NumPy's,
+    or the GPU's when one of them is a device array)."""
+    backend = None
+    for x in itertools.chain(closed.consts, args):
+        t = type(x)
+        if t is np.ndarray:
+            continue
+        if isinstance(x, Tracer):
+            return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        backend = backend or backend_of_type(t)
+    if _state.stack and closed.jaxpr.has_effect:
+        # Under a trace, an equation with an effect may have to be recorded
+        # rather than run (a collective over the axis of a vmap being traced):
+        # bind each one, as a traced input would.
+        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    return (backend or dispatch.host_backend).run(closed, args)
+
+
+def jaxpr_runner(closed: ClosedJaxpr, sample: Sequence[Any]) -> Callable[..., Any]:
+    """A function evaluating ``closed`` on arguments like ``sample``, looked up
+    once for a loop: the host backend's compiled loop-body code itself when
+    they are NumPy arrays or scalars (rank-0 results may come back as NumPy
+    scalars), ``run_jaxpr`` otherwise."""
+    if all(type(x) is np.ndarray or np.isscalar(x) for x in sample):
+        return dispatch.host_backend.body(closed)
+    return lambda *args: run_jaxpr(closed, args)
+
+
+ir.install_evaluator(eval_jaxpr)

@@ -1,0 +1,529 @@
+"""Tracers, traces and ``bind``: ``Tracer`` (a stand-in for an array while a
+function is traced), ``JaxprTrace`` (builds a Jaxpr from the binds made
+while a function runs) and ``bind``, the single entry point of every
+operation.
+
+With no tracer among the operands ``bind`` runs the primitive's impl at once
+(``functrans.core.dispatch``); otherwise it records an equation into the
+innermost active trace and returns tracers.  There is one kind of trace, a
+Jaxpr builder: a tracer of an outer trace used inside an inner one becomes
+an input (a constvar) of the inner Jaxpr, the closure conversion that keeps
+nested transforms free of perturbation confusion.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from functrans import dtypes
+from functrans.core import checks
+from functrans.core.avals import _SCALAR_AVALS, ShapedArray, get_aval, register_aval_type
+from functrans.core.context import (
+    _CONVERSION_ADVICE,
+    _state,
+    user_frame_summary,
+    user_source,
+)
+from functrans.core.dispatch import apply_impl, check_values, plain_array
+from functrans.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, has_effect
+from functrans.core.primitives import Primitive, install_bind
+from functrans.errors import (
+    ConcretizationError,
+    FunctransError,
+    LeakedTracerError,
+    TracerConversionError,
+)
+
+
+class Tracer:
+    """A stand-in for an array while a function is being traced.
+
+    It carries its aval, the trace that made it and its variable in that
+    trace's Jaxpr; under value-carrying tracing it also carries the concrete
+    value (``val``), so Python control flow on it works.  Array behaviour
+    (operators, methods, ``__array_ufunc__``) is installed by
+    ``functrans.numpy``, which owns the NumPy-facing API.
+    """
+
+    # In-place updates (``functrans.numpy._inplace``): ``_base`` is the Link of a
+    # view to the array it was made from (None for an array that is no view,
+    # False for a copy made by ``copy()``, which is then never taken for the
+    # input it copies); ``_views`` lists weak references to an array's views.
+    __slots__ = ("aval", "_trace", "_var", "val", "_base", "_views", "__weakref__")
+    # Make NumPy hand mixed ndarray/tracer operations to the tracer.
+    __array_priority__ = 1000
+
+    def __init__(self, trace: JaxprTrace, var: Var, val: Any = None):
+        self.aval = var.aval
+        self._trace = trace
+        self._var = var
+        self.val = val
+        self._base: Any = None
+        self._views: list | None = None
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __len__(self):
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object (a 0-d traced array)")
+        return self.aval.shape[0]
+
+    def _concrete(self, what: str):
+        """The value, for a conversion whose result carries no derivative
+        (``bool()``, ``int()``, an integer index): the Jaxprs of this trace and of
+        the enclosing value-carrying ones are then specialised to it."""
+        if self.val is not None:
+            # The value may derive from tracers of enclosing value-carrying
+            # traces (nested transforms), whose Jaxprs are then specialised too.
+            if self._trace.active:
+                for t in _state.stack[: self._trace.level]:
+                    t.concretized = t.concretized or t.concrete
+            self._trace.concretized = True
+            return self.val
+        self._trace.concretization_failed(what)
+
+    def _constant(self, what: str):
+        """The value, for a conversion into a Python or NumPy constant
+        (``float()``, ``np.asarray``, ...): refused where the value carries a
+        derivative, which the constant would silently drop."""
+        if dtypes.is_inexact(self.aval.dtype) and self._trace.carries_derivative(self._var):
+            self._trace.conversion_failed(what, self)
+        return self._concrete(what)
+
+    def __bool__(self):
+        return bool(self._concrete("bool()"))
+
+    def __int__(self):
+        # An integer of the value has zero derivative almost everywhere (it
+        # jumps between constants), so it is allowed wherever the value is known.
+        return int(self._concrete("int()"))
+
+    def __floor__(self):
+        return int(np.floor(self._concrete("math.floor()")))
+
+    def __ceil__(self):
+        return int(np.ceil(self._concrete("math.ceil()")))
+
+    def __trunc__(self):
+        return int(self._concrete("math.trunc()"))  # int() rounds towards zero
+
+    def __float__(self):
+        return float(self._constant("float()"))
+
+    def __complex__(self):
+        return complex(self._constant("complex()"))
+
+    def __index__(self):
+        if self.aval.dtype.kind not in "iu":  # NumPy refuses float and bool indices
+            raise TypeError(
+                f"{self._trace.fun_name}: a traced {self.aval.str_short()} value was used as "
+                f"an index (at {user_frame_summary()}); only integer values can be indices, as "
+                "in NumPy: convert it with .astype(int) or functrans.numpy.floor first"
+            )
+        return int(self._concrete("use as an index (__index__)"))
+
+    def __array__(self, dtype=None, copy=None):
+        # Converted to integers or bools (np.int64(x), np.asarray(x, int)), the
+        # value carries no derivative to lose, as with int().
+        if dtype is not None and np.dtype(dtype).kind in "biu":
+            return np.asarray(self._concrete("np.asarray()"), dtype=dtype)
+        val = self._constant("np.asarray()")
+        return np.asarray(val, dtype=dtype)
+
+    def item(self, *index):
+        """``ndarray.item``: a Python scalar, refused where it would drop a derivative."""
+        return np.asarray(self._constant("item()")).item(*index)
+
+    def tolist(self):
+        """``ndarray.tolist``: nested Python scalars, refused where they would
+        drop a derivative."""
+        return np.asarray(self._constant("tolist()")).tolist()
+
+    def __round__(self, ndigits=None):
+        # Rounding is piecewise constant: no derivative is lost, as with int().
+        val = np.asarray(self._concrete("round()"))
+        return round(val.item(), ndigits) if ndigits is not None else round(val.item())
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def copy(self, order: str = "K"):
+        """``ndarray.copy``: a new tracer of the same value.  It records no
+        equation: an in-place update of either one rebinds that one only."""
+        copy = Tracer(self._trace, self._var, self.val)
+        copy._base = False
+        return copy
+
+    def rebind(self, new: Tracer) -> None:
+        """Make this tracer stand for ``new``'s value from now on: an in-place
+        update (``functrans.numpy._inplace``) keeps the array's identity, so
+        every name, list or dict holding it sees the new value."""
+        self.aval = new.aval
+        self._var = new._var
+        self.val = new.val
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self):
+        val = "" if self.val is None else f" = {self.val!r}"
+        return f"Tracer<{self.aval.str_short()}>{val}"
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d traced array")
+        return (self[i] for i in range(self.aval.shape[0]))
+
+
+register_aval_type(Tracer)
+
+
+class JaxprTrace:
+    """Builds a Jaxpr from the binds made while a Python function runs.
+
+    ``fun_name`` names the user's function in errors.  With ``concrete=True``
+    every tracer also carries its value (computed eagerly from its inputs'
+    values), so ``bool()``/``int()`` on it work; a Jaxpr built that way is
+    specialised to those values and ``concretized`` says whether it was.
+    ``differentiated``: the trace's inputs carry derivatives (the trace of a
+    ``grad``, ``jvp``, ``vjp`` ...), so converting a value that depends on them
+    into a constant is refused.  ``in_jit``: the trace is jit's, whose inputs
+    never have values.
+    """
+
+    def __init__(self, fun_name: str, concrete: bool = False, reason: str = "",
+                 differentiated: bool = False, in_jit: bool = False):
+        self.fun_name = fun_name
+        self.concrete = concrete
+        self.concretized = False
+        self.reason = reason or (" inside jit" if in_jit else "")
+        self.differentiated = differentiated
+        self.in_jit = in_jit
+        self.level = len(_state.stack)
+        self.active = False
+        self.eqns: list[Eqn] = []
+        self.invars: list[Var] = []
+        self.constvars: list[Var] = []
+        self.constvals: list[Any] = []
+        self._const_ids: dict[int, Var] = {}
+        self._keepalive: list[Any] = []
+        #: Inputs and constants standing for tracers of enclosing traces, by id of their Var.
+        self._outer: dict[int, Tracer] = {}
+        #: The equation making each Var (by id), for ``carries_derivative``; built
+        #: on the first conversion, so recording itself keeps no extra map.
+        self._producers: dict[int, Eqn] = {}
+        self._producers_upto = 0
+        #: Whether ``constant`` made a tracer here (only then can values be
+        #: known in a trace without values).
+        self.has_constants = False
+
+    # -- entering and leaving -------------------------------------------
+
+    def __enter__(self):
+        stack = _state.stack
+        self.level = len(stack)
+        stack.append(self)
+        self.active = True
+        return self
+
+    def __exit__(self, *exc):
+        stack = _state.stack
+        self.active = False
+        if stack and stack[-1] is self:
+            stack.pop()
+            return
+        if self not in stack:
+            return  # already unwound with an enclosing trace that ended out of order
+        # Traces nest like the with-blocks that make them, so this is a bug in
+        # functrans; say so instead of leaving the stack in a wrong state.
+        for t in stack[stack.index(self):]:
+            t.active = False
+        del stack[stack.index(self):]
+        if exc[0] is None:
+            raise RuntimeError(
+                f"functrans: the trace of {self.fun_name!r} ended out of order (internal "
+                "error); please report it with the code that triggered it"
+            )
+
+    # -- making tracers ----------------------------------------------------
+
+    def new_arg(self, aval: ShapedArray, val: Any = None, outer: Tracer | None = None) -> Tracer:
+        """A tracer for a new input; ``outer``: the enclosing trace's tracer
+        it stands for, if any (its derivative flows through this input)."""
+        var = Var(aval)
+        self.invars.append(var)
+        if outer is not None:
+            self._outer[id(var)] = outer
+        return Tracer(self, var, val if self.concrete else None)
+
+    def constant(self, x: np.ndarray) -> Tracer:
+        """A tracer of this trace for the constant array ``x``: an array made
+        inside traced code that must be traced too (the array API's
+        ``asarray(v, device=tracer.device)``).  It carries ``x`` as its value
+        even under ``jit``: a constant's value is known and never changes."""
+        self.has_constants = True
+        return Tracer(self, self._const_var(x, get_aval(x), lifted=False), x)
+
+    def _input_var(self, x):
+        """The Var or Literal standing for operand ``x`` in this trace."""
+        if isinstance(x, Tracer):
+            if x._trace is self:
+                return x._var
+            return self._const_var(x, x.aval, lifted=True)
+        aval = _SCALAR_AVALS.get(type(x))  # a Python scalar: get_aval's answer, at once
+        if aval is not None:
+            return Literal(x, aval)
+        if type(x) is not np.ndarray and isinstance(x, np.ndarray):
+            x = plain_array(x)
+        if isinstance(x, np.generic) or (isinstance(x, np.ndarray) and x.ndim == 0):
+            # x[()] is an immutable NumPy scalar: a Jaxpr (hashed, cached) must not
+            # change when the caller later writes into its 0-d array.
+            return Literal(x[()], ShapedArray((), x.dtype))
+        return self._const_var(x, get_aval(x), lifted=False)
+
+    def _const_var(self, x, aval, lifted):
+        var = self._const_ids.get(id(x))
+        if var is None:
+            if lifted and not _in_this_thread(x._trace):
+                raise _leaked(x)
+            var = Var(aval)
+            self._const_ids[id(x)] = var
+            if lifted:
+                self._outer[id(var)] = x
+            self._keepalive.append(x)  # ids stay valid while the trace lives
+            self.constvars.append(var)
+            self.constvals.append(x)
+        return var
+
+    def _value_of(self, x, atom):
+        if isinstance(x, Tracer):
+            return x.val
+        return atom.val if type(atom) is Literal else x
+
+    # -- recording ---------------------------------------------------------
+
+    def process(self, prim: Primitive, args: Sequence[Any], params: dict):
+        # One loop and no comprehension on the way of a plain equation: this
+        # runs once per equation a trace records (and a comprehension is a
+        # function call of its own before Python 3.12).  A tracer of this
+        # trace without a value is its variable (for any trace, subclasses
+        # included: they may give value-carrying ones another meaning).
+        invars = []
+        avals = []
+        for x in args:
+            v = x._var if type(x) is Tracer and x._trace is self and x.val is None \
+                else self._input_var(x)
+            invars.append(v)
+            avals.append(v.aval)
+        try:
+            out = _abstract_eval(prim, avals, params)
+        except FunctransError as e:
+            raise type(e)(f"{self.fun_name}: {e}") from None
+        outvars = tuple([Var(a) for a in out]) if prim.multiple_results else (Var(out),)
+        eqn = Eqn(prim, tuple(invars), outvars, params, user_source(3))
+        self.eqns.append(eqn)
+        if not (self.concrete or self.has_constants):  # no value can be known
+            if prim.multiple_results:
+                return [Tracer(self, v) for v in outvars]
+            return Tracer(self, outvars[0])
+        vals = None
+        if outvars and (self.concrete or (self.has_constants and self._only_constants(args)
+                                          and not has_effect(eqn))):
+            ins = [self._value_of(x, v) for x, v in zip(args, invars)]
+            if all(v is not None for v in ins):
+                res = _values_while_tracing(eqn, ins) if has_effect(eqn) else \
+                    apply_impl(prim, ins, params)
+                vals = res if prim.multiple_results else (res,)
+        tracers = [
+            Tracer(self, v, None if vals is None else vals[i]) for i, v in enumerate(outvars)
+        ]
+        return tracers if prim.multiple_results else tracers[0]
+
+    def _only_constants(self, args: Sequence[Any]) -> bool:
+        """Whether every traced operand is a value-carrying tracer of this trace
+        (in a trace without values: a ``constant`` or a result of constants
+        only), so the result's value is known too.  A tracer of an enclosing
+        trace does not count: its value would specialise a Jaxpr that jit caches."""
+        return all(type(x) is not Tracer or (x._trace is self and x.val is not None)
+                   for x in args)
+
+    def to_jaxpr(self, outs: Sequence[Any]) -> ClosedJaxpr:
+        outvars = [self._input_var(x) for x in outs]
+        jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns)
+        return ClosedJaxpr(jaxpr, self.constvals)
+
+    # -- derivatives of values ------------------------------------------------
+
+    def carries_derivative(self, var: Var) -> bool:
+        """Whether ``var`` depends on a differentiated input of this trace, or on
+        a tracer of an enclosing trace that carries a derivative, through
+        float or complex values (integers carry none) and not through a
+        primitive whose JVP is marked ``zero_derivative``.  Walks the equations
+        back from ``var``: only conversions ask, so recording stays free of
+        bookkeeping."""
+        producers = self._producers
+        for e in self.eqns[self._producers_upto:]:  # extended as the trace grows
+            for v in e.outputs:
+                producers[id(v)] = e
+        self._producers_upto = len(self.eqns)
+        invars = {id(v) for v in self.invars}
+        todo: list[Any] = [var]
+        seen: set[int] = set()
+        while todo:
+            v = todo.pop()
+            if type(v) is Literal or id(v) in seen or not dtypes.is_inexact(v.aval.dtype):
+                continue
+            seen.add(id(v))
+            outer = self._outer.get(id(v))
+            if outer is not None:
+                if outer._trace.carries_derivative(outer._var):
+                    return True
+            elif id(v) in invars:
+                if self.differentiated:
+                    return True
+            else:
+                eqn = producers.get(id(v))
+                if eqn is not None and not getattr(eqn.primitive.jvp, "zero_derivative", False):
+                    todo.extend(eqn.inputs)
+        return False
+
+    # -- errors --------------------------------------------------------------
+
+    def _jitted(self) -> bool:
+        return any(t.in_jit for t in _state.stack[: self.level + 1])
+
+    def conversion_failed(self, what: str, tracer: Tracer):
+        where = user_frame_summary()
+        if self._jitted():
+            self.concretization_failed(what)
+        raise TracerConversionError(
+            f"{self.fun_name}: {what} would turn a traced {tracer.aval.str_short()} value "
+            f"that carries a derivative into a constant (at {where}), and its derivative "
+            f"would be silently lost. {_CONVERSION_ADVICE[what]}"
+        )
+
+    def concretization_failed(self, what: str):
+        where = user_frame_summary()
+        reason = self.reason or (" inside jit" if self._jitted() else "")
+        if what in _CONVERSION_ADVICE:
+            raise ConcretizationError(
+                f"{self.fun_name}: {what} needs a concrete value, but the value here is "
+                f"traced{reason} (at {where}). {_CONVERSION_ADVICE[what]} Or mark the "
+                "argument static with static_argnums."
+            )
+        indexing = (
+            " A NumPy array indexed by a traced integer ends up here too: index it "
+            "with functrans.numpy.take(array, index, axis=0) instead."
+            if what == "use as an index (__index__)" else ""
+        )
+        raise ConcretizationError(
+            f"{self.fun_name}: {what} needs a concrete value, but the value here is "
+            f"traced{reason} (at {where}). Python control flow cannot branch on "
+            "traced values: use functrans.lax.cond / functrans.numpy.where for "
+            "branches, functrans.lax.fori_loop / while_loop for loops, or mark the "
+            f"argument static with static_argnums.{indexing}"
+        )
+
+
+def _values_while_tracing(eqn: Eqn, ins: list) -> Any:
+    """The results of ``eqn``, an equation with an effect, for value-carrying
+    tracing: computed with prints muted (``effects_muted``), since the effect
+    belongs to the run of the program, not to its tracing."""
+    _state.muted += 1
+    try:
+        return apply_impl(eqn.primitive, ins, eqn.params)
+    finally:
+        _state.muted -= 1
+
+
+#: Output avals of param-less equations by (primitive, *operand avals): most
+#: equations of a long program repeat a few (the elementwise ones of a loop
+#: body), and one lookup costs less than the shape and dtype rules (which
+#: took 70% of recording an elementwise equation).  Equations with params
+#: are not memoised: params equal under ``==`` (``2`` and ``2.0``) may give
+#: different avals.  Bounded: cleared when full.
+_avals_out: dict[tuple, Any] = {}
+
+
+def _abstract_eval(prim: Primitive, avals: list[ShapedArray], params: dict):
+    """``prim.abstract_eval(*avals, **params)``, memoised where ``params`` is empty."""
+    if params:
+        return prim.abstract_eval(*avals, **params)
+    key = (prim, *avals)
+    out = _avals_out.get(key)
+    if out is None:
+        out = prim.abstract_eval(*avals)
+        if prim.multiple_results:
+            out = tuple(out)
+        if len(_avals_out) >= 4096:
+            _avals_out.clear()
+        _avals_out[key] = out
+    return out
+
+
+def _in_this_thread(trace: JaxprTrace) -> bool:
+    """Whether ``trace`` is active on the calling thread's stack."""
+    stack = _state.stack
+    return trace.active and trace.level < len(stack) and stack[trace.level] is trace
+
+
+def _leaked(t: Tracer) -> LeakedTracerError:
+    when = ("was used after that trace ended" if not t._trace.active
+            else "was used in another thread, while that trace runs in its own")
+    return LeakedTracerError(
+        f"a tracer {t.aval.str_short()} created while tracing "
+        f"'{t._trace.fun_name}' {when} (at {user_frame_summary()}). It leaked out of "
+        "the function, for example through a global, a closure or a list it appended "
+        "to; return the value from the function instead."
+    )
+
+
+def current_trace() -> JaxprTrace | None:
+    """The innermost active trace of the calling thread."""
+    stack = _state.stack
+    return stack[-1] if stack else None
+
+
+def in_jit() -> bool:
+    """Whether the calling thread is tracing inside ``jit``: values are never
+    concrete there, so no retrace with values is possible."""
+    return any(t.in_jit for t in _state.stack)
+
+
+def bind(prim: Primitive, *args, **params):
+    """Apply ``prim`` to ``args``: at once if no operand is a tracer (with
+    NumPy, or with the backend of a device array among them), otherwise by
+    recording an equation into the innermost trace.  An equation with an
+    effect and no results (a print) is recorded whenever a trace is active,
+    operands traced or not: there is nothing to compute while tracing, and
+    the effect belongs to the runs of the program being traced (a print of
+    constants in a loop body prints at each step, a transform re-emitting
+    the body keeps it)."""
+    other = False
+    for x in args:
+        if type(x) is not np.ndarray:  # NumPy arrays take the fast path
+            if isinstance(x, Tracer):
+                stack = _state.stack
+                if not (x._trace.active and stack):
+                    raise _leaked(x)
+                return stack[-1].process(prim, args, params)
+            other = True
+    if prim.effect and _state.stack and not _abstract_eval(
+            prim, [get_aval(x) for x in args], params):
+        return _state.stack[-1].process(prim, args, params)
+    out = apply_impl(prim, args, params) if other else prim.impl(*args, **params)
+    if checks.checking:
+        check_values(prim, out if prim.multiple_results else (out,), user_source())
+    return out
+
+
+install_bind(bind)
