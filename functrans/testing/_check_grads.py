@@ -16,6 +16,7 @@ import numpy as np
 
 from functrans.api import jvp, vjp
 from functrans.dtypes import float0
+from functrans.testing._arguments import function_name, refuse_nothing_to_check
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map
 
 _DEFAULT_TOL = {np.dtype(np.float64): 1e-5, np.dtype(np.float32): 2e-2,
@@ -135,11 +136,20 @@ def check_grads(
     """Check ``f``'s derivatives at ``args`` up to ``order``; raise an
     AssertionError naming the order, the mode and the worst mismatch.
 
+    Integer and bool arguments are held fixed.  A call that would check
+    nothing (``order < 1``, no mode, no float or complex argument) raises
+    ValueError.  ``check_derivatives`` checks more at the same point: against
+    a high-accuracy reference, Jacobians, Hessians, ``vmap`` and ``jit``.
+
     >>> import numpy as np
     >>> from functrans.testing import check_grads
     >>> check_grads(lambda x: np.sin(x) * x, (np.array([0.5, 1.5]),), order=2)
     """
     args = tuple(args)
+    if not modes:
+        raise ValueError(f"check_grads({function_name(f)}): modes=() checks nothing; "
+                         "give modes=('fwd', 'rev'), ('fwd',) or ('rev',)")
+    refuse_nothing_to_check("check_grads", f, args, order)
     for mode in modes:
         if mode not in ("fwd", "rev"):
             raise ValueError(f"check_grads: modes must be 'fwd' and/or 'rev', got {mode!r}")

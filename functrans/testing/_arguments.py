@@ -1,0 +1,39 @@
+"""The arguments a derivative check differentiates with respect to: the
+float and complex leaves of ``args``, named by their pytree paths, and the
+refusal of calls that would check nothing (shared by ``check_grads`` and
+``check_derivatives``)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from functrans.tree_util import keystr, tree_flatten_with_path
+
+
+def function_name(f: Callable) -> str:
+    return getattr(f, "__name__", None) or type(f).__name__
+
+
+def inexact_paths(args: Sequence[Any]) -> tuple[list[str], list[np.ndarray]]:
+    """The paths (``args[0]['w']``) and values of every leaf of ``args``, and
+    which of them are float or complex."""
+    paths, leaves, _ = tree_flatten_with_path(tuple(args))
+    return [f"args{keystr(p)}" for p in paths], [np.asarray(x) for x in leaves]
+
+
+def refuse_nothing_to_check(check: str, f: Callable, args: Sequence[Any], order: int) -> None:
+    """Raise ValueError when ``check`` of ``f`` at ``args`` to ``order`` could not
+    fail: ``order < 1``, or no float or complex argument."""
+    name = function_name(f)
+    if order < 1:
+        raise ValueError(f"{check}({name}): order={order} checks nothing; give order=1 for "
+                         "first derivatives, 2 to check second derivatives too")
+    paths, leaves = inexact_paths(args)
+    if not any(x.dtype.kind in "fc" for x in leaves):
+        found = ", ".join(f"{p} is {x.dtype} of shape {x.shape}" for p, x in zip(paths, leaves))
+        raise ValueError(
+            f"{check}({name}): no argument is a float or complex array "
+            f"({found or 'no arguments'}), so there is no derivative to check; pass the point "
+            "as floats, e.g. np.asarray(x, dtype=float)")
