@@ -8,6 +8,7 @@ on its own (``from functrans.testing import strategies``), so that importing
 functrans never imports hypothesis.
 """
 
+from functrans.testing._check_derivatives import Checked, check_derivatives
 from functrans.testing._check_grads import check_grads
 
-__all__ = ["check_grads"]
+__all__ = ["Checked", "check_derivatives", "check_grads"]
