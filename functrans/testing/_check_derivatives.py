@@ -51,6 +51,8 @@ SAFETY = 10.0
 #: rounding (about eps / step) stays far below RTOL.
 _STEP = 1e-3
 _FORWARD_IMPOSSIBLE = "forward-mode differentiation"
+RICHARDSON = "Richardson extrapolation of central differences"
+COMPLEX_STEP = "complex step (agrees with Richardson extrapolation along a random direction)"
 
 
 @dataclass(frozen=True)
@@ -76,11 +78,16 @@ class _Level:
 
     def __init__(self, fn: Callable, label: str, order: int):
         self.fn, self.label, self.order = fn, label, order
+        #: How this level's reference is computed, chosen at its first direction.
+        self.reference = ""
+        #: The scale of its values over that of the inputs: the size of a
+        #: derivative's rounding errors where the derivative itself is zero.
+        self.scale = 0.0
 
 
 def _leaves(tree) -> tuple[list[str], list[np.ndarray]]:
     paths, leaves, _ = tree_flatten_with_path(tree)
-    return [f"out{keystr(p)}" for p in paths], [_numeric(x) for x in leaves]
+    return [f"out{keystr(p)}" for p in paths], [np.asarray(x) for x in leaves]
 
 
 def _numeric(x) -> np.ndarray:
@@ -99,7 +106,7 @@ def _inexact(x: np.ndarray) -> bool:
 
 
 def _scale(*arrays) -> float:
-    return max([float(np.max(np.abs(a))) for a in arrays if np.size(a)] + [0.0])
+    return max([float(np.max(np.abs(_numeric(a)))) for a in arrays if np.size(a)] + [0.0])
 
 
 def _random_like(rng: np.random.Generator, x: np.ndarray) -> np.ndarray:
@@ -148,6 +155,9 @@ class _Checker:
         self.dtype = dtype
         self.rtol = RTOL.get(dtype, 1e-8) if rtol is None else rtol
         self.same = SAME.get(dtype, 1e-12)
+        # Magnitudes below the square root of the smallest normal number are
+        # noise: differences of values there underflow.
+        self.floor = float(np.sqrt(np.finfo(dtype).tiny))
         self.log = _Log()
         self.complex_out = any(x.dtype.kind == "c" for x in _leaves(fn(*self.xs))[1])
         self.scale_x = max(1.0, _scale(*self.xs))
@@ -168,12 +178,15 @@ class _Checker:
             f"{ref}\n"
             f"  tolerance: {float(bound):.3g} (rtol {self.rtol:g} of the largest magnitude for "
             f"{self.dtype}, plus {SAFETY:g}x the reference's error estimate; "
-            f"reference: {self.log.reference or 'none'})"
+            f"reference: {level.reference or 'none'})"
         )
 
-    def compare(self, level, check, where, got, want, rtol, err=None) -> None:
+    def compare(self, level, check, where, got, want, rtol, err=None, scale=0.0) -> None:
         """Entrywise ``|got - want| <= rtol * scale + SAFETY * err``, the scale
-        being the largest magnitude in either."""
+        being the largest magnitude in either, in ``scale`` (that of the
+        whole derivative where ``got`` is one part of it) or in the level's
+        values over the inputs' scale (the size of rounding in a derivative
+        that is exactly zero)."""
         got, want = _numeric(got), _numeric(want)
         # Compared as complex numbers, shown as real ones unless either is complex.
         shown = np.complex128 if np.iscomplexobj(got) or np.iscomplexobj(want) else np.float64
@@ -184,7 +197,8 @@ class _Checker:
                 f"check_derivatives({self.name}): {check}\n  order {level.order}, checking "
                 f"{level.label}\n  at {where}: shape {got.shape}, expected {want.shape}")
         err_arr = np.zeros(want.shape) if err is None else np.broadcast_to(err, want.shape)
-        bound = rtol * _scale(got, want) + SAFETY * err_arr
+        scale = max(_scale(got, want), scale, level.scale)
+        bound = rtol * (scale + self.floor) + SAFETY * err_arr
         excess = np.abs(got - want) - bound
         if excess.size and not np.all(excess <= 0):  # NaN counts as a failure
             flat = np.where(np.isnan(excess), np.inf, excess)
@@ -202,14 +216,18 @@ class _Checker:
     def reference(self, level: _Level, vs) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """The derivative of ``level`` along ``vs``: per output leaf, the
         estimate and its error estimate."""
-        if self.log.reference.startswith("complex step"):
-            return self._complex_step(level, vs)
+        if level.reference == COMPLEX_STEP:
+            try:
+                return self._complex_step(level, vs)
+            except Exception:  # f refuses complex values here after all
+                level.reference = RICHARDSON
         rich = self._richardson(level, vs)
-        if not self.log.reference:
-            self.log.reference = "Richardson extrapolation of central differences"
-            if self.method in ("auto", "complex_step") and self._real_analytic(level, vs, rich):
-                self.log.reference = ("complex step (agrees with Richardson extrapolation "
-                                      "along a random direction)")
+        if not level.reference:
+            level.reference = RICHARDSON
+            if self.method == "auto" and self._real_analytic(level, vs, rich):
+                level.reference = COMPLEX_STEP
+            if level.order == 1:
+                self.log.reference = level.reference
         return rich
 
     def _upcast_xs(self, complex_: bool = False):
@@ -261,6 +279,8 @@ class _Checker:
             est, _ = self._complex_step(level, vs)
         except Exception:  # f refuses complex inputs
             return False
+        if not any(r.size for r in rich[0]):  # nothing to tell them apart
+            return False
         for e, r, err in zip(est, rich[0], rich[1]):
             if e.shape != r.shape or not np.all(np.abs(e - r) <= SAFETY * err + 1e-9 * _scale(r)):
                 return False
@@ -268,22 +288,23 @@ class _Checker:
 
     # ------------------------------------------------------------------ checks
 
-    def directions(self, coordinates: bool) -> list[tuple[str, list[np.ndarray]]]:
+    def directions(self, coordinates: bool) -> list[tuple[str, list[np.ndarray], Any]]:
         """Random directions, then each coordinate when asked for and the
         inputs are small."""
-        found = [("a random direction", [_random_like(self.rng, x) for x in self.xs])
-                 for _ in range(self.n_directions)]
+        found: list[tuple[str, list[np.ndarray], Any]] = [
+            ("a random direction", [_random_like(self.rng, x) for x in self.xs], None)
+            for _ in range(self.n_directions)]
         if coordinates and sum(x.size for x in self.xs) <= self.max_coordinates:
             for k, (name, x) in enumerate(zip(self.names, self.xs)):
                 units = [1.0] + [1j] * (x.dtype.kind == "c")
                 for flat in range(x.size):
                     for unit in units:
-                        vs = [np.zeros_like(y) for y in self.xs]
+                        vs = [np.zeros(y.shape, y.dtype) for y in self.xs]
                         vs[k].reshape(-1)[flat] = unit
                         index = np.unravel_index(flat, x.shape) if x.ndim else ""
                         idx = "[" + ", ".join(map(str, index)) + "]" if x.ndim else ""
                         found.append((f"{name}{idx}" + (" (imaginary part)" if unit == 1j
-                                                        else ""), vs))
+                                                        else ""), vs, (k, flat, unit)))
         return found
 
     def tangents(self, level, vs) -> list[np.ndarray] | None:
@@ -299,25 +320,27 @@ class _Checker:
 
     def check_level(self, level: _Level) -> None:
         out_paths, outs = _leaves(level.fn(*self.xs))
+        level.scale = _scale(*[_numeric(o) for o in outs if _inexact(o)]) / self.scale_x
         self.complex_out = any(o.dtype.kind == "c" for o in outs)
         # Coordinates at order 1 only: each costs six evaluations of the
         # level's function, a transformed one from order 2 on.
         directions = self.directions(coordinates=level.order == 1)
         forward = "fwd" in self.modes
         refs = []
-        for label, vs in directions:
+        for label, vs, coordinate in directions:
             want, errs = self.reference(level, vs)
-            refs.append((label, vs, want, errs))
+            refs.append((coordinate, vs, want, errs))
             if not forward:
                 continue
             got = self.tangents(level, vs)
             if got is None:
                 forward = False
                 continue
+            whole = _scale(*[_numeric(g) for g in got], *want)
             for path, o, g, w, e in zip(out_paths, outs, got, want, errs):
                 if _inexact(o):
                     self.compare(level, "forward mode (jvp) disagrees with the reference "
-                                 f"along {label}", path, g, w, self.rtol, e)
+                                 f"along {label}", path, g, w, self.rtol, e, whole)
             self.ran(level, "forward mode (jvp) against the reference")
         if "rev" in self.modes:
             self.check_reverse(level, out_paths, outs, refs, forward)
@@ -346,52 +369,51 @@ class _Checker:
         cts = self.cotangents(outs)
         out, vjp_fn = api.vjp(level.fn, *self.xs)
         _, treedef = tree_flatten(out)
-        cts_tree = tree_unflatten(treedef, [c if _inexact(o) else np.zeros(o.shape, float0)
-                                            for c, o in zip(cts, outs)])
+        cts_tree = tree_unflatten(treedef, cts)
         grads = [_numeric(g) for g in vjp_fn(cts_tree)]
-        coords = [(label, vs, want, errs) for label, vs, want, errs in refs
-                  if label != "a random direction"]
+        coords = [ref for ref in refs if ref[0] is not None]
         if coords:
             # <ct, J e_k> from the reference, entry by entry, against vjp(ct).
             want = [np.zeros(x.shape, np.complex128) for x in self.xs]
             err = [np.zeros(x.shape) for x in self.xs]
-            for _, vs, d, e in coords:
-                k = next(i for i, v in enumerate(vs) if np.any(v))
-                flat = int(np.flatnonzero(vs[k])[0])
-                unit = vs[k].reshape(-1)[flat]
-                pair = sum(np.sum(np.real(c * dd)) for c, dd in zip(cts, d))
-                pair_err = sum(np.sum(np.abs(c) * ee) for c, ee in zip(cts, e))
+            for (k, flat, unit), _, d, e in coords:
+                pair = sum(np.sum(np.real(_numeric(c) * dd)) for c, dd in zip(cts, d))
+                pair_err = sum(np.sum(np.abs(_numeric(c)) * ee) for c, ee in zip(cts, e))
                 part = want[k].reshape(-1)
                 part[flat] += pair if unit == 1 else 1j * pair
                 err[k].reshape(-1)[flat] += pair_err
+            whole = _scale(*grads, *want)
             for name, g, w, e, x in zip(self.names, grads, want, err, self.xs):
                 w = w if x.dtype.kind == "c" else w.real
                 # vjp of a complex input pairs as Re(sum(ct * J v)): its
                 # imaginary coordinate reads -Im(grad) (no conjugation).
                 g = g.real - 1j * g.imag if x.dtype.kind == "c" else g
                 self.compare(level, "reverse mode (vjp) disagrees with the reference", name,
-                             g, w, self.rtol, e)
+                             g, w, self.rtol, e, whole)
             self.ran(level, "reverse mode (vjp) against the reference")
-        for label, vs, d, e in refs:
-            if label != "a random direction":
+        for coordinate, vs, d, e in refs:
+            if coordinate is not None:
                 continue
             rhs = sum(np.sum(np.real(g * v)) for g, v in zip(grads, vs))
             terms = sum(np.sum(np.abs(g * v)) for g, v in zip(grads, vs))
             if forward:
                 t = _leaves(api.jvp(level.fn, tuple(self.xs), tuple(vs))[1])[1]
-                lhs = sum(np.sum(np.real(c * tt)) for c, tt in zip(cts, t))
+                lhs = sum(np.sum(np.real(_numeric(c) * _numeric(tt))) for c, tt in zip(cts, t))
+                terms = max(terms, sum(np.sum(np.abs(_numeric(c) * _numeric(tt)))
+                                       for c, tt in zip(cts, t)))
                 self.compare_scalar(level, "reverse mode (vjp) and forward mode (jvp) break "
                                     "<ct, J v> == <J^T ct, v>", rhs, lhs, terms)
                 self.ran(level, "reverse mode against forward mode (dot product)")
             elif not coords:
-                lhs = sum(np.sum(np.real(c * dd)) for c, dd in zip(cts, d))
-                err_sum = sum(np.sum(np.abs(c) * ee) for c, ee in zip(cts, e))
+                lhs = sum(np.sum(np.real(_numeric(c) * dd)) for c, dd in zip(cts, d))
+                err_sum = sum(np.sum(np.abs(_numeric(c)) * ee) for c, ee in zip(cts, e))
                 self.compare_scalar(level, "reverse mode (vjp) disagrees with the reference "
                                     "along a random direction", rhs, lhs, terms, err_sum)
                 self.ran(level, "reverse mode (vjp) against the reference")
 
     def compare_scalar(self, level, check, got, want, terms, err=0.0) -> None:
-        bound = self.rtol * max(terms, abs(want), abs(got)) + SAFETY * err
+        bound = self.rtol * (max(terms, abs(want), abs(got), level.scale) + self.floor) + \
+            SAFETY * err
         if not abs(got - want) <= bound:
             self.fail(level, check, "<ct, J v> over every argument and output", got, want,
                       bound, err or None)
@@ -413,9 +435,10 @@ class _Checker:
         f_leaves = tree_flatten(fwd)[0]
         r_leaves = tree_flatten(rev)[0]
         pairs = [(o, x) for o in out_paths for x in self.names]
+        whole = _scale(*[_numeric(a) for a in f_leaves])
         for (o, x), a, b in zip(pairs, f_leaves, r_leaves):
             self.compare(level, "jacfwd and jacrev disagree", f"d {o} / d {x}", b, a,
-                         self.rtol)
+                         self.rtol, scale=whole)
         self.ran(level, "jacfwd == jacrev")
 
     def batch(self) -> list[list[np.ndarray]]:
@@ -476,6 +499,8 @@ class _Checker:
             return
         s, z = self.scalarized(outs)
         hess_level = _Level(s, "s(z) = <ct, f(x(z))>, z the arguments raveled", 2)
+        hess_level.scale = max(_scale(s(z)) / self.scale_x,
+                               _scale(api.grad(s)(z))) / self.scale_x
         rr = np.asarray(api.jacrev(api.jacrev(s))(z))
         self.compare(hess_level, "reverse-over-reverse Hessian is not symmetric",
                      "d2 s / dz dz", rr, rr.T, self.rtol)
@@ -536,7 +561,10 @@ class _Checker:
             vs = [_random_like(self.rng, x) for x in self.xs]
 
             def jvp_of(*xs):
-                return api.jvp(below, xs, tuple(v.astype(x.dtype) for v, x in zip(vs, xs)))[1]
+                tangents = api.jvp(below, xs, tuple(v.astype(x.dtype) for v, x in zip(vs, xs)))[1]
+                # Only the float outputs' tangents: those of integer outputs
+                # are float0 constants, with no derivative to check.
+                return [t for t in tree_flatten(tangents)[0] if _dtype(t) != float0]
 
             self.check_level(_Level(jvp_of, f"x -> jvp({level.label}, x, v)", level.order + 1))
         if "rev" in self.modes:
@@ -548,8 +576,7 @@ class _Checker:
                 value, vjp_fn = api.vjp(below, *xs)
                 like = tree_flatten(value)[0]
                 return vjp_fn(tree_unflatten(treedef, [
-                    c.astype(_dtype(o)) if _dtype(o).kind in "fc"
-                    else np.zeros(np.shape(o), float0) for c, o in zip(cts, like)]))
+                    c.astype(_dtype(o)) for c, o in zip(cts, like)]))
 
             try:
                 self.check_level(_Level(vjp_of, f"x -> vjp({level.label}, x)(ct)",
@@ -608,9 +635,9 @@ def check_derivatives(
         if mode not in ("fwd", "rev"):
             raise ValueError(f"check_derivatives({function_name(f)}): modes must be 'fwd' "
                              f"and/or 'rev', got {mode!r}")
-    if reference not in ("auto", "richardson", "complex_step"):
-        raise ValueError(f"check_derivatives({function_name(f)}): reference must be 'auto', "
-                         f"'richardson' or 'complex_step', got {reference!r}")
+    if reference not in ("auto", "richardson"):
+        raise ValueError(f"check_derivatives({function_name(f)}): reference must be 'auto' "
+                         f"or 'richardson', got {reference!r}")
     checker = _Checker(f, tuple(args), order, tuple(modes), jit, vmap, sparse, coordinates,
                        directions, reference, rtol, seed)
     return checker.run()
