@@ -25,16 +25,23 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from hypothesis import assume
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
+from functrans.testing._kinks import kink_distance
+from functrans.tree_util import tree_flatten, tree_unflatten
 
 __all__ = [
     "DEFAULT_DTYPES",
     "arrays",
+    "assume_smooth",
     "broadcastable_shapes",
     "dtypes",
+    "like",
     "pytrees",
     "shapes",
+    "well_conditioned",
 ]
 
 #: The dtypes ``dtypes()`` draws from when not told otherwise.
@@ -247,3 +254,137 @@ def pytrees(
             st.dictionaries(_KEYS, children, max_size=3),
         )
     return tree
+
+
+# --------------------------------------------------------------------------
+# What a derivative test needs
+# --------------------------------------------------------------------------
+
+
+def _free(axes: Any, ndim: int) -> set[int]:
+    if axes is None:
+        return set()
+    axes = (axes,) if isinstance(axes, int) else tuple(axes)
+    return {a % ndim for a in axes if -ndim <= a < ndim}
+
+
+@st.composite
+def like(
+    draw,
+    example: Any,
+    free_axes: int | Sequence[int] | None = None,
+    min_value: float = -2.0,
+    max_value: float = 2.0,
+    min_side: int = 1,
+    max_side: int = 5,
+) -> Any:
+    """Pytrees shaped like ``example``: the same structure and dtypes, float
+    and complex leaves drawn in ``[min_value, max_value]``, integer leaves
+    between the example's smallest and largest entry, bool leaves at random.
+
+    Shapes are the example's, except along ``free_axes`` (axis numbers, of
+    every leaf that has them), whose sizes are drawn in
+    ``[min_side, max_side]``; axes of the same size in the example get the
+    same drawn size, so operands that fit together keep fitting.
+
+    >>> import numpy as np
+    >>> from hypothesis import given, settings
+    >>> example = {"A": np.ones((3, 3)), "x": np.ones(3), "n": np.array([1, 4])}
+    >>> @settings(max_examples=20)
+    ... @given(like(example, free_axes=0, max_side=4))
+    ... def test(tree):
+    ...     assert tree["A"].shape[0] == tree["x"].shape[0] and tree["A"].shape[1] == 3
+    ...     assert tree["n"].dtype == example["n"].dtype and tree["n"].shape[0] in range(1, 5)
+    >>> test()
+    """
+    leaves, treedef = tree_flatten(example)
+    sizes: dict[int, int] = {}
+    drawn = []
+    for leaf in leaves:
+        x = np.asarray(leaf)
+        shape = list(x.shape)
+        for axis in sorted(_free(free_axes, x.ndim)):
+            old = shape[axis]
+            if old not in sizes:
+                sizes[old] = draw(st.integers(min_side, max_side))
+            shape[axis] = sizes[old]
+        if x.dtype.kind in "fc":
+            drawn.append(draw(arrays(x.dtype, tuple(shape), min_value=min_value,
+                                     max_value=max_value)))
+        elif x.dtype.kind in "iu" and x.size:
+            drawn.append(draw(arrays(x.dtype, tuple(shape), min_value=int(x.min()),
+                                     max_value=int(x.max()))))
+        else:
+            drawn.append(draw(arrays(x.dtype, tuple(shape))))
+    return tree_unflatten(treedef, drawn)
+
+
+def assume_smooth(f: Any, args: Sequence[Any], margin: float = 1e-2) -> None:
+    """Reject the draw (``hypothesis.assume``) when ``f`` at ``args`` comes
+    within a relative ``margin`` of a kink or singular point of a primitive it
+    uses: ``abs`` or ``sqrt`` near 0, ``max`` near a tie, a comparison that
+    chooses a ``where`` branch near equality, ``log`` or a division near 0,
+    ``floor`` near an integer ... (``functrans.testing.kink_distance``).
+    There the derivative is not defined, or finite differences step across
+    it, so no derivative test can pass or fail meaningfully.
+
+    >>> import numpy as np
+    >>> from hypothesis import given, settings
+    >>> from functrans.testing import check_derivatives
+    >>> def f(x):
+    ...     return np.sqrt(np.abs(x)) * np.maximum(x, 0.5)
+    >>> @settings(max_examples=10)
+    ... @given(arrays(np.float64, (3,), min_value=-2, max_value=2))
+    ... def test(x):
+    ...     assume_smooth(f, (x,))
+    ...     check_derivatives(f, (x,))
+    >>> test()
+    """
+    assume(kink_distance(f, *args) > margin)
+
+
+@st.composite
+def well_conditioned(
+    draw,
+    n: int | st.SearchStrategy[int],
+    condition: float = 10.0,
+    dtype: Any = np.float64,
+    symmetric: bool = False,
+    positive_definite: bool = False,
+) -> np.ndarray:
+    """``n`` x ``n`` matrices whose condition number is at most
+    ``condition``: ``U diag(s) V^T`` with drawn orthogonal factors and
+    singular values in ``[1, condition]`` (``V = U`` when ``symmetric``; all
+    eigenvalues positive when ``positive_definite``, otherwise signs drawn),
+    for tests of linear algebra whose derivatives would otherwise be swamped
+    by ill-conditioning.
+
+    >>> import numpy as np
+    >>> from hypothesis import given, settings
+    >>> @settings(max_examples=20)
+    ... @given(well_conditioned(3, condition=100.0, positive_definite=True))
+    ... def test(a):
+    ...     assert np.allclose(a, a.T) and np.linalg.cond(a) <= 100.0 * (1 + 1e-9)
+    ...     np.linalg.cholesky(a)
+    >>> test()
+    """
+    if isinstance(n, st.SearchStrategy):
+        n = draw(n)
+    if condition < 1:
+        raise ValueError(f"well_conditioned: condition must be at least 1, got {condition}")
+    symmetric = symmetric or positive_definite
+    gauss = arrays(np.float64, (n, n), min_value=-1.0, max_value=1.0)
+
+    def orthogonal():
+        q, r = np.linalg.qr(draw(gauss) + 3.0 * np.eye(n))
+        return q * np.where(np.diag(r) < 0, -1.0, 1.0)
+
+    u = orthogonal()
+    v = u if symmetric else orthogonal()
+    s = np.array(draw(st.lists(st.floats(1.0, condition), min_size=n, max_size=n)))
+    if symmetric and not positive_definite:
+        s = s * np.array(draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=n, max_size=n)))
+    a = (u * s) @ v.T
+    if symmetric:
+        a = (a + a.T) / 2
+    return a.astype(dtype)
