@@ -272,7 +272,9 @@ class _Checker:
 
     def _complex_step(self, level, vs):
         xs = self._upcast_xs(complex_=True)
-        h = 1e-30 * self.scale_x
+        # Its error is about h**2 times f's third derivative: with h this
+        # small, far below the smallest magnitude compared (``floor``).
+        h = 1e-100 * self.scale_x
         outs = self._evaluate(level, [x + 1j * h * np.asarray(v, np.float64)
                                       for x, v in zip(xs, vs)])
         est = [np.imag(o) / h if _inexact(o) else np.zeros(o.shape) for o in outs]
