@@ -166,12 +166,15 @@ def applies(name: str, mutant: str) -> bool:
 
 
 def cases(name: str, n: int, dtype: np.dtype) -> list[tuple[Callable, list]]:
-    """``n`` points of the primitive with nonzero derivative and operands of
-    at least two entries where the specs allow (a mutant needs room to show),
-    the float operands cast to ``dtype``'s precision."""
+    """``n`` points of the primitive with nonzero derivative, the float
+    operands cast to ``dtype``'s precision, each of at least two entries of
+    which at least two differ and half are nonzero, and outputs of at least
+    two entries: at the small points hypothesis tries first (zeros, empty
+    arrays), most mutants change nothing."""
     found: list = []
+    complex_ = np.complex64 if dtype == np.float32 else np.complex128
 
-    @settings(max_examples=40 * n, derandomize=True, database=None, deadline=None,
+    @settings(max_examples=60 * n, derandomize=True, database=None, deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(data=st.data())
     def collect(data):
@@ -179,11 +182,17 @@ def cases(name: str, n: int, dtype: np.dtype) -> list[tuple[Callable, list]]:
         if len(found) >= n or zero_derivative(name, case) or not case.diff:
             return
         args = [np.asarray(case.values[i]) for i in case.diff]
-        if any(a.size < 2 for a in args) and len(found) < n - 1:
+        args = [a.astype(complex_ if a.dtype.kind == "c" else dtype) for a in args]
+        if not all(a.size >= 2 and len(np.unique(a)) >= 2 and 2 * np.count_nonzero(a) >= a.size
+                   for a in args):
             return
-        if dtype == np.float32:
-            args = [a.astype(np.complex64 if a.dtype.kind == "c" else np.float32) for a in args]
-        found.append((bind_with(name, case, case.diff, gauge=True), args))
+        f = bind_with(name, case, case.diff, gauge=True)
+        # Outputs of at least two entries, and of ``dtype``'s precision: a
+        # float32 output is checked to float32's tolerance.
+        outs = [np.asarray(o) for o in ft.tree_util.tree_leaves(f(*args))]
+        if all(o.size >= 2 for o in outs) and all(
+                np.finfo(o.dtype).eps <= np.finfo(dtype).eps for o in outs if o.dtype.kind in "fc"):
+            found.append((f, args))
 
     collect()
     return found

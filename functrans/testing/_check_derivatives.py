@@ -46,6 +46,10 @@ SAME = {np.dtype(np.float64): 1e-12, np.dtype(np.complex128): 1e-12,
         np.dtype(np.float16): 4e-3}
 #: How many times the reference's own error estimate a comparison allows.
 SAFETY = 10.0
+#: How many roundings of the values (over the inputs' scale) a derivative may
+#: be off by, wherever the derivative itself is small: the rounding that
+#: cancellation leaves in a derivative that is exactly zero.
+NOISE = 256.0
 #: Richardson's first step, relative to the scale of the inputs: small enough
 #: to stay clear of kinks a point is kept away from, large enough that
 #: rounding (about eps / step) stays far below RTOL.
@@ -80,9 +84,10 @@ class _Level:
         self.fn, self.label, self.order = fn, label, order
         #: How this level's reference is computed, chosen at its first direction.
         self.reference = ""
-        #: The scale of its values over that of the inputs: the size of a
-        #: derivative's rounding errors where the derivative itself is zero.
-        self.scale = 0.0
+        #: The largest derivative seen along any direction, and the rounding
+        #: expected in a derivative from the size of the values it is computed
+        #: from (``NOISE`` roundings of its values over the inputs' scale).
+        self.scale = self.noise = 0.0
 
 
 def _leaves(tree) -> tuple[list[str], list[np.ndarray]]:
@@ -155,6 +160,7 @@ class _Checker:
         self.dtype = dtype
         self.rtol = RTOL.get(dtype, 1e-8) if rtol is None else rtol
         self.same = SAME.get(dtype, 1e-12)
+        self.eps = float(np.finfo(dtype).eps)
         # Magnitudes below the square root of the smallest normal number are
         # noise: differences of values there underflow.
         self.floor = float(np.sqrt(np.finfo(dtype).tiny))
@@ -165,10 +171,16 @@ class _Checker:
     # ------------------------------------------------------------------ report
 
     def fail(self, level: _Level, check: str, where: str, got, want, bound, err=None,
-             index=None) -> None:
+             index=None, rtol=None, values=False) -> None:
         got, want = np.asarray(got), np.asarray(want)
         at = f", entry {index}" if index is not None and got.ndim else ""
         ref = "" if err is None else f" (its error estimate {float(err):.3g})"
+        if values:
+            allowed = f"rtol {rtol:g} of the largest magnitude for {self.dtype}"
+        else:
+            allowed = (f"rtol {self.rtol:g} of the largest derivative for {self.dtype}, plus "
+                       f"{SAFETY:g}x the reference's error estimate and {NOISE:g} roundings of "
+                       f"the values; reference: {level.reference or 'none'}")
         raise AssertionError(
             f"check_derivatives({self.name}): {check}\n"
             f"  order {level.order}, checking {level.label}\n"
@@ -176,12 +188,11 @@ class _Checker:
             f"  got:       {_show(got[index] if index is not None and got.ndim else got)}\n"
             f"  expected:  {_show(want[index] if index is not None and want.ndim else want)}"
             f"{ref}\n"
-            f"  tolerance: {float(bound):.3g} (rtol {self.rtol:g} of the largest magnitude for "
-            f"{self.dtype}, plus {SAFETY:g}x the reference's error estimate; "
-            f"reference: {level.reference or 'none'})"
+            f"  tolerance: {float(bound):.3g} ({allowed})"
         )
 
-    def compare(self, level, check, where, got, want, rtol, err=None, scale=0.0) -> None:
+    def compare(self, level, check, where, got, want, rtol, err=None, scale=0.0,
+                values=False) -> None:
         """Entrywise ``|got - want| <= rtol * scale + SAFETY * err``, the scale
         being the largest magnitude in either, in ``scale`` (that of the
         whole derivative where ``got`` is one part of it) or in the level's
@@ -197,8 +208,8 @@ class _Checker:
                 f"check_derivatives({self.name}): {check}\n  order {level.order}, checking "
                 f"{level.label}\n  at {where}: shape {got.shape}, expected {want.shape}")
         err_arr = np.zeros(want.shape) if err is None else np.broadcast_to(err, want.shape)
-        scale = max(_scale(got, want), scale, level.scale)
-        bound = rtol * (scale + self.floor) + SAFETY * err_arr
+        scale = max(_scale(got, want), scale, 0.0 if values else level.scale)
+        bound = rtol * (scale + self.floor) + SAFETY * err_arr + (0.0 if values else level.noise)
         excess = np.abs(got - want) - bound
         if excess.size and not np.all(excess <= 0):  # NaN counts as a failure
             flat = np.where(np.isnan(excess), np.inf, excess)
@@ -206,7 +217,7 @@ class _Checker:
             if shown is np.float64:
                 got, want = got.real, want.real
             self.fail(level, check, where, got, want, bound[index],
-                      None if err is None else err_arr[index], index)
+                      None if err is None else err_arr[index], index, rtol, values)
 
     # --------------------------------------------------------------- reference
 
@@ -277,7 +288,8 @@ class _Checker:
         h = 1e-100 * self.scale_x
         outs = self._evaluate(level, [x + 1j * h * np.asarray(v, np.float64)
                                       for x, v in zip(xs, vs)])
-        est = [np.imag(o) / h if _inexact(o) else np.zeros(o.shape) for o in outs]
+        with np.errstate(over="ignore", invalid="ignore"):
+            est = [np.imag(o) / h if _inexact(o) else np.zeros(o.shape) for o in outs]
         return est, [4 * np.finfo(np.float64).eps * np.abs(e) for e in est]
 
     def _real_analytic(self, level, vs, rich) -> bool:
@@ -330,16 +342,20 @@ class _Checker:
 
     def check_level(self, level: _Level) -> None:
         out_paths, outs = _leaves(level.fn(*self.xs))
-        level.scale = _scale(*[_numeric(o) for o in outs if _inexact(o)]) / self.scale_x
         self.complex_out = any(o.dtype.kind == "c" for o in outs)
         # Coordinates at order 1 only: each costs six evaluations of the
         # level's function, a transformed one from order 2 on.
         directions = self.directions(coordinates=level.order == 1)
         forward = "fwd" in self.modes
         refs = []
-        for label, vs, coordinate in directions:
+        for _, vs, coordinate in directions:
             want, errs = self.reference(level, vs)
             refs.append((coordinate, vs, want, errs))
+        # The derivative's size over every direction: rounding in a part of
+        # it that is exactly zero is measured against that, not against zero.
+        level.scale = max([_scale(*want) for _, _, want, _ in refs] + [0.0])
+        level.noise = NOISE * self.eps * _scale(*[o for o in outs if _inexact(o)]) / self.scale_x
+        for (label, vs, _), (_, _, want, errs) in zip(directions, refs):
             if not forward:
                 continue
             got = self.tangents(level, vs)
@@ -423,7 +439,7 @@ class _Checker:
 
     def compare_scalar(self, level, check, got, want, terms, err=0.0) -> None:
         bound = self.rtol * (max(terms, abs(want), abs(got), level.scale) + self.floor) + \
-            SAFETY * err
+            SAFETY * err + level.noise
         if not abs(got - want) <= bound:
             self.fail(level, check, "<ct, J v> over every argument and output", got, want,
                       bound, err or None)
@@ -461,16 +477,19 @@ class _Checker:
         stacked = [np.stack(column) for column in zip(*members)]
         got = _leaves(api.vmap(level.fn)(*stacked))[1]
         loop = [_leaves(level.fn(*m))[1] for m in members]
+        whole = _scale(*got, *[x for row in loop for x in row])
         for i, path in enumerate(out_paths):
             want = np.stack([row[i] for row in loop])
             self.compare(level, "vmap disagrees with a Python loop over the batch",
-                         f"{path} (batched)", got[i], want, self.same)
+                         f"{path} (batched)", got[i], want, self.same, scale=whole, values=True)
         self.ran(level, "vmap against a loop")
 
     def check_jit(self, level, out_paths, outs) -> None:
         got = _leaves(jit(level.fn)(*self.xs))[1]
+        whole = _scale(*got, *outs)
         for path, g, o in zip(out_paths, got, outs):
-            self.compare(level, "jit disagrees with eager evaluation", path, g, o, self.same)
+            self.compare(level, "jit disagrees with eager evaluation", path, g, o, self.same,
+                         scale=whole, values=True)
         self.ran(level, "jit against eager")
 
     # ----------------------------------------------------------- second order
@@ -509,8 +528,8 @@ class _Checker:
             return
         s, z = self.scalarized(outs)
         hess_level = _Level(s, "s(z) = <ct, f(x(z))>, z the arguments raveled", 2)
-        hess_level.scale = max(_scale(s(z)) / self.scale_x,
-                               _scale(api.grad(s)(z))) / self.scale_x
+        hess_level.noise = NOISE * self.eps * max(_scale(s(z)) / self.scale_x,
+                                                  _scale(api.grad(s)(z))) / self.scale_x
         rr = np.asarray(api.jacrev(api.jacrev(s))(z))
         self.compare(hess_level, "reverse-over-reverse Hessian is not symmetric",
                      "d2 s / dz dz", rr, rr.T, self.rtol)
