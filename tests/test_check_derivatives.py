@@ -7,6 +7,9 @@ nothing.  ``derivative_test`` runs it under hypothesis and shrinks a failure."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,6 +39,7 @@ def _custom_vjp(f, derivative):
 
 
 X = np.array([0.3, -1.2, 0.8])
+ROOT = Path(__file__).resolve().parents[1]
 
 
 # -------------------------------------------------------- correct functions
@@ -122,13 +126,20 @@ def test_a_custom_vjp_is_checked_against_the_reference_directly():
         check_derivatives(wrong, (X,))
 
 
-def test_a_wrong_reverse_rule_beside_a_right_forward_one_is_caught():
-    # Forward from the custom_jvp rule, reverse from transposing it: a wrong
-    # transposition shows only in reverse mode.  Here the vjp of a
-    # custom_vjp whose primal is jvp-differentiable stands in for it.
-    wrong = _custom_vjp(lambda x: x * x, lambda x: 2 * x[::-1])
-    with pytest.raises(AssertionError, match="reverse mode"):
-        check_derivatives(wrong, (X,), order=1)
+def test_a_wrong_transpose_rule_is_caught_in_reverse_mode_only(monkeypatch):
+    reduce_sum = ft.core.registry["reduce_sum"]
+    right = reduce_sum.transpose
+
+    def wrong(ct, *args, **params):
+        return [None if c is None else c * (1 + 1e-6) for c in right(ct, *args, **params)]
+
+    monkeypatch.setattr(reduce_sum, "transpose", wrong)
+    # A program no earlier test differentiated (linearized programs are cached).
+    f = lambda x: fnp.sum(np.sin(x) * 1.2345678, axis=1)  # noqa: E731
+    x = np.array([[0.3, -1.2, 0.8], [0.5, 0.1, -0.7]])
+    check_derivatives(f, (x,), order=1, modes=("fwd",))
+    with pytest.raises(AssertionError, match="reverse mode \\(vjp\\) disagrees with the reference"):
+        check_derivatives(f, (x,), order=1)
 
 
 def test_a_wrong_batching_rule_is_caught(monkeypatch):
@@ -195,7 +206,7 @@ def test_derivative_test_on_a_correct_function():
     return f, (np.eye(3), np.zeros(3))
 
 
-def test_derivative_test_shrinks_a_failure_to_the_smallest_input(capsys):
+def test_derivative_test_shrinks_a_failure_to_the_smallest_input():
     # Wrong only where some |x| > 1, with the sizes of its one axis free.
     wrong = _custom_jvp(np.sin, lambda x: np.cos(x) * fnp.where(np.abs(x) > 1, 1.001, 1.0))
 
@@ -203,6 +214,16 @@ def test_derivative_test_shrinks_a_failure_to_the_smallest_input(capsys):
     def test_wrong():
         return wrong, (np.zeros(4),)
 
-    with pytest.raises(AssertionError, match="forward mode"):
+    with pytest.raises(AssertionError, match="forward mode") as info:
         test_wrong()
     assert test_wrong.__name__ == "test_wrong"
+    # Shrunk to one entry, beyond 1 where the rule is wrong.
+    shrunk = re.search(r"args=\(array\(\[(-?[\d.]+)\]\),\)", "\n".join(info.value.__notes__))
+    assert shrunk and abs(float(shrunk.group(1))) > 1, info.value.__notes__
+
+
+def test_importing_functrans_testing_does_not_import_hypothesis():
+    code = ("import sys, functrans.testing as t; t.check_derivatives; "
+            "assert 'hypothesis' not in sys.modules; t.derivative_test; "
+            "assert 'hypothesis' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
