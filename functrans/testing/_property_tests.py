@@ -51,10 +51,13 @@ def derivative_test(
             assume_smooth(f, args, margin)
             check_derivatives(f, args, order, **check)
 
-        chosen = {k: v for k, v in (("max_examples", max_examples),
-                                    ("derandomize", derandomize)) if v is not None}
-        if chosen:
-            test = settings(**chosen)(test)
+        if max_examples is not None or derandomize is not None:
+            chosen = settings()  # the active profile, with what was given on top
+            if max_examples is not None:
+                chosen = settings(chosen, max_examples=max_examples)
+            if derandomize is not None:
+                chosen = settings(chosen, derandomize=derandomize)
+            test = chosen(test)
 
         @functools.wraps(make)
         def run() -> None:

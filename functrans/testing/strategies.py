@@ -368,22 +368,21 @@ def well_conditioned(
     ...     np.linalg.cholesky(a)
     >>> test()
     """
-    if isinstance(n, st.SearchStrategy):
-        n = draw(n)
+    size: int = draw(n) if isinstance(n, st.SearchStrategy) else n
     if condition < 1:
         raise ValueError(f"well_conditioned: condition must be at least 1, got {condition}")
     symmetric = symmetric or positive_definite
-    gauss = arrays(np.float64, (n, n), min_value=-1.0, max_value=1.0)
+    gauss = arrays(np.float64, (size, size), min_value=-1.0, max_value=1.0)
 
     def orthogonal():
-        q, r = np.linalg.qr(draw(gauss) + 3.0 * np.eye(n))
+        q, r = np.linalg.qr(draw(gauss) + 3.0 * np.eye(size))
         return q * np.where(np.diag(r) < 0, -1.0, 1.0)
 
     u = orthogonal()
     v = u if symmetric else orthogonal()
-    s = np.array(draw(st.lists(st.floats(1.0, condition), min_size=n, max_size=n)))
+    s = np.array(draw(st.lists(st.floats(1.0, condition), min_size=size, max_size=size)))
     if symmetric and not positive_definite:
-        s = s * np.array(draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=n, max_size=n)))
+        s = s * np.array(draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=size, max_size=size)))
     a = (u * s) @ v.T
     if symmetric:
         a = (a + a.T) / 2
