@@ -94,6 +94,7 @@ KINKS: dict[str, Callable[[list, dict], Any]] = {
     "abs": _zero, "sign": _zero, "sqrt": _zero, "cbrt": _zero, "log": _zero, "log2": _zero,
     "log1p": lambda x, p: _gap(x[0], -1.0),
     "div": lambda x, p: _gap(x[1], 0.0),
+    "reciprocal": _zero,
     "pow": _zero,
     "integer_pow": lambda x, p: _gap(x[0], 0.0) if p["y"] < 0 else np.array(np.inf),
     "arcsin": lambda x, p: _gap(np.abs(x[0]), 1.0),
@@ -127,8 +128,8 @@ def kink_distance(f: Callable, *args) -> float:
 
     >>> import numpy as np
     >>> from functrans.testing import kink_distance
-    >>> kink_distance(lambda x: np.sum(np.abs(x - 1.0)), np.array([0.5, 1.001]))
-    0.001...
+    >>> kink_distance(lambda x: np.sum(np.abs(x - 1.0)), np.array([0.5, 1.25]))
+    0.25
     >>> kink_distance(np.sin, np.array([0.0]))
     inf
     """
