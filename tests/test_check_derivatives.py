@@ -57,6 +57,16 @@ def test_correct_functions_pass_in_every_dtype(dtype):
     assert "order 2: reverse mode against forward mode (dot product)" in checked.checks
 
 
+def test_third_derivatives_are_checked_at_order_three():
+    checked = check_derivatives(lambda x: np.sin(x) * x, (X,), order=3)
+    assert "order 3: forward mode (jvp) against the reference" in checked.checks
+    wrong_third = _custom_jvp(np.sin, lambda x: np.cos(x) + 1e-6 * (
+        x - ft.lax.stop_gradient(x)) ** 2)
+    check_derivatives(wrong_third, (X,), order=2)
+    with pytest.raises(AssertionError, match="order 3, checking x -> jvp"):
+        check_derivatives(wrong_third, (X,), order=3)
+
+
 def test_the_reference_is_the_complex_step_where_f_is_real_analytic():
     assert check_derivatives(lambda x: np.sin(x) * x, (X,)).reference.startswith("complex step")
     # abs of a complex number is its modulus: not analytic, so Richardson.

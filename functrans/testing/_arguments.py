@@ -16,9 +16,8 @@ def function_name(f: Callable) -> str:
     return getattr(f, "__name__", None) or type(f).__name__
 
 
-def inexact_paths(args: Sequence[Any]) -> tuple[list[str], list[np.ndarray]]:
-    """The paths (``args[0]['w']``) and values of every leaf of ``args``, and
-    which of them are float or complex."""
+def leaf_paths(args: Sequence[Any]) -> tuple[list[str], list[np.ndarray]]:
+    """The paths (``args[0]['w']``) and values of every leaf of ``args``."""
     paths, leaves, _ = tree_flatten_with_path(tuple(args))
     return [f"args{keystr(p)}" for p in paths], [np.asarray(x) for x in leaves]
 
@@ -30,7 +29,7 @@ def refuse_nothing_to_check(check: str, f: Callable, args: Sequence[Any], order:
     if order < 1:
         raise ValueError(f"{check}({name}): order={order} checks nothing; give order=1 for "
                          "first derivatives, 2 to check second derivatives too")
-    paths, leaves = inexact_paths(args)
+    paths, leaves = leaf_paths(args)
     if not any(x.dtype.kind in "fc" for x in leaves):
         found = ", ".join(f"{p} is {x.dtype} of shape {x.shape}" for p, x in zip(paths, leaves))
         raise ValueError(

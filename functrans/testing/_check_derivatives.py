@@ -28,7 +28,7 @@ import functrans.numpy as fnp
 from functrans import api
 from functrans.dtypes import float0
 from functrans.jit import jit
-from functrans.testing._arguments import function_name, inexact_paths, refuse_nothing_to_check
+from functrans.testing._arguments import function_name, leaf_paths, refuse_nothing_to_check
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 #: Relative tolerance of a derivative, by the lowest precision among the
@@ -137,7 +137,7 @@ class _Checker:
     def __init__(self, f, args, order, modes, jit_, vmap_, sparse, coordinates, directions,
                  reference, rtol, seed):
         self.name = function_name(f)
-        paths, leaves = inexact_paths(args)
+        paths, leaves = leaf_paths(args)
         _, treedef = tree_flatten(tuple(args))
         self.diff = [i for i, x in enumerate(leaves) if _inexact(x)]
         self.names = [paths[i] for i in self.diff]
@@ -155,8 +155,10 @@ class _Checker:
         self.max_coordinates, self.n_directions = coordinates, directions
         self.method = reference
         self.rng = np.random.default_rng(seed)
-        out_dtypes = [x.dtype for x in _leaves(fn(*self.xs))[1] if _inexact(x)]
-        dtype = min([x.dtype for x in self.xs] + out_dtypes, key=lambda d: d.itemsize)
+        outs = _leaves(fn(*self.xs))[1]
+        # Tolerances follow the least precise of the arguments and outputs.
+        dtype = max([x.dtype for x in self.xs] + [o.dtype for o in outs if _inexact(o)],
+                    key=lambda d: np.finfo(d).eps)
         self.dtype = dtype
         self.rtol = RTOL.get(dtype, 1e-8) if rtol is None else rtol
         self.same = SAME.get(dtype, 1e-12)
@@ -165,7 +167,7 @@ class _Checker:
         # noise: differences of values there underflow.
         self.floor = float(np.sqrt(np.finfo(dtype).tiny))
         self.log = _Log()
-        self.complex_out = any(x.dtype.kind == "c" for x in _leaves(fn(*self.xs))[1])
+        self.complex_out = any(o.dtype.kind == "c" for o in outs)
         self.scale_x = max(1.0, _scale(*self.xs))
 
     # ------------------------------------------------------------------ report
@@ -581,7 +583,8 @@ class _Checker:
 
     def deeper(self, level: _Level) -> None:
         """The derivative functions of ``level`` (``jvp`` and ``vjp`` along
-        fixed random directions), checked one order up."""
+        fixed random directions), checked one order up, and theirs up to
+        ``order``."""
         if level.order >= self.order:
             return
         outs = _leaves(level.fn(*self.xs))[1]
@@ -595,7 +598,9 @@ class _Checker:
                 # are float0 constants, with no derivative to check.
                 return [t for t in tree_flatten(tangents)[0] if _dtype(t) != float0]
 
-            self.check_level(_Level(jvp_of, f"x -> jvp({level.label}, x, v)", level.order + 1))
+            up = _Level(jvp_of, f"x -> jvp({level.label}, x, v)", level.order + 1)
+            self.check_level(up)
+            self.deeper(up)
         if "rev" in self.modes:
             out = level.fn(*self.xs)
             _, treedef = tree_flatten(out)
@@ -607,9 +612,10 @@ class _Checker:
                 return vjp_fn(tree_unflatten(treedef, [
                     c.astype(_dtype(o)) for c, o in zip(cts, like)]))
 
+            up = _Level(vjp_of, f"x -> vjp({level.label}, x)(ct)", level.order + 1)
             try:
-                self.check_level(_Level(vjp_of, f"x -> vjp({level.label}, x)(ct)",
-                                        level.order + 1))
+                self.check_level(up)
+                self.deeper(up)
             except TypeError as err:
                 if _FORWARD_IMPOSSIBLE not in str(err):
                     raise
