@@ -17,6 +17,12 @@ gradients, over ``mpiexec -n 2``); ``optimizers``: an Adam step of
 Each workload names its floor: the same math in hand-written NumPy (for
 ``tracing``, the cheapest tracing layer).
 
+Two tools run on their own, outside the table: ``python -m
+benchmarks.mutations`` (how many deliberately wrong derivative rules
+``functrans.testing.check_derivatives`` catches, and its false alarms, over
+the primitive registry) and ``python -m benchmarks.checking_speed`` (examples
+per second of the derivative checkers, beside PyTorch's and JAX's).
+
 One module per topic; each has ``workloads()`` returning
 ``benchmarks._timing.Workload`` records.  Peer libraries (JAX, autograd,
 PyTorch) may be added as extra variants where they are importable; nothing
