@@ -661,6 +661,8 @@ def _basis_chunk(rows: range, offset: int, aval: ShapedArray) -> np.ndarray:
     identity, so chunked Jacobians stay in O(chunk * n) memory."""
     size = aval.size
     block = np.zeros((len(rows), size), aval.dtype)
+    if aval.dtype == float0:  # an integer output's tangent: no basis entry is nonzero
+        return block.reshape((len(rows),) + aval.shape)
     ks = np.arange(rows.start, rows.stop)
     hit = (ks >= offset) & (ks < offset + size)
     block[np.nonzero(hit)[0], ks[hit] - offset] = 1

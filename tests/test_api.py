@@ -151,3 +151,16 @@ def test_shape_errors_name_the_function():
 
     with pytest.raises(ShapeError, match=r"^my_fun: add: shapes f64\[3\] and f64\[4\]"):
         ft.make_jaxpr(my_fun)(np.ones(3), np.ones(4))
+
+
+def test_jacrev_of_a_float0_output_has_zero_rows():
+    """jvp of a function with an integer output returns a float0 tangent for
+    it; jacrev of that pair pulls a zero cotangent through it (it raised a
+    bare TypeError building the basis)."""
+    f = lambda x: (x * 2.0, np.argmax(x))  # noqa: E731
+    g = lambda x: ft.jvp(f, (x,), (np.ones(3),))  # noqa: E731
+    x = np.arange(3.0)
+    (_, _), (tangent, int_tangent) = ft.jacrev(g)(x)
+    np.testing.assert_array_equal(tangent, np.zeros((3, 3)))
+    np.testing.assert_array_equal(int_tangent, np.zeros(3))
+    np.testing.assert_array_equal(ft.jacfwd(g)(x)[0][0], 2.0 * np.eye(3))
