@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from functrans import core
-from functrans.backends.numpy.buffers import Buffers, agrees, c_order, pad_buffer, scratch
+from functrans.backends.numpy.buffers import Buffers, pad_buffer, reuse, scratch, take_c_order
 from functrans.backends.numpy.calls import callable_of
 from functrans.backends.numpy.interpreter import as_array
 from functrans.backends.numpy.line_tables import (
@@ -208,7 +208,7 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
         returned.append(out)
     lines.append(f"    return [{', '.join(returned)}]")
     namespace["_take"], namespace["_give"] = scratch.take, scratch.give
-    namespace["_agrees"], namespace["_c_order"] = agrees, c_order
+    namespace["_reuse"], namespace["_take_c_order"] = reuse, take_c_order
     namespace["_pad_buffer"], namespace["_pad_add"] = pad_buffer, np.add
     namespace[LINES] = at_line
     # Frames of generated code are functrans' own (core.user_source skips them).
