@@ -6,7 +6,10 @@ write: a Python loop, unrolled by tracing into thousands of equations.
   first call of a program: each call's constant differs in its last bits, so
   no cache keyed on the program's structure matches (``metric="self_timed"``).
   What it costs: tracing, JVP, partial evaluation, the passes, transposition
-  and evaluation, each once.
+  and evaluation, each once.  ``functrans.jit``: the first call of
+  ``jit(grad)`` of such a program, a jit cache miss (the same work, then
+  code generation and Python's ``compile`` of the generated function); its
+  ``us/eqn`` should not grow with the size either.
 * ``scaling.loop.<k>k.repeat``: the same ``grad`` called again and again (the
   function is retraced; the transformed programs come from the caches), and
   ``jit(grad)``.  The time per equation (``us/eqn``) should not grow with
@@ -89,9 +92,13 @@ def _loop_workloads(label: str, steps: int) -> list[Workload]:
         # A constant no earlier call used: a new program for every cache.
         return _timed(ft.grad(_loop(fnp, steps, 0.9 + next(fresh) * 1e-12)), x)
 
+    def first_jit_call() -> float:
+        return _timed(ft.jit(ft.grad(_loop(fnp, steps, 0.9 + next(fresh) * 1e-12))), x)
+
     first = {
         "numpy": lambda: _timed(_loop_grad_numpy, x, steps),
         "functrans": first_call,
+        "functrans.jit": first_jit_call,
     }
     g = ft.grad(_loop(fnp, steps))
     jg = ft.jit(g)
@@ -105,11 +112,11 @@ def _loop_workloads(label: str, steps: int) -> list[Workload]:
         first["autograd"] = lambda: _timed(ga, x)
         repeat["autograd"] = lambda: ga(x)
     per_eqn = lambda name: (eqns(), "eqn")  # noqa: E731
-    what = (f"eager grad of {steps} steps of tanh(h*0.9+0.1)*1.01, h: f64[{N}] "
+    what = (f"grad of {steps} steps of tanh(h*0.9+0.1)*1.01, h: f64[{N}] "
             f"({4 * steps + 1} eqns)")
     return [
         Workload(name=f"scaling.loop.{label}.first", description=f"first call: {what}",
-                 variants=first, floor="numpy", metric="self_timed"),
+                 variants=first, floor="numpy", metric="self_timed", per_unit=per_eqn),
         Workload(name=f"scaling.loop.{label}.repeat", description=f"repeated call: {what}",
                  variants=repeat, floor="numpy", per_unit=per_eqn),
     ]
