@@ -11,6 +11,9 @@
   structure at the first contraction or the reductions after it (the Hessian of
   logsumexp, the Hessian in x of a 32-64-1 tanh MLP's output, the Jacobian of
   its 32-64 tanh layer); the floors are the closed forms in NumPy.
+* ``jacobians.hessian.glm.n2000_d50``: the Hessian in w of a logistic
+  regression's loss ``sum(logaddexp(0, X @ w) - y * (X @ w))``, X f64[2000, 50]
+  (target: within 2x of the floor, the closed form ``X.T @ (d[:, None] * X)``).
 * ``jacobians.per_example_grad.mlp`` (W5): per-example gradients of the
   squared error of a 32-64-1 tanh MLP over a batch of 256, by
   ``vmap(grad(loss), in_axes=(None, 0, 0))``; the floor is the batched
@@ -37,6 +40,7 @@ from benchmarks._timing import Workload, own_variants
 
 HESSIAN_SIZES = (10, 100, 1000)
 LSE_N = 100
+GLM_N, GLM_D = 2000, 50
 BATCH, N_IN, N_HIDDEN = 256, 32, 64
 MEMORY_N = 5000
 MEMORY_CHUNKS = (10, 100, 1000, None)
@@ -121,6 +125,25 @@ def mlp_jacobian_numpy(x, w1, b1):
     return (1.0 - t * t)[:, None] * w1.T
 
 
+def glm_loss(w, X, y):
+    """A logistic regression's negative log-likelihood, labels y in {0, 1}."""
+    z = X @ w
+    return np.sum(np.logaddexp(0.0, z) - y * z)
+
+
+def glm_hessian_numpy(w, X):
+    s = 1.0 / (1.0 + np.exp(-(X @ w)))
+    return X.T @ ((s * (1.0 - s))[:, None] * X)
+
+
+def _glm(xp):
+    def loss(w, X, y):
+        z = X @ w
+        return xp.sum(xp.logaddexp(0.0, z) - y * z)
+
+    return loss
+
+
 def _lse(xp):
     def lse(x):
         m = xp.max(x)
@@ -151,7 +174,17 @@ def _dense_workloads(rng) -> list[Workload]:
     b1 = rng.standard_normal(N_HIDDEN) * 0.1
     w2 = rng.standard_normal(N_HIDDEN) / np.sqrt(N_HIDDEN)
     xm = rng.standard_normal(N_IN)
+    X = rng.standard_normal((GLM_N, GLM_D))
+    y = (rng.random(GLM_N) < 0.5).astype(np.float64)
+    w = rng.standard_normal(GLM_D) * 0.1
     return [
+        Workload(
+            name=f"jacobians.hessian.glm.n{GLM_N}_d{GLM_D}",
+            description=f"Hessian in w of a logistic regression's loss, X: f64[{GLM_N}, {GLM_D}]",
+            variants=_dense_variants(lambda: glm_hessian_numpy(w, X), "hessian", glm_loss,
+                                     _glm, (w, X, y)),
+            floor="numpy",
+        ),
         Workload(
             name=f"jacobians.hessian.logsumexp.n{LSE_N}",
             description=f"dense Hessian of logsumexp, x: f64[{LSE_N}]",
