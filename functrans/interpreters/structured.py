@@ -60,6 +60,7 @@ from functrans.core import (
     set_source,
     trace_to_jaxpr,
 )
+from functrans.interpreters import scaled
 from functrans.interpreters.vmap import params_axes
 from functrans.passes.pipeline import run_passes
 
@@ -381,10 +382,17 @@ def structured_eval(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], ro
                 env[id(var)] = x
     finally:
         set_source(outer)
-    return [read(a) for a in jaxpr.outvars]
+    return [scaled.dense(v, rows) if type(v) is scaled.Scaled else v
+            for v in map(read, jaxpr.outvars)]
 
 
 def _apply(e, ins: list, rows: int) -> list:
+    # Dense batched values scaled elementwise stay a product up to a
+    # contraction (``scaled``); other equations see them written out.
+    outs = scaled.push(e, ins, rows, _ordered)
+    if outs is not None:
+        return outs
+    ins = [scaled.dense(v, rows) if type(v) is scaled.Scaled else v for v in ins]
     if all(type(v) is not Bands and v[1] is None for v in ins):
         outs = bind(e.primitive, *(v[0] for v in ins), **e.params)
         outs = outs if e.primitive.multiple_results else [outs]

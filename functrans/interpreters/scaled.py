@@ -1,0 +1,319 @@
+"""Dense batched tangents scaled elementwise, kept as a product until a
+contraction: the dense counterpart of ``structured``'s bands.
+
+Once the input basis of a ``hessian``/``jacfwd`` meets a matrix product it
+is dense: in a GLM's Hessian the basis pushed through ``X @ w`` is ``X.T``
+(rows x n).  The linear program then scales it elementwise by unbatched
+residuals (the sigmoid's derivative, signs, masks), each one a pass over
+``rows * n`` elements, and contracts it with ``X`` again.  Here such a value
+is ``Scaled``: ``T[g, ...] = root[g, ...] * factor[...]``, the dense batched
+``root`` left alone and the scalings multiplied into the unbatched
+``factor`` (``O(n)`` each).  At a ``dot_general`` that contracts every axis
+along which the factor varies, the factor goes onto the other (unbatched)
+operand instead: ``(root * f) . A == root . (f * A)``, so the Hessian is
+``X.T @ (d[:, None] * X)``, the hand-written form.  Anything else gets the
+product written out (``dense``), one multiplication where the batched
+program made one per scaling.
+
+A ``select`` by an unbatched mask between such a value and an unbatched one
+makes the masked entries that unbatched value (the same for every row), kept
+beside the product and scaled with it; at the contraction the masked
+entries are zeroed in the root and the other operand and their own product
+added back, so a NaN or inf in the root, the factor or the masked values
+reaches only what it reaches in the batched program.
+
+Semantics: this regroups products (``(b * u) * v`` is ``b * (u * v)``,
+``b * u + b * v`` is ``b * (u + v)``, a sum over the contracted axes is split
+into the unmasked and the masked entries), so results agree with the
+batched program within floating-point reassociation, not bit for bit: a
+value that over- or underflows in one grouping only, or the sign of a zero
+sum, may differ; where the contracted operand holds an inf, an entry the
+batched program gives as +-inf may come out NaN.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from functrans.core import ShapedArray, bind, get_aval, registry
+
+
+class Scaled:
+    """A batched tangent of per-row ``aval``: ``root`` (batch axis first, the
+    same number of elements per row in the same raveled order) times the
+    unbatched ``factor`` of ``aval``'s shape (None: one), except where the
+    unbatched ``mask`` is set (None: nowhere): there every row holds the
+    unbatched ``masked`` value."""
+
+    __slots__ = ("root", "factor", "aval", "mask", "masked")
+
+    def __init__(self, root: Any, factor: Any, aval: ShapedArray, mask: Any = None,
+                 masked: Any = None):
+        self.root, self.factor, self.aval = root, factor, aval
+        self.mask, self.masked = mask, masked
+
+    def with_(self, factor: Any, aval: ShapedArray | None = None, mask: Any = None,
+              masked: Any = None) -> Scaled:
+        return Scaled(self.root, factor, aval or self.aval, mask, masked)
+
+
+def _prim(name: str):
+    return registry[name]
+
+
+def _unbatched(v) -> bool:
+    return type(v) is tuple and v[1] is None
+
+
+def _scaling(v, out: ShapedArray) -> bool:
+    """An unbatched operand of the result's dtype that broadcasts to the
+    result's shape."""
+    if not _unbatched(v):
+        return False
+    aval = get_aval(v[0])
+    try:
+        fits = np.broadcast_shapes(aval.shape, out.shape) == out.shape
+    except ValueError:
+        return False
+    return fits and aval.dtype == out.dtype
+
+
+def _factor(s: Scaled):
+    """The factor written out (ones where it is None)."""
+    if s.factor is not None:
+        return s.factor
+    return np.ones(s.aval.shape, s.aval.dtype)
+
+
+def _as_scaled(v, out: ShapedArray, rows: int):
+    """``v`` as Scaled: itself, or a dense batched value of ``out``'s type
+    as its own root (its batch axis moved first); else None."""
+    if type(v) is Scaled:  # (broadcast only by size-1 axes: the same raveled order)
+        return _reshaped(v, out) if v.aval.size == out.size else None
+    if type(v) is tuple and v[1] is not None and out.dtype.kind == "f":
+        x, dim = v
+        aval = get_aval(x)
+        if aval.dtype != out.dtype or aval.size != rows * out.size or aval.shape[dim] != rows:
+            return None
+        if dim != 0:
+            x = bind(_prim("transpose"), x, permutation=(dim,) + tuple(
+                i for i in range(aval.ndim) if i != dim))
+        if get_aval(x).shape[1:] != out.shape:
+            return None
+        return Scaled(x, None, out)
+    return None
+
+
+def _scaled_by(s: Scaled, prim, u, out: ShapedArray, u_first: bool = False) -> Scaled:
+    def scale(x):
+        return bind(prim, u, x) if u_first else bind(prim, x, u)
+
+    if s.factor is None and prim.name == "mul" and get_aval(u).shape == out.shape:
+        factor = u
+    else:
+        factor = scale(_factor(s))
+    masked = None if s.mask is None else scale(s.masked)
+    return s.with_(factor, out, s.mask, masked)
+
+
+def _mul_rule(e, ins, rows):
+    """``mul`` by an unbatched value (either side) and ``div`` by one: the
+    factor and the masked values take the scaling.  A dense batched value
+    starts a Scaled here."""
+    out = e.outputs[0].aval
+    a, b = ins
+    if _scaling(b, out) and (s := _as_scaled(a, out, rows)) is not None:
+        return _scaled_by(s, e.primitive, b[0], out)
+    if e.primitive.name == "mul" and _scaling(a, out) and \
+            (s := _as_scaled(b, out, rows)) is not None:
+        return _scaled_by(s, e.primitive, a[0], out, u_first=True)
+    return None
+
+
+def _neg_rule(e, ins, rows):
+    (a,) = ins
+    if type(a) is not Scaled:
+        return None
+    masked = None if a.mask is None else bind(e.primitive, a.masked)
+    return a.with_(bind(e.primitive, _factor(a)), None, a.mask, masked)
+
+
+def _add_rule(e, ins, rows):
+    """``add``/``sub`` of two Scaled of one root and one mask: the factors
+    (and the masked values) add."""
+    a, b = ins
+    if type(a) is not Scaled or type(b) is not Scaled or a.root is not b.root \
+            or a.mask is not b.mask or a.aval.shape != b.aval.shape:
+        return None
+    masked = None if a.mask is None else bind(e.primitive, a.masked, b.masked)
+    return a.with_(bind(e.primitive, _factor(a), _factor(b)), None, a.mask, masked)
+
+
+def _select_rule(e, ins, rows):
+    """``select`` by an unbatched mask between a Scaled (or dense batched)
+    value and an unbatched one: the entries taking the unbatched value join
+    the mask."""
+    out = e.outputs[0].aval
+    pred, *cases = ins
+    if len(cases) != 2 or not _unbatched(pred) or get_aval(pred[0]).size != out.size:
+        return None
+    if get_aval(pred[0]).shape != out.shape:  # broadcast by size-1 axes only
+        pred = (bind(_prim("reshape"), pred[0], new_sizes=out.shape), None)
+    for i in (0, 1):
+        s, other = _as_scaled(cases[i], out, rows), cases[1 - i]
+        if s is None or not _scaling(other, out):
+            continue
+        # select(pred, on_true, on_false); ``taken``: where ``other`` is picked.
+        taken = pred[0] if i == 1 else bind(_prim("not"), pred[0])
+        old = np.zeros(out.shape, out.dtype) if s.mask is None else s.masked
+        picked = [old, other[0]] if i == 0 else [other[0], old]
+        masked = bind(e.primitive, pred[0], *picked)
+        mask = taken if s.mask is None else bind(_prim("or"), _mask(s), taken)
+        return s.with_(s.factor, out, mask, masked)
+    return None
+
+def _order_rule(e, ins, rows, ordered):
+    """An op keeping every element in raveled order: the same root, read in
+    the new shape; the factor, mask and masked values go through the op."""
+    a = ins[0]
+    out = e.outputs[0].aval
+    if type(a) is not Scaled or a.aval.size != out.size or not ordered(e, a.aval):
+        return None
+    return _reshaped(a, out)
+
+
+def _reshaped(a: Scaled, out: ShapedArray) -> Scaled:
+    """``a`` read in ``out``'s shape (of as many elements)."""
+    if a.aval.shape == out.shape:
+        return a
+
+    def shaped(x):
+        return None if x is None else bind(_prim("reshape"), x, new_sizes=out.shape)
+
+    # The mask is kept as made (of the same size and raveled order), so that
+    # two values masked by one select still add (``_add_rule`` compares masks).
+    return a.with_(shaped(a.factor), out, a.mask, shaped(a.masked))
+
+
+def _mask(s: Scaled):
+    """The mask in ``s``'s per-row shape."""
+    if get_aval(s.mask).shape != s.aval.shape:
+        return bind(_prim("reshape"), s.mask, new_sizes=s.aval.shape)
+    return s.mask
+
+
+def _dot_general_rule(e, ins, rows):
+    """``dot_general`` of a Scaled and an unbatched operand, without batch
+    dimensions, contracting every axis of more than one element of the
+    Scaled value: the factor scales the unbatched operand's contracted
+    axes instead, and the root is contracted with it; masked entries are
+    zeroed in both and contracted on their own."""
+    (contract, batch) = e.params["dimension_numbers"]
+    if any(batch):
+        return None
+    for side in (0, 1):
+        s, other = ins[side], ins[1 - side]
+        if type(s) is not Scaled or not _unbatched(other):
+            continue
+        mine, theirs = contract[side], contract[1 - side]
+        if any(n != 1 for i, n in enumerate(s.aval.shape) if i not in mine):
+            return None
+        operand = target = other[0]
+        aval = get_aval(operand)
+        if aval.dtype != s.aval.dtype:
+            return None
+        if s.factor is not None:
+            operand = bind(_prim("mul"), operand, _spread(s, s.factor, mine, theirs, aval))
+        root = _root(s, rows)
+        if s.mask is not None:
+            zeros = np.zeros((), aval.dtype)
+            mask = _mask(s)
+            operand = bind(_prim("select"), _spread(s, mask, mine, theirs, aval),
+                           zeros, operand)
+            root, _ = _prim("select").rule("batch")(
+                [mask, np.zeros(s.aval.shape, s.aval.dtype), root], [None, None, 0],
+                axis_size=rows)
+        pair = [root, operand] if side == 0 else [operand, root]
+        out, dim = e.primitive.rule("batch")(pair, [0, None] if side == 0 else [None, 0],
+                                             axis_size=rows, **e.params)
+        if s.mask is None:
+            return (out, dim)
+        alone = bind(_prim("select"), mask, s.masked, np.zeros(s.aval.shape, s.aval.dtype))
+        rest = bind(e.primitive, *([alone, target] if side == 0 else [target, alone]),
+                    **e.params)
+        total, dim = _prim("add").rule("batch")([out, rest], [dim, None], axis_size=rows)
+        return (total, dim)
+    return None
+
+
+def _spread(s: Scaled, x, mine, theirs, target: ShapedArray):
+    """``x`` (of ``s``'s per-row shape) laid along ``target``'s contracted
+    axes ``theirs`` (the pairs of ``mine``), broadcast over its other axes."""
+    # Axes of x in the order of the target's axes they pair with.
+    order = [m for _, m in sorted(zip(theirs, mine))]
+    kept = [i for i in range(s.aval.ndim) if i in mine]
+    if order != kept:
+        x = bind(_prim("transpose"), x, permutation=tuple(order) + tuple(
+            i for i in range(s.aval.ndim) if i not in mine))
+    x = bind(_prim("reshape"), x, new_sizes=tuple(s.aval.shape[m] for m in order))
+    return bind(_prim("broadcast_in_dim"), x, shape=target.shape,
+                broadcast_dimensions=tuple(sorted(theirs)))
+
+
+def _root(s: Scaled, rows: int):
+    """The root in the shape of ``s`` (rows first)."""
+    shape = (rows,) + s.aval.shape
+    if get_aval(s.root).shape != shape:
+        return bind(_prim("reshape"), s.root, new_sizes=shape)
+    return s.root
+
+
+def dense(s: Scaled, rows: int) -> tuple[Any, int]:
+    """``s`` written out: the root times the factor (the masked values
+    where the mask is set), batch axis first."""
+    out, dim = _root(s, rows), 0
+    if s.factor is not None:
+        out, dim = _prim("mul").rule("batch")([out, s.factor], [0, None], axis_size=rows)
+    if s.mask is not None:
+        out, dim = _prim("select").rule("batch")([_mask(s), s.masked, out], [None, None, dim],
+                                                 axis_size=rows)
+    return (out, dim)
+
+
+_RULES = {
+    "mul": _mul_rule,
+    "div": _mul_rule,
+    "neg": _neg_rule,
+    "add": _add_rule,
+    "sub": _add_rule,
+    "select": _select_rule,
+    "dot_general": _dot_general_rule,
+}
+_ORDER = ("reshape", "squeeze", "expand_dims", "broadcast_in_dim", "transpose", "reduce_sum")
+
+
+def push(e, ins: list, rows: int, ordered) -> list | None:
+    """The outputs of ``e`` where a scaled rule applies to ``ins`` (values
+    of ``structured_eval``); None where none does.  ``ordered(e, aval)``
+    says whether a shape op keeps the raveled order."""
+    if e.primitive.multiple_results or e.outputs[0].aval.dtype.kind != "f":
+        return None
+    name = e.primitive.name
+    if name in _ORDER:
+        done = _order_rule(e, ins, rows, ordered)
+    elif name in _RULES:
+        if name in ("mul", "div", "select") and not any(type(v) is Scaled for v in ins) \
+                and not _worth_starting(e, ins):
+            return None
+        done = _RULES[name](e, ins, rows)
+    else:
+        return None
+    return None if done is None else [done]
+
+
+def _worth_starting(e, ins) -> bool:
+    """A dense batched value starts a Scaled at a scaling only where it has
+    more than one element per row (a scalar per row gains nothing)."""
+    return e.outputs[0].aval.size > 1
