@@ -29,7 +29,7 @@ def _glm(X, y):
 
 def _batched_push(f, w):
     """The Hessian by ``vmap`` of ``jvp`` of the gradient: no structure."""
-    return ft.vmap(lambda v: ft.jvp(ft.grad(f), (w,), (v,))[1])(np.eye(w.size))
+    return ft.vmap(lambda v: ft.jvp(ft.grad(f), (w,), (v,))[1])(np.eye(w.size, dtype=w.dtype))
 
 
 @pytest.mark.parametrize("transform", [ft.hessian, lambda f: ft.jit(ft.hessian(f))])
@@ -77,3 +77,42 @@ def test_a_scaled_value_of_a_dense_jacobian_and_its_rows_checked_by_finite_diffe
     fd = np.stack([(f(w + eps * e) - f(w - eps * e)) / (2 * eps) for e in np.eye(3)], -1)
     np.testing.assert_allclose(jac, fd, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(jac, ft.jacrev(f)(w), rtol=1e-12, atol=1e-12)
+
+
+def _big_elementwise(jaxpr, rows: int, n: int) -> list[str]:
+    """Elementwise equations on batched-size values (rows first)."""
+    return [str(e.primitive) for e in jaxpr.eqns
+            if e.primitive.name in ("mul", "div", "neg", "add", "sub")
+            and any(v.aval.shape[:1] == (rows,) and v.aval.size >= rows * n
+                    for v in e.outputs)]
+
+
+_RNG = np.random.default_rng(3)
+_X3 = _RNG.standard_normal((60, 3, 4))
+_Y = (_RNG.random(60) < 0.5).astype(np.float64)
+
+
+@pytest.mark.parametrize("name, loss, w", [
+    # the parameter on the right of the product, on the left, a matrix of parameters
+    # contracted over two axes, float32
+    ("X @ w", lambda w: fnp.sum(fnp.logaddexp(0.0, _X3[:, 0] @ w) - _Y * (_X3[:, 0] @ w)),
+     _RNG.standard_normal(4) * 0.3),
+    ("w @ X.T", lambda w: fnp.sum(fnp.logaddexp(0.0, w @ _X3[:, 0].T) - (w @ _X3[:, 0].T) * _Y),
+     _RNG.standard_normal(4) * 0.3),
+    ("tensordot", lambda W: fnp.sum(fnp.tanh(fnp.tensordot(_X3, W, 2)) ** 2),
+     _RNG.standard_normal((3, 4)) * 0.3),
+    ("float32", lambda w: fnp.sum(fnp.log1p(fnp.exp(_X3[:, 0].astype(np.float32) @ w))),
+     (_RNG.standard_normal(4) * 0.3).astype(np.float32)),
+])
+def test_products_of_each_layout_and_dtype_equal_the_batched_push(name, loss, w):
+    got = ft.hessian(loss)(w)
+    want = _batched_push(loss, w) if w.ndim == 1 else None
+    if want is None:  # the matrix parameter: the push over its raveled elements
+        def flat(v):
+            return loss(v.reshape(w.shape))
+        want = _batched_push(flat, w.reshape(-1)).reshape(w.shape * 2)
+    tol = 1e-5 if w.dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(ft.jit(ft.hessian(loss))(w), got, rtol=tol, atol=tol)
+    # one scaling of the contracted operand (rows * n too, here) is all
+    assert len(_big_elementwise(ft.make_jaxpr(ft.hessian(loss))(w), w.size, 60)) <= 1

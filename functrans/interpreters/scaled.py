@@ -12,17 +12,18 @@ is ``Scaled``: ``T[g, ...] = root[g, ...] * factor[...]``, the dense batched
 along which the factor varies, the factor goes onto the other (unbatched)
 operand instead: ``(root * f) . A == root . (f * A)``, so the Hessian is
 ``X.T @ (d[:, None] * X)``, the hand-written form.  Anything else gets the
-product written out (``dense``), one multiplication where the batched
-program made one per scaling.
+value as the batched program computes it (``dense`` replays the equations
+that made it through their batching rules), bit for bit and at that
+program's cost: the factors are ``O(n)`` work left for dead-code elimination.
 
 A ``select`` by an unbatched mask between such a value and an unbatched one
 makes the masked entries that unbatched value (the same for every row), kept
 beside the product and scaled with it; at the contraction the masked
-entries are zeroed in the root and the other operand and their own product
-added back, so a NaN or inf in the root, the factor or the masked values
-reaches only what it reaches in the batched program.
+entries are zeroed in the root and the factor, and their own product
+added back, so a NaN in the root, the factor or the masked values reaches
+only what it reaches in the batched program.
 
-Semantics: this regroups products (``(b * u) * v`` is ``b * (u * v)``,
+Semantics: a contraction regroups products (``(b * u) * v`` is ``b * (u * v)``,
 ``b * u + b * v`` is ``b * (u + v)``, a sum over the contracted axes is split
 into the unmasked and the masked entries), so results agree with the
 batched program within floating-point reassociation, not bit for bit: a
@@ -44,15 +45,20 @@ class Scaled:
     """A batched tangent of per-row ``aval``: ``root`` (batch axis first, the
     same number of elements per row in the same raveled order) times the
     unbatched ``factor`` of ``aval``'s shape (None: one), except where the
-    unbatched ``mask`` is set (None: nowhere): there every row holds the
-    unbatched ``masked`` value."""
+    mask is set (None: nowhere): there every row holds the unbatched
+    ``masked`` value.  The mask is kept as the selects' predicates that make
+    it, ``(predicate, negated)`` pairs (any of the same size and raveled
+    order), so that values masked by the same selects are known to be."""
 
-    __slots__ = ("root", "factor", "aval", "mask", "masked")
+    __slots__ = ("root", "factor", "aval", "mask", "masked", "made_by", "written")
 
     def __init__(self, root: Any, factor: Any, aval: ShapedArray, mask: Any = None,
                  masked: Any = None):
         self.root, self.factor, self.aval = root, factor, aval
         self.mask, self.masked = mask, masked
+        # The equation and operands that made it, for ``dense``; its result.
+        self.made_by: tuple | None = None
+        self.written: tuple | None = None
 
     def with_(self, factor: Any, aval: ShapedArray | None = None, mask: Any = None,
               masked: Any = None) -> Scaled:
@@ -68,8 +74,8 @@ def _unbatched(v) -> bool:
 
 
 def _scaling(v, out: ShapedArray) -> bool:
-    """An unbatched operand of the result's dtype that broadcasts to the
-    result's shape."""
+    """An unbatched operand of the result's dtype (or weakly typed, as from
+    a Python scalar) that broadcasts to the result's shape."""
     if not _unbatched(v):
         return False
     aval = get_aval(v[0])
@@ -77,7 +83,7 @@ def _scaling(v, out: ShapedArray) -> bool:
         fits = np.broadcast_shapes(aval.shape, out.shape) == out.shape
     except ValueError:
         return False
-    return fits and aval.dtype == out.dtype
+    return fits and (aval.dtype == out.dtype or aval.weak_type)
 
 
 def _factor(s: Scaled):
@@ -100,8 +106,6 @@ def _as_scaled(v, out: ShapedArray, rows: int):
         if dim != 0:
             x = bind(_prim("transpose"), x, permutation=(dim,) + tuple(
                 i for i in range(aval.ndim) if i != dim))
-        if get_aval(x).shape[1:] != out.shape:
-            return None
         return Scaled(x, None, out)
     return None
 
@@ -133,8 +137,8 @@ def _mul_rule(e, ins, rows):
 
 
 def _neg_rule(e, ins, rows):
-    (a,) = ins
-    if type(a) is not Scaled:
+    a = _as_scaled(ins[0], e.outputs[0].aval, rows)
+    if a is None:
         return None
     masked = None if a.mask is None else bind(e.primitive, a.masked)
     return a.with_(bind(e.primitive, _factor(a)), None, a.mask, masked)
@@ -145,7 +149,7 @@ def _add_rule(e, ins, rows):
     (and the masked values) add."""
     a, b = ins
     if type(a) is not Scaled or type(b) is not Scaled or a.root is not b.root \
-            or a.mask is not b.mask or a.aval.shape != b.aval.shape:
+            or _mask_key(a) != _mask_key(b) or a.aval.shape != b.aval.shape:
         return None
     masked = None if a.mask is None else bind(e.primitive, a.masked, b.masked)
     return a.with_(bind(e.primitive, _factor(a), _factor(b)), None, a.mask, masked)
@@ -159,19 +163,19 @@ def _select_rule(e, ins, rows):
     pred, *cases = ins
     if len(cases) != 2 or not _unbatched(pred) or get_aval(pred[0]).size != out.size:
         return None
-    if get_aval(pred[0]).shape != out.shape:  # broadcast by size-1 axes only
-        pred = (bind(_prim("reshape"), pred[0], new_sizes=out.shape), None)
+    made = pred[0]
+    if get_aval(made).shape != out.shape:  # broadcast by size-1 axes only
+        pred = (bind(_prim("reshape"), made, new_sizes=out.shape), None)
     for i in (0, 1):
         s, other = _as_scaled(cases[i], out, rows), cases[1 - i]
         if s is None or not _scaling(other, out):
             continue
-        # select(pred, on_true, on_false); ``taken``: where ``other`` is picked.
-        taken = pred[0] if i == 1 else bind(_prim("not"), pred[0])
+        # select(pred, on_true, on_false): ``other`` is picked where pred holds
+        # for i == 1, where it does not for i == 0.
         old = np.zeros(out.shape, out.dtype) if s.mask is None else s.masked
         picked = [old, other[0]] if i == 0 else [other[0], old]
         masked = bind(e.primitive, pred[0], *picked)
-        mask = taken if s.mask is None else bind(_prim("or"), _mask(s), taken)
-        return s.with_(s.factor, out, mask, masked)
+        return s.with_(s.factor, out, (s.mask or ()) + ((made, i == 0),), masked)
     return None
 
 def _order_rule(e, ins, rows, ordered):
@@ -198,10 +202,20 @@ def _reshaped(a: Scaled, out: ShapedArray) -> Scaled:
 
 
 def _mask(s: Scaled):
-    """The mask in ``s``'s per-row shape."""
-    if get_aval(s.mask).shape != s.aval.shape:
-        return bind(_prim("reshape"), s.mask, new_sizes=s.aval.shape)
-    return s.mask
+    """The mask in ``s``'s per-row shape: where any of its selects picked
+    the unbatched value."""
+    mask = None
+    for pred, negated in s.mask:  # type: ignore[union-attr]
+        if get_aval(pred).shape != s.aval.shape:
+            pred = bind(_prim("reshape"), pred, new_sizes=s.aval.shape)
+        if negated:
+            pred = bind(_prim("not"), pred)
+        mask = pred if mask is None else bind(_prim("or"), mask, pred)
+    return mask
+
+
+def _mask_key(s: Scaled) -> frozenset:
+    return frozenset((id(pred), negated) for pred, negated in s.mask or ())
 
 
 def _dot_general_rule(e, ins, rows):
@@ -224,14 +238,14 @@ def _dot_general_rule(e, ins, rows):
         aval = get_aval(operand)
         if aval.dtype != s.aval.dtype:
             return None
-        if s.factor is not None:
-            operand = bind(_prim("mul"), operand, _spread(s, s.factor, mine, theirs, aval))
+        factor = s.factor
+        if s.mask is not None:  # masked entries are contracted on their own, below
+            mask = _mask(s)
+            factor = bind(_prim("select"), mask, np.zeros((), aval.dtype), _factor(s))
+        if factor is not None:
+            operand = bind(_prim("mul"), operand, _spread(s, factor, mine, theirs, aval))
         root = _root(s, rows)
         if s.mask is not None:
-            zeros = np.zeros((), aval.dtype)
-            mask = _mask(s)
-            operand = bind(_prim("select"), _spread(s, mask, mine, theirs, aval),
-                           zeros, operand)
             root, _ = _prim("select").rule("batch")(
                 [mask, np.zeros(s.aval.shape, s.aval.dtype), root], [None, None, 0],
                 axis_size=rows)
@@ -271,15 +285,17 @@ def _root(s: Scaled, rows: int):
 
 
 def dense(s: Scaled, rows: int) -> tuple[Any, int]:
-    """``s`` written out: the root times the factor (the masked values
-    where the mask is set), batch axis first."""
-    out, dim = _root(s, rows), 0
-    if s.factor is not None:
-        out, dim = _prim("mul").rule("batch")([out, s.factor], [0, None], axis_size=rows)
-    if s.mask is not None:
-        out, dim = _prim("select").rule("batch")([_mask(s), s.masked, out], [None, None, dim],
-                                                 axis_size=rows)
-    return (out, dim)
+    """``s`` written out as the batched program computes it: the equations
+    that made it replayed by their batching rules on their operands (written
+    out in turn), once; so a value that meets no contraction comes out bit
+    for bit as without this module, at the batched program's cost."""
+    if s.written is None:
+        e, ins = s.made_by  # type: ignore[misc]
+        vals = [dense(v, rows) if type(v) is Scaled else v for v in ins]
+        out, dim = e.primitive.rule("batch")([x for x, _ in vals], [d for _, d in vals],
+                                             axis_size=rows, **e.params)
+        s.written = (out, dim)
+    return s.written
 
 
 _RULES = {
@@ -304,16 +320,12 @@ def push(e, ins: list, rows: int, ordered) -> list | None:
     if name in _ORDER:
         done = _order_rule(e, ins, rows, ordered)
     elif name in _RULES:
-        if name in ("mul", "div", "select") and not any(type(v) is Scaled for v in ins) \
-                and not _worth_starting(e, ins):
-            return None
         done = _RULES[name](e, ins, rows)
     else:
         return None
-    return None if done is None else [done]
+    if type(done) is not Scaled:
+        return None if done is None else [done]
+    made = Scaled(done.root, done.factor, done.aval, done.mask, done.masked)
+    made.made_by = (e, ins)
+    return [made]
 
-
-def _worth_starting(e, ins) -> bool:
-    """A dense batched value starts a Scaled at a scaling only where it has
-    more than one element per row (a scalar per row gains nothing)."""
-    return e.outputs[0].aval.size > 1
