@@ -42,8 +42,9 @@ from functrans.core import ShapedArray, bind, get_aval, registry
 
 
 class Scaled:
-    """A batched tangent of per-row ``aval``: ``root`` (batch axis first, the
-    same number of elements per row in the same raveled order) times the
+    """A batched tangent of per-row ``aval``: ``root`` (a dense batched
+    value and its batch axis, the same number of elements per row in the
+    same raveled order, left in its layout) times the
     unbatched ``factor`` of ``aval``'s shape (None: one), except where the
     mask is set (None: nowhere): there every row holds the unbatched
     ``masked`` value.  The mask is kept as the selects' predicates that make
@@ -95,7 +96,7 @@ def _factor(s: Scaled):
 
 def _as_scaled(v, out: ShapedArray, rows: int):
     """``v`` as Scaled: itself, or a dense batched value of ``out``'s type
-    as its own root (its batch axis moved first); else None."""
+    as its own root; else None."""
     if type(v) is Scaled:  # (broadcast only by size-1 axes: the same raveled order)
         return _reshaped(v, out) if v.aval.size == out.size else None
     if type(v) is tuple and v[1] is not None and out.dtype.kind == "f":
@@ -103,10 +104,7 @@ def _as_scaled(v, out: ShapedArray, rows: int):
         aval = get_aval(x)
         if aval.dtype != out.dtype or aval.size != rows * out.size or aval.shape[dim] != rows:
             return None
-        if dim != 0:
-            x = bind(_prim("transpose"), x, permutation=(dim,) + tuple(
-                i for i in range(aval.ndim) if i != dim))
-        return Scaled(x, None, out)
+        return Scaled(v, None, out)
     return None
 
 
@@ -244,13 +242,13 @@ def _dot_general_rule(e, ins, rows):
             factor = bind(_prim("select"), mask, np.zeros((), aval.dtype), _factor(s))
         if factor is not None:
             operand = bind(_prim("mul"), operand, _spread(s, factor, mine, theirs, aval))
-        root = _root(s, rows)
-        if s.mask is not None:
-            root, _ = _prim("select").rule("batch")(
-                [mask, np.zeros(s.aval.shape, s.aval.dtype), root], [None, None, 0],
-                axis_size=rows)
+        root, at = _root(s, rows)
+        if s.mask is not None:  # in the root's layout: one pass in memory order
+            shape = get_aval(root).shape
+            root = bind(_prim("select"), bind(_prim("reshape"), mask, new_sizes=(
+                shape[:at] + (1,) + shape[at + 1:])), np.zeros((), aval.dtype), root)
         pair = [root, operand] if side == 0 else [operand, root]
-        out, dim = e.primitive.rule("batch")(pair, [0, None] if side == 0 else [None, 0],
+        out, dim = e.primitive.rule("batch")(pair, [at, None] if side == 0 else [None, at],
                                              axis_size=rows, **e.params)
         if s.mask is None:
             return (out, dim)
@@ -264,24 +262,40 @@ def _dot_general_rule(e, ins, rows):
 
 def _spread(s: Scaled, x, mine, theirs, target: ShapedArray):
     """``x`` (of ``s``'s per-row shape) laid along ``target``'s contracted
-    axes ``theirs`` (the pairs of ``mine``), broadcast over its other axes."""
+    axes ``theirs`` (the pairs of ``mine``), of size 1 on its other axes."""
     # Axes of x in the order of the target's axes they pair with.
     order = [m for _, m in sorted(zip(theirs, mine))]
     kept = [i for i in range(s.aval.ndim) if i in mine]
     if order != kept:
         x = bind(_prim("transpose"), x, permutation=tuple(order) + tuple(
             i for i in range(s.aval.ndim) if i not in mine))
-    x = bind(_prim("reshape"), x, new_sizes=tuple(s.aval.shape[m] for m in order))
-    return bind(_prim("broadcast_in_dim"), x, shape=target.shape,
-                broadcast_dimensions=tuple(sorted(theirs)))
+    # Size-1 axes elsewhere: the product broadcasts it (no target-sized copy).
+    return bind(_prim("reshape"), x, new_sizes=tuple(
+        n if a in theirs else 1 for a, n in enumerate(target.shape)))
 
 
-def _root(s: Scaled, rows: int):
-    """The root in the shape of ``s`` (rows first)."""
-    shape = (rows,) + s.aval.shape
-    if get_aval(s.root).shape != shape:
-        return bind(_prim("reshape"), s.root, new_sizes=shape)
-    return s.root
+def _root(s: Scaled, rows: int) -> tuple[Any, int]:
+    """The root with ``s``'s per-row shape, and its batch axis: where that
+    shape only adds or drops size-1 axes, a reshape keeping the batch axis
+    among the same elements (a view); else with the batch axis moved first."""
+    x, dim = s.root
+    shape = get_aval(x).shape
+    per_row = shape[:dim] + shape[dim + 1:]
+    if per_row == s.aval.shape:
+        return x, dim
+    wide = [n for n in per_row if n != 1]
+    if wide == [n for n in s.aval.shape if n != 1]:
+        before = sum(n != 1 for n in shape[:dim])  # wide axes ahead of the batch axis
+        at = 0
+        while before:
+            before -= s.aval.shape[at] != 1
+            at += 1
+        new = s.aval.shape[:at] + (rows,) + s.aval.shape[at:]
+        return bind(_prim("reshape"), x, new_sizes=new), at
+    if dim != 0:
+        x = bind(_prim("transpose"), x, permutation=(dim,) + tuple(
+            i for i in range(len(shape)) if i != dim))
+    return bind(_prim("reshape"), x, new_sizes=(rows,) + s.aval.shape), 0
 
 
 def dense(s: Scaled, rows: int) -> tuple[Any, int]:
