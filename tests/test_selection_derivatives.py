@@ -355,7 +355,10 @@ _TRANSFORMS = {
 @pytest.mark.parametrize("program", sorted(_PROGRAMS))
 def test_programs_without_selection_are_unchanged(program):
     """The derivative programs printed before strong zeros existed (in
-    selection_free_programs.json), equation for equation."""
+    selection_free_programs.json), equation for equation.  The forward-over-
+    reverse entries of products were printed again when dense Jacobians
+    started contracting scaled bases as matrix products
+    (functrans/interpreters/scaled.py); none holds a selection."""
     golden = json.loads(_GOLDEN.read_text())
     for tn, t in _TRANSFORMS.items():
         arg = np.stack([_X, _X + 1]) if tn == "vmap_grad" else _X
