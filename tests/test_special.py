@@ -31,6 +31,7 @@ ELEMENTWISE = {
     "log_expit": ((-50, 50), ("float64", "float32", "int64")),
     "erf": ((-4, 4), ("float64", "float32", "int32")),
     "erfc": ((-4, 10), ("float64", "float32")),
+    "ndtr": ((-40, 10), ("float64", "float32", "int64")),
     "erfinv": ((-0.999, 0.999), ("float64", "float32")),
     "gammaln": ((0.05, 30), ("float64", "float32", "int64")),
     "digamma": ((0.05, 30), ("float64", "float32")),
@@ -75,7 +76,7 @@ def test_binary_functions_match_scipy(data):
 
 def test_special_values_match_scipy():
     x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0])
-    for name in ("expit", "log_expit", "erf", "erfc", "entr"):
+    for name in ("expit", "log_expit", "erf", "erfc", "ndtr", "entr"):
         with np.errstate(all="ignore"):
             np.testing.assert_array_equal(getattr(fss, name)(x), getattr(ss, name)(x), name)
     np.testing.assert_array_equal(fss.xlogy(0.0, np.array([0.0, np.nan, -1.0])),
@@ -136,6 +137,7 @@ GRAD_CASES = {
     "log_expit": (fss.log_expit, (np.array([-30.0, -1.0, 0.5, 40.0]),)),
     "erf": (fss.erf, (np.array([-1.5, 0.0, 0.3]),)),
     "erfc": (fss.erfc, (np.array([-1.5, 0.0, 2.3]),)),
+    "ndtr": (fss.ndtr, (np.array([-6.0, -0.4, 0.0, 2.3]),)),
     "erfinv": (fss.erfinv, (np.array([-0.7, 0.0, 0.4]),)),
     "gammaln": (fss.gammaln, (np.array([0.3, 1.0, 7.5]),)),
     "digamma": (fss.digamma, (np.array([0.3, 1.0, 7.5]),)),

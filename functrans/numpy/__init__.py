@@ -107,6 +107,7 @@ from functrans.numpy import (
     _sorting,
     _static_properties,
     _statistics,
+    _ufunc_routes,
     fft,
     linalg,
     polynomial,
@@ -169,6 +170,10 @@ __all__ = [
     *_functional.__all__, "fft", "linalg",
     "polynomial",
 ]  # fmt: skip
+
+#: SciPy's special functions that functrans implements, where SciPy's array
+#: API code looks for them in an array namespace (``xp.special.erf``).
+special = _ufunc_routes.UfuncExtension("scipy.special")
 
 # Last: the tracer behaviour forwards to the functions above.
 from functrans.numpy import _array_methods  # noqa: E402

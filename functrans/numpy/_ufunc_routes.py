@@ -30,7 +30,7 @@ import numpy as np
 _ROUTES: dict[str, tuple[str, dict[str, str]]] = {
     "scipy.special": ("functrans.scipy.special", {
         name: f"functrans.scipy.special:{name}"
-        for name in ("expit", "logit", "log_expit", "erf", "erfc", "erfinv", "gammaln",
+        for name in ("expit", "logit", "log_expit", "erf", "erfc", "ndtr", "erfinv", "gammaln",
                      "psi", "digamma", "xlogy", "xlog1py", "entr")
     } | {
         name: f"functrans.numpy:{name}" for name in ("cbrt", "exp2", "expm1", "log1p", "round")
@@ -46,9 +46,44 @@ def library_of(ufunc: np.ufunc) -> str | None:
         return module
     for library in _ROUTES:
         loaded = sys.modules.get(library)
-        if loaded is not None and getattr(loaded, ufunc.__name__, None) is ufunc:
+        if loaded is not None and _public_ufunc(loaded, ufunc.__name__) is ufunc:
             return library
     return None
+
+
+def _public_ufunc(module: Any, name: str) -> np.ufunc | None:
+    """``module.name`` as a ufunc: the ufunc itself, or the one a wrapper
+    wraps (with ``SCIPY_ARRAY_API=1`` SciPy's special functions are wrappers
+    around their ufuncs that choose an implementation by array namespace)."""
+    f = getattr(module, name, None)
+    f = getattr(f, "__wrapped__", f)
+    return f if isinstance(f, np.ufunc) else None
+
+
+class UfuncExtension:
+    """A library's ufuncs that functrans implements, as an attribute of
+    ``functrans.numpy``: ``functrans.numpy.special`` holds SciPy's special
+    functions, the array API's planned ``special`` extension.  SciPy (with
+    ``SCIPY_ARRAY_API=1``) looks for ``xp.special.<name>`` in the namespace of
+    the arrays it is given before it converts arrays it does not know with
+    ``np.asarray``; here it finds the function ``Tracer.__array_ufunc__``
+    would run, inputs cast to the ufunc's loop, so dtypes are the ufunc's.
+    A name functrans does not implement is missing (AttributeError), and
+    SciPy takes its own next way."""
+
+    def __init__(self, library: str):
+        self._library = library
+
+    def __getattr__(self, name: str) -> Callable:
+        loaded = sys.modules.get(self._library)
+        ufunc = None if loaded is None else _public_ufunc(loaded, name)
+        target = None if ufunc is None else foreign_target(ufunc)
+        if target is None:
+            raise AttributeError(f"functrans implements no ufunc {self._library}.{name}")
+        return target
+
+    def __repr__(self) -> str:
+        return f"<functrans.numpy's {self._library} ufuncs>"
 
 
 def label(ufunc: np.ufunc) -> str:

@@ -39,7 +39,7 @@ from functrans.primitives import special as sp
 
 __all__ = [
     "logsumexp", "softmax", "log_softmax", "expit", "logit", "log_expit",
-    "erf", "erfc", "erfinv", "gammaln", "digamma", "psi", "polygamma",
+    "erf", "erfc", "ndtr", "erfinv", "gammaln", "digamma", "psi", "polygamma",
     "xlogy", "xlog1py", "entr",
 ]  # fmt: skip
 
@@ -157,6 +157,12 @@ def erf(z):
 def erfc(x):
     """``scipy.special.erfc``: ``1 - erf(x)``, accurate for large ``x``."""
     return sp.erfc(asarray(x))
+
+
+def ndtr(x):
+    """``scipy.special.ndtr``: the standard normal CDF, ``erfc(-x / sqrt(2)) / 2``
+    (accurate in the lower tail, where ``(1 + erf(x / sqrt(2))) / 2`` cancels)."""
+    return sp.erfc(-_inexact(x) * math.sqrt(0.5)) * 0.5
 
 
 def erfinv(y):
