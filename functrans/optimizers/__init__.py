@@ -25,6 +25,15 @@ array([3., 3.])
 """
 
 from functrans.optimizers._optimizers import adagrad, adam, adamw, rmsprop, sgd
+from functrans.optimizers._precision import (
+    DynamicLossScale,
+    LossScaleState,
+    Policy,
+    all_finite,
+    dynamic_loss_scale,
+    precision_policy,
+    select_tree,
+)
 from functrans.optimizers._scaling import (
     ScaleByAdamState,
     ScaleByRmsState,
@@ -61,11 +70,13 @@ from functrans.optimizers._transformation import (
 )
 
 __all__ = [
-    "EmptyState", "GradientTransformation", "ScaleByAdamState", "ScaleByRStdDevState",
-    "ScaleByRmsState", "ScaleByRssState", "ScaleByScheduleState", "TraceState",
-    "adagrad", "adam", "adamw", "add_decayed_weights", "apply_updates", "chain",
-    "clip_by_global_norm", "constant_schedule", "cosine_decay_schedule", "exponential_decay",
-    "global_norm", "identity", "linear_schedule", "piecewise_constant_schedule", "rmsprop",
-    "scale", "scale_by_adam", "scale_by_learning_rate", "scale_by_rms", "scale_by_rss",
-    "scale_by_schedule", "scale_by_stddev", "sgd", "trace", "warmup_cosine_decay_schedule",
+    "DynamicLossScale", "EmptyState", "GradientTransformation", "LossScaleState", "Policy",
+    "ScaleByAdamState", "ScaleByRStdDevState", "ScaleByRmsState", "ScaleByRssState",
+    "ScaleByScheduleState", "TraceState", "adagrad", "adam", "adamw", "add_decayed_weights",
+    "all_finite", "apply_updates", "chain", "clip_by_global_norm", "constant_schedule",
+    "cosine_decay_schedule", "dynamic_loss_scale", "exponential_decay", "global_norm",
+    "identity", "linear_schedule", "piecewise_constant_schedule", "precision_policy",
+    "rmsprop", "scale", "scale_by_adam", "scale_by_learning_rate", "scale_by_rms",
+    "scale_by_rss", "scale_by_schedule", "scale_by_stddev", "select_tree", "sgd", "trace",
+    "warmup_cosine_decay_schedule",
 ]  # fmt: skip
