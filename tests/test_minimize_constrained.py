@@ -107,14 +107,72 @@ def test_infeasible_problem_is_a_clear_failure(constraints):
     assert res.constr_violation > 0.4
 
 
-def test_infeasible_disc_and_half_plane_never_succeeds():
-    """The unit disc and x0 + x1 >= 3 do not meet: whatever the stop, not a success."""
-    res = minimize(lambda x: np.sum(x ** 2), np.array([3.0, -1.0]),
+@pytest.mark.parametrize("x0", [[3.0, -1.0], [0.0, 0.0]])
+def test_infeasible_disc_and_half_plane_is_status_4_at_the_least_violation(x0):
+    """The unit disc and x0 + x1 >= 3 do not meet.  The restoration phase
+    ends at the minimiser of the squared violation with both slacks at 0:
+    x0 = x1 = t with d/dt [(1 - 2t^2)^2 + (2t - 3)^2] = 4 (8t^3 - 6) / 2 = 0,
+    t = (3/4)^(1/3); the largest violation is then 3 - 2t."""
+    res = minimize(lambda x: np.sum(x ** 2), np.array(x0),
                    constraints=[{"type": "ineq", "fun": lambda x: 1 - x[0] ** 2 - x[1] ** 2},
                                 {"type": "ineq", "fun": lambda x: x[0] + x[1] - 3.0}],
-                   options={"maxiter": 200})
-    assert not res.success and res.status in (1, 2, 4)
-    assert res.constr_violation > 0.1
+                   options={"maxiter": 300})
+    assert not res.success and res.status == 4
+    assert res.message.startswith("Converged to a point of local infeasibility")
+    t = 0.75 ** (1 / 3)
+    np.testing.assert_allclose(res.x, [t, t], atol=1e-6)
+    np.testing.assert_allclose(res.constr_violation, 3 - 2 * t, rtol=1e-6)
+
+
+def wachter_biegler(a, b):
+    """min x0 s.t. x0^2 - x1 + a = 0, x0 - x2 - b = 0, x1, x2 >= 0 from
+    (-2, 1, 1) (Wächter and Biegler, Math. Program. 88 (2000) 565-574): a
+    line-search interior-point method that only follows the linearised
+    constraints stalls at an infeasible point with x1, x2 pressed on their
+    bounds, whatever its merit function."""
+    return dict(fun=lambda x: x[0], x0=np.array([-2.0, 1.0, 1.0]),
+                constraints=[{"type": "eq", "fun": lambda x: x[0] ** 2 - x[1] + a},
+                             {"type": "eq", "fun": lambda x: x[0] - x[2] - b}],
+                bounds=[(None, None), (0.0, None), (0.0, None)])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_restoration_gets_a_stalled_solve_out(sparse):
+    """a = -1, b = 1/2: x* = (1, 0, 1/2), f* = 1 (x0 >= 1 from the first
+    constraint, x0 >= 1/2 from the second); v = (1/2, 0) from 1 = 2 x0 v0 + v1."""
+    if sparse:
+        pytest.importorskip("scipy", reason="the sparse path factors with SciPy's SuperLU")
+    res = minimize(**wachter_biegler(-1.0, 0.5), options={"sparse": sparse})
+    assert res.success and res.status == 0
+    np.testing.assert_allclose(res.x, [1.0, 0.0, 0.5], atol=1e-7)
+    np.testing.assert_allclose(res.v[0], 0.5, atol=1e-7)
+
+
+def test_local_infeasibility_at_a_stationary_point_of_the_violation():
+    """a = -1, b = 0 is feasible (x = (1, 0, 1)), but the restoration from
+    the stalled point reaches the local minimiser of the squared violation
+    ((x0^2 - 1)^2 + x0^2 with x1 = x2 = 0: x0 = -1/sqrt(2)), which is all
+    that a local method can know: status 4, never a success."""
+    res = minimize(**wachter_biegler(-1.0, 0.0))
+    assert not res.success and res.status == 4
+    np.testing.assert_allclose(res.x, [-2 ** -0.5, 0.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(res.constr_violation, 2 ** -0.5, rtol=1e-6)
+
+
+def test_degenerate_problem_is_not_reported_infeasible():
+    """Hock-Schittkowski 13: the solution (1, 0) has no multipliers (the
+    constraint's gradient there is parallel to the bound's), so the
+    iteration keeps slipping past x0 = 1 where (1 - x0)^3 - x1 is slightly
+    negative and nearly flat.  The restorations bring it back, the
+    iteration undoes them: a failure for that reason, not local
+    infeasibility (a barrier that is not lowered with |h|^2 makes such a
+    point look like a stationary point of the violation)."""
+    res = minimize(lambda x: (x[0] - 2.0) ** 2 + x[1] ** 2, np.array([-2.0, -2.0]),
+                   constraints={"type": "ineq", "fun": lambda x: (1.0 - x[0]) ** 3 - x[1]},
+                   bounds=[(0.0, None), (0.0, None)])
+    assert not res.success and res.status == 2
+    assert res.message.startswith("No progress: after each of 3 feasibility restorations")
+    np.testing.assert_allclose(res.x, [1.0, 0.0], atol=0.02)
 
 
 @pytest.mark.parametrize("fun, bounds, constraints", [

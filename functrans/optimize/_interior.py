@@ -25,7 +25,16 @@ Each iteration, for the barrier parameter ``mu``:
    with one second-order correction when the full step is rejected and
    raised the infeasibility;
 4. ``mu`` drops (``min(mu / 5, mu^1.5)``) once the barrier problem is
-   solved to ``10 mu``.
+   solved to ``10 mu``;
+5. at a point that violates the constraints, when the line search finds no
+   acceptable step, when 10 accepted steps in a row did not move ``z``, or
+   when ``max|h|`` has stayed flat (within 1e-6 of itself) for 10
+   iterations: the feasibility restoration of ``_restoration`` (minimise
+   ``|h|^2`` on the bounds, ``f`` set aside), then on from the restored
+   point with least-squares multipliers.  A restoration entered at a
+   ``max|h|`` not below 0.9 of the least at earlier entries counts as a
+   cycle (the iteration undid it); the third restores all the way to
+   ``constr_tol``, a fourth ends the solve.
 
 Stopping paths (``status``):
 
@@ -34,18 +43,18 @@ Stopping paths (``status``):
   multipliers) is at most ``tol`` and the constraint violation, row by row
   relative to ``max(1, |bound|)``, at most ``constr_tol``; never otherwise;
 * 1: ``maxiter`` iterations;
-* 2: the line search found no acceptable step (precision lost), at a point
-  that is neither optimal nor a stationary point of the infeasibility, or
-  10 accepted steps in a row moved no variable by more than ``1e-12`` of
-  ``max|z|`` (no progress);
+* 2: the line search found no acceptable step (precision lost) at a
+  feasible point that is not optimal, or 10 accepted steps in a row there
+  moved no variable by more than ``1e-12`` of ``max|z|`` (no progress), or
+  the restoration could neither reduce the violation nor reach a
+  stationary point of it, or the iteration undid three restorations (a
+  degenerate problem such as hs013, whose solution has no multipliers);
 * 3: NaN or inf in ``fun``, the constraints or their derivatives at an
   accepted point;
-* 4: local infeasibility: the violation is above ``constr_tol`` (and above
-  rounding, ``1e3 eps max(1, max|x|)``), the infeasibility ``|h|^2`` is
-  stationary on the bounds (its projected gradient below ``1e-4`` of
-  ``max(1, |h|)``), and either the line search failed or ``max|h|`` has
-  stayed flat (within 1e-6 of itself) over the last 10 iterations; as for
-  ``x^2 = -1``;
+* 4: local infeasibility: the restoration converged to a stationary point
+  of ``|h|^2`` on the bounds (Newton's model expecting less than ``1e-6``
+  of it from another step) whose violation is above ``constr_tol``; as for
+  ``x^2 = -1`` or a disc and a half-plane that miss each other;
 * 5: unbounded: at a point feasible to within ``constr_tol`` (or rounding,
   as above), ``fun`` below
   ``-unbounded * max(1, |f(x0)|)`` or ``max|x|`` above ``unbounded *
@@ -64,6 +73,7 @@ from functrans.optimize._constraints import Constraints
 from functrans.optimize._kkt import DenseKKT, SparseKKT
 from functrans.optimize._lagrangian import Derivatives
 from functrans.optimize._problem import Monitor, Point, Problem
+from functrans.optimize._restoration import KAPPA_RESTORE, restore
 from functrans.optimize._result import CALLBACK_STOP
 
 DEFAULTS = {"tol": 1e-8, "constr_tol": 1e-8, "maxiter": 3000, "mu_init": 0.1,
@@ -92,6 +102,7 @@ ETA = 1e-4         # Armijo's constant on the merit function
 EPS = np.finfo(np.float64).eps
 DC = 1e-9          # the (2,2) block's regularisation (keeps K quasi-definite)
 STALL = 10         # iterations without a decrease of |h| that count as stalled
+CYCLES = 3         # restorations the iteration may undo before it gives up
 
 
 class Iterate:
@@ -115,6 +126,8 @@ class InteriorPoint:
         self.ns = self.ineq_rows.size
         self.big_n = n + self.ns
         self.m = cons.m
+        self.entries: list[float] = []  # max|h| at each entry to the restoration phase
+        self.cycles = 0
 
     # -- evaluation -------------------------------------------------------------
 
@@ -200,7 +213,7 @@ class InteriorPoint:
                 status = SUCCESS
                 break
             # Feasible up to rounding in c at x's magnitude (for the unbounded
-            # and infeasible verdicts; success needs constr_tol itself).
+            # verdict and the restoration; success needs constr_tol itself).
             feasible = viol <= max(opts["constr_tol"],
                                    1e3 * EPS * max(1.0, float(np.max(np.abs(x)))))
             if feasible and (
@@ -210,12 +223,15 @@ class InteriorPoint:
                 break
             hn = float(np.max(np.abs(ev["h"]), initial=0.0))
             h_history.append(hn)
-            if not feasible and self._infeasible(it, ev, jac, h_history):
-                status = INFEASIBLE
-                break
             if k >= opts["maxiter"]:
                 status = MAXITER
                 break
+            if not feasible and self._stalled(h_history):
+                status, message, it, ev, k = self._restore(it, ev, mu, k)
+                if status is not None:
+                    break
+                h_history, still = [], 0
+                continue
             # The barrier problem is solved well enough: a smaller mu.
             while self._kkt_error(it, ev, jac, mu)[0] <= KAPPA_EPS * mu and mu > opts["tol"] / 10:
                 mu = max(opts["tol"] / 10, min(0.2 * mu, mu ** 1.5))
@@ -229,7 +245,7 @@ class InteriorPoint:
             sigma = np.where(self.has_l, it.vl / dl, 0.0) + np.where(self.has_u, it.vu / du, 0.0)
             grad_phi = self._grad_phi(p.g, it.z, mu)
             rhs = -np.concatenate([grad_phi + self._jt(jac, it.y), ev["h"]])
-            kkt, dw_last = self._factor(w, sigma, jac, dw_last, mu)
+            kkt, dw_last = self._factor(w, sigma, jac, dw_last, DC * max(mu, 1e-12) ** 0.25)
             if kkt is None:
                 status, message = LINE_SEARCH, (
                     "The KKT matrix could not be factored with the right inertia for any "
@@ -253,11 +269,14 @@ class InteriorPoint:
             alpha_max = self._to_boundary(it.z, dz, tau)
             found = self._line_search(it, ev, dz, alpha_max, mu, nu, slope, kkt, tau)
             if found is None:
-                if not feasible and self._infeasibility_stationary(it, ev, jac, 1e-4):
-                    status = INFEASIBLE
-                else:
+                if feasible:
                     status = LINE_SEARCH
-                break
+                    break
+                status, message, it, ev, k = self._restore(it, ev, mu, k)
+                if status is not None:
+                    break
+                h_history, still = [], 0
+                continue
             alpha, z_new, ev_new = found
             # Bound multipliers: their Newton step, cut by the fraction to the boundary,
             # then kept within kappa_sigma of mu / gap.
@@ -283,7 +302,12 @@ class InteriorPoint:
             if self.monitor.iteration(k, p, err0, step):
                 status = CALLBACK_STOP
                 break
-            if still >= STALL:
+            if still >= STALL and not feasible:
+                status, message, it, ev, k = self._restore(it, ev, mu, k)
+                if status is not None:
+                    break
+                h_history, still = [], 0
+            elif still >= STALL:
                 status, message = LINE_SEARCH, (
                     f"No progress: {STALL} steps in a row moved no variable by more than 1e-12 "
                     f"of max|x| (constraint violation {self._violation(z_new[:n], ev['c']):.3g})"
@@ -358,34 +382,85 @@ class InteriorPoint:
         return float(max(np.max(below, initial=0.0), np.max(above, initial=0.0),
                          np.max(xb, initial=0.0), np.max(xa, initial=0.0)))
 
-    def _infeasible(self, it: Iterate, ev: dict, jac: Any, h_history: list) -> bool:
-        """Local infeasibility: ``max|h|`` has stayed flat (within 1e-6 of
-        itself) over the last ``STALL`` iterations, at a stationary point of
-        the infeasibility (``_infeasibility_stationary`` within 1e-4)."""
+    @staticmethod
+    def _stalled(h_history: list) -> bool:
+        """``max|h|`` has stayed flat (within 1e-6 of itself) over the last
+        ``STALL`` iterations: the iteration is not getting any more feasible."""
         window = h_history[-STALL - 1:]
-        return (len(window) > STALL and max(window) - min(window) <= 1e-6 * max(window)
-                and self._infeasibility_stationary(it, ev, jac, 1e-4))
+        return len(window) > STALL and max(window) - min(window) <= 1e-6 * max(window)
 
-    def _infeasibility_stationary(self, it: Iterate, ev: dict, jac: Any, rtol: float) -> bool:
-        """Whether ``|h|^2 / 2`` is stationary on the bounds at ``z``: its
-        gradient ``J' h``, with the components that push ``z`` out through a
-        bound it is (nearly) at removed, below ``rtol`` of ``max(1, |h|)``."""
-        h = ev["h"]
-        g = self._jt(jac, h)
-        dl, du = self._gaps(it.z)
-        scale = np.maximum(1.0, np.abs(it.z))
-        at_l = self.has_l & (dl <= 1e-6 * scale) & (g > 0)
-        at_u = self.has_u & (du <= 1e-6 * scale) & (g < 0)
-        g = np.where(at_l | at_u, 0.0, g)
-        hnorm = float(np.max(np.abs(h), initial=0.0))
-        return float(np.max(np.abs(g), initial=0.0)) <= rtol * max(1.0, hnorm)
+    def _restore(self, it: Iterate, ev: dict, mu: float, k: int):
+        """The restoration phase from ``it`` (``_restoration``); ``(status,
+        message, it, ev, k)`` with status None when the iteration resumes,
+        from the restored point with least-squares multipliers.
 
-    def _factor(self, w: Any, sigma: np.ndarray, jac: Any, dw_last: float, mu: float):
+        An entry whose ``max|h|`` is not below ``KAPPA_RESTORE`` of the least
+        at earlier entries is a cycle: the iteration went back to where a
+        restoration had taken it from (a degenerate problem, whose solution
+        has no multipliers, does this).  The ``CYCLES``-th cycle restores all
+        the way to feasibility; one more ends the solve."""
+        h_entry = float(np.max(np.abs(ev["h"]), initial=0.0))
+        if self.entries and h_entry > KAPPA_RESTORE * min(self.entries):
+            self.cycles += 1
+        self.entries.append(h_entry)
+        viol = self._violation(it.z[:self.n], ev["c"])
+        if self.cycles > CYCLES:
+            return LINE_SEARCH, (
+                f"No progress: after each of {CYCLES} feasibility restorations the iteration "
+                f"went back to a constraint violation of about {viol:.3g}; the problem may be "
+                "degenerate here (no multipliers at a solution nearby)."), it, ev, k
+        out = restore(self, it.z, ev, mu, self.opts["maxiter"] - k, k,
+                      until_feasible=self.cycles == CYCLES)
+        k += out.iterations
+        z, ev = out.z, out.ev
+        dl, du = self._gaps(z)
+        vl = np.where(self.has_l, mu / dl, 0.0)
+        vu = np.where(self.has_u, mu / du, 0.0)
+        it = Iterate(z, self._multiplier_estimate(ev, z, vl, vu), vl, vu)
+        viol = self._violation(z[:self.n], ev["c"])
+        if out.outcome == "restored":
+            return None, None, it, ev, k
+        if out.outcome == "infeasible":
+            return INFEASIBLE, None, it, ev, k
+        if out.outcome == "maxiter":
+            return MAXITER, None, it, ev, k
+        if out.outcome == "callback":
+            return CALLBACK_STOP, None, it, ev, k
+        return LINE_SEARCH, (
+            "No acceptable step: the line search failed at an infeasible point and the "
+            f"feasibility restoration could not reduce the constraint violation ({viol:.3g}) "
+            "either, at a point that does not minimise it; the problem may be degenerate "
+            "here."), it, ev, k
+
+    def _multiplier_estimate(self, ev: dict, z: np.ndarray, vl: np.ndarray,
+                             vu: np.ndarray) -> np.ndarray:
+        """The least-squares multipliers of ``h`` (those that best cancel the
+        gradient of the Lagrangian), or zeros where they come out above 1e3
+        (IPOPT's rule after a restoration: such values only mislead)."""
+        if not self.m:
+            return np.zeros(0)
+        jac = self.scaled_jacobian(z[:self.n])
+        kind = SparseKKT if self.der.sparse else DenseKKT
+        w = self._zero_hessian()
+        kkt = kind(w, np.ones(self.big_n), jac, 0.0, DC)
+        if not kkt.ok:
+            return np.zeros(self.m)
+        rhs = np.concatenate([-(self._grad_f(ev["point"].g) - vl + vu), np.zeros(self.m)])
+        y = kkt.solve(rhs)[self.big_n:]
+        return y if np.all(np.isfinite(y)) and np.max(np.abs(y)) <= 1e3 else np.zeros(self.m)
+
+    def _zero_hessian(self) -> Any:
+        if self.der.sparse:
+            import scipy.sparse as sp
+
+            return sp.csr_array((self.n, self.n))
+        return np.zeros((self.n, self.n))
+
+    def _factor(self, w: Any, sigma: np.ndarray, jac: Any, dw_last: float, dc: float):
         """The KKT factorisation with the right inertia, raising ``dw`` as IPOPT
         does (from 0, then ``max(1e-20, dw_last / 3)`` or 1e-4, times 8 (100
         the first time)); ``(None, dw)`` when no ``dw`` below 1e40 works."""
         kind = SparseKKT if self.der.sparse else DenseKKT
-        dc = DC * max(mu, 1e-12) ** 0.25
         dw = 0.0
         f = kind(w, sigma, jac, dw, dc)
         if f.ok:
