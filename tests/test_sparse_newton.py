@@ -96,10 +96,15 @@ def test_superlu_inertia_refuses_an_indefinite_matrix():
     assert _sparse._superlu_factor(h, 1.5) is not None
 
 
-def test_sparse_option_is_checked():
-    with pytest.raises(ValueError, match=r"minimize\(ext_rosenbrock\): option sparse must be "
-                                         r"None \(decide from the pattern\), True or False"):
-        minimize(ext_rosenbrock, np.ones(4), method="newton", options={"sparse": "yes"})
+@pytest.mark.parametrize("value, shown", [("yes", "'yes' of type str"), (1, "1 of type int"),
+                                          (0, "0 of type int"), (1.0, "1.0 of type float")])
+def test_sparse_option_is_checked(value, shown):
+    """1, 0 and 1.0 compare equal to True and False: refused all the same."""
+    with pytest.raises(ValueError) as info:
+        minimize(ext_rosenbrock, np.ones(4), method="newton", options={"sparse": value})
+    assert str(info.value) == (
+        "minimize(ext_rosenbrock): option sparse must be None (decide from the pattern), True "
+        f"or False, got {shown}; pass a bool")
 
 
 def test_newton_cg_multiplies_by_the_sparse_hessian():

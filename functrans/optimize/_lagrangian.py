@@ -88,7 +88,8 @@ class Derivatives:
     def of(cls, problem: Problem, cons: Constraints, choice: bool | None) -> Derivatives:
         if not (choice is None or choice is True or choice is False):  # 1 == True
             raise ValueError(f"{problem.label}: option sparse must be None (decide from the "
-                             f"patterns), True or False, got {choice!r}")
+                             f"patterns), True or False, got {choice!r} of type "
+                             f"{type(choice).__name__}; pass a bool")
         bundle = _bundle(problem, cons)
         return cls(problem, cons, bundle, _sparse_pair(problem, cons, bundle, choice))
 

@@ -41,9 +41,12 @@ SPARSE_MAX_DENSITY = 0.05
 def sparse_hessian(problem: Any, choice: bool | None) -> Callable | None:
     """``x -> scipy.sparse`` Hessian of ``problem`` at ``x``, or None for the
     dense path (see the module docstring for the rule)."""
-    if choice not in (None, True, False):
+    # By identity: `in (None, True, False)` would let 1, 0 and 1.0 through
+    # (1 == True), and a typo such as sparse=1 meant for another option with it.
+    if not (choice is None or choice is True or choice is False):
         raise ValueError(f"{problem.label}: option sparse must be None (decide from the "
-                         f"pattern), True or False, got {choice!r}")
+                         f"pattern), True or False, got {choice!r} of type "
+                         f"{type(choice).__name__}; pass a bool")
     n = problem.x0.size
     if choice is False or _user_given(problem._hess) or _user_given(problem._vg):
         return None  # the user's own derivatives, or a fun that is never traced
