@@ -123,3 +123,114 @@ def test_error_texts(kwargs, error, text):
     with pytest.raises(error) as info:
         least_squares(r, np.zeros(2), **kwargs)
     assert str(info.value).startswith(text), str(info.value)
+
+
+def test_pytree_x0_closed_form():
+    """A dict of a vector and a scalar: the fit y = a . t + b to exact data,
+    x back in x0's structure; bounds and jac over the flattened x0."""
+    t = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, -1.0]])
+    y = t @ np.array([1.5, -2.0]) + 0.25
+
+    def r(p):
+        return t @ p["a"] + p["b"] - y
+
+    res = least_squares(r, {"a": np.zeros(2), "b": np.float64(0.0)})
+    assert res.success and set(res.x) == {"a", "b"}
+    np.testing.assert_allclose(res.x["a"], [1.5, -2.0], atol=1e-12)
+    np.testing.assert_allclose(res.x["b"], 0.25, atol=1e-12)
+    assert res.jac.shape == (4, 3) and res.grad.shape == (3,)
+    # Bounds over the flattened x0 (a[0], a[1], b): b <= 0 binds.
+    bounded = least_squares(r, {"a": np.zeros(2), "b": np.float64(-1.0)},
+                            bounds=(-np.inf, [np.inf, np.inf, 0.0]))
+    assert bounded.success and bounded.active_mask.tolist() == [0, 0, 1]
+    np.testing.assert_allclose(bounded.x["b"], 0.0, atol=1e-12)
+    # The same fit with b fixed at 0: least squares in a alone.
+    a0 = np.linalg.lstsq(t, y, rcond=None)[0]
+    np.testing.assert_allclose(bounded.x["a"], a0, atol=1e-10)
+
+
+def gathered(x, idx, y):
+    """Residuals x[idx]^2 - y: with idx a traced argument, detection cannot
+    know which column each row reads, so it finds every entry possible."""
+    return x[idx] ** 2 - y
+
+
+GATHER = (np.array([3, 0, 2, 1, 3, 0]), np.array([4.0, 9.0, 3.0, 2.0, 4.0, 9.0]))
+
+
+def test_jac_sparsity_is_used_instead_of_detection():
+    pytest.importorskip("scipy.sparse")
+    import functrans.sparse as fsp
+
+    idx, y = GATHER
+    assert fsp.jacobian_sparsity(gathered)(np.ones(4), idx, y).nnz == 24  # dense
+    pattern = np.zeros((6, 4))
+    pattern[np.arange(6), idx] = 1.0
+    res = least_squares(gathered, np.ones(4), args=(idx, y), jac_sparsity=pattern)
+    assert res.success
+    np.testing.assert_allclose(res.x, [3.0, np.sqrt(2.0), np.sqrt(3.0), 2.0], rtol=1e-10)
+    assert res.jac.nnz == 6
+    np.testing.assert_array_equal(res.jac.toarray(), pattern * 2.0 * res.x[idx][:, None])
+    # A scipy.sparse pattern is read the same way.
+    sp = pytest.importorskip("scipy.sparse")
+    again = least_squares(gathered, np.ones(4), args=(idx, y), jac_sparsity=sp.csr_array(pattern))
+    np.testing.assert_array_equal(again.x, res.x)
+    assert again.jac.nnz == 6
+
+
+def test_jac_sparsity_missing_an_entry_is_refused():
+    """Rows of x[1:] * x[:-1] read two columns; the identity pattern misses
+    one per row, nonzero at x0: the Jacobian would be wrong, so an error."""
+    sp = pytest.importorskip("scipy.sparse")
+
+    def products(x):
+        return x[1:] * x[:-1] - 1.0
+
+    with pytest.raises(ValueError) as info:
+        least_squares(products, np.full(5, 2.0), jac_sparsity=sp.eye_array(4, 5))
+    assert str(info.value).startswith(
+        "least_squares(products): jac_sparsity has no entry at row 0, column 1, where the "
+        "Jacobian at x0 is 2 (4 such entries); a pattern must hold every entry")
+    full = sp.eye_array(4, 5) + sp.eye_array(4, 5, k=1)
+    res = least_squares(products, np.full(5, 2.0), jac_sparsity=full)
+    assert res.success and res.jac.nnz == 8
+    np.testing.assert_allclose(res.fun, 0.0, atol=1e-9)
+
+
+@pytest.mark.parametrize("kwargs, text", [
+    ({"jac_sparsity": np.ones((3, 3))},
+     "least_squares(r): jac_sparsity has shape (3, 3); the Jacobian has shape (2, 2): a row "
+     "per residual, a column per element of the flattened x0"),
+    ({"jac_sparsity": np.eye(2), "sparse": False},
+     "least_squares(r): jac_sparsity is given, which takes the sparse path, and sparse=False "
+     "asks for the dense one; drop one of them"),
+])
+def test_jac_sparsity_error_texts(kwargs, text):
+    pytest.importorskip("scipy.sparse")
+
+    def r(x):
+        return x - 1.0
+
+    with pytest.raises(ValueError) as info:
+        least_squares(r, np.zeros(2), **kwargs)
+    assert str(info.value) == text
+
+
+def test_array_of_traced_scalars_is_refused_with_the_way_out():
+    """np.array([...]) of traced values cannot trace: NumPy builds it by
+    asking each element for a concrete value (np.array takes no
+    __array_function__ override), so the residual function is refused,
+    never run on constants; functrans.numpy.array builds the same array
+    traced."""
+    import functrans.numpy as fnp
+    from functrans.errors import ConcretizationError
+
+    def rosenbrock(p):
+        return np.array([10.0 * (p[1] - p[0] ** 2), 1.0 - p[0]])
+
+    with pytest.raises(ConcretizationError, match=r"rosenbrock: np\.asarray\(\) needs a concrete"):
+        least_squares(rosenbrock, np.array([-1.2, 1.0]))
+    res = least_squares(lambda p: fnp.array([10.0 * (p[1] - p[0] ** 2), 1.0 - p[0]]),
+                        np.array([-1.2, 1.0]))
+    assert res.success
+    np.testing.assert_allclose(res.x, [1.0, 1.0], atol=1e-10)

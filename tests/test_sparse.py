@@ -218,6 +218,35 @@ def test_value_dependent_index_is_conservative():
     assert_equal_dense(fsp.hessian(f)(x), dense)
 
 
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_a_given_sparsity_is_used_instead_of_detection(mode):
+    """Rows that gather by a traced index: detection must take every column,
+    a given pattern (dense or scipy.sparse) knows better; the values equal
+    the dense Jacobian's, and the wrong shape is an error."""
+    import scipy.sparse as sp
+
+    idx = np.array([3, 0, 2, 1, 3, 0])
+
+    def f(x, i):
+        return x[i] ** 2
+
+    x = RNG.uniform(0.5, 2.0, 4)
+    assert fsp.jacobian_sparsity(f)(x, idx).nnz == 24
+    pattern = np.zeros((6, 4))
+    pattern[np.arange(6), idx] = 1.0
+    dense = ft.jacfwd(f)(x, idx)
+    for as_given in (pattern, sp.csr_array(pattern), pattern.astype(bool)):
+        jac = fsp.jacobian(f, mode=mode, sparsity=as_given)
+        out = jac(x, idx)
+        # Forward: every column in one product; reverse: rows 0 and 4 (and
+        # 1 and 5) read the same column, two colours.
+        assert out.nnz == 6 and jac.plan(x, idx).n_colours == (1 if mode == "fwd" else 2)
+        np.testing.assert_array_equal(out.toarray(), dense)
+    with pytest.raises(ShapeError, match=r"sparsity has shape \(4, 6\); the Jacobian has shape "
+                                         r"\(6, 4\)"):
+        fsp.jacobian(f, sparsity=pattern.T)(x, idx)
+
+
 def test_threads_share_a_plan():
     h = fsp.hessian(rosenbrock)
     x = np.ones(30)

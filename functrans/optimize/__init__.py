@@ -52,14 +52,13 @@ from functrans.optimize import (
 )
 from functrans.optimize._constraints import Constraints
 from functrans.optimize._least_squares import least_squares
-from functrans.optimize._problem import Monitor, Problem
+from functrans.optimize._problem import Monitor, Problem, array_like_x0
 from functrans.optimize._result import (
     CALLBACK_STOP,
     MESSAGES,
     LbfgsInvHessProduct,
     OptimizeResult,
 )
-from functrans.tree_util import tree_leaves
 
 __all__ = ["LbfgsInvHessProduct", "OptimizeResult", "least_squares", "minimize"]
 
@@ -170,7 +169,8 @@ def minimize(
     opts = _options(method, module, tol, options)
     if not isinstance(args, tuple):
         args = (args,)
-    problem = Problem(fun, _array_like_x0(x0), args, has_aux, need, jac, hess, hessp)
+    problem = Problem(fun, array_like_x0("minimize", x0), args, has_aux, need, jac, hess,
+                      hessp)
     if method == "interior-point":
         return _minimize_constrained(problem, constraints, bounds, opts, callback)
     if bounds is not None:
@@ -297,27 +297,6 @@ def _check_derivatives(method: str, jac: Any, hess: Any, hessp: Any, has_aux: bo
             "minimize: has_aux=True works with functrans' own derivatives only; drop "
             "jac/hess/hessp, or return the auxiliary values some other way"
         )
-
-
-def _numbers_only(x: Any) -> bool:
-    """A (nested) plain list or tuple of Python or NumPy scalars."""
-    if type(x) in (list, tuple):
-        return all(_numbers_only(e) for e in x)
-    return isinstance(x, (numbers.Number, np.generic))
-
-
-def _array_like_x0(x0: Any) -> Any:
-    """A list or tuple of numbers is an array, as in SciPy (a container that
-    holds arrays, or a namedtuple, stays a pytree)."""
-    if type(x0) in (list, tuple) and tree_leaves(x0) and _numbers_only(x0):
-        try:
-            return np.asarray(x0)
-        except ValueError:
-            raise ValueError(
-                "minimize: x0 is a ragged list (its rows differ in length); pass an array, or "
-                "a pytree of arrays"
-            ) from None
-    return x0
 
 
 def _bounds(problem: Problem, bounds: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -46,11 +46,13 @@ from functrans import core
 from functrans.api import jacfwd, jacrev
 from functrans.jit import jit
 from functrans.optimize._common import REDUCTION_GTOL
-from functrans.optimize._problem import Problem
+from functrans.optimize._problem import Layout, Problem, array_like_x0
 from functrans.optimize._result import OptimizeResult
 from functrans.optimize._sparse import SPARSE_MAX_DENSITY, SPARSE_MIN_N
 
 EPS = np.finfo(np.float64).eps
+#: the largest Jacobian (m n entries) formed densely to check a given jac_sparsity
+CHECK_MAX_ENTRIES = 10 ** 6
 
 MESSAGES = {
     0: "The maximum number of function evaluations is exceeded.",
@@ -98,19 +100,29 @@ _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def least_squares(fun: Callable, x0: Any, jac: Any = None, bounds: Any = (-np.inf, np.inf),
                   method: str = "trf", ftol: float | None = 1e-8, xtol: float | None = 1e-8,
                   gtol: float | None = 1e-8, x_scale: Any = 1.0, loss: str | Callable = "linear",
-                  f_scale: float = 1.0, max_nfev: int | None = None, verbose: int = 0,
-                  args: tuple = (), kwargs: dict | None = None, sparse: bool | None = None
-                  ) -> OptimizeResult:
+                  f_scale: float = 1.0, jac_sparsity: Any = None, max_nfev: int | None = None,
+                  verbose: int = 0, args: tuple = (), kwargs: dict | None = None,
+                  sparse: bool | None = None) -> OptimizeResult:
     """Minimise ``0.5 * sum(loss(fun(x, *args, **kwargs) ** 2))`` over
     ``lb <= x <= ub``, with SciPy's signature and result.
 
-    ``fun`` returns the residuals (any shape; raveled); ``x0`` an array of
-    any shape.  The Jacobian is functrans' own (``jac`` must be None: SciPy's
-    finite-difference options do not apply), sparse when its pattern is
-    (``sparse=None``: the rule of ``minimize``'s Newton; True or False force
-    a path).  ``bounds``: ``(lb, ub)``, numbers or arrays, or an object with
-    ``lb`` and ``ub``.  ``method``: ``"trf"`` or ``"lm"`` (no bounds), both
-    the Levenberg-Marquardt method of this module.  ``loss``: ``"linear"``,
+    ``fun`` returns the residuals (any shape; raveled); ``x0`` is an array
+    of any shape, a list of numbers, or a pytree of arrays (as ``minimize``
+    takes: ``fun`` gets ``x`` in that structure, and the result's ``x``
+    too; ``bounds``, ``x_scale``, ``grad``, ``active_mask`` and the columns
+    of ``jac`` are over the flattened ``x0``).  The Jacobian is functrans'
+    own (``jac`` must be None: SciPy's finite-difference options do not
+    apply), sparse when its pattern is (``sparse=None``: the rule of
+    ``minimize``'s Newton; True or False force a path).  ``jac_sparsity``,
+    as in SciPy (an ``(m, n)`` array or ``scipy.sparse`` matrix, nonzero
+    where an entry may be nonzero), is used instead of the pattern detected
+    from the program and takes the sparse path; where the detected pattern
+    has entries it lacks and ``m n <= CHECK_MAX_ENTRIES``, the dense Jacobian
+    at ``x0`` must be zero there (a ``ValueError`` otherwise: a pattern that
+    misses an entry gives a wrong Jacobian).  ``bounds``: ``(lb, ub)``,
+    numbers or arrays, or an object with ``lb`` and ``ub``.  ``method``:
+    ``"trf"`` or ``"lm"`` (no bounds), both the Levenberg-Marquardt method
+    of this module.  ``loss``: ``"linear"``,
     ``"soft_l1"``, ``"huber"``, ``"cauchy"``, ``"arctan"``, with ``f_scale``
     the residual scale.  ``x_scale``: a number, an array, or ``"jac"``.
 
@@ -146,14 +158,8 @@ def least_squares(fun: Callable, x0: Any, jac: Any = None, bounds: Any = (-np.in
     if not isinstance(args, tuple):
         args = (args,)
     kwargs = dict(kwargs or {})
-    a0 = np.asarray(x0)
-    if a0.dtype.kind not in "iuf" or a0.size == 0:
-        raise TypeError(f"{label}: x0 must be a non-empty array of real numbers, got "
-                        f"{a0.dtype} of shape {a0.shape}")
-    shape = a0.shape
-    x = a0.astype(np.float64).ravel()
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"{label}: x0 is not finite; start from finite values")
+    layout = Layout(label, array_like_x0(label, x0))
+    x = layout.flat
     n = x.size
     lo, hi = _bounds(label, bounds, n)
     if method == "lm" and (np.isfinite(lo).any() or np.isfinite(hi).any()):
@@ -163,12 +169,15 @@ def least_squares(fun: Callable, x0: Any, jac: Any = None, bounds: Any = (-np.in
         raise ValueError(f"{label}: x0 is outside the bounds; start inside them")
     dynamic, rebuild, static_key = Problem._split_args((args, kwargs))
 
+    unravel = layout.unravel
+
     def residuals(v, *dyn):
         a, kw = rebuild(dyn)
-        return np.reshape(fun(v.reshape(shape), *a, **kw), (-1,))
+        return np.reshape(fun(unravel(v), *a, **kw), (-1,))
 
     residuals.__name__ = name
-    res_fn, jac_fn, is_sparse = _compiled(fun, residuals, static_key, shape, x, dynamic, sparse,
+    key = (layout.treedef, tuple(layout.shapes), static_key)
+    res_fn, jac_fn, is_sparse = _compiled(fun, residuals, key, x, dynamic, sparse, jac_sparsity,
                                           label)
     solver = _LevenbergMarquardt(res_fn, jac_fn, dynamic, is_sparse, loss_fn, float(f_scale),
                                  lo, hi, x_scale, tols, max_nfev or 100 * n, label, name)
@@ -177,7 +186,7 @@ def least_squares(fun: Callable, x0: Any, jac: Any = None, bounds: Any = (-np.in
     if verbose:
         print(out["message"])
     return OptimizeResult(
-        x=out["x"].reshape(shape), cost=out["cost"], fun=out["r"], jac=out["J"],
+        x=unravel(out["x"].copy()), cost=out["cost"], fun=out["r"], jac=out["J"],
         grad=out["g"], optimality=out["optimality"], active_mask=out["active"],
         nfev=out["nfev"], njev=out["njev"], status=out["status"], message=out["message"],
         success=out["status"] > 0,
@@ -198,12 +207,14 @@ def _bounds(label: str, bounds: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def _compiled(fun, residuals, static_key, shape, x, dynamic, choice, label):
+def _compiled(fun, residuals, key, x, dynamic, choice, given, label):
     """The jitted residuals and Jacobian (dense or ``functrans.sparse``), made
-    once per function, x0 shape and argument layout."""
+    once per function, x0 layout and argument layout (and given pattern)."""
     if not (choice is None or choice is True or choice is False):
         raise ValueError(f"{label}: sparse must be None, True or False, got {choice!r}")
-    key: Any = (shape, static_key)
+    if given is not None and choice is False:
+        raise ValueError(f"{label}: jac_sparsity is given, which takes the sparse path, and "
+                         "sparse=False asks for the dense one; drop one of them")
     try:
         per_fun = _COMPILED.setdefault(fun, {})
         hash(key)
@@ -213,9 +224,12 @@ def _compiled(fun, residuals, static_key, shape, x, dynamic, choice, label):
         res_fn = jit(residuals)
         m = int(np.asarray(res_fn(x, *dynamic)).size)
         dense = jit(jacfwd(residuals) if m >= x.size else jacrev(residuals))
-        per_fun[key] = {"r": res_fn, "dense": dense, "m": m, "decided": {}, "sparse": None}
+        per_fun[key] = {"r": res_fn, "dense": dense, "m": m, "decided": {}, "sparse": None,
+                        "given": {}}
     entry = per_fun[key]
     n, m = x.size, entry["m"]
+    if given is not None:
+        return entry["r"], _with_pattern(entry, residuals, given, x, dynamic, label), True
     if choice is False or (choice is None and n < SPARSE_MIN_N):
         return entry["r"], entry["dense"], False
     try:
@@ -238,6 +252,52 @@ def _compiled(fun, residuals, static_key, shape, x, dynamic, choice, label):
         if not entry["decided"][signature]:
             return entry["r"], entry["dense"], False
     return entry["r"], jac_sparse, True
+
+
+def _with_pattern(entry: dict, residuals: Callable, given: Any, x: np.ndarray, dynamic: tuple,
+                  label: str) -> Any:
+    """The sparse Jacobian on the pattern ``given`` (``jac_sparsity``), checked
+    once per pattern: entries of the detected pattern that ``given`` lacks
+    must be zero in the dense Jacobian at ``x`` where that is cheap to form."""
+    import scipy.sparse as sp
+
+    import functrans.sparse as fsp
+    from functrans.sparse._api import given_pattern
+
+    m, n = entry["m"], x.size
+    shape = getattr(given, "shape", None) if sp.issparse(given) else np.shape(given)
+    if tuple(shape or ()) != (m, n):
+        raise ValueError(
+            f"{label}: jac_sparsity has shape {tuple(shape or ())}; the Jacobian has shape "
+            f"{(m, n)}: a row per residual, a column per element of the flattened x0")
+    pattern = given_pattern(label, given, (m, n))
+    pkey = (pattern.indptr.tobytes(), pattern.indices.tobytes())
+    if pkey in entry["given"]:
+        return entry["given"][pkey]
+    detected = None
+    if m * n <= CHECK_MAX_ENTRIES:
+        try:
+            detected = fsp.jacobian_sparsity(residuals)(x, *dynamic)
+        except Exception:  # a program detection cannot read: the given pattern is all there is
+            pass
+    if detected is not None:
+        lacking = (sp.csr_array(detected, dtype=np.int8)
+                   - sp.csr_array(pattern, dtype=np.int8)).tocoo()
+        rows, cols = lacking.row[lacking.data > 0], lacking.col[lacking.data > 0]
+        if rows.size:
+            dense = np.asarray(entry["dense"](x, *dynamic), dtype=np.float64).reshape(m, n)
+            values = dense[rows, cols]
+            bad = np.flatnonzero(values != 0)
+            if bad.size:
+                i, j = int(rows[bad[0]]), int(cols[bad[0]])
+                raise ValueError(
+                    f"{label}: jac_sparsity has no entry at row {i}, column {j}, where the "
+                    f"Jacobian at x0 is {values[bad[0]]:.6g} ({bad.size} such entries); a "
+                    "pattern must hold every entry that can be nonzero, or the Jacobian "
+                    "comes out wrong: add them, or drop jac_sparsity (functrans detects the "
+                    "pattern from the program)")
+    derivative = entry["given"][pkey] = fsp.jacobian(residuals, sparsity=pattern)
+    return derivative
 
 
 class _LevenbergMarquardt:

@@ -11,6 +11,7 @@ It also counts evaluations.  ``Monitor`` runs the user's callback and the
 from __future__ import annotations
 
 import inspect
+import numbers
 import os
 import time
 import weakref
@@ -23,11 +24,95 @@ from functrans.api import hessian, hvp, value_and_grad
 from functrans.errors import ConcretizationError
 from functrans.jit import jit
 from functrans.optimize._result import OptimizeResult
-from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from functrans.tree_util import (
+    keystr,
+    tree_flatten,
+    tree_flatten_with_path,
+    tree_leaves,
+    tree_unflatten,
+)
 
 # Leaves of ``args`` that are traced; Python ints, bools and other objects are
 # baked into the compiled functions as constants (they often size or index).
 _TRACED_ARG_TYPES = (np.ndarray, np.generic, float, complex)
+
+
+def _numbers_only(x: Any) -> bool:
+    """A (nested) plain list or tuple of Python or NumPy scalars."""
+    if type(x) in (list, tuple):
+        return all(_numbers_only(e) for e in x)
+    return isinstance(x, (numbers.Number, np.generic))
+
+
+def array_like_x0(label: str, x0: Any) -> Any:
+    """A list or tuple of numbers is an array, as in SciPy (a container that
+    holds arrays, or a namedtuple, stays a pytree)."""
+    if type(x0) in (list, tuple) and tree_leaves(x0) and _numbers_only(x0):
+        try:
+            return np.asarray(x0)
+        except ValueError:
+            raise ValueError(
+                f"{label}: x0 is a ragged list (its rows differ in length); pass an array, or "
+                "a pytree of arrays"
+            ) from None
+    return x0
+
+
+class Layout:
+    """A pytree ``x0`` as one flat float64 vector (``flat``: its leaves raveled
+    in C order and concatenated), checked (real, finite, not empty), and the
+    way back (``unravel``).  ``label`` starts the error messages."""
+
+    def __init__(self, label: str, x0: Any):
+        paths, leaves, self.treedef = tree_flatten_with_path(x0)
+        if not leaves:
+            raise ValueError(f"{label}: x0 holds no arrays; pass an array or a pytree of them")
+        arrays = []
+        for path, leaf in zip(paths, leaves):
+            where = f"x0{keystr(path)}"
+            a = np.asarray(leaf)
+            if a.dtype.kind not in "iuf":
+                raise TypeError(
+                    f"{label}: {where} has dtype {a.dtype}; {label.split('(')[0]} works on real "
+                    "numbers: pass a float array (split complex parameters into real and "
+                    "imaginary parts)"
+                )
+            bad = ~np.isfinite(a)
+            if bad.any():
+                raise ValueError(
+                    f"{label}: {where} is not finite ({a[bad].flat[0]} at index "
+                    f"{np.argwhere(bad)[0].tolist() if a.ndim else '()'}); start from finite values"
+                )
+            arrays.append(a)
+        self.shapes = [a.shape for a in arrays]
+        self.sizes = [a.size for a in arrays]
+        self.flat = np.concatenate([a.astype(np.float64).ravel() for a in arrays])
+        if self.flat.size == 0:
+            raise ValueError(
+                f"{label}: x0 has no elements (shapes {', '.join(map(str, self.shapes))}); "
+                "there is nothing to minimise over: pass at least one number"
+            )
+        self._paths = paths
+
+    def unravel(self, v: Any) -> Any:
+        """The flat vector (array or tracer) back in ``x0``'s pytree shape."""
+        if len(self.shapes) == 1:
+            leaves = [v.reshape(self.shapes[0])]
+        else:
+            leaves, start = [], 0
+            for shape, size in zip(self.shapes, self.sizes):
+                leaves.append(v[start:start + size].reshape(shape))
+                start += size
+        return tree_unflatten(self.treedef, leaves)
+
+    def leaf_of(self, index: int) -> str:
+        """``x0['w'][2, 1]``: where flat index ``index`` lives in x0."""
+        for path, shape, size in zip(self._paths, self.shapes, self.sizes):
+            if index < size:
+                at = np.unravel_index(index, shape) if shape else ()
+                return f"x0{keystr(path)}" + (f"[{', '.join(map(str, at))}]" if at else "")
+            index -= size
+        raise IndexError(index)
 
 
 class Point(NamedTuple):
@@ -132,56 +217,10 @@ class Problem:
     # -- x0 and args ---------------------------------------------------------------
 
     def _flatten_x0(self, x0: Any) -> np.ndarray:
-        paths, leaves, self.treedef = tree_flatten_with_path(x0)
-        if not leaves:
-            raise ValueError(f"{self.label}: x0 holds no arrays; pass an array or a pytree of them")
-        arrays = []
-        for path, leaf in zip(paths, leaves):
-            where = f"x0{keystr(path)}"
-            a = np.asarray(leaf)
-            if a.dtype.kind not in "iuf":
-                raise TypeError(
-                    f"{self.label}: {where} has dtype {a.dtype}; minimize works on real "
-                    "numbers: pass a float array (split complex parameters into real and "
-                    "imaginary parts)"
-                )
-            bad = ~np.isfinite(a)
-            if bad.any():
-                raise ValueError(
-                    f"{self.label}: {where} is not finite ({a[bad].flat[0]} at index "
-                    f"{np.argwhere(bad)[0].tolist() if a.ndim else '()'}); start from finite values"
-                )
-            arrays.append(a)
-        self.shapes = [a.shape for a in arrays]
-        self.sizes = [a.size for a in arrays]
-        flat = np.concatenate([a.astype(np.float64).ravel() for a in arrays])
-        if flat.size == 0:
-            raise ValueError(
-                f"{self.label}: x0 has no elements (shapes {', '.join(map(str, self.shapes))}); "
-                "there is nothing to minimise over: pass at least one number"
-            )
-        self._paths = paths
-        return flat
-
-    def unravel(self, v: Any) -> Any:
-        """The flat vector (array or tracer) back in ``x0``'s pytree shape."""
-        if len(self.shapes) == 1:
-            leaves = [v.reshape(self.shapes[0])]
-        else:
-            leaves, start = [], 0
-            for shape, size in zip(self.shapes, self.sizes):
-                leaves.append(v[start:start + size].reshape(shape))
-                start += size
-        return tree_unflatten(self.treedef, leaves)
-
-    def leaf_of(self, index: int) -> str:
-        """``x0['w'][2, 1]``: where flat index ``index`` lives in x0."""
-        for path, shape, size in zip(self._paths, self.shapes, self.sizes):
-            if index < size:
-                at = np.unravel_index(index, shape) if shape else ()
-                return f"x0{keystr(path)}" + (f"[{', '.join(map(str, at))}]" if at else "")
-            index -= size
-        raise IndexError(index)
+        self.layout = layout = Layout(self.label, x0)
+        self.treedef, self.shapes, self.sizes = layout.treedef, layout.shapes, layout.sizes
+        self.unravel, self.leaf_of = layout.unravel, layout.leaf_of
+        return layout.flat
 
     @staticmethod
     def _split_args(args: tuple):

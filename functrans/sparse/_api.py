@@ -74,8 +74,9 @@ class SparseDerivative:
     pattern, colouring and mode it uses for such arguments."""
 
     def __init__(self, f: Callable, argnums: int | Sequence[int], kind: str, mode: str,
-                 compiler: str | None = None):
+                 compiler: str | None = None, sparsity: Any = None):
         self.fun = f
+        self.sparsity = sparsity
         self.kind = kind
         self.name = core.fun_name(f)
         self.label = f"sparse.{kind}({self.name})"
@@ -136,9 +137,13 @@ class SparseDerivative:
     def _make_plan(self, nums: tuple[int, ...], avals: tuple) -> SparsePlan:
         dtype = _check_inputs(self.label, nums, avals)
         closed = trace(self.label, self.fun, avals, hessian=self.kind == "hessian")
-        jac, hess = detect(self.label, closed, [i in nums for i in range(len(avals))],
-                           hessian=self.kind == "hessian")
         sizes = [avals[i].size for i in nums]
+        if self.sparsity is not None:
+            m = int(np.prod(closed.jaxpr.outvars[0].aval.shape, dtype=np.int64))
+            jac, hess = given_pattern(self.label, self.sparsity, (m, int(sum(sizes)))), None
+        else:
+            jac, hess = detect(self.label, closed, [i in nums for i in range(len(avals))],
+                               hessian=self.kind == "hessian")
         shapes = [avals[i].shape for i in nums]
         dtypes = [avals[i].dtype for i in nums]
         g = _flat_function(self.fun, nums, len(avals), sizes, shapes, dtypes)
@@ -208,6 +213,22 @@ def _csr_bool(a):
     a = sp.csr_array(a, dtype=bool)
     a.sort_indices()
     return a
+
+
+def given_pattern(label: str, sparsity: Any, shape: tuple[int, int]):
+    """A pattern the user gives (a dense array or anything ``scipy.sparse``
+    takes; its nonzero entries are those that may be nonzero) as a sorted
+    boolean CSR array of ``shape``; stored zeros are not in it."""
+    try:
+        a = sp.csr_array(sparsity) if sp.issparse(sparsity) else sp.csr_array(
+            np.asarray(sparsity) != 0)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{label}: sparsity must be an array or a scipy.sparse matrix, got "
+                        f"{type(sparsity).__name__} ({err})") from None
+    if a.shape != shape:
+        raise ShapeError(f"{label}: sparsity has shape {a.shape}; the Jacobian has shape "
+                         f"{shape} (rows: the output raveled, columns: the inputs raveled)")
+    return _csr_bool(a != 0)
 
 
 def _index_dtype(pattern) -> type:
@@ -393,20 +414,26 @@ def hessian_sparsity(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
 
 def jacobian(f: Callable, argnums: int | Sequence[int] = 0, mode: str = "auto",
-             compiler: str | None = None) -> SparseDerivative:
+             compiler: str | None = None, sparsity: Any = None) -> SparseDerivative:
     """The Jacobian of ``f`` as a ``scipy.sparse.csr_array`` (rows: the output
     raveled; columns: the ``argnums`` inputs raveled in C order and
     concatenated), from one forward (``mode="fwd"``) or reverse (``"rev"``)
     product per colour; ``"auto"`` takes the mode with fewer colours.
     ``compiler`` is ``jit``'s, for the compressed products; None picks the
     native tier for long products where Numba is installed (docs/sparse.md).
+    ``sparsity``: a pattern to use instead of the one detected from the
+    program (an array or ``scipy.sparse`` matrix of the Jacobian's shape,
+    nonzero where an entry may be nonzero), for a program whose detected
+    pattern is wider than the truth.  It is trusted: a pattern that misses an
+    entry that is not zero gives wrong values, there and in the entries of
+    the columns (rows in reverse mode) that share its colour.
 
     >>> import functrans.sparse as fsp, numpy as np
     >>> fsp.jacobian(lambda x: x[1:] * x[:-1])(np.arange(1.0, 4.0)).toarray()
     array([[2., 1., 0.],
            [0., 3., 2.]])
     """
-    return SparseDerivative(f, argnums, "jacobian", mode, compiler)
+    return SparseDerivative(f, argnums, "jacobian", mode, compiler, sparsity)
 
 
 def hessian(f: Callable, argnums: int | Sequence[int] = 0, compiler: str | None = None
