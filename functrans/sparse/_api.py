@@ -138,12 +138,12 @@ class SparseDerivative:
         dtype = _check_inputs(self.label, nums, avals)
         closed = trace(self.label, self.fun, avals, hessian=self.kind == "hessian")
         sizes = [avals[i].size for i in nums]
-        if self.sparsity is not None:
-            m = int(np.prod(closed.jaxpr.outvars[0].aval.shape, dtype=np.int64))
-            jac, hess = given_pattern(self.label, self.sparsity, (m, int(sum(sizes)))), None
-        else:
+        if self.sparsity is None:
             jac, hess = detect(self.label, closed, [i in nums for i in range(len(avals))],
                                hessian=self.kind == "hessian")
+        else:  # jacobian() only: hessian() takes no pattern
+            m = int(np.prod(closed.jaxpr.outvars[0].aval.shape, dtype=np.int64))
+            jac = hess = given_pattern(self.label, self.sparsity, (m, int(sum(sizes))))
         shapes = [avals[i].shape for i in nums]
         dtypes = [avals[i].dtype for i in nums]
         g = _flat_function(self.fun, nums, len(avals), sizes, shapes, dtypes)
