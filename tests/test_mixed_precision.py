@@ -185,6 +185,18 @@ def test_policy_leaves_integers_and_python_floats():
     assert policy.cast_to_output(np.ones(2, np.float16)).dtype == np.float32
 
 
+def test_policy_casts_numpy_float64_scalars():
+    # np.float64 is a subclass of float but not weak: uncast, x * (1/3) ran in
+    # float64 eagerly (0.333333...) and in float16 under jit (0.33325195).
+    policy = optim.precision_policy(np.float32, np.float16, np.float64)
+    f = policy.apply(lambda x, s: x * s)
+    x, third = np.array([1.0], np.float32), np.float64(1.0 / 3.0)
+    want = np.float64(np.float16(1.0 / 3.0))
+    assert policy.cast_to_compute(third).dtype == np.float16
+    assert f(x, third)[0] == want
+    assert ft.jit(f)(x, third)[0] == want
+
+
 def test_errors():
     with pytest.raises(TypeError, match=r"precision_policy: compute_dtype must be a real "
                                         r"floating-point dtype .* got 'int32'"):

@@ -211,7 +211,10 @@ def precision_policy(param_dtype: Any = np.float32, compute_dtype: Any = np.floa
 
 def _cast_floating(tree: Any, dtype: np.dtype) -> Any:
     def cast(x):
-        if isinstance(x, float):  # a Python float is weak: it follows the arrays it meets
+        # Only a Python float is weak (it follows the arrays it meets); NumPy's
+        # float64 scalar, a subclass of float, is not: left alone it would carry
+        # the whole computation to float64 eagerly, and to float16 under jit.
+        if type(x) is float:
             return x
         if np.dtype(fnp.result_type(x)).kind in _FLOAT_KINDS:
             return fnp.asarray(x).astype(dtype)
