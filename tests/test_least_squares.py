@@ -115,6 +115,8 @@ def test_args_kwargs_and_x_scale():
     ({"bounds": (1.0, 1.0)}, ValueError, "least_squares(r): each lower bound must be below"),
     ({"x_scale": "auto"}, ValueError, "least_squares(r): x_scale must be a number, an array"),
     ({"ftol": 0, "xtol": 0, "gtol": 0}, ValueError, "least_squares(r): ftol, xtol and gtol"),
+    ({"sparse": 1}, ValueError, "least_squares(r): sparse must be None (decide from the "
+     "Jacobian's pattern), True or False, got 1 of type int; pass a bool"),
 ])
 def test_error_texts(kwargs, error, text):
     def r(x):

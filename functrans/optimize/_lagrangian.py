@@ -25,7 +25,12 @@ from functrans.api import hessian, jacfwd, jacrev
 from functrans.jit import jit
 from functrans.optimize._constraints import Constraints
 from functrans.optimize._problem import Problem
-from functrans.optimize._sparse import SPARSE_MAX_DENSITY, SPARSE_MIN_N
+from functrans.optimize._sparse import (
+    SPARSE_MAX_DENSITY,
+    SPARSE_MIN_N,
+    check_choice,
+    decide,
+)
 
 #: objective function -> {problem key: compiled bundle}
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -86,10 +91,7 @@ class Derivatives:
 
     @classmethod
     def of(cls, problem: Problem, cons: Constraints, choice: bool | None) -> Derivatives:
-        if not (choice is None or choice is True or choice is False):  # 1 == True
-            raise ValueError(f"{problem.label}: option sparse must be None (decide from the "
-                             f"patterns), True or False, got {choice!r} of type "
-                             f"{type(choice).__name__}; pass a bool")
+        check_choice(problem.label, choice, decides="the patterns")
         bundle = _bundle(problem, cons)
         return cls(problem, cons, bundle, _sparse_pair(problem, cons, bundle, choice))
 
@@ -146,25 +148,14 @@ def _sparse_pair(problem: Problem, cons: Constraints, bundle: dict, choice: bool
     x0, dyn_f, dyn_c = problem.x0, problem._dynamic, bundle["dyn_c"]
     w0 = np.zeros(cons.n_nonlinear)
     h_args = (x0, w0, np.float64(1.0), *dyn_f, *dyn_c)
-    if choice is None:
-        signature = tuple(core.get_aval(a) for a in (*h_args,))
-        if signature not in store["decided"]:
-            try:
-                nnz = h.plan(*h_args).pattern.nnz
-                ok = nnz <= SPARSE_MAX_DENSITY * float(n) * n
-                if ok and cons.n_nonlinear:
-                    jnnz = j.plan(x0, *dyn_c).pattern.nnz
-                    ok = jnnz <= SPARSE_MAX_DENSITY * float(n) * cons.n_nonlinear
-            except Exception:  # a program detection cannot read: the dense path decides
-                ok = False
-            store["decided"][signature] = ok
-        if not store["decided"][signature]:
-            return None
 
-    def jac(x, *dyn):
-        return j(x, *dyn)
+    def fits() -> bool:
+        if h.plan(*h_args).pattern.nnz > SPARSE_MAX_DENSITY * float(n) * n:
+            return False
+        return not cons.n_nonlinear or (j.plan(x0, *dyn_c).pattern.nnz
+                                        <= SPARSE_MAX_DENSITY * float(n) * cons.n_nonlinear)
 
-    def hess(x, w, sigma, *dyn):
-        return h(x, w, sigma, *dyn)
-
-    return jac, hess
+    if choice is None and not decide(store["decided"],
+                                     tuple(core.get_aval(a) for a in h_args), fits):
+        return None
+    return j, h

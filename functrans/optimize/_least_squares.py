@@ -48,7 +48,12 @@ from functrans.jit import jit
 from functrans.optimize._common import REDUCTION_GTOL
 from functrans.optimize._problem import Layout, Problem, array_like_x0
 from functrans.optimize._result import OptimizeResult
-from functrans.optimize._sparse import SPARSE_MAX_DENSITY, SPARSE_MIN_N
+from functrans.optimize._sparse import (
+    SPARSE_MAX_DENSITY,
+    SPARSE_MIN_N,
+    check_choice,
+    decide,
+)
 
 EPS = np.finfo(np.float64).eps
 #: the largest Jacobian (m n entries) formed densely to check a given jac_sparsity
@@ -210,8 +215,7 @@ def _bounds(label: str, bounds: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
 def _compiled(fun, residuals, key, x, dynamic, choice, given, label):
     """The jitted residuals and Jacobian (dense or ``functrans.sparse``), made
     once per function, x0 layout and argument layout (and given pattern)."""
-    if not (choice is None or choice is True or choice is False):
-        raise ValueError(f"{label}: sparse must be None, True or False, got {choice!r}")
+    check_choice(label, choice, what="sparse", decides="the Jacobian's pattern")
     if given is not None and choice is False:
         raise ValueError(f"{label}: jac_sparsity is given, which takes the sparse path, and "
                          "sparse=False asks for the dense one; drop one of them")
@@ -241,16 +245,10 @@ def _compiled(fun, residuals, key, x, dynamic, choice, given, label):
     if entry["sparse"] is None:
         entry["sparse"] = fsp.jacobian(residuals)
     jac_sparse = entry["sparse"]
-    if choice is None:
-        signature = tuple(core.get_aval(a) for a in (x, *dynamic))
-        if signature not in entry["decided"]:
-            try:
-                nnz = jac_sparse.plan(x, *dynamic).pattern.nnz
-                entry["decided"][signature] = nnz <= SPARSE_MAX_DENSITY * float(n) * m
-            except Exception:  # a program detection cannot read: the dense path decides
-                entry["decided"][signature] = False
-        if not entry["decided"][signature]:
-            return entry["r"], entry["dense"], False
+    if choice is None and not decide(
+            entry["decided"], tuple(core.get_aval(a) for a in (x, *dynamic)),
+            lambda: jac_sparse.plan(x, *dynamic).pattern.nnz <= SPARSE_MAX_DENSITY * float(n) * m):
+        return entry["r"], entry["dense"], False
     return entry["r"], jac_sparse, True
 
 

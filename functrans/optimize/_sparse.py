@@ -38,15 +38,34 @@ SPARSE_MIN_N = 200
 SPARSE_MAX_DENSITY = 0.05
 
 
-def sparse_hessian(problem: Any, choice: bool | None) -> Callable | None:
-    """``x -> scipy.sparse`` Hessian of ``problem`` at ``x``, or None for the
-    dense path (see the module docstring for the rule)."""
+def check_choice(label: str, choice: Any, what: str = "option sparse",
+                 decides: str = "the pattern") -> None:
+    """``choice`` (the option ``sparse``, or ``least_squares``' argument of
+    that name) must be None (the auto rule decides from ``decides``), True
+    or False."""
     # By identity: `in (None, True, False)` would let 1, 0 and 1.0 through
     # (1 == True), and a typo such as sparse=1 meant for another option with it.
     if not (choice is None or choice is True or choice is False):
-        raise ValueError(f"{problem.label}: option sparse must be None (decide from the "
-                         f"pattern), True or False, got {choice!r} of type "
-                         f"{type(choice).__name__}; pass a bool")
+        raise ValueError(f"{label}: {what} must be None (decide from {decides}), True or False, "
+                         f"got {choice!r} of type {type(choice).__name__}; pass a bool")
+
+
+def decide(decided: dict, signature: tuple, fits: Callable[[], bool]) -> bool:
+    """The auto rule's verdict for ``signature``, worked out once by
+    ``fits()`` (whether the detected patterns are sparse enough) and kept in
+    ``decided``; a program detection cannot read goes dense."""
+    if signature not in decided:
+        try:
+            decided[signature] = bool(fits())
+        except Exception:  # a program detection cannot read: the dense path decides
+            decided[signature] = False
+    return decided[signature]
+
+
+def sparse_hessian(problem: Any, choice: bool | None) -> Callable | None:
+    """``x -> scipy.sparse`` Hessian of ``problem`` at ``x``, or None for the
+    dense path (see the module docstring for the rule)."""
+    check_choice(problem.label, choice)
     n = problem.x0.size
     if choice is False or _user_given(problem._hess) or _user_given(problem._vg):
         return None  # the user's own derivatives, or a fun that is never traced
@@ -60,16 +79,10 @@ def sparse_hessian(problem: Any, choice: bool | None) -> Callable | None:
         return None
     h, decided = _hessian_of(problem, fsp)
     args = (problem.x0, *problem._dynamic)
-    if choice is None:
-        signature = tuple(core.get_aval(a) for a in args)
-        if signature not in decided:
-            try:
-                plan = h.plan(*args)
-                decided[signature] = plan.pattern.nnz <= SPARSE_MAX_DENSITY * float(n) * n
-            except Exception:  # a program detection cannot read: the dense path decides
-                decided[signature] = False
-        if not decided[signature]:
-            return None
+    if choice is None and not decide(
+            decided, tuple(core.get_aval(a) for a in args),
+            lambda: h.plan(*args).pattern.nnz <= SPARSE_MAX_DENSITY * float(n) * n):
+        return None
 
     def hess(x):
         problem.nhev += 1
