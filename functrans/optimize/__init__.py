@@ -191,19 +191,7 @@ def minimize(
         p0 = problem.start()
         monitor = Monitor(problem, callback, opts["disp"], module.GNORM_LABEL)
         out = solver(problem, p0, opts, monitor)
-    if monitor.stopped:
-        out["status"], out["message"] = CALLBACK_STOP, MESSAGES[CALLBACK_STOP]
-    p = out.pop("point")
-    res = OptimizeResult(
-        message=out.pop("message"), success=out["status"] == 0, status=out["status"],
-        fun=p.f, x=problem.unravel(p.x.copy()), nit=out.pop("nit"),
-        jac=problem.unravel(p.g.copy()), nfev=problem.nfev, njev=problem.njev,
-        nhev=problem.nhev,
-    )
-    del out["status"]
-    res.update(out)  # hess_inv or hess
-    if has_aux:
-        res["aux"] = p.aux
+    res = _result(problem, out, monitor)  # with hess_inv or hess
     if opts["disp"]:
         print(res.message)
         print(f"         Current function value: {res.fun:f}")
@@ -224,21 +212,29 @@ def _minimize_constrained(problem: Problem, constraints: Any, bounds: Any, opts:
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         monitor = Monitor(problem, callback, opts["disp"], _interior.GNORM_LABEL)
         out = _interior.minimize_interior(problem, cons, lo, hi, opts, monitor)
+    out["v_bounds"] = problem.unravel(out["v_bounds"])
+    res = _result(problem, out, monitor)  # with v, v_bounds, constr, ...
+    if opts["disp"]:
+        print(res.message)
+    return res
+
+
+def _result(problem: Problem, out: dict, monitor: Monitor) -> OptimizeResult:
+    """A solver's ``out`` (``point``, ``status``, ``message``, ``nit`` and
+    the method's own entries) as SciPy's result, ``x`` and ``jac`` in
+    ``x0``'s structure, ``aux`` added with ``has_aux``."""
     if monitor.stopped:
         out["status"], out["message"] = CALLBACK_STOP, MESSAGES[CALLBACK_STOP]
-    p = out.pop("point")
+    p, status = out.pop("point"), out.pop("status")
     res = OptimizeResult(
-        message=out.pop("message"), success=out["status"] == 0, status=out.pop("status"),
+        message=out.pop("message"), success=status == 0, status=status,
         fun=p.f, x=problem.unravel(p.x.copy()), nit=out.pop("nit"),
         jac=problem.unravel(p.g.copy()), nfev=problem.nfev, njev=problem.njev,
         nhev=problem.nhev,
     )
-    out["v_bounds"] = problem.unravel(out["v_bounds"])
     res.update(out)
     if problem.has_aux:
         res["aux"] = p.aux
-    if opts["disp"]:
-        print(res.message)
     return res
 
 
