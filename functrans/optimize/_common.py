@@ -71,6 +71,14 @@ REDUCTION_MESSAGE = "CONVERGENCE: RELATIVE REDUCTION OF F <= FACTR*EPSMCH"
 REDUCTION_GTOL = 1e-5
 
 
+def small_gradient(gmax: float, x: np.ndarray, f: float) -> bool:
+    """Whether the first-order change ``gmax * max(|x|_inf, 1)`` over a move
+    of ``x``'s own size is within ``REDUCTION_GTOL * max(|f|, 1)``: no step
+    of the problem's scale could still gain much.  What lets a tiny
+    reduction (or step) count as convergence rather than a stall."""
+    return gmax * max(float(np.max(np.abs(x))), 1.0) <= REDUCTION_GTOL * max(abs(f), 1.0)
+
+
 def reduction_stop(f_old: float, f: float, gmax: float, x: np.ndarray, ftol: float,
                    restarted: bool) -> tuple[str, str | None]:
     """What a step with relative reduction ``(f_old - f) / max(|f_old|, |f|, 1)``
@@ -89,7 +97,7 @@ def reduction_stop(f_old: float, f: float, gmax: float, x: np.ndarray, ftol: flo
     scale = max(abs(f_old), abs(f), 1.0)
     if f_old - f > ftol * scale:
         return "go on", None
-    if gmax * max(float(np.max(np.abs(x))), 1.0) <= REDUCTION_GTOL * max(abs(f), 1.0):
+    if small_gradient(gmax, x, f):
         return "converged", REDUCTION_MESSAGE
     if not restarted:
         return "restart", None

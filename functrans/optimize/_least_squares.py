@@ -45,7 +45,7 @@ import numpy as np
 from functrans import core
 from functrans.api import jacfwd, jacrev
 from functrans.jit import jit
-from functrans.optimize._common import REDUCTION_GTOL
+from functrans.optimize._common import small_gradient
 from functrans.optimize._problem import Layout, Problem, array_like_x0
 from functrans.optimize._result import OptimizeResult
 from functrans.optimize._sparse import (
@@ -402,8 +402,7 @@ class _LevenbergMarquardt:
                 if small_f or small_x:
                     g_new = self.weighted(r, j)[2]
                     pg_new = np.clip(x - g_new, lo, hi) - x
-                    gmax = float(np.max(np.abs(pg_new)))
-                    if gmax * max(float(np.max(np.abs(x))), 1.0) <= REDUCTION_GTOL * max(cost, 1.0):
+                    if small_gradient(float(np.max(np.abs(pg_new))), x, cost):
                         status = 4 if small_f and small_x else 2 if small_f else 3
                         break
             else:
