@@ -72,6 +72,44 @@ def test_bounds_only():
     np.testing.assert_allclose(res.v_bounds, [-2.0, 2.0, 0.0], atol=1e-7)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_variable_fixed_by_equal_bounds(sparse):
+    """x0 held at 1 by bounds (1, 1), as SciPy's trust-constr allows; closed
+    form: x1 = 1.5 - 0.1 = 1.4 with v = -2 (1.4 - 2) = 1.2, x2 = 2, and the
+    fixed bound's multiplier takes df/dx0 - v dc/dx0 = -2 - 1.2 * 0.2."""
+    if sparse:
+        pytest.importorskip("scipy", reason="the sparse path factors with SciPy's SuperLU")
+
+    def f(x):
+        return np.sum((x - 2.0) ** 2)
+
+    res = minimize(f, [0.0, 0.0, 0.0], bounds=[(1, 1), (None, None), (-1, 3)],
+                   constraints={"type": "ineq", "fun": lambda x: 1.5 - x[1] - 0.1 * x[0] ** 2},
+                   options={"sparse": sparse})
+    assert res.status == 0, res.message
+    assert res.x[0] == 1.0
+    np.testing.assert_allclose(res.x, [1.0, 1.4, 2.0], atol=1e-8)
+    np.testing.assert_allclose(res.v[0], 1.2, atol=1e-7)
+    np.testing.assert_allclose(res.v_bounds, [-1.76, 0.0, 0.0], atol=1e-7)
+    assert res.optimality <= 1e-8
+
+
+@pytest.mark.parametrize("bounds, constraints, x", [
+    # Every variable fixed by its bounds; only the slack of an inactive row is free.
+    ([(0, 0), (2, 2)], {"type": "ineq", "fun": lambda x: x[0] + 10.0}, [0.0, 2.0]),
+    # The equality rows leave one feasible point, x0 itself: the primal step is
+    # zero and only the multipliers move.
+    (None, [{"type": "eq", "fun": lambda x: x - np.array([1.0, 2.0])},
+            {"type": "ineq", "fun": lambda x: x[0] + 10.0}], [1.0, 2.0]),
+])
+def test_a_single_feasible_point_is_found_with_its_multipliers(bounds, constraints, x):
+    res = minimize(lambda x: np.sum(x ** 2), [1.0, 2.0] if bounds is None else [0.0, 5.0],
+                   bounds=bounds, constraints=constraints)
+    assert res.status == 0, res.message
+    np.testing.assert_allclose(res.x, x, atol=1e-12)
+    assert res.optimality <= 1e-8 and res.constr_violation <= 1e-8
+
+
 def test_infeasible_start_far_from_a_curved_constraint():
     """x0 x1 = 1 from (300, -100): the constraint is violated by 3e4 at x0."""
     res = minimize(lambda x: np.sum(x ** 2), np.array([300.0, -100.0]),

@@ -124,7 +124,8 @@ def minimize(
     ``bounds`` (``lbfgs`` and ``interior-point``): ``(min, max)`` per element
     of the flattened ``x0`` (None for no bound), or an object with ``lb`` and
     ``ub`` (SciPy's ``Bounds``); ``x0`` is moved into them (``lbfgs``: clipped;
-    ``interior-point``: strictly inside) and the solution stays there.
+    ``interior-point``: strictly inside, and held where the two bounds are
+    equal) and the solution stays there.
     ``constraints``: a dict ``{"type": "eq" | "ineq", "fun": c, "args":
     (...)}`` (``c(x) = 0``, ``c(x) >= 0``; ``c`` called on ``x`` shaped like
     ``x0``, returning a number or an array), an object with ``fun``, ``lb``,

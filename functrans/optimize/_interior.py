@@ -23,7 +23,9 @@ Each iteration, for the barrier parameter ``mu``:
    nu |h(z)|`` (the penalty ``nu`` set each iteration so that the step is
    downhill: ``nu >= (grad phi' dz + dz' (W + Sigma) dz / 2) / (0.9 |h|)``),
    with one second-order correction when the full step is rejected and
-   raised the infeasibility;
+   raised the infeasibility (a step that moves no variable, at a point the
+   constraints and fixed bounds pin down, is taken in full: only the
+   multipliers change);
 4. ``mu`` drops (``min(mu / 5, mu^1.5)``) once the barrier problem is
    solved to ``10 mu``;
 5. at a point that violates the constraints, when the line search finds no
@@ -158,10 +160,12 @@ class InteriorPoint:
             jx = sp.diags_array(self.rs) @ j
             slack = sp.csr_array((-np.ones(self.ns), (self.ineq_rows, np.arange(self.ns))),
                                  shape=(self.m, self.ns))
-            return sp.csr_array(sp.hstack([jx, slack]))
+            out = sp.csr_array(sp.hstack([jx, slack]))
+            return out @ sp.diags_array((~self.fixed) * 1.0) if self.fixed.any() else out
         out = np.zeros((self.m, self.big_n))
         out[:, :self.n] = self.rs[:, None] * j
         out[self.ineq_rows, self.n + np.arange(self.ns)] = -1.0
+        out[:, self.fixed] = 0.0
         return out
 
     # -- the method ------------------------------------------------------------------
@@ -180,7 +184,12 @@ class InteriorPoint:
         zl = np.concatenate([self.xl, self.rs[self.ineq_rows] * self.cons.cl[self.ineq_rows]])
         zu = np.concatenate([self.xu, self.rs[self.ineq_rows] * self.cons.cu[self.ineq_rows]])
         self.zl, self.zu = zl, zu
-        self.has_l, self.has_u = np.isfinite(zl), np.isfinite(zu)
+        # A variable with equal bounds is held there (IPOPT's make_parameter): no
+        # barrier (its gaps would be 0), a zero column in J, a zero gradient, a unit
+        # row in the KKT matrix, so its step is 0 and its bound multiplier whatever
+        # balances its gradient (``_result``).
+        self.fixed = zl == zu
+        self.has_l, self.has_u = np.isfinite(zl) & ~self.fixed, np.isfinite(zu) & ~self.fixed
         c0 = self.der.c(x0)
         s0 = self.rs[self.ineq_rows] * c0[self.ineq_rows]
         z = self._push(np.concatenate([x0, s0]), opts["bound_push"])
@@ -329,8 +338,7 @@ class InteriorPoint:
         hi_ok = self.has_u
         out[lo_ok] = np.maximum(out[lo_ok], zl[lo_ok] + pl[lo_ok])
         out[hi_ok] = np.minimum(out[hi_ok], zu[hi_ok] - pu[hi_ok])
-        both = lo_ok & hi_ok & (width == 0)
-        out[both] = zl[both]
+        out[self.fixed] = zl[self.fixed]
         return out
 
     def _gaps(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -339,7 +347,9 @@ class InteriorPoint:
         return dl, du
 
     def _grad_f(self, g: np.ndarray) -> np.ndarray:
-        return np.concatenate([self.fs * g, np.zeros(self.ns)])
+        out = np.concatenate([self.fs * g, np.zeros(self.ns)])
+        out[self.fixed] = 0.0
+        return out
 
     def _grad_phi(self, g: np.ndarray, z: np.ndarray, mu: float) -> np.ndarray:
         dl, du = self._gaps(z)
@@ -442,7 +452,7 @@ class InteriorPoint:
         jac = self.scaled_jacobian(z[:self.n])
         kind = SparseKKT if self.der.sparse else DenseKKT
         w = self._zero_hessian()
-        kkt = kind(w, np.ones(self.big_n), jac, 0.0, DC)
+        kkt = kind(w, np.ones(self.big_n), jac, 0.0, DC)  # J's fixed columns are 0
         if not kkt.ok:
             return np.zeros(self.m)
         rhs = np.concatenate([-(self._grad_f(ev["point"].g) - vl + vu), np.zeros(self.m)])
@@ -461,6 +471,7 @@ class InteriorPoint:
         does (from 0, then ``max(1e-20, dw_last / 3)`` or 1e-4, times 8 (100
         the first time)); ``(None, dw)`` when no ``dw`` below 1e40 works."""
         kind = SparseKKT if self.der.sparse else DenseKKT
+        w, sigma = self._held(w), np.where(self.fixed, 1.0, sigma)
         dw = 0.0
         f = kind(w, sigma, jac, dw, dc)
         if f.ok:
@@ -473,6 +484,23 @@ class InteriorPoint:
                 return f, dw
             dw *= 100.0 if first else 8.0
         return None, dw
+
+    def _held(self, w: Any) -> Any:
+        """``w`` with the rows and columns of fixed variables zeroed: with
+        their zero columns of ``J``, zero right-hand sides and unit
+        ``sigma``, the step leaves them where they are."""
+        fixed = self.fixed[:self.n]
+        if not fixed.any():
+            return w
+        if self.der.sparse:
+            import scipy.sparse as sp
+
+            keep = sp.diags_array((~fixed) * 1.0)
+            return sp.csr_array(keep @ w @ keep)
+        w = w.copy()
+        w[fixed, :] = 0.0
+        w[:, fixed] = 0.0
+        return w
 
     def _to_boundary(self, z: np.ndarray, dz: np.ndarray, tau: float) -> float:
         dl, du = self._gaps(z)
@@ -503,10 +531,14 @@ class InteriorPoint:
                      nu: float, slope: float, kkt: Any, tau: float):
         """Backtracking on the merit function from ``alpha``; ``(alpha, z, ev)``
         or None when the step falls below what can change ``z``."""
+        resolution = 1e-14 * max(1.0, float(np.max(np.abs(it.z))))
+        if float(np.max(np.abs(dz))) <= resolution:
+            # Even the full step moves nothing (every variable held by the
+            # constraints and fixed bounds): the multipliers' step alone, in full.
+            return alpha, it.z, ev
         m0 = self._merit(it.z, ev, mu, nu)
         hnorm0 = float(np.linalg.norm(ev["h"]))
-        alpha_min = 1e-14 * max(1.0, float(np.max(np.abs(it.z)))) / max(
-            float(np.max(np.abs(dz))), 1e-300)
+        alpha_min = resolution / float(np.max(np.abs(dz)))
         first = True
         while alpha > alpha_min:
             z = it.z + alpha * dz
@@ -549,7 +581,10 @@ class InteriorPoint:
         # Back to the user's scaling and sign: the Lagrangian is f - v'c - vb'x.
         v = -it.y * self.rs / self.fs
         vb = (it.vl[:n] - it.vu[:n]) / self.fs
-        grad_l = p.g - np.asarray(jac.T @ v).reshape(-1) - vb
+        grad_c = np.asarray(jac.T @ v).reshape(-1)
+        fixed = self.fixed[:n]
+        vb[fixed] = (p.g - grad_c)[fixed]  # a fixed variable's bound takes what is left
+        grad_l = p.g - grad_c - vb
         return {
             "point": p, "nit": k, "status": status,
             "message": message or MESSAGES[status],
