@@ -227,10 +227,7 @@ def _plain_leaf(name: str, what: str, path, leaf: np.ndarray) -> np.ndarray:
     """``leaf``, an ndarray subclass or a structured array, as the plain
     ndarray functrans computes with (a memmap's view), or the TypeError that
     says why it is refused and what to pass instead."""
-    reason = array_types.refusal(leaf)
-    if reason is not None:
-        raise TypeError(f"{name}: {what}{keystr(path)} is {array_types.describe(leaf)}; {reason}")
-    return array_types.plain(leaf)
+    return array_types.plain(leaf, f"{name}: {what}{keystr(path)}")
 
 
 def flat_fun(f: Callable, name: str, in_tree, static: dict[int, Any], kwargs: dict):

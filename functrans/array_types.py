@@ -3,11 +3,14 @@
 refused, since functrans computes with plain arrays and would silently drop
 what the subclass changes (``np.matrix``'s ``*``, a masked array's mask, a
 record array's fields, a unit).  The transforms' argument checks
-(``_api_util``) and eager dispatch and tracing (``core``) ask ``refusal``;
+(``_api_util``), ``device_put`` and eager dispatch and tracing (``core``)
+call ``plain``;
 docs/subclasses.md gives the table.
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
@@ -72,7 +75,15 @@ def describe(x: np.ndarray) -> str:
     return f"a {module}.{t.__name__} of shape {x.shape} and dtype {x.dtype}"
 
 
-def plain(x: np.ndarray) -> np.ndarray:
-    """``x`` as a plain ndarray: a memmap's view, which shares its buffer, so
-    that results computed from it are plain ndarrays."""
+def plain(x: np.ndarray, where: str | Callable[[], str]) -> np.ndarray:
+    """``x`` as the plain ndarray functrans computes with (a memmap's view,
+    which shares its buffer, so that results computed from it are plain
+    ndarrays), or the TypeError saying why it is refused and what to pass
+    instead.  ``where`` names the value for the message (``"jit(f):
+    argument [0]"``), or is called to name it where that costs something
+    (a stack walk for the user's line)."""
+    reason = refusal(x)
+    if reason is not None:
+        raise TypeError(f"{where if isinstance(where, str) else where()} is {describe(x)}; "
+                        f"{reason}")
     return x if type(x) is np.ndarray else x.view(np.ndarray)

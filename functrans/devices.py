@@ -16,7 +16,7 @@ import numpy as np
 from functrans import array_types, core
 from functrans.core import Tracer
 from functrans.errors import DeviceError
-from functrans.tree_util import keystr, tree_flatten_with_path, tree_map
+from functrans.tree_util import keystr, tree_flatten_with_path, tree_map, tree_unflatten
 
 __all__ = ["device_of", "device_put", "devices"]
 
@@ -68,7 +68,7 @@ def device_put(x: Any, device: str = "cpu") -> Any:
             f"device_put: unknown device {device!r}; use 'cpu' or 'gpu' (see "
             "functrans.devices())"
         )
-    _refuse_subclasses(x)
+    x = _plain_leaves(x)
     if device == "gpu":
         from functrans.backends import cupy as gpu  # loaded for GPU work only
 
@@ -77,7 +77,7 @@ def device_put(x: Any, device: str = "cpu") -> Any:
         def put(leaf):
             if isinstance(leaf, Tracer) or gpu.is_device_array(leaf):
                 return leaf
-            return cp.asarray(_plain(leaf))
+            return cp.asarray(leaf)
 
         return tree_map(put, x)
 
@@ -86,27 +86,25 @@ def device_put(x: Any, device: str = "cpu") -> Any:
             return leaf
         if is_device_array(leaf):
             return leaf.get()
-        return np.asarray(_plain(leaf))
+        return np.asarray(leaf)
 
     return tree_map(get, x)
 
 
-def _plain(leaf: Any) -> Any:
-    """A memmap leaf as the plain array viewing its buffer (``device_put``
-    refused the other ndarray subclasses first: ``_refuse_subclasses``)."""
-    return array_types.plain(leaf) if isinstance(leaf, np.ndarray) else leaf
-
-
-def _refuse_subclasses(x: Any) -> None:
-    """np.asarray and cp.asarray would drop a masked array's mask or a
-    matrix's semantics silently: such leaves are refused (``array_types``)."""
-    paths, leaves, _ = tree_flatten_with_path(x)
+def _plain_leaves(x: Any) -> Any:
+    """``x`` with each memmap leaf as the plain array viewing its buffer; a
+    masked array, a matrix or another refused ndarray subclass is a
+    TypeError (``array_types``), where np.asarray and cp.asarray would drop
+    its mask or its semantics silently."""
+    paths, leaves, tree = tree_flatten_with_path(x)
+    if all(type(leaf) is np.ndarray or not isinstance(leaf, np.ndarray) for leaf in leaves):
+        return x
+    plain = []
     for path, leaf in zip(paths, leaves):
-        if type(leaf) is not np.ndarray and isinstance(leaf, np.ndarray):
-            reason = array_types.refusal(leaf)
-            if reason is not None:
-                raise TypeError(f"device_put: x{keystr(path)} is "
-                                f"{array_types.describe(leaf)}; {reason}")
+        if isinstance(leaf, np.ndarray):
+            leaf = array_types.plain(leaf, f"device_put: x{keystr(path)}")
+        plain.append(leaf)
+    return tree_unflatten(tree, plain)
 
 
 def _is_host_array(x: Any) -> bool:

@@ -71,11 +71,7 @@ def plain_array(x: np.ndarray) -> np.ndarray:
     """The ndarray subclass ``x`` as the plain ndarray functrans computes with
     (a memmap's view), or a TypeError naming the user's line, the type and
     what to pass instead (``array_types``)."""
-    reason = array_types.refusal(x)
-    if reason is not None:
-        raise TypeError(f"{format_source(user_source())}: an operand is "
-                        f"{array_types.describe(x)}; {reason}")
-    return array_types.plain(x)
+    return array_types.plain(x, lambda: f"{format_source(user_source())}: an operand")
 
 
 def apply_impl(prim: Primitive, args: Sequence[Any], params: dict):
