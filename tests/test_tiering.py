@@ -340,6 +340,43 @@ def test_a_compile_over_its_budget_stays_in_the_numpy_tier(eager, monkeypatch):
     assert bits_equal(f(x), reference)
 
 
+def _held_compiles(monkeypatch):
+    """Native compiles that wait for the returned event: (started, release)."""
+    started, release = threading.Event(), threading.Event()
+    lower = native.lower
+
+    def held(closed, cache_dir="", budget=None):
+        started.set()
+        assert release.wait(120.0)
+        return lower(closed, cache_dir, budget=budget)
+
+    monkeypatch.setattr(native, "lower", held)
+    return started, release
+
+
+@needs_numba
+def test_a_program_cleared_from_the_cache_while_it_compiles_is_not_installed(
+        eager, monkeypatch, caplog):
+    started, release = _held_compiles(monkeypatch)
+    f = ft.jit(ft.grad(poly_loss))
+    x = np.linspace(-1, 1, 1000)
+    reference = f(x)
+    try:
+        assert started.wait(120.0)
+        f.clear_cache()
+        with caplog.at_level(logging.DEBUG, logger="functrans.jit"):
+            assert bits_equal(f(x), reference)  # traced again, and queued again
+            release.set()
+            assert tiering.wait(120.0)
+    finally:
+        release.set()
+    assert ("jit(grad_of_poly_loss): stays in the NumPy tier: it left the cache while its "
+            "native compile ran") in caplog.text
+    info = f.cache_info()
+    assert info.entries == 1 and info.tiers[0].tier == "native"  # the second program moved
+    assert bits_equal(f(x), reference)
+
+
 # -- processes ------------------------------------------------------------------------------
 
 
