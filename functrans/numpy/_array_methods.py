@@ -179,7 +179,7 @@ class FlatIter:
         x = self.base
         flat = _shape.ravel(x)
         shape = tuple(getitem(flat, idx).shape)
-        values = _inplace.unsafe_cast(_inplace.cycled("x.flat", value, math.prod(shape)), x)
+        values = _inplace.cycled("x.flat", _inplace.unsafe_cast(value, x), math.prod(shape))
         new = flat.at[idx].set(_shape.reshape(values, shape))
         _inplace.assign(x, _shape.reshape(new, tuple(x.shape)), "x.flat[idx] = v")
 

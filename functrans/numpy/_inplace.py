@@ -347,14 +347,43 @@ def _as_bool(x):
     return x if x.dtype == np.bool_ else convert_element_type(x, np.bool_)
 
 
+#: The values NumPy's assignment converts one by one, each by its own rule.
+_PYTHON_VALUES = (bool, int, float, complex, list, tuple)
+
+
 def unsafe_cast(value: Any, target: Any) -> Any:
-    """``value`` converted to ``target``'s dtype as NumPy's assignment does."""
-    value = asarray(value)
-    if value.dtype.kind == "c" and target.dtype.kind != "c":
+    """``value`` converted to ``target``'s dtype as NumPy's assignment does.
+    A concrete value is written by NumPy itself, so its errors stay: a Python
+    integer out of the dtype's range, or a Python float NaN or infinity
+    written into integers, is refused (an array's values are cast, as NumPy
+    casts them)."""
+    converted = asarray(value)
+    if converted.dtype.kind == "c" and target.dtype.kind != "c":
         raise TypeError(
             f"cannot write complex values into a {target.dtype} array (at "
             f"{user_frame_summary()}); take .real of the values or convert the array first")
-    return value if value.dtype == target.dtype else convert_element_type(value, target.dtype)
+    if isinstance(converted, np.ndarray):  # concrete, on the host
+        return _numpy_assigned(operator.setitem, value, converted, target.dtype)
+    if converted.dtype == target.dtype:
+        return converted
+    return convert_element_type(converted, target.dtype)
+
+
+def _numpy_assigned(how: Callable, value: Any, converted: np.ndarray, dtype: Any) -> np.ndarray:
+    """The concrete ``value`` (``converted`` by ``asarray``) as ``dtype``,
+    converted by NumPy itself the way ``how`` (``operator.setitem`` for
+    ``x[...] = value``, ``np.copyto``) converts it, NumPy's errors included."""
+    out = np.empty(converted.shape, dtype)
+    source = value if type(value) in _PYTHON_VALUES else converted
+    try:
+        if how is np.copyto:
+            np.copyto(out, source, casting="unsafe")
+        else:
+            out[...] = source
+    except (OverflowError, ValueError) as error:
+        raise type(error)(f"{error} (at {user_frame_summary()}), as NumPy says: write a value "
+                          f"that a {np.dtype(dtype)} array can hold") from None
+    return out
 
 
 # -- NumPy's in-place functions -------------------------------------------------------------
@@ -374,11 +403,13 @@ def copyto(dst, src, casting="same_kind", where=True):
             raise _numpy_target_error(dst, "copyto(dst, src)")
         np.copyto(dst, src, casting=casting, where=where)
         return None
-    src = asarray(src)
+    given, src = src, asarray(src)
     if src.dtype != dst.dtype and not np.can_cast(src.dtype, dst.dtype, casting):
         raise TypeError(
             f"copyto: cannot cast array data from {src.dtype!r} to {dst.dtype!r} according "
             f"to the rule {casting!r} (at {user_frame_summary()}), as NumPy says")
+    if isinstance(src, np.ndarray):  # NumPy converts it: a Python integer out of range is its error
+        src = _numpy_assigned(np.copyto, given, src, dst.dtype)
     value = fit("copyto", src, dst)
     value = value if value.dtype == dst.dtype else convert_element_type(value, dst.dtype)
     if where is not True:
@@ -428,7 +459,7 @@ def put(a, ind, v, mode="raise"):
             index.clip(0, n - 1)
     elif mode != "raise":
         raise ValueError(f"put: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
-    values = unsafe_cast(cycled("put", v, index.size), a)
+    values = cycled("put", unsafe_cast(v, a), index.size)
     flat = _reshape(a, (n,))
     new = _reshape(_scatter(flat, index, values, "set"), tuple(a.shape))
     assign(a, new, "put(a, ind, v)")
@@ -454,7 +485,7 @@ def place(arr, mask, vals):
                                else mask)
     if positions.size and asarray(vals).size == 0:
         raise ValueError("place: cannot insert from an empty array! (as NumPy)")
-    values = unsafe_cast(cycled("place", vals, positions.size), arr)
+    values = cycled("place", unsafe_cast(vals, arr), positions.size)
     flat = _reshape(arr, (arr.size,))
     new = _reshape(_scatter(flat, positions, values, "set"), tuple(arr.shape))
     assign(arr, new, "place(arr, mask, vals)")
@@ -476,7 +507,7 @@ def putmask(a, mask, values):
         np.putmask(a, mask, values)
         return None
     mask = fit("putmask", asarray(mask), a)
-    values = unsafe_cast(cycled("putmask", values, a.size), a)
+    values = cycled("putmask", unsafe_cast(values, a), a.size)
     values = _reshape(values, tuple(a.shape))
     assign(a, bind(select_p, _as_bool(mask), values, a), "putmask(a, mask, values)")
     return None
