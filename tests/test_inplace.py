@@ -453,6 +453,36 @@ def test_array_values_are_cast_as_numpy_casts_them():
     assert got.dtype == np.uint8
 
 
+def test_place_and_putmask_take_a_mask_of_the_arrays_size_in_any_shape():
+    def f(x):
+        m = x.copy().reshape(2, 3)
+        np.place(m, X > 0, [7.0, 8.0])  # a flat mask of six elements
+        np.putmask(m, np.arange(6) % 2 == 0, -x)
+        return m
+
+    np.testing.assert_array_equal(ft.jit(f)(X), numpy_value(f, X))
+    check_grads(f, (X,), order=1)
+
+
+@pytest.mark.parametrize("write", [
+    lambda m, x: np.place(m, [True, False, True], [7.0]),
+    lambda m, x: np.putmask(m, x[:3] > 0, 7.0),
+], ids=["place", "putmask"])
+def test_place_and_putmask_refuse_a_mask_of_another_size_as_numpy(write):
+    def f(x):
+        m = x.reshape(2, 3).copy()
+        write(m, x)
+        return m
+
+    with pytest.raises(ValueError, match="mask and data must be the same size"):
+        f(X.copy())
+    with pytest.raises(ValueError, match=(
+            r"^f: (place|putmask)\((arr|a), mask, (vals|values)\) \(at .*test_inplace\.py:\d+\): "
+            r"mask and data must be the same size, as NumPy says; the mask has 3 elements, "
+            r"the array 6\. Broadcast the mask first \(np\.broadcast_to\(mask, a\.shape\)\)$")):
+        ft.jit(f)(X)
+
+
 def test_float32_updated_by_float64_stays_float32():
     def f(x):
         y = x.astype(np.float32)

@@ -481,8 +481,8 @@ def place(arr, mask, vals):
         np.place(arr, mask, vals)
         return None
     mask = np.asarray(mask, dtype=bool)  # concrete: it decides how many values are taken
-    positions = np.flatnonzero(np.broadcast_to(mask, arr.shape) if mask.shape != arr.shape
-                               else mask)
+    _check_mask_size("place(arr, mask, vals)", mask, arr)
+    positions = np.flatnonzero(mask)
     if positions.size and asarray(vals).size == 0:
         raise ValueError("place: cannot insert from an empty array! (as NumPy)")
     values = cycled("place", unsafe_cast(vals, arr), positions.size)
@@ -490,6 +490,16 @@ def place(arr, mask, vals):
     new = _reshape(_scatter(flat, positions, values, "set"), tuple(arr.shape))
     assign(arr, new, "place(arr, mask, vals)")
     return None
+
+
+def _check_mask_size(what: str, mask: Any, a: Tracer) -> None:
+    """NumPy's rule for ``place`` and ``putmask``: the mask has the array's
+    size, in any shape (it is read in C order); it is not broadcast."""
+    if mask.size != a.size:
+        raise ValueError(
+            f"{a._trace.fun_name}: {what} (at {user_frame_summary()}): mask and data must be "
+            f"the same size, as NumPy says; the mask has {mask.size} elements, the array "
+            f"{a.size}. Broadcast the mask first (np.broadcast_to(mask, a.shape))")
 
 
 def putmask(a, mask, values):
@@ -506,7 +516,9 @@ def putmask(a, mask, values):
             raise _numpy_target_error(a, "putmask(a, mask, values)")
         np.putmask(a, mask, values)
         return None
-    mask = fit("putmask", asarray(mask), a)
+    mask = asarray(mask)
+    _check_mask_size("putmask(a, mask, values)", mask, a)
+    mask = _reshape(mask, tuple(a.shape))
     values = cycled("putmask", unsafe_cast(values, a), a.size)
     values = _reshape(values, tuple(a.shape))
     assign(a, bind(select_p, _as_bool(mask), values, a), "putmask(a, mask, values)")
