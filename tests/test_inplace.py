@@ -483,6 +483,17 @@ def test_place_and_putmask_refuse_a_mask_of_another_size_as_numpy(write):
         ft.jit(f)(X)
 
 
+@pytest.mark.parametrize("mode", ["raise", "wrap", "clip"])
+def test_put_with_no_index_changes_nothing(mode):
+    def f(x):
+        y = x.copy()
+        np.put(y, [], [], mode=mode)
+        return y
+
+    np.testing.assert_array_equal(ft.jit(f)(X), numpy_value(f, X))
+    np.testing.assert_array_equal(ft.jit(f)(X[:0]), numpy_value(f, X[:0]))
+
+
 def test_float32_updated_by_float64_stays_float32():
     def f(x):
         y = x.astype(np.float32)

@@ -450,6 +450,8 @@ def put(a, ind, v, mode="raise"):
         np.put(a, ind, v, mode=mode)
         return None
     ind = asarray(ind)
+    if ind.size == 0 and type(ind) is not Tracer:
+        ind = ind.astype(np.intp)  # put(a, [], []): no index (a float64 array of none)
     index = _reshape(ind, (ind.size,)) if ind.ndim != 1 else ind
     n = a.size
     if mode == "wrap":
