@@ -747,6 +747,35 @@ def test_an_enclosing_transforms_array_is_refused():
         ft.jit(outer)(X)
 
 
+def test_resize_refuses_negative_sizes_and_an_enclosing_array():
+    def shrink(x):
+        y = x.copy()
+        y.resize(-1)
+        return y
+
+    with pytest.raises(ValueError, match="negative dimensions not allowed"):
+        shrink(X.copy())
+    with pytest.raises(ValueError, match=(
+            r"^shrink: x\.resize\(-1\) at .*test_inplace\.py:\d+: negative dimensions not "
+            r"allowed, as NumPy says; give every size$")):
+        ft.jit(shrink)(X)
+
+    def outer(x):
+        y = x * 2.0
+
+        def inner(z):
+            y.resize(2)
+            return z.sum()
+
+        ft.grad(inner)(x)
+        return y
+
+    with pytest.raises(ft.numpy._inplace.InPlaceUpdateError, match=(
+            r"^outer: x\.resize\(shape\) \(at .*test_inplace\.py:\d+\) updates a traced "
+            r"f64\[6\] array, but the array belongs to the enclosing traced function 'outer'")):
+        ft.jit(outer)(X)
+
+
 def test_unsupported_ufunc_at_and_resize_of_a_view():
     def f(x):
         np.divide.at(x, [0], 2.0)

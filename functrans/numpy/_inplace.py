@@ -192,11 +192,7 @@ def assign(target: Any, new: Any, what: str) -> Any:
         raise _numpy_target_error(target, what)
     link_ = target._base or None
     root = target if link_ is None else link_.root
-    if root._trace is not current_trace():
-        raise InPlaceUpdateError(
-            f"{root._trace.fun_name}: {what} (at {user_frame_summary()}) updates a traced "
-            f"{root.aval.str_short()} array, but {_enclosing_refusal(root)}"
-        )
+    check_current(root, what)
     new = asarray(new)
     if type(new) is not Tracer:
         new = target._trace.constant(np.array(new))  # concrete values written in
@@ -215,6 +211,16 @@ def assign(target: Any, new: Any, what: str) -> Any:
         target.rebind(new)
     _refresh_views(root, target)
     return target
+
+
+def check_current(root: Tracer, what: str) -> None:
+    """Refuse ``what``, an update of ``root`` (an array that is no view), unless
+    it belongs to the function being traced now (not an enclosing one)."""
+    if root._trace is not current_trace():
+        raise InPlaceUpdateError(
+            f"{root._trace.fun_name}: {what} (at {user_frame_summary()}) updates a traced "
+            f"{root.aval.str_short()} array, but {_enclosing_refusal(root)}"
+        )
 
 
 def _write_back(root: Tracer, link_: Link, new: Tracer) -> Tracer:
