@@ -37,6 +37,7 @@ tracers of one trace, so it is per thread as traces are.
 
 from __future__ import annotations
 
+import functools
 import operator
 import warnings
 import weakref
@@ -112,11 +113,15 @@ def _apply(op: Op, x, numpy: bool):
     return out if item is None else out[item]
 
 
-def _replay_shadow(shape: tuple[int, ...], ops: tuple[Op, ...]) -> np.ndarray:
-    out = _shadow(shape)
+def _replay(x: Any, ops: tuple[Op, ...], numpy: bool) -> Any:
+    """``ops`` applied to ``x`` in turn: NumPy's functions, or functrans'."""
     for op in ops:
-        out = _apply(op, out, numpy=True)
-    return np.asarray(out)
+        x = _apply(op, x, numpy)
+    return x
+
+
+def _replay_shadow(shape: tuple[int, ...], ops: tuple[Op, ...]) -> np.ndarray:
+    return np.asarray(_replay(_shadow(shape), ops, numpy=True))
 
 
 def _owner(a: np.ndarray) -> np.ndarray:
@@ -139,9 +144,7 @@ def _positions_if_view(root: Tracer, ops: tuple[Op, ...]) -> np.ndarray | None:
     """The flat positions in ``root`` of the elements of the array ``ops``
     make from it, if NumPy makes a view at every step; None if it copies."""
     shadow = _shadow(root.shape)
-    res = shadow
-    for o in ops:
-        res = _apply(o, res, numpy=True)
+    res = _replay(shadow, ops, numpy=True)
     return np.asarray(res) if _is_view_of(res, shadow) else None
 
 
@@ -244,10 +247,7 @@ def _refresh_views(root: Tracer, updated: Tracer) -> None:
         view = ref()
         if view is None or view is updated or view._trace is not root._trace:
             continue
-        value = root
-        for op in view._base.ops:
-            value = _apply(op, value, numpy=False)
-        view.rebind(value)
+        view.rebind(_replay(root, view._base.ops, numpy=False))
 
 
 def _is_input(t: Tracer) -> bool:
@@ -668,6 +668,7 @@ def viewing(fn: Callable, np_fn: Callable, *, refusal: str | Callable | None = N
     """``fn`` (a ``functrans.numpy`` function whose result NumPy makes a view
     of its first argument, or a list of views) recording the view.
     ``single``: only a call with one argument makes a view of it."""
+    @functools.wraps(fn)
     def view_fn(a, *args, **kwargs):
         out = fn(a, *args, **kwargs)
         if type(a) is Tracer:
@@ -688,9 +689,6 @@ def viewing(fn: Callable, np_fn: Callable, *, refusal: str | Callable | None = N
                     link(o, a, (np_fn, fn, args, kwargs, i), refusal=why, layout=layout)
         return out
 
-    view_fn.__name__ = view_fn.__qualname__ = fn.__name__
-    view_fn.__doc__ = fn.__doc__
-    view_fn.__wrapped__ = fn  # type: ignore[attr-defined]
     return view_fn
 
 
@@ -732,6 +730,7 @@ def copying(fn: Callable) -> Callable:
     NumPy) returning a new tracer where ``fn`` hands back its argument
     itself (``concatenate([x])``, ``roll(x, 0)``): an in-place update of
     the result must leave the argument alone."""
+    @functools.wraps(fn)
     def copy_fn(*args, **kwargs):
         out = fn(*args, **kwargs)
         if type(out) is Tracer and args and kwargs.get("copy", True):
@@ -740,9 +739,6 @@ def copying(fn: Callable) -> Callable:
                 return out.copy()
         return out
 
-    copy_fn.__name__ = copy_fn.__qualname__ = fn.__name__
-    copy_fn.__doc__ = fn.__doc__
-    copy_fn.__wrapped__ = fn  # type: ignore[attr-defined]
     return copy_fn
 
 
