@@ -390,6 +390,110 @@ def test_int_array_plus_float_raises_numpys_casting_error():
     assert "test_inplace.py" in traced.value.__notes__[0]
 
 
+#: Writes of a concrete value NumPy refuses: a Python integer out of the array's
+#: range (every way of writing one), a Python float NaN or infinity into integers.
+NUMPY_REFUSED_WRITES = {
+    "setitem": (lambda n: n.__setitem__(0, -1), OverflowError),
+    "setitem_list": (lambda n: n.__setitem__(slice(0, 2), [300, 1]), OverflowError),
+    "ellipsis": (lambda n: n.__setitem__(Ellipsis, 256), OverflowError),
+    "fill": (lambda n: n.fill(-1), OverflowError),
+    "put": (lambda n: np.put(n, [0], 300), OverflowError),
+    "place": (lambda n: np.place(n, [True, False] * 3, [-1]), OverflowError),
+    "putmask": (lambda n: np.putmask(n, n > 0, -1), OverflowError),
+    "copyto": (lambda n: np.copyto(n, -1, casting="unsafe"), OverflowError),
+    "nan": (lambda n: n.__setitem__(0, float("nan")), ValueError),
+    "inf": (lambda n: n.__setitem__(0, float("inf")), OverflowError),
+}
+
+
+@pytest.mark.parametrize("name", NUMPY_REFUSED_WRITES)
+def test_values_numpy_cannot_write_are_refused_as_numpy_refuses_them(name):
+    write, error = NUMPY_REFUSED_WRITES[name]
+
+    def f(x):
+        n = (abs(x) * 10).astype(np.uint8)
+        write(n)
+        return n
+
+    with pytest.raises(error) as numpy_error:
+        f(X.copy())
+    with pytest.raises(error) as traced:
+        ft.jit(f)(X)
+    assert str(traced.value).startswith(f"{numpy_error.value} (at ")
+    assert "test_inplace.py" in str(traced.value)
+    assert str(traced.value).endswith(", as NumPy says: write a value that a uint8 array can hold")
+
+
+def test_a_python_integer_out_of_range_through_flat_is_refused():
+    def f(x):
+        n = (abs(x) * 10).astype(np.uint8)
+        n.flat[0] = 999
+        return n
+
+    with pytest.raises(ValueError, match="Error setting single item of array"):
+        f(X.copy())  # NumPy's text here; functrans names the value's range
+    with pytest.raises(OverflowError, match="^Python integer 999 out of bounds for uint8 "):
+        ft.jit(f)(X)
+
+
+def test_array_values_are_cast_as_numpy_casts_them():
+    def f(x):
+        n = (abs(x) * 10).astype(np.uint8)
+        n[:2] = np.array([300, -1])  # an array's values wrap, as in NumPy
+        n[2] = np.int64(258)
+        np.copyto(n[3:], np.array([np.nan]), casting="unsafe")
+        np.put(n, [4], [2.9])
+        return n
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's NaN cast
+        want = f(X.copy())
+        got = ft.jit(f)(X)
+    np.testing.assert_array_equal(got[:5], want[:5])
+    assert got.dtype == np.uint8
+
+
+def test_place_and_putmask_take_a_mask_of_the_arrays_size_in_any_shape():
+    def f(x):
+        m = x.copy().reshape(2, 3)
+        np.place(m, X > 0, [7.0, 8.0])  # a flat mask of six elements
+        np.putmask(m, np.arange(6) % 2 == 0, -x)
+        return m
+
+    np.testing.assert_array_equal(ft.jit(f)(X), numpy_value(f, X))
+    check_grads(f, (X,), order=1)
+
+
+@pytest.mark.parametrize("write", [
+    lambda m, x: np.place(m, [True, False, True], [7.0]),
+    lambda m, x: np.putmask(m, x[:3] > 0, 7.0),
+], ids=["place", "putmask"])
+def test_place_and_putmask_refuse_a_mask_of_another_size_as_numpy(write):
+    def f(x):
+        m = x.reshape(2, 3).copy()
+        write(m, x)
+        return m
+
+    with pytest.raises(ValueError, match="mask and data must be the same size"):
+        f(X.copy())
+    with pytest.raises(ValueError, match=(
+            r"^f: (place|putmask)\((arr|a), mask, (vals|values)\) \(at .*test_inplace\.py:\d+\): "
+            r"mask and data must be the same size, as NumPy says; the mask has 3 elements, "
+            r"the array 6\. Broadcast the mask first \(np\.broadcast_to\(mask, a\.shape\)\)$")):
+        ft.jit(f)(X)
+
+
+@pytest.mark.parametrize("mode", ["raise", "wrap", "clip"])
+def test_put_with_no_index_changes_nothing(mode):
+    def f(x):
+        y = x.copy()
+        np.put(y, [], [], mode=mode)
+        return y
+
+    np.testing.assert_array_equal(ft.jit(f)(X), numpy_value(f, X))
+    np.testing.assert_array_equal(ft.jit(f)(X[:0]), numpy_value(f, X[:0]))
+
+
 def test_float32_updated_by_float64_stays_float32():
     def f(x):
         y = x.astype(np.float32)
@@ -640,6 +744,35 @@ def test_an_enclosing_transforms_array_is_refused():
             r"outer: x\[idx\] = v \(at .*test_inplace\.py:\d+\) updates a traced f64\[6\] "
             r"array, but the array belongs to the enclosing traced function 'outer', and a "
             r"nested transform's function cannot write into it\. Return the new value")):
+        ft.jit(outer)(X)
+
+
+def test_resize_refuses_negative_sizes_and_an_enclosing_array():
+    def shrink(x):
+        y = x.copy()
+        y.resize(-1)
+        return y
+
+    with pytest.raises(ValueError, match="negative dimensions not allowed"):
+        shrink(X.copy())
+    with pytest.raises(ValueError, match=(
+            r"^shrink: x\.resize\(-1\) at .*test_inplace\.py:\d+: negative dimensions not "
+            r"allowed, as NumPy says; give every size$")):
+        ft.jit(shrink)(X)
+
+    def outer(x):
+        y = x * 2.0
+
+        def inner(z):
+            y.resize(2)
+            return z.sum()
+
+        ft.grad(inner)(x)
+        return y
+
+    with pytest.raises(ft.numpy._inplace.InPlaceUpdateError, match=(
+            r"^outer: x\.resize\(shape\) \(at .*test_inplace\.py:\d+\) updates a traced "
+            r"f64\[6\] array, but the array belongs to the enclosing traced function 'outer'")):
         ft.jit(outer)(X)
 
 

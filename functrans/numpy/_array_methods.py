@@ -146,6 +146,12 @@ def _resize(self, *new_shape, refcheck=True):
     and for an array with views."""
     shape = new_shape[0] if len(new_shape) == 1 else new_shape
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if any(d < 0 for d in shape):
+        raise ValueError(
+            f"{self._trace.fun_name}: x.resize({', '.join(map(str, shape))}) at "
+            f"{user_frame_summary()}: negative "
+            "dimensions not allowed, as NumPy says; give every size")
+    _inplace.check_current(self, "x.resize(shape)")
     views = [w for w in self._views or () if w() is not None]
     if self._base or views:
         raise ValueError(
@@ -179,7 +185,7 @@ class FlatIter:
         x = self.base
         flat = _shape.ravel(x)
         shape = tuple(getitem(flat, idx).shape)
-        values = _inplace.unsafe_cast(_inplace.cycled("x.flat", value, math.prod(shape)), x)
+        values = _inplace.cycled("x.flat", _inplace.unsafe_cast(value, x), math.prod(shape))
         new = flat.at[idx].set(_shape.reshape(values, shape))
         _inplace.assign(x, _shape.reshape(new, tuple(x.shape)), "x.flat[idx] = v")
 

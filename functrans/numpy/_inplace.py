@@ -37,6 +37,7 @@ tracers of one trace, so it is per thread as traces are.
 
 from __future__ import annotations
 
+import functools
 import operator
 import warnings
 import weakref
@@ -112,11 +113,15 @@ def _apply(op: Op, x, numpy: bool):
     return out if item is None else out[item]
 
 
-def _replay_shadow(shape: tuple[int, ...], ops: tuple[Op, ...]) -> np.ndarray:
-    out = _shadow(shape)
+def _replay(x: Any, ops: tuple[Op, ...], numpy: bool) -> Any:
+    """``ops`` applied to ``x`` in turn: NumPy's functions, or functrans'."""
     for op in ops:
-        out = _apply(op, out, numpy=True)
-    return np.asarray(out)
+        x = _apply(op, x, numpy)
+    return x
+
+
+def _replay_shadow(shape: tuple[int, ...], ops: tuple[Op, ...]) -> np.ndarray:
+    return np.asarray(_replay(_shadow(shape), ops, numpy=True))
 
 
 def _owner(a: np.ndarray) -> np.ndarray:
@@ -139,9 +144,7 @@ def _positions_if_view(root: Tracer, ops: tuple[Op, ...]) -> np.ndarray | None:
     """The flat positions in ``root`` of the elements of the array ``ops``
     make from it, if NumPy makes a view at every step; None if it copies."""
     shadow = _shadow(root.shape)
-    res = shadow
-    for o in ops:
-        res = _apply(o, res, numpy=True)
+    res = _replay(shadow, ops, numpy=True)
     return np.asarray(res) if _is_view_of(res, shadow) else None
 
 
@@ -192,11 +195,7 @@ def assign(target: Any, new: Any, what: str) -> Any:
         raise _numpy_target_error(target, what)
     link_ = target._base or None
     root = target if link_ is None else link_.root
-    if root._trace is not current_trace():
-        raise InPlaceUpdateError(
-            f"{root._trace.fun_name}: {what} (at {user_frame_summary()}) updates a traced "
-            f"{root.aval.str_short()} array, but {_enclosing_refusal(root)}"
-        )
+    check_current(root, what)
     new = asarray(new)
     if type(new) is not Tracer:
         new = target._trace.constant(np.array(new))  # concrete values written in
@@ -215,6 +214,16 @@ def assign(target: Any, new: Any, what: str) -> Any:
         target.rebind(new)
     _refresh_views(root, target)
     return target
+
+
+def check_current(root: Tracer, what: str) -> None:
+    """Refuse ``what``, an update of ``root`` (an array that is no view), unless
+    it belongs to the function being traced now (not an enclosing one)."""
+    if root._trace is not current_trace():
+        raise InPlaceUpdateError(
+            f"{root._trace.fun_name}: {what} (at {user_frame_summary()}) updates a traced "
+            f"{root.aval.str_short()} array, but {_enclosing_refusal(root)}"
+        )
 
 
 def _write_back(root: Tracer, link_: Link, new: Tracer) -> Tracer:
@@ -238,10 +247,7 @@ def _refresh_views(root: Tracer, updated: Tracer) -> None:
         view = ref()
         if view is None or view is updated or view._trace is not root._trace:
             continue
-        value = root
-        for op in view._base.ops:
-            value = _apply(op, value, numpy=False)
-        view.rebind(value)
+        view.rebind(_replay(root, view._base.ops, numpy=False))
 
 
 def _is_input(t: Tracer) -> bool:
@@ -347,14 +353,43 @@ def _as_bool(x):
     return x if x.dtype == np.bool_ else convert_element_type(x, np.bool_)
 
 
+#: The values NumPy's assignment converts one by one, each by its own rule.
+_PYTHON_VALUES = (bool, int, float, complex, list, tuple)
+
+
 def unsafe_cast(value: Any, target: Any) -> Any:
-    """``value`` converted to ``target``'s dtype as NumPy's assignment does."""
-    value = asarray(value)
-    if value.dtype.kind == "c" and target.dtype.kind != "c":
+    """``value`` converted to ``target``'s dtype as NumPy's assignment does.
+    A concrete value is written by NumPy itself, so its errors stay: a Python
+    integer out of the dtype's range, or a Python float NaN or infinity
+    written into integers, is refused (an array's values are cast, as NumPy
+    casts them)."""
+    converted = asarray(value)
+    if converted.dtype.kind == "c" and target.dtype.kind != "c":
         raise TypeError(
             f"cannot write complex values into a {target.dtype} array (at "
             f"{user_frame_summary()}); take .real of the values or convert the array first")
-    return value if value.dtype == target.dtype else convert_element_type(value, target.dtype)
+    if isinstance(converted, np.ndarray):  # concrete, on the host
+        return _numpy_assigned(operator.setitem, value, converted, target.dtype)
+    if converted.dtype == target.dtype:
+        return converted
+    return convert_element_type(converted, target.dtype)
+
+
+def _numpy_assigned(how: Callable, value: Any, converted: np.ndarray, dtype: Any) -> np.ndarray:
+    """The concrete ``value`` (``converted`` by ``asarray``) as ``dtype``,
+    converted by NumPy itself the way ``how`` (``operator.setitem`` for
+    ``x[...] = value``, ``np.copyto``) converts it, NumPy's errors included."""
+    out = np.empty(converted.shape, dtype)
+    source = value if type(value) in _PYTHON_VALUES else converted
+    try:
+        if how is np.copyto:
+            np.copyto(out, source, casting="unsafe")
+        else:
+            out[...] = source
+    except (OverflowError, ValueError) as error:
+        raise type(error)(f"{error} (at {user_frame_summary()}), as NumPy says: write a value "
+                          f"that a {np.dtype(dtype)} array can hold") from None
+    return out
 
 
 # -- NumPy's in-place functions -------------------------------------------------------------
@@ -374,11 +409,13 @@ def copyto(dst, src, casting="same_kind", where=True):
             raise _numpy_target_error(dst, "copyto(dst, src)")
         np.copyto(dst, src, casting=casting, where=where)
         return None
-    src = asarray(src)
+    given, src = src, asarray(src)
     if src.dtype != dst.dtype and not np.can_cast(src.dtype, dst.dtype, casting):
         raise TypeError(
             f"copyto: cannot cast array data from {src.dtype!r} to {dst.dtype!r} according "
             f"to the rule {casting!r} (at {user_frame_summary()}), as NumPy says")
+    if isinstance(src, np.ndarray):  # NumPy converts it: a Python integer out of range is its error
+        src = _numpy_assigned(np.copyto, given, src, dst.dtype)
     value = fit("copyto", src, dst)
     value = value if value.dtype == dst.dtype else convert_element_type(value, dst.dtype)
     if where is not True:
@@ -419,6 +456,8 @@ def put(a, ind, v, mode="raise"):
         np.put(a, ind, v, mode=mode)
         return None
     ind = asarray(ind)
+    if ind.size == 0 and type(ind) is not Tracer:
+        ind = ind.astype(np.intp)  # put(a, [], []): no index (a float64 array of none)
     index = _reshape(ind, (ind.size,)) if ind.ndim != 1 else ind
     n = a.size
     if mode == "wrap":
@@ -428,7 +467,7 @@ def put(a, ind, v, mode="raise"):
             index.clip(0, n - 1)
     elif mode != "raise":
         raise ValueError(f"put: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
-    values = unsafe_cast(cycled("put", v, index.size), a)
+    values = cycled("put", unsafe_cast(v, a), index.size)
     flat = _reshape(a, (n,))
     new = _reshape(_scatter(flat, index, values, "set"), tuple(a.shape))
     assign(a, new, "put(a, ind, v)")
@@ -450,15 +489,25 @@ def place(arr, mask, vals):
         np.place(arr, mask, vals)
         return None
     mask = np.asarray(mask, dtype=bool)  # concrete: it decides how many values are taken
-    positions = np.flatnonzero(np.broadcast_to(mask, arr.shape) if mask.shape != arr.shape
-                               else mask)
+    _check_mask_size("place(arr, mask, vals)", mask, arr)
+    positions = np.flatnonzero(mask)
     if positions.size and asarray(vals).size == 0:
         raise ValueError("place: cannot insert from an empty array! (as NumPy)")
-    values = unsafe_cast(cycled("place", vals, positions.size), arr)
+    values = cycled("place", unsafe_cast(vals, arr), positions.size)
     flat = _reshape(arr, (arr.size,))
     new = _reshape(_scatter(flat, positions, values, "set"), tuple(arr.shape))
     assign(arr, new, "place(arr, mask, vals)")
     return None
+
+
+def _check_mask_size(what: str, mask: Any, a: Tracer) -> None:
+    """NumPy's rule for ``place`` and ``putmask``: the mask has the array's
+    size, in any shape (it is read in C order); it is not broadcast."""
+    if mask.size != a.size:
+        raise ValueError(
+            f"{a._trace.fun_name}: {what} (at {user_frame_summary()}): mask and data must be "
+            f"the same size, as NumPy says; the mask has {mask.size} elements, the array "
+            f"{a.size}. Broadcast the mask first (np.broadcast_to(mask, a.shape))")
 
 
 def putmask(a, mask, values):
@@ -475,8 +524,10 @@ def putmask(a, mask, values):
             raise _numpy_target_error(a, "putmask(a, mask, values)")
         np.putmask(a, mask, values)
         return None
-    mask = fit("putmask", asarray(mask), a)
-    values = unsafe_cast(cycled("putmask", values, a.size), a)
+    mask = asarray(mask)
+    _check_mask_size("putmask(a, mask, values)", mask, a)
+    mask = _reshape(mask, tuple(a.shape))
+    values = cycled("putmask", unsafe_cast(values, a), a.size)
     values = _reshape(values, tuple(a.shape))
     assign(a, bind(select_p, _as_bool(mask), values, a), "putmask(a, mask, values)")
     return None
@@ -617,6 +668,7 @@ def viewing(fn: Callable, np_fn: Callable, *, refusal: str | Callable | None = N
     """``fn`` (a ``functrans.numpy`` function whose result NumPy makes a view
     of its first argument, or a list of views) recording the view.
     ``single``: only a call with one argument makes a view of it."""
+    @functools.wraps(fn)
     def view_fn(a, *args, **kwargs):
         out = fn(a, *args, **kwargs)
         if type(a) is Tracer:
@@ -637,9 +689,6 @@ def viewing(fn: Callable, np_fn: Callable, *, refusal: str | Callable | None = N
                     link(o, a, (np_fn, fn, args, kwargs, i), refusal=why, layout=layout)
         return out
 
-    view_fn.__name__ = view_fn.__qualname__ = fn.__name__
-    view_fn.__doc__ = fn.__doc__
-    view_fn.__wrapped__ = fn  # type: ignore[attr-defined]
     return view_fn
 
 
@@ -681,6 +730,7 @@ def copying(fn: Callable) -> Callable:
     NumPy) returning a new tracer where ``fn`` hands back its argument
     itself (``concatenate([x])``, ``roll(x, 0)``): an in-place update of
     the result must leave the argument alone."""
+    @functools.wraps(fn)
     def copy_fn(*args, **kwargs):
         out = fn(*args, **kwargs)
         if type(out) is Tracer and args and kwargs.get("copy", True):
@@ -689,9 +739,6 @@ def copying(fn: Callable) -> Callable:
                 return out.copy()
         return out
 
-    copy_fn.__name__ = copy_fn.__qualname__ = fn.__name__
-    copy_fn.__doc__ = fn.__doc__
-    copy_fn.__wrapped__ = fn  # type: ignore[attr-defined]
     return copy_fn
 
 
