@@ -43,8 +43,13 @@ def _operands(name: str, a, v, mode: str):
 
 
 def _full(a, w):
-    """``out[k + len(w) - 1] = sum_n a[n + k] * w[n]`` for every overlap ``k``."""
+    """``out[k + len(w) - 1] = sum_n a[n + k] * w[n]`` for every overlap ``k``.
+    The windows run over the longer sequence, ``len(a) + len(w) - 1`` of them,
+    each as long as the shorter one; with ``w`` the longer, the same sums are
+    the sequences' roles swapped, read backwards."""
     n, m = a.shape[0], w.shape[0]
+    if n < m:
+        return _shape.flip(_full(w, a), 0)
     padded = _padding.pad(a, (m - 1, m - 1))
     index = np.arange(n + m - 1)[:, None] + np.arange(m)[None, :]
     windows = _indexing.getitem(padded, index)

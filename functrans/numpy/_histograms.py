@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from functrans.core import Tracer
 from functrans.errors import ConcretizationError
 from functrans.numpy import _creation, _differences, _indexing, _reductions, _shape, _sorting
 from functrans.numpy import _elementwise as E
@@ -43,6 +44,8 @@ def bincount(x, weights=None, minlength=0, *, length=None):
                         f"{x.dtype.name} of shape {tuple(x.shape)}")
     if not is_traced(x) and x.size and x.min() < 0:
         raise ValueError("fnp.bincount: x holds negative values; bincount counts 0, 1, 2, ...")
+    if minlength < 0:
+        raise ValueError(f"fnp.bincount: minlength={minlength!r} is negative; pass 0 or more")
     if length is None:
         try:
             top = int(_reductions.max(x)) + 1 if x.shape[0] else 0
@@ -53,8 +56,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
             ) from e
         length = max(top, int(minlength))
     idx = x.astype(np.intp) if x.dtype != np.intp else x
-    if length is not None or is_traced(x):
-        idx = E.where(E.less(idx, length), idx, length)  # beyond length: a bin dropped below
+    idx = E.where(E.less(idx, length), idx, length)  # beyond length: a bin dropped below
     if weights is None:
         counts = _indexing.at(np.zeros(length + 1, np.intp))[idx].add(np.ones(x.shape, np.intp))
         return counts[:length]
@@ -62,6 +64,10 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     if tuple(w.shape) != tuple(x.shape):
         raise ValueError(f"fnp.bincount: weights of shape {tuple(w.shape)} do not match x's "
                          f"shape {tuple(x.shape)}; give one weight per value")
+    if w.dtype.kind == "c":
+        # NumPy sums the weights as float64 and refuses to drop an imaginary part.
+        raise TypeError(f"fnp.bincount: weights are complex ({w.dtype.name}); bincount sums "
+                        "real weights: bin w.real and w.imag separately")
     w = w.astype(np.float64) if w.dtype != np.float64 else w
     return _indexing.at(np.zeros(length + 1, np.float64))[idx].add(w)[:length]
 
@@ -101,14 +107,32 @@ def _increasing(bins):
 
 
 def _range(name: str, a, range_):
+    """The outer edges: ``range``, else the data's minimum and maximum,
+    refused where they are known and not finite (NumPy's rule: the edges
+    between them would be NaN and every count 0)."""
     if range_ is not None:
         first, last = range_
         if not is_traced(first, last) and first > last:
             raise ValueError(f"fnp.{name}: max must be larger than min in range parameter")
+        if not _finite(first, last):
+            raise ValueError(f"fnp.{name}: range={range_!r} is not finite; pass finite ends")
         return first, last
     if a.shape[0] == 0:
         return 0, 1
-    return _reductions.min(a), _reductions.max(a)
+    first, last = _reductions.min(a), _reductions.max(a)
+    if not _finite(first, last):
+        raise ValueError(f"fnp.{name}: the data hold NaN or inf, so the range they span is not "
+                         "finite; pass range= with finite ends, or drop those values first "
+                         "(a[fnp.isfinite(a)])")
+    return first, last
+
+
+def _finite(*ends) -> bool:
+    """Whether the ends are finite; True where their values are unknown
+    (traced without values: ``jit``, ``vmap``, ``grad``), where the edges
+    come out NaN or inf instead."""
+    values = [e.val if isinstance(e, Tracer) else e for e in ends]
+    return any(v is None for v in values) or bool(np.all(np.isfinite(values)))
 
 
 def _edges_and_bins(name: str, a, bins, range_, weights):

@@ -4,7 +4,7 @@ and ``trapezoid`` (the trapezoidal rule).
 ``interp`` follows NumPy's C loop: find the interval of each point by a
 search of the sorted coordinates, then ``slope * (x - xp[j]) + fp[j]``,
 from the other end where that is NaN, ``fp[j]`` exactly at a sample point,
-``left``/``right`` outside; ``period`` wraps the points and the samples
+``left``/``right`` outside, NaN at a NaN point; ``period`` wraps the points and the samples
 first.  It is differentiable in ``x``, ``xp`` and ``fp``: at a sample point
 the value is read, not interpolated, and its derivative in ``x`` is the
 slope of the interval on the right (of the last interval at the end), the
@@ -106,7 +106,10 @@ def interp(x, xp, fp, left=None, right=None, period=None):
                                               _shape.broadcast_to(xp[-1], tuple(x.shape)),
                                               slope), value)
     value = E.where(E.less(x, xp[0]), lo, value)
-    return E.where(E.greater(x, xp[-1]), hi, value)
+    value = E.where(E.greater(x, xp[-1]), hi, value)
+    # NumPy's loop gives a NaN x back first: the fallback to fp[j] above
+    # would otherwise read a value for it between two equal samples.
+    return E.where(E.isnan(x), x, value)
 
 
 def trapezoid(y, x=None, dx=1.0, axis=-1):

@@ -163,10 +163,12 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     else:
         fact = E.maximum(fact, 0.0)
     dev = E.subtract(x, _shape.expand_dims(avg, 1))
+    dev = dev.astype(x.dtype) if dev.dtype != x.dtype else dev  # in place in NumPy too
     dev_t = _shape.transpose(dev if w is None else E.multiply(dev, w))
     c = _contract.dot(dev, conj(dev_t) if dev.dtype.kind == "c" else dev_t)
-    c = E.multiply(c, E.true_divide(1, fact))
-    return _shape.squeeze(c)
+    # NumPy scales in place (c *= 1 / fact): a float64 factor keeps c's dtype.
+    scaled = E.multiply(c, E.true_divide(1, fact))
+    return _shape.squeeze(scaled.astype(c.dtype) if scaled.dtype != c.dtype else scaled)
 
 
 def corrcoef(x, y=None, rowvar=True, *, dtype=None):

@@ -46,6 +46,17 @@ def test_derivatives_and_vmap(name):
                                rtol=1e-13)
 
 
+@pytest.mark.parametrize("name", ["convolve", "correlate"])
+def test_the_windows_are_as_long_as_the_shorter_sequence(name):
+    """A short kernel against a long signal, in either order: no intermediate
+    holds more than (n + m - 1) * min(n, m) values (not (n + m - 1) * m)."""
+    for a, v in ((np.ones(3), np.ones(200)), (np.ones(200), np.ones(3))):
+        closed = ft.make_jaxpr(lambda a, v: getattr(fnp, name)(a, v, "full"))(a, v)
+        sizes = [int(np.prod(o.aval.shape)) for e in closed.eqns for o in e.outputs]
+        sizes += [np.size(c) for c in closed.consts]
+        assert max(sizes) <= 202 * 3, (name, len(a), len(v), max(sizes))
+
+
 def test_errors():
     with pytest.raises(ValueError, match=r"fnp.convolve: mode='circular'; use 'full'"):
         fnp.convolve(np.ones(3), np.ones(2), "circular")

@@ -41,6 +41,12 @@ def test_bincount():
         ft.jit(fnp.bincount)(X)
     with pytest.raises(ValueError, match="negative values"):
         fnp.bincount(np.array([1, -1]))
+    with pytest.raises(ValueError, match=r"fnp.bincount: minlength=-1 is negative"):
+        fnp.bincount(X, minlength=-1)
+    # A complex weight's imaginary part is not dropped: refused, as in NumPy.
+    with pytest.raises(TypeError, match=r"fnp.bincount: weights are complex \(complex128\); "
+                                        r"bincount sums real weights: bin w.real and w.imag"):
+        fnp.bincount(X, w + 1j)
 
 
 @pytest.mark.parametrize("right", [False, True])
@@ -84,3 +90,23 @@ def test_histogram_derivatives_and_vmap():
            np.stack([np.histogram(r, 4)[0] for r in rows]))
     with pytest.raises(TypeError, match=r"bins='auto' chooses the bins from the data's values"):
         ft.grad(lambda a: fnp.histogram(a, "auto")[1].sum())(A)
+
+
+def test_histogram_refuses_a_range_that_is_not_finite():
+    """NaN or inf in the data (or in range=) would make NaN edges and count
+    nothing: an error where the values are known, as in NumPy; traced
+    without values (jit), edges come out NaN or inf."""
+    for bad in (np.nan, np.inf, -np.inf):
+        a = np.append(A, bad)
+        with pytest.raises(ValueError, match=r"fnp.histogram: the data hold NaN or inf, so the "
+                                             r"range they span is not finite; pass range="):
+            fnp.histogram(a, 4)
+        with pytest.raises(ValueError, match="fnp.histogram_bin_edges: the data hold NaN or inf"):
+            fnp.histogram_bin_edges(a, 4)
+        ends = (bad, 1.0) if bad < 0 else (0.0, bad)
+        with pytest.raises(ValueError, match=r"fnp.histogram: range=\(.*\) is not finite; "
+                                             "pass finite ends"):
+            fnp.histogram(A, 4, range=ends)
+        assert not np.isfinite(ft.jit(lambda a: fnp.histogram(a, 4)[1])(a)).all()
+        # With finite ends given, the non-finite values fall outside, as in NumPy.
+        _exact(fnp.histogram(a, 4, range=(-1, 1))[0], np.histogram(a, 4, range=(-1, 1))[0])

@@ -46,6 +46,12 @@ def test_interp_edge_cases():
            np.interp(0.5, [0.0, 1.0], [np.inf, np.inf]))
     _exact(fnp.interp(-0.0, np.array([-0.0, 1.0]), np.array([-0.0, 1.0])),
            np.interp(-0.0, [-0.0, 1.0], [-0.0, 1.0]))
+    # A NaN point between two equal samples is NaN, not the samples' value
+    # (eagerly, under jit and for complex samples), as in NumPy.
+    x, xp, fp = np.array([np.nan, 0.5]), np.array([0.0, 1.0, 2.0]), np.array([5.0, 5.0, 5.0])
+    _exact(fnp.interp(x, xp, fp), np.interp(x, xp, fp))
+    _exact(ft.jit(fnp.interp)(x, xp, fp), np.interp(x, xp, fp))
+    _exact(fnp.interp(x, xp, fp + 2j), np.interp(x, xp, fp + 2j))
 
 
 def test_interp_derivatives():

@@ -50,7 +50,9 @@ def test_average_and_ptp_bit_for_bit(dtype, axis):
                                 {"fweights": np.array([1, 2, 1, 3, 1, 1])},
                                 {"aweights": RNG.random(6)},
                                 {"fweights": np.array([1, 2, 1, 3, 1, 1]),
-                                 "aweights": RNG.random(6), "ddof": 1}],
+                                 "aweights": RNG.random(6), "ddof": 1},
+                                {"dtype": np.float32},
+                                {"dtype": np.float32, "aweights": RNG.random(6)}],
                          ids=lambda kw: "-".join(kw) or "plain")
 def test_cov_bit_for_bit(kw):
     m = M.T if kw.get("rowvar") is False else M
@@ -64,6 +66,7 @@ def test_cov_and_corrcoef_with_y_one_variable_and_complex():
     _exact(fnp.corrcoef(M), np.corrcoef(M))
     _exact(fnp.corrcoef(M, Y), np.corrcoef(M, Y))
     _exact(ft.jit(fnp.corrcoef)(M), np.corrcoef(M))
+    _exact(fnp.corrcoef(M, dtype=np.float32), np.corrcoef(M, dtype=np.float32))
     mc = M + 1j * RNG.standard_normal(M.shape)
     _exact(fnp.cov(mc), np.cov(mc))
     np.testing.assert_allclose(fnp.corrcoef(mc), np.corrcoef(mc), rtol=1e-14)
