@@ -297,6 +297,27 @@ def test_extremum_losing_side_is_a_strong_zero_in_both_modes():
         np.testing.assert_array_equal(ft.grad(lambda x: fnp.max(fnp.sqrt(x)))(x), [0.0, 0.5])
 
 
+def test_mask_along_an_axis_a_batched_broadcast_sums_over():
+    """Reverse mode through ``vmap``: the per-row ``broadcast_to`` becomes a
+    ``broadcast_in_dim`` placing its operand on axes (0, 2) of three, whose
+    transpose sums over axis 1, along which the mask varies.  The selected
+    cotangent is written out there (the sum mixes kept and masked entries),
+    so each row's gradient is the loop's and the closed form's; the mask
+    was read on the wrong axis before, giving a zero row."""
+    m = np.array([[True], [False], [True]])
+
+    def per_row(r):
+        return fnp.sum(fnp.where(m, fnp.sqrt(fnp.broadcast_to(r, (3, 3))), 0.0))
+
+    x = np.arange(1.0, 10.0).reshape(3, 3)
+    expected = m.sum() * 0.5 / np.sqrt(x)
+    got = ft.grad(lambda x: fnp.sum(ft.vmap(per_row)(x)))(x)
+    np.testing.assert_allclose(got, expected, rtol=1e-15)
+    np.testing.assert_allclose(np.stack([ft.grad(per_row)(r) for r in x]), expected, rtol=1e-15)
+    np.testing.assert_allclose(ft.jacfwd(lambda x: fnp.sum(ft.vmap(per_row)(x)))(x), expected,
+                               rtol=1e-15)
+
+
 # -- genuine infinities and NaNs stay -----------------------------------------------------
 
 

@@ -109,13 +109,22 @@ def carries_mask(e: Any, flags: Sequence[bool], pred: Any) -> bool:
     ``pred`` is constant along every axis over which the transpose sums (an
     axis a linear operand broadcast), so that the input cotangent's element
     ``i`` is a coefficient times elements the mask treats alike.  Through
-    any linear equation when ``pred`` is a single bool."""
+    any linear equation when ``pred`` is a single bool.
+
+    The check (and ``carry``) align operands with the output's trailing
+    axes, as NumPy broadcasts: a ``broadcast_in_dim`` placing its operand
+    elsewhere (``vmap`` makes them, dims ``(0, 2)`` of three) sums over
+    other axes than that alignment says, so it writes the record out."""
     shape = get_aval(pred).shape
     if not shape:
         return True
     if not is_elementwise(e):
         return False
     out = e.outputs[0].aval.shape
+    if e.primitive.broadcasts:
+        ndim = e.inputs[0].aval.ndim
+        if tuple(e.params["broadcast_dimensions"]) != tuple(range(len(out) - ndim, len(out))):
+            return False
     varies = (False,) * (len(out) - len(shape)) + tuple(d != 1 for d in shape)
     for a, lin in zip(e.inputs, flags):
         if lin:
