@@ -195,6 +195,26 @@ def test_kink_distance_finds_the_nearest_kink_or_singular_point():
     assert kink_distance(np.sin, X) == np.inf
 
 
+def test_kink_distance_is_not_hidden_by_an_infinite_or_nan_entry():
+    # |inf - 0| / inf is NaN: it once hid the kink of the other entry.
+    total_abs = lambda x: fnp.sum(np.abs(x))  # noqa: E731
+    assert kink_distance(total_abs, np.array([np.inf, 0.0])) == 0.0
+    assert kink_distance(total_abs, np.array([np.inf, 0.5])) == pytest.approx(0.5)
+    assert kink_distance(total_abs, np.array([np.nan, 0.5])) == 0.0
+    assert kink_distance(lambda x: np.maximum(x, 1.0), np.array([np.inf, 1.0])) == 0.0
+    assert kink_distance(lambda x: np.maximum(x, -np.inf), np.array([0.5])) == 1.0
+    assert kink_distance(total_abs, np.array([-0.0, 2.0])) == 0.0
+
+
+def test_kink_distance_ignores_integer_operands_and_empty_axes():
+    # An integer argument is held fixed: abs and % at its zeros are no kink.
+    assert kink_distance(lambda x, n: x * np.abs(n), np.array([0.5]), np.array([0, 2])) == np.inf
+    assert kink_distance(lambda x, n: x * (n % 3), np.array([0.5]), np.array([3])) == np.inf
+    assert kink_distance(lambda x: x % 2, np.array([4.5])) == pytest.approx(0.25 / 2.25)
+    assert kink_distance(lambda x: fnp.sort(x, axis=1), np.zeros((3, 0))) == np.inf
+    assert kink_distance(lambda x: fnp.max(x, axis=1), np.zeros((0, 3))) == np.inf
+
+
 @settings(max_examples=30, suppress_health_check=[HealthCheck.filter_too_much])
 @given(x=fts.arrays(np.float64, (4,), min_value=-2, max_value=2))
 def test_assume_smooth_keeps_finite_differences_valid(x):
