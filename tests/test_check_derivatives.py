@@ -180,6 +180,29 @@ def test_a_check_of_nothing_is_refused():
         check_derivatives(only_vjp, (X,), order=1, modes=("fwd",), jit=False, vmap=False)
 
 
+def test_no_mode_is_refused_rather_than_checking_only_vmap_and_jit():
+    # modes=() once ran vmap, jit and the Hessian's symmetry and passed.
+    with pytest.raises(ValueError, match=re.escape(
+            "check_derivatives(sin): modes=() checks nothing; "
+            "give modes=('fwd', 'rev'), ('fwd',) or ('rev',)")):
+        check_derivatives(np.sin, (X,), modes=())
+
+
+@pytest.mark.parametrize("modes, text", [
+    (("fwd", "backward"), "modes must be 'fwd' and/or 'rev', got 'backward'"),
+    ("rev", "modes='rev' is a string; give a tuple, modes=('rev',)"),
+])
+def test_an_unknown_mode_is_refused_naming_the_function(modes, text):
+    with pytest.raises(ValueError, match=re.escape(f"check_derivatives(sin): {text}")):
+        check_derivatives(np.sin, (X,), modes=modes)
+
+
+def test_an_unknown_reference_is_refused():
+    with pytest.raises(ValueError, match=re.escape(
+            "check_derivatives(sin): reference must be 'auto' or 'richardson', got 'complex'")):
+        check_derivatives(np.sin, (X,), reference="complex")
+
+
 # ---------------------------------------------------- kinks and strategies
 
 

@@ -1,7 +1,7 @@
 """The arguments a derivative check differentiates with respect to: the
 float and complex leaves of ``args``, named by their pytree paths, and the
-refusal of calls that would check nothing (shared by ``check_grads`` and
-``check_derivatives``)."""
+refusal of calls that would check nothing or name an unknown mode (shared by
+``check_grads`` and ``check_derivatives``)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,22 @@ def leaf_paths(args: Sequence[Any]) -> tuple[list[str], list[np.ndarray]]:
     """The paths (``args[0]['w']``) and values of every leaf of ``args``."""
     paths, leaves, _ = tree_flatten_with_path(tuple(args))
     return [f"args{keystr(p)}" for p in paths], [np.asarray(x) for x in leaves]
+
+
+def refuse_bad_modes(check: str, f: Callable, modes: Sequence[str]) -> tuple[str, ...]:
+    """``modes`` as a tuple; ValueError naming ``check`` and ``f`` unless it is a
+    non-empty sequence of ``'fwd'`` and ``'rev'``."""
+    name = function_name(f)
+    if isinstance(modes, str):
+        raise ValueError(f"{check}({name}): modes={modes!r} is a string; give a tuple, "
+                         f"modes=({modes!r},)")
+    if not modes:
+        raise ValueError(f"{check}({name}): modes=() checks nothing; "
+                         "give modes=('fwd', 'rev'), ('fwd',) or ('rev',)")
+    for mode in modes:
+        if mode not in ("fwd", "rev"):
+            raise ValueError(f"{check}({name}): modes must be 'fwd' and/or 'rev', got {mode!r}")
+    return tuple(modes)
 
 
 def refuse_nothing_to_check(check: str, f: Callable, args: Sequence[Any], order: int) -> None:

@@ -28,7 +28,12 @@ import functrans.numpy as fnp
 from functrans import api
 from functrans.dtypes import float0
 from functrans.jit import jit
-from functrans.testing._arguments import function_name, leaf_paths, refuse_nothing_to_check
+from functrans.testing._arguments import (
+    function_name,
+    leaf_paths,
+    refuse_bad_modes,
+    refuse_nothing_to_check,
+)
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 #: Relative tolerance of a derivative, by the lowest precision among the
@@ -656,8 +661,8 @@ def check_derivatives(
       sparse Jacobian and Hessian against the dense ones.
 
     Integer and bool arguments are held fixed.  A call that would check
-    nothing (``order < 1``, no float or complex argument, every check
-    skipped) raises ValueError.  Returns what was checked.
+    nothing (``order < 1``, no mode, no float or complex argument, every
+    check skipped) raises ValueError.  Returns what was checked.
 
     >>> import numpy as np
     >>> from functrans.testing import check_derivatives
@@ -665,14 +670,11 @@ def check_derivatives(
     >>> checked.reference
     'complex step (agrees with Richardson extrapolation along a random direction)'
     """
+    modes = refuse_bad_modes("check_derivatives", f, modes)
     refuse_nothing_to_check("check_derivatives", f, args, order)
-    for mode in modes:
-        if mode not in ("fwd", "rev"):
-            raise ValueError(f"check_derivatives({function_name(f)}): modes must be 'fwd' "
-                             f"and/or 'rev', got {mode!r}")
     if reference not in ("auto", "richardson"):
         raise ValueError(f"check_derivatives({function_name(f)}): reference must be 'auto' "
                          f"or 'richardson', got {reference!r}")
-    checker = _Checker(f, tuple(args), order, tuple(modes), jit, vmap, sparse, coordinates,
+    checker = _Checker(f, tuple(args), order, modes, jit, vmap, sparse, coordinates,
                        directions, reference, rtol, seed)
     return checker.run()

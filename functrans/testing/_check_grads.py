@@ -16,7 +16,7 @@ import numpy as np
 
 from functrans.api import jvp, vjp
 from functrans.dtypes import float0
-from functrans.testing._arguments import function_name, refuse_nothing_to_check
+from functrans.testing._arguments import refuse_bad_modes, refuse_nothing_to_check
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map
 
 _DEFAULT_TOL = {np.dtype(np.float64): 1e-5, np.dtype(np.float32): 2e-2,
@@ -146,20 +146,15 @@ def check_grads(
     >>> check_grads(lambda x: np.sin(x) * x, (np.array([0.5, 1.5]),), order=2)
     """
     args = tuple(args)
-    if not modes:
-        raise ValueError(f"check_grads({function_name(f)}): modes=() checks nothing; "
-                         "give modes=('fwd', 'rev'), ('fwd',) or ('rev',)")
+    modes = refuse_bad_modes("check_grads", f, modes)
     refuse_nothing_to_check("check_grads", f, args, order)
-    for mode in modes:
-        if mode not in ("fwd", "rev"):
-            raise ValueError(f"check_grads: modes must be 'fwd' and/or 'rev', got {mode!r}")
     dtype = _lowest_precision([args, f(*args)])
     tol = _DEFAULT_TOL.get(dtype, 1e-5)
     atol = tol if atol is None else atol
     rtol = tol if rtol is None else rtol
     eps = _DEFAULT_EPS.get(dtype, 1e-4) if eps is None else eps
     rng = np.random.default_rng(seed)
-    _check(f, args, order, tuple(modes), atol, rtol, eps, rng, 1)
+    _check(f, args, order, modes, atol, rtol, eps, rng, 1)
 
 
 def _check(f, args, order, modes, atol, rtol, eps, rng, level) -> None:
