@@ -1,6 +1,7 @@
 """The arguments a derivative check differentiates with respect to: the
 float and complex leaves of ``args``, named by their pytree paths, and the
-refusal of calls that would check nothing or name an unknown mode (shared by
+refusal of calls that would check nothing or name an unknown mode, and the
+random directions and float0 tangents both checkers handle (shared by
 ``check_grads`` and ``check_derivatives``)."""
 
 from __future__ import annotations
@@ -9,11 +10,30 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from functrans.dtypes import float0
 from functrans.tree_util import keystr, tree_flatten_with_path
 
 
 def function_name(f: Callable) -> str:
     return getattr(f, "__name__", None) or type(f).__name__
+
+
+def numeric(x) -> np.ndarray:
+    """``x`` as an array; the float0 tangents of integer values as zeros."""
+    x = np.asarray(x)
+    return np.zeros(x.shape) if x.dtype == float0 else x
+
+
+def random_like(rng: np.random.Generator, x) -> np.ndarray:
+    """A standard normal direction shaped and typed like ``x`` (complex parts
+    both drawn); zeros for integer and bool ``x``, which are held fixed."""
+    x = np.asarray(x)
+    if x.dtype.kind not in "fc":
+        return np.zeros(x.shape, x.dtype)
+    v = rng.standard_normal(x.shape)
+    if x.dtype.kind == "c":
+        v = v + 1j * rng.standard_normal(x.shape)
+    return v.astype(x.dtype)
 
 
 def leaf_paths(args: Sequence[Any]) -> tuple[list[str], list[np.ndarray]]:
