@@ -57,6 +57,7 @@ import functrans.numpy as fnp  # noqa: E402
 from functrans import core  # noqa: E402
 from functrans.core import Zero, registry  # noqa: E402
 from functrans.testing import check_derivatives  # noqa: E402
+from functrans.testing._arguments import random_like  # noqa: E402
 
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "mutations.json"
 
@@ -204,21 +205,10 @@ def _derivatives(f: Callable, args: list, seed: int = 0) -> list[np.ndarray]:
     """jvp, vjp and second-order jvp values along fixed random directions:
     what a mutant must change to be visible."""
     rng = np.random.default_rng(seed)
-
-    def like(x):
-        x = np.asarray(x)
-        v = rng.standard_normal(x.shape)
-        return (v + 1j * rng.standard_normal(x.shape) if x.dtype.kind == "c" else v
-                ).astype(x.dtype)
-
-    vs = tuple(like(a) for a in args)
-    ws = tuple(like(a) for a in args)
+    vs = tuple(random_like(rng, a) for a in args)
+    ws = tuple(random_like(rng, a) for a in args)
     out, t = ft.jvp(f, tuple(args), vs)
-    leaves = ft.tree_util.tree_leaves(out)
-    cts = ft.tree_util.tree_unflatten(
-        ft.tree_util.tree_structure(out),
-        [like(o) if np.asarray(o).dtype.kind in "fc" else np.zeros(np.shape(o), np.asarray(o).dtype)
-         for o in leaves])
+    cts = ft.tree_util.tree_map(lambda o: random_like(rng, o), out)
     grads = ft.vjp(f, *args)[1](cts)
     second = ft.jvp(lambda *xs: ft.jvp(f, xs, vs)[1], tuple(args), ws)[1]
     return [np.asarray(x, dtype=np.complex128) for x in

@@ -180,6 +180,29 @@ def test_a_check_of_nothing_is_refused():
         check_derivatives(only_vjp, (X,), order=1, modes=("fwd",), jit=False, vmap=False)
 
 
+def test_no_mode_is_refused_rather_than_checking_only_vmap_and_jit():
+    # modes=() once ran vmap, jit and the Hessian's symmetry and passed.
+    with pytest.raises(ValueError, match=re.escape(
+            "check_derivatives(sin): modes=() checks nothing; "
+            "give modes=('fwd', 'rev'), ('fwd',) or ('rev',)")):
+        check_derivatives(np.sin, (X,), modes=())
+
+
+@pytest.mark.parametrize("modes, text", [
+    (("fwd", "backward"), "modes must be 'fwd' and/or 'rev', got 'backward'"),
+    ("rev", "modes='rev' is a string; give a tuple, modes=('rev',)"),
+])
+def test_an_unknown_mode_is_refused_naming_the_function(modes, text):
+    with pytest.raises(ValueError, match=re.escape(f"check_derivatives(sin): {text}")):
+        check_derivatives(np.sin, (X,), modes=modes)
+
+
+def test_an_unknown_reference_is_refused():
+    with pytest.raises(ValueError, match=re.escape(
+            "check_derivatives(sin): reference must be 'auto' or 'richardson', got 'complex'")):
+        check_derivatives(np.sin, (X,), reference="complex")
+
+
 # ---------------------------------------------------- kinks and strategies
 
 
@@ -193,6 +216,26 @@ def test_kink_distance_finds_the_nearest_kink_or_singular_point():
     assert kink_distance(lambda x: fnp.max(x), np.array([2.0, 2.004, -1.0])) == \
         pytest.approx(0.004 / 2.004)
     assert kink_distance(np.sin, X) == np.inf
+
+
+def test_kink_distance_is_not_hidden_by_an_infinite_or_nan_entry():
+    # |inf - 0| / inf is NaN: it once hid the kink of the other entry.
+    total_abs = lambda x: fnp.sum(np.abs(x))  # noqa: E731
+    assert kink_distance(total_abs, np.array([np.inf, 0.0])) == 0.0
+    assert kink_distance(total_abs, np.array([np.inf, 0.5])) == pytest.approx(0.5)
+    assert kink_distance(total_abs, np.array([np.nan, 0.5])) == 0.0
+    assert kink_distance(lambda x: np.maximum(x, 1.0), np.array([np.inf, 1.0])) == 0.0
+    assert kink_distance(lambda x: np.maximum(x, -np.inf), np.array([0.5])) == 1.0
+    assert kink_distance(total_abs, np.array([-0.0, 2.0])) == 0.0
+
+
+def test_kink_distance_ignores_integer_operands_and_empty_axes():
+    # An integer argument is held fixed: abs and % at its zeros are no kink.
+    assert kink_distance(lambda x, n: x * np.abs(n), np.array([0.5]), np.array([0, 2])) == np.inf
+    assert kink_distance(lambda x, n: x * (n % 3), np.array([0.5]), np.array([3])) == np.inf
+    assert kink_distance(lambda x: x % 2, np.array([4.5])) == pytest.approx(0.25 / 2.25)
+    assert kink_distance(lambda x: fnp.sort(x, axis=1), np.zeros((3, 0))) == np.inf
+    assert kink_distance(lambda x: fnp.max(x, axis=1), np.zeros((0, 3))) == np.inf
 
 
 @settings(max_examples=30, suppress_health_check=[HealthCheck.filter_too_much])

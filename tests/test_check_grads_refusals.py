@@ -1,7 +1,10 @@
 """``check_grads`` refuses calls that would check nothing: ``order < 1``, no
-mode, or no float or complex argument to differentiate with respect to."""
+mode, or no float or complex argument to differentiate with respect to; and
+modes other than ``'fwd'`` and ``'rev'``."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -22,6 +25,15 @@ def test_an_order_below_one_is_refused(order):
 def test_no_mode_is_refused():
     with pytest.raises(ValueError, match=r"check_grads\(square\): modes=\(\) checks nothing"):
         check_grads(square, (np.array([1.0, 2.0]),), modes=())
+
+
+@pytest.mark.parametrize("modes, text", [
+    (("fwd", "backward"), "modes must be 'fwd' and/or 'rev', got 'backward'"),
+    ("fwd", "modes='fwd' is a string; give a tuple, modes=('fwd',)"),
+])
+def test_an_unknown_mode_is_refused_naming_the_function(modes, text):
+    with pytest.raises(ValueError, match=re.escape(f"check_grads(square): {text}")):
+        check_grads(square, (np.array([1.0, 2.0]),), modes=modes)
 
 
 @pytest.mark.parametrize("args", [(np.array([1, 2]),), (np.array([1, 2]), np.array(True)), (3,)])

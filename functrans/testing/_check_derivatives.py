@@ -28,7 +28,14 @@ import functrans.numpy as fnp
 from functrans import api
 from functrans.dtypes import float0
 from functrans.jit import jit
-from functrans.testing._arguments import function_name, leaf_paths, refuse_nothing_to_check
+from functrans.testing._arguments import (
+    function_name,
+    leaf_paths,
+    numeric,
+    random_like,
+    refuse_bad_modes,
+    refuse_nothing_to_check,
+)
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 #: Relative tolerance of a derivative, by the lowest precision among the
@@ -95,11 +102,6 @@ def _leaves(tree) -> tuple[list[str], list[np.ndarray]]:
     return [f"out{keystr(p)}" for p in paths], [np.asarray(x) for x in leaves]
 
 
-def _numeric(x) -> np.ndarray:
-    x = np.asarray(x)
-    return np.zeros(x.shape) if x.dtype == float0 else x
-
-
 def _dtype(x) -> np.dtype:
     """The dtype of an array, a tracer or a Python number (without asking a
     tracer for its value)."""
@@ -111,16 +113,7 @@ def _inexact(x: np.ndarray) -> bool:
 
 
 def _scale(*arrays) -> float:
-    return max([float(np.max(np.abs(_numeric(a)))) for a in arrays if np.size(a)] + [0.0])
-
-
-def _random_like(rng: np.random.Generator, x: np.ndarray) -> np.ndarray:
-    if not _inexact(x):
-        return np.zeros(x.shape, x.dtype)
-    v = rng.standard_normal(x.shape)
-    if x.dtype.kind == "c":
-        v = v + 1j * rng.standard_normal(x.shape)
-    return v.astype(x.dtype)
+    return max([float(np.max(np.abs(numeric(a)))) for a in arrays if np.size(a)] + [0.0])
 
 
 def _upcast(x: np.ndarray, complex_: bool = False) -> np.ndarray:
@@ -200,7 +193,7 @@ class _Checker:
         whole derivative where ``got`` is one part of it) or in the level's
         values over the inputs' scale (the size of rounding in a derivative
         that is exactly zero)."""
-        got, want = _numeric(got), _numeric(want)
+        got, want = numeric(got), numeric(want)
         # Compared as complex numbers, shown as real ones unless either is complex.
         shown = np.complex128 if np.iscomplexobj(got) or np.iscomplexobj(want) else np.float64
         got = np.asarray(got, dtype=np.complex128)
@@ -316,7 +309,7 @@ class _Checker:
         """Random directions, then each coordinate when asked for and the
         inputs are small."""
         found: list[tuple[str, list[np.ndarray], Any]] = [
-            ("a random direction", [_random_like(self.rng, x) for x in self.xs], None)
+            ("a random direction", [random_like(self.rng, x) for x in self.xs], None)
             for _ in range(self.n_directions)]
         if coordinates and sum(x.size for x in self.xs) <= self.max_coordinates:
             for k, (name, x) in enumerate(zip(self.names, self.xs)):
@@ -364,7 +357,7 @@ class _Checker:
             if got is None:
                 forward = False
                 continue
-            whole = _scale(*[_numeric(g) for g in got], *want)
+            whole = _scale(*[numeric(g) for g in got], *want)
             for path, o, g, w, e in zip(out_paths, outs, got, want, errs):
                 if _inexact(o):
                     self.compare(level, "forward mode (jvp) disagrees with the reference "
@@ -391,22 +384,22 @@ class _Checker:
             self.log.ran.append(name)
 
     def cotangents(self, outs):
-        return [_random_like(self.rng, o) for o in outs]
+        return [random_like(self.rng, o) for o in outs]
 
     def check_reverse(self, level, out_paths, outs, refs, forward) -> None:
         cts = self.cotangents(outs)
         out, vjp_fn = api.vjp(level.fn, *self.xs)
         _, treedef = tree_flatten(out)
         cts_tree = tree_unflatten(treedef, cts)
-        grads = [_numeric(g) for g in vjp_fn(cts_tree)]
+        grads = [numeric(g) for g in vjp_fn(cts_tree)]
         coords = [ref for ref in refs if ref[0] is not None]
         if coords:
             # <ct, J e_k> from the reference, entry by entry, against vjp(ct).
             want = [np.zeros(x.shape, np.complex128) for x in self.xs]
             err = [np.zeros(x.shape) for x in self.xs]
             for (k, flat, unit), _, d, e in coords:
-                pair = sum(np.sum(np.real(_numeric(c) * dd)) for c, dd in zip(cts, d))
-                pair_err = sum(np.sum(np.abs(_numeric(c)) * ee) for c, ee in zip(cts, e))
+                pair = sum(np.sum(np.real(numeric(c) * dd)) for c, dd in zip(cts, d))
+                pair_err = sum(np.sum(np.abs(numeric(c)) * ee) for c, ee in zip(cts, e))
                 part = want[k].reshape(-1)
                 part[flat] += pair if unit == 1 else 1j * pair
                 err[k].reshape(-1)[flat] += pair_err
@@ -426,15 +419,15 @@ class _Checker:
             terms = sum(np.sum(np.abs(g * v)) for g, v in zip(grads, vs))
             if forward:
                 t = _leaves(api.jvp(level.fn, tuple(self.xs), tuple(vs))[1])[1]
-                lhs = sum(np.sum(np.real(_numeric(c) * _numeric(tt))) for c, tt in zip(cts, t))
-                terms = max(terms, sum(np.sum(np.abs(_numeric(c) * _numeric(tt)))
+                lhs = sum(np.sum(np.real(numeric(c) * numeric(tt))) for c, tt in zip(cts, t))
+                terms = max(terms, sum(np.sum(np.abs(numeric(c) * numeric(tt)))
                                        for c, tt in zip(cts, t)))
                 self.compare_scalar(level, "reverse mode (vjp) and forward mode (jvp) break "
                                     "<ct, J v> == <J^T ct, v>", rhs, lhs, terms)
                 self.ran(level, "reverse mode against forward mode (dot product)")
             elif not coords:
-                lhs = sum(np.sum(np.real(_numeric(c) * dd)) for c, dd in zip(cts, d))
-                err_sum = sum(np.sum(np.abs(_numeric(c)) * ee) for c, ee in zip(cts, e))
+                lhs = sum(np.sum(np.real(numeric(c) * dd)) for c, dd in zip(cts, d))
+                err_sum = sum(np.sum(np.abs(numeric(c)) * ee) for c, ee in zip(cts, e))
                 self.compare_scalar(level, "reverse mode (vjp) disagrees with the reference "
                                     "along a random direction", rhs, lhs, terms, err_sum)
                 self.ran(level, "reverse mode (vjp) against the reference")
@@ -451,11 +444,11 @@ class _Checker:
         m = sum(o.size for o in outs)
         if self.complex_out or any(x.dtype.kind == "c" for x in self.xs):
             self.skip(f"order {level.order}: jacfwd == jacrev",
-                                     "complex arguments or outputs (not holomorphic in general)")
+                      "complex arguments or outputs (not holomorphic in general)")
             return
         if n * m > 4096:
             self.skip(f"order {level.order}: jacfwd == jacrev",
-                                     f"the Jacobian has {n * m} entries")
+                      f"the Jacobian has {n * m} entries")
             return
         argnums = tuple(range(len(self.xs)))
         fwd = api.jacfwd(level.fn, argnums=argnums)(*self.xs)
@@ -463,7 +456,7 @@ class _Checker:
         f_leaves = tree_flatten(fwd)[0]
         r_leaves = tree_flatten(rev)[0]
         pairs = [(o, x) for o in out_paths for x in self.names]
-        whole = _scale(*[_numeric(a) for a in f_leaves])
+        whole = _scale(*[numeric(a) for a in f_leaves])
         for (o, x), a, b in zip(pairs, f_leaves, r_leaves):
             self.compare(level, "jacfwd and jacrev disagree", f"d {o} / d {x}", b, a,
                          self.rtol, scale=whole)
@@ -471,7 +464,7 @@ class _Checker:
 
     def batch(self) -> list[list[np.ndarray]]:
         """Three points near ``xs`` (a relative 1e-3 apart)."""
-        return [[(x + 1e-3 * k * self.scale_x * _random_like(self.rng, x)).astype(x.dtype)
+        return [[(x + 1e-3 * k * self.scale_x * random_like(self.rng, x)).astype(x.dtype)
                  for x in self.xs] for k in range(3)]
 
     def check_vmap(self, level, out_paths, outs) -> None:
@@ -553,8 +546,7 @@ class _Checker:
         import functrans.sparse as fsp  # noqa: PLC0415  (needs SciPy)
 
         if len(self.xs) != 1 or self.xs[0].dtype.kind == "c":
-            self.skip("order 1: sparse Jacobian",
-                                     "needs one real array argument")
+            self.skip("order 1: sparse Jacobian", "needs one real array argument")
             return
         x = self.xs[0]
         out = level.fn(x)
@@ -590,7 +582,7 @@ class _Checker:
         outs = _leaves(level.fn(*self.xs))[1]
         below = level.fn
         if "fwd" in self.modes and self.tangents(level, [np.zeros_like(x) for x in self.xs]):
-            vs = [_random_like(self.rng, x) for x in self.xs]
+            vs = [random_like(self.rng, x) for x in self.xs]
 
             def jvp_of(*xs):
                 tangents = api.jvp(below, xs, tuple(v.astype(x.dtype) for v, x in zip(vs, xs)))[1]
@@ -656,8 +648,8 @@ def check_derivatives(
       sparse Jacobian and Hessian against the dense ones.
 
     Integer and bool arguments are held fixed.  A call that would check
-    nothing (``order < 1``, no float or complex argument, every check
-    skipped) raises ValueError.  Returns what was checked.
+    nothing (``order < 1``, no mode, no float or complex argument, every
+    check skipped) raises ValueError.  Returns what was checked.
 
     >>> import numpy as np
     >>> from functrans.testing import check_derivatives
@@ -665,14 +657,11 @@ def check_derivatives(
     >>> checked.reference
     'complex step (agrees with Richardson extrapolation along a random direction)'
     """
+    modes = refuse_bad_modes("check_derivatives", f, modes)
     refuse_nothing_to_check("check_derivatives", f, args, order)
-    for mode in modes:
-        if mode not in ("fwd", "rev"):
-            raise ValueError(f"check_derivatives({function_name(f)}): modes must be 'fwd' "
-                             f"and/or 'rev', got {mode!r}")
     if reference not in ("auto", "richardson"):
         raise ValueError(f"check_derivatives({function_name(f)}): reference must be 'auto' "
                          f"or 'richardson', got {reference!r}")
-    checker = _Checker(f, tuple(args), order, tuple(modes), jit, vmap, sparse, coordinates,
+    checker = _Checker(f, tuple(args), order, modes, jit, vmap, sparse, coordinates,
                        directions, reference, rtol, seed)
     return checker.run()

@@ -15,8 +15,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from functrans.api import jvp, vjp
-from functrans.dtypes import float0
-from functrans.testing._arguments import function_name, refuse_nothing_to_check
+from functrans.testing._arguments import (
+    numeric,
+    random_like,
+    refuse_bad_modes,
+    refuse_nothing_to_check,
+)
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map
 
 _DEFAULT_TOL = {np.dtype(np.float64): 1e-5, np.dtype(np.float32): 2e-2,
@@ -35,16 +39,7 @@ def _lowest_precision(trees) -> np.dtype:
 
 
 def _random_like(rng: np.random.Generator, tree):
-    def draw(x):
-        x = np.asarray(x)
-        if x.dtype.kind not in "fc":
-            return np.zeros(x.shape, x.dtype)
-        v = rng.standard_normal(x.shape)
-        if x.dtype.kind == "c":
-            v = v + 1j * rng.standard_normal(x.shape)
-        return v.astype(x.dtype)
-
-    return tree_map(draw, tree)
+    return tree_map(lambda x: random_like(rng, x), tree)
 
 
 def _axpy(a: float, x, y):
@@ -52,17 +47,11 @@ def _axpy(a: float, x, y):
                     if np.asarray(yi).dtype.kind in "fc" else yi, x, y)
 
 
-def _numeric(x) -> np.ndarray:
-    """``x`` as an array; the float0 tangents of integer values as zeros."""
-    x = np.asarray(x)
-    return np.zeros(x.shape) if x.dtype == float0 else x
-
-
 def _pairing(x, y) -> float:
     """``Re sum(x * y)``: the real bilinear pairing under which reverse mode is
     the transpose of forward mode (no conjugation: JAX's convention for
     complex numbers)."""
-    return float(sum(np.real(np.sum(_numeric(a) * _numeric(b))) for a, b in
+    return float(sum(np.real(np.sum(numeric(a) * numeric(b))) for a, b in
                      zip(tree_flatten(x)[0], tree_flatten(y)[0])))
 
 
@@ -70,7 +59,7 @@ def _assert_close(what: str, got, want, atol: float, rtol: float) -> None:
     paths, g_leaves, _ = tree_flatten_with_path(got)
     w_leaves = tree_flatten(want)[0]
     for path, g, w in zip(paths, g_leaves, w_leaves):
-        g, w = _numeric(g), _numeric(w)
+        g, w = numeric(g), numeric(w)
         # Compared as complex numbers; shown as real ones unless either is complex.
         show = np.complex128 if np.iscomplexobj(g) or np.iscomplexobj(w) else np.float64
         g, w = np.asarray(g, dtype=np.complex128), np.asarray(w, dtype=np.complex128)
@@ -146,20 +135,15 @@ def check_grads(
     >>> check_grads(lambda x: np.sin(x) * x, (np.array([0.5, 1.5]),), order=2)
     """
     args = tuple(args)
-    if not modes:
-        raise ValueError(f"check_grads({function_name(f)}): modes=() checks nothing; "
-                         "give modes=('fwd', 'rev'), ('fwd',) or ('rev',)")
+    modes = refuse_bad_modes("check_grads", f, modes)
     refuse_nothing_to_check("check_grads", f, args, order)
-    for mode in modes:
-        if mode not in ("fwd", "rev"):
-            raise ValueError(f"check_grads: modes must be 'fwd' and/or 'rev', got {mode!r}")
     dtype = _lowest_precision([args, f(*args)])
     tol = _DEFAULT_TOL.get(dtype, 1e-5)
     atol = tol if atol is None else atol
     rtol = tol if rtol is None else rtol
     eps = _DEFAULT_EPS.get(dtype, 1e-4) if eps is None else eps
     rng = np.random.default_rng(seed)
-    _check(f, args, order, tuple(modes), atol, rtol, eps, rng, 1)
+    _check(f, args, order, modes, atol, rtol, eps, rng, 1)
 
 
 def _check(f, args, order, modes, atol, rtol, eps, rng, level) -> None:

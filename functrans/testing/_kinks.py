@@ -29,13 +29,29 @@ from functrans.core import Literal
 from functrans.tree_util import tree_leaves
 
 
+def _inexact(*operands) -> bool:
+    """Whether an array among ``operands`` is float or complex; Python numbers
+    are weak, as the program's literals are, and do not decide it."""
+    return any(np.asarray(v).dtype.kind in "fc" for v in operands
+               if not isinstance(v, (int, float, complex)))
+
+
 def _gap(a, b) -> np.ndarray:
-    """``|a - b|`` relative to the larger magnitude (at least 1)."""
-    a, b = np.asarray(a), np.asarray(b)
-    if a.dtype.kind not in "fc" and b.dtype.kind not in "fc":
+    """``|a - b|`` relative to the larger magnitude (at least 1); ``inf``
+    where no array operand is float or complex (integers are not
+    differentiated: they have no kinks).  A Python number is a weak operand
+    that does not decide this, as in the program's literals.  Where an
+    operand is not finite: 0 at NaN (no derivative can be checked there),
+    0 between equal infinities, 1 (the most a relative gap can be) between
+    an infinity and anything else."""
+    if not _inexact(a, b):
         return np.array(np.inf)
     a, b = np.broadcast_arrays(np.asarray(a, np.complex128), np.asarray(b, np.complex128))
-    return np.abs(a - b) / np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
+    finite = np.isfinite(a) & np.isfinite(b)
+    with np.errstate(invalid="ignore", over="ignore"):
+        gap = np.abs(a - b) / np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
+    gap = np.where(finite, gap, np.where(np.isnan(a) | np.isnan(b) | (a == b), 0.0, 1.0))
+    return gap
 
 
 def _to_integer(x, offset: float = 0.0) -> np.ndarray:
@@ -63,9 +79,10 @@ def _ties(x, axes) -> np.ndarray:
         return np.array(np.inf)
     axes = tuple(a % x.ndim for a in axes)
     rest = [a for a in range(x.ndim) if a not in axes]
-    x = np.transpose(x, rest + list(axes)).reshape(-1, int(np.prod([x.shape[a] for a in axes])))
-    if x.shape[1] < 2:
+    along = int(np.prod([x.shape[a] for a in axes]))
+    if along < 2 or x.size == 0:
         return np.array(np.inf)
+    x = np.transpose(x, rest + list(axes)).reshape(-1, along)
     s = np.sort(x, axis=1)
     return _gap(s[:, 1:], s[:, :-1])
 
@@ -86,6 +103,14 @@ def _tie(x, p):
 
 def _along(x, p):
     return _ties(x[0], _axes(p))
+
+
+def _rem(x, p):
+    """``x0 % x1`` jumps where ``x0 / x1`` is an integer, and is singular at ``x1 = 0``."""
+    if not _inexact(*x):
+        return np.array(np.inf)
+    a, b = np.asarray(x[0]), np.asarray(x[1])
+    return np.minimum(_to_integer(a / np.where(b == 0, 1, b)), _gap(b, 0.0))
 
 
 #: For each primitive with kinks or singular points: ``(operands, params) ->``
@@ -113,9 +138,7 @@ KINKS: dict[str, Callable[[list, dict], Any]] = {
     "ceil": lambda x, p: _to_integer(x[0]),
     "trunc": lambda x, p: _to_integer(x[0]),
     "round": lambda x, p: _to_integer(x[0], 0.5),
-    "rem": lambda x, p: np.minimum(
-        _to_integer(np.asarray(x[0]) / np.where(np.asarray(x[1]) == 0, 1, x[1])),
-        _gap(x[1], 0.0)),
+    "rem": _rem,
     "reduce_max": _along, "reduce_min": _along, "argmax": _along, "argmin": _along,
     "cummax": _along, "cummin": _along, "sort": _along,
 }
