@@ -246,8 +246,8 @@ def _extremum_jvp_of(name: str) -> Callable:
         aval = get_aval(out).strip_weak()
         if not is_inexact(aval.dtype) or all(type(t) is Zero for t in tangents):
             return out, Zero(aval)
-        share = select(eq(x, y), 0.5, 1.0)
-        zero = np.zeros((), aval.dtype)
+        half, one, zero = (aval.dtype.type(v) for v in (0.5, 1, 0))
+        share = select(eq(x, y), half, one)
         t_out = None
         for operand, t in zip(primals, tangents):
             if type(t) is not Zero:
@@ -268,10 +268,12 @@ def _pow_dx(x, y):
     return select(zero_base, 0.0, mul(y, pow(safe_x, sub(y, 1))))
 
 
-def _copysign_dx(x, y):
+def _copysign_dx(x, y, out):
     """d copysign(x, y) / dx: 1 where x and y have the same sign bit, else -1
-    (at x = +-0 too, by the sign bit of the zero)."""
-    return select(eq(signbit(x), signbit(y)), 1.0, -1.0)
+    (at x = +-0 too, by the sign bit of the zero), in the output's dtype (the
+    two Python floats alone would make it float64)."""
+    one = get_aval(out).dtype.type(1)
+    return select(eq(signbit(x), signbit(y)), one, -one)
 
 
 def _hypot_d(a, r):
@@ -299,7 +301,8 @@ def _abs_jvp(primals, tangents):
         return out, Zero(aval)
     if get_aval(x).dtype.kind == "c":
         return out, fit(div(real(mul(conj(x), t)), out), aval)
-    return out, fit(mul(t, select(ge(x, 0), 1.0, -1.0)), aval)
+    one = aval.dtype.type(1)  # in x's dtype: two Python floats select float64
+    return out, fit(mul(t, select(ge(x, 0), one, -one)), aval)
 
 
 def _real_transpose(ct, x):
@@ -664,7 +667,7 @@ BINARY = [
     # A row of its own, not a rewrite through max/min and |.|: their ties
     # (|x| == |y|, x == 0) would split derivatives 0.5/0.5 and lose the
     # curvature of a smooth function.
-    Row("copysign", np.copysign,      (lambda x, y, out: _copysign_dx(x, y), ZERO),
+    Row("copysign", np.copysign,      (lambda x, y, out: _copysign_dx(x, y, out), ZERO),
         cuda={"f": "copysign(x, y)"}),
     Row("hypot",    np.hypot,         (lambda x, y, out: _hypot_d(x, out),
                                        lambda x, y, out: _hypot_d(y, out)),

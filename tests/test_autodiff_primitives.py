@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 import functrans as ft
 import functrans.numpy as fnp
 from functrans.core import Zero, get_aval, registry
+from functrans.primitives import elementwise
 from functrans.testing import check_grads
 from functrans.testing import strategies as fts
 from functrans.tree_util import tree_leaves, tree_map
@@ -109,6 +110,39 @@ def test_check_grads(name, data):
             _assert_zero(t, "derivative")
         return
     check_grads(f, diff, order=2, modes=("fwd", "rev"))
+
+
+ELEMENTWISE = sorted(n for n in DIFFERENTIABLE if n in set(elementwise.unary) | set(elementwise.binary))
+WIDER = {np.dtype(np.float16): ("float32", "float64", "complex128"),
+         np.dtype(np.float32): ("float64", "complex128"),
+         np.dtype(np.complex64): ("float64", "complex128")}
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.complex64])
+@pytest.mark.parametrize("name", ELEMENTWISE)
+def test_derivatives_stay_in_the_operands_dtype(name, dtype):
+    """No equation of an elementwise primitive's JVP or VJP computes in a
+    wider dtype than its operands': a constant such as a sign or a tie's
+    weight made of Python floats would be float64 and widen the product."""
+    prim = registry[name]
+    args = [(np.linspace(0.2, 0.7, 3) + 0.05 * i + (0.1j if dtype is np.complex64 else 0))
+            .astype(dtype) for i in range(2 if name in elementwise.binary else 1)]
+    try:
+        prim.bind(*args)
+    except TypeError:
+        pytest.skip(f"{name} is not defined for {np.dtype(dtype)}")
+
+    def f(*xs):
+        return fnp.sum(fnp.real(prim.bind(*xs)))
+
+    wider = WIDER[np.dtype(dtype)]
+    for k in range(len(args)):
+        grad = ft.make_jaxpr(ft.grad(f, argnums=k))(*args)
+        jvp = ft.make_jaxpr(lambda *xs: ft.jvp(f, tuple(xs), tuple(map(np.ones_like, xs))))(*args)
+        for closed in (grad, jvp):
+            widened = [str(e) for e in closed.eqns
+                       if any(o.aval.dtype.name in wider for o in e.outputs)]
+            assert not widened, (name, k, widened)
 
 
 @pytest.mark.parametrize("name", sorted(ZERO_DERIVATIVE))
