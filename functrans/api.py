@@ -783,8 +783,11 @@ def _forward_blocks(lin: Linearized, in_avals, out_avals, chunk_size, label) -> 
                     part = _reshape(part, out_aval.shape + in_aval.shape)
                 row.append(_as_result(part))
                 continue
-            if full is None:
-                row.append(np.zeros(out_aval.shape + in_aval.shape, out_aval.dtype))
+            if full is None or not is_inexact(out_aval.dtype):
+                # An integer or bool output's block is zero in the input's
+                # dtype, as jacrev's pulled-back cotangents give it.
+                dtype = out_aval.dtype if is_inexact(out_aval.dtype) else in_aval.dtype
+                row.append(np.zeros(out_aval.shape + in_aval.shape, dtype))
                 continue
             part = bind(shape_prims.slice_p, full,
                         start_indices=(int(offsets[j]),) + (0,) * out_aval.ndim,
@@ -860,6 +863,8 @@ def jacfwd(
 ) -> Callable:
     """The Jacobian of ``f`` by forward mode: the input basis pushed through
     ``jvp`` (``chunk_size`` basis vectors at a time, all at once by default).
+    An integer or bool output's block is zeros of the input's dtype, as
+    ``jacrev`` gives it.
 
     >>> import functrans as ft, numpy as np
     >>> ft.jacfwd(lambda x: x ** 2)(np.array([1.0, 2.0]))

@@ -240,3 +240,19 @@ def test_hessian_with_pytree_input_and_argnums():
     close(h_c[0]["u"], 2 * p["u"] * p["v"])
     close(h_c[0]["v"], p["u"] ** 2)
     close(h_c[1], 0.0)
+
+
+def test_integer_and_bool_outputs_have_zero_blocks_in_the_inputs_dtype():
+    """jacfwd and jacrev agree on an output without a derivative: zeros of
+    the input's dtype (jacfwd gave the output's integer dtype before)."""
+    def f(x):
+        return {"i": (x * 2).astype(np.int32), "b": x > 1, "x": x ** 2}
+
+    x = np.float32([1.0, 2.0, 3.0])
+    for transform in (lambda g: g, ft.jit):
+        fwd, rev = transform(ft.jacfwd(f))(x), transform(ft.jacrev(f))(x)
+        for key in ("i", "b"):
+            for jac in (fwd[key], rev[key]):
+                assert jac.dtype == np.float32 and jac.shape == (3, 3)
+                np.testing.assert_array_equal(jac, 0)
+        np.testing.assert_array_equal(fwd["x"], rev["x"])
