@@ -78,6 +78,7 @@ from numpy import (
     ushort,
 )
 
+from functrans import dtypes as _dtypes
 from functrans.numpy import (
     _array_api_info,
     _complex_numbers,
@@ -174,6 +175,16 @@ __all__ = [
 #: SciPy's special functions that functrans implements, where SciPy's array
 #: API code looks for them in an array namespace (``xp.special.erf``).
 special = _ufunc_routes.UfuncExtension("scipy.special")
+
+
+
+def __getattr__(name: str):
+    # ``fnp.bfloat16`` is ml_dtypes' type, loaded on first use: ml_dtypes is an
+    # optional dependency and ``import functrans`` never loads it.
+    if name == "bfloat16":
+        return _dtypes.bfloat16_type()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Last: the tracer behaviour forwards to the functions above.
 from functrans.numpy import _array_methods  # noqa: E402
