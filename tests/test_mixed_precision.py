@@ -125,7 +125,38 @@ def test_unscale_keeps_each_gradient_dtype():
     out = ls.unscale(grads, ls.init())
     assert {k: v.dtype for k, v in out.items()} == {k: v.dtype for k, v in grads.items()}
     assert all(float(v[0]) == 2.0 for v in out.values())
-    assert ls.scale(np.float16(3.0), ls.init()).dtype == np.float16
+
+
+def test_unscale_leaves_non_float_leaves_alone():
+    ls = optim.dynamic_loss_scale(initial_scale=2.0**15)
+    grads = {"w": np.array([2.0**15], np.float32), "step": np.array([3, -7], np.int32),
+             "mask": np.array([True, False]), "c": np.array([2.0**16 + 2.0**15 * 1j], np.complex64),
+             "z": np.zeros((2,), ft.dtypes.float0)}
+    for unscale in (ls.unscale, ft.jit(ls.unscale)):
+        out = unscale(grads, ls.init())
+        assert float(out["w"][0]) == 1.0 and out["c"][0] == 2.0 + 1j
+        np.testing.assert_array_equal(out["step"], grads["step"])
+        np.testing.assert_array_equal(out["mask"], grads["mask"])
+        assert out["step"].dtype == np.int32 and out["mask"].dtype == np.bool_
+        assert out["z"].dtype == ft.dtypes.float0
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_scale_runs_in_float32_for_float16_losses(jitted):
+    # 3 * 2**15 = 98304 is above float16's largest finite 65504.
+    ls = optim.dynamic_loss_scale(initial_scale=2.0**15)
+    scale = ft.jit(ls.scale) if jitted else ls.scale
+    out = scale(np.float16(3.0), ls.init())
+    assert out.dtype == np.float32 and float(out) == 3.0 * 2.0**15
+    assert scale(np.float64(3.0), ls.init()).dtype == np.float64
+    # Through grad: the float16 gradient is 2**15 * dloss, finite, and unscales exactly.
+    x = np.array([0.5, -1.5], np.float16)
+    state = ls.init()
+    value, g = ft.value_and_grad(lambda w: ls.scale(np.sum(w * x) + 4.0, state))(
+        np.ones(2, np.float16))
+    assert float(value) == 3.0 * 2.0**15
+    assert g.dtype == np.float16 and np.isfinite(g).all()
+    np.testing.assert_array_equal(ls.unscale(g, state), x)
 
 
 def policy_loss(w, x, n):
@@ -201,6 +232,14 @@ def test_errors():
     with pytest.raises(TypeError, match=r"precision_policy: compute_dtype must be a real "
                                         r"floating-point dtype .* got 'int32'"):
         optim.precision_policy(compute_dtype="int32")
+    # NumPy reads np.dtype(None) as float64: a policy must not compute in float64 by it.
+    for arg in ("param_dtype", "compute_dtype"):
+        with pytest.raises(TypeError, match=rf"precision_policy: {arg} must be a real "
+                                            r"floating-point dtype \(float16, bfloat16, "
+                                            r"float32, float64\), got None; to compute without "
+                                            r"a cast, pass the parameters' dtype"):
+            optim.precision_policy(**{arg: None})
+    assert optim.precision_policy(output_dtype=None).output_dtype == np.float32
     with pytest.raises(ValueError, match=r"dynamic_loss_scale: growth_interval must be a "
                                          r"whole number of steps"):
         optim.dynamic_loss_scale(growth_interval=0)

@@ -25,6 +25,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 import functrans.numpy as fnp
+from functrans.dtypes import is_floating, is_inexact
 from functrans.optimizers._transformation import _leaves, check_number
 from functrans.tree_util import tree_map
 
@@ -41,9 +42,11 @@ class DynamicLossScale(NamedTuple):
     """Functions of a dynamic loss scale, made by ``dynamic_loss_scale``.
 
     ``init() -> state``; ``scale(loss, state)`` multiplies the loss by the
-    scale; ``unscale(grads, state)`` divides the gradients by it (in each
-    gradient's dtype); ``adjust(finite, state) -> state`` updates the scale
-    after a step whose gradients were all finite (``finite`` true) or not.
+    scale (in float32, or float64 for a float64 loss); ``unscale(grads,
+    state)`` divides the floating-point gradients by it (in each gradient's
+    dtype; other leaves are returned as they are); ``adjust(finite, state)
+    -> state`` updates the scale after a step whose gradients were all finite
+    (``finite`` true) or not.
     """
 
     init: Callable[[], LossScaleState]
@@ -95,14 +98,24 @@ def dynamic_loss_scale(initial_scale: float = 2.0**15, growth_interval: int = 20
         return LossScaleState(np.asarray(initial_scale, np.float32), np.zeros((), np.int32))
 
     def scale(loss, state):
-        # In the loss's dtype: a float16 loss stays float16 (a scale of 2**15 is exact there).
-        return fnp.multiply(loss, fnp.asarray(state.scale).astype(fnp.result_type(loss)))
+        # In float32 at least: a float16 loss times a scale above 65504 would be inf in
+        # float16 before any gradient is taken.  The cotangent reaching the float16
+        # computation is then the scale itself, rounded to float16 by the cast's transpose.
+        dtype = fnp.result_type(loss, np.float32)
+        return fnp.multiply(fnp.asarray(loss).astype(dtype), fnp.asarray(state.scale, dtype))
 
     def unscale(grads, state):
         # The reciprocal in float32, then each gradient in its own dtype: 1/scale is a
-        # power of two for the default factors, so no gradient is rounded by it.
+        # power of two for the default factors, so no gradient is rounded by it.  Integer,
+        # bool and float0 leaves carry no scaled derivative: left alone (a cast of 1/scale
+        # to an integer dtype would zero them).
         inv = fnp.reciprocal(fnp.asarray(state.scale, np.float32))
-        return tree_map(lambda g: fnp.multiply(g, inv.astype(fnp.result_type(g))), grads)
+
+        def unscale_leaf(g):
+            dtype = np.dtype(fnp.result_type(g))
+            return fnp.multiply(g, inv.astype(dtype)) if is_inexact(dtype) else g
+
+        return tree_map(unscale_leaf, grads)
 
     def adjust(finite, state):
         finite = fnp.asarray(finite).astype(bool)
@@ -146,9 +159,6 @@ def select_tree(pred, on_true: Any, on_false: Any) -> Any:
     return tree_map(lambda a, b: fnp.where(pred, a, b), on_true, on_false)
 
 
-_FLOAT_KINDS = "f"
-
-
 class Policy(NamedTuple):
     """Three dtypes for floating-point values: parameters are stored in
     ``param_dtype``, the computation runs in ``compute_dtype``, its results
@@ -185,7 +195,9 @@ class Policy(NamedTuple):
 def precision_policy(param_dtype: Any = np.float32, compute_dtype: Any = np.float16,
                      output_dtype: Any = None) -> Policy:
     """A ``Policy``: by default float32 parameters, float16 computation and
-    outputs in the parameters' dtype.
+    outputs in the parameters' dtype.  Each argument is a real floating-point
+    dtype (bfloat16 included); ``output_dtype=None`` means ``param_dtype``;
+    ``None`` for the others is an error (NumPy would read it as float64).
 
     >>> import numpy as np
     >>> import functrans as ft
@@ -198,13 +210,16 @@ def precision_policy(param_dtype: Any = np.float32, compute_dtype: Any = np.floa
     dtypes = []
     for arg, value in (("param_dtype", param_dtype), ("compute_dtype", compute_dtype),
                        ("output_dtype", param_dtype if output_dtype is None else output_dtype)):
+        # None is refused, not read as NumPy reads it (float64): a policy that silently
+        # computed in float64 would look like mixed precision and be the slowest choice.
         try:
-            dtype = np.dtype(value)
+            dtype = None if value is None else np.dtype(value)
         except TypeError:
             dtype = None
-        if dtype is None or dtype.kind not in _FLOAT_KINDS:
+        if dtype is None or not is_floating(dtype):
             raise TypeError(f"precision_policy: {arg} must be a real floating-point dtype "
-                            f"(float16, float32, float64), got {value!r}")
+                            f"(float16, bfloat16, float32, float64), got {value!r}; to "
+                            "compute without a cast, pass the parameters' dtype")
         dtypes.append(dtype)
     return Policy(*dtypes)
 
@@ -216,7 +231,7 @@ def _cast_floating(tree: Any, dtype: np.dtype) -> Any:
         # the whole computation to float64 eagerly, and to float16 under jit.
         if type(x) is float:
             return x
-        if np.dtype(fnp.result_type(x)).kind in _FLOAT_KINDS:
+        if is_floating(np.dtype(fnp.result_type(x))):
             return fnp.asarray(x).astype(dtype)
         return x
 
