@@ -579,9 +579,13 @@ class _Jitted:
             lowering = self._lower_native(optimized)
             if lowering is not None:
                 compiled = Compiled(lowering.jaxpr, self._name, own_outputs=True)
+                narrow = ", ".join(tiering.narrow_floats(optimized.jaxpr))
+                reason = "compiler='native'" + (
+                    f"; its {narrow} operations run as NumPy calls (Numba has no {narrow} "
+                    "arithmetic)" if narrow else "")
                 return _Entry(optimized, compiled, out_tree, single, traced,
                               lowering.compile_seconds, tuple(lowering.sources),
-                              tiering.Tier("native", "compiler='native'"))
+                              tiering.Tier("native", reason))
             tier = tiering.Tier("numpy", "compiler='native', but Numba cannot compile it "
                                 "(see the debug log)")
         elif not traced:

@@ -34,6 +34,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from functrans.core import ClosedJaxpr, Jaxpr
+from functrans.dtypes import is_floating
 
 _log = logging.getLogger("functrans.jit")
 
@@ -111,6 +112,24 @@ def _real(e) -> bool:
                for a in (*e.inputs, *e.outputs))
 
 
+def _narrow_floats(e) -> set[str]:
+    """The 16-bit float dtypes (float16, bfloat16) among ``e``'s values."""
+    return {a.aval.dtype.name for a in (*e.inputs, *e.outputs)
+            if a.aval.dtype.itemsize == 2 and is_floating(a.aval.dtype)}
+
+
+def narrow_floats(jaxpr: Jaxpr) -> list[str]:
+    """The 16-bit float dtypes a program computes in, loop bodies included:
+    Numba has no arithmetic for float16 or bfloat16, so the native tier
+    leaves their operations to NumPy (ml_dtypes' loops for bfloat16)."""
+    found: set[str] = set()
+    for e in jaxpr.eqns:
+        found |= _narrow_floats(e)
+        for j in _jaxprs(e):
+            found.update(narrow_floats(j))
+    return sorted(found)
+
+
 def _float(e) -> bool:
     return any(a.aval.dtype.kind == "f" for a in (*e.inputs, *e.outputs))
 
@@ -143,6 +162,8 @@ class _Tally:
         self.eqns = 0
         self.exact = True
         self.loop_misses: list[str] = []
+        #: 16-bit float dtypes of elementwise work that stays NumPy calls.
+        self.narrow: set[str] = set()
 
 
 def _dot_flops(e) -> int:
@@ -166,7 +187,8 @@ def _loop_body_native(jaxpr: Jaxpr, tally: _Tally) -> bool:
         name = e.primitive.name
         ufunc = _ufunc(e)
         if not _real(e):
-            tally.loop_misses.append(f"{name} on a dtype the native tier lacks")
+            dtypes = ", ".join(sorted(_narrow_floats(e))) or "a dtype the native tier lacks"
+            tally.loop_misses.append(f"{name} on {dtypes}")
             ok = False
         elif ufunc is not None:
             # On an array a transcendental function calls NumPy's own loop;
@@ -202,7 +224,7 @@ def assess(closed: ClosedJaxpr) -> Assessment:
     The estimate per top-level equation: a NumPy call costs its dispatch
     plus its elements (a product its multiply-adds).  An elementwise ufunc
     or a ``select`` (``where``, which moves values and computes none) on
-    real dtypes (not float16, which Numba lacks) joins a kernel that
+    real dtypes (not float16 or bfloat16, which Numba lacks) joins a kernel that
     removes its dispatch and half its memory traffic.  A loop whose body
     has a native form becomes one kernel that removes nine tenths of its
     cost (the steps' dispatch dominates).  Everything else (matrix
@@ -230,6 +252,8 @@ def assess(closed: ClosedJaxpr) -> Assessment:
             tally.eqns += 1
             if ufunc is not None and _float(e) and ufunc not in EXACT_UFUNCS:
                 tally.exact = False
+        elif ufunc is not None or name == "select":
+            tally.narrow |= _narrow_floats(e)
     gain = tally.saved / tally.cost if tally.cost else 0.0
     seconds = _COMPILE_BASE + _COMPILE_PER_EQN * tally.eqns
     never = None
@@ -237,8 +261,12 @@ def assess(closed: ClosedJaxpr) -> Assessment:
     if tally.loop_misses:
         why = (f"a loop body holds {', '.join(sorted(set(tally.loop_misses)))}, so its loop "
                "stays NumPy calls")
+    if tally.narrow:
+        narrow = ", ".join(sorted(tally.narrow))
+        why = (f"its {narrow} operations stay NumPy calls: Numba has no {narrow} arithmetic"
+               + (f"; {why}" if tally.loop_misses else ""))
     if not tally.eqns:
-        never = f"nothing in it has a native form ({why})" if tally.loop_misses \
+        never = f"nothing in it has a native form ({why})" if tally.loop_misses or tally.narrow \
             else "nothing in it has a native form"
     elif gain < MIN_GAIN:
         never = (f"native kernels would remove only {gain:.0%} of its estimated time "

@@ -39,7 +39,7 @@ from functrans.core import (
     get_aval,
     rule_factory,
 )
-from functrans.dtypes import is_inexact
+from functrans.dtypes import EXTENSION_FLOATS, is_floating, is_inexact
 from functrans.errors import ShapeError
 from functrans.interpreters import sparsity
 
@@ -325,14 +325,16 @@ def reduced_dtype(fn: Callable, dtype: np.dtype) -> np.dtype:
     return np.asarray(fn(np.zeros(1, dtype))).dtype
 
 
-def reduction(name: str, fn: Callable, method: str, identity: bool = True, **rules) -> Primitive:
+def reduction(name: str, fn: Callable, method: str, identity: bool = True,
+              impl: Callable | None = None, **rules) -> Primitive:
     """A reduction primitive doing ``fn(x, axis=axes)``, computed by the array
     method ``method`` (``x.sum``, ``x.max`` ...: NumPy's and CuPy's alike,
     with the same result dtypes, and without the module functions' dispatch:
     ``x.sum(axis=(0,))`` on a 3x4 float64 array took 1.05 us against 2.34 us
     for ``np.sum``, NumPy 2.4 on one x86 core; the gap stays ~1 us at any size).
     Reductions without an identity (max, min) refuse empty reduced axes, as
-    NumPy does."""
+    NumPy does.  ``impl`` replaces the method call where a dtype needs
+    another computation."""
 
     #: Result avals by ``(x, axes)`` for axes of Python ints (``1.0`` equals
     #: ``1`` as a key but is a bad axis): most reductions of a traced program
@@ -362,13 +364,13 @@ def reduction(name: str, fn: Callable, method: str, identity: bool = True, **rul
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
         return ShapedArray(shape, reduced_dtype(fn, x.dtype))
 
-    def impl(x, *, axes):
+    def method_impl(x, *, axes):
         return as_array(getattr(as_array(x), method)(axis=axes))
 
     # Sums, and max/min (piecewise linear): no two elements meet.
     rules.setdefault("sparsity", sparsity.reduction_sparsity())
-    return Primitive(name, abstract_eval=abstract_eval, impl=impl, batch=_reduce_batch,
-                     xp_impl=True, **rules)
+    return Primitive(name, abstract_eval=abstract_eval, impl=impl or method_impl,
+                     batch=_reduce_batch, xp_impl=True, **rules)
 
 
 @rule_factory
@@ -411,9 +413,21 @@ def reduce_sum(x, axes):
     return bind(reduce_sum_p, x, axes=tuple(axes))
 
 
+def _reduce_sum_impl(x, *, axes):
+    x = as_array(x)
+    if is_floating(x.dtype) and x.dtype.name in EXTENSION_FLOATS:
+        # ml_dtypes adds bfloat16 one element at a time in bfloat16, where 256 + 1 is
+        # 256 (np.sum of 1000 ones is 256): accumulate in float32 and round once, as
+        # NumPy's float16 sum does along a contiguous axis (here along every axis).
+        return as_array(x.sum(axis=axes, dtype=np.float32).astype(x.dtype))
+    return as_array(x.sum(axis=axes))
+
+
 reduce_sum_p = reduction(
-    "reduce_sum", np.add.reduce, "sum", jvp=_reduce_sum_jvp, transpose=_reduce_sum_transpose,
-    linear=True, doc="`np.sum(x, axis=axes)`; the reduced axes are dropped",
+    "reduce_sum", np.add.reduce, "sum", impl=_reduce_sum_impl, jvp=_reduce_sum_jvp,
+    transpose=_reduce_sum_transpose, linear=True,
+    doc="`np.sum(x, axis=axes)`; the reduced axes are dropped; bfloat16 accumulates in "
+        "float32",
 )
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from functrans.core import Primitive, Tracer, bind
 from functrans.custom_derivatives import custom_jvp
-from functrans.dtypes import is_inexact
+from functrans.dtypes import is_floating, is_inexact
 from functrans.errors import AxisError, DTypeError, ShapeError
 from functrans.numpy._elementwise import (
     _no_out,
@@ -338,12 +338,12 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
 
 def _mean(x, axes: tuple[int, ...], dtype, keepdims: bool, mask):
     # NumPy sums bool and integers in float64 and float16 in float32, but
-    # hands float16 back.
+    # hands float16 back; bfloat16 as float16.
     acc, result = dtype, dtype
     if dtype is None and x.dtype.kind in "biu":
         acc = result = np.float64
-    elif dtype is None and x.dtype == np.float16:
-        acc, result = np.float32, np.float16
+    elif dtype is None and x.dtype.itemsize == 2 and is_floating(x.dtype):
+        acc, result = np.float32, x.dtype
     if mask is None:
         total = _reduce_axes(reduce_sum_p, x, axes, keepdims, acc)
         quotient = divide(total, _count(x.shape, axes))

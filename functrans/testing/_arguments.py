@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from functrans.dtypes import float0
+from functrans.dtypes import float0, is_inexact
 from functrans.tree_util import keystr, tree_flatten_with_path
 
 
@@ -28,7 +28,7 @@ def random_like(rng: np.random.Generator, x) -> np.ndarray:
     """A standard normal direction shaped and typed like ``x`` (complex parts
     both drawn); zeros for integer and bool ``x``, which are held fixed."""
     x = np.asarray(x)
-    if x.dtype.kind not in "fc":
+    if not is_inexact(x.dtype):
         return np.zeros(x.shape, x.dtype)
     v = rng.standard_normal(x.shape)
     if x.dtype.kind == "c":
@@ -66,7 +66,7 @@ def refuse_nothing_to_check(check: str, f: Callable, args: Sequence[Any], order:
         raise ValueError(f"{check}({name}): order={order} checks nothing; give order=1 for "
                          "first derivatives, 2 to check second derivatives too")
     paths, leaves = leaf_paths(args)
-    if not any(x.dtype.kind in "fc" for x in leaves):
+    if not any(is_inexact(x.dtype) for x in leaves):
         found = ", ".join(f"{p} is {x.dtype} of shape {x.shape}" for p, x in zip(paths, leaves))
         raise ValueError(
             f"{check}({name}): no argument is a float or complex array "

@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from functrans.api import jvp, vjp
+from functrans.dtypes import is_floating, is_inexact
 from functrans.testing._arguments import (
     numeric,
     random_like,
@@ -23,10 +24,13 @@ from functrans.testing._arguments import (
 )
 from functrans.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map
 
-_DEFAULT_TOL = {np.dtype(np.float64): 1e-5, np.dtype(np.float32): 2e-2,
-                np.dtype(np.complex128): 1e-5, np.dtype(np.complex64): 2e-2}
-_DEFAULT_EPS = {np.dtype(np.float64): 1e-4, np.dtype(np.float32): 1e-2,
-                np.dtype(np.complex128): 1e-4, np.dtype(np.complex64): 1e-2}
+# By dtype name (bfloat16 is not one of NumPy's own dtypes).  The 16-bit floats
+# round at 2**-11 (float16) and 2**-8 (bfloat16) of a value: their differences
+# need long steps and loose tolerances to say anything.
+_DEFAULT_TOL = {"float64": 1e-5, "float32": 2e-2, "complex128": 1e-5, "complex64": 2e-2,
+                "float16": 5e-2, "bfloat16": 1e-1}
+_DEFAULT_EPS = {"float64": 1e-4, "float32": 1e-2, "complex128": 1e-4, "complex64": 1e-2,
+                "float16": 1e-1, "bfloat16": 1e-1}
 
 
 def _inexact_leaves(tree) -> list:
@@ -34,7 +38,7 @@ def _inexact_leaves(tree) -> list:
 
 
 def _lowest_precision(trees) -> np.dtype:
-    dts = [x.dtype for t in trees for x in _inexact_leaves(t) if x.dtype.kind in "fc"]
+    dts = [x.dtype for t in trees for x in _inexact_leaves(t) if is_inexact(x.dtype)]
     return min(dts, key=lambda d: d.itemsize) if dts else np.dtype(np.float64)
 
 
@@ -44,15 +48,21 @@ def _random_like(rng: np.random.Generator, tree):
 
 def _axpy(a: float, x, y):
     return tree_map(lambda xi, yi: (yi + a * xi).astype(np.asarray(yi).dtype)
-                    if np.asarray(yi).dtype.kind in "fc" else yi, x, y)
+                    if is_inexact(np.asarray(yi).dtype) else yi, x, y)
 
 
 def _pairing(x, y) -> float:
     """``Re sum(x * y)``: the real bilinear pairing under which reverse mode is
     the transpose of forward mode (no conjugation: JAX's convention for
     complex numbers)."""
-    return float(sum(np.real(np.sum(numeric(a) * numeric(b))) for a, b in
+    return float(sum(np.real(np.sum(_wide(numeric(a)) * _wide(numeric(b)))) for a, b in
                      zip(tree_flatten(x)[0], tree_flatten(y)[0])))
+
+
+def _wide(x: np.ndarray) -> np.ndarray:
+    """16-bit floats as float64 for the pairing's sum (NumPy adds bfloat16 in
+    bfloat16, where 256 + 1 is 256)."""
+    return x.astype(np.float64) if x.dtype.itemsize == 2 and is_floating(x.dtype) else x
 
 
 def _assert_close(what: str, got, want, atol: float, rtol: float) -> None:
@@ -80,7 +90,7 @@ def _assert_close(what: str, got, want, atol: float, rtol: float) -> None:
 def _central_difference(eps: float) -> Callable:
     def diff(plus, minus):
         plus, minus = np.asarray(plus), np.asarray(minus)
-        if plus.dtype.kind not in "fc":  # integer and bool outputs have zero tangents
+        if not is_inexact(plus.dtype):  # integer and bool outputs have zero tangents
             return np.zeros(plus.shape)
         return (plus - minus) / (2 * eps)
 
@@ -138,10 +148,10 @@ def check_grads(
     modes = refuse_bad_modes("check_grads", f, modes)
     refuse_nothing_to_check("check_grads", f, args, order)
     dtype = _lowest_precision([args, f(*args)])
-    tol = _DEFAULT_TOL.get(dtype, 1e-5)
+    tol = _DEFAULT_TOL.get(dtype.name, 1e-5)
     atol = tol if atol is None else atol
     rtol = tol if rtol is None else rtol
-    eps = _DEFAULT_EPS.get(dtype, 1e-4) if eps is None else eps
+    eps = _DEFAULT_EPS.get(dtype.name, 1e-4) if eps is None else eps
     rng = np.random.default_rng(seed)
     _check(f, args, order, modes, atol, rtol, eps, rng, 1)
 
