@@ -31,7 +31,8 @@ def test_a_users_primitives_module_does_not_shadow_functrans(tmp_path):
 
 def test_importing_functrans_loads_no_optional_dependency(tmp_path):
     out = _run("import sys, functrans; print(sorted(m for m in ('cupy', 'scipy', 'numexpr', "
-               "'hypothesis', 'numba', 'mpi4py', 'graphviz', 'pytest') if m in sys.modules))",
+               "'hypothesis', 'numba', 'mpi4py', 'graphviz', 'pytest', 'ml_dtypes') "
+               "if m in sys.modules))",
                tmp_path)
     assert out.strip() == "[]"
 

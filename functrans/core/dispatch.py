@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from functrans import array_types
+from functrans import array_types, dtypes
 from functrans.core import checks
 from functrans.core.avals import ShapedArray
 from functrans.core.context import Source, format_source, user_source
@@ -98,7 +98,7 @@ def check_values(prim: Primitive, outs: Sequence[Any], source: Source | None) ->
         if isinstance(x, (float, complex)):
             x = np.asarray(x)
         dtype = getattr(x, "dtype", None)
-        if dtype is None or dtype.kind not in "fc":
+        if dtype is None or not dtypes.is_inexact(dtype):
             continue
         xp = array_module((x,))
         for on, test, what, flag in ((nans, xp.isnan, "NaN", "debug_nans"),
