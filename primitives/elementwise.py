@@ -64,6 +64,7 @@ from functrans.core import (
     rule_factory,
 )
 from functrans.dtypes import is_inexact, result_type, ufunc_operand
+from functrans.dtypes import kind as dtype_kind
 from functrans.errors import DTypeError
 from functrans.interpreters import sparsity
 from functrans.interpreters.strong_zeros import StrongZeros
@@ -204,7 +205,7 @@ def _logistic(x):
     # 1/(1+exp(-x)) without overflow for large |x|, in the dtype exp gives x
     # (bool and integers become floats first: -x is undefined on bool).
     x = np.asarray(x)
-    if x.dtype.kind not in "fc":
+    if not is_inexact(x.dtype):
         x = x.astype(np.exp(np.zeros((), x.dtype)).dtype)
     if x.dtype.kind == "c":  # no overflow trick: complex numbers are not ordered
         return 1 / (1 + np.exp(-x))
@@ -385,7 +386,7 @@ def _exact_identity(op: str, value, dtype) -> bool:
     zeros are, with those signs on both parts (a real constant gets a
     ``+0.0`` imaginary part), and never ``* 1``: ``(inf + 1j) * 1`` has a NaN
     part."""
-    kind = np.dtype(dtype).kind
+    kind = dtype_kind(np.dtype(dtype))
     if kind in "biu":
         return bool(value == (1 if op in ("mul", "div") else 0))
     v = np.asarray(value)
@@ -490,7 +491,7 @@ _LN2 = math.log(2.0)
 
 def _reciprocal_dtype(aval):
     """reciprocal: float and complex only (fnp.reciprocal truncates integers)."""
-    if aval.dtype.kind not in "fc":
+    if not is_inexact(aval.dtype):
         raise DTypeError(f"reciprocal: not defined for operands of type {aval.str_short()} "
                          "here; use functrans.numpy.reciprocal, or convert with .astype()")
     return aval.dtype

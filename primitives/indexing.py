@@ -38,7 +38,7 @@ from functrans.core import (
     get_aval,
     instantiate,
 )
-from functrans.dtypes import is_inexact
+from functrans.dtypes import is_floating, is_inexact
 from functrans.errors import DTypeError, ShapeError
 from functrans.interpreters import sparsity
 
@@ -307,10 +307,10 @@ def _scatter_extremum(xp, out, idx, updates, mode):
         keep = current < v if mode == "min" else current > v
     else:
         keep = current <= v if mode == "min" else current >= v
-    if out.dtype.kind == "f":
+    if is_floating(out.dtype):
         keep = keep | xp.isnan(current)
     flat[p] = xp.where(keep, current, v)
-    if out.dtype.kind == "f" and mode == "min":  # a NaN update sorted after the minimum
+    if is_floating(out.dtype) and mode == "min":  # a NaN update sorted after the minimum
         flat[positions[xp.isnan(values)]] = np.nan
     return out
 

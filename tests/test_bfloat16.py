@@ -282,3 +282,23 @@ def test_policy_and_loss_scale_in_bfloat16():
     assert ls.scale(np.array(3.0, BF16), ls.init()).dtype == np.float32
     grads = ls.unscale({"w": np.array([2.0**15], BF16)}, ls.init())
     assert grads["w"].dtype == BF16 and float(grads["w"][0]) == 1.0
+
+
+@needs_ml_dtypes
+def test_nan_aware_functions_see_bfloat16_as_a_float():
+    # NumPy's own nan-functions take bfloat16 (kind "V") for a type without NaNs:
+    # the oracle is NumPy's float32 answer rounded to bfloat16.
+    x = bf([1.5, np.nan, -2.25, 0.3, np.inf, 4.0])
+    wide = x.astype(np.float32)
+    big = ml_dtypes.finfo(BF16).max
+    for jitted in (False, True):
+        def run(f, *args, jitted=jitted):
+            return (ft.jit(f) if jitted else f)(*args)
+
+        same(run(fnp.nansum, x), np.nansum(wide).astype(BF16))
+        same(run(fnp.nanmax, x), np.nanmax(wide).astype(BF16))
+        same(run(fnp.nanmedian, x), np.nanmedian(wide).astype(BF16))
+        same(run(fnp.nan_to_num, x), bf([1.5, 0.0, -2.25, 0.3, 0.0, 4.0]) + np.where(
+            np.isinf(wide), big, BF16.type(0)).astype(BF16))
+        same(run(fnp.reciprocal, x), np.reciprocal(x))
+        same(run(lambda a: fnp.round(a, 1), x), np.round(x, 1))

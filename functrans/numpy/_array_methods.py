@@ -29,6 +29,7 @@ import numpy as np
 
 import functrans.numpy as fnp  # mid-import here: its attributes are read at call time
 from functrans.core import Tracer, user_frame_summary
+from functrans.dtypes import is_inexact
 from functrans.numpy import _inplace, _shape
 from functrans.numpy._array_api_info import TRACE_DEVICE, normalize_device
 from functrans.numpy._indexing import IndexUpdateHelper, getitem
@@ -242,7 +243,7 @@ def _power(self, other):
     ``np.power``'s value everywhere: sqrt(-inf) is NaN and sqrt(-0.0) -0.0
     where float16's power gives +inf and 0.0, and complex powers differ from
     all three (``(-1+0j) ** 0.5`` is 1j, ``np.power`` gives 6e-17+1j)."""
-    if self.dtype.kind in "fc":
+    if is_inexact(self.dtype):
         if type(other) is float and other == 0.5:
             return fnp.sqrt(self)
         if type(other) is int and other == 2:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from functrans.core import Primitive, bind
+from functrans.dtypes import is_floating, is_inexact
 from functrans.errors import ConcretizationError, DTypeError
 from functrans.numpy import _inplace
 from functrans.numpy._util import asarray, is_traced
@@ -228,7 +229,7 @@ def reciprocal(x, /):
     x = asarray(x)
     if x.dtype.kind == "c":  # NumPy's complex reciprocal is not its division 1 / x
         return bind(unary["reciprocal"], x)
-    if x.dtype.kind == "f":
+    if is_floating(x.dtype):
         return divide(1, x)
     target = np.int8 if x.dtype == np.bool_ else x.dtype
     return convert_element_type(divide(1, x), target)
@@ -300,7 +301,7 @@ def round(a, decimals: int = 0, out: None = None):
     if decimals > 0:
         scale = 10.0**decimals
         return divide(_rint(multiply(x, scale)), scale)
-    inexact = x.dtype.kind in "fc"
+    inexact = is_inexact(x.dtype)
     scale = 10.0**-decimals if inexact else 10**-decimals
     rounded = multiply(_rint(divide(x, scale)), scale)
     return rounded if inexact else convert_element_type(rounded, x.dtype)

@@ -291,7 +291,7 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None)
     array([ 0.00000000e+000, -1.79769313e+308,  1.00000000e+000])
     """
     x = asarray(x)
-    if x.dtype.kind not in "fc":
+    if not dtypes.is_inexact(x.dtype):
         return x if is_traced(x) else np.array(x, copy=copy)
     if x.dtype.kind == "c":
         re = nan_to_num(ew.real(x), nan=nan, posinf=posinf, neginf=neginf)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from functrans.core import bind
+from functrans.dtypes import is_inexact
 from functrans.numpy import _elementwise as E
 from functrans.numpy import _reductions as R
 from functrans.numpy import _shape
@@ -38,7 +39,7 @@ def _replaced(a, value):
     """``a`` with its NaNs replaced by ``value``, and the mask of NaNs (None
     for an array that cannot hold one)."""
     x = asarray(a)
-    if x.dtype.kind not in "fc":
+    if not is_inexact(x.dtype):
         return x, None
     mask = E.isnan(x)
     return E.where(mask, np.asarray(value, x.dtype), x), mask

@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from functrans.dtypes import is_floating, is_inexact
 from functrans.numpy import _elementwise as E
 from functrans.numpy import _reductions, _shape, _sorting
 from functrans.numpy._util import asarray, is_traced, normalize_axes
@@ -123,7 +124,7 @@ def _weighted_inverted_cdf(name: str, x, w, q):
     cdf = E.divide(cdf, cdf[-1])
     if not is_traced(cdf) and np.any(np.isnan(np.asarray(cdf)[-1])):
         raise ValueError(f"fnp.{name}: the weights hold NaN or inf, or sum to zero")
-    if q.dtype.kind == "f":
+    if is_floating(q.dtype):
         cdf = cdf.astype(q.dtype)
     cdf = E.where(E.equal(cdf, 0), np.asarray(-1, cdf.dtype), cdf)  # leading zero weights
     rest = x.shape[1:]
@@ -203,7 +204,7 @@ def _quantile_sorted(ordered, n, q, method: str, weak: bool):
     rest = ordered.shape[1:]
     qb = q.reshape(q.shape + (1,) * len(rest))  # the quantiles' axes first, as in NumPy
     last = E.subtract(n, 1)  # an integer: it clips indexes
-    if not isinstance(n, int) and q.dtype.kind == "f":
+    if not isinstance(n, int) and is_floating(q.dtype):
         n = n.astype(q.dtype)  # NumPy multiplies q by a Python int: q's dtype
     index = asarray(_virtual_index(method, n, qb))
     if method in _POSITIONS:  # no interpolation
@@ -221,7 +222,7 @@ def _quantile_sorted(ordered, n, q, method: str, weak: bool):
         if weak:
             # A Python scalar q: NumPy interpolates with a Python float, which it
             # casts to the values' dtype (1 - gamma computed before the cast).
-            dt = a.dtype if a.dtype.kind == "f" else np.dtype(np.float64)
+            dt = a.dtype if is_floating(a.dtype) else np.dtype(np.float64)
             t, one_minus = gamma.astype(dt), E.subtract(1, gamma.astype(np.float64)).astype(dt)
         else:
             t, one_minus = gamma, E.subtract(1, gamma)
@@ -251,7 +252,7 @@ def _quantile(name: str, a, q, axis, method: str, keepdims: bool, weights, scale
         if method == "linear" and q.dtype.kind in "iu":
             method = "lower"  # an integer q: NumPy reads positions, as "lower" does
         res = _quantile_sorted(ordered, x.shape[0], q, method, weak)
-    nans = E.isnan(ordered[-1]) if x.dtype.kind == "f" and x.shape[0] else None
+    nans = E.isnan(ordered[-1]) if is_floating(x.dtype) and x.shape[0] else None
     return _finish(res, q, kept, keepdims, nans)
 
 
@@ -259,7 +260,7 @@ def _nanquantile(name: str, a, q, axis, method: str, keepdims: bool, weights, sc
     q, weak = _fraction(name, q, scale)
     _check_method(name, method, weights)
     x, kept = _operand(name, a, axis)
-    if x.dtype.kind != "f":  # no NaNs to ignore: NumPy's quantile
+    if not is_floating(x.dtype):  # no NaNs to ignore: NumPy's quantile
         return _quantile(name, a, q, axis, method, keepdims, weights, 1)
     if weights is not None:
         raise NotImplementedError(f"fnp.{name}: weights= with NaNs to ignore is not "
@@ -343,7 +344,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     half = n // 2
     middle = _shape._slice_axis(ordered, 0, half - (1 - n % 2), half + 1)
     res = _reductions.mean(middle, axis=0)
-    nans = E.isnan(ordered[-1]) if x.dtype.kind in "fc" else None
+    nans = E.isnan(ordered[-1]) if is_inexact(x.dtype) else None
     return _finish(res, np.asarray(0.5), kept, keepdims, nans)
 
 
@@ -356,7 +357,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """
     E._no_out("nanmedian", out)
     x, kept = _operand("nanmedian", a, axis)
-    if x.dtype.kind != "f" or x.shape[0] == 0:
+    if not is_floating(x.dtype) or x.shape[0] == 0:
         return median(a, axis, keepdims=keepdims)
     ordered = _sorting.sort(x, axis=0)
     count = _reductions.sum(E.logical_not(E.isnan(x)), axis=0)
