@@ -10,8 +10,10 @@ run of good steps it grows again (the semantics of ``torch.amp.GradScaler``
 and of optax's dynamic scale).
 
 A *precision policy* keeps the parameters in float32 (so that small updates
-are not rounded away), casts them to float16 for the computation and casts
-the outputs back.
+are not rounded away), casts them to float16 or bfloat16 for the computation
+and casts the outputs back.  bfloat16 has float32's exponent range, so its
+gradients rarely flush or overflow; the same scaled step serves both
+(docs/mixed_precision.md).
 
 Every state here is a pytree of 0-d arrays, so a whole training step,
 scaling and skipping included, compiles with ``functrans.jit``.
