@@ -10,11 +10,14 @@ import sys
 
 import numpy as np
 import pytest
+from _specs import DIFFERENTIABLE
+from functrans.primitives import elementwise
 
 import functrans as ft
 import functrans.numpy as fnp
 from functrans import config
 from functrans import optimizers as optim
+from functrans.core import registry
 from functrans.testing import check_grads
 
 try:
@@ -302,3 +305,29 @@ def test_nan_aware_functions_see_bfloat16_as_a_float():
             np.isinf(wide), big, BF16.type(0)).astype(BF16))
         same(run(fnp.reciprocal, x), np.reciprocal(x))
         same(run(lambda a: fnp.round(a, 1), x), np.round(x, 1))
+
+
+ELEMENTWISE = sorted(set(DIFFERENTIABLE) & (set(elementwise.unary) | set(elementwise.binary)))
+
+
+@needs_ml_dtypes
+@pytest.mark.parametrize("name", ELEMENTWISE)
+def test_derivatives_stay_in_bfloat16(name):
+    """No equation of an elementwise primitive's JVP or VJP program computes
+    in another float dtype: a float32 or float64 constant would widen the
+    product and round differently from the bfloat16 computation."""
+    prim = registry[name]
+    args = [bf(np.linspace(0.2, 0.7, 3) + 0.05 * i)
+            for i in range(2 if name in elementwise.binary else 1)]
+
+    def f(*xs):
+        return fnp.sum(prim.bind(*xs))
+
+    for k in range(len(args)):
+        grad = ft.make_jaxpr(ft.grad(f, argnums=k))(*args)
+        jvp = ft.make_jaxpr(lambda *xs: ft.jvp(f, tuple(xs), tuple(map(np.ones_like, xs))))(*args)
+        for closed in (grad, jvp):
+            assert closed.out_avals[0].dtype == BF16
+            widened = [str(e) for e in closed.eqns if any(
+                o.aval.dtype != BF16 and ft.dtypes.is_inexact(o.aval.dtype) for o in e.outputs)]
+            assert not widened, (name, k, widened)
