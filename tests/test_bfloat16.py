@@ -8,10 +8,13 @@ transforms), printing, finfo, debug_nans and the tier's reason."""
 import subprocess
 import sys
 
+import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
 from _specs import DIFFERENTIABLE
 from functrans.primitives import elementwise
+from hypothesis import given
+from hypothesis import strategies as st
 
 import functrans as ft
 import functrans.numpy as fnp
@@ -331,3 +334,25 @@ def test_derivatives_stay_in_bfloat16(name):
             widened = [str(e) for e in closed.eqns if any(
                 o.aval.dtype != BF16 and ft.dtypes.is_inexact(o.aval.dtype) for o in e.outputs)]
             assert not widened, (name, k, widened)
+
+
+@needs_ml_dtypes
+@given(x=hnp.arrays(np.float32, hnp.array_shapes(max_dims=3, max_side=5),
+                    elements=st.floats(-1e4, 1e4, width=32)),
+       axis=st.sampled_from([None, 0, -1]))
+def test_random_arrays_against_ml_dtypes(x, axis):
+    """Random shapes and values: a chain of elementwise functions bit for
+    bit against ml_dtypes eagerly, under jit and vmap (vmap == loop), and the
+    float32-accumulated sum."""
+    x = x.astype(BF16)
+
+    def chain(a):
+        return fnp.tanh(a * 0.5) * a - fnp.abs(a) / 3.0
+
+    with np.errstate(all="ignore"):
+        want = np.tanh(x * BF16.type(0.5)) * x - np.abs(x) / BF16.type(3.0)
+        same(chain(x), want)
+        same(ft.jit(chain)(x), want)
+        if x.ndim:
+            same(ft.vmap(chain)(x), np.stack([chain(row) for row in x]) if len(x) else want)
+        same(fnp.sum(x, axis=axis), np.sum(x.astype(np.float32), axis=axis).astype(BF16))
