@@ -64,6 +64,19 @@ def test_inequality_only_closed_form():
     np.testing.assert_allclose(res.v[0], (2 - x_star[0]) / x_star[0], rtol=1e-7)
 
 
+def test_success_holds_in_the_users_units_not_only_the_scaled_ones():
+    """The gradient at x0 = 30 is 1e11, so the objective is scaled by 1e-9
+    there; the scaled KKT error alone met tol at x = 1.013, where the
+    gradient of the Lagrangian is 9 (a false success).  Closed form: x = 1,
+    v = 0."""
+    res = minimize(lambda x: 1e6 * np.sum((x - 1.0) ** 4), np.full(2, 30.0),
+                   constraints={"type": "eq", "fun": lambda x: x[0] - x[1]})
+    assert res.status == 0
+    assert res.optimality <= 1e-8
+    np.testing.assert_allclose(res.x, [1.0, 1.0], atol=1e-4)
+    assert kkt_holds(res, np.array([[1.0, -1.0]]), tol=1e-8)
+
+
 def test_bounds_only():
     res = minimize(lambda x: np.sum((x - 2.0) ** 2), np.array([0.0, 0.0, 5.0]),
                    method="interior-point", bounds=[(None, 1.0), (3.0, None), (0.0, 4.0)])

@@ -42,8 +42,10 @@ Stopping paths (``status``):
 
 * 0, success: the scaled KKT error (IPOPT's ``E_0``: dual infeasibility and
   complementarity divided by ``s_d``, ``s_c >= 1``, which grow with the
-  multipliers) is at most ``tol`` and the constraint violation, row by row
-  relative to ``max(1, |bound|)``, at most ``constr_tol``; never otherwise;
+  multipliers) is at most ``tol``, in the scaled problem and in the user's
+  units (``f`` and ``c`` unscaled), and the constraint violation, row by
+  row relative to ``max(1, |bound|)``, at most ``constr_tol``; never
+  otherwise;
 * 1: ``maxiter`` iterations;
 * 2: the line search found no acceptable step (precision lost) at a
   feasible point that is not optimal, or 10 accepted steps in a row there
@@ -218,7 +220,8 @@ class InteriorPoint:
             if k == 0:
                 monitor_row = self.monitor.row
                 monitor_row(0, p.f, gnorm, None)
-            if err0 <= opts["tol"] and viol <= opts["constr_tol"]:
+            if (err0 <= opts["tol"] and viol <= opts["constr_tol"]
+                    and self._kkt_error(it, ev, jac, 0.0, user_units=True)[0] <= opts["tol"]):
                 status = SUCCESS
                 break
             # Feasible up to rounding in c at x's magnitude (for the unbounded
@@ -242,8 +245,11 @@ class InteriorPoint:
                 h_history, still = [], 0
                 continue
             # The barrier problem is solved well enough: a smaller mu.
-            while self._kkt_error(it, ev, jac, mu)[0] <= KAPPA_EPS * mu and mu > opts["tol"] / 10:
-                mu = max(opts["tol"] / 10, min(0.2 * mu, mu ** 1.5))
+            # mu's floor is tol / 10 in the user's units (a complementarity of
+            # mu in the scaled problem is mu / fs in theirs).
+            mu_min = opts["tol"] * self.fs / 10
+            while self._kkt_error(it, ev, jac, mu)[0] <= KAPPA_EPS * mu and mu > mu_min:
+                mu = max(mu_min, min(0.2 * mu, mu ** 1.5))
             w = self.der.hessian(x, it.y * self.rs, self.fs)
             if not np.all(np.isfinite(w.data if self.der.sparse else w)):
                 status, message = NONFINITE, (
@@ -360,20 +366,37 @@ class InteriorPoint:
     def _jt(jac: Any, y: np.ndarray) -> np.ndarray:
         return np.asarray(jac.T @ y).reshape(-1)
 
-    def _kkt_error(self, it: Iterate, ev: dict, jac: Any, mu: float) -> tuple[float, tuple]:
+    def _kkt_error(self, it: Iterate, ev: dict, jac: Any, mu: float,
+                   user_units: bool = False) -> tuple[float, tuple]:
         """IPOPT's scaled error of the barrier problem for ``mu`` (0: of the
-        problem itself)."""
+        problem itself).
+
+        ``user_units``: the same error of the problem as the user wrote it,
+        ``f`` and ``c`` unscaled (without the constraint violation, which
+        ``_violation`` measures in those units): the dual infeasibility and
+        the multipliers of a slack take ``rs / fs`` (those of ``x``,
+        ``1 / fs``), the complementarity ``1 / fs``.  Scaling at ``x0``
+        divides a large gradient there away, and with it the error that
+        remains near the solution: ``(x - 1)^4 * 1e6`` from ``x0 = 30``
+        (``fs = 2.5e-13``) met ``tol`` in the scaled problem at ``x =
+        1.013``, where the gradient is 9."""
         dual = self._grad_f(ev["point"].g) + self._jt(jac, it.y) - it.vl + it.vu
         dl, du = self._gaps(it.z)
         comp_l = np.where(self.has_l, dl * it.vl - mu, 0.0)
         comp_u = np.where(self.has_u, du * it.vu - mu, 0.0)
+        y, vl, vu = it.y, it.vl, it.vu
+        if user_units:
+            unit = np.concatenate([np.full(self.n, 1.0), self.rs[self.ineq_rows]]) / self.fs
+            dual, vl, vu = dual * unit, vl * unit, vu * unit
+            y = y * self.rs / self.fs
+            comp_l, comp_u = comp_l / self.fs, comp_u / self.fs
         n_mult = self.m + int(self.has_l.sum() + self.has_u.sum())
-        total = float(np.abs(it.y).sum() + it.vl.sum() + it.vu.sum())
+        total = float(np.abs(y).sum() + vl.sum() + vu.sum())
         s_d = max(S_MAX, total / max(n_mult, 1)) / S_MAX
         n_bound = int(self.has_l.sum() + self.has_u.sum())
-        s_c = max(S_MAX, float(it.vl.sum() + it.vu.sum()) / max(n_bound, 1)) / S_MAX
+        s_c = max(S_MAX, float(vl.sum() + vu.sum()) / max(n_bound, 1)) / S_MAX
         d = float(np.max(np.abs(dual), initial=0.0)) / s_d
-        hmax = float(np.max(np.abs(ev["h"]), initial=0.0))
+        hmax = 0.0 if user_units else float(np.max(np.abs(ev["h"]), initial=0.0))
         c = max(float(np.max(np.abs(comp_l), initial=0.0)),
                 float(np.max(np.abs(comp_u), initial=0.0))) / s_c
         return max(d, hmax, c), (d, hmax, c)
