@@ -236,3 +236,115 @@ def test_array_of_traced_scalars_is_refused_with_the_way_out():
                         np.array([-1.2, 1.0]))
     assert res.success
     np.testing.assert_allclose(res.x, [1.0, 1.0], atol=1e-10)
+
+
+T_FIT = np.linspace(0.0, 1.0, 10)
+Y_FIT = 2.0 * np.exp(-1.5 * T_FIT) + 0.01 * np.sin(7.0 * T_FIT)  # nonzero residual at the fit
+
+
+def exp_fit(p):
+    return p[0] * np.exp(p[1] * T_FIT) - Y_FIT
+
+
+@pytest.mark.parametrize("tols, status", [
+    ({"gtol": None}, 2), ({"gtol": None, "ftol": None}, 3),
+    ({"gtol": None, "ftol": 1e-6, "xtol": 1e-6}, 4),
+], ids=["ftol", "xtol", "both"])
+def test_each_tolerance_stop_has_its_status(tols, status):
+    """The same fit stopped by each test in turn; x at the least-squares
+    fit (where J' r = 0) every time."""
+    res = least_squares(exp_fit, [1.0, 0.0], **tols)
+    assert res.success and res.status == status and res.message == _least_squares.MESSAGES[status]
+    j = np.stack([np.exp(res.x[1] * T_FIT), res.x[0] * T_FIT * np.exp(res.x[1] * T_FIT)], 1)
+    assert np.max(np.abs(j.T @ exp_fit(res.x))) <= 1e-6
+
+
+def test_no_reducing_step_at_a_kink_is_status_0():
+    """|x - 1| + 1 has its least value at the kink, where the gradient is
+    never small: the damping runs away, a failure that says why."""
+    res = least_squares(lambda x: np.abs(x - 1.0) + 1.0, np.zeros(1))
+    assert not res.success and res.status == 0
+    assert res.message.startswith("No step reduces the cost any more")
+    np.testing.assert_allclose(res.x, [1.0], atol=1e-6)
+
+
+@pytest.mark.parametrize("x_scale", [1.0, "jac"])
+def test_x_scale_is_a_change_of_variables(x_scale):
+    """Solving r(k * u) with x_scale / k is solving r(x) with x_scale: the
+    same iterates (u = x / k), evaluations and stop ("jac" rescales
+    itself).  The stall test behind ftol and xtol measured the gradient
+    unscaled, so the scaled solve went one step further."""
+    k = np.array([1e3, 1e-2])
+    plain = least_squares(exp_fit, [1.0, 0.0], gtol=None, x_scale=x_scale)
+    scaled = least_squares(lambda u: exp_fit(u * k), np.array([1.0, 0.0]) / k, gtol=None,
+                           x_scale=x_scale if x_scale == "jac" else x_scale / k)
+    assert (scaled.status, scaled.nfev) == (plain.status, plain.nfev)
+    np.testing.assert_allclose(scaled.x * k, plain.x, rtol=1e-12)
+
+
+def scipy_loss(name, z):
+    """SciPy's loss functions (scipy.optimize.least_squares' documentation)
+    written here in NumPy: rho(z), rho'(z), rho''(z)."""
+    if name == "linear":
+        return z, np.ones_like(z), np.zeros_like(z)
+    if name == "soft_l1":
+        return 2 * ((1 + z) ** 0.5 - 1), (1 + z) ** -0.5, -0.5 * (1 + z) ** -1.5
+    if name == "huber":
+        big = z > 1
+        with np.errstate(divide="ignore"):
+            return (np.where(big, 2 * z ** 0.5 - 1, z), np.where(big, z ** -0.5, 1.0),
+                    np.where(big, -0.5 * z ** -1.5, 0.0))
+    if name == "cauchy":
+        return np.log1p(z), 1 / (1 + z), -1 / (1 + z) ** 2
+    return np.arctan(z), 1 / (1 + z ** 2), -2 * z / (1 + z ** 2) ** 2
+
+
+@pytest.mark.parametrize("loss", ["linear", "soft_l1", "huber", "cauchy", "arctan"])
+def test_loss_value_and_gradient_follow_scipys_formulas(loss):
+    """Each loss and its two derivatives, and the cost 0.5 C^2 sum rho(r^2 /
+    C^2) and its gradient J' (rho'(r^2 / C^2) r) at the solution (C =
+    f_scale), against SciPy's definitions."""
+    z = np.array([0.0, 0.25, 1.0, 1.5, 9.0, 1e4])
+    for ours, theirs in zip(_least_squares.LOSSES[loss](z), scipy_loss(loss, z)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-14, atol=0)
+    c = 0.05
+    res = least_squares(exp_fit, [1.0, 0.0], loss=loss, f_scale=c)
+    assert res.success
+    r = exp_fit(res.x)
+    rho, d1, _ = scipy_loss(loss, r ** 2 / c ** 2)
+    np.testing.assert_allclose(res.cost, 0.5 * c ** 2 * np.sum(rho), rtol=1e-12)
+    np.testing.assert_allclose(res.grad, res.jac.T @ (d1 * r), rtol=1e-10, atol=1e-15)
+    assert np.max(np.abs(res.grad)) <= 1e-8
+
+
+@pytest.mark.parametrize("method", ["trf", "lm"])
+def test_methods_trf_and_lm_reach_the_fit(method):
+    """Both names run the same Levenberg-Marquardt method: the same fit,
+    the normal equations J' r = 0 there."""
+    res = least_squares(exp_fit, [1.0, 0.0], method=method)
+    assert res.success
+    assert np.max(np.abs(res.jac.T @ res.fun)) <= 1e-8
+    np.testing.assert_allclose(res.x, least_squares(exp_fit, [1.0, 0.0]).x, rtol=1e-12)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_residuals_are_traced_once_across_calls(sparse):
+    """A later solve of the same problem (same shapes, other x0 and
+    arguments) reuses the compiled residuals and Jacobian, pattern
+    included: the residual function is not called again."""
+    if sparse:
+        pytest.importorskip("scipy.sparse")
+    calls = []
+
+    def banded(x, shift):
+        calls.append(1)
+        return broyden_tridiagonal(x) - shift
+
+    n = 300
+    first = least_squares(banded, -np.ones(n), args=(np.zeros(n),), sparse=sparse)
+    traced = len(calls)
+    assert 0 < traced <= 3  # the residuals, the Jacobian (and the pattern)
+    second = least_squares(banded, -np.full(n, 0.5), args=(np.full(n, 0.01),), sparse=sparse)
+    assert len(calls) == traced
+    assert first.success and second.success and hasattr(second.jac, "nnz") == sparse
+    np.testing.assert_allclose(broyden_tridiagonal(second.x), 0.01, atol=1e-9)

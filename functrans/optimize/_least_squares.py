@@ -29,8 +29,9 @@ Stopping (SciPy's codes; ``success`` is ``status > 0``):
   than ``ftol`` of it (2), or moved ``x`` less than ``xtol (xtol + |x|)``
   (3), or both (4); each only where the gradient is small on the
   problem's scale too (``max|g| max(|x|_inf, 1) <= 1e-5 max(cost, 1)``,
-  as in ``lbfgs``): elsewhere a small step is a stall, not convergence,
-  and the method goes on;
+  as in ``lbfgs``, with ``g / D`` and ``D x``: in the variables
+  ``x_scale`` scales): elsewhere a small step is a stall, not
+  convergence, and the method goes on;
 * 0: ``max_nfev`` evaluations (default ``100 n``), or no step can reduce
   the cost any more (``lam`` beyond ``1e16`` times its start), a failure.
 """
@@ -402,7 +403,10 @@ class _LevenbergMarquardt:
                 if small_f or small_x:
                     g_new = self.weighted(r, j)[2]
                     pg_new = np.clip(x - g_new, lo, hi) - x
-                    if small_gradient(float(np.max(np.abs(pg_new))), x, cost):
+                    # In the variables x_scale scales (x * D), as the step and
+                    # the xtol test are: rescaling x and x_scale together
+                    # changes nothing.
+                    if small_gradient(float(np.max(np.abs(pg_new / d))), x * d, cost):
                         status = 4 if small_f and small_x else 2 if small_f else 3
                         break
             else:
