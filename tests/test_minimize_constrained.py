@@ -438,3 +438,87 @@ def test_constraint_not_finite_at_x0_is_an_error():
                                          r"at x0 moved inside its bounds"):
         minimize(f, np.array([-1.0, 1.0]),
                  constraints={"type": "ineq", "fun": lambda x: np.log(x[0])})
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_later_solve_of_the_same_problem_traces_nothing(sparse):
+    """Objective, constraint values, Jacobian and Hessian of the Lagrangian
+    (and, on the sparse path, their patterns and colourings) are compiled
+    by the first solve; a second one from another x0 with other arguments
+    traces neither function again (the constraints are called once on the
+    NumPy x0 to learn their sizes: that is not a trace)."""
+    if sparse:
+        pytest.importorskip("scipy.sparse")
+    calls = {"f": 0, "c": 0}
+
+    def f(x, a):
+        calls["f"] += not isinstance(x, np.ndarray)
+        return chain(x) + np.sum(a * x)
+
+    def c(x):
+        calls["c"] += not isinstance(x, np.ndarray)
+        return chain_con(x)
+
+    n = 300 if sparse else 40  # the sparse path needs n >= SPARSE_MIN_N
+    kwargs = dict(constraints={"type": "ineq", "fun": c}, bounds=[(0.0, 0.45)] * n,
+                  options={"sparse": sparse})
+    first = minimize(f, np.full(n, 0.3), args=(np.zeros(n),), **kwargs)
+    traced = dict(calls)
+    assert traced["f"] >= 1 and traced["c"] >= 1
+    second = minimize(f, np.full(n, 0.35), args=(np.full(n, 0.01),), **kwargs)
+    assert calls == traced
+    assert first.success and second.success
+    assert first.nit >= 3 and second.nit >= 3
+
+
+class DuckNonlinear:
+    """An object with fun, lb and ub, as scipy.optimize.NonlinearConstraint."""
+
+    def __init__(self, fun, lb, ub):
+        self.fun, self.lb, self.ub = fun, lb, ub
+
+
+class DuckLinear:
+    """An object with A, lb and ub, as scipy.optimize.LinearConstraint."""
+
+    def __init__(self, A, lb, ub):
+        self.A, self.lb, self.ub = A, lb, ub
+
+
+class DuckBounds:
+    def __init__(self, lb, ub):
+        self.lb, self.ub = lb, ub
+
+
+@pytest.mark.parametrize("method", [None, "trust-constr", "SLSQP", "slsqp"])
+def test_constraint_objects_are_read_by_their_attributes(method):
+    """No SciPy needed: a two-sided nonlinear row, a one-sided vector one,
+    a linear row and bounds, each read from its attributes.  min (x0 - 3)^2
+    + (x1 - 3)^2 + (x2 + 1)^2 with 1 <= x0 x1 <= 4, x <= 2.5 (rows of a
+    vector constraint), x0 - x1 <= 0.5, x2 >= 0: x = (2, 2, 0), v = (-1, 0,
+    0, 0, 0), v_bounds = (0, 0, 2)."""
+    cons = [DuckNonlinear(lambda x: x[0] * x[1], 1.0, 4.0),
+            DuckNonlinear(lambda x: x, -np.inf, 2.5),
+            DuckLinear(np.array([[1.0, -1.0, 0.0]]), -np.inf, 0.5)]
+    res = minimize(lambda x: (x[0] - 3.0) ** 2 + (x[1] - 3.0) ** 2 + (x[2] + 1.0) ** 2,
+                   np.array([1.0, 1.0, 1.0]), method=method, constraints=cons,
+                   bounds=DuckBounds([-10.0, -10.0, 0.0], np.inf))
+    assert res.status == 0, res.message
+    np.testing.assert_allclose(res.x, [2.0, 2.0, 0.0], atol=1e-7)
+    np.testing.assert_allclose(res.v[0], -1.0, atol=1e-6)  # the upper side binds: v <= 0
+    np.testing.assert_allclose(res.v[1], 0.0, atol=1e-6)
+    np.testing.assert_allclose(res.v[2], [0.0], atol=1e-6)
+    np.testing.assert_allclose(res.v_bounds, [0.0, 0.0, 2.0], atol=1e-6)
+    assert [np.shape(v) for v in res.v] == [(), (3,), (1,)]
+
+
+def test_kink_at_a_feasible_point_is_a_failure_not_a_success():
+    """|x0 - 1/2| has no gradient at its minimiser, and the gradient is 1 in
+    size on both sides of it: no step passes the line search there, status
+    2 at a feasible point."""
+    res = minimize(lambda x: np.abs(x[0] - 0.5) + x[1] ** 2, np.array([2.0, 1.0]),
+                   constraints={"type": "ineq", "fun": lambda x: 10.0 - x[0] - x[1]})
+    assert not res.success and res.status == 2
+    assert res.message == ("The line search found no acceptable step: precision lost before "
+                           "the optimality and feasibility tests passed.")
+    assert res.constr_violation == 0.0 and res.optimality >= 0.5
