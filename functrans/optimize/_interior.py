@@ -132,6 +132,9 @@ class InteriorPoint:
         self.m = cons.m
         self.entries: list[float] = []  # max|h| at each entry to the restoration phase
         self.cycles = 0
+        # Where the restoration that ran all the way to constr_tol ended:
+        # what a solve that then gives up on cycles hands back.
+        self.restored_feasible: tuple[Iterate, dict] | None = None
 
     # -- evaluation -------------------------------------------------------------
 
@@ -431,19 +434,28 @@ class InteriorPoint:
         at earlier entries is a cycle: the iteration went back to where a
         restoration had taken it from (a degenerate problem, whose solution
         has no multipliers, does this).  The ``CYCLES``-th cycle restores all
-        the way to feasibility; one more ends the solve."""
+        the way to feasibility; one more ends the solve, at the point that
+        restoration reached (feasible, nearer a solution than the iterate
+        that left it)."""
         h_entry = float(np.max(np.abs(ev["h"]), initial=0.0))
         if self.entries and h_entry > KAPPA_RESTORE * min(self.entries):
             self.cycles += 1
         self.entries.append(h_entry)
         viol = self._violation(it.z[:self.n], ev["c"])
         if self.cycles > CYCLES:
-            return LINE_SEARCH, (
+            message = (
                 f"No progress: after each of {CYCLES} feasibility restorations the iteration "
                 f"went back to a constraint violation of about {viol:.3g}; the problem may be "
-                "degenerate here (no multipliers at a solution nearby)."), it, ev, k
+                "degenerate here (no multipliers at a solution nearby).")
+            if self.restored_feasible is not None:
+                it, ev = self.restored_feasible
+                message += (" x is where the last restoration ended (constraint violation "
+                            f"{self._violation(it.z[:self.n], ev['c']):.3g}), not a point "
+                            "that passed the optimality test.")
+            return LINE_SEARCH, message, it, ev, k
+        until_feasible = self.cycles == CYCLES
         out = restore(self, it.z, ev, mu, self.opts["maxiter"] - k, k,
-                      until_feasible=self.cycles == CYCLES)
+                      until_feasible=until_feasible)
         k += out.iterations
         z, ev = out.z, out.ev
         dl, du = self._gaps(z)
@@ -452,6 +464,8 @@ class InteriorPoint:
         it = Iterate(z, self._multiplier_estimate(ev, z, vl, vu), vl, vu)
         viol = self._violation(z[:self.n], ev["c"])
         if out.outcome == "restored":
+            if until_feasible:
+                self.restored_feasible = (it, ev)
             return None, None, it, ev, k
         if out.outcome == "infeasible":
             return INFEASIBLE, None, it, ev, k
