@@ -6,6 +6,8 @@ KKT conditions recomputed here with NumPy."""
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import functrans as ft
 from functrans.optimize import _lagrangian, _sparse, minimize
@@ -526,3 +528,98 @@ def test_kink_at_a_feasible_point_is_a_failure_not_a_success():
     assert res.message == ("The line search found no acceptable step: precision lost before "
                            "the optimality and feasibility tests passed.")
     assert res.constr_violation == 0.0 and res.optimality >= 0.5
+
+
+@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(1, 5), m=st.integers(0, 4),
+       p=st.integers(0, 2), boxed=st.booleans())
+def test_convex_quadratic_programs_are_solved_and_success_means_kkt(seed, n, m, p, boxed):
+    """min x'Qx/2 + c'x over A x >= b, E x = e (fewer rows than n) and a box,
+    with Q positive definite and a feasible point built in: always
+    solvable, and the KKT conditions, recomputed here in NumPy from the
+    result, make it the global minimum.  The start need not be feasible."""
+    rng = np.random.default_rng(seed)
+    l = rng.standard_normal((n, n))
+    q = l @ l.T + 0.1 * np.eye(n)
+    c = 3.0 * rng.standard_normal(n)
+    a = rng.standard_normal((m, n))
+    inside = rng.uniform(-1.0, 1.0, n)
+    b = a @ inside - rng.uniform(0.0, 1.0, m)  # inside meets every row
+    p = min(p, n - 1)
+    e_rows = rng.standard_normal((p, n))
+    e = e_rows @ inside
+    lo, hi = inside - rng.uniform(0.1, 2.0, n), inside + rng.uniform(0.1, 2.0, n)
+    constraints = [{"type": "ineq", "fun": lambda x: a @ x - b}] if m else []
+    if p:
+        constraints.append({"type": "eq", "fun": lambda x: e_rows @ x - e})
+    res = minimize(lambda x: 0.5 * x @ q @ x + c @ x, 3.0 * rng.standard_normal(n),
+                   constraints=constraints, bounds=list(zip(lo, hi)) if boxed else None,
+                   method="interior-point")
+    assert res.success, res.message
+    x = res.x
+    v = res.v[0] if m else np.zeros(0)
+    w = res.v[-1] if p else np.zeros(0)
+    vb = res.v_bounds
+    tol = 1e-6 * max(1.0, float(np.max(np.abs(q @ x + c))))
+    assert np.all(a @ x - b >= -1e-8)
+    np.testing.assert_allclose(e_rows @ x, e, atol=1e-8 * max(1.0, float(np.max(np.abs(e),
+                                                                              initial=0.0))))
+    np.testing.assert_allclose(q @ x + c - a.T @ v - e_rows.T @ w - vb, 0.0, atol=tol)
+    assert np.all(v >= -tol) and np.all(np.abs(v * (a @ x - b)) <= tol)
+    if boxed:
+        assert np.all((x >= lo - 1e-8) & (x <= hi + 1e-8))
+        assert np.all(np.abs(np.minimum(vb, 0.0) * (hi - x)) <= tol)
+        assert np.all(np.abs(np.maximum(vb, 0.0) * (x - lo)) <= tol)
+    else:
+        np.testing.assert_allclose(vb, 0.0, atol=tol)
+
+
+@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(1, 5), m=st.integers(0, 3),
+       curved=st.booleans())
+def test_nonconvex_problems_succeed_only_at_kkt_points(seed, n, m, curved):
+    """An indefinite quadratic plus x^4 in the box [-3, 3]^n, inside m
+    ellipsoids and (curved) on sin(e . x) = sin(e . x_in), all met at x_in:
+    a success must be a feasible KKT point (checked here in NumPy, with
+    the constraints' gradients written by hand).  Local infeasibility
+    (status 4) can only come from the curved equality (a nonconvex
+    feasible set: its violation has stationary points that violate it),
+    never from the convex ellipsoids and box alone.  The merit line search
+    can also stall (status 2: seed=1, n=5, m=2, curved, at a feasible point
+    where the Lagrangian's gradient is 3.9), a failure that says so."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((n, n))
+    q, c = q + q.T, rng.standard_normal(n)
+    inside = rng.uniform(-1.0, 1.0, n)
+    centres = inside + rng.uniform(-0.5, 0.5, (m, n))
+    shapes = []
+    for d in centres:  # an ellipsoid (x - d)' P (x - d) <= 1 around inside
+        l = rng.standard_normal((n, n))
+        p = l @ l.T + 0.5 * np.eye(n)
+        shapes.append(p / ((inside - d) @ p @ (inside - d) + rng.uniform(0.1, 1.0)))
+    e_row = rng.standard_normal(n)
+    e = np.sin(e_row @ inside)
+    constraints = [{"type": "ineq", "fun": lambda x, d=d, p=p: 1.0 - (x - d) @ p @ (x - d)}
+                   for d, p in zip(centres, shapes)]
+    if curved:
+        constraints.append({"type": "eq", "fun": lambda x: np.sin(e_row @ x) - e})
+    res = minimize(lambda x: 0.5 * x @ q @ x + c @ x + 0.1 * np.sum(x ** 4),
+                   2.0 * rng.standard_normal(n), constraints=constraints,
+                   bounds=[(-3.0, 3.0)] * n, method="interior-point")
+    assert res.status in (0, 2, 4), res.message
+    if res.status == 4:
+        assert curved and res.constr_violation > 1e-8
+    if res.status != 0:
+        return
+    x = res.x
+    grad_f = q @ x + c + 0.4 * x ** 3
+    rows = [-2.0 * p @ (x - d) for d, p in zip(centres, shapes)]
+    values = np.array([1.0 - (x - d) @ p @ (x - d) for d, p in zip(centres, shapes)])
+    v = np.array([float(vi) for vi in res.v[:m]])
+    lagrangian = grad_f - (np.array(rows).reshape(m, n).T @ v) - res.v_bounds
+    if curved:
+        assert abs(np.sin(e_row @ x) - e) <= 1e-8
+        lagrangian -= float(res.v[m]) * np.cos(e_row @ x) * e_row
+    tol = 1e-6 * max(1.0, float(np.max(np.abs(grad_f))))
+    assert np.max(np.abs(lagrangian)) <= tol
+    assert np.all(values >= -1e-8) and np.all(v >= -tol) and np.all(np.abs(v * values) <= tol)
+    assert np.all(np.abs(x) <= 3.0 + 1e-8)
+    assert np.all(np.abs(res.v_bounds * (3.0 - np.abs(x))) <= tol)
