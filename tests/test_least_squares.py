@@ -61,7 +61,7 @@ def test_loss_derivatives_against_finite_differences(loss):
 
 @pytest.mark.parametrize("loss", ["linear", "soft_l1", "huber", "cauchy", "arctan"])
 def test_robust_fit_matches_scipy(loss):
-    so = pytest.importorskip("scipy.optimize")
+    so = pytest.importorskip("scipy.optimize", reason="compares with SciPy's least_squares")
     rng = np.random.default_rng(0)
     t = np.linspace(0.0, 3.0, 50)
     y = 2.0 * np.exp(-1.3 * t) + 0.05 * rng.standard_normal(50)
@@ -82,7 +82,7 @@ def test_robust_fit_matches_scipy(loss):
 
 
 def test_sparse_path_is_detected_and_agrees():
-    pytest.importorskip("scipy.sparse")
+    pytest.importorskip("scipy.sparse", reason="the sparse path solves with SciPy's LSMR")
     x0 = -np.ones(400)
     sparse = least_squares(broyden_tridiagonal, x0)
     dense = least_squares(broyden_tridiagonal, x0, sparse=False)
@@ -161,7 +161,7 @@ GATHER = (np.array([3, 0, 2, 1, 3, 0]), np.array([4.0, 9.0, 3.0, 2.0, 4.0, 9.0])
 
 
 def test_jac_sparsity_is_used_instead_of_detection():
-    pytest.importorskip("scipy.sparse")
+    pytest.importorskip("scipy.sparse", reason="the sparse path solves with SciPy's LSMR")
     import functrans.sparse as fsp
 
     idx, y = GATHER
@@ -174,7 +174,7 @@ def test_jac_sparsity_is_used_instead_of_detection():
     assert res.jac.nnz == 6
     np.testing.assert_array_equal(res.jac.toarray(), pattern * 2.0 * res.x[idx][:, None])
     # A scipy.sparse pattern is read the same way.
-    sp = pytest.importorskip("scipy.sparse")
+    sp = pytest.importorskip("scipy.sparse", reason="the sparse path solves with SciPy's LSMR")
     again = least_squares(gathered, np.ones(4), args=(idx, y), jac_sparsity=sp.csr_array(pattern))
     np.testing.assert_array_equal(again.x, res.x)
     assert again.jac.nnz == 6
@@ -183,7 +183,7 @@ def test_jac_sparsity_is_used_instead_of_detection():
 def test_jac_sparsity_missing_an_entry_is_refused():
     """Rows of x[1:] * x[:-1] read two columns; the identity pattern misses
     one per row, nonzero at x0: the Jacobian would be wrong, so an error."""
-    sp = pytest.importorskip("scipy.sparse")
+    sp = pytest.importorskip("scipy.sparse", reason="the sparse path solves with SciPy's LSMR")
 
     def products(x):
         return x[1:] * x[:-1] - 1.0
@@ -208,7 +208,7 @@ def test_jac_sparsity_missing_an_entry_is_refused():
      "asks for the dense one; drop one of them"),
 ])
 def test_jac_sparsity_error_texts(kwargs, text):
-    pytest.importorskip("scipy.sparse")
+    pytest.importorskip("scipy.sparse", reason="the sparse path solves with SciPy's LSMR")
 
     def r(x):
         return x - 1.0
@@ -333,7 +333,7 @@ def test_residuals_are_traced_once_across_calls(sparse):
     arguments) reuses the compiled residuals and Jacobian, pattern
     included: the residual function is not called again."""
     if sparse:
-        pytest.importorskip("scipy.sparse")
+        pytest.importorskip("scipy.sparse", reason="the sparse path solves with SciPy's LSMR")
     calls = []
 
     def banded(x, shift):

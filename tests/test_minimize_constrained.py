@@ -288,7 +288,8 @@ def test_vector_constraint_multipliers_keep_its_shape():
 
 
 def test_scipy_constraint_objects():
-    opt = pytest.importorskip("scipy.optimize")
+    opt = pytest.importorskip("scipy.optimize",
+                              reason="compares with SciPy's constraint classes and trust-constr")
     cons = [opt.NonlinearConstraint(lambda x: x[0] * x[1], 1.0, 4.0),
             opt.LinearConstraint(np.array([[1.0, -1.0]]), -np.inf, 0.5)]
     res = minimize(lambda x: (x[0] - 3.0) ** 2 + (x[1] - 3.0) ** 2, np.array([1.0, 1.0]),
@@ -311,7 +312,7 @@ def chain_con(x):
 
 
 def test_sparse_path_agrees_with_the_dense_one_and_is_chosen_by_the_rule():
-    pytest.importorskip("scipy.sparse")
+    pytest.importorskip("scipy.sparse", reason="the sparse path factors with SciPy's SuperLU")
     x0 = np.full(300, 0.3)
     con = {"type": "ineq", "fun": chain_con}
     dense = minimize(chain, x0, constraints=con, bounds=[(0.0, 0.45)] * 300,
@@ -412,7 +413,7 @@ def test_optimal_control_on_the_sparse_path_matches_trust_constr():
     204 equality constraints, bounds on the torques): the sparse path
     (chosen by the rule) converges, feasible, to trust-constr's optimum on
     hand-written scipy.sparse derivatives."""
-    pytest.importorskip("scipy.sparse")
+    pytest.importorskip("scipy.sparse", reason="the sparse path factors with SciPy's SuperLU")
     from benchmarks import _pendulum
 
     solvers = _pendulum.solvers(100)
@@ -454,7 +455,7 @@ def test_a_later_solve_of_the_same_problem_traces_nothing(sparse):
     traces neither function again (the constraints are called once on the
     NumPy x0 to learn their sizes: that is not a trace)."""
     if sparse:
-        pytest.importorskip("scipy.sparse")
+        pytest.importorskip("scipy.sparse", reason="the sparse path factors with SciPy's SuperLU")
     calls = {"f": 0, "c": 0}
 
     def f(x, a):
