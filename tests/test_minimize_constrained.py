@@ -235,7 +235,8 @@ def test_degenerate_problem_is_not_reported_infeasible():
 @pytest.mark.parametrize("fun, bounds, constraints", [
     (lambda x: -x[0], None, {"type": "eq", "fun": lambda x: x[0] - x[1]}),
     (lambda x: -x[0] ** 2, [(0.0, None), (0.0, 1.0)], ()),
-], ids=["equality", "bounds"])
+    (lambda x: -x[0] - x[1], None, {"type": "ineq", "fun": lambda x: x[0] - x[1]}),
+], ids=["equality", "bounds", "inequality"])
 def test_unbounded_problem(fun, bounds, constraints):
     res = minimize(fun, np.array([3.0, -1.0]), bounds=bounds, constraints=constraints,
                    method="interior-point")
