@@ -1,6 +1,9 @@
 """Constrained minimisation: ``minimize(..., constraints=..., bounds=...)``
 (the interior-point method) against SciPy's ``SLSQP`` and ``trust-constr``
-given the same exact derivatives (functrans' own, jitted).
+given the same exact derivatives (functrans' own, jitted), and against
+IPOPT through cyipopt's ``minimize_ipopt`` with those derivatives too
+(objective and constraint Hessians included) where cyipopt is installed:
+an optional peer, never required; its column is left out otherwise.
 
 ``python -m benchmarks.constrained`` prints the Hock-Schittkowski table
 (``_hock_schittkowski``): per problem and solver, whether it reached the
@@ -80,22 +83,31 @@ def kkt_point(f, x, constraints, bounds) -> bool:
 
 
 def scipy_solvers(f, x0, constraints, bounds):
-    """SLSQP and trust-constr with functrans' exact, jitted derivatives."""
+    """SLSQP and trust-constr with functrans' exact, jitted derivatives, and
+    IPOPT (cyipopt's SciPy-style ``minimize_ipopt``, its defaults but
+    ``max_iter``) where cyipopt is installed."""
     import scipy.optimize as so
 
     import functrans as ft
+
+    try:
+        from cyipopt import minimize_ipopt
+    except ImportError:  # an optional peer: no column without it
+        minimize_ipopt = None
 
     jac = ft.jit(ft.grad(f))
     hess = ft.jit(ft.hessian(f))
     sbounds = None if bounds is None else so.Bounds(
         [-np.inf if lo is None else lo for lo, _ in bounds],
         [np.inf if hi is None else hi for _, hi in bounds])
-    dicts, objects = [], []
+    dicts, objects, ipopt_dicts = [], [], []
     for con in constraints:
         c = con["fun"]
         cjac = ft.jit(ft.jacfwd(lambda x, c=c: np.atleast_1d(c(x))))
         chess = ft.jit(ft.hessian(lambda x, v, c=c: v @ np.atleast_1d(c(x))))
         dicts.append({"type": con["type"], "fun": c, "jac": cjac})
+        # cyipopt calls a constraint's "hess" as hess(x, v): sum_i v_i grad^2 c_i.
+        ipopt_dicts.append({"type": con["type"], "fun": c, "jac": cjac, "hess": chess})
         upper = 0.0 if con["type"] == "eq" else np.inf
         objects.append(so.NonlinearConstraint(c, 0.0, upper, jac=cjac, hess=chess))
 
@@ -107,7 +119,12 @@ def scipy_solvers(f, x0, constraints, bounds):
         return so.minimize(f, x0, jac=jac, hess=hess, method="trust-constr",
                            constraints=objects, bounds=sbounds, options={"maxiter": 3000})
 
-    return {"SLSQP": slsqp, "trust-constr": trust_constr}
+    out = {"SLSQP": slsqp, "trust-constr": trust_constr}
+    if minimize_ipopt is not None:
+        out["IPOPT (cyipopt)"] = lambda: minimize_ipopt(
+            f, x0, jac=jac, hess=hess, constraints=ipopt_dicts, bounds=sbounds,
+            options={"maxiter": 3000})
+    return out
 
 
 def hs_table(verbose: bool = True) -> dict:

@@ -6,6 +6,8 @@ KKT conditions recomputed here with NumPy."""
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import functrans as ft
 from functrans.optimize import _lagrangian, _sparse, minimize
@@ -62,6 +64,19 @@ def test_inequality_only_closed_form():
     x_star = np.full(2, 2 ** -0.5)
     np.testing.assert_allclose(res.x, x_star, atol=1e-8)
     np.testing.assert_allclose(res.v[0], (2 - x_star[0]) / x_star[0], rtol=1e-7)
+
+
+def test_success_holds_in_the_users_units_not_only_the_scaled_ones():
+    """The gradient at x0 = 30 is 1e11, so the objective is scaled by 1e-9
+    there; the scaled KKT error alone met tol at x = 1.013, where the
+    gradient of the Lagrangian is 9 (a false success).  Closed form: x = 1,
+    v = 0."""
+    res = minimize(lambda x: 1e6 * np.sum((x - 1.0) ** 4), np.full(2, 30.0),
+                   constraints={"type": "eq", "fun": lambda x: x[0] - x[1]})
+    assert res.status == 0
+    assert res.optimality <= 1e-8
+    np.testing.assert_allclose(res.x, [1.0, 1.0], atol=1e-4)
+    assert kkt_holds(res, np.array([[1.0, -1.0]]), tol=1e-8)
 
 
 def test_bounds_only():
@@ -204,19 +219,24 @@ def test_degenerate_problem_is_not_reported_infeasible():
     negative and nearly flat.  The restorations bring it back, the
     iteration undoes them: a failure for that reason, not local
     infeasibility (a barrier that is not lowered with |h|^2 makes such a
-    point look like a stationary point of the violation)."""
+    point look like a stationary point of the violation).  x is where the
+    restoration run all the way to constr_tol ended, not the infeasible
+    iterate that undid it (x0 = 1.0106, violation 1.2e-6)."""
     res = minimize(lambda x: (x[0] - 2.0) ** 2 + x[1] ** 2, np.array([-2.0, -2.0]),
                    constraints={"type": "ineq", "fun": lambda x: (1.0 - x[0]) ** 3 - x[1]},
                    bounds=[(0.0, None), (0.0, None)])
     assert not res.success and res.status == 2
     assert res.message.startswith("No progress: after each of 3 feasibility restorations")
-    np.testing.assert_allclose(res.x, [1.0, 0.0], atol=0.02)
+    assert "x is where the last restoration ended (constraint violation" in res.message
+    np.testing.assert_allclose(res.x, [1.0, 0.0], atol=1e-3)
+    assert res.constr_violation <= 1e-8 and res.fun <= 1.0
 
 
 @pytest.mark.parametrize("fun, bounds, constraints", [
     (lambda x: -x[0], None, {"type": "eq", "fun": lambda x: x[0] - x[1]}),
     (lambda x: -x[0] ** 2, [(0.0, None), (0.0, 1.0)], ()),
-], ids=["equality", "bounds"])
+    (lambda x: -x[0] - x[1], None, {"type": "ineq", "fun": lambda x: x[0] - x[1]}),
+], ids=["equality", "bounds", "inequality"])
 def test_unbounded_problem(fun, bounds, constraints):
     res = minimize(fun, np.array([3.0, -1.0]), bounds=bounds, constraints=constraints,
                    method="interior-point")
@@ -269,7 +289,8 @@ def test_vector_constraint_multipliers_keep_its_shape():
 
 
 def test_scipy_constraint_objects():
-    opt = pytest.importorskip("scipy.optimize")
+    opt = pytest.importorskip("scipy.optimize",
+                              reason="compares with SciPy's constraint classes and trust-constr")
     cons = [opt.NonlinearConstraint(lambda x: x[0] * x[1], 1.0, 4.0),
             opt.LinearConstraint(np.array([[1.0, -1.0]]), -np.inf, 0.5)]
     res = minimize(lambda x: (x[0] - 3.0) ** 2 + (x[1] - 3.0) ** 2, np.array([1.0, 1.0]),
@@ -292,7 +313,7 @@ def chain_con(x):
 
 
 def test_sparse_path_agrees_with_the_dense_one_and_is_chosen_by_the_rule():
-    pytest.importorskip("scipy.sparse")
+    pytest.importorskip("scipy.sparse", reason="the sparse path factors with SciPy's SuperLU")
     x0 = np.full(300, 0.3)
     con = {"type": "ineq", "fun": chain_con}
     dense = minimize(chain, x0, constraints=con, bounds=[(0.0, 0.45)] * 300,
@@ -393,7 +414,7 @@ def test_optimal_control_on_the_sparse_path_matches_trust_constr():
     204 equality constraints, bounds on the torques): the sparse path
     (chosen by the rule) converges, feasible, to trust-constr's optimum on
     hand-written scipy.sparse derivatives."""
-    pytest.importorskip("scipy.sparse")
+    pytest.importorskip("scipy.sparse", reason="the sparse path factors with SciPy's SuperLU")
     from benchmarks import _pendulum
 
     solvers = _pendulum.solvers(100)
@@ -425,3 +446,182 @@ def test_constraint_not_finite_at_x0_is_an_error():
                                          r"at x0 moved inside its bounds"):
         minimize(f, np.array([-1.0, 1.0]),
                  constraints={"type": "ineq", "fun": lambda x: np.log(x[0])})
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_later_solve_of_the_same_problem_traces_nothing(sparse):
+    """Objective, constraint values, Jacobian and Hessian of the Lagrangian
+    (and, on the sparse path, their patterns and colourings) are compiled
+    by the first solve; a second one from another x0 with other arguments
+    traces neither function again (the constraints are called once on the
+    NumPy x0 to learn their sizes: that is not a trace)."""
+    if sparse:
+        pytest.importorskip("scipy.sparse", reason="the sparse path factors with SciPy's SuperLU")
+    calls = {"f": 0, "c": 0}
+
+    def f(x, a):
+        calls["f"] += not isinstance(x, np.ndarray)
+        return chain(x) + np.sum(a * x)
+
+    def c(x):
+        calls["c"] += not isinstance(x, np.ndarray)
+        return chain_con(x)
+
+    n = 300 if sparse else 40  # the sparse path needs n >= SPARSE_MIN_N
+    kwargs = dict(constraints={"type": "ineq", "fun": c}, bounds=[(0.0, 0.45)] * n,
+                  options={"sparse": sparse})
+    first = minimize(f, np.full(n, 0.3), args=(np.zeros(n),), **kwargs)
+    traced = dict(calls)
+    assert traced["f"] >= 1 and traced["c"] >= 1
+    second = minimize(f, np.full(n, 0.35), args=(np.full(n, 0.01),), **kwargs)
+    assert calls == traced
+    assert first.success and second.success
+    assert first.nit >= 3 and second.nit >= 3
+
+
+class DuckNonlinear:
+    """An object with fun, lb and ub, as scipy.optimize.NonlinearConstraint."""
+
+    def __init__(self, fun, lb, ub):
+        self.fun, self.lb, self.ub = fun, lb, ub
+
+
+class DuckLinear:
+    """An object with A, lb and ub, as scipy.optimize.LinearConstraint."""
+
+    def __init__(self, A, lb, ub):
+        self.A, self.lb, self.ub = A, lb, ub
+
+
+class DuckBounds:
+    def __init__(self, lb, ub):
+        self.lb, self.ub = lb, ub
+
+
+@pytest.mark.parametrize("method", [None, "trust-constr", "SLSQP", "slsqp"])
+def test_constraint_objects_are_read_by_their_attributes(method):
+    """No SciPy needed: a two-sided nonlinear row, a one-sided vector one,
+    a linear row and bounds, each read from its attributes.  min (x0 - 3)^2
+    + (x1 - 3)^2 + (x2 + 1)^2 with 1 <= x0 x1 <= 4, x <= 2.5 (rows of a
+    vector constraint), x0 - x1 <= 0.5, x2 >= 0: x = (2, 2, 0), v = (-1, 0,
+    0, 0, 0), v_bounds = (0, 0, 2)."""
+    cons = [DuckNonlinear(lambda x: x[0] * x[1], 1.0, 4.0),
+            DuckNonlinear(lambda x: x, -np.inf, 2.5),
+            DuckLinear(np.array([[1.0, -1.0, 0.0]]), -np.inf, 0.5)]
+    res = minimize(lambda x: (x[0] - 3.0) ** 2 + (x[1] - 3.0) ** 2 + (x[2] + 1.0) ** 2,
+                   np.array([1.0, 1.0, 1.0]), method=method, constraints=cons,
+                   bounds=DuckBounds([-10.0, -10.0, 0.0], np.inf))
+    assert res.status == 0, res.message
+    np.testing.assert_allclose(res.x, [2.0, 2.0, 0.0], atol=1e-7)
+    np.testing.assert_allclose(res.v[0], -1.0, atol=1e-6)  # the upper side binds: v <= 0
+    np.testing.assert_allclose(res.v[1], 0.0, atol=1e-6)
+    np.testing.assert_allclose(res.v[2], [0.0], atol=1e-6)
+    np.testing.assert_allclose(res.v_bounds, [0.0, 0.0, 2.0], atol=1e-6)
+    assert [np.shape(v) for v in res.v] == [(), (3,), (1,)]
+
+
+def test_kink_at_a_feasible_point_is_a_failure_not_a_success():
+    """|x0 - 1/2| has no gradient at its minimiser, and the gradient is 1 in
+    size on both sides of it: no step passes the line search there, status
+    2 at a feasible point."""
+    res = minimize(lambda x: np.abs(x[0] - 0.5) + x[1] ** 2, np.array([2.0, 1.0]),
+                   constraints={"type": "ineq", "fun": lambda x: 10.0 - x[0] - x[1]})
+    assert not res.success and res.status == 2
+    assert res.message == ("The line search found no acceptable step: precision lost before "
+                           "the optimality and feasibility tests passed.")
+    assert res.constr_violation == 0.0 and res.optimality >= 0.5
+
+
+@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(1, 5), m=st.integers(0, 4),
+       p=st.integers(0, 2), boxed=st.booleans())
+def test_convex_quadratic_programs_are_solved_and_success_means_kkt(seed, n, m, p, boxed):
+    """min x'Qx/2 + c'x over A x >= b, E x = e (fewer rows than n) and a box,
+    with Q positive definite and a feasible point built in: always
+    solvable, and the KKT conditions, recomputed here in NumPy from the
+    result, make it the global minimum.  The start need not be feasible."""
+    rng = np.random.default_rng(seed)
+    l = rng.standard_normal((n, n))
+    q = l @ l.T + 0.1 * np.eye(n)
+    c = 3.0 * rng.standard_normal(n)
+    a = rng.standard_normal((m, n))
+    inside = rng.uniform(-1.0, 1.0, n)
+    b = a @ inside - rng.uniform(0.0, 1.0, m)  # inside meets every row
+    p = min(p, n - 1)
+    e_rows = rng.standard_normal((p, n))
+    e = e_rows @ inside
+    lo, hi = inside - rng.uniform(0.1, 2.0, n), inside + rng.uniform(0.1, 2.0, n)
+    constraints = [{"type": "ineq", "fun": lambda x: a @ x - b}] if m else []
+    if p:
+        constraints.append({"type": "eq", "fun": lambda x: e_rows @ x - e})
+    res = minimize(lambda x: 0.5 * x @ q @ x + c @ x, 3.0 * rng.standard_normal(n),
+                   constraints=constraints, bounds=list(zip(lo, hi)) if boxed else None,
+                   method="interior-point")
+    assert res.success, res.message
+    x = res.x
+    v = res.v[0] if m else np.zeros(0)
+    w = res.v[-1] if p else np.zeros(0)
+    vb = res.v_bounds
+    tol = 1e-6 * max(1.0, float(np.max(np.abs(q @ x + c))))
+    assert np.all(a @ x - b >= -1e-8)
+    np.testing.assert_allclose(e_rows @ x, e, atol=1e-8 * max(1.0, float(np.max(np.abs(e),
+                                                                              initial=0.0))))
+    np.testing.assert_allclose(q @ x + c - a.T @ v - e_rows.T @ w - vb, 0.0, atol=tol)
+    assert np.all(v >= -tol) and np.all(np.abs(v * (a @ x - b)) <= tol)
+    if boxed:
+        assert np.all((x >= lo - 1e-8) & (x <= hi + 1e-8))
+        assert np.all(np.abs(np.minimum(vb, 0.0) * (hi - x)) <= tol)
+        assert np.all(np.abs(np.maximum(vb, 0.0) * (x - lo)) <= tol)
+    else:
+        np.testing.assert_allclose(vb, 0.0, atol=tol)
+
+
+@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(1, 5), m=st.integers(0, 3),
+       curved=st.booleans())
+def test_nonconvex_problems_succeed_only_at_kkt_points(seed, n, m, curved):
+    """An indefinite quadratic plus x^4 in the box [-3, 3]^n, inside m
+    ellipsoids and (curved) on sin(e . x) = sin(e . x_in), all met at x_in:
+    a success must be a feasible KKT point (checked here in NumPy, with
+    the constraints' gradients written by hand).  Local infeasibility
+    (status 4) can only come from the curved equality (a nonconvex
+    feasible set: its violation has stationary points that violate it),
+    never from the convex ellipsoids and box alone.  The merit line search
+    can also stall (status 2: seed=1, n=5, m=2, curved, at a feasible point
+    where the Lagrangian's gradient is 3.9), a failure that says so."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((n, n))
+    q, c = q + q.T, rng.standard_normal(n)
+    inside = rng.uniform(-1.0, 1.0, n)
+    centres = inside + rng.uniform(-0.5, 0.5, (m, n))
+    shapes = []
+    for d in centres:  # an ellipsoid (x - d)' P (x - d) <= 1 around inside
+        l = rng.standard_normal((n, n))
+        p = l @ l.T + 0.5 * np.eye(n)
+        shapes.append(p / ((inside - d) @ p @ (inside - d) + rng.uniform(0.1, 1.0)))
+    e_row = rng.standard_normal(n)
+    e = np.sin(e_row @ inside)
+    constraints = [{"type": "ineq", "fun": lambda x, d=d, p=p: 1.0 - (x - d) @ p @ (x - d)}
+                   for d, p in zip(centres, shapes)]
+    if curved:
+        constraints.append({"type": "eq", "fun": lambda x: np.sin(e_row @ x) - e})
+    res = minimize(lambda x: 0.5 * x @ q @ x + c @ x + 0.1 * np.sum(x ** 4),
+                   2.0 * rng.standard_normal(n), constraints=constraints,
+                   bounds=[(-3.0, 3.0)] * n, method="interior-point")
+    assert res.status in (0, 2, 4), res.message
+    if res.status == 4:
+        assert curved and res.constr_violation > 1e-8
+    if res.status != 0:
+        return
+    x = res.x
+    grad_f = q @ x + c + 0.4 * x ** 3
+    rows = [-2.0 * p @ (x - d) for d, p in zip(centres, shapes)]
+    values = np.array([1.0 - (x - d) @ p @ (x - d) for d, p in zip(centres, shapes)])
+    v = np.array([float(vi) for vi in res.v[:m]])
+    lagrangian = grad_f - (np.array(rows).reshape(m, n).T @ v) - res.v_bounds
+    if curved:
+        assert abs(np.sin(e_row @ x) - e) <= 1e-8
+        lagrangian -= float(res.v[m]) * np.cos(e_row @ x) * e_row
+    tol = 1e-6 * max(1.0, float(np.max(np.abs(grad_f))))
+    assert np.max(np.abs(lagrangian)) <= tol
+    assert np.all(values >= -1e-8) and np.all(v >= -tol) and np.all(np.abs(v * values) <= tol)
+    assert np.all(np.abs(x) <= 3.0 + 1e-8)
+    assert np.all(np.abs(res.v_bounds * (3.0 - np.abs(x))) <= tol)

@@ -42,8 +42,10 @@ Stopping paths (``status``):
 
 * 0, success: the scaled KKT error (IPOPT's ``E_0``: dual infeasibility and
   complementarity divided by ``s_d``, ``s_c >= 1``, which grow with the
-  multipliers) is at most ``tol`` and the constraint violation, row by row
-  relative to ``max(1, |bound|)``, at most ``constr_tol``; never otherwise;
+  multipliers) is at most ``tol``, in the scaled problem and in the user's
+  units (``f`` and ``c`` unscaled), and the constraint violation, row by
+  row relative to ``max(1, |bound|)``, at most ``constr_tol``; never
+  otherwise;
 * 1: ``maxiter`` iterations;
 * 2: the line search found no acceptable step (precision lost) at a
   feasible point that is not optimal, or 10 accepted steps in a row there
@@ -130,6 +132,9 @@ class InteriorPoint:
         self.m = cons.m
         self.entries: list[float] = []  # max|h| at each entry to the restoration phase
         self.cycles = 0
+        # Where the restoration that ran all the way to constr_tol ended:
+        # what a solve that then gives up on cycles hands back.
+        self.restored_feasible: tuple[Iterate, dict] | None = None
 
     # -- evaluation -------------------------------------------------------------
 
@@ -218,7 +223,8 @@ class InteriorPoint:
             if k == 0:
                 monitor_row = self.monitor.row
                 monitor_row(0, p.f, gnorm, None)
-            if err0 <= opts["tol"] and viol <= opts["constr_tol"]:
+            if (err0 <= opts["tol"] and viol <= opts["constr_tol"]
+                    and self._kkt_error(it, ev, jac, 0.0, user_units=True)[0] <= opts["tol"]):
                 status = SUCCESS
                 break
             # Feasible up to rounding in c at x's magnitude (for the unbounded
@@ -242,8 +248,11 @@ class InteriorPoint:
                 h_history, still = [], 0
                 continue
             # The barrier problem is solved well enough: a smaller mu.
-            while self._kkt_error(it, ev, jac, mu)[0] <= KAPPA_EPS * mu and mu > opts["tol"] / 10:
-                mu = max(opts["tol"] / 10, min(0.2 * mu, mu ** 1.5))
+            # mu's floor is tol / 10 in the user's units (a complementarity of
+            # mu in the scaled problem is mu / fs in theirs).
+            mu_min = opts["tol"] * self.fs / 10
+            while self._kkt_error(it, ev, jac, mu)[0] <= KAPPA_EPS * mu and mu > mu_min:
+                mu = max(mu_min, min(0.2 * mu, mu ** 1.5))
             w = self.der.hessian(x, it.y * self.rs, self.fs)
             if not np.all(np.isfinite(w.data if self.der.sparse else w)):
                 status, message = NONFINITE, (
@@ -360,20 +369,37 @@ class InteriorPoint:
     def _jt(jac: Any, y: np.ndarray) -> np.ndarray:
         return np.asarray(jac.T @ y).reshape(-1)
 
-    def _kkt_error(self, it: Iterate, ev: dict, jac: Any, mu: float) -> tuple[float, tuple]:
+    def _kkt_error(self, it: Iterate, ev: dict, jac: Any, mu: float,
+                   user_units: bool = False) -> tuple[float, tuple]:
         """IPOPT's scaled error of the barrier problem for ``mu`` (0: of the
-        problem itself)."""
+        problem itself).
+
+        ``user_units``: the same error of the problem as the user wrote it,
+        ``f`` and ``c`` unscaled (without the constraint violation, which
+        ``_violation`` measures in those units): the dual infeasibility and
+        the multipliers of a slack take ``rs / fs`` (those of ``x``,
+        ``1 / fs``), the complementarity ``1 / fs``.  Scaling at ``x0``
+        divides a large gradient there away, and with it the error that
+        remains near the solution: ``(x - 1)^4 * 1e6`` from ``x0 = 30``
+        (``fs = 2.5e-13``) met ``tol`` in the scaled problem at ``x =
+        1.013``, where the gradient is 9."""
         dual = self._grad_f(ev["point"].g) + self._jt(jac, it.y) - it.vl + it.vu
         dl, du = self._gaps(it.z)
         comp_l = np.where(self.has_l, dl * it.vl - mu, 0.0)
         comp_u = np.where(self.has_u, du * it.vu - mu, 0.0)
+        y, vl, vu = it.y, it.vl, it.vu
+        if user_units:
+            unit = np.concatenate([np.full(self.n, 1.0), self.rs[self.ineq_rows]]) / self.fs
+            dual, vl, vu = dual * unit, vl * unit, vu * unit
+            y = y * self.rs / self.fs
+            comp_l, comp_u = comp_l / self.fs, comp_u / self.fs
         n_mult = self.m + int(self.has_l.sum() + self.has_u.sum())
-        total = float(np.abs(it.y).sum() + it.vl.sum() + it.vu.sum())
+        total = float(np.abs(y).sum() + vl.sum() + vu.sum())
         s_d = max(S_MAX, total / max(n_mult, 1)) / S_MAX
         n_bound = int(self.has_l.sum() + self.has_u.sum())
-        s_c = max(S_MAX, float(it.vl.sum() + it.vu.sum()) / max(n_bound, 1)) / S_MAX
+        s_c = max(S_MAX, float(vl.sum() + vu.sum()) / max(n_bound, 1)) / S_MAX
         d = float(np.max(np.abs(dual), initial=0.0)) / s_d
-        hmax = float(np.max(np.abs(ev["h"]), initial=0.0))
+        hmax = 0.0 if user_units else float(np.max(np.abs(ev["h"]), initial=0.0))
         c = max(float(np.max(np.abs(comp_l), initial=0.0)),
                 float(np.max(np.abs(comp_u), initial=0.0))) / s_c
         return max(d, hmax, c), (d, hmax, c)
@@ -408,19 +434,28 @@ class InteriorPoint:
         at earlier entries is a cycle: the iteration went back to where a
         restoration had taken it from (a degenerate problem, whose solution
         has no multipliers, does this).  The ``CYCLES``-th cycle restores all
-        the way to feasibility; one more ends the solve."""
+        the way to feasibility; one more ends the solve, at the point that
+        restoration reached (feasible, nearer a solution than the iterate
+        that left it)."""
         h_entry = float(np.max(np.abs(ev["h"]), initial=0.0))
         if self.entries and h_entry > KAPPA_RESTORE * min(self.entries):
             self.cycles += 1
         self.entries.append(h_entry)
         viol = self._violation(it.z[:self.n], ev["c"])
         if self.cycles > CYCLES:
-            return LINE_SEARCH, (
+            message = (
                 f"No progress: after each of {CYCLES} feasibility restorations the iteration "
                 f"went back to a constraint violation of about {viol:.3g}; the problem may be "
-                "degenerate here (no multipliers at a solution nearby)."), it, ev, k
+                "degenerate here (no multipliers at a solution nearby).")
+            if self.restored_feasible is not None:
+                it, ev = self.restored_feasible
+                message += (" x is where the last restoration ended (constraint violation "
+                            f"{self._violation(it.z[:self.n], ev['c']):.3g}), not a point "
+                            "that passed the optimality test.")
+            return LINE_SEARCH, message, it, ev, k
+        until_feasible = self.cycles == CYCLES
         out = restore(self, it.z, ev, mu, self.opts["maxiter"] - k, k,
-                      until_feasible=self.cycles == CYCLES)
+                      until_feasible=until_feasible)
         k += out.iterations
         z, ev = out.z, out.ev
         dl, du = self._gaps(z)
@@ -429,6 +464,8 @@ class InteriorPoint:
         it = Iterate(z, self._multiplier_estimate(ev, z, vl, vu), vl, vu)
         viol = self._violation(z[:self.n], ev["c"])
         if out.outcome == "restored":
+            if until_feasible:
+                self.restored_feasible = (it, ev)
             return None, None, it, ev, k
         if out.outcome == "infeasible":
             return INFEASIBLE, None, it, ev, k

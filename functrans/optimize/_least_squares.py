@@ -29,10 +29,12 @@ Stopping (SciPy's codes; ``success`` is ``status > 0``):
   than ``ftol`` of it (2), or moved ``x`` less than ``xtol (xtol + |x|)``
   (3), or both (4); each only where the gradient is small on the
   problem's scale too (``max|g| max(|x|_inf, 1) <= 1e-5 max(cost, 1)``,
-  as in ``lbfgs``): elsewhere a small step is a stall, not convergence,
-  and the method goes on;
+  as in ``lbfgs``, with ``g / D`` and ``D x``: in the variables
+  ``x_scale`` scales): elsewhere a small step is a stall, not
+  convergence, and the method goes on;
 * 0: ``max_nfev`` evaluations (default ``100 n``), or no step can reduce
-  the cost any more (``lam`` beyond ``1e16`` times its start), a failure.
+  the cost any more (a rejected step too short to change any entry of
+  ``x``), a failure.
 """
 
 from __future__ import annotations
@@ -77,7 +79,10 @@ def _linear(z):
 
 def _soft_l1(z):
     t = 1.0 + z
-    return 2.0 * (np.sqrt(t) - 1.0), 1.0 / np.sqrt(t), -0.5 * t ** -1.5
+    # 2 (sqrt(1 + z) - 1) written without the cancellation: below z = 1e-16
+    # the difference is 0, and a fit whose residuals are small enough for
+    # that stalls (the cost stops changing) with its gradient above gtol.
+    return 2.0 * z / (np.sqrt(t) + 1.0), 1.0 / np.sqrt(t), -0.5 * t ** -1.5
 
 
 def _huber(z):
@@ -360,7 +365,7 @@ class _LevenbergMarquardt:
                              "where the residuals are finite")
         cost = self.cost(r)
         j = self.jacobian(x)
-        lam, nu, lam0 = None, 2.0, None
+        lam, nu, fresh = None, 2.0, True
         status = None
         while True:
             rw, jw, g = self.weighted(r, j)
@@ -381,7 +386,8 @@ class _LevenbergMarquardt:
             if lam is None:
                 diag = (np.asarray(jw.multiply(jw).sum(axis=0)).ravel() if self.sparse
                         else np.sum(jw ** 2, axis=0))
-                lam = lam0 = 1e-3 * max(float(np.max(diag / d ** 2)), EPS)
+                lam = 1e-3 * max(float(np.max(diag / d ** 2)), EPS)
+                nu = 2.0
             p = self._step(jw, rw, d, lam, held)
             x_new = np.clip(x + p, lo, hi)
             s = x_new - x
@@ -393,7 +399,7 @@ class _LevenbergMarquardt:
             ratio = actual / predicted if predicted > 0 else -1.0
             if ratio > 1e-4 and actual > 0:
                 lam *= max(1.0 / 3.0, 1.0 - (2.0 * ratio - 1.0) ** 3)
-                nu = 2.0
+                nu, fresh = 2.0, False
                 small_f = actual < tols["ftol"] * cost and ratio > 0.25
                 small_x = (float(np.linalg.norm(d * s))
                            < tols["xtol"] * (tols["xtol"] + float(np.linalg.norm(d * x_new))))
@@ -402,22 +408,32 @@ class _LevenbergMarquardt:
                 if small_f or small_x:
                     g_new = self.weighted(r, j)[2]
                     pg_new = np.clip(x - g_new, lo, hi) - x
-                    if small_gradient(float(np.max(np.abs(pg_new))), x, cost):
+                    # In the variables x_scale scales (x * D), as the step and
+                    # the xtol test are: rescaling x and x_scale together
+                    # changes nothing.
+                    if small_gradient(float(np.max(np.abs(pg_new / d))), x * d, cost):
                         status = 4 if small_f and small_x else 2 if small_f else 3
                         break
             else:
                 lam *= nu
                 nu *= 2.0
-                if lam > 1e16 * lam0:  # no step of any length reduces the cost
-                    status = 0
-                    break
+                # Only a rejected step too short to change x says that no
+                # step reduces the cost, and only with a damping started
+                # afresh here: lam's scale goes stale where the loss weights
+                # or x_scale="jac" change (a huber or cauchy outlier puts no
+                # curvature in the model, and lam starts near 0 there).
+                if not np.any(np.abs(s) > EPS * np.maximum(1.0, np.abs(x))):
+                    if fresh:
+                        status = 0
+                        break
+                    lam, fresh = None, True
         rw, jw, g = self.weighted(r, j)
         pg = np.clip(x - g, lo, hi) - x
         active = np.where(x <= lo, -1, np.where(x >= hi, 1, 0))
         message = MESSAGES[status]
         if status == 0 and self.nfev < self.max_nfev:
-            message = ("No step reduces the cost any more: the damping grew past 1e16 times "
-                       "its start before a termination test held (precision lost).")
+            message = ("No step reduces the cost any more: the damped steps became too short "
+                       "to change x before a termination test held (precision lost).")
         return {"x": x, "cost": cost, "r": r, "J": j, "g": g, "status": status,
                 "optimality": float(np.max(np.abs(pg))), "active": active,
                 "message": message, "nfev": self.nfev, "njev": self.njev}
