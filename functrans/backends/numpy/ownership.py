@@ -35,19 +35,26 @@ def output_sources(jaxpr: Jaxpr, fresh: Sequence[bool]) -> list[list[Var]]:
         for v in e.outputs:
             roots[id(v)] = {id(v): v} if new else shared
     sources: list[list[Var]] = []
-    earlier: list[tuple[Var, dict[int, Var]]] = []
-    for a in jaxpr.outvars:
+    # root id -> the positions of the earlier outputs that may use it, so that
+    # each output looks at the outputs it may share with, not at all of them
+    # (a forward pass returns thousands of residuals)
+    holders: dict[int, list[int]] = {}
+    seen: set[int] = set()
+    for k, a in enumerate(jaxpr.outvars):
         if type(a) is Literal:
             sources.append([])
             continue
         mine = roots.get(id(a), {})
-        if id(a) in kept or any(b is a for b, _ in earlier):
+        if id(a) in kept or id(a) in seen:
             sources.append([a])
         else:
             src = {i: v for i, v in mine.items() if i in kept}
-            src.update((id(b), b) for b, theirs in earlier if not mine.keys().isdisjoint(theirs))
+            near = sorted({j for i in mine for j in holders.get(i, ())})
+            src.update((id(b), b) for b in (jaxpr.outvars[j] for j in near))
             sources.append(list(src.values()))
-        earlier.append((a, mine))
+        seen.add(id(a))
+        for i in mine:
+            holders.setdefault(i, []).append(k)
     return sources
 
 
