@@ -1,24 +1,35 @@
 """The eager-gradient engine: ``grad`` and ``value_and_grad`` called on host
 arrays outside any trace run a ``GradPlan``, the forward and backward
-programs of the traced function made once per program structure and cached
-(``grad_plan``), instead of linearizing and transposing at every call.
-``host_value_and_grad`` says when a call qualifies and runs the plan;
-``functrans.api`` falls back to ``Linearized`` where it does not.
+programs of the traced function, cached per program structure
+(``grad_plan``) and built over the first calls that meet it, so that no
+call pays for all of the building at once.  ``host_value_and_grad`` says
+when a call qualifies and runs the plan; ``functrans.api`` falls back to
+``Linearized`` where it does not.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Sequence
 
 import numpy as np
 
 from functrans import core
 from functrans._api_util import pass_the_input_checks
-from functrans.backends.numpy import owned_outputs
-from functrans.core import ClosedJaxpr, Jaxpr
-from functrans.interpreters.partial_eval import linearize_jaxpr
+from functrans.backends.numpy import Parts, owned_outputs
+from functrans.core import ClosedJaxpr, Jaxpr, Zero
+from functrans.interpreters.partial_eval import (
+    can_linearize_now,
+    linearize_jaxpr,
+    linearize_now,
+    transpose_now,
+)
 from functrans.interpreters.transpose import transpose_jaxpr
 from functrans.passes.dce import dce
+
+#: The fewest equations one call compiles (about 15 ms of Python's compiler);
+#: a program of up to this many compiles in one call, as before the cut.
+MIN_PART = 500
 
 
 class GradPlan:
@@ -27,34 +38,78 @@ class GradPlan:
     program's constants and arguments to its wanted outputs (all but the
     first without ``need_value``: ``n_kept`` of them), then the residuals;
     ``backward`` maps the residuals and the first output's cotangent to one
-    gradient per argument; ``writable`` flags the residuals that are the
-    forward pass's own new arrays (``owned_outputs``), which the backward
-    pass may write into once it has read them.  Made once per program
-    structure from the cached transforms, so that a call looks up one
-    program where ``Linearized`` and its ``vjp`` look up five; ``cells``
-    are the host backend's runners of the two (the plans go when
-    debug_nans/debug_infs switch, as those do)."""
+    gradient per argument, and may write into the residuals that are the
+    forward pass's own new arrays (``owned_outputs``) once it has read them.
 
-    __slots__ = ("forward", "backward", "n_kept", "dtype", "writable", "cells")
+    Built in steps, one a call, for a program that ``linearize_now`` takes
+    (a long straight-line one), so that no call costs much more than the
+    first: the first call linearizes at once and builds nothing; the second
+    builds ``forward`` and the linear program (the backward pass runs on the
+    values); the third transposes it into ``backward``; the later ones
+    compile the two a part at a time (``Parts``), at most ``part`` equations
+    a call, about half the traced program's (Python's compiler costs about
+    1.5 times a first call per equation), running interpreted what is not
+    compiled yet.  Any other program is built on its first call and compiled
+    on its second.  Every way of running gives the same bits.
+
+    Thread-safe: a step is taken by the one call that holds ``lock`` (the
+    others run with what is built, never waiting), and each built program is
+    published whole, the one a call reads first last.  Fork-safe: no thread
+    of its own, and no call waits for ``lock``."""
+
+    __slots__ = ("jaxpr", "need_value", "part", "met", "lock", "dtype", "n_kept", "linear",
+                 "known", "forward", "backward")
 
     def __init__(self, jaxpr: Jaxpr, need_value: bool):
-        n_args = len(jaxpr.invars)
-        opened = ClosedJaxpr(Jaxpr((), jaxpr.constvars + jaxpr.invars, jaxpr.outvars,
-                                   jaxpr.eqns), ())
-        known, linear, n_out = linearize_jaxpr(
-            opened, (False,) * len(jaxpr.constvars) + (True,) * n_args)
-        if not need_value:
+        self.jaxpr = jaxpr
+        self.need_value = need_value
+        self.part = max(len(jaxpr.eqns) // 2, MIN_PART)
+        self.met = 0
+        self.lock = threading.Lock()
+        self.dtype = jaxpr.outvars[0].aval.dtype
+        self.n_kept = 0
+        self.linear: ClosedJaxpr | None = None
+        self.known: ClosedJaxpr | None = None
+        self.forward: Parts | None = None
+        self.backward: Parts | None = None
+
+    def opened(self) -> tuple[ClosedJaxpr, tuple[bool, ...]]:
+        """The traced program with its constants as leading inputs, and the
+        flags of the inputs differentiated (the arguments)."""
+        j = self.jaxpr
+        opened = ClosedJaxpr(Jaxpr((), j.constvars + j.invars, j.outvars, j.eqns), ())
+        return opened, (False,) * len(j.constvars) + (True,) * len(j.invars)
+
+    def build_forward(self) -> tuple[Parts, ClosedJaxpr, ClosedJaxpr]:
+        """``forward`` and the linear program its residuals feed; returns
+        ``forward``, the program it runs and the linear one."""
+        opened, flags = self.opened()
+        known, linear, n_out = linearize_jaxpr(opened, flags)
+        if not self.need_value:
             keep = [False] + [True] * (len(known.out_avals) - 1)
             known = ClosedJaxpr(dce(known.jaxpr, keep), known.consts)
-        self.n_kept = n_out - (not need_value)
+        self.n_kept = n_out - (not self.need_value)
+        self.linear, self.known = linear, known
+        forward = self.forward = Parts(known, self.part)
+        return forward, known, linear
+
+    def build_backward(self, known: ClosedJaxpr, linear: ClosedJaxpr) -> Parts:
+        """``backward``: ``linear`` transposed (``build_forward``'s programs)."""
         n_res = len(known.out_avals) - self.n_kept
-        self.forward = known
-        self.backward = transpose_jaxpr(linear, (False,) * n_res + (True,) * n_args,
-                                        (True,) + (False,) * (n_out - 1))
-        self.dtype = jaxpr.outvars[0].aval.dtype
-        self.writable = owned_outputs(known)[self.n_kept:] + (False,)
-        host = core.dispatch.host_backend
-        self.cells = (host.runner(known), host.runner(self.backward))
+        n_args = len(linear.in_avals) - n_res
+        n_out = len(linear.out_avals)
+        backward = transpose_jaxpr(linear, (False,) * n_res + (True,) * n_args,
+                                   (True,) + (False,) * (n_out - 1))
+        writable = owned_outputs(known)[self.n_kept:] + (False,)
+        parts = self.backward = Parts(backward, self.part, consume=True, writable=writable)
+        return parts
+
+    def compile_step(self, forward: Parts, backward: Parts) -> None:
+        """Compile the next parts of ``forward``, then of ``backward``: at
+        least one, and no more than ``part`` equations beyond it."""
+        budget = self.part
+        for program in (forward, backward):
+            budget -= program.compile_next(budget, at_least_one=budget == self.part)
 
 
 @core.program_cache(maxsize=512, max_equations=50_000)
@@ -71,10 +126,9 @@ def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any],
     NumPy array or Python float (an integer one, a tracer), a constant that
     is no NumPy array (a tracer of an enclosing trace, a device array), or a
     trace active (an effect might have to be recorded).  The backward pass
-    is handed the residuals (``run_owned``): each is freed at its last use,
-    or written into where the forward pass made it, so peak memory is the
-    forward pass's results plus the backward pass's live values, not both
-    passes' at once."""
+    is handed the residuals: each is freed at its last use, or written into
+    where the forward pass made it, so peak memory is the forward pass's
+    results plus the backward pass's live values, not both passes' at once."""
     if core.current_trace() is not None:
         return None
     if not pass_the_input_checks(leaves, False, False):
@@ -84,10 +138,60 @@ def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any],
         if type(c) is not np.ndarray:
             return None
     plan = grad_plan(closed.jaxpr, need_value)
-    host = core.dispatch.host_backend
-    residuals = host.run(plan.forward, [*consts, *leaves], plan.cells[0])
+    args = [*consts, *leaves]
+    forward, backward = plan.forward, plan.backward
+    if backward is None or forward is None:
+        opened, flags = plan.opened()
+        if can_linearize_now(opened, args):
+            return _building(plan, opened, flags, args)
+        # Built on the first call, by each thread that meets it unbuilt: the
+        # transforms are cached, and the programs are equal.
+        forward, known, linear = plan.build_forward()
+        backward = plan.build_backward(known, linear)
+    elif not (backward.done and forward.done) and plan.lock.acquire(blocking=False):
+        try:
+            plan.compile_step(forward, backward)
+        finally:
+            plan.lock.release()
+    return _run(plan, forward, backward, args)
+
+
+def _run(plan: GradPlan, forward: Parts, backward: Parts, args: list) -> tuple[list, list]:
+    """A call of the built ``plan``."""
+    residuals = forward.run(args)
     outs = residuals[: plan.n_kept]
     del residuals[: plan.n_kept]
     residuals.append(np.array(1, plan.dtype))  # np.ones((), dtype), made in C
-    grads = host.run_owned(plan.backward, residuals, plan.writable, plan.cells[1])
-    return (outs if need_value else [None, *outs]), grads
+    grads = backward.run(residuals)
+    return (outs if plan.need_value else [None, *outs]), grads
+
+
+def _building(plan: GradPlan, opened: ClosedJaxpr, flags: tuple[bool, ...],
+              args: list) -> tuple[list, list]:
+    """A call of a ``plan`` still being built: its next step taken (unless
+    another thread is taking one), then the call computed with what is built."""
+    if plan.lock.acquire(blocking=False):
+        try:
+            plan.met += 1
+            if plan.met >= 2 and plan.forward is None:
+                plan.build_forward()
+            elif plan.met >= 3 and plan.known is not None and plan.linear is not None:
+                plan.build_backward(plan.known, plan.linear)
+        finally:
+            plan.lock.release()
+    forward, backward, linear = plan.forward, plan.backward, plan.linear
+    if backward is not None and forward is not None:
+        return _run(plan, forward, backward, args)
+    one = np.array(1, plan.dtype)
+    cts = [one] + [Zero(a.strip_weak()) for a in opened.out_avals[1:]]
+    if forward is None or linear is None:  # linearized at once: no program built
+        outs, residuals, linear = linearize_now(opened, args, flags)
+        if not plan.need_value:
+            outs[0] = None
+    else:  # the forward program run, the backward pass on the values
+        residuals = forward.run(args)
+        outs = residuals[: plan.n_kept]
+        del residuals[: plan.n_kept]
+        if not plan.need_value:
+            outs = [None, *outs]
+    return outs, transpose_now(linear, residuals, cts)

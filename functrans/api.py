@@ -56,7 +56,7 @@ from functrans.dtypes import float0, is_inexact
 from functrans.errors import ConcretizationError, TracerConversionError
 from functrans.interpreters import structured
 from functrans.interpreters.jvp import tangent_aval
-from functrans.interpreters.partial_eval import Linearized, linearizes_now
+from functrans.interpreters.partial_eval import Linearized
 from functrans.interpreters.transpose import backward_pass, transpose_jaxpr
 from functrans.interpreters.vmap import batch_jaxpr, named_axis
 from functrans.passes.pipeline import run_passes
@@ -263,9 +263,7 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
         # so that the values f computes are checked (JAX's behaviour): without
         # it, log(v - 1) in sum(log(v - 1)) is dead code for the gradient.
         keep_value = need_value or core.checks.value_checks != (False, False)
-        # A program met the first time is linearized at once (no programs built).
-        done = None if linearizes_now(closed, leaves) else \
-            host_value_and_grad(closed, leaves, keep_value)
+        done = host_value_and_grad(closed, leaves, keep_value)
         if done is not None:
             outs, flat_grads = done
             if need_value or has_aux:  # none is the caller's array (see _linearized)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import functrans as ft
 import functrans.numpy as fnp
-from functrans import core, lax
+from functrans import _eager_grad, core, lax
 from functrans.interpreters import partial_eval as pe
 from functrans.interpreters import transpose as tr
 from functrans.passes import cse, dce, fold, simplify
@@ -38,7 +38,7 @@ def _same_bits(a, b) -> bool:
 
 def _forget():
     """Every program met so far is met again for the first time."""
-    for cache in (pe._meetings, pe.linearize_jaxpr, tr.transpose_jaxpr):
+    for cache in (pe._meetings, pe.linearize_jaxpr, tr.transpose_jaxpr, _eager_grad.grad_plan):
         cache.cache_clear()
 
 
@@ -284,14 +284,14 @@ def test_every_primitive_first_call_gives_the_built_programs_bits(name, data):
         assert _same_bits(a, b), name
 
 
-def test_a_program_that_cannot_be_linearized_at_once_is_checked_once():
-    """Its first ``grad`` counts it as met, so that later calls ask no more
-    than one cache lookup before taking the built programs."""
+def test_a_program_that_cannot_be_linearized_at_once_is_built_on_its_first_call():
+    """Its first ``grad`` builds both of its plan's programs; a program that
+    can be is linearized at once and builds nothing."""
     x = INPUTS["f64"]
-    closed = ft.make_jaxpr(_scan_program)(x)
     _forget()
-    assert not pe.linearizes_now(closed, [x])
-    assert pe._meetings(closed.jaxpr, (True,))[0] == 1
-    plain = ft.make_jaxpr(PROGRAMS["loop"])(x)
-    assert pe.linearizes_now(plain, [x])
-    assert pe._meetings(plain.jaxpr, (True,))[0] == 0  # asking counts no meeting
+    ft.grad(_scan_program)(x)
+    plan = _eager_grad.grad_plan(ft.make_jaxpr(_scan_program)(x).jaxpr, False)
+    assert plan.forward is not None and plan.backward is not None
+    ft.grad(PROGRAMS["loop"])(x)
+    plan = _eager_grad.grad_plan(ft.make_jaxpr(PROGRAMS["loop"])(x).jaxpr, False)
+    assert plan.met == 1 and plan.forward is None and plan.backward is None

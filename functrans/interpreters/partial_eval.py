@@ -275,28 +275,6 @@ def _differentiated(leaves: Sequence[Any], active: Sequence[bool]) -> list[bool]
     return [a and is_inexact(get_aval(x).dtype) for a, x in zip(active, leaves)]
 
 
-def linearizes_now(closed: ClosedJaxpr, leaves: Sequence[Any],
-                   active: Sequence[bool] | None = None) -> bool:
-    """Whether ``Linearized(closed, leaves, active)`` would linearize at once
-    (``linearize_now``): the program meets it for the first time, and
-    ``can_linearize_now``.  A caller with a path of its own for programs met
-    again (one cached per structure) asks this first.  Asking counts a
-    meeting only where the answer is no for the program itself (a loop in
-    it), so that its repeated calls cost one cache lookup, as those of a
-    program met before do; the cheap tests come first."""
-    if (len(closed.jaxpr.eqns) < MIN_EQUATIONS or current_trace() is not None
-            or core.checks.value_checks != (False, False)):
-        return False
-    flags = (True,) * len(leaves) if active is None else tuple(active)
-    met = _meetings(closed.jaxpr, flags)
-    if met[0]:
-        return False
-    if can_linearize_now(closed, list(closed.consts) + list(leaves)):
-        return True
-    met[0] += 1
-    return False
-
-
 class Linearized:
     """A traced function differentiated and split into its forward (known)
     part, evaluated at once on ``leaves``, and its linear (tangent) part, kept
@@ -355,18 +333,24 @@ class Linearized:
         return run_jaxpr(transposed, list(self.residuals) + given)
 
     def _vjp_now(self, cts: Sequence[Any]) -> list[Any]:
-        """``vjp`` by running the backward pass on the values (each transpose
-        rule's binds computed at once), for a linear program met for the
-        first time: what its transposed Jaxpr gives on its first,
-        interpreted run, without building, optimising and hashing it."""
-        jaxpr = self.linear.jaxpr
-        n_res = len(self.residuals)
-        args = list(self.residuals) + [UndefinedPrimal(v.aval) for v in jaxpr.invars[n_res:]]
-        with collector_paused:
-            cts_in = backward_pass(jaxpr, (), args, cts)
-        return [np.zeros((), c.aval.dtype) if type(c) is Zero and not c.aval.shape
-                else _as_run_gives(v.aval, instantiate(c))
-                for c, v in zip(cts_in, jaxpr.invars[n_res:])]
+        """``vjp`` by ``transpose_now``, for a linear program met for the first time."""
+        return transpose_now(self.linear, self.residuals, cts)
+
+
+def transpose_now(linear: ClosedJaxpr, residuals: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
+    """The cotangents of ``linear``'s tangent inputs (after its
+    ``residuals``) for the output cotangents ``cts`` (host values or
+    ``Zero``), by running the backward pass on the values (each transpose
+    rule's binds computed at once): what its transposed Jaxpr gives on its
+    first, interpreted run, without building, optimising and hashing it."""
+    jaxpr = linear.jaxpr
+    n_res = len(residuals)
+    args = list(residuals) + [UndefinedPrimal(v.aval) for v in jaxpr.invars[n_res:]]
+    with collector_paused:
+        cts_in = backward_pass(jaxpr, (), args, cts)
+    return [np.zeros((), c.aval.dtype) if type(c) is Zero and not c.aval.shape
+            else _as_run_gives(v.aval, instantiate(c))
+            for c, v in zip(cts_in, jaxpr.invars[n_res:])]
 
 
 @program_cache(maxsize=512, max_equations=50_000)

@@ -5,9 +5,10 @@ A package of rooms, each named for what it holds: ``interpreter`` (walk the
 equations), ``codegen`` (generate and cache the code), ``calls`` (what each
 equation calls), ``ownership`` (which outputs may share memory), ``buffers``
 (arrays the code writes into, the scratch pool), ``pad_sums`` (a peephole of
-the generated code), ``line_tables`` (generated code at the user's lines)
-and ``backend`` (``HostBackend``, registered with ``core`` on import).  This
-face re-exports the names other modules use.
+the generated code), ``line_tables`` (generated code at the user's lines),
+``parts`` (a long program compiled a part at a time) and ``backend``
+(``HostBackend``, registered with ``core`` on import).  This face
+re-exports the names other modules use.
 """
 
 from functrans.backends.numpy.backend import HostBackend
@@ -21,11 +22,13 @@ from functrans.backends.numpy.codegen import (
 )
 from functrans.backends.numpy.interpreter import as_array, eval_jaxpr, interpret
 from functrans.backends.numpy.ownership import copied, output_sources, owned, owned_outputs
+from functrans.backends.numpy.parts import Parts
 from functrans.passes.dce import last_uses
 
 __all__ = [
     "Compiled",
     "HostBackend",
+    "Parts",
     "ScratchPool",
     "as_array",
     "compiled",
