@@ -10,6 +10,12 @@ write: a Python loop, unrolled by tracing into thousands of equations.
   ``jit(grad)`` of such a program, a jit cache miss (the same work, then
   code generation and Python's ``compile`` of the generated function); its
   ``us/eqn`` should not grow with the size either.
+* ``scaling.loop.<k>k.second``: the second call of eager ``grad`` of a program
+  (one function object, called twice; the first call untimed), and
+  ``scaling.loop.<k>k.building``: the slowest of its calls 2 to 12, the
+  calls that build its forward and backward programs and compile them a
+  part at a time (``metric="self_timed"``).  Neither should cost more than
+  twice the first call.
 * ``scaling.loop.<k>k.repeat``: the same ``grad`` called again and again (the
   function is retraced; the transformed programs come from the caches), and
   ``jit(grad)``.  The time per equation (``us/eqn``) should not grow with
@@ -95,11 +101,19 @@ def _loop_workloads(label: str, steps: int) -> list[Workload]:
     def first_jit_call() -> float:
         return _timed(ft.jit(ft.grad(_loop(fnp, steps, 0.9 + next(fresh) * 1e-12))), x)
 
+    def later_calls(n: int) -> list[float]:
+        """Calls 2 to ``n`` of one new program's ``grad``, timed."""
+        g = ft.grad(_loop(fnp, steps, 0.9 + next(fresh) * 1e-12))
+        g(x)
+        return [_timed(g, x) for _ in range(n - 1)]
+
     first = {
         "numpy": lambda: _timed(_loop_grad_numpy, x, steps),
         "functrans": first_call,
         "functrans.jit": first_jit_call,
     }
+    second = {"numpy": first["numpy"], "functrans": lambda: later_calls(2)[0]}
+    building = {"numpy": first["numpy"], "functrans": lambda: max(later_calls(12))}
     g = ft.grad(_loop(fnp, steps))
     jg = ft.jit(g)
     repeat = {
@@ -109,7 +123,7 @@ def _loop_workloads(label: str, steps: int) -> list[Workload]:
     }
     if (a := _peers.autograd()) is not None:
         ga = a.autograd.grad(_loop(a.anp, steps))
-        first["autograd"] = lambda: _timed(ga, x)
+        first["autograd"] = second["autograd"] = building["autograd"] = lambda: _timed(ga, x)
         repeat["autograd"] = lambda: ga(x)
     per_eqn = lambda name: (eqns(), "eqn")  # noqa: E731
     what = (f"grad of {steps} steps of tanh(h*0.9+0.1)*1.01, h: f64[{N}] "
@@ -117,6 +131,11 @@ def _loop_workloads(label: str, steps: int) -> list[Workload]:
     return [
         Workload(name=f"scaling.loop.{label}.first", description=f"first call: {what}",
                  variants=first, floor="numpy", metric="self_timed", per_unit=per_eqn),
+        Workload(name=f"scaling.loop.{label}.second", description=f"second call: {what}",
+                 variants=second, floor="numpy", metric="self_timed", per_unit=per_eqn),
+        Workload(name=f"scaling.loop.{label}.building",
+                 description=f"slowest of calls 2-12: {what}",
+                 variants=building, floor="numpy", metric="self_timed", per_unit=per_eqn),
         Workload(name=f"scaling.loop.{label}.repeat", description=f"repeated call: {what}",
                  variants=repeat, floor="numpy", per_unit=per_eqn),
     ]
