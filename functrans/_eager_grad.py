@@ -26,6 +26,7 @@ from functrans.interpreters.partial_eval import (
 )
 from functrans.interpreters.transpose import transpose_jaxpr
 from functrans.passes.dce import dce
+from functrans.passes.pipeline import run_passes
 
 #: The fewest equations one call compiles (about 15 ms of Python's compiler);
 #: a program of up to this many compiles in one call, as before the cut.
@@ -37,9 +38,10 @@ class GradPlan:
     program whose arguments are all differentiated: ``forward`` maps the
     program's constants and arguments to its wanted outputs (all but the
     first without ``need_value``: ``n_kept`` of them), then the residuals;
-    ``backward`` maps the residuals and the first output's cotangent to one
-    gradient per argument, and may write into the residuals that are the
-    forward pass's own new arrays (``owned_outputs``) once it has read them.
+    ``backward`` maps the residuals to one gradient per argument (the
+    derivative of the first output, whose cotangent is 1), and may write
+    into the residuals that are the forward pass's own new arrays
+    (``owned_outputs``) once it has read them.
 
     Built in steps, one a call, for a program that ``linearize_now`` takes
     (a long straight-line one), so that no call costs much more than the
@@ -94,14 +96,24 @@ class GradPlan:
         return forward, known, linear
 
     def build_backward(self, known: ClosedJaxpr, linear: ClosedJaxpr) -> Parts:
-        """``backward``: ``linear`` transposed (``build_forward``'s programs)."""
+        """``backward``: ``linear`` transposed (``build_forward``'s programs),
+        at the cotangent 1 of the first output.  The 1 is a constant of the
+        program, so the passes drop the products with it (``x * 1`` is
+        ``x`` bit for bit in real floating point; the broadcast ones
+        ``reduce_sum`` transposes to): ``sum(f(x))`` runs no array of ones
+        and no product per use of it, which the backward pass on the values
+        of the first call computes to the same bits."""
         n_res = len(known.out_avals) - self.n_kept
         n_args = len(linear.in_avals) - n_res
         n_out = len(linear.out_avals)
-        backward = transpose_jaxpr(linear, (False,) * n_res + (True,) * n_args,
-                                   (True,) + (False,) * (n_out - 1))
-        writable = owned_outputs(known)[self.n_kept:] + (False,)
-        parts = self.backward = Parts(backward, self.part, consume=True, writable=writable)
+        transposed = transpose_jaxpr(linear, (False,) * n_res + (True,) * n_args,
+                                     (True,) + (False,) * (n_out - 1))
+        j = transposed.jaxpr
+        at_one = ClosedJaxpr(Jaxpr((*j.constvars, j.invars[-1]), j.invars[:-1], j.outvars, j.eqns),
+                             [*transposed.consts, np.ones((), self.dtype)])
+        writable = owned_outputs(known)[self.n_kept:]
+        parts = self.backward = Parts(run_passes(at_one), self.part, consume=True,
+                                      writable=writable)
         return parts
 
     def compile_step(self, forward: Parts, backward: Parts) -> None:
@@ -161,7 +173,6 @@ def _run(plan: GradPlan, forward: Parts, backward: Parts, args: list) -> tuple[l
     residuals = forward.run(args)
     outs = residuals[: plan.n_kept]
     del residuals[: plan.n_kept]
-    residuals.append(np.array(1, plan.dtype))  # np.ones((), dtype), made in C
     grads = backward.run(residuals)
     return (outs if plan.need_value else [None, *outs]), grads
 

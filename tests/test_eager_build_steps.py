@@ -229,3 +229,22 @@ def test_a_program_in_parts_gives_the_bits_of_the_whole(program, size, data):
             parts.compile_next(data.draw(st.integers(0, 6)))
             consuming.compile_next(size)
     assert parts.done and consuming.done
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_backward_program_is_specialised_to_the_cotangent_one(dtype):
+    """``sum(f(x))``'s backward program broadcasts no ones and multiplies by
+    none (before: a broadcast of the cotangent and a product per use), and
+    gives the bits of the first call, which multiplies by the ones."""
+    def f(x):
+        return fnp.sum(fnp.sin(x) * x + x ** 2)
+
+    x = np.array([0.5, -0.0, 0.0, np.inf, -np.inf, np.nan, 1e-300, 3.0], dtype)
+    g = ft.grad(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        results = [g(x) for _ in range(4)]
+    plan = _plan(f, x)
+    names = [e.primitive.name for p in plan.backward._parts for e in p.eqns]
+    assert names == ["add", "mul", "add"]
+    assert all(_same_bits(results[0], r) for r in results[1:])
