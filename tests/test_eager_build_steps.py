@@ -19,6 +19,7 @@ import functrans as ft
 import functrans.numpy as fnp
 from functrans import _eager_grad, config
 from functrans.backends.numpy import Parts, codegen, interpret
+from functrans.tree_util import tree_leaves
 from tests._programs import dataflow, run_dataflow
 
 #: A constant no other test's program uses: each test meets its programs first.
@@ -248,3 +249,53 @@ def test_the_backward_program_is_specialised_to_the_cotangent_one(dtype):
     names = [e.primitive.name for p in plan.backward._parts for e in p.eqns]
     assert names == ["add", "mul", "add"]
     assert all(_same_bits(results[0], r) for r in results[1:])
+
+
+_W = np.linspace(0.5, 1.5, 8)
+
+
+def _with_aux(x):
+    h = x
+    for _ in range(10):
+        h = fnp.tanh(h * 0.9 + 0.1) * 1.01
+    return fnp.sum(h * _W), {"n": fnp.argmax(h), "h": h[:3]}
+
+
+def _two_arguments(x, y):
+    for _ in range(10):
+        x = fnp.sin(x) * y + 0.5
+    return fnp.sum(x * y)
+
+
+def _python_scalar(s):
+    for _ in range(12):
+        s = fnp.tanh(s * 1.1) + 0.25
+    return s
+
+
+def _gathers(x):
+    idx = np.array([3, 1, 1, 7])
+    h = x
+    for _ in range(10):
+        h = fnp.cos(h[idx].sum() + h) * 0.8
+    return fnp.max(h) + fnp.sum(h[::2] ** 3)
+
+
+_X, _Y = np.linspace(-1.0, 1.0, 8), np.linspace(0.2, 0.9, 8)
+CALLS = {
+    "aux, integer aux": (ft.value_and_grad(_with_aux, has_aux=True), (_X,)),
+    "two arguments": (ft.grad(_two_arguments, argnums=(0, 1)), (_X, _Y)),
+    "python scalar": (ft.value_and_grad(_python_scalar), (0.3,)),
+    "gathers, constants": (ft.grad(_gathers), (_X,)),
+}
+
+
+@pytest.mark.parametrize("name", CALLS)
+def test_aux_arguments_scalars_and_constants_over_the_building_calls(name):
+    g, args = CALLS[name]
+    results = [tree_leaves(g(*args)) for _ in range(14)]
+    for later in results[1:]:
+        assert len(later) == len(results[0])
+        assert all(_same_bits(a, b) for a, b in zip(results[0], later))
+    for a, b in zip(results[0], tree_leaves(ft.jit(g)(*args))):
+        np.testing.assert_allclose(a, b, rtol=1e-13)
