@@ -86,11 +86,6 @@ class Parts:
         return [len(p.eqns) for p in self._parts]
 
     @property
-    def compiled(self) -> int:
-        """How many parts are compiled (the first ones)."""
-        return self._compiled
-
-    @property
     def done(self) -> bool:
         """Whether every part is compiled."""
         return self._compiled == len(self._parts)
