@@ -24,9 +24,9 @@ class Parts:
     later one are dropped after the last part that reads them.
 
     ``consume``: ``run`` takes the arguments as a list and empties it, as
-    ``HostBackend.run_owned`` does; the arguments flagged in ``writable``
-    (arrays nothing else holds) may be written into by the compiled part
-    that reads them last, once they are dead there."""
+    ``HostBackend.run_owned`` does; an argument flagged in ``writable`` (an
+    array nothing else holds) may be written into, once it is dead, by the
+    compiled part that reads it, where one part does all its reads."""
 
     __slots__ = ("_parts", "_fns", "_ins", "_outs", "_drop", "_writable", "_consts", "_n_in",
                  "_results", "_consume", "_compiled")
@@ -37,12 +37,15 @@ class Parts:
         eqns = jaxpr.eqns
         size = max(size, 1)
         cuts = list(range(0, len(eqns), size)) or [0]
-        # The part that reads each value last (len(cuts) for the program's results).
+        # The parts that read each value first and last (len(cuts) for the
+        # program's results).
+        first: dict[int, int] = {}
         last: dict[int, int] = {}
         for k, lo in enumerate(cuts):
             for e in eqns[lo:lo + size]:
                 for a in e.inputs:
                     if type(a) is not Literal:
+                        first.setdefault(id(a), k)
                         last[id(a)] = k
         for a in jaxpr.outvars:
             if type(a) is not Literal:
@@ -72,7 +75,12 @@ class Parts:
             self._outs.append(tuple(map(id, outs)))
             dead = tuple(i for i in ins if last[i] == k)
             self._drop.append(dead)
-            self._writable.append(tuple(flags.get(i, False) and i in dead for i in ins))
+            # Only where every read is in this part: a view an earlier part took
+            # of the argument (a transpose, a reshape) may still be read, and
+            # only the part that takes it knows (the generated code stops
+            # counting an argument its own when a view of it is made).
+            self._writable.append(tuple(flags.get(i, False) and first[i] == last[i] == k
+                                        for i in ins))
         self._consts = list(closed.consts)
         self._n_in = tuple(map(id, given))
         self._results = jaxpr.outvars
