@@ -19,6 +19,7 @@ import functrans as ft
 import functrans.numpy as fnp
 from functrans import _eager_grad, config
 from functrans.backends.numpy import Parts, codegen, interpret
+from functrans.interpreters import partial_eval as pe
 from functrans.tree_util import tree_leaves
 from tests._programs import dataflow, run_dataflow
 
@@ -28,8 +29,10 @@ _fresh = itertools.count(1)
 
 @pytest.fixture(autouse=True)
 def _small_parts(monkeypatch):
-    """Parts of a few equations, so that the short programs here are cut."""
+    """Parts of a few equations, so that the short programs here are cut, and
+    built in steps however short."""
     monkeypatch.setattr(_eager_grad, "MIN_PART", 8)
+    monkeypatch.setattr(pe, "MIN_EQUATIONS", 0)
 
 
 def _loop(steps: int = 10):
@@ -319,3 +322,22 @@ def test_an_argument_a_part_takes_a_view_of_is_not_written_by_a_later_part():
         parts.compile_next(1)
     got = parts.run([x, y.copy()])
     assert all(_same_bits(w, g) for w, g in zip(want, got))
+
+
+@settings(max_examples=25, deadline=None)
+@given(dataflow(len(UNARY), len(BINARY), 2, 14))
+def test_random_programs_over_the_building_calls(program):
+    """Eager grad of random programs with views among their steps, cut into
+    parts of a few equations: every call gives the first call's bits."""
+    def f(x, y):
+        outs = run_dataflow(program, UNARY, BINARY, [x, y])
+        return sum(fnp.sum(o * (1.0 + 0.25 * k)) for k, o in enumerate(outs))
+
+    x = np.array([[0.5, -0.0], [2.0, -1.5]])
+    y = np.array([[1.5, 0.0], [-1.0, 3.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        g = ft.grad(f, argnums=(0, 1))
+        grads = [g(x, y) for _ in range(10)]
+    for later in grads[1:]:
+        assert all(_same_bits(a, b) for a, b in zip(grads[0], later))
