@@ -114,6 +114,7 @@ class GradPlan:
         writable = owned_outputs(known)[self.n_kept:]
         parts = self.backward = Parts(run_passes(at_one), self.part, consume=True,
                                       writable=writable)
+        self.known = self.linear = None  # built from: the plan need not keep them alive
         return parts
 
     def compile_step(self, forward: Parts, backward: Parts) -> None:
