@@ -17,7 +17,9 @@ import numpy as np
 from functrans import core
 from functrans._api_util import pass_the_input_checks
 from functrans.backends.numpy import Parts, owned_outputs
-from functrans.core import ClosedJaxpr, Jaxpr, Zero
+from functrans.backends.numpy.calls import callable_of
+from functrans.backends.numpy.ownership import allocates, copied, output_sources
+from functrans.core import ClosedJaxpr, Jaxpr, Literal, Zero
 from functrans.interpreters.partial_eval import (
     can_linearize_now,
     linearize_jaxpr,
@@ -60,7 +62,7 @@ class GradPlan:
     of its own, and no call waits for ``lock``."""
 
     __slots__ = ("jaxpr", "need_value", "part", "met", "lock", "dtype", "n_kept", "linear",
-                 "known", "forward", "backward")
+                 "known", "forward", "backward", "copy_outs", "copy_grads")
 
     def __init__(self, jaxpr: Jaxpr, need_value: bool):
         self.jaxpr = jaxpr
@@ -74,6 +76,11 @@ class GradPlan:
         self.known: ClosedJaxpr | None = None
         self.forward: Parts | None = None
         self.backward: Parts | None = None
+        #: The positions of the results handed to the caller that may be an
+        #: argument, a constant of the program, or memory another result
+        #: holds (``shared_results``): they are copied on the way out.
+        self.copy_outs: tuple[int, ...] = ()
+        self.copy_grads: tuple[int, ...] = ()
 
     def opened(self) -> tuple[ClosedJaxpr, tuple[bool, ...]]:
         """The traced program with its constants as leading inputs, and the
@@ -92,6 +99,7 @@ class GradPlan:
             known = ClosedJaxpr(dce(known.jaxpr, keep), known.consts)
         self.n_kept = n_out - (not self.need_value)
         self.linear, self.known = linear, known
+        self.copy_outs = shared_results(known, (), self.n_kept)
         forward = self.forward = Parts(known, self.part)
         return forward, known, linear
 
@@ -112,8 +120,9 @@ class GradPlan:
         at_one = ClosedJaxpr(Jaxpr((*j.constvars, j.invars[-1]), j.invars[:-1], j.outvars, j.eqns),
                              [*transposed.consts, np.ones((), self.dtype)])
         writable = owned_outputs(known)[self.n_kept:]
-        parts = self.backward = Parts(run_passes(at_one), self.part, consume=True,
-                                      writable=writable)
+        program = run_passes(at_one)
+        self.copy_grads = shared_results(program, writable, len(program.jaxpr.outvars))
+        parts = self.backward = Parts(program, self.part, consume=True, writable=writable)
         self.known = self.linear = None  # built from: the plan need not keep them alive
         return parts
 
@@ -175,7 +184,32 @@ def _run(plan: GradPlan, forward: Parts, backward: Parts, args: list) -> tuple[l
     outs = residuals[: plan.n_kept]
     del residuals[: plan.n_kept]
     grads = backward.run(residuals)
+    for k in plan.copy_outs:
+        outs[k] = copied(outs[k])
+    for k in plan.copy_grads:
+        grads[k] = copied(grads[k])
     return (outs if plan.need_value else [None, *outs]), grads
+
+
+def shared_results(closed: ClosedJaxpr, writable: Sequence[bool], n: int) -> tuple[int, ...]:
+    """The positions among the first ``n`` results of ``closed`` that may be
+    (or view) one of its constants, an argument not flagged ``writable`` (an
+    array the caller or the forward pass's results still hold), a literal,
+    or memory an earlier result holds: ``grad(lambda x: (x * y).sum())``'s
+    backward program at the cotangent 1 returns ``y`` itself, and
+    ``(2 * x).sum()``'s a constant of the program that the next call would
+    hand out again."""
+    jaxpr = closed.jaxpr
+    mine = {id(v) for v, w in zip(jaxpr.invars, writable) if w}
+    fresh = [allocates(e, callable_of(e)) for e in jaxpr.eqns]
+    sources = output_sources(jaxpr, fresh)
+    seen: set[int] = set()
+    copies = []
+    for k, (a, src) in enumerate(zip(jaxpr.outvars[:n], sources)):
+        if type(a) is Literal or id(a) in seen or any(id(v) not in mine for v in src):
+            copies.append(k)
+        seen.add(id(a))
+    return tuple(copies)
 
 
 def _building(plan: GradPlan, opened: ClosedJaxpr, flags: tuple[bool, ...],
@@ -204,6 +238,8 @@ def _building(plan: GradPlan, opened: ClosedJaxpr, flags: tuple[bool, ...],
         residuals = forward.run(args)
         outs = residuals[: plan.n_kept]
         del residuals[: plan.n_kept]
+        for k in plan.copy_outs:
+            outs[k] = copied(outs[k])
         if not plan.need_value:
             outs = [None, *outs]
     return outs, transpose_now(linear, residuals, cts)

@@ -68,3 +68,41 @@ def test_the_linear_maps_handed_back_keep_their_inputs():
     x[:] = 0.0
     np.testing.assert_array_equal(vjp_fn(np.ones(3))[0], [2.0, 4.0, 6.0])
     np.testing.assert_array_equal(f_jvp(np.ones(3)), [2.0, 4.0, 6.0])
+
+
+def _long(x, y):
+    """A straight-line program long enough to be built over several calls."""
+    for _ in range(300):
+        x = x * 1.0001
+    return x
+
+
+@pytest.mark.parametrize("long", [False, True])
+def test_eager_grads_are_new_arrays_on_every_call(long):
+    """The backward program at the cotangent 1 reduces ``(2 * x).sum()``'s
+    gradient to a constant and ``(x * y).sum()``'s to ``y``: every call hands
+    out a new array, never the caller's, a constant a later call hands out
+    again, nor one another result holds."""
+    prep = _long if long else (lambda x, y: x)
+    a, y = A.copy(), Y.copy()
+    calls = {
+        "constant": lambda: [ft.grad(lambda x: (2 * prep(x, y)).sum())(a)],
+        "closure": lambda: [ft.grad(lambda x: (prep(x, y) * y).sum())(a)],
+        "view of the closure": lambda: [ft.grad(lambda x: (prep(x, y) * y[::-1]).sum())(a)],
+        "both arguments": lambda: list(ft.grad(lambda x, z: (prep(x, y) * z).sum(),
+                                               argnums=(0, 1))(a, a)),
+        "aux": lambda: list(ft.value_and_grad(lambda x: ((prep(x, y) * y).sum(), (x, y)),
+                                              has_aux=True)(a)[0][1]),
+    }
+    for name, call in calls.items():
+        first = [r.copy() for r in call()]
+        for _ in range(8):
+            results = call()
+            for r, want in zip(results, first):
+                np.testing.assert_array_equal(r, want, err_msg=name)
+                assert not np.shares_memory(r, a) and not np.shares_memory(r, y), name
+            for i, r in enumerate(results):
+                assert not any(np.shares_memory(r, s) for s in results[i + 1:]), name
+                r[...] = 99  # a later call must not see this
+    np.testing.assert_array_equal(a, A)
+    np.testing.assert_array_equal(y, Y)
