@@ -47,13 +47,15 @@ ENV = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "PYTHONUNBUFFERED": "1"}
 #: (section, test files, pytest marker, budget in seconds)
 SECTIONS = [
     ("pytest -m gpu (CuPy on the GPU)",
-     ["tests/test_gpu_cupy.py", "tests/test_gpu_dispatch.py", "tests/test_gpu_rules.py",
-      "tests/test_gpu_scatter.py", "tests/test_gpu_linalg.py", "tests/test_optimizers_gpu.py",
-      "tests/test_functional_updates.py"],
+     ["tests/backends/gpu/test_cupy.py", "tests/backends/gpu/test_dispatch.py",
+      "tests/backends/gpu/test_rules.py", "tests/backends/gpu/test_scatter.py",
+      "tests/backends/gpu/test_linalg.py", "tests/optimizers/test_on_device.py",
+      "tests/numpy/test_functional_updates.py"],
      "gpu", 330),
     ("codegen: nvcc, NVRTC, host semantics, kernel arguments, fusion",
-     ["tests/test_gpu_lowering.py", "tests/test_gpu_nvrtc.py",
-      "tests/test_gpu_host_semantics.py", "tests/test_gpu_kernel_args.py", "tests/test_fuse.py"],
+     ["tests/backends/gpu/test_lowering.py", "tests/backends/gpu/test_nvrtc.py",
+      "tests/backends/gpu/test_host_semantics.py", "tests/backends/gpu/test_kernel_args.py",
+      "tests/passes/test_fuse.py"],
      None, 330),
 ]
 

@@ -5,7 +5,7 @@
 Needs the graphviz package and Graphviz's dot program (the ``graphviz``
 extra; ``apt-get install graphviz``).  ``--check`` compares the DOT text of
 each picture with the one recorded beside it (``*.dot``) instead of drawing,
-as tests/test_to_dot.py does: a change to ``to_dot`` or to the
+as tests/core/test_to_dot.py does: a change to ``to_dot`` or to the
 programs shows there without needing Graphviz.
 """
 

@@ -9,7 +9,8 @@ equations it was generated from with their NumPy impls, so that everything
 around the kernels (dispatch, views of broadcast operands, output
 allocation, the generated GPU program, the transforms' routing) is
 exercised.  What the CUDA C itself computes is checked by compiling it
-(test_gpu_lowering.py); on a GPU, test_gpu_cupy.py runs the real thing.
+(tests/backends/gpu/test_lowering.py); on a GPU, tests/backends/gpu/test_cupy.py
+runs the real thing.
 
 It raises where CuPy raises, so that the backend cannot rely on leniency
 CuPy lacks:
@@ -140,7 +141,7 @@ def _method(name):
 
 
 #: The methods of ``cupy.ndarray`` the stand-in has (every one is CuPy's too,
-#: checked by test_gpu_rules.py).
+#: checked by tests/backends/gpu/test_rules.py).
 METHODS = ("reshape", "transpose", "copy", "astype", "conj", "squeeze", "sum", "prod", "fill",
            "min", "max", "all", "any", "argmax", "argmin", "cumsum", "cumprod",
            "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
@@ -198,7 +199,7 @@ class _Ufunc:
 
 
 #: The functions looked up on the stand-in, as ("cupy" or "cupy.linalg", name):
-#: test_gpu_rules.py checks that CuPy has every one.
+#: tests/backends/gpu/test_rules.py checks that CuPy has every one.
 USED: set[tuple[str, str]] = set()
 
 

@@ -1,5 +1,5 @@
 """Random programs for the whole-program derivative tests
-(tests/test_autodiff_primitives.py, tests/test_jacobians.py): chains of
+(tests/specs/test_derivatives.py, tests/api/test_jacobians.py): chains of
 1-6 steps written with the NumPy API, each mapping a state of shape (n, m)
 to a new one, so that every chain is a valid program.  The per-primitive
 rows are in tests/_specs.py.

@@ -8,9 +8,9 @@ A row (``Spec``) gives
   to 4 with size-0 and size-1 axes, broadcasting, weak Python scalars, value
   ranges away from domain errors) and its params, and a reference written
   with NumPy directly, never with the primitive's own impl
-  (tests/test_primitives.py: eager, traced and abstract evaluation);
+  (tests/specs/test_values.py: eager, traced and abstract evaluation);
 * ``draw``: how to draw a ``Case`` for the derivative and batching tests
-  (tests/test_autodiff_primitives.py, tests/test_vmap_primitives.py): float
+  (tests/specs/test_derivatives.py, tests/specs/test_batching.py): float
   operands (float64, sometimes float32 or complex128) of rank 0-3 with sides
   0-4, with values away from the primitive's singular points and kinks (so
   that finite differences are valid), its static params, and its integer,
@@ -22,7 +22,7 @@ A row (``Spec``) gives
 * ``zero_derivative``: its derivative is zero everywhere it exists
   (comparisons, rounding, integer results ...);
 * ``errors``: operands and params its shape rule must refuse, with the error
-  class and message (tests/test_shape_rule_errors.py); a row without them
+  class and message (tests/specs/test_shape_errors.py); a row without them
   either draws every dtype and must refuse exactly those NumPy refuses
   (``Impl.numpy_dtypes``, the elementwise rows) or has a shape rule that
   accepts every operand (``accepts_all``).
@@ -1120,7 +1120,7 @@ def scatter_case() -> DrawCase:
     times (``set`` keeps the last write, and only it has a derivative); min
     and max get indices without repeats and operands drawn from interleaved
     grids, so that no two values meeting at a position tie (a kink, where
-    finite differences disagree); tests/test_scatter_derivatives.py covers
+    finite differences disagree); tests/primitives/test_scatter_derivatives.py covers
     their repeats and ties."""
 
     def draw_case(draw):
@@ -2394,7 +2394,7 @@ SPECS: dict[str, Spec] = {
                        lambda draw: Case((), {"axis_name": _processes()["axis_name"][0]}),
                        zero_derivative=True, accepts_all=True),
     # No results, so no derivative to check; what it prints (under every
-    # transform) is tested in tests/test_debug_print.py.
+    # transform) is tested in tests/api/test_debug_print.py.
     "debug_print": Spec(debug_print_impl(), debug_print_case, zero_derivative=True,
                         accepts_all=True),
     "band_fill": Spec(band_fill_impl(), band_fill_case(), errors=[

@@ -21,14 +21,14 @@ from functrans.errors import JaxprTypeError
 
 # No program moves to the native tier on its own during the suite (it runs on two
 # cores within a time budget, and a background Numba compile would slow the tests
-# that time themselves): tests/test_tiering.py turns tiering on where it tests it,
+# that time themselves): tests/api/test_tiering.py turns tiering on where it tests it,
 # and FUNCTRANS_JIT_TIER_UP=measured runs the whole suite under the default rule.
 if "FUNCTRANS_JIT_TIER_UP" not in os.environ:
     functrans.config.update("jit_tier_up", "never")
 
-#: Scripts that tests/test_distributed_mpi.py runs under mpiexec: importing one
+#: Scripts that tests/api/test_distributed.py runs under mpiexec: importing one
 #: (as --doctest-modules collection would) runs it.
-collect_ignore = ["mpi_scripts"]
+collect_ignore = ["api/mpi_scripts"]
 
 settings.register_profile(
     "ci",

@@ -12,7 +12,7 @@ is the whole of adding an elementwise primitive:
   ``hypot``; ``conj``).
 
 The lines sit between BEGIN/END markers in both files, as plain code, so
-readers, type checkers and editors see every name.  ``tests/test_layout.py``
+readers, type checkers and editors see every name.  ``tests/layout/test_layout.py``
 fails while they are out of date.
 
     python -m functrans.numpy._generate_names           # print what would change

@@ -228,7 +228,7 @@ def test_ufunc_methods_are_refused_with_the_alternative():
 
 
 def test_ufunc_keywords_are_refused():
-    # out= writes in place (tests/test_inplace.py), but a NumPy array cannot hold a tracer.
+    # out= writes in place (tests/numpy/test_inplace.py), but a NumPy array cannot hold a tracer.
     with pytest.raises(TypeError, match=r"numpy.add\(\.\.\., out=\) .* would write a traced "
                                         r"value into a numpy.ndarray"):
         functrans.make_jaxpr(lambda x: np.add(x, x, out=np.ones(3)))(np.ones(3))

@@ -26,7 +26,7 @@ from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var, l
 _KINDS = "biuf"
 
 #: Ufunc loops Numba supports but computes differently from NumPy, found by
-#: comparing both on special values (tests/test_native_numerics.py), with the
+#: comparing both on special values (tests/backends/native/test_numerics.py), with the
 #: dtype kinds concerned; these stay NumPy calls.  Integers: NumPy raises for
 #: a negative integer power where Numba's loop returns 0; on the signed
 #: minimum divided by -1 NumPy's floor_divide gives the minimum (Numba 0), its

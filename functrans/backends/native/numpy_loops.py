@@ -27,7 +27,7 @@ import sys
 import numpy as np
 
 #: Ufuncs whose float results IEEE 754 fixes exactly, so Numba's scalar code
-#: gives NumPy's bits (tests/test_native_numerics.py); the other float loops
+#: gives NumPy's bits (tests/backends/native/test_numerics.py); the other float loops
 #: are taken from NumPy.
 EXACT = frozenset({
     np.add, np.subtract, np.multiply, np.true_divide, np.sqrt, np.negative, np.positive,

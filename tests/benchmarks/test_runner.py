@@ -1,0 +1,109 @@
+"""The benchmark runner runs end to end and writes the JSON it promises.
+(No timing assertions: figures depend on the machine.)"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+RECORD_KEYS = {
+    "workload", "variant", "floor", "median_s", "min_s", "max_s",
+    "repeats", "number", "ratio", "diff_us", "description",
+}
+
+
+def run_quick(tmp_path, only):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--only", only, "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, json.loads(out.read_text())
+
+
+def test_quick_run_writes_table_and_json(tmp_path):
+    stdout, report = run_quick(tmp_path, "eager.sin.n10,tracing")
+    assert {"created", "mode", "machine", "results"} <= report.keys()
+    assert report["mode"] == "quick"
+    assert {"python", "numpy", "functrans", "platform", "cpu_count"} <= report["machine"].keys()
+    results = report["results"]
+    assert {r["workload"] for r in results} == {"eager.sin.n10", "tracing.elementwise1000"}
+    for r in results:
+        assert RECORD_KEYS <= r.keys()
+        assert r["repeats"] >= 7 and r["number"] >= 1 and r["median_s"] > 0
+    floors = [r for r in results if r["floor"]]
+    assert len(floors) == 2 and all(r["ratio"] == 1.0 for r in floors)
+    eager = {r["variant"] for r in results if r["workload"] == "eager.sin.n10"}
+    assert eager == {"numpy", "functrans"}
+    for r in results:
+        if r["workload"].startswith("tracing"):
+            assert r["unit"] == "eqn" and r["units"] >= 1000 and r["us_per_unit"] > 0
+    assert "eager.sin.n10" in stdout and "us/eqn" in stdout
+
+
+def test_only_rejects_unknown_workloads(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--only", "no-such-workload"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "eager.sin.n10" in proc.stderr  # the message lists what exists
+
+
+def test_list_names_a_workload_of_every_topic():
+    from benchmarks import TOPICS
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--list", "--no-peers"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    names = [line.split()[0] for line in proc.stdout.splitlines() if line.strip()]
+    for topic in TOPICS:
+        assert any(n.startswith(topic + ".") for n in names), topic
+
+
+def test_self_timed_and_memory_workloads_report_their_figures():
+    import numpy as np
+
+    from benchmarks._timing import Workload, measure
+
+    timed = measure(Workload("t", "self-timed", {"a": lambda: 2.0, "b": lambda: 1.0}, floor="b",
+                             metric="self_timed"), "quick")
+    assert [r["ratio"] for r in timed] == [2.0, 1.0]
+    assert all(r["metric"] == "self_timed" and r["median_s"] > 0 for r in timed)
+    memory = measure(Workload("m", "memory", {"small": lambda: np.ones(1000),
+                                              "big": lambda: np.ones(1_000_000)},
+                              floor="small", metric="peak_memory"), "quick")
+    small, big = memory
+    assert RECORD_KEYS - {"description"} <= small.keys() and "peak_mb" in small
+    assert 7.9 < big["peak_mb"] < 9 and big["ratio"] > 100 and small["ratio"] == 1.0
+
+
+def test_floors_compute_what_the_functrans_variants_compute():
+    """Each hand-written NumPy floor is the same math as the workload (on
+    small inputs, so the check is quick)."""
+    import numpy as np
+
+    import functrans as ft
+    from benchmarks import autodiff, control_flow, jacobians
+
+    rng = np.random.default_rng(1)
+    x, v = rng.standard_normal(7), rng.standard_normal(7)
+    np.testing.assert_allclose(autodiff.grad_numpy(x), ft.grad(autodiff.f_numpy)(x))
+    np.testing.assert_allclose(autodiff.rosenbrock_hvp_numpy(x, v),
+                               ft.hvp(autodiff.rosenbrock, (x,), (v,)))
+    np.testing.assert_allclose(jacobians.rosenbrock_hessian_numpy(x),
+                               ft.hessian(jacobians.rosenbrock)(x))
+    params, xs, ys = jacobians._mlp_data(rng)
+    got = ft.vmap(ft.grad(jacobians.mlp_loss), in_axes=(None, 0, 0))(params, xs[:5], ys[:5])
+    want = jacobians.per_example_grads_numpy(params, xs[:5], ys[:5])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    w = rng.standard_normal((control_flow.SIZE, control_flow.SIZE)) / 4
+    seq = rng.standard_normal((6, control_flow.SIZE))
+    np.testing.assert_allclose(control_flow.rnn_grad_numpy(w, seq),
+                               ft.grad(control_flow.rnn_loss)(w, seq))
