@@ -48,8 +48,8 @@ ENV = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "PYTHONUNBUFFERED": "1"}
 SECTIONS = [
     ("pytest -m gpu (CuPy on the GPU)",
      ["tests/backends/gpu/test_cupy.py", "tests/backends/gpu/test_dispatch.py",
-      "tests/backends/gpu/test_rules.py", "tests/backends/gpu/test_scatter.py",
-      "tests/backends/gpu/test_linalg.py", "tests/optimizers/test_on_device.py",
+      "tests/backends/gpu/test_gpu_rules.py", "tests/backends/gpu/test_scatter.py",
+      "tests/backends/gpu/test_gpu_linalg.py", "tests/optimizers/test_on_device.py",
       "tests/numpy/test_functional_updates.py"],
      "gpu", 330),
     ("codegen: nvcc, NVRTC, host semantics, kernel arguments, fusion",

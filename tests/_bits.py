@@ -15,3 +15,10 @@ def bits_equal(a, b) -> bool:
         bits = f"u{a.itemsize}"
         return bool(np.all((a.view(bits) == b.view(bits)) | (np.isnan(a) & np.isnan(b))))
     return bool(np.array_equal(a, b))
+
+
+def bytes_equal(a, b) -> bool:
+    """Same dtype, shape and bytes (in C order): stricter than ``bits_equal``,
+    a NaN matches only a NaN of the same bits."""
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()

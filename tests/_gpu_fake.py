@@ -141,7 +141,7 @@ def _method(name):
 
 
 #: The methods of ``cupy.ndarray`` the stand-in has (every one is CuPy's too,
-#: checked by tests/backends/gpu/test_rules.py).
+#: checked by tests/backends/gpu/test_gpu_rules.py).
 METHODS = ("reshape", "transpose", "copy", "astype", "conj", "squeeze", "sum", "prod", "fill",
            "min", "max", "all", "any", "argmax", "argmin", "cumsum", "cumprod",
            "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
@@ -199,7 +199,7 @@ class _Ufunc:
 
 
 #: The functions looked up on the stand-in, as ("cupy" or "cupy.linalg", name):
-#: tests/backends/gpu/test_rules.py checks that CuPy has every one.
+#: tests/backends/gpu/test_gpu_rules.py checks that CuPy has every one.
 USED: set[tuple[str, str]] = set()
 
 

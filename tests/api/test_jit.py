@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _bits import bits_equal
 
 import functrans as ft
 import functrans.numpy as fnp
@@ -137,3 +138,47 @@ def test_static_argument_errors():
         ft.jit(lambda x: x, static_argnums=3)(np.ones(2))
     with pytest.raises(TypeError, match=r"static argument 1 is a traced value"):
         ft.grad(lambda x: ft.jit(lambda a, b: a * b, static_argnums=1)(x, x))(1.0)
+
+
+# -- jit's static arguments ----------------------------------------------------------
+
+
+def _times(x, c):
+    return x * c
+
+
+@pytest.mark.parametrize("order", [(True, 1, 1.0), (1.0, 1, True)])
+def test_static_bool_int_float_are_separate_entries(order):
+    jf = ft.jit(_times, static_argnums=1)
+    x = np.array([3, -2], np.int8)
+    for c in order:
+        got, want = jf(x, c), x * c
+        assert got.dtype == want.dtype and np.array_equal(got, want), (c, got, want)
+
+
+@pytest.mark.parametrize("order", [(0.0, -0.0), (-0.0, 0.0)])
+def test_static_signed_zeros_are_separate_entries(order):
+    jf = ft.jit(_times, static_argnums=1)
+    x = np.array([3.0, -2.0])
+    for c in order:
+        assert bits_equal(jf(x, c), x * c), c
+        assert bits_equal(jf(x, (c,)[0]), x * c)
+    jg = ft.jit(lambda x, cs: x * cs[0], static_argnames="cs")
+    for c in order:
+        assert bits_equal(jg(x, cs=(c,)), x * c), c
+
+
+def test_static_numpy_scalars_keep_their_dtype():
+    jf = ft.jit(_times, static_argnums=1)
+    x = np.array([1.5], np.float32)
+    for c in (np.float32(2.0), np.float64(2.0), 2.0):
+        got, want = jf(x, c), x * c
+        assert got.dtype == want.dtype, (type(c), got.dtype, want.dtype)
+
+
+def test_static_miss_message_names_the_values():
+    jf = ft.jit(_times, static_argnums=1, explain_cache_misses=True)
+    with pytest.warns(UserWarning, match="first call"):
+        jf(np.ones(2), -0.0)
+    with pytest.warns(UserWarning, match=r"static arguments changed: \(\(1, 0\.0\),\)"):
+        jf(np.ones(2), 0.0)

@@ -15,6 +15,11 @@ import warnings
 import numpy as np
 import pytest
 from functrans.primitives import fused, recorded_loop
+from functrans.primitives.broadcasting import reduce_sum_p
+from functrans.primitives.elementwise import _pow_avals as pow_avals
+from functrans.primitives.elementwise import integer_pow_p
+from functrans.primitives.linalg import _dot_avals as dot_avals
+from functrans.primitives.linalg import dot_general_p
 
 import functrans as ft
 import functrans.numpy as fnp
@@ -23,6 +28,7 @@ from functrans.backends import cuda
 from functrans.backends import cupy as gpu
 from functrans.backends import numpy as host
 from functrans.backends.numpy import backend, codegen, line_tables
+from functrans.core import ShapedArray
 from functrans.interpreters import vmap
 
 
@@ -479,3 +485,28 @@ def test_generated_code_chooses_an_out_buffer_without_a_branch_per_equation():
     code = compile(source, "<generated>", "exec").co_consts[0]
     jumps = [i for i in dis.get_instructions(code) if "JUMP" in i.opname]
     assert len(jumps) < 5
+
+
+def _remembered(avals):
+    return {a: (integer_pow_p.abstract_eval(a, y=2),
+                reduce_sum_p.abstract_eval(a, axes=()),
+                dot_general_p.abstract_eval(a, a, dimension_numbers=(((), ()), ((), ()))))
+            for a in avals}
+
+
+def test_remembered_avals_keep_weak_and_dtypes_apart():
+    avals = [ShapedArray((), np.float64, weak_type=True), ShapedArray((), np.float64),
+             ShapedArray((), np.float32), ShapedArray((), np.int8),
+             ShapedArray((), np.int64, weak_type=True), ShapedArray((), np.bool_)]
+    pow_avals.clear()
+    dot_avals.clear()
+    first = _remembered(avals)
+    pow_avals.clear()
+    dot_avals.clear()
+    assert _remembered(avals[::-1]) == first
+    for a, (p, s, d) in first.items():
+        x = np.zeros((), a.dtype)
+        assert s.dtype == np.sum(x).dtype, (a, s)
+        assert d.dtype == np.dot(x, x).dtype, (a, d)
+        if a.dtype != np.bool_:
+            assert p.dtype == (x ** 2).dtype, (a, p)

@@ -5,10 +5,12 @@ backward pass run on the values), with no known or transposed program built,
 optimised or hashed; from the second meeting on the programs are built and
 cached.  Both ways give the same bits, and the same linear program."""
 
+import itertools
 import warnings
 
 import numpy as np
 import pytest
+from _bits import bytes_equal as _same
 from _programs import dataflow, run_dataflow
 from _specs import DIFFERENTIABLE, SPECS, bind_with
 from hypothesis import given, settings
@@ -295,3 +297,111 @@ def test_a_program_that_cannot_be_linearized_at_once_is_built_on_its_first_call(
     ft.grad(PROGRAMS["loop"])(x)
     plan = _eager_grad.grad_plan(ft.make_jaxpr(PROGRAMS["loop"])(x).jaxpr, False)
     assert plan.met == 1 and plan.forward is None and plan.backward is None
+
+
+# -- the first call, linearized at once (adversarial cases) ----------------------------
+
+_fresh = itertools.count(1)
+
+
+def _long(c: float):
+    """A 36-equation program (linearized at once on its first call) whose
+    structure is new for each ``c``."""
+
+    def f(x):
+        h = x
+        for _ in range(12):
+            h = fnp.tanh(h) * x * c + h[::-1]
+        return h
+
+    return f
+
+
+def _mixed(x, y):
+    h = x
+    for _ in range(6):
+        h = fnp.where(h > 0, fnp.sin(h) * y, h * 2.0 - 0.0)
+        h = h + fnp.cumsum(h) * 0.01
+        h = h.at[1].set(h[0] * 3)
+        h = h + fnp.max(h) - fnp.min(h) * fnp.mean(h)
+        h = fnp.concatenate([h[1:], h[:1]]) * fnp.exp(-fnp.abs(h))
+        h = fnp.sqrt(h * h + 1.0) / (1.0 + 2)
+    return fnp.sum(h * y)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("x", [
+    [0.5, -0.0, 1.0, np.nan, 2.0], [0.5, np.inf, 1.0, -np.inf, 2.0], [0.0, -0.0, 0.0, -0.0, 0.0],
+])
+def test_first_call_bits_equal_later_calls(x):
+    x, y = np.array(x), np.array([1.0, 2.0, -0.0, 3.0, 4.0])
+    runs = [ft.value_and_grad(_mixed, argnums=(0, 1))(x, y) for _ in range(3)]
+    for later in runs[1:]:
+        assert all(map(_same, ft.tree_util.tree_leaves(runs[0]), ft.tree_util.tree_leaves(later)))
+
+
+@pytest.mark.parametrize("ct", [np.ones(4, np.float32), np.ones(4, np.int64), [1.0] * 4,
+                                np.ones(4, bool), np.ones((1, 4)), np.ones(3), 2.0])
+def test_first_vjp_takes_cotangents_as_later_ones(ct):
+    """The first pull (the backward pass run at once) takes or refuses a
+    cotangent as every later one does, with the same bits."""
+    f = _long(1.0 + next(_fresh) * 1e-3)
+    x = np.linspace(-1, 1, 4)
+    got = []
+    for _ in range(3):
+        _, pull = ft.vjp(f, x)
+        for _ in range(2):
+            try:
+                r = pull(ct)[0]
+                got.append((r.dtype, r.shape, r.tobytes()))
+            except TypeError as e:
+                got.append(str(e))
+    assert len(set(got)) == 1
+
+
+@pytest.mark.parametrize("how", ["vjp_first", "vjp_later", "vjp_short", "linear_transpose",
+                                 "jvp"])
+def test_complex_scalar_for_a_real_output_is_refused(how):
+    """A Python complex is weakly typed, but no real cotangent or tangent:
+    the first (linearized at once) pull dropped its imaginary part, later
+    ones failed inside float(), a short program's gave a complex gradient of
+    a real argument."""
+    f = _long(1.0 + next(_fresh) * 1e-3)
+    x = np.linspace(-1, 1, 4)
+
+    def loss(x):
+        return fnp.sum(f(x))
+
+    calls = {
+        "vjp_first": lambda: ft.vjp(loss, x)[1](1 + 2j),
+        "vjp_later": lambda: (ft.vjp(loss, x), ft.vjp(loss, x)[1](1 + 2j)),
+        "vjp_short": lambda: ft.vjp(fnp.sin, 0.5)[1](1 + 2j),
+        "linear_transpose": lambda: ft.linear_transpose(lambda x: 2 * x, 0.5)(1 + 2j),
+        "jvp": lambda: ft.jvp(fnp.sin, (0.5,), (1 + 2j,)),
+    }
+    with pytest.raises(TypeError, match=r"has type c128\[\] but f64\[\] is expected"):
+        calls[how]()
+
+
+def test_complex_cotangent_of_a_complex_output_still_taken():
+    _, pull = ft.vjp(lambda x: fnp.sin(x) * (1 + 0j), 0.5)
+    np.testing.assert_allclose(pull(1 + 2j)[0], np.cos(0.5))
+
+
+def test_error_in_first_call_leaves_later_calls_right():
+    state = {"raise": True}
+
+    def f(x):
+        h = x
+        for _ in range(20):
+            h = fnp.sin(h) * h + 0.5
+        if state.pop("raise", False):
+            raise ValueError("raised while tracing")
+        return fnp.sum(h)
+
+    x = np.linspace(0, 1, 3)
+    with pytest.raises(ValueError, match="raised while tracing"):
+        ft.grad(f)(x)
+    first, second = ft.grad(f)(x), ft.grad(f)(x)
+    assert _same(first, second)
+    np.testing.assert_allclose(first, ft.jit(ft.grad(f))(x), rtol=1e-12)

@@ -6,16 +6,20 @@ float32, n-D and empty inputs; NaN and inf reach exactly the entries on the
 bands that the dense push gives them, and structural zeros stay 0; the
 jitted Rosenbrock Hessian does O(n) work before its one O(n^2) fill."""
 
+
 import numpy as np
 import pytest
 from _programs import dataflow, scalar_program, vector_program
 from _real_programs import banded_least_squares, laplacian_energy, rosenbrock
+from functrans.primitives.indexing import dynamic_slice_p, dynamic_update_slice_p
+from functrans.primitives.shape import pad_p
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import functrans as ft
 import functrans.numpy as fnp
 from functrans import api, lax
+from functrans.core import bind
 from functrans.interpreters import structured
 from functrans.tree_util import tree_flatten
 
@@ -524,3 +528,87 @@ def test_debug_nans_switched_on_and_off():
         config.update("debug_nans", False)
     assert_same(ft.hessian(f)(x), before, exact=True)
     assert np.isfinite(before).all()  # the NaN is in the value only
+
+
+# -- the structured basis push -------------------------------------------------------
+
+
+def _pad(x, value, config):
+    return bind(pad_p, x, np.asarray(value, x.dtype), padding_config=tuple(config))
+
+
+_B = np.diag(np.arange(1.0, 8.0)) + np.diag(np.arange(6.0) - 2.0, 1)
+_IDX = np.array([0, 3, 3, 6, 1])
+_JACOBIAN_PROGRAMS = {
+    "strides": lambda x: x[1::2] * x[::3][:3],
+    "negative_steps": lambda x: x[::-1] * x + x[::-2][:4].sum(),
+    "pad_crop_interior": lambda x: _pad(x, 0.0, [(-1, 2, 1)]) * 2.0,
+    "pad_value_crop": lambda x: _pad(x * x, 1.5, [(2, -3, 2)]),
+    "concatenate_self": lambda x: fnp.concatenate([x, x, x[::-1]]) * fnp.concatenate([x, x, x]),
+    "gather": lambda x: x[_IDX] * x[1:6],
+    "scatter_add": lambda x: (x * 0).at[_IDX].add(x[:5] ** 2) + x,
+    "scatter_set": lambda x: x.at[_IDX].set(x[:5] * 3),
+    "dynamic_slice_clamped": lambda x: bind(dynamic_slice_p, x, np.int64(5),
+                                            slice_sizes=(4,)) * x[:4],
+    "dynamic_update_slice": lambda x: bind(dynamic_update_slice_p, x, x[:3] * 2, np.int64(5)),
+    "cumsum": lambda x: fnp.cumsum(x * x) + fnp.cumsum(x[::-1]),
+    "sort": lambda x: fnp.sort(x) * x,
+    "banded_dot": lambda x: _B @ (x * x) + x @ _B,
+    "roll": lambda x: fnp.roll(x, 2) * x,
+    "traced_select": lambda x: fnp.where(x[::-1] > x, x, x * x),
+    "maximum": lambda x: fnp.maximum(x, x[::-1]) + fnp.minimum(x[1:], 0.0).sum(),
+    "complex_middle": lambda x: fnp.real((x * (1 + 2j))[::-1] * x * (1 - 1j)),
+    "integer_constant": lambda x: x[::2] * np.arange(4) + x[1::2].astype(np.float32).sum(),
+    "outer": lambda x: fnp.expand_dims(x, 0) * fnp.expand_dims(x[::-1], 1),
+    "repeat": lambda x: fnp.repeat(x[:3], 2) * x[1:],
+}
+
+
+@pytest.mark.parametrize("name", sorted(_JACOBIAN_PROGRAMS))
+@pytest.mark.parametrize("chunk_size", [None, 2, 3])
+def test_banded_jacfwd_equals_jacrev(name, chunk_size):
+    f = _JACOBIAN_PROGRAMS[name]
+    x = np.random.default_rng(0).standard_normal(7)
+    want = ft.jacrev(f)(x)
+    for jac in (ft.jacfwd(f, chunk_size=chunk_size), ft.jit(ft.jacfwd(f, chunk_size=chunk_size))):
+        got = jac(x)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_banded_jacfwd_of_n_d_inputs_argnums_and_edges():
+    x = np.random.default_rng(1).standard_normal((3, 4))
+
+    def nd(x):
+        return (x.reshape(4, 3) * 2).T.reshape(-1)[2:9] * x.ravel()[:7] + x[None, 0, :].sum()
+
+    np.testing.assert_allclose(ft.jacfwd(nd)(x), ft.jacrev(nd)(x), rtol=1e-12)
+
+    def two(x, y):
+        return x[1:] * y[:-1] + fnp.sum(y)
+
+    v = x.ravel()[:5]
+    for got, want in zip(ft.jacfwd(two, argnums=(0, 1))(v, v[::-1].copy()),
+                         ft.jacrev(two, argnums=(0, 1))(v, v[::-1].copy())):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    for n in (0, 1):
+        def edge(x):
+            return x[::-1] * fnp.sin(x) + _pad(x, 0.0, [(1, -1, 0)])
+
+        np.testing.assert_allclose(ft.jacfwd(edge)(np.full(n, 0.3)),
+                                   ft.jacrev(edge)(np.full(n, 0.3)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["rosenbrock", "reversed", "padded", "cumsum", "sort"])
+def test_banded_hessian_equals_reverse_over_reverse(name):
+    f = {
+        "rosenbrock": lambda x: fnp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2),
+        "reversed": lambda x: fnp.sum(fnp.sin(x[::-1]) * x * x[::2].sum()),
+        "padded": lambda x: fnp.sum(_pad(x, 0.0, [(-1, 2, 1)]) ** 3),
+        "cumsum": lambda x: fnp.sum(fnp.cumsum(x) ** 2 * x),
+        "sort": lambda x: fnp.sum(fnp.sort(x) ** 3),
+    }[name]
+    x = np.random.default_rng(2).standard_normal(7)
+    want = ft.jacrev(ft.jacrev(f))(x)
+    for hess in (ft.hessian(f), ft.jit(ft.hessian(f))):
+        np.testing.assert_allclose(hess(x), want, rtol=1e-10, atol=1e-10)

@@ -8,8 +8,11 @@ type, shape and value bit for bit, or the error's type and text."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
+from _bits import bits_equal
 from functrans.primitives import elementwise, linalg
 from functrans.primitives.broadcasting import reduce_sum_p
 from functrans.primitives.elementwise import integer_pow_p
@@ -345,3 +348,52 @@ def test_remembered_avals_keep_refusing_float_axes():
     for _ in range(2):
         with pytest.raises(AxisError, match=r"dot_general: axis 1.0 is out of bounds"):
             dot_general_p.abstract_eval(x, rhs, dimension_numbers=(((1.0,), (0,)), ((), ())))
+
+
+# -- value-keyed caches of the dispatch -----------------------------------------------
+
+
+@pytest.mark.parametrize("axis", [0, -1, None, np.int64(1), (1, 0)])
+def test_reduction_fast_path_matches_numpy_dtypes(axis):
+    for dtype in (np.bool_, np.int8, np.uint8, np.float32, np.float64):
+        x = (np.arange(6).reshape(2, 3) % 3).astype(dtype)
+        for name in ("sum", "prod", "max", "min", "all", "any"):
+            np_fn, f_fn = getattr(np, name), getattr(fnp, name)
+            try:
+                want = np_fn(x, axis=axis)
+            except Exception as e:  # noqa: BLE001 - the same refusal is expected
+                with pytest.raises(type(e)):
+                    ft.jit(lambda x, f_fn=f_fn: f_fn(x, axis=axis))(x)
+                continue
+            got = ft.jit(lambda x, f_fn=f_fn: f_fn(x, axis=axis))(x)
+            assert bits_equal(got, want), (name, dtype, axis, got, want)
+            assert bits_equal(ft.jit(lambda x, np_fn=np_fn: np_fn(x, axis=axis))(x), want)
+
+
+def test_reduction_fast_path_float_axis_refused_after_int():
+    x = np.ones((2, 3))
+    ft.jit(lambda x: fnp.sum(x, axis=1))(x)
+    with pytest.raises(Exception, match="axis"):
+        ft.jit(lambda x: fnp.sum(x, axis=1.0))(x)
+
+
+def test_ufunc_table_filled_from_two_threads():
+    x = np.linspace(-1.0, 1.0, 5)
+    ufuncs = [np.sin, np.cos, np.exp, np.tanh, np.negative, np.abs, np.square, np.sqrt]
+    errors: list[BaseException] = []
+
+    def work(fns):
+        try:
+            for _ in range(20):
+                for u in fns:
+                    got = ft.jit(lambda x, u=u: u(x * 0.5 + 1.0))(x)
+                    assert bits_equal(got, u(x * 0.5 + 1.0)), u
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(ufuncs[i::2],)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _bits import bits_equal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -338,3 +339,21 @@ def test_take_errors():
         take(np.zeros(3), [4])
     with pytest.raises(ValueError, match=r"mode must be 'raise', 'wrap' or 'clip'"):
         take(np.zeros(3), [0], mode="nearest")
+
+
+# -- the basic-index parse cache ---------------------------------------------------
+
+
+@pytest.mark.parametrize("first", [0, 1])
+def test_basic_index_cache_keeps_bools_floats_and_numpy_ints_apart(first):
+    x = np.arange(6.0).reshape(2, 3)
+    ok = [1, np.int64(1), True, slice(1, None), slice(True, None), (None, 1)]
+    ops = ok if first == 0 else ok[::-1]
+    for idx in ops:
+        got = ft.jit(lambda x, idx=idx: x[idx])(x)
+        assert bits_equal(got, x[idx]), idx
+    for bad in (1.0, slice(1.0, None)):
+        with pytest.raises((IndexError, TypeError)):
+            x[bad]
+        with pytest.raises((IndexError, TypeError), match="float|integer"):
+            ft.jit(lambda x, bad=bad: x[bad])(x)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _bits import bits_equal
 from functrans.primitives import control_flow as cf
 
 import functrans as ft
 import functrans.numpy as fnp
 from functrans import lax
+from functrans.backends import native
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64, np.complex64, np.complex128]
 
@@ -195,3 +197,35 @@ def test_recorded_loop_keeps_the_carry_dtype(dtype):
     assert g.dtype == dtype
     want = 8 * c ** 7 if dtype is np.float32 else 8 * np.conj(c) ** 7
     np.testing.assert_allclose(g, want, rtol=1e-6)
+
+
+# -- a Python scalar loop carry -------------------------------------------------------
+
+
+@pytest.mark.parametrize("loop", ["fori", "while", "scan"])
+def test_python_scalar_carry_runs_at_its_program_dtype(loop):
+    """A Python scalar init is traced as its strong dtype (``1`` as int64);
+    the loop ran it as a weak scalar, so ``1 * int8`` wrapped in int8 eagerly
+    and in jit's NumPy tier while the program (and the native tier) said int64."""
+    s8, s32 = np.int8(100), np.float32(1.1)
+
+    def f(s8, s32):
+        if loop == "fori":
+            return lax.fori_loop(0, 3, lambda i, c: (c[0] * s8, c[1] * s32), (1, 1.0))
+        if loop == "while":
+            return lax.while_loop(lambda c: c[0] < 10**6, lambda c: (c[0] * s8, c[1] * s32),
+                                  (1, 1.0))
+        return lax.scan(lambda c, x: ((c[0] * x, c[1] * s32), c[1]), (1, 1.0),
+                        fnp.stack([s8, s8, s8]))
+
+    leaves = ft.tree_util.tree_leaves
+    want = [np.int64(1000000), np.float64(1.0) * np.float32(1.1) * np.float32(1.1)
+            * np.float32(1.1)]
+    out_avals = ft.make_jaxpr(f)(s8, s32).out_avals
+    for got in (f(s8, s32), ft.jit(f)(s8, s32)):
+        got = leaves(got)
+        assert [np.asarray(g).dtype for g in got[:2]] == [a.dtype for a in out_avals[:2]]
+        assert bits_equal(got[0], want[0]) and bits_equal(got[1], want[1]), got
+    if native.available():
+        for a, b in zip(leaves(ft.jit(f, compiler="native")(s8, s32)), leaves(f(s8, s32))):
+            assert bits_equal(a, b)

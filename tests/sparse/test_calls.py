@@ -2,8 +2,10 @@
 products (the native tier for long ones where Numba is installed), results
 that own their index arrays, and the errors for a bad ``compiler``."""
 
+
 import numpy as np
 import pytest
+from _bits import bytes_equal as _same
 
 import functrans as ft
 import functrans.numpy as fnp
@@ -71,3 +73,37 @@ def test_error_bad_compiler(monkeypatch):
     with pytest.raises(native.NativeUnavailableError,
                        match=r"sparse.jacobian\(rosenbrock\): compiler='native' needs Numba"):
         fsp.jacobian(rosenbrock, compiler="native")
+
+
+# -- sparse results ----------------------------------------------------------------
+
+def test_sparse_results_are_independent_objects():
+    fsp = pytest.importorskip("functrans.sparse")
+    x = np.random.default_rng(6).standard_normal(12)
+    for derivative in (fsp.jacobian(lambda x: fnp.sin(x[1:]) * x[:-1] + x[1:] ** 2),
+                       fsp.jacobian(lambda x: fnp.sin(x[1:]) * x[:-1], mode="rev"),
+                       fsp.hessian(lambda x: fnp.sum((x[1:] - x[:-1] ** 2) ** 2))):
+        first = derivative(x)
+        dense = first.toarray()
+        first.data[:] = 99.0
+        first.indices[:] = 0
+        first.indptr[:] = 0
+        assert _same(derivative(x).toarray(), dense)
+
+
+@pytest.mark.native
+def test_sparse_native_equals_numpy_compiler():
+    fsp = pytest.importorskip("functrans.sparse")
+    pytest.importorskip("numba")
+    x = np.random.default_rng(7).standard_normal(20)
+
+    def f(x):
+        return fnp.sin(x[1:]) * x[:-1] + x[1:] ** 2
+
+    def g(x):
+        return fnp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+    for make, fn in ((fsp.jacobian, f), (fsp.hessian, g)):
+        for arg in (x, x.astype(np.float32)):
+            assert _same(make(fn, compiler="native")(arg).toarray(),
+                         make(fn, compiler="numpy")(arg).toarray())

@@ -4,6 +4,7 @@ random inputs), is tighter than dense where it should be (one block per
 matrix of a stack, one block per right-hand side column, a triangle, a lane),
 and the sparse derivatives equal the dense ones."""
 
+
 import numpy as np
 import pytest
 
@@ -11,6 +12,8 @@ import functrans as ft
 import functrans.numpy as fnp
 import functrans.scipy.linalg as fsl
 import functrans.sparse as fsp
+from functrans import sparse
+from functrans.scipy.linalg import solve_triangular
 
 RNG = np.random.default_rng(3)
 
@@ -177,3 +180,100 @@ def test_custom_vjp_whose_rule_calls_itself_is_conservative():
     assert pattern.all()  # rules nested past the depth: every element on every element
     np.testing.assert_allclose(fsp.jacobian(self_adjoint, mode="rev")(x).toarray(),
                                jacobian_dense(self_adjoint, x), rtol=1e-12)
+
+
+# -- sparsity rules never miss a nonzero -----------------------------------------------
+
+
+def _spd(rng, n=4):
+    a = rng.normal(size=(n, n))
+    return a @ a.T + n * np.eye(n)
+
+
+def _no_missed_jacobian(f, x):
+    pattern = sparse.jacobian_sparsity(f)(x).toarray()
+    dense = np.asarray(ft.jacfwd(f)(x)).reshape(-1, x.size)
+    assert not ((dense != 0) & ~pattern).any(), np.argwhere((dense != 0) & ~pattern)
+
+
+def _no_missed_hessian(f, x):
+    pattern = sparse.hessian_sparsity(f)(x).toarray()
+    dense = np.asarray(ft.hessian(f)(x)).reshape(x.size, x.size)
+    assert not ((dense != 0) & ~pattern).any(), np.argwhere((dense != 0) & ~pattern)
+
+
+_B = np.array([0.5, -1.0, 2.0, 0.25])
+_LINALG = {
+    "solve": lambda a: fnp.linalg.solve(a, _B),
+    "cholesky": fnp.linalg.cholesky,
+    "inv": fnp.linalg.inv,
+    "det": fnp.linalg.det,
+    "slogdet": lambda a: fnp.linalg.slogdet(a)[1],
+    "eigvalsh": lambda a: fnp.linalg.eigh(a)[0],
+    "eigvecs": lambda a: fnp.linalg.eigh(a)[1],
+    "qr_r": lambda a: fnp.linalg.qr(a)[1],
+    "qr_q": lambda a: fnp.linalg.qr(a)[0],
+    "svdvals": lambda a: fnp.linalg.svd(a, compute_uv=False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LINALG))
+def test_linalg_patterns_cover_dense_derivatives(name):
+    rng = np.random.default_rng(3)
+    f = _LINALG[name]
+    for _ in range(2):
+        a = _spd(rng)
+        _no_missed_jacobian(f, a)
+        _no_missed_hessian(lambda a: fnp.sum(f(a) ** 3), a)
+    _no_missed_jacobian(f, np.stack([_spd(rng), _spd(rng)]))
+
+
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("trans", [0, 1])
+@pytest.mark.parametrize("unit", [False, True])
+def test_triangular_solve_patterns_cover_dense_derivatives(lower, trans, unit):
+    rng = np.random.default_rng(4)
+    a = _spd(rng)
+    a = np.tril(a) if lower else np.triu(a)
+    b = rng.normal(size=(4, 2))
+
+    def solve(a, b):
+        return solve_triangular(a, b, lower=lower, trans=trans, unit_diagonal=unit)
+
+    _no_missed_jacobian(lambda b: solve(a, b), b)
+    _no_missed_jacobian(lambda a: solve(a, b), a)
+    _no_missed_hessian(lambda a: fnp.sum(solve(a, b) ** 2), a)
+
+
+def test_sort_patterns_of_stacked_inputs_cover_dense_derivatives():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(3, 4))
+    _no_missed_jacobian(lambda x: fnp.sort(fnp.stack([x, 2 * x]), axis=0), x)
+    _no_missed_jacobian(lambda x: fnp.sort(x * x, axis=1), x)
+    _no_missed_jacobian(lambda x: x[0][fnp.argsort(x[1])], x)
+    _no_missed_hessian(lambda x: fnp.sum(fnp.sort(x, axis=0)[0] * fnp.sort(x, axis=0)[1]), x)
+
+
+@ft.custom_vjp
+def _reversing(x):
+    return fnp.sin(x)
+
+
+def _reversing_fwd(x):
+    return fnp.sin(x), (fnp.cos(x), x[::-1])
+
+
+def _reversing_bwd(res, ct):
+    cos, flipped = res  # the bwd mixes positions through a saved, flipped value
+    return (cos * ct + 1e-3 * flipped * fnp.sum(ct),)
+
+
+_reversing.defvjp(_reversing_fwd, _reversing_bwd)
+
+
+def test_custom_vjp_pattern_uses_saved_values():
+    x = np.array([0.3, -1.2, 0.8, 2.0])
+    pattern = sparse.jacobian_sparsity(_reversing)(x).toarray()
+    dense = np.asarray(ft.jacrev(_reversing)(x))
+    assert not ((dense != 0) & ~pattern).any()
+    _no_missed_hessian(lambda x: fnp.sum(_reversing(x)), x)

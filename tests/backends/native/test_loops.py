@@ -665,3 +665,75 @@ def test_select_in_a_body():
             (source,) = _check(f, x, np.arange(5, dtype=np.int32), n)
             assert " if " in source
     _check(f, 2.0, np.int32(1), 4)
+
+
+# -- native loops ------------------------------------------------------------------------
+
+_LOOPS = ("while True:", "for step in range(length)")
+
+
+def _native_matches(f, *args, loop=True):
+    want = ft.jit(f, compiler="numpy")(*args)
+    jf = ft.jit(f, compiler="native")
+    got = jf(*args)
+    sources = jf.lower(*args).native_sources
+    assert any(m in s for s in sources for m in _LOOPS) == loop, sources
+    for a, b in zip(ft.tree_util.tree_leaves(want), ft.tree_util.tree_leaves(got)):
+        assert bits_equal(a, b), (a, b)
+
+
+_W8 = (np.arange(16).reshape(4, 4) * 37 % 127).astype(np.int8)
+_H8 = np.arange(4, dtype=np.int8) + 100
+
+needs_numba = pytest.mark.skipif(not native.available(), reason="needs Numba")
+
+
+@needs_numba
+def test_native_int8_products_wrap_as_numpy():
+    _native_matches(lambda w, h: lax.fori_loop(0, 3, lambda i, h: w.T @ h, h),
+                    _W8, np.stack([_H8, _H8], 1))
+    _native_matches(lambda w, h: lax.scan(lambda c, x: (w @ c + x, fnp.sum(c)), h,
+                                          fnp.stack([h, h])), _W8, _H8)
+
+
+@needs_numba
+def test_native_products_over_empty_axes():
+    _native_matches(lambda w, h: lax.fori_loop(0, 3, lambda i, c: c + w @ h, np.zeros((3, 2))),
+                    np.ones((3, 0)), np.ones((0, 2)))
+
+
+@needs_numba
+def test_native_bool_and_weak_typed_carries():
+    _native_matches(lambda x: lax.fori_loop(
+        0, 5, lambda i, c: (c[0] ^ (c[1] > 2.0), c[1] * 1.5), (False, x)), 1.0)
+    _native_matches(lambda x: lax.fori_loop(0, 4, lambda i, c: c * 1.1 + 0.5, x),
+                    np.ones(3, np.float32))
+    _native_matches(lambda x: lax.fori_loop(0, 4, lambda i, c: c * 3 + 1, x),
+                    np.full(3, 50, np.int8))
+
+
+@needs_numba
+@pytest.mark.parametrize("name", ["sum", "max", "min", "all", "any"])
+def test_native_while_test_reduces_over_nan(name):
+    red = getattr(fnp, name)
+
+    def f(x):
+        def cond(c):
+            r = red(c[0] < 10.0) if name in ("all", "any") else red(c[0]) < 10.0
+            return r & (c[1] < 50)
+        return lax.while_loop(cond, lambda c: (c[0] + 1.0, c[1] + 1), (x, 0))
+
+    _native_matches(f, np.array([1.0, np.nan, -0.0]))
+    _native_matches(f, np.array([np.nan, 1.0]))
+
+
+@needs_numba
+def test_native_second_order_recorded_loop():
+    def f(x, n):
+        return fnp.sum(lax.fori_loop(0, n, lambda i, c: fnp.sin(c) * c, x))
+
+    x = np.array([0.3, 0.7])
+    want = ft.jit(ft.hessian(f))(x, 3)
+    got = ft.jit(ft.hessian(f), compiler="native")(x, 3)
+    assert bits_equal(got, want) or np.allclose(got, want, rtol=1e-14, atol=0)
+    assert np.allclose(want, ft.hessian(f)(x, 3), rtol=1e-12)

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pytest
 from _bits import bits_equal
+from _bits import bytes_equal as _same
 
 import functrans as ft
 import functrans.numpy as fnp
@@ -485,3 +486,126 @@ def test_functrans_own_not_implemented_errors_are_not_taken_for_numba_limits(mon
     monkeypatch.setattr(native, "group_call", missing)
     with pytest.raises(MissingRuleError):
         ft.jit(lambda v: fnp.sin(v) * 2.0 + fnp.exp(v), compiler="native")(np.ones(3))
+
+
+# -- the native tier ---------------------------------------------------------------
+
+def _tiers(f, *args):
+    pytest.importorskip("numba")
+    return ft.jit(f)(*args), ft.jit(f, compiler="native")(*args)
+
+
+_RNG = np.random.default_rng(3)
+_LAYOUTS = {
+    "empty": np.zeros((3, 0)),
+    "size_one_axes": np.ones((1, 5, 1)),
+    "fortran_1d_rows": np.asfortranarray(_RNG.standard_normal((1, 5))),
+    "negative_stride": _RNG.standard_normal(20)[::-3],
+    "strided_2d": _RNG.standard_normal((6, 8))[::2, 1::3],
+    "special": np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1.0, -1.0, 2.5]),
+}
+
+
+@pytest.mark.native
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("layout", sorted(_LAYOUTS))
+def test_native_matches_numpy_tier_on_layouts(layout):
+    x = _LAYOUTS[layout]
+
+    def f(x):
+        return (x * 1.5 + x * x - fnp.abs(x), fnp.sum(x * 2.0 + 1.0),
+                fnp.sum(x * 2.0, axis=0, keepdims=True), fnp.sum(x * x + 1, axis=-1),
+                fnp.max(x * 1.0, axis=None, initial=-np.inf))
+
+    for a, b in zip(*_tiers(f, x)):
+        assert _same(a, b)
+
+
+@pytest.mark.native
+@pytest.mark.xfail(strict=True, reason=(
+    "a native kernel writes its result in C order where the NumPy tier's ufuncs "
+    "follow the operands' layout (F order here), so a float sum over several axes "
+    "after it, a NumPy call that sums in memory order, adds the terms in another order"))
+@pytest.mark.parametrize("layout", ["fortran", "transposed_3d"])
+def test_native_sum_after_a_kernel_of_non_c_operands(layout):
+    # Memory order (1e16, -1e16, 1, 1, 0, ...) sums x * 3 - x to 4, C order to 2.
+    base = np.zeros(12)
+    base[:4] = [1e16, -1e16, 1.0, 1.0]
+    x = (np.asfortranarray(base[:4].reshape(2, 2).T) if layout == "fortran"
+         else base.reshape(3, 2, 2).transpose(2, 1, 0))
+    a, b = _tiers(lambda x: fnp.sum(x * 3.0 - x), x)
+    assert a == 4.0
+    assert _same(a, b)
+
+
+@pytest.mark.native
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int64])
+def test_native_integers_wrap_as_numpy(dtype):
+    x = np.arange(-128, 128).astype(dtype)
+
+    def f(x):
+        return (x * x + x * 3 - 7, fnp.sum(x * x + 1), fnp.max(x * 3), fnp.min(x + 100),
+                fnp.prod(x[:20] + 1), fnp.argmax(x * 0 + 5), fnp.argmin(x // 64))
+
+    for a, b in zip(*_tiers(f, x)):
+        assert _same(a, b)
+
+
+@pytest.mark.native
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("n", [2**18 - 1, 2**18 + 1])
+def test_native_around_the_threading_threshold(n):
+    x = np.random.default_rng(4).standard_normal(n)
+    x[::1000] = np.nan
+
+    def f(x):
+        return (x * 1.5 - 0.0, fnp.sum(x * x), fnp.argmax(x * 2),
+                fnp.sum(x.astype(np.float32) * 1.5),
+                fnp.sum((x * 100).astype(np.int8) * np.int8(3)))
+
+    for a, b in zip(*_tiers(f, x)):
+        assert _same(a, b)
+
+
+@pytest.mark.native
+def test_native_ties_signed_zeros_and_bools():
+    def f(x, b):
+        return (fnp.argmax(x * 1.0), fnp.argmin(x * 1.0), fnp.max(x * 0.0), fnp.min(x * -0.0),
+                b & ~b[::-1], fnp.sum(b), fnp.all(b | True), fnp.where(b, x, -x) * 2)
+
+    x = np.array([1.0, np.nan, 3.0, np.nan, -1.0, -0.0, 0.0, 3.0])
+    b = np.array([True, False, True, True, False, False, True, False])
+    for a, c in zip(*_tiers(f, x, b)):
+        assert _same(a, c)
+
+
+@pytest.mark.native
+def test_native_from_threads_and_after_fork():
+    pytest.importorskip("numba")
+    x = np.random.default_rng(5).standard_normal(2**19)
+
+    def f(x):
+        return fnp.sin(x) * x + 1.0, fnp.sum(x * x)
+
+    g = ft.jit(f, compiler="native")
+    want = ft.jit(f)(x)
+    bad = []
+
+    def work():
+        for _ in range(5):
+            if not all(map(_same, g(x), want)):
+                bad.append(1)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+    if not hasattr(os, "fork"):
+        return
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its status
+        os._exit(0 if all(map(_same, g(x), want)) else 3)
+    assert os.waitpid(pid, 0)[1] == 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+from _bits import bytes_equal as _same
 from _programs import dataflow, run_dataflow
 from hypothesis import given, settings
 
@@ -110,3 +111,58 @@ def test_generalised_ufuncs_never_write_into_their_operands():
     f = ft.jit(lambda a, b: (a * 2.0) @ b)  # matmul is a ufunc with a signature
     assert "out=" not in f.lower(a, b).source  # a * 2.0 dies at the matmul, same type
     np.testing.assert_allclose(f(a, b), (a * 2.0) @ b, rtol=1e-12)
+
+
+# -- buffer reuse and memory layouts ---------------------------------------------------
+
+
+def test_numpy_tier_sum_after_buffer_reuse_of_mixed_layouts():
+    """x * 3 - x + y was written into x * 3's dead buffer (out=), which kept
+    x's F order where NumPy allocates C order for an F and a C operand, so
+    the float sum after it added in another order than the traced program."""
+    f_ordered = np.asfortranarray(np.array([[1e16, 1.0], [-1e16, 1.0]]))
+    zeros = np.zeros((2, 2))
+
+    def f(x, y):
+        return fnp.sum(x * 3.0 - x + y)
+
+    assert f(f_ordered, zeros) == 2.0  # C order: (1e16 + 1) - 1e16 + 1
+    assert _same(ft.jit(f)(f_ordered, zeros), f(f_ordered, zeros))
+
+
+def test_eager_grad_bits_across_calls_with_mixed_layouts():
+    """As above: from its third call eager grad runs compiled code, whose
+    buffer reuse kept an F order NumPy would not give, so its float sums, and
+    the gradient, changed between the second and the third call."""
+    f_ordered = np.asfortranarray(np.array([[1e16, 1.0], [-1e16, 1.0]]))
+    zeros = np.zeros((2, 2))
+
+    def f(x, y):
+        h = x * 3.0 - x + y
+        for _ in range(12):
+            h = h * 1.0 + y * 0.0
+        return fnp.sum(h) * fnp.sum(y * x)
+
+    runs = [ft.value_and_grad(f, argnums=(0, 1))(f_ordered, zeros)[1][1] for _ in range(4)]
+    assert all(_same(runs[0], r) for r in runs[1:])
+
+
+def test_buffer_reuse_kept_where_layouts_agree():
+    """The layout checks leave the reuse itself in place: the generated code
+    still writes ``sin(x) * x`` into ``sin(x)``'s buffer, and a large result
+    into a pooled one."""
+    from functrans.backends import numpy as host
+
+    def f(x):
+        return fnp.sum(fnp.cos(fnp.sin(x) * x) * x)
+
+    source = ft.jit(f).lower(np.ones(8)).source
+    assert "out=" in source
+    big = np.linspace(0, 1, 1 << 15)
+    c_ordered, f_ordered = big.reshape(128, 256), np.asfortranarray(big.reshape(128, 256))
+    g = ft.jit(lambda x: fnp.sin(x) * 2.0 + x)
+    for x in (c_ordered, f_ordered, c_ordered, f_ordered):
+        got = g(x)
+        want = np.sin(x) * 2.0 + x
+        assert _same(got, want) and got.strides == want.strides
+    assert all(a.flags.c_contiguous for arrays in host.scratch.free.values() for a in arrays)
