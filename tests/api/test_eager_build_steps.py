@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _programs import dataflow, run_dataflow
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +22,6 @@ from functrans import _eager_grad, config
 from functrans.backends.numpy import Parts, codegen, interpret
 from functrans.interpreters import partial_eval as pe
 from functrans.tree_util import tree_leaves
-from tests._programs import dataflow, run_dataflow
 
 #: A constant no other test's program uses: each test meets its programs first.
 _fresh = itertools.count(1)
