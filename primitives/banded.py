@@ -161,7 +161,10 @@ def _band_fill_kernel(avals, *, offsets, start, rows, shape, transposed):
     def fill(*bands):
         out = np.zeros(rows * size, dtype)
         for i, place, window in moves:
-            out[place] = np.reshape(bands[i], -1)[window]  # 0-d ones may be scalars
+            band = bands[i]
+            # 0-d ones may be Python scalars; the method is the cheaper call
+            flat = band.reshape(-1) if type(band) is np.ndarray else np.reshape(band, -1)
+            out[place] = flat[window]
         return out.reshape(out_shape)
 
     return fill

@@ -23,22 +23,42 @@ class Context:
     def __init__(self, consts: dict[int, Any], producers: dict[int, Eqn]):
         self._consts = consts
         self._producers = producers
+        self._scalars: dict[int, Any] = {}  # a constant's id -> uniform_value, found once
 
     def scalar(self, a) -> Any:
         """The value of ``a`` if it is a constant with a single repeated value
-        (a literal, or a broadcast constant array), else None."""
+        (a literal, a broadcast constant array, or an array of copies such
+        as folded ``ones``), else None."""
         if type(a) is Literal:
             return a.val
         x = self._consts.get(id(a))
         if x is None or not isinstance(x, (np.ndarray, np.generic)):  # a tracer, a device array
             return None
-        x = np.asarray(x)
-        if x.size == 1 or (x.size and all(s == 0 for s in x.strides)):
-            return x.reshape(-1)[0]
-        return None
+        if id(a) not in self._scalars:
+            self._scalars[id(a)] = uniform_value(np.asarray(x))
+        return self._scalars[id(a)]
 
     def producer(self, a) -> Eqn | None:
         return None if type(a) is Literal else self._producers.get(id(a))
+
+
+def uniform_value(x: np.ndarray) -> Any:
+    """The one value every element of ``x`` holds, as a NumPy scalar, or None.
+    The same bytes, not equal values: -0.0 and +0.0 differ, and a NaN's
+    payload counts."""
+    if not x.size:
+        return None
+    flat = x.reshape(-1)
+    if x.size == 1 or all(s == 0 for s in x.strides):
+        return flat[0]
+    if x.dtype.kind not in "biufc":
+        return None
+    first = flat[:1].tobytes()
+    if flat[-1:].tobytes() != first:  # most arrays of data differ at the ends
+        return None
+    if np.ascontiguousarray(flat).tobytes() != first * x.size:
+        return None
+    return flat[0]
 
 
 def _same_result(eqn: Eqn, prim, inputs, params) -> bool:

@@ -5,6 +5,7 @@ per pass."""
 from __future__ import annotations
 
 import numpy as np
+from _bits import bits_equal
 from _programs import dataflow, run_dataflow
 from hypothesis import given
 from hypothesis import strategies as st
@@ -116,6 +117,29 @@ def test_simplify_rules():
                  or n in expected]
         assert names == expected, (fn, names)
         np.testing.assert_allclose(eval_jaxpr(closed, x)[0], fn(x))
+
+
+def test_simplify_drops_identities_held_in_arrays_of_copies():
+    """A constant array holding one value repeated (folded ``ones``, the
+    cotangents ``hessian`` seeds) is an identity as a broadcast scalar is:
+    compared by bytes, so -0.0 beside +0.0 or another NaN payload is not."""
+    x = np.array([1.5, -0.0, 0.0, np.nan, np.inf, -np.inf])
+    neg_zeros = np.full(6, -0.0)
+    mixed_zeros = neg_zeros.copy()
+    mixed_zeros[3] = 0.0
+    cases = [
+        (lambda a: a * np.ones(6), []), (lambda a: np.ones(6) * a, []),
+        (lambda a: a / np.ones(6), []), (lambda a: a + neg_zeros, []),
+        (lambda a: a - np.zeros(6), []),
+        (lambda a: a + mixed_zeros, ["add"]),  # -0.0 + 0.0 is +0.0
+        (lambda a: a * np.full(6, 2.0), ["mul"]),
+        (lambda a: a * np.array([1.0, 1.0, 1.0, 1.0, 1.0, 2.0]), ["mul"]),
+    ]
+    for fn, expected in cases:
+        closed = simplify(ft.make_jaxpr(fn)(x))
+        assert _eqn_names(dce_closed(closed)) == expected, (fn, _eqn_names(closed))
+        assert bits_equal(eval_jaxpr(closed, x)[0], fn(x)), fn
+        assert bits_equal(ft.jit(fn)(x), fn(x)), fn
 
 
 def test_simplify_keeps_what_would_change_the_type():

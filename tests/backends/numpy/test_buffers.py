@@ -150,14 +150,14 @@ def test_eager_grad_bits_across_calls_with_mixed_layouts():
 def test_buffer_reuse_kept_where_layouts_agree():
     """The layout checks leave the reuse itself in place: the generated code
     still writes ``sin(x) * x`` into ``sin(x)``'s buffer, and a large result
-    into a pooled one."""
+    (at a size where the check pays) into a pooled one."""
     from functrans.backends import numpy as host
 
     def f(x):
         return fnp.sum(fnp.cos(fnp.sin(x) * x) * x)
 
-    source = ft.jit(f).lower(np.ones(8)).source
-    assert "out=" in source
+    source = ft.jit(f).lower(np.ones(4096)).source
+    assert "out=_reuse(" in source
     big = np.linspace(0, 1, 1 << 15)
     c_ordered, f_ordered = big.reshape(128, 256), np.asfortranarray(big.reshape(128, 256))
     g = ft.jit(lambda x: fnp.sin(x) * 2.0 + x)
@@ -166,3 +166,47 @@ def test_buffer_reuse_kept_where_layouts_agree():
         want = np.sin(x) * 2.0 + x
         assert _same(got, want) and got.strides == want.strides
     assert all(a.flags.c_contiguous for arrays in host.scratch.free.values() for a in arrays)
+
+
+def test_small_results_skip_the_checked_reuse():
+    """A dying operand whose layout is checked when the code runs takes a
+    ufunc's result only where the result is large enough for the check to
+    pay (``CHECKED_REUSE_MIN_BYTES``); the values are NumPy's either way."""
+    from functrans.backends.numpy.buffers import CHECKED_REUSE_MIN_BYTES
+
+    def f(x):
+        return fnp.cos(fnp.sin(x) * x) * x
+
+    f_jit = ft.jit(f)
+    for n, checked in ((10, False), (CHECKED_REUSE_MIN_BYTES // 8, True)):
+        x = np.linspace(-3.0, 3.0, n)
+        assert ("_reuse(" in f_jit.lower(x).source) == checked, n
+        np.testing.assert_array_equal(f_jit(x), np.cos(np.sin(x) * x) * x)
+
+
+def test_float_literals_pass_as_arrays_of_the_operands_type():
+    """``2 * x`` calls the ufunc with a 0-d array of x's dtype (a third
+    cheaper than NumPy promoting a Python number): the same bits as NumPy's
+    conversion of the Python number, for every float and complex type, and
+    a literal out of the type's range is left to NumPy."""
+    from _bits import bits_equal
+
+    def same(a, b):  # complex as its float parts, so that NaN matches NaN
+        a, b = np.asarray(a), np.asarray(b)
+        if a.dtype.kind == "c" and a.dtype == b.dtype:
+            return bits_equal(a.real, b.real) and bits_equal(a.imag, b.imag)
+        return bits_equal(a, b)
+
+    specials = [1.5, -0.0, 0.0, np.nan, np.inf, -np.inf, 1e-300, 3e38]
+    programs = [(lambda a: 2 * a, None), (lambda a: a * 0.1, None), (lambda a: a - 1e-8, None),
+                (lambda a: 3.0 / a, None), (lambda a: a + 1e300, None),
+                (lambda a: fnp.maximum(a.real, 0.7), lambda a: np.maximum(a.real, 0.7))]
+    for dtype in (np.float16, np.float32, np.float64, np.complex64, np.complex128):
+        with np.errstate(over="ignore", under="ignore"):
+            x = np.array(specials, dtype=dtype)
+        for fn, numpy_fn in programs:
+            with np.errstate(all="ignore"):
+                want, got = (numpy_fn or fn)(x), ft.jit(fn)(x)
+            assert same(got, want), (dtype, got, want)
+    source = ft.jit(lambda a: a * 0.1).lower(np.ones(3, np.float32)).source
+    assert "0.1" not in source
