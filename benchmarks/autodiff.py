@@ -5,6 +5,10 @@
   ``functrans`` without ``jit``: tracing the function, reusing the cached
   transform, and running the cached forward and backward code); at n=1e6 the
   NumPy work dominates.
+* ``autodiff.hessian.n10``: ``jit(hessian)`` of the same function at n=10,
+  a small program's fixed cost per call (argument checks, the cache lookup,
+  a dozen NumPy calls on tiny arrays); the floor writes the diagonal
+  Hessian ``diag(2 cos x - x sin x + 2)`` out.
 * ``autodiff.hvp.rosenbrock.n1e5`` (W4): a Hessian-vector product of the
   chained Rosenbrock function (SciPy's ``rosen``)
   ``sum(100 (x[1:] - x[:-1]**2)**2 + (1 - x[:-1])**2)`` by forward over
@@ -69,6 +73,26 @@ def _grad_variants(x: np.ndarray) -> dict:
         xt = torch.tensor(x, dtype=torch.float64)
         gt = t.func.grad(lambda x: torch.sum(torch.sin(x) * x + x**2))
         variants["torch.func"] = lambda: gt(xt)
+    return variants
+
+
+def hessian_numpy(x):
+    """The Hessian is diagonal: 2 cos x - x sin x + 2."""
+    return np.diag(2.0 * np.cos(x) - x * np.sin(x) + 2.0)
+
+
+def _hessian_variants(x: np.ndarray) -> dict:
+    """numpy, functrans.jit and jax.jit: the row is about jit's call cost
+    (the eager Hessian retraces twice and is timed by the jacobians rows)."""
+    import functrans as ft
+
+    jitted = ft.jit(ft.hessian(f_numpy))
+    variants = {"numpy": lambda: hessian_numpy(x), "functrans.jit": lambda: jitted(x)}
+    if (j := _peers.jax()) is not None:
+        jnp = j.jnp
+        hj = j.jax.jit(j.jax.hessian(lambda x: jnp.sum(jnp.sin(x) * x + x**2)))
+        xj = jnp.asarray(x)
+        variants["jax.jit"] = lambda: hj(xj).block_until_ready()
     return variants
 
 
@@ -205,6 +229,13 @@ def workloads() -> list[Workload]:
             variants=_grad_variants(x),
             floor="numpy",
         ))
+    x = rng.standard_normal(10)
+    out.append(Workload(
+        name="autodiff.hessian.n10",
+        description="jit(hessian) of sum(sin(x)*x + x**2), x: f64[10]",
+        variants=_hessian_variants(x),
+        floor="numpy",
+    ))
     x, v = rng.standard_normal(HVP_SIZE), rng.standard_normal(HVP_SIZE)
     out.append(Workload(
         name="autodiff.hvp.rosenbrock.n1e5",

@@ -94,6 +94,7 @@ def test_floors_compute_what_the_functrans_variants_compute():
     rng = np.random.default_rng(1)
     x, v = rng.standard_normal(7), rng.standard_normal(7)
     np.testing.assert_allclose(autodiff.grad_numpy(x), ft.grad(autodiff.f_numpy)(x))
+    np.testing.assert_allclose(autodiff.hessian_numpy(x), ft.hessian(autodiff.f_numpy)(x))
     np.testing.assert_allclose(autodiff.rosenbrock_hvp_numpy(x, v),
                                ft.hvp(autodiff.rosenbrock, (x,), (v,)))
     np.testing.assert_allclose(jacobians.rosenbrock_hessian_numpy(x),
