@@ -122,7 +122,8 @@ def test_simplify_rules():
 def test_simplify_drops_identities_held_in_arrays_of_copies():
     """A constant array holding one value repeated (folded ``ones``, the
     cotangents ``hessian`` seeds) is an identity as a broadcast scalar is:
-    compared by bytes, so -0.0 beside +0.0 or another NaN payload is not."""
+    compared by bytes, so -0.0 beside +0.0 or another NaN payload is not.
+    Where it only adds axes of size 1 the product is a reshape."""
     x = np.array([1.5, -0.0, 0.0, np.nan, np.inf, -np.inf])
     neg_zeros = np.full(6, -0.0)
     mixed_zeros = neg_zeros.copy()
@@ -133,6 +134,9 @@ def test_simplify_drops_identities_held_in_arrays_of_copies():
         (lambda a: a - np.zeros(6), []),
         (lambda a: a + mixed_zeros, ["add"]),  # -0.0 + 0.0 is +0.0
         (lambda a: a * np.full(6, 2.0), ["mul"]),
+        # adding axes of size 1 only: a reshape; a broadcast copy stays a product
+        (lambda a: a * np.ones((1, 6)), ["reshape"]), (lambda a: neg_zeros[None] + a, ["reshape"]),
+        (lambda a: a * np.ones((2, 6)), ["mul"]), (lambda a: a + mixed_zeros[None], ["add"]),
         (lambda a: a * np.array([1.0, 1.0, 1.0, 1.0, 1.0, 2.0]), ["mul"]),
     ]
     for fn, expected in cases:
