@@ -21,7 +21,9 @@ makes the masked entries that unbatched value (the same for every row), kept
 beside the product and scaled with it; at the contraction the masked
 entries are zeroed in the root and the factor, and their own product
 added back, so a NaN in the root, the factor or the masked values reaches
-only what it reaches in the batched program.
+only what it reaches in the batched program.  The root is zeroed under a
+``cond`` on whether any entry is masked: a pass over it costs as much as
+the products around it, and is the identity where nothing is masked.
 
 Semantics: a contraction regroups products (``(b * u) * v`` is ``b * (u * v)``,
 ``b * u + b * v`` is ``b * (u + v)``, a sum over the contracted axes is split
@@ -38,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from functrans.core import ShapedArray, bind, get_aval, registry
+from functrans.core import ShapedArray, bind, get_aval, registry, trace_to_jaxpr
 
 
 class Scaled:
@@ -245,8 +247,8 @@ def _dot_general_rule(e, ins, rows):
         root, at = _root(s, rows)
         if s.mask is not None:  # in the root's layout: one pass in memory order
             shape = get_aval(root).shape
-            root = bind(_prim("select"), bind(_prim("reshape"), mask, new_sizes=(
-                shape[:at] + (1,) + shape[at + 1:])), np.zeros((), aval.dtype), root)
+            root = _zero_where(bind(_prim("reshape"), mask, new_sizes=(
+                shape[:at] + (1,) + shape[at + 1:])), root)
         pair = [root, operand] if side == 0 else [operand, root]
         out, dim = e.primitive.rule("batch")(pair, [at, None] if side == 0 else [None, at],
                                              axis_size=rows, **e.params)
@@ -258,6 +260,28 @@ def _dot_general_rule(e, ins, rows):
         total, dim = _prim("add").rule("batch")([out, rest], [dim, None], axis_size=rows)
         return (total, dim)
     return None
+
+
+def _zero_where(mask, x):
+    """``select(mask, 0, x)``, run only where ``mask`` is set somewhere (a
+    ``cond`` on ``any(mask)``): over the dense root the select is a pass as
+    dear as the products around it, and the masks that reach it (logaddexp's
+    guard against a NaN argument, set where a row of the data is not
+    finite) are set nowhere on most data.  The same bits either way: where
+    nothing is masked the select gives ``x``."""
+    m_aval, x_aval = get_aval(mask), get_aval(x)
+    zero = np.zeros((), x_aval.dtype)
+
+    def kept(m, r):
+        return [r]
+
+    def zeroed(m, r):
+        return [bind(_prim("select"), m, zero, r)]
+
+    branches = tuple(trace_to_jaxpr(fn, [m_aval, x_aval], "zero_where")[0]
+                     for fn in (kept, zeroed))
+    anywhere = bind(_prim("reduce_or"), mask, axes=tuple(range(m_aval.ndim)))
+    return bind(_prim("cond"), anywhere, mask, x, branches=branches)[0]
 
 
 def _spread(s: Scaled, x, mine, theirs, target: ShapedArray):

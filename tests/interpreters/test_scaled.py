@@ -116,3 +116,53 @@ def test_products_of_each_layout_and_dtype_equal_the_batched_push(name, loss, w)
     np.testing.assert_allclose(ft.jit(ft.hessian(loss))(w), got, rtol=tol, atol=tol)
     # one scaling of the contracted operand (rows * n too, here) is all
     assert len(_big_elementwise(ft.make_jaxpr(ft.hessian(loss))(w), w.size, 60)) <= 1
+
+
+def _always_zeroed(mask, x):
+    """The root's masked rows zeroed by a select on every call, as before
+    the select ran only where a row is masked."""
+    from functrans.core import bind, registry
+
+    return bind(registry["select"], mask, np.zeros((), x.aval.dtype), x)
+
+
+@pytest.mark.parametrize("special", ["none", "nan in X", "inf in X", "-inf and inf in a row",
+                                     "nan in w", "inf in w", "-0.0 in X and w"])
+@pytest.mark.parametrize("jit", [False, True])
+def test_the_roots_masked_rows_are_zeroed_only_when_a_row_is_masked(special, jit, monkeypatch):
+    """Zeroing the masked rows of the dense root (rows * n elements) runs
+    under a cond on any(mask): the same bits as zeroing on every call, NaN
+    where the batched push has NaN, with NaN and inf in the data and in the
+    parameters; the program has no select over rows * n elements outside
+    the cond."""
+    from _bits import bits_equal
+
+    from functrans.interpreters import scaled
+
+    X, y, w = _data(n=60, d=5)
+    if special == "nan in X":
+        X[3, 1] = np.nan
+    elif special == "inf in X":
+        X[7, 2] = np.inf
+    elif special == "-inf and inf in a row":
+        X[5, 0], X[5, 3] = -np.inf, np.inf
+    elif special == "nan in w":
+        w[2] = np.nan
+    elif special == "inf in w":
+        w[4] = np.inf
+    elif special == "-0.0 in X and w":
+        X[:, 1], w[0] = -0.0, -0.0
+    f = _glm(X, y)
+    hess = (lambda g: ft.jit(ft.hessian(g))) if jit else ft.hessian
+    got = hess(f)(w)
+    with monkeypatch.context() as m:
+        m.setattr(scaled, "_zero_where", _always_zeroed)
+        want = hess(_glm(X, y))(w)
+    assert bits_equal(got, want), (got, want)
+    # The push's row j is H e_j, the derivative along w_j: hessian's column j.
+    pushed = _batched_push(f, w).T
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(pushed))
+    jaxpr = ft.make_jaxpr(ft.hessian(f))(w)
+    big = [e for e in jaxpr.eqns if e.primitive.name == "select"
+           and e.outputs[0].aval.size >= X.size]
+    assert big == []
