@@ -268,10 +268,6 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
             outs, flat_grads = done
             if need_value or has_aux:  # none is the caller's array (see _linearized)
                 outs = _owned(outs, leaves, closed.consts)
-            # The backward program may reduce to one of them too (the
-            # gradient of sum(x * y) is the captured y once its product with
-            # the cotangent's ones is dropped).
-            flat_grads = _owned(flat_grads, leaves, closed.consts)
         else:
             lin = Linearized(closed, leaves, [True] * len(leaves), drop_first=not keep_value)
             outs = _owned(lin.outs, leaves, lin.consts, lin.residuals)
