@@ -165,7 +165,9 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
             return None
         if not (math.isfinite(a.val) and abs(a.val) <= np.finfo(dtype).max):
             return None
-        key = (a.val, type(a.val), dtype)
+        # The sign is part of the key: 0.0 == -0.0 (and they hash alike),
+        # but x + 0.0 and x + -0.0 differ in a complex x's imaginary part.
+        key = (a.val, math.copysign(1.0, a.val), type(a.val), dtype)
         if key not in zero_d:
             zero_d[key] = constant(np.asarray(a.val, dtype), "k")
         return zero_d[key]
