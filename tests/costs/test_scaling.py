@@ -449,9 +449,22 @@ def _indexing_loop(steps):
     return f
 
 
+def _straight_line(steps):
+    """A loop written out: a function of ``steps`` lines, each making its
+    own equations (the code object a source's line is looked up in grows
+    with the program).  Not ``_loop``'s operations: the transformed
+    programs cached for those carry ``_loop``'s lines."""
+    body = "    h = fnp.sin(h * 0.8 - 0.2) * 1.02\n" * steps
+    namespace = {"fnp": fnp}
+    exec(compile(f"def f(h):\n{body}    return fnp.sum(h)\n", "<straight_line>", "exec"),
+         namespace)
+    return namespace["f"]
+
+
 @pytest.mark.parametrize("program, transform", [
     (_loop, ft.jit),
     (_loop, lambda f: ft.jit(ft.grad(f))),
+    (_straight_line, lambda f: ft.jit(ft.grad(f))),
     (_indexing_loop, lambda f: ft.jit(ft.grad(f))),
     (_loop, lambda f: ft.jit(ft.hessian(f))),
 ])
