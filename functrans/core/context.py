@@ -92,8 +92,11 @@ def _line_table(code: types.CodeType):
 
 
 #: Whether each code object met on the stack is functrans' own (``user_source``
-#: skips those frames); bounded, since generated code makes new code objects.
-_library_code: dict[types.CodeType, bool] = {}
+#: skips those frames), by ``id`` beside the code object: a code object's hash
+#: reads all its constants, which made recording the equations of a long
+#: straight-line function with a literal per line quadratic.  Bounded, since
+#: generated code makes new code objects.
+_library_code: dict[int, tuple[types.CodeType, bool]] = {}
 
 
 def user_source(depth: int = 2) -> Source | None:
@@ -107,11 +110,14 @@ def user_source(depth: int = 2) -> Source | None:
     known = _library_code
     while frame is not None:
         code = frame.f_code
-        library = known.get(code)
-        if library is None:
+        entry = known.get(id(code))
+        if entry is not None and entry[0] is code:
+            library = entry[1]
+        else:
             if len(known) > 4096:
                 known.clear()
-            library = known[code] = _is_library_frame(frame)
+            library = _is_library_frame(frame)
+            known[id(code)] = (code, library)
         if not library:
             return (code, frame.f_lasti, False)
         frame = frame.f_back
