@@ -63,8 +63,9 @@ def source_location(source: Source) -> tuple[str, int, str]:
         table = _line_table(code)
     _, starts, stops, lines = table
     i = bisect.bisect_right(starts, offset) - 1
-    if i >= 0 and offset < stops[i] and lines[i] is not None:
-        return code.co_filename, lines[i], code.co_name
+    line = lines[i] if i >= 0 and offset < stops[i] else None
+    if line is not None:
+        return code.co_filename, line, code.co_name
     return code.co_filename, code.co_firstlineno, code.co_name
 
 
