@@ -6,6 +6,7 @@ given when a traced value is converted into a constant.
 
 from __future__ import annotations
 
+import bisect
 import linecache
 import sys
 import threading
@@ -57,15 +58,46 @@ Source = tuple[types.CodeType, int, bool]
 def source_location(source: Source) -> tuple[str, int, str]:
     """``(file, line, function)`` of ``source``."""
     code, offset, _ = source
-    for start, stop, line in code.co_lines():
-        if start <= offset < stop and line is not None:
-            return code.co_filename, line, code.co_name
+    table = _line_starts.get(id(code))
+    if table is None or table[0] is not code:
+        table = _line_table(code)
+    _, starts, stops, lines = table
+    i = bisect.bisect_right(starts, offset) - 1
+    line = lines[i] if i >= 0 and offset < stops[i] else None
+    if line is not None:
+        return code.co_filename, line, code.co_name
     return code.co_filename, code.co_firstlineno, code.co_name
 
 
+#: By ``id``: a code object, and the starts, ends and lines of its (disjoint,
+#: ascending) instruction ranges, read once.  Walking ``co_lines()`` for
+#: each equation made code generation quadratic in a long straight-line
+#: user function (jit(grad) of 2000 lines: 16 of 17 s); a code object's
+#: own hash reads all its constants.
+_line_starts: dict[int, tuple[types.CodeType, list[int], list[int], list[int | None]]] = {}
+
+
+def _line_table(code: types.CodeType):
+    starts: list[int] = []
+    stops: list[int] = []
+    lines: list[int | None] = []
+    for start, stop, line in code.co_lines():
+        if start < stop:
+            starts.append(start)
+            stops.append(stop)
+            lines.append(line)
+    if len(_line_starts) > 256:  # generated code makes new code objects
+        _line_starts.clear()
+    table = _line_starts[id(code)] = (code, starts, stops, lines)
+    return table
+
+
 #: Whether each code object met on the stack is functrans' own (``user_source``
-#: skips those frames); bounded, since generated code makes new code objects.
-_library_code: dict[types.CodeType, bool] = {}
+#: skips those frames), by ``id`` beside the code object: a code object's hash
+#: reads all its constants, which made recording the equations of a long
+#: straight-line function with a literal per line quadratic.  Bounded, since
+#: generated code makes new code objects.
+_library_code: dict[int, tuple[types.CodeType, bool]] = {}
 
 
 def user_source(depth: int = 2) -> Source | None:
@@ -79,11 +111,14 @@ def user_source(depth: int = 2) -> Source | None:
     known = _library_code
     while frame is not None:
         code = frame.f_code
-        library = known.get(code)
-        if library is None:
+        entry = known.get(id(code))
+        if entry is not None and entry[0] is code:
+            library = entry[1]
+        else:
             if len(known) > 4096:
                 known.clear()
-            library = known[code] = _is_library_frame(frame)
+            library = _is_library_frame(frame)
+            known[id(code)] = (code, library)
         if not library:
             return (code, frame.f_lasti, False)
         frame = frame.f_back
