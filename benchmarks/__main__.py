@@ -4,7 +4,11 @@
 Prints one row per (workload, variant): the median time, the ratio to the
 workload's floor variant, and either the difference from the floor, the time
 per unit (such as per traced equation) or, for memory workloads, the peak
-traced allocation (the ratio is then the ratio of peaks).  Writes the same
+traced allocation (the ratio is then the ratio of peaks); for the variants
+that say how they warm up, the calls and seconds from a cold start to the
+fast tier (jit) or to a steady call time (eager grad), with the reason a
+program stays in the NumPy tier on the line below, and the peak traced
+allocation of one steady call.  Writes the same
 figures and a description of the machine to ``--out`` as JSON.
 
 ``--threads N`` caps the threads of every library measured (OpenBLAS, MKL,
@@ -31,7 +35,7 @@ from pathlib import Path
 
 from benchmarks import TOPICS
 from benchmarks._peers import NO_PEERS_ENV, THREADS_ENV
-from benchmarks._timing import Workload, format_time, measure
+from benchmarks._timing import Workload, format_steady, format_time, measure
 
 DEFAULT_OUT = Path(__file__).parent / "results" / "latest.json"
 
@@ -118,11 +122,25 @@ def row(r: dict) -> list[str]:
         extra = sign + format_time(abs(r["diff_us"]) * 1e-6)
     else:
         extra = f"{r['diff_us']:+.2f} us"
-    return [r["workload"], r["variant"], format_time(r["median_s"]), f"{r['ratio']:.2f}x", extra]
+    peak = ""
+    if "peak_traced_mb" in r:
+        mb = r["peak_traced_mb"]
+        peak = f"{mb:.2f} MB" if mb >= 1 else f"{mb * 1e3:.1f} kB"
+    return [r["workload"], r["variant"], format_time(r["median_s"]), f"{r['ratio']:.2f}x", extra,
+            format_steady(r), peak]
 
 
-HEAD = ["workload", "variant", "median", "ratio", "vs floor"]
-ALIGN = ["<", "<", ">", ">", "<"]
+def reason_line(r: dict, indent: int) -> str | None:
+    """The line under a jit row whose program is not in the native tier: why."""
+    st = r.get("steady")
+    if st is None or st.get("tier", "native") == "native":
+        return None
+    return " " * indent + "NumPy tier: " + st["reason"]
+
+
+HEAD = ["workload", "variant", "median", "ratio", "vs floor", "to fast tier / steady",
+        "peak (traced)"]
+ALIGN = ["<", "<", ">", ">", "<", "<", ">"]
 
 
 def table_line(cells: list[str], widths: list[int]) -> str:
@@ -188,7 +206,9 @@ def main(argv: list[str] | None = None) -> int:
         max(7, *(len(v) for w in workloads for v in w.variants)),
         9,
         7,
-        8,
+        20,
+        44,
+        13,
     ]
     print(f"functrans benchmarks ({mode} mode)\n")
     print(table_line(HEAD, widths))
@@ -198,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         for r in records:
             r["description"] = w.description
             print(table_line(row(r), widths), flush=True)
+            if (why := reason_line(r, widths[0] + 2)) is not None:
+                print(why, flush=True)
         results.extend(records)
     report = {
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

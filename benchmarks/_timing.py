@@ -17,28 +17,88 @@ Two kinds of workload measure something ``timeit`` cannot:
 * ``metric="peak_memory"``: each call runs under ``tracemalloc`` and the
   figure is its peak traced allocation in MB (NumPy reports its buffers to
   ``tracemalloc``); the time of the same calls is kept as well.
+
+A variant may also say how it reaches its steady state (``Workload.fresh``):
+from a cold start (a new ``jit`` object, or a new function for the eager
+engine), the calls and wall seconds until a ``jit`` program runs in its
+final tier (read from ``cache_info().tiers``: tiering moves a program in the
+background, so calls are polled until no entry is watched or compiling) or
+until an eager call's time settles (the eager engine builds its programs
+over the first calls), and the peak traced allocation of one steady call.
 """
 
 from __future__ import annotations
 
 import gc
+import itertools
 import statistics
 import time
 import timeit
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Settings per mode: seconds per repeat, repeats, repeats for calls under
 #: 100 us, repeats of self-timed and memory workloads (each a whole process
-#: or a large allocation, so fewer).
+#: or a large allocation, so fewer); the bounds of a run to the steady state
+#: (``steady_fields``): seconds, calls of a jit variant (the tiering rule may
+#: wait for thousands of short calls), calls of an eager one.
 MODES = {
-    "full": {"target_s": 0.05, "repeats": 11, "repeats_fast": 31, "repeats_proc": 7},
-    "quick": {"target_s": 0.005, "repeats": 7, "repeats_fast": 7, "repeats_proc": 3},
+    "full": {"target_s": 0.05, "repeats": 11, "repeats_fast": 31, "repeats_proc": 7,
+             "steady_s": 60.0, "steady_calls": 1_000_000, "eager_calls": 100},
+    "quick": {"target_s": 0.005, "repeats": 7, "repeats_fast": 7, "repeats_proc": 3,
+              "steady_s": 10.0, "steady_calls": 100_000, "eager_calls": 40},
 }
+#: An eager variant is steady from the call after which no call, taken as the
+#: median of it and its two neighbours, is slower than this many times the
+#: median of the later half of the calls (the median of three ignores one
+#: call slowed by the machine).
+SETTLED_RATIO = 1.5
 METRICS = ("time", "self_timed", "peak_memory")
 FAST_CALL_S = 100e-6
+
+
+class Fresh(NamedTuple):
+    """A variant from a cold start: ``call`` runs it with nothing built yet;
+    ``jitted`` is the ``functrans.jit`` object it calls (its
+    ``cache_info().tiers`` say when it is in its final tier), or None for an
+    eager variant, which is steady once its per-call time settles."""
+
+    call: Callable[[], Any]
+    jitted: Any = None
+
+
+_COLD = itertools.count(1)
+
+
+def cold(fn: Callable) -> Callable:
+    """``fn`` times a constant no earlier call used (1 + k * 1e-12): a new
+    program for every cache (jit's traces, the eager engine's plans), so
+    that a ``Fresh`` start of it begins with nothing built."""
+    c = 1.0 + next(_COLD) * 1e-12
+    return lambda *args: fn(*args) * c
+
+
+def fresh_jit(transform: Callable, fn: Callable, *args: Any) -> Callable[[], Fresh]:
+    """A ``Workload.fresh`` entry: ``jit(transform(cold(fn)))`` on ``args``."""
+    import functrans as ft
+
+    def start() -> Fresh:
+        jitted = ft.jit(transform(cold(fn)))
+        return Fresh(lambda: jitted(*args), jitted)
+
+    return start
+
+
+def fresh_eager(transform: Callable, fn: Callable, *args: Any) -> Callable[[], Fresh]:
+    """A ``Workload.fresh`` entry: ``transform(cold(fn))`` on ``args``, eagerly."""
+
+    def start() -> Fresh:
+        g = transform(cold(fn))
+        return Fresh(lambda: g(*args))
+
+    return start
 
 
 @dataclass
@@ -49,7 +109,10 @@ class Workload:
     ``per_unit(variant)`` may return ``(units, unit_name)``, for example the
     number of equations a tracing run records; the table then shows the time
     per unit as well.  ``metric`` is one of ``METRICS`` (see the module
-    docstring); ``notes`` maps a variant to a short remark for the JSON.
+    docstring); ``notes`` maps a variant to a short remark for the JSON;
+    ``fresh`` maps a variant to a function returning a cold ``Fresh`` start
+    of it, whose record then gets the ``steady`` and ``peak_traced_mb``
+    fields (``steady_fields``).
     """
 
     name: str
@@ -60,6 +123,7 @@ class Workload:
     tags: tuple[str, ...] = field(default_factory=tuple)
     metric: str = "time"
     notes: dict[str, str] = field(default_factory=dict)
+    fresh: dict[str, Callable[[], Fresh]] = field(default_factory=dict)
 
 
 def own_variants(floor: Callable[[], Any], fn: Callable, *args: Any) -> dict[str, Callable]:
@@ -135,7 +199,80 @@ def measure(workload: Workload, mode: str = "full") -> list[dict[str, Any]]:
         if name in workload.notes:
             record["note"] = workload.notes[name]
         records.append(record)
+    return _with_steady(workload, records, mode)
+
+
+def _with_steady(workload: Workload, records: list[dict], mode: str) -> list[dict]:
+    """``records`` with the ``steady_fields`` of the variants ``workload.fresh`` names."""
+    for record in records:
+        if (start := workload.fresh.get(record["variant"])) is not None:
+            record.update(steady_fields(start(), mode))
     return records
+
+
+def _is_final(tier: Any) -> bool:
+    """Whether a ``TierInfo`` is final: native, or in the NumPy tier neither
+    watched by the tiering rule nor compiling in the background."""
+    if tier.tier != "numpy":
+        return True
+    return not (tier.reason.startswith("compiling") or "rule watches its calls" in tier.reason)
+
+
+def steady_fields(fresh: Fresh, mode: str = "full") -> dict[str, Any]:
+    """How ``fresh`` reaches its steady state, and its peak memory then.
+
+    ``steady``: ``calls``, the calls made before it is steady (a jit
+    variant: until ``cache_info`` shows every entry in its final tier; an
+    eager one: until the first steady call), and ``seconds``, their wall
+    time; ``settled``, False when the mode's bound (``steady_s`` seconds,
+    ``steady_calls`` or ``eager_calls`` calls) came first: then the figures
+    are those of all the calls made;
+    for a jit variant also ``tier`` (``"numpy"``, ``"native"``, or several
+    joined by ``", "`` for several cache entries) and ``reason``, what
+    ``cache_info`` says.  ``peak_traced_mb``: tracemalloc's peak over one
+    call after those (NumPy's buffers included; the process's RSS is not
+    measured)."""
+    cfg = MODES[mode]
+    times: list[float] = []
+    tiers: tuple = ()
+    settled = False
+    start = time.perf_counter()
+    bound = cfg["steady_calls"] if fresh.jitted is not None else cfg["eager_calls"]
+    while len(times) < bound and time.perf_counter() - start < cfg["steady_s"]:
+        t0 = time.perf_counter()
+        fresh.call()
+        times.append(time.perf_counter() - t0)
+        if fresh.jitted is not None:
+            tiers = fresh.jitted.cache_info().tiers
+            if tiers and all(_is_final(t) for t in tiers):
+                settled = True
+                break
+    elapsed = time.perf_counter() - start
+    if fresh.jitted is not None:
+        calls, seconds = len(times), elapsed
+    else:
+        calls, settled = _settled_at(times)
+        seconds = sum(times[:calls]) if settled else elapsed
+    steady: dict[str, Any] = {"calls": calls, "seconds": seconds, "settled": settled}
+    if fresh.jitted is not None:
+        steady["tier"] = ", ".join(dict.fromkeys(t.tier for t in tiers))
+        steady["reason"] = "; ".join(dict.fromkeys(t.reason for t in tiers))
+    return {"steady": steady, "peak_traced_mb": _peak_mb(fresh.call)[1]}
+
+
+def _settled_at(times: list[float]) -> tuple[int, bool]:
+    """(calls before the first steady call, settled) for per-call ``times``
+    (see ``SETTLED_RATIO``); a run still slow in its last three calls, or of
+    fewer than six calls, has not settled."""
+    if len(times) < 6:
+        return len(times), False
+    bound = SETTLED_RATIO * statistics.median(times[len(times) // 2:])
+    slow = [i for i in range(len(times))
+            if statistics.median(times[max(i - 1, 0):i + 2]) > bound]
+    first_steady = slow[-1] + 1 if slow else 0
+    if first_steady >= len(times) - 2:
+        return len(times), False
+    return first_steady, True
 
 
 def _peak_mb(fn: Callable[[], Any]) -> tuple[float, float]:
@@ -195,7 +332,7 @@ def _measure_repeated(workload: Workload, mode: str) -> list[dict[str, Any]]:
         if name in workload.notes:
             record["note"] = workload.notes[name]
         records.append(record)
-    return records
+    return _with_steady(workload, records, mode)
 
 
 def format_time(seconds: float) -> str:
@@ -206,3 +343,21 @@ def format_time(seconds: float) -> str:
             decimals = 3 if value < 0.9995 else 2 if value < 9.995 else 1 if value < 99.95 else 0
             return f"{value:.{decimals}f} {unit}"
     raise AssertionError("unreachable")
+
+
+def format_steady(record: dict[str, Any]) -> str:
+    """The table's cell for a record's ``steady`` fields: ``native after 812
+    calls, 1.31 s``, ``stays in NumPy tier (after 1 call, 1.44 ms)``,
+    ``steady after 9 calls, 0.84 s`` (eager); ``numpy tier, not final after
+    ...`` or ``not steady after ...`` where the bound came first."""
+    st = record.get("steady")
+    if st is None:
+        return ""
+    calls = f"{st['calls']} call{'' if st['calls'] == 1 else 's'}, {format_time(st['seconds'])}"
+    if "tier" not in st:
+        return ("steady after " if st["settled"] else "not steady after ") + calls
+    if not st["settled"]:
+        return f"{st['tier']} tier, not final after {calls}"
+    if st["tier"] == "numpy":
+        return f"stays in NumPy tier (after {calls})"
+    return f"{st['tier']} after {calls}"

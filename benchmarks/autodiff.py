@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks import _peers
-from benchmarks._timing import Workload, own_variants
+from benchmarks._timing import Workload, fresh_eager, fresh_jit, own_variants
 
 GRAD_SIZES = {"n10": 10, "n1e6": 1_000_000}
 HVP_SIZE = 100_000
@@ -218,7 +218,16 @@ def _selection_workloads(rng) -> list[Workload]:
     ]
 
 
+def _hvp_of(f):
+    """``(x, v) -> H(x) v`` of ``f``: a transform for ``fresh_jit``."""
+    import functrans as ft
+
+    return lambda x, v: ft.hvp(f, (x,), (v,))
+
+
 def workloads() -> list[Workload]:
+    import functrans as ft
+
     rng = np.random.default_rng(0)
     out = []
     for label, n in GRAD_SIZES.items():
@@ -228,6 +237,8 @@ def workloads() -> list[Workload]:
             description=f"grad of sum(sin(x)*x + x**2), x: f64[{n:,}]",
             variants=_grad_variants(x),
             floor="numpy",
+            fresh={"functrans": fresh_eager(ft.grad, f_numpy, x),
+                   "functrans.jit": fresh_jit(ft.grad, f_numpy, x)},
         ))
     x = rng.standard_normal(10)
     out.append(Workload(
@@ -235,6 +246,7 @@ def workloads() -> list[Workload]:
         description="jit(hessian) of sum(sin(x)*x + x**2), x: f64[10]",
         variants=_hessian_variants(x),
         floor="numpy",
+        fresh={"functrans.jit": fresh_jit(ft.hessian, f_numpy, x)},
     ))
     x, v = rng.standard_normal(HVP_SIZE), rng.standard_normal(HVP_SIZE)
     out.append(Workload(
@@ -242,5 +254,6 @@ def workloads() -> list[Workload]:
         description=f"Hessian-vector product of chained Rosenbrock, x: f64[{HVP_SIZE:,}]",
         variants=_hvp_variants(x, v),
         floor="numpy",
+        fresh={"functrans.jit": fresh_jit(_hvp_of, rosenbrock, x, v)},
     ))
     return out + _selection_workloads(rng)

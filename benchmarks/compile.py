@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import _peers
-from benchmarks._timing import Workload
+from benchmarks._timing import Workload, fresh_jit
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 100
@@ -156,6 +156,9 @@ def _import_variants() -> dict:
 
 
 def workloads() -> list[Workload]:
+    import functrans as ft
+    from benchmarks.jacobians import rosenbrock
+
     return [
         Workload(
             name=f"compile.first_call.hessian.n{N}",
@@ -163,6 +166,8 @@ def workloads() -> list[Workload]:
             variants=_first_call_variants(),
             floor="numpy",
             metric="self_timed",
+            fresh={"functrans.same_fn": fresh_jit(ft.hessian, rosenbrock,
+                                                  np.linspace(-1.0, 1.0, N))},
         ),
         Workload(
             name="compile.import",

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks import _peers
-from benchmarks._timing import Workload, own_variants
+from benchmarks._timing import Workload, fresh_jit, own_variants
 
 HESSIAN_SIZES = (10, 100, 1000)
 LSE_N = 100
@@ -169,6 +169,8 @@ def _dense_variants(floor, transform, fn, fn_xp, args, argnums=0) -> dict:
 
 
 def _dense_workloads(rng) -> list[Workload]:
+    import functrans as ft
+
     x = rng.standard_normal(LSE_N)
     w1 = rng.standard_normal((N_IN, N_HIDDEN)) / np.sqrt(N_IN)
     b1 = rng.standard_normal(N_HIDDEN) * 0.1
@@ -184,6 +186,7 @@ def _dense_workloads(rng) -> list[Workload]:
             variants=_dense_variants(lambda: glm_hessian_numpy(w, X), "hessian", glm_loss,
                                      _glm, (w, X, y)),
             floor="numpy",
+            fresh={"functrans.jit": fresh_jit(ft.hessian, glm_loss, w, X, y)},
         ),
         Workload(
             name=f"jacobians.hessian.logsumexp.n{LSE_N}",

@@ -38,7 +38,7 @@ import textwrap
 import numpy as np
 
 from benchmarks import _peers
-from benchmarks._timing import Workload
+from benchmarks._timing import Workload, fresh_jit
 from benchmarks.autodiff import _grad_variants, _hvp_variants, grad_numpy, rosenbrock
 from benchmarks.compile import run_python
 from benchmarks.control_flow import SIZE, STEPS, fori_forward_numpy, rnn_loss
@@ -211,6 +211,7 @@ def workloads() -> list[Workload]:
             description=f"grad of a {STEPS}-step tanh recurrence on f64[{SIZE}] via lax.scan",
             variants=_with_native(_rnn_variants(w, xs), ft.grad(rnn_loss), w, xs),
             floor="numpy", notes=notes,
+            fresh={"functrans.jit": fresh_jit(ft.grad, rnn_loss, w, xs)},
         ),
         Workload(
             name="native.while_fori_loop",

@@ -50,7 +50,7 @@ import time
 import numpy as np
 
 from benchmarks import _peers
-from benchmarks._timing import Workload
+from benchmarks._timing import Workload, fresh_eager
 from benchmarks.compile import run_python
 
 #: Loop steps of each size: 4 equations a step (mul, add, tanh, mul).
@@ -139,7 +139,8 @@ def _loop_workloads(label: str, steps: int) -> list[Workload]:
                  variants=second, floor="numpy", metric="self_timed", per_unit=per_eqn),
         Workload(name=f"scaling.loop.{label}.building",
                  description=f"slowest of calls 2-12: {what}",
-                 variants=building, floor="numpy", metric="self_timed", per_unit=per_eqn),
+                 variants=building, floor="numpy", metric="self_timed", per_unit=per_eqn,
+                 fresh={"functrans": fresh_eager(ft.grad, _loop(fnp, steps), x)}),
         Workload(name=f"scaling.loop.{label}.repeat", description=f"repeated call: {what}",
                  variants=repeat, floor="numpy", per_unit=per_eqn),
     ]

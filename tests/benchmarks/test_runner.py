@@ -108,3 +108,70 @@ def test_floors_compute_what_the_functrans_variants_compute():
     seq = rng.standard_normal((6, control_flow.SIZE))
     np.testing.assert_allclose(control_flow.rnn_grad_numpy(w, seq),
                                ft.grad(control_flow.rnn_loss)(w, seq))
+
+
+def test_steady_fields_of_jit_and_eager_variants(monkeypatch):
+    """The records of the variants a workload starts cold carry the calls and
+    seconds to their final tier or steady call time, and a peak; the table
+    shows them, with the reason a program stays in the NumPy tier."""
+    import numpy as np
+
+    import functrans as ft
+    from benchmarks import _timing
+    from benchmarks.__main__ import reason_line, row
+
+    # The default rule (the suite turns tiering off); a bound too short for
+    # any program here to become hot.
+    monkeypatch.setattr(ft.config, "jit_tier_up", "measured")
+    monkeypatch.setitem(_timing.MODES, "quick", {**_timing.MODES["quick"], "steady_s": 0.2})
+    x = np.linspace(-1.0, 1.0, 5)
+
+    def sines(x):
+        return np.sum(np.sin(x) * x)
+
+    def cubic(x):  # exact in the native tier: watched by the rule, which waits for more calls
+        return np.sum(x * x * x + x * 3.0)
+
+    eager = ft.grad(sines)
+    work = _timing.Workload(
+        "w", "tiny", {"numpy": lambda: np.cos(x), "functrans": lambda: eager(x)}, floor="numpy",
+        fresh={"functrans": _timing.fresh_eager(ft.grad, sines, x),
+               "numpy": _timing.fresh_jit(ft.grad, sines, x)})
+    floor, own = _timing.measure(work, "quick")
+    assert "steady" not in _timing.measure(
+        _timing.Workload("v", "", {"a": lambda: None}, floor="a"), "quick")[0]
+
+    st = own["steady"]
+    assert set(st) == {"calls", "seconds", "settled"}
+    assert isinstance(st["calls"], int) and st["calls"] >= 0
+    assert isinstance(st["seconds"], float) and st["seconds"] >= 0
+    assert isinstance(st["settled"], bool)
+    assert isinstance(own["peak_traced_mb"], float) and own["peak_traced_mb"] > 0
+
+    st = floor["steady"]  # a jit program that stays in the NumPy tier says so at once
+    assert set(st) == {"calls", "seconds", "settled", "tier", "reason"}
+    assert (st["calls"], st["settled"], st["tier"]) == (1, True, "numpy")
+    assert "last bits" in st["reason"]
+    cells = row(floor)
+    assert cells[5].startswith("stays in NumPy tier (after 1 call, ")
+    assert cells[6].endswith(("kB", "MB"))
+    assert reason_line(floor, 4) == "    NumPy tier: " + st["reason"]
+    assert reason_line(own, 4) is None
+
+    [watched] = _timing.measure(_timing.Workload(
+        "a", "", {"j": lambda: 1.0}, floor="j",
+        fresh={"j": _timing.fresh_jit(ft.grad, cubic, x)}, metric="self_timed"), "quick")
+    st = watched["steady"]  # the bound comes first: not settled, and why
+    assert st["settled"] is False and st["calls"] > 1 and st["tier"] == "numpy"
+    assert "watches its calls" in st["reason"]
+    assert row(watched)[5].startswith("numpy tier, not final after ")
+
+
+def test_eager_steadiness_ignores_one_slow_call():
+    from benchmarks._timing import _settled_at
+
+    ms = 1e-3
+    assert _settled_at([9 * ms, 5 * ms, 3 * ms] + [ms] * 10) == (3, True)
+    assert _settled_at([ms] * 6 + [9 * ms] + [ms] * 6) == (0, True)  # the machine, not the engine
+    assert _settled_at([ms] * 10 + [5 * ms] * 3) == (13, False)  # slower at the end
+    assert _settled_at([ms] * 5) == (5, False)  # too few calls to say
