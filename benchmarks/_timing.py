@@ -348,13 +348,16 @@ def format_time(seconds: float) -> str:
 def format_steady(record: dict[str, Any]) -> str:
     """The table's cell for a record's ``steady`` fields: ``native after 812
     calls, 1.31 s``, ``stays in NumPy tier (after 1 call, 1.44 ms)``,
-    ``steady after 9 calls, 0.84 s`` (eager); ``numpy tier, not final after
+    ``steady after 9 calls, 0.84 s`` or ``steady from the first call``
+    (eager); ``numpy tier, not final after
     ...`` or ``not steady after ...`` where the bound came first."""
     st = record.get("steady")
     if st is None:
         return ""
     calls = f"{st['calls']} call{'' if st['calls'] == 1 else 's'}, {format_time(st['seconds'])}"
     if "tier" not in st:
+        if st["settled"] and st["calls"] == 0:
+            return "steady from the first call"
         return ("steady after " if st["settled"] else "not steady after ") + calls
     if not st["settled"]:
         return f"{st['tier']} tier, not final after {calls}"

@@ -168,7 +168,12 @@ def test_steady_fields_of_jit_and_eager_variants(monkeypatch):
 
 
 def test_eager_steadiness_ignores_one_slow_call():
-    from benchmarks._timing import _settled_at
+    from benchmarks._timing import _settled_at, format_steady
+
+    assert format_steady({"steady": {"calls": 0, "seconds": 0.0, "settled": True}}) \
+        == "steady from the first call"
+    assert format_steady({"steady": {"calls": 2, "seconds": 0.5, "settled": True}}) \
+        == "steady after 2 calls, 500 ms"
 
     ms = 1e-3
     assert _settled_at([9 * ms, 5 * ms, 3 * ms] + [ms] * 10) == (3, True)
