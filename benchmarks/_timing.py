@@ -61,9 +61,9 @@ FAST_CALL_S = 100e-6
 
 class Fresh(NamedTuple):
     """A variant from a cold start: ``call`` runs it with nothing built yet;
-    ``jitted`` is the ``functrans.jit`` object it calls (its
-    ``cache_info().tiers`` say when it is in its final tier), or None for an
-    eager variant, which is steady once its per-call time settles."""
+    ``jitted`` is the ``functrans.jit`` object it calls, or a tuple of those
+    (their ``cache_info().tiers`` say when it is in its final tier), or None
+    for an eager variant, which is steady once its per-call time settles."""
 
     call: Callable[[], Any]
     jitted: Any = None
@@ -243,7 +243,8 @@ def steady_fields(fresh: Fresh, mode: str = "full") -> dict[str, Any]:
         fresh.call()
         times.append(time.perf_counter() - t0)
         if fresh.jitted is not None:
-            tiers = fresh.jitted.cache_info().tiers
+            jits = fresh.jitted if isinstance(fresh.jitted, tuple) else (fresh.jitted,)
+            tiers = tuple(t for j in jits for t in j.cache_info().tiers)
             if tiers and all(_is_final(t) for t in tiers):
                 settled = True
                 break

@@ -50,7 +50,7 @@ import time
 import numpy as np
 
 from benchmarks import _peers
-from benchmarks._timing import Workload, fresh_eager
+from benchmarks._timing import Fresh, Workload, cold, fresh_eager
 from benchmarks.compile import run_python
 
 #: Loop steps of each size: 4 equations a step (mul, add, tanh, mul).
@@ -184,6 +184,28 @@ def _property_numpy() -> float:
     return time.perf_counter() - start
 
 
+def _property_loss(x):
+    m = np.max(x)
+    return m + np.log(np.sum(np.exp(x - m))) + 0.5 * np.sum(x * x)
+
+
+def _property_in_process() -> Fresh:
+    """The functrans property run in this process, with new ``jit`` objects of
+    a function no cache has met: every size is a new program of each."""
+    import functrans as ft
+
+    loss = cold(_property_loss)
+    g, h = ft.jit(ft.grad(loss)), ft.jit(ft.hessian(loss))
+    xs = [np.linspace(-1.0, 1.0, int(n)) for n in np.random.default_rng(0).integers(1, 65, 60)]
+
+    def run() -> None:
+        for x in xs:
+            g(x)
+            h(x)
+
+    return Fresh(run, (g, h))
+
+
 def _property_workload() -> Workload:
     variants = {"numpy": _property_numpy}
     for name, (setup, call) in _PROPERTY_VARIANTS.items():
@@ -196,6 +218,8 @@ def _property_workload() -> Workload:
         description="60 sizes from 1..64: jit(grad) and jit(hessian) of logsumexp + "
                     "quadratic at each, in a fresh process",
         variants=variants, floor="numpy", metric="self_timed",
+        # A call of the in-process start is a whole run (120 calls, 120 programs).
+        fresh={"functrans": _property_in_process},
     )
 
 
