@@ -9,10 +9,14 @@ entry is not used, functrans differentiates ``c`` itself), any object with
 ``fun``, ``lb`` and ``ub`` (``scipy.optimize.NonlinearConstraint``), any
 object with ``A``, ``lb`` and ``ub`` (``LinearConstraint``), or a list of
 them.  SciPy is never imported: the objects are read by their attributes.
+A nonlinear object's ``jac`` and ``hess`` are not used either; its
+``keep_feasible`` is not honoured (the interior point keeps the bounds on
+``x`` strictly feasible, not nonlinear rows), which a warning says.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -144,6 +148,13 @@ class Constraints:
             if not callable(item.fun):
                 raise TypeError(f"{label}: {where}.fun must be a function of x, got "
                                 f"{type(item.fun).__name__}")
+            if np.any(getattr(item, "keep_feasible", False)):
+                warnings.warn(
+                    f"{label}: {where} has keep_feasible=True, which is not honoured: the "
+                    "interior point keeps the bounds on x feasible, but its iterates may "
+                    "violate nonlinear constraints on the way; where fun is undefined outside "
+                    "the feasible set, pass that part as bounds on x instead",
+                    UserWarning, stacklevel=5)
             return "nonlinear", item.fun, (), item.lb, item.ub, None
         raise TypeError(
             f"{label}: {where} is a {type(item).__name__}; a constraint is a dict "

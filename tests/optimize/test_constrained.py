@@ -4,6 +4,8 @@ and derivatives compiled once per problem.  Closed-form solutions are worked
 out by hand from the KKT conditions; ``success`` is checked against the
 KKT conditions recomputed here with NumPy."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -484,6 +486,25 @@ class DuckNonlinear:
 
     def __init__(self, fun, lb, ub):
         self.fun, self.lb, self.ub = fun, lb, ub
+
+
+def test_keep_feasible_of_a_nonlinear_constraint_is_said_to_be_ignored():
+    """The interior point's iterates may leave a nonlinear constraint's
+    feasible set: keep_feasible=True is not honoured, and a warning says so
+    (the solve goes on)."""
+    con = DuckNonlinear(lambda x: x[0] * x[1], 1.0, 4.0)
+    con.keep_feasible = True
+    with pytest.warns(UserWarning, match=r"minimize\(.*\): constraints has "
+                                         r"keep_feasible=True, which is not honoured"):
+        res = minimize(lambda x: (x[0] - 3.0) ** 2 + (x[1] - 3.0) ** 2, np.array([1.0, 1.0]),
+                       constraints=[con])
+    assert res.success
+    np.testing.assert_allclose(res.x, [2.0, 2.0], atol=1e-7)
+    con.keep_feasible = np.array([False])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        minimize(lambda x: (x[0] - 3.0) ** 2 + (x[1] - 3.0) ** 2, np.array([1.0, 1.0]),
+                 constraints=[con])
 
 
 class DuckLinear:
