@@ -16,10 +16,8 @@ import numpy as np
 
 from functrans import core
 from functrans._api_util import pass_the_input_checks
-from functrans.backends.numpy import Parts, owned_outputs
-from functrans.backends.numpy.calls import callable_of
-from functrans.backends.numpy.ownership import allocates, copied, output_sources
-from functrans.core import ClosedJaxpr, Jaxpr, Literal, Zero
+from functrans.backends.numpy import Parts, copied, owned_outputs, shared_results
+from functrans.core import ClosedJaxpr, Jaxpr, Zero
 from functrans.interpreters.partial_eval import (
     can_linearize_now,
     linearize_jaxpr,
@@ -180,36 +178,22 @@ def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any],
 
 def _run(plan: GradPlan, forward: Parts, backward: Parts, args: list) -> tuple[list, list]:
     """A call of the built ``plan``."""
+    outs, residuals = _forward(plan, forward, args)
+    grads = backward.run(residuals)
+    for k in plan.copy_grads:
+        grads[k] = copied(grads[k])
+    return outs, grads
+
+
+def _forward(plan: GradPlan, forward: Parts, args: list) -> tuple[list, list]:
+    """``forward`` run: the caller's outputs (the first None without
+    ``need_value``; each that may alias copied) and the residuals."""
     residuals = forward.run(args)
     outs = residuals[: plan.n_kept]
     del residuals[: plan.n_kept]
-    grads = backward.run(residuals)
     for k in plan.copy_outs:
         outs[k] = copied(outs[k])
-    for k in plan.copy_grads:
-        grads[k] = copied(grads[k])
-    return (outs if plan.need_value else [None, *outs]), grads
-
-
-def shared_results(closed: ClosedJaxpr, writable: Sequence[bool], n: int) -> tuple[int, ...]:
-    """The positions among the first ``n`` results of ``closed`` that may be
-    (or view) one of its constants, an argument not flagged ``writable`` (an
-    array the caller or the forward pass's results still hold), a literal,
-    or memory an earlier result holds: ``grad(lambda x: (x * y).sum())``'s
-    backward program at the cotangent 1 returns ``y`` itself, and
-    ``(2 * x).sum()``'s a constant of the program that the next call would
-    hand out again."""
-    jaxpr = closed.jaxpr
-    mine = {id(v) for v, w in zip(jaxpr.invars, writable) if w}
-    fresh = [allocates(e, callable_of(e)) for e in jaxpr.eqns]
-    sources = output_sources(jaxpr, fresh)
-    seen: set[int] = set()
-    copies = []
-    for k, (a, src) in enumerate(zip(jaxpr.outvars[:n], sources)):
-        if type(a) is Literal or id(a) in seen or any(id(v) not in mine for v in src):
-            copies.append(k)
-        seen.add(id(a))
-    return tuple(copies)
+    return (outs if plan.need_value else [None, *outs]), residuals
 
 
 def _building(plan: GradPlan, opened: ClosedJaxpr, flags: tuple[bool, ...],
@@ -235,11 +219,5 @@ def _building(plan: GradPlan, opened: ClosedJaxpr, flags: tuple[bool, ...],
         if not plan.need_value:
             outs[0] = None
     else:  # the forward program run, the backward pass on the values
-        residuals = forward.run(args)
-        outs = residuals[: plan.n_kept]
-        del residuals[: plan.n_kept]
-        for k in plan.copy_outs:
-            outs[k] = copied(outs[k])
-        if not plan.need_value:
-            outs = [None, *outs]
+        outs, residuals = _forward(plan, forward, args)
     return outs, transpose_now(linear, residuals, cts)

@@ -21,7 +21,13 @@ from functrans.backends.numpy.codegen import (
     generate_source,
 )
 from functrans.backends.numpy.interpreter import as_array, eval_jaxpr, interpret
-from functrans.backends.numpy.ownership import copied, output_sources, owned, owned_outputs
+from functrans.backends.numpy.ownership import (
+    copied,
+    output_sources,
+    owned,
+    owned_outputs,
+    shared_results,
+)
 from functrans.backends.numpy.parts import Parts
 from functrans.passes.dce import last_uses
 
@@ -43,4 +49,5 @@ __all__ = [
     "owned",
     "owned_outputs",
     "scratch",
+    "shared_results",
 ]

@@ -101,3 +101,24 @@ def owned_outputs(closed: ClosedJaxpr) -> tuple[bool, ...]:
         and not src and id(a) not in shared
         for a, src in zip(jaxpr.outvars, sources)
     )
+
+
+def shared_results(closed: ClosedJaxpr, writable: Sequence[bool], n: int) -> tuple[int, ...]:
+    """The positions among the first ``n`` results of ``closed`` that may be
+    (or view) one of its constants, an argument not flagged ``writable`` (an
+    array the caller or the forward pass's results still hold), a literal,
+    or memory an earlier result holds: ``grad(lambda x: (x * y).sum())``'s
+    backward program at the cotangent 1 returns ``y`` itself, and
+    ``(2 * x).sum()``'s a constant of the program that the next call would
+    hand out again."""
+    jaxpr = closed.jaxpr
+    mine = {id(v) for v, w in zip(jaxpr.invars, writable) if w}
+    fresh = [allocates(e, callable_of(e)) for e in jaxpr.eqns]
+    sources = output_sources(jaxpr, fresh)
+    seen: set[int] = set()
+    copies = []
+    for k, (a, src) in enumerate(zip(jaxpr.outvars[:n], sources)):
+        if type(a) is Literal or id(a) in seen or any(id(v) not in mine for v in src):
+            copies.append(k)
+        seen.add(id(a))
+    return tuple(copies)
