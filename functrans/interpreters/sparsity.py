@@ -48,6 +48,7 @@ from functrans.core import (
     rule_factory,
     trace_to_jaxpr,
 )
+from functrans.dtypes import is_inexact
 from functrans.errors import FunctransError
 
 # --------------------------------------------------------------------------
@@ -386,7 +387,7 @@ def _csr(a):
 
 
 def _inexact(aval: ShapedArray) -> bool:
-    return aval.dtype.kind in "fc"
+    return is_inexact(aval.dtype)
 
 
 def _default(prim: Primitive, ins: list[Pattern]) -> Any:

@@ -26,7 +26,7 @@ import numpy as np
 
 import functrans.numpy as fnp
 from functrans import api
-from functrans.dtypes import float0
+from functrans.dtypes import float0, is_inexact
 from functrans.jit import jit
 from functrans.testing._arguments import (
     function_name,
@@ -109,7 +109,7 @@ def _dtype(x) -> np.dtype:
 
 
 def _inexact(x: np.ndarray) -> bool:
-    return x.dtype.kind in "fc"
+    return is_inexact(x.dtype)
 
 
 def _scale(*arrays) -> float:
@@ -506,7 +506,7 @@ class _Checker:
                 start += size
             total = 0.0
             for c, o in zip(cts, tree_flatten(f(*xs))[0]):
-                if _dtype(o).kind in "fc":
+                if is_inexact(_dtype(o)):
                     total = total + fnp.sum(o * c)
             return total
 

@@ -26,13 +26,14 @@ import numpy as np
 
 from functrans import api, core
 from functrans.core import Literal
+from functrans.dtypes import is_inexact
 from functrans.tree_util import tree_leaves
 
 
 def _inexact(*operands) -> bool:
     """Whether an array among ``operands`` is float or complex; Python numbers
     are weak, as the program's literals are, and do not decide it."""
-    return any(np.asarray(v).dtype.kind in "fc" for v in operands
+    return any(is_inexact(np.asarray(v).dtype) for v in operands
                if not isinstance(v, (int, float, complex)))
 
 

@@ -356,3 +356,18 @@ def test_random_arrays_against_ml_dtypes(x, axis):
         if x.ndim:
             same(ft.vmap(chain)(x), np.stack([chain(row) for row in x]) if len(x) else want)
         same(fnp.sum(x, axis=axis), np.sum(x.astype(np.float32), axis=axis).astype(BF16))
+
+
+@needs_ml_dtypes
+def test_sparse_jacobian_sees_through_bfloat16_steps():
+    """Sparsity detection counts bfloat16 values as differentiable: a float32
+    function computing through bfloat16 had an all-zero detected Jacobian."""
+    import functrans.sparse as fs
+
+    def f(x):
+        return (x[1:].astype(BF16) * x[:-1].astype(BF16)).astype(np.float32)
+
+    x = np.arange(1.0, 5.0, dtype=np.float32)
+    got = fs.jacobian(f)(x)
+    np.testing.assert_array_equal(np.asarray(got.todense()), np.asarray(ft.jacfwd(f)(x)))
+    assert got.nnz == 6
