@@ -334,7 +334,11 @@ class _Jitted:
         self._tokens = itertools.count()
         # Reentrant: hashing a key may run a static argument's __hash__/__eq__.
         self._lock = threading.RLock()
-        self._hits = self._misses = self._evictions = 0
+        # Hits are counted by an itertools.count: ``next`` increments it in
+        # one step, where ``+= 1`` on an attribute needs the lock.
+        self._hits = itertools.count()
+        self._misses = self._evictions = 0
+        self._mru: _Slot | None = None  # the slot last moved to the end of _order
         self._last_signature: tuple | None = None
 
     # -- the call path ---------------------------------------------------------
@@ -345,15 +349,22 @@ class _Jitted:
         if not kwargs and not self._static_argnums:
             # The common case, kept short: positional arrays only (an argument
             # of another type leaves the key short, and the call to _call).
-            key = [(a.shape, a.dtype) for a in args if type(a) is np.ndarray]
-            slot = self._fast.get(tuple(key)) if len(key) == len(args) else None
+            if len(args) == 1:
+                a = args[0]
+                slot = self._fast.get(((a.shape, a.dtype),)) if type(a) is np.ndarray else None
+            else:
+                key = [(a.shape, a.dtype) for a in args if type(a) is np.ndarray]
+                slot = self._fast.get(tuple(key)) if len(key) == len(args) else None
             if slot is not None:
                 # _touch, written out: the method call was a tenth of a cached
                 # call of a small program.
-                with self._lock:
-                    self._hits += 1
-                    if slot.token in self._order:  # else evicted meanwhile: it still runs
+                next(self._hits)
+                if self._mru is not slot:
+                    self._mru = slot
+                    try:
                         self._order.move_to_end(slot.token)
+                    except KeyError:  # evicted by another thread meanwhile: it still runs
+                        pass
                 entry = slot.entry
                 tier = entry.tier
                 if tier is not None and tier.watching:  # timed for the tiering rule
@@ -369,16 +380,18 @@ class _Jitted:
         return self._call(args, kwargs)
 
     def _touch(self, slot: _Slot) -> None:
-        """Count a hit and make ``slot`` the most recently used."""
-        lock = self._lock
-        lock.acquire()
-        try:
-            self._hits += 1
-            self._order.move_to_end(slot.token)
-        except KeyError:  # evicted by another thread meanwhile: this call still runs it
-            pass
-        finally:
-            lock.release()
+        """Count a hit and make ``slot`` the most recently used.  No lock:
+        ``next`` on the counter and ``move_to_end`` are each one atomic step,
+        and a slot another thread evicted meanwhile still runs this call.
+        Threads racing here may leave the order of recent use slightly off,
+        which changes at most which entry a full cache evicts next."""
+        next(self._hits)
+        if self._mru is not slot:
+            self._mru = slot
+            try:
+                self._order.move_to_end(slot.token)
+            except KeyError:
+                pass
 
     def _call(self, args, kwargs):
         if not self._static_argnums and not self._static_argnames:
@@ -528,12 +541,14 @@ class _Jitted:
             slot = self._entries.get(key)
             if slot is not None:
                 self._order.move_to_end(slot.token)
+                self._mru = slot
                 return slot.entry
             slot = _Slot(entry, next(self._tokens), key, fast_key)
             self._entries[key] = slot
             if fast_key is not None:
                 self._fast[fast_key] = slot
             self._order[slot.token] = slot
+            self._mru = slot
             while len(self._order) > config.jit_cache_size:
                 _, old = self._order.popitem(last=False)
                 del self._entries[old.key]
@@ -692,7 +707,7 @@ class _Jitted:
         ``evictions``, ``maxsize``, ``compile_time`` and ``native_compile_time``)."""
         with self._lock:
             slots = list(self._order.values())
-            info = (self._hits, self._misses, len(slots), self._evictions,
+            info = (_count_of(self._hits), self._misses, len(slots), self._evictions,
                     config.jit_cache_size, self._compile_time, self._native_time)
         return CacheInfo(*info, tuple(_tier_info(s.entry) for s in slots))
 
@@ -702,8 +717,16 @@ class _Jitted:
             self._entries.clear()
             self._fast.clear()
             self._order.clear()
-            self._hits = self._misses = self._evictions = 0
+            self._hits = itertools.count()
+            self._mru = None
+            self._misses = self._evictions = 0
             self._compile_time = self._native_time = 0.0
+
+
+def _count_of(counter: itertools.count) -> int:
+    """The value of an ``itertools.count()`` started at 0: how many times
+    ``next`` was called on it (its repr is ``count(n)``)."""
+    return int(repr(counter)[6:-1])
 
 
 def _tier_info(entry: _Entry) -> TierInfo:

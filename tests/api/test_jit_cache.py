@@ -57,6 +57,18 @@ def test_the_cache_keeps_the_most_recently_used_programs(cache_size):
     _consistent(f)
 
 
+def test_a_hit_after_a_new_entry_is_most_recent_again(cache_size):
+    # The hit path skips reordering when the slot is already the most recent:
+    # a new entry must end that, or the hot entry is evicted next.
+    cache_size(2)
+    f = ft.jit(lambda x: x - 1.0)
+    for n in (1, 2, 1, 3, 1, 4, 1):
+        f(np.ones(n))
+    info = f.cache_info()
+    assert (info.hits, info.misses, info.evictions) == (3, 4, 2)
+    _consistent(f)
+
+
 def test_static_and_keyword_signatures_are_evicted_alike(cache_size):
     cache_size(2)
     f = ft.jit(lambda x, n, *, scale: x * n * scale, static_argnums=1)
