@@ -629,14 +629,13 @@ class _Jitted:
             return tiering.Tier("numpy", "debug_nans or debug_infs is on")
         if optimized.jaxpr.has_effect:
             return tiering.Tier("numpy", "it has effects (collectives, callbacks)")
-        verdict = tiering.assess(optimized)
+        verdict = tiering.assess(optimized, config.jit_tier_numerics)
         if verdict.never is not None:
             return tiering.Tier("numpy", verdict.never)
         if not verdict.exact and config.jit_tier_numerics == "exact":
             return tiering.Tier(
                 "numpy", "its native results could differ from the NumPy tier's in the last "
-                "bits (transcendental functions, float products in loops); "
-                "jit_tier_numerics='close' lets it move")
+                f"bits ({verdict.differs}); jit_tier_numerics='close' lets it move")
         return tiering.Tier(
             "numpy", f"in the NumPy tier; the rule watches its calls (native gain "
             f"{verdict.gain:.0%}, compile about {verdict.compile_seconds:.1f} s)",

@@ -35,6 +35,7 @@ import numpy as np
 
 from functrans.core import ClosedJaxpr, Jaxpr
 from functrans.dtypes import is_floating
+from functrans.primitives.fused import cpu_fusible, have_numexpr
 
 _log = logging.getLogger("functrans.jit")
 
@@ -83,15 +84,19 @@ _REAL = "biuf"
 
 
 class Assessment(NamedTuple):
-    """``assess``'s verdict on a program: ``gain``, the estimated share of
-    its NumPy-tier time native kernels remove; ``compile_seconds``, the
+    """``assess``'s verdict on a program, for the native lowering of
+    ``numerics`` (``"exact"`` or ``"close"``): ``gain``, the estimated share
+    of its NumPy-tier time native kernels remove; ``compile_seconds``, the
     estimated compile time; ``exact``, whether its native results are the
-    NumPy tier's bit for bit; ``never``, why it may never move (or None)."""
+    NumPy tier's bit for bit, and if not, ``differs``, what may differ;
+    ``never``, why it may never move (or None)."""
 
     gain: float
     compile_seconds: float
     exact: bool
     never: str | None
+    numerics: str = "exact"
+    differs: str = ""
 
 
 def _ufunc(e) -> Any:
@@ -157,10 +162,12 @@ class _Tally:
     """The walk's sums: NumPy-tier cost, the part native kernels remove,
     native equations (for the compile estimate), exactness."""
 
-    def __init__(self):
+    def __init__(self, numerics: str):
+        self.numerics = numerics
         self.cost = self.saved = 0.0
         self.eqns = 0
-        self.exact = True
+        #: What makes the native results differ from the NumPy tier's.
+        self.differs: list[str] = []
         self.loop_misses: list[str] = []
         #: 16-bit float dtypes of elementwise work that stays NumPy calls.
         self.narrow: set[str] = set()
@@ -192,12 +199,15 @@ def _loop_body_native(jaxpr: Jaxpr, tally: _Tally) -> bool:
             ok = False
         elif ufunc is not None:
             # On an array a transcendental function calls NumPy's own loop;
-            # on a scalar it is Numba's (the C library's) code.
-            if _float(e) and ufunc not in EXACT_UFUNCS and not e.outputs[0].aval.ndim:
-                tally.exact = False
+            # on a scalar too in the exact lowering, else Numba's (the C
+            # library's) code.
+            if (_float(e) and ufunc not in EXACT_UFUNCS and not e.outputs[0].aval.ndim
+                    and tally.numerics != "exact"):
+                tally.differs.append("transcendental functions of scalars in loop bodies")
         elif name in _LOOP_BODY:
             if name == "dot_general" and _float(e):
-                tally.exact = False  # summed left to right, where BLAS sums in blocks
+                # summed left to right, where BLAS sums in blocks
+                tally.differs.append("float products in loop bodies")
             if name in _LOOPS:
                 ok = all([_loop_body_native(j, tally) for j in _jaxprs(e)]) and ok
         else:
@@ -217,9 +227,10 @@ def _loop_cost(jaxpr: Jaxpr) -> float:
     return cost
 
 
-def assess(closed: ClosedJaxpr) -> Assessment:
+def assess(closed: ClosedJaxpr, numerics: str = "exact") -> Assessment:
     """What moving ``closed`` to the native tier would gain and cost, and
-    whether its results would stay the NumPy tier's bit for bit.
+    whether its results would stay the NumPy tier's bit for bit, with the
+    native lowering of ``numerics`` (``jit_tier_numerics``).
 
     The estimate per top-level equation: a NumPy call costs its dispatch
     plus its elements (a product its multiply-adds).  An elementwise ufunc
@@ -229,29 +240,41 @@ def assess(closed: ClosedJaxpr) -> Assessment:
     has a native form becomes one kernel that removes nine tenths of its
     cost (the steps' dispatch dominates).  Everything else (matrix
     products outside loops, shape and indexing operations) stays as it is,
-    which is why a program dominated by matrix products never moves."""
-    tally = _Tally()
+    which is why a program dominated by matrix products never moves.
+
+    In ``"exact"`` numerics a transcendental float function (``sin``,
+    ``exp``, ...) outside loop bodies is not fused but stays the NumPy
+    tier's call: it saves nothing, and its results are the NumPy tier's,
+    unless numexpr computes it in the NumPy tier.  In ``"close"`` numerics
+    it joins a kernel (Numba's C-library code, a few ulp away)."""
+    tally = _Tally(numerics)
     for e in closed.jaxpr.eqns:
         name = e.primitive.name
         if name in _LOOPS:
             cost = _trips(e) * sum(_loop_cost(j) for j in _jaxprs(e))
             tally.cost += cost
-            body = _Tally()
+            body = _Tally(numerics)
             if all([_loop_body_native(j, body) for j in _jaxprs(e)]):
                 tally.saved += 0.9 * cost
                 tally.eqns += body.eqns
-                tally.exact = tally.exact and body.exact
+                tally.differs += body.differs
             else:
                 tally.loop_misses += body.loop_misses
             continue
         cost = _eqn_cost(e)
         tally.cost += cost
         ufunc = _ufunc(e)
-        if (ufunc is not None or name == "select") and _real(e):
+        if ufunc is not None and _float(e) and ufunc not in EXACT_UFUNCS and _real(e):
+            if numerics != "exact":
+                tally.saved += _DISPATCH + 0.5 * (cost - _DISPATCH)
+                tally.eqns += 1
+                tally.differs.append("transcendental functions")
+            elif have_numexpr() and cpu_fusible(e):
+                tally.differs.append("transcendental functions numexpr computes in the NumPy "
+                                     "tier")
+        elif (ufunc is not None or name == "select") and _real(e):
             tally.saved += _DISPATCH + 0.5 * (cost - _DISPATCH)
             tally.eqns += 1
-            if ufunc is not None and _float(e) and ufunc not in EXACT_UFUNCS:
-                tally.exact = False
         elif ufunc is not None or name == "select":
             tally.narrow |= _narrow_floats(e)
     gain = tally.saved / tally.cost if tally.cost else 0.0
@@ -274,7 +297,8 @@ def assess(closed: ClosedJaxpr) -> Assessment:
     elif seconds > PROGRAM_BUDGET:
         never = (f"its estimated compile time, {seconds:.0f} s, exceeds the budget of "
                  f"{PROGRAM_BUDGET:g} s per program")
-    return Assessment(gain, seconds, tally.exact, never)
+    differs = ", ".join(dict.fromkeys(tally.differs))
+    return Assessment(gain, seconds, not differs, never, numerics, differs)
 
 
 # -- a program's tier --------------------------------------------------------------
@@ -407,7 +431,8 @@ def _compile(tier: Tier) -> None:
     if closed is None or install is None:
         return
     try:
-        lowering = native.lower(closed, tier.cache_dir, budget=left)
+        exact = tier.assessment is None or tier.assessment.numerics == "exact"
+        lowering = native.lower(closed, tier.cache_dir, budget=left, exact=exact)
     except TimeoutError as e:
         lowering, why = None, f"its native compile ran over budget ({e})"
     except Exception as e:  # Numba's limits (NotImplementedError: float16), its errors

@@ -118,16 +118,61 @@ def test_a_hot_program_is_queued_once_its_time_pays_the_compile(queued, monkeypa
     assert len(queued) == 1 and not tier.watching
 
 
+def rnn_loss(w, h, xs):
+    """Float products in a loop body: summed left to right natively, in
+    blocks by BLAS."""
+    return fnp.sum(lax.scan(lambda h, x: (fnp.tanh(w @ h + x), None), h, xs)[0])
+
+
 def test_programs_whose_native_results_could_differ_do_not_move(queued, monkeypatch):
+    monkeypatch.setattr(config, "jit_tier_up", "eager")
+    args = (np.eye(4) * 0.5, np.ones(4), np.ones((50, 4)))
+    f = ft.jit(rnn_loss)
+    f(*args)
+    assert _tier(f).reason == (
+        "its native results could differ from the NumPy tier's in the last bits (float "
+        "products in loop bodies); jit_tier_numerics='close' lets it move")
+    assert queued == []
+    monkeypatch.setattr(config, "jit_tier_numerics", "close")
+    g = ft.jit(rnn_loss)
+    g(*args)
+    assert len(queued) == 1
+
+
+def test_transcendental_functions_move_in_exact_numerics(queued, monkeypatch):
+    # The exact lowering leaves them the NumPy tier's calls (scalars in loop
+    # bodies: NumPy's own loop on one element), the arithmetic around fused.
     monkeypatch.setattr(config, "jit_tier_up", "eager")
     f = ft.jit(ft.grad(sin_loss))
     f(np.linspace(-1, 1, 1000))
-    assert _tier(f).tier == "numpy"
-    assert "could differ from the NumPy tier's in the last bits" in _tier(f).reason
+    (tier,) = queued
+    assert tier.assessment.numerics == "exact" and tier.assessment.exact
+    closed = tier.closed
+    exact, close = tiering.assess(closed, "exact"), tiering.assess(closed, "close")
+    # sin and cos save nothing in exact numerics: 4 of 6 equations fused
+    assert exact.exact and exact.gain < close.gain and exact.compile_seconds < close.compile_seconds
+    assert not close.exact and close.differs == "transcendental functions"
+    body = ft.jit(lambda c, xs: lax.scan(lambda c, x: (c + fnp.sin(c * x), None), c, xs)[0])
+    loop = body.lower(np.float64(1.0), np.ones(100)).jaxpr
+    assert tiering.assess(loop, "exact").exact
+    assert tiering.assess(loop, "close").differs == (
+        "transcendental functions of scalars in loop bodies")
+
+
+def test_numexpr_s_transcendental_functions_keep_exact_programs_in_the_numpy_tier(
+        queued, monkeypatch):
+    # With numexpr (the fast extra) the NumPy tier computes large float64
+    # groups with numexpr's functions, not NumPy's.
+    monkeypatch.setattr(config, "jit_tier_up", "eager")
+    monkeypatch.setattr(tiering, "have_numexpr", lambda: True)
+    f = ft.jit(ft.grad(sin_loss))
+    f(np.ones(1 << 18))
+    assert _tier(f).reason == (
+        "its native results could differ from the NumPy tier's in the last bits "
+        "(transcendental functions numexpr computes in the NumPy tier); "
+        "jit_tier_numerics='close' lets it move")
     assert queued == []
-    monkeypatch.setattr(config, "jit_tier_numerics", "close")
-    g = ft.jit(ft.grad(sin_loss))
-    g(np.linspace(-1, 1, 1000))
+    f(np.ones(1000))  # a group too small for numexpr
     assert len(queued) == 1
 
 
@@ -306,7 +351,7 @@ def test_the_move_under_threads(eager):
 def test_a_failed_compile_stays_in_the_numpy_tier_for_good(eager, monkeypatch, caplog):
     attempts = []
 
-    def broken(closed, cache_dir="", budget=None):
+    def broken(closed, cache_dir="", budget=None, exact=False):
         attempts.append(1)
         raise RuntimeError("no kernel for you")
 
@@ -345,10 +390,10 @@ def _held_compiles(monkeypatch):
     started, release = threading.Event(), threading.Event()
     lower = native.lower
 
-    def held(closed, cache_dir="", budget=None):
+    def held(closed, cache_dir="", budget=None, exact=False):
         started.set()
         assert release.wait(120.0)
-        return lower(closed, cache_dir, budget=budget)
+        return lower(closed, cache_dir, budget=budget, exact=exact)
 
     monkeypatch.setattr(native, "lower", held)
     return started, release

@@ -50,6 +50,7 @@ Numba is imported on the first native lowering, never by ``import functrans``.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import time
 from typing import Callable
@@ -124,14 +125,23 @@ class Lowering:
         self.jaxpr, self.sources, self.compile_seconds = jaxpr, sources, compile_seconds
 
 
-def lower(closed: ClosedJaxpr, cache_dir: str = "", budget: float | None = None) -> Lowering:
+def lower(closed: ClosedJaxpr, cache_dir: str = "", budget: float | None = None,
+          exact: bool = False) -> Lowering:
     """``closed`` with its native groups replaced by kernel calls, whose
     kernels are cached on disk in ``cache_dir`` ("" keeps them in memory
     only; ``jit`` passes ``functrans.config.native_cache_dir``).  With a
     ``budget`` (seconds), a ``TimeoutError`` stops the lowering between two
-    kernels once it has run longer (a kernel's compile cannot be cut)."""
+    kernels once it has run longer (a kernel's compile cannot be cut).
+
+    ``exact`` (automatic tiering under ``jit_tier_numerics="exact"``) gives
+    the NumPy tier's bits: a transcendental float function (``sin``,
+    ``exp``, ...: ``elementwise.transcendental``) outside loop bodies is not
+    fused but stays the NumPy call the NumPy tier makes, the arithmetic
+    around it still fused; in loop bodies it calls NumPy's own loop, on a
+    scalar with one element (as the NumPy tier computes a 0-d array)."""
     deadline = None if budget is None else time.perf_counter() + budget
-    fused = constants_inline(fold_reductions(merge_pads(fuse(closed, fusible))))
+    members = functools.partial(fusible, exact=exact)
+    fused = constants_inline(fold_reductions(merge_pads(fuse(closed, members), exact), exact))
     fused_p = lookup_primitive("fused_elementwise")
     eqns: list[Eqn] = []
     sources: list[str] = []
@@ -144,7 +154,8 @@ def lower(closed: ClosedJaxpr, cache_dir: str = "", budget: float | None = None)
             raise TimeoutError(f"{len(sources)} kernels compiled, {seconds:.1f} s; "
                                f"the budget is {budget:.1f} s")
         if e.primitive in loops:
-            found = loop_call(e, f"native_{len(sources)}", cache_dir, lambda v: id(v) in read)
+            found = loop_call(e, f"native_{len(sources)}", cache_dir, lambda v: id(v) in read,
+                              exact)
             if found is not None:
                 fn, source, spent = found
                 sources.append(source)
@@ -152,7 +163,7 @@ def lower(closed: ClosedJaxpr, cache_dir: str = "", budget: float | None = None)
                 eqns.append(Eqn(_NativeCall(fn, source), e.inputs, e.outputs,  # type: ignore[arg-type]
                                 {}))
                 continue
-        if e.primitive is not fused_p or native_group(e) is None:
+        if e.primitive is not fused_p or native_group(e, exact) is None:
             eqns.append(e)
             continue
         group = e.params["jaxpr"]

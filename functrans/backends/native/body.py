@@ -16,6 +16,10 @@ and rewrites on every step:
   ``astype`` does, and outer products, whose elements are single products);
 * a transcendental float function on an array is one call of NumPy's own
   loop over the buffer (``numpy_loops.py``): NumPy's bits, at its speed;
+  on a scalar it is Numba's (the C library's) code, except in the exact
+  lowering (``Kernel.exact``), where it is NumPy's loop on one element,
+  as the NumPy tier computes a 0-d array, and a function with no such
+  call leaves the loop to the NumPy tier;
 * ``dot_general`` is explicit loops (``dot.py``), ``transpose`` a copy;
 * reductions whose result can be NumPy's bit for bit (``loop_reductions.py``);
 * a ``scan`` or ``while_loop`` in a body is a nested loop with buffers of
@@ -46,7 +50,7 @@ from functrans.backends.native.dot import _FLOATS, dot_lines
 from functrans.backends.native.elementwise import _operand_type, native_ufunc
 from functrans.backends.native.kernel import Kernel, Value, type_name
 from functrans.backends.native.loop_reductions import REDUCTIONS, reduction_lines
-from functrans.backends.native.numpy_loops import numpy_loop
+from functrans.backends.native.numpy_loops import may_differ, numpy_loop
 from functrans.core import Eqn, Jaxpr, Literal, lookup_primitive
 
 
@@ -68,7 +72,7 @@ def _elementwise(e: Eqn):
         found = _conversion(e)
     else:
         found = native_ufunc(e)
-    if found is None and out.ndim:
+    if found is None:
         found = _numpy_only(e)
     if found is None:
         return None
@@ -246,18 +250,30 @@ def lower_jaxpr(k: Kernel, jaxpr: Jaxpr, ins: Sequence[Value], pad: str
         loop = _elementwise(e)
         if loop is None:
             return None
-        address = numpy_loop(*loop) if out.ndim else None
+        address = numpy_loop(*loop)
+        if not out.ndim and not k.exact and native_ufunc(e) is not None:
+            address = None  # close numerics: Numba's scalar code, a call cheaper
         if address is not None and all(type(a) is Literal or not a.aval.ndim
                                        or a.aval.dtype == d for a, d in zip(e.inputs, loop[1])):
             flush()  # (its operands are stored: this equation reads them)
             operands: list[Value | str] = [
                 _cast(value(a).at(()), a.aval.dtype, d) if not a.aval.ndim else value(a)
                 for a, d in zip(e.inputs, loop[1])]
-            shape = next(value(a).shape for a in e.inputs if a.aval.ndim)
+            # A scalar is NumPy's loop on one element, as the NumPy tier
+            # computes a 0-d array: its bits even where the loop's vector
+            # code would round otherwise.
+            shape = next((value(a).shape for a in e.inputs if a.aval.ndim), ("1",))
             buf = Value(k.buffer(shape, out.dtype), shape, out.dtype, owned=True)
             k.numpy_call(address, operands, loop[1], buf, pad, lines)
-            names[id(e.outputs[0])] = buf
+            if out.ndim:
+                names[id(e.outputs[0])] = buf
+            else:
+                s = k.fresh("v")
+                lines.append(f"{pad}{s} = {buf.name}[0]")
+                names[id(e.outputs[0])] = Value(s, (), out.dtype)
             continue
+        if k.exact and may_differ(*loop):
+            return None  # Numba's code could differ from NumPy's: the loop stays NumPy calls
         if out.ndim == 0:  # a scalar statement, where it stands
             texts = [_cast(value(a).at(()), a.aval.dtype, d) if type(a) is not Literal
                      else k.constant(a.val, d) for a, d in zip(e.inputs, loop[1])]

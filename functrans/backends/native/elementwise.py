@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from functrans.backends.native.cache import _load_compiled
+from functrans.backends.native.numpy_loops import may_differ
 from functrans.backends.native.reducers import FOLDED
 from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var, lookup_primitive
 
@@ -119,25 +120,37 @@ def _native_select(e: Eqn) -> bool:
         a.aval.dtype.kind in _KINDS for a in (*e.inputs, *e.outputs))
 
 
-def fusible(e: Eqn) -> bool:
-    """The equations a native group may hold."""
-    return native_ufunc(e) is not None or _native_select(e)
+def transcendental(e: Eqn) -> bool:
+    """Whether ``e`` is a float function whose native code may differ from
+    NumPy's in the last bits (``sin``, ``exp``, ``tanh``, ``power``, ...:
+    ``numpy_loops.may_differ``)."""
+    found = native_ufunc(e)
+    return found is not None and may_differ(*found)
+
+
+def fusible(e: Eqn, exact: bool = False) -> bool:
+    """The equations a native group may hold.  With ``exact`` (the lowering
+    of ``jit_tier_numerics="exact"``) not the ``transcendental`` ones: those
+    stay the very NumPy calls the NumPy tier makes, so their bits are its."""
+    if native_ufunc(e) is None:
+        return _native_select(e)
+    return not (exact and transcendental(e))
 
 
 # -- the program around the groups -------------------------------------------
 
 
-def native_group(e: Eqn) -> Jaxpr | None:
+def native_group(e: Eqn, exact: bool = False) -> Jaxpr | None:
     """The group a kernel computes for equation ``e`` of the fused program: a
     ``fused_elementwise`` of native members (and the pads ``merge_pads``
     put there, or the reduction ``reductions.fold_reductions`` put last), or
-    a native equation alone; else None."""
+    a native equation alone; else None.  ``exact``: as in ``fusible``."""
     if e.primitive.name == "fused_elementwise":
         group = e.params["jaxpr"]
         folded = group.eqns and group.eqns[-1].primitive.name in FOLDED
         members = group.eqns[:-1] if folded else group.eqns
-        return group if all(fusible(m) or _is_pad(m) for m in members) else None
-    if fusible(e):
+        return group if all(fusible(m, exact) or _is_pad(m) for m in members) else None
+    if fusible(e, exact):
         invars = list({id(a): a for a in e.inputs if type(a) is Var}.values())
         return Jaxpr((), invars, e.outputs, [e])
     return None
@@ -156,7 +169,7 @@ def _needed(group: Jaxpr, target) -> int:
     return len(seen)
 
 
-def merge_pads(closed: ClosedJaxpr) -> ClosedJaxpr:
+def merge_pads(closed: ClosedJaxpr, exact: bool = False) -> ClosedJaxpr:
     """``closed`` with each native group that reads only pads of another
     group's results (and other inputs) merged with that group and the pads
     into one group, which ``kernel_source`` writes as one loop over the outer
@@ -169,7 +182,8 @@ def merge_pads(closed: ClosedJaxpr) -> ClosedJaxpr:
     hands to those pads alone, read by the outer group alone, where no array
     input feeds both groups (each input is read at one shape); an inner value
     read through several pads is computed once per pad, so the merge is made
-    only where that at most doubles the inner group's work."""
+    only where that at most doubles the inner group's work.  ``exact``: as
+    in ``fusible``."""
     jaxpr = closed.jaxpr
     eqns = jaxpr.eqns
     if not any(_is_pad(e) for e in eqns):
@@ -187,7 +201,7 @@ def merge_pads(closed: ClosedJaxpr) -> ClosedJaxpr:
     merged: dict[int, Eqn] = {}
     dropped: set[int] = set()
     for h, e in enumerate(eqns):
-        outer = native_group(e)
+        outer = native_group(e, exact)
         if outer is None or not outer.outvars[0].aval.ndim:
             continue
         shape = outer.outvars[0].aval.shape
@@ -207,7 +221,7 @@ def merge_pads(closed: ClosedJaxpr) -> ClosedJaxpr:
         taken: list[int] = []
         group = None
         for g, ps in by_source.items():
-            inner = native_group(eqns[g])
+            inner = native_group(eqns[g], exact)
             if inner is None or any(_is_pad(m) for m in inner.eqns):
                 continue
             if any(users.get(id(v), set()) - set(ps) for v in eqns[g].outputs):

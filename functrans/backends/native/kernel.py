@@ -44,9 +44,12 @@ class Kernel:
     literals (``constant``: ``K0``, ``K1`` ..., module-level names), the
     statements run once per call before the loops (``pre``: the buffers),
     and the size arguments (``sizes``: their names and static values, passed
-    by the caller)."""
+    by the caller).  ``exact``: the lowering of ``jit_tier_numerics="exact"``,
+    where every float function whose Numba code may differ from NumPy's is
+    a call of NumPy's own loop, on scalars too (``body.py``)."""
 
-    def __init__(self):
+    def __init__(self, exact: bool = False):
+        self.exact = exact
         self._constants: dict[str, str] = {}
         self.globals: list[str] = []
         self.pre: list[str] = []

@@ -197,17 +197,18 @@ def recorded_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Se
 NESTED.update(scan=scan_lines, while_loop=while_lines)
 
 
-def loop_source(e: Eqn, needed: Sequence[bool]
+def loop_source(e: Eqn, needed: Sequence[bool], exact: bool = False
                 ) -> tuple[str, list[int], list[bool], list[int]] | None:
     """Source of the kernel running loop equation ``e`` (a scan, a while
     loop, a recorded loop), the static values of its leading size arguments,
     which outputs it returns (the others are not ``needed``) and the
     addresses of the NumPy loops it calls; None where a body has no
     lowering.  The kernel takes the sizes, the equation's operands (rank 0
-    as scalars) and the NumPy loops, and returns a tuple."""
+    as scalars) and the NumPy loops, and returns a tuple.  ``exact``: the
+    lowering of ``jit_tier_numerics="exact"`` (``Kernel``)."""
     if any(v.aval.dtype.kind not in _KINDS for v in (*e.inputs, *e.outputs)):
         return None
-    k = Kernel()
+    k = Kernel(exact)
     ins = [Value(f"a{n}", tuple(f"a{n}.shape[{d}]" for d in range(v.aval.ndim)), v.aval.dtype)
            for n, v in enumerate(e.inputs)]
     found = TOP[e.primitive.name](k, e, ins, "    ", needed, top=True)
@@ -253,15 +254,16 @@ def _compiled(source: str, folder: str, signature: tuple):
 
 
 def loop_call(e: Eqn, name: str, folder: str,
-              used: Callable[[object], bool] = lambda v: True
+              used: Callable[[object], bool] = lambda v: True, exact: bool = False
               ) -> tuple[Callable, str, float] | None:
     """The Python function running loop equation ``e`` through one kernel,
     its source and compile seconds; None when a body has no native form or
     Numba cannot compile it (the loop then stays the NumPy tier's).
-    Outputs for which ``used`` is false may come back as None."""
+    Outputs for which ``used`` is false may come back as None; ``exact`` as
+    in ``loop_source``."""
     from numba import types
 
-    found = loop_source(e, [used(v) for v in e.outputs])
+    found = loop_source(e, [used(v) for v in e.outputs], exact)
     if found is None:
         return None
     source, sizes, returned, addresses = found

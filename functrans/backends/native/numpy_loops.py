@@ -88,6 +88,15 @@ def _computes(ufunc: np.ufunc, signature: str, address: int) -> bool:
     return out.tobytes() == np.asarray(want, out.dtype).tobytes()
 
 
+def may_differ(ufunc, dtypes: tuple[np.dtype, ...]) -> bool:
+    """Whether Numba's scalar code for ``ufunc`` on loop ``dtypes`` may give
+    other bits than NumPy's loop: a float function IEEE 754 does not fix
+    (``sin``, ``exp``, ``tanh``, ``power``, ...), which Numba takes from the
+    C library where NumPy may use its own vectorised code."""
+    return (isinstance(ufunc, np.ufunc) and ufunc not in EXACT
+            and any(np.dtype(d).kind == "f" for d in dtypes))
+
+
 def numpy_loop(ufunc: np.ufunc, dtypes: tuple[np.dtype, ...]) -> int | None:
     """The address of NumPy's loop computing ``ufunc`` on float ``dtypes``
     (the operands' then the result's) where Numba's own code may differ."""

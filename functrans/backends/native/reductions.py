@@ -113,11 +113,11 @@ def folded(group: Jaxpr) -> bool:
     return bool(group.eqns) and group.eqns[-1].primitive.name in FOLDED
 
 
-def fold_reductions(closed: ClosedJaxpr) -> ClosedJaxpr:
+def fold_reductions(closed: ClosedJaxpr, exact: bool = False) -> ClosedJaxpr:
     """``closed`` with each reduction of a native group's result that
     nothing else reads (``fold_kind``) made part of the group, at the
     group's place (a reduction reads nothing else).  The group's other
-    results are still written."""
+    results are still written.  ``exact``: as in ``elementwise.fusible``."""
     jaxpr = closed.jaxpr
     eqns = jaxpr.eqns
     if not any(e.primitive.name in FOLDED for e in eqns):
@@ -141,8 +141,8 @@ def fold_reductions(closed: ClosedJaxpr) -> ClosedJaxpr:
         g = producer.get(id(y), -1)
         if g < 0 or g in placed or users[id(y)] != 1:
             continue
-        group = native_group(eqns[g])
-        if group is None or not all(fusible(m) for m in group.eqns) or not y.aval.ndim:
+        group = native_group(eqns[g], exact)
+        if group is None or not all(fusible(m, exact) for m in group.eqns) or not y.aval.ndim:
             continue
         others = [v for v in group.outvars if v is not y]
         inner = Jaxpr((), group.invars, [*others, *r.outputs], [*group.eqns, r])

@@ -610,6 +610,20 @@ def test_float_maximum_in_a_body_is_numpy_s_own_loop():
         assert SCAN in source and "np.maximum" not in source and "np.minimum" not in source
 
 
+def test_float_maximum_of_scalars_in_a_body_is_numpy_s_loop_on_one_element():
+    """On scalars too (a loop with a scalar carry), the zero a tie keeps is
+    NumPy's: its loop called on one element."""
+
+    def f(c, xs):
+        return lax.scan(lambda c, x: (np.maximum(c * x, -0.0), np.minimum(c, x)), c, xs)
+
+    xs = np.array([-0.0, 0.0, 2.0, np.nan, -1.0, 0.0, np.inf, -0.0])
+    with np.errstate(invalid="ignore"):
+        for c in (0.0, -0.0, 1.5):
+            (source,) = _check(f, np.float64(c), xs, loop=SCAN)
+            assert "np.maximum" not in source and "call_loop(" in source
+
+
 def test_numpy_loops_on_rows_of_stacked_operands():
     """NumPy's loops read a step's row of the stacked operands in place, in
     a reverse scan and in a scan nested in a scan (a row of a row), for

@@ -1,0 +1,160 @@
+"""The exact native lowering (automatic tiering under
+``jit_tier_numerics="exact"``): programs with transcendental float functions
+move to the native tier and keep the NumPy tier's results byte for byte:
+outside loop bodies those functions stay the NumPy tier's calls, inside
+them they call NumPy's own loop, on scalars with one element."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _bits import bits_equal, bytes_equal
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import functrans as ft
+import functrans.numpy as fnp
+from functrans import config, lax, tiering
+from functrans.backends import native
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="needs Numba")
+
+#: NaN, the infinities, both zeros, subnormals, arguments too large for a
+#: short range reduction, and ordinary values; float32 rounds the float64 ones.
+SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 5e-324, -1e-310, 1.4e-45, 1e-30, 1e300,
+           -1e22, 3e38, 710.0, -750.0, 88.7, 20.0, -20.0, 1.0, -0.5, 3.0, 1e-8, np.pi]
+
+
+def _special(dtype) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return np.array(SPECIAL, dtype)
+
+
+def _functions(x):
+    """Transcendental functions and the arithmetic around them."""
+    return (fnp.sin(x) * x + x * x, fnp.cos(x) - 1.5 * x, fnp.exp(x * 0.5) + x,
+            fnp.tanh(x) * 3.0, fnp.log(fnp.abs(x)) * x, fnp.arctan(x) + fnp.expm1(x),
+            fnp.log1p(fnp.abs(x)) - fnp.arcsinh(x), fnp.abs(x) ** 1.3)
+
+
+@pytest.fixture
+def exact(monkeypatch):
+    """Programs move at their first call with the default exact numerics."""
+    monkeypatch.setattr(config, "jit_compiler", "auto")
+    monkeypatch.setattr(config, "jit_tier_up", "eager")
+    monkeypatch.setattr(config, "jit_tier_numerics", "exact")
+    yield
+    tiering.wait(120.0)
+
+
+def _moved(f, *args):
+    """``jit(f)`` once automatic tiering has moved its program for ``args``."""
+    jf = ft.jit(f)
+    with np.errstate(all="ignore"):
+        jf(*args)
+    assert tiering.wait(120.0)
+    (info,) = jf.cache_info().tiers
+    assert info.tier == "native", info
+    return jf
+
+
+def _sources(jf) -> tuple[str, ...]:
+    """The Numba source of the kernels of ``jf``'s one moved program."""
+    (slot,) = jf._order.values()
+    return slot.entry.native_sources
+
+
+def _same(jf, f, *args, equal=bytes_equal):
+    """The moved program's results are the NumPy tier's, byte for byte."""
+    with np.errstate(all="ignore"):
+        want = ft.jit(f, compiler="numpy")(*args)
+        got = jf(*args)
+    for a, b in zip(ft.tree_util.tree_leaves(want), ft.tree_util.tree_leaves(got)):
+        assert equal(a, b), (args, a, b)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_top_level_transcendentals_stay_numpy_s_calls(exact, dtype):
+    x = _special(dtype)
+    jf = _moved(_functions, x)
+    sources = _sources(jf)
+    assert sources  # the arithmetic around the functions is fused
+    assert not any(f"np.{name}(" in s for s in sources
+                   for name in ("sin", "cos", "exp", "tanh", "log", "arctan", "power"))
+    _same(jf, _functions, x)
+    rng = np.random.default_rng(0)
+    _same(jf, _functions, (rng.standard_normal(x.size) * 10.0 ** rng.integers(-5, 5, x.size))
+          .astype(dtype))
+
+
+def test_the_gradient_of_a_loss_with_sin_moves_and_keeps_its_bits(exact):
+    def loss(x):
+        return fnp.sum(fnp.sin(x) * x + x**2)
+
+    x = np.concatenate([_special("float64"), np.linspace(-4, 4, 3000)])
+    jf = _moved(ft.grad(loss), x)
+    assert jf.cache_info().tiers[0].reason.startswith("moved by the rule")
+    _same(jf, ft.grad(loss), x)
+
+
+def _scan_of_scalars(c, xs):
+    """Each step applies the functions to one element (rank 0) of ``xs``."""
+    def step(c, x):
+        ys = _functions(x)
+        return c + fnp.tanh(c * 0.5 + x), ys
+
+    return lax.scan(step, c, xs)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_scalars_in_a_scan_body_are_numpy_s_loop_on_one_element(exact, dtype):
+    xs = _special(dtype)
+    c = np.asarray(0.25, dtype)
+    jf = _moved(_scan_of_scalars, c, xs)
+    (source,) = _sources(jf)
+    assert "call_loop(" in source and "np.sin(" not in source and "np.tanh(" not in source
+    _same(jf, _scan_of_scalars, c, xs)
+    _same(jf, _scan_of_scalars, np.asarray(np.nan, dtype), xs[::-1].copy())
+
+
+def _while_of_arrays(x):
+    """Arrays and scalars in a while body, the scalar in the predicate too."""
+    def body(state):
+        i, h, s = state
+        h = fnp.tanh(h) * 1.5 + fnp.sin(h * 2.0)
+        return i + 1, h, s + fnp.exp(s * -0.5) + fnp.log1p(fnp.abs(fnp.cos(s)))
+
+    def cond(state):
+        return (state[0] < 6) & (fnp.arctan(state[2]) < 1.5)
+
+    return lax.while_loop(cond, body, (0, x, x[3]))
+
+
+def test_arrays_and_scalars_in_a_while_body(exact):
+    x = _special("float64")
+    jf = _moved(_while_of_arrays, x)
+    _same(jf, _while_of_arrays, x)
+    _same(jf, _while_of_arrays, np.linspace(-3, 3, x.size))
+
+
+_FLOATS = st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True, width=64)
+
+
+#: One jitted function each for all the examples: their kernels compile once.
+_JITTED: dict = {}
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.lists(_FLOATS, min_size=len(SPECIAL), max_size=len(SPECIAL)))
+def test_random_values_at_top_level_and_in_a_scan(exact, values):
+    x = np.array(values)
+    for f, args in ((_functions, (x,)), (_scan_of_scalars, (np.float64(0.5), x))):
+        jf = _JITTED.setdefault(f, ft.jit(f))
+        with np.errstate(all="ignore"):
+            jf(*args)
+        assert tiering.wait(120.0)
+        assert jf.cache_info().tiers[0].tier == "native"
+        # A NaN that arithmetic makes from random values (-inf * 0.0) may have
+        # the other sign bit (docs/jit.md, the native tier's "Same numbers").
+        _same(jf, f, *args, equal=bits_equal)
