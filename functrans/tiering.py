@@ -58,6 +58,10 @@ MIN_CALLS = 3
 # and about 30 ms more per fused equation).
 _DISPATCH = 1e-6
 _PER_ELEMENT = 1e-9
+# A float64 transcendental function costs several passes: NumPy's sin and
+# cos about 8 ns an element, tanh 1.7, arctan 1.2, exp and log 0.8 (float32
+# ones about 0.5, so they count as a pass).
+_PER_TRANSCENDENTAL = 4e-9
 _PER_FLOP = 1e-10
 _COMPILE_BASE = 0.3
 _COMPILE_PER_EQN = 0.03
@@ -166,6 +170,9 @@ class _Tally:
         self.numerics = numerics
         self.cost = self.saved = 0.0
         self.eqns = 0
+        #: The cost of the transcendental functions the exact lowering
+        #: leaves NumPy calls.
+        self.unfused = 0.0
         #: What makes the native results differ from the NumPy tier's.
         self.differs: list[str] = []
         self.loop_misses: list[str] = []
@@ -183,7 +190,15 @@ def _dot_flops(e) -> int:
 def _eqn_cost(e) -> float:
     if e.primitive.name == "dot_general":
         return _DISPATCH + _dot_flops(e) * _PER_FLOP
-    return _DISPATCH + sum(_size(v) for v in e.outputs) * _PER_ELEMENT
+    per = _PER_TRANSCENDENTAL if _transcendental(e) and any(
+        v.aval.dtype == np.float64 for v in e.outputs) else _PER_ELEMENT
+    return _DISPATCH + sum(_size(v) for v in e.outputs) * per
+
+
+def _transcendental(e) -> bool:
+    """A float ufunc whose results IEEE 754 does not fix (``sin``, ``exp``, ...)."""
+    ufunc = _ufunc(e)
+    return ufunc is not None and _float(e) and ufunc not in EXACT_UFUNCS
 
 
 def _loop_body_native(jaxpr: Jaxpr, tally: _Tally) -> bool:
@@ -242,10 +257,11 @@ def assess(closed: ClosedJaxpr, numerics: str = "exact") -> Assessment:
     products outside loops, shape and indexing operations) stays as it is,
     which is why a program dominated by matrix products never moves.
 
-    In ``"exact"`` numerics a transcendental float function (``sin``,
-    ``exp``, ...) outside loop bodies is not fused but stays the NumPy
-    tier's call: it saves nothing, and its results are the NumPy tier's,
-    unless numexpr computes it in the NumPy tier.  In ``"close"`` numerics
+    A float64 transcendental function (``sin``, ``exp``, ...) costs
+    ``_PER_TRANSCENDENTAL`` an element.  In ``"exact"`` numerics such a
+    function outside loop bodies is not fused but stays the NumPy tier's
+    call: it saves nothing, and its results are the NumPy tier's, unless
+    numexpr computes it in the NumPy tier.  In ``"close"`` numerics
     it joins a kernel (Numba's C-library code, a few ulp away)."""
     tally = _Tally(numerics)
     for e in closed.jaxpr.eqns:
@@ -264,14 +280,16 @@ def assess(closed: ClosedJaxpr, numerics: str = "exact") -> Assessment:
         cost = _eqn_cost(e)
         tally.cost += cost
         ufunc = _ufunc(e)
-        if ufunc is not None and _float(e) and ufunc not in EXACT_UFUNCS and _real(e):
+        if _transcendental(e) and _real(e):
             if numerics != "exact":
                 tally.saved += _DISPATCH + 0.5 * (cost - _DISPATCH)
                 tally.eqns += 1
                 tally.differs.append("transcendental functions")
-            elif have_numexpr() and cpu_fusible(e):
-                tally.differs.append("transcendental functions numexpr computes in the NumPy "
-                                     "tier")
+            else:
+                tally.unfused += cost
+                if have_numexpr() and cpu_fusible(e):
+                    tally.differs.append("transcendental functions numexpr computes in the "
+                                         "NumPy tier")
         elif (ufunc is not None or name == "select") and _real(e):
             tally.saved += _DISPATCH + 0.5 * (cost - _DISPATCH)
             tally.eqns += 1
@@ -281,6 +299,9 @@ def assess(closed: ClosedJaxpr, numerics: str = "exact") -> Assessment:
     seconds = _COMPILE_BASE + _COMPILE_PER_EQN * tally.eqns
     never = None
     why = "matrix products and other NumPy calls dominate"
+    if tally.unfused > tally.cost / 2:
+        why = ("its transcendental functions dominate, which stay NumPy calls in exact "
+               "numerics")
     if tally.loop_misses:
         why = (f"a loop body holds {', '.join(sorted(set(tally.loop_misses)))}, so its loop "
                "stays NumPy calls")

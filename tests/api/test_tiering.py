@@ -159,13 +159,31 @@ def test_transcendental_functions_move_in_exact_numerics(queued, monkeypatch):
         "transcendental functions of scalars in loop bodies")
 
 
+def test_a_program_whose_numpy_calls_would_be_mostly_transcendentals_stays(
+        queued, monkeypatch):
+    # At n=1e6 NumPy's sin and cos are most of the time: fusing the
+    # arithmetic around them would not pay (measured: the same speed).
+    monkeypatch.setattr(config, "jit_tier_up", "eager")
+    monkeypatch.setattr(tiering, "have_numexpr", lambda: False)
+    f = ft.jit(ft.grad(sin_loss))
+    f(np.linspace(-1, 1, 10**6))
+    assert _tier(f).reason == (
+        "native kernels would remove only 17% of its estimated time (its transcendental "
+        "functions dominate, which stay NumPy calls in exact numerics; 30% needed)")
+    assert queued == []
+
+
 def test_numexpr_s_transcendental_functions_keep_exact_programs_in_the_numpy_tier(
         queued, monkeypatch):
     # With numexpr (the fast extra) the NumPy tier computes large float64
     # groups with numexpr's functions, not NumPy's.
     monkeypatch.setattr(config, "jit_tier_up", "eager")
     monkeypatch.setattr(tiering, "have_numexpr", lambda: True)
-    f = ft.jit(ft.grad(sin_loss))
+
+    def exp_loss(x):  # mostly arithmetic: it would move without numexpr
+        return fnp.sum(fnp.exp(x * 0.1) + x * x * 1.5 + x - 0.5 * x * x * x)
+
+    f = ft.jit(ft.grad(exp_loss))
     f(np.ones(1 << 18))
     assert _tier(f).reason == (
         "its native results could differ from the NumPy tier's in the last bits "

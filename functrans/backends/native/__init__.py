@@ -106,6 +106,9 @@ class _NativeCall:
     name = "native_kernel"
     multiple_results = True
     numpy_kernel = None
+    #: A kernel's results are arrays of its own, never views of its operands:
+    #: the NumPy backend pools an operand it owns once the call is done.
+    keeps_operands = False
 
     def __init__(self, fn: Callable, source: str):
         self.numpy_fn = self.impl = fn

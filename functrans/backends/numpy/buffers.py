@@ -134,7 +134,7 @@ class Buffers:
         if _fresh_ufunc_result(e, fn):
             out = e.outputs[0].aval
             self.owned[id(e.outputs[0])] = (out.shape, out.dtype)
-        else:  # it may keep a view of its operands
+        elif getattr(e.primitive, "keeps_operands", True):  # it may keep a view of them
             for a in e.inputs:
                 self.owned.pop(id(a), None)
         give, gone = [], []

@@ -276,3 +276,25 @@ def test_threads_calling_one_native_program(monkeypatch, split):
     for t in threads:
         t.join()
     assert not failures
+
+
+def test_a_kernel_s_operands_go_back_to_the_scratch_pool():
+    """A large NumPy-call result a kernel reads is pooled once the kernel is
+    done (the kernel keeps no view of it), so the next call writes into it
+    instead of faulting in fresh pages."""
+    from functrans.backends.numpy.buffers import scratch
+
+    def f(x):  # float maximum stays a NumPy call; the rest is one kernel
+        m = fnp.maximum(x, 0.5)
+        return m * 2.0 + m * m
+
+    x = np.linspace(-1, 1, 1 << 16)
+    jf = ft.jit(f, compiler="native")
+    want = ft.jit(f, compiler="numpy")(x)
+    scratch.clear()
+    got = jf(x)
+    assert bits_equal(got, want)
+    pooled = scratch.free.get((x.shape, x.dtype), [])
+    assert len(pooled) == 1 and not np.shares_memory(pooled[0], got)
+    again = jf(x)  # writes the maximum into the pooled array
+    assert bits_equal(again, want) and bits_equal(got, want)
