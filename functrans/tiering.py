@@ -33,7 +33,8 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from functrans.core import ClosedJaxpr, Jaxpr
+from functrans.backends.native.elementwise import SPLIT_ELEMENTS
+from functrans.core import ClosedJaxpr, Jaxpr, Var
 from functrans.dtypes import is_floating
 from functrans.primitives.fused import cpu_fusible, have_numexpr
 
@@ -62,6 +63,8 @@ _PER_ELEMENT = 1e-9
 # cos about 8 ns an element, tanh 1.7, arctan 1.2, exp and log 0.8 (float32
 # ones about 0.5, so they count as a pass).
 _PER_TRANSCENDENTAL = 4e-9
+#: The threads a large kernel or NumPy call is split across (Numba's default).
+_CORES = os.cpu_count() or 1
 _PER_FLOP = 1e-10
 _COMPILE_BASE = 0.3
 _COMPILE_PER_EQN = 0.03
@@ -195,6 +198,15 @@ def _eqn_cost(e) -> float:
     return _DISPATCH + sum(_size(v) for v in e.outputs) * per
 
 
+def _split(e) -> bool:
+    """Whether the exact lowering makes transcendental equation ``e`` on
+    several threads (``elementwise.split_ufunc``)."""
+    out = e.outputs[0].aval
+    return _CORES > 1 and math.prod(out.shape) >= SPLIT_ELEMENTS and all(
+        type(a) is Var and a.aval.shape == out.shape and a.aval.dtype == out.dtype
+        for a in e.inputs)
+
+
 def _transcendental(e) -> bool:
     """A float ufunc whose results IEEE 754 does not fix (``sin``, ``exp``, ...)."""
     ufunc = _ufunc(e)
@@ -261,7 +273,9 @@ def assess(closed: ClosedJaxpr, numerics: str = "exact") -> Assessment:
     ``_PER_TRANSCENDENTAL`` an element.  In ``"exact"`` numerics such a
     function outside loop bodies is not fused but stays the NumPy tier's
     call: it saves nothing, and its results are the NumPy tier's, unless
-    numexpr computes it in the NumPy tier.  In ``"close"`` numerics
+    numexpr computes it in the NumPy tier; over ``SPLIT_ELEMENTS`` or more
+    that call is made by all cores on chunks, which saves its time but one
+    core's share.  In ``"close"`` numerics
     it joins a kernel (Numba's C-library code, a few ulp away)."""
     tally = _Tally(numerics)
     for e in closed.jaxpr.eqns:
@@ -286,7 +300,10 @@ def assess(closed: ClosedJaxpr, numerics: str = "exact") -> Assessment:
                 tally.eqns += 1
                 tally.differs.append("transcendental functions")
             else:
-                tally.unfused += cost
+                if _split(e):  # NumPy's own call, made by all cores on chunks
+                    tally.saved += (cost - _DISPATCH) * (1 - 1 / _CORES)
+                else:
+                    tally.unfused += cost
                 if have_numexpr() and cpu_fusible(e):
                     tally.differs.append("transcendental functions numexpr computes in the "
                                          "NumPy tier")

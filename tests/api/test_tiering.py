@@ -159,18 +159,24 @@ def test_transcendental_functions_move_in_exact_numerics(queued, monkeypatch):
         "transcendental functions of scalars in loop bodies")
 
 
-def test_a_program_whose_numpy_calls_would_be_mostly_transcendentals_stays(
-        queued, monkeypatch):
-    # At n=1e6 NumPy's sin and cos are most of the time: fusing the
-    # arithmetic around them would not pay (measured: the same speed).
+def test_large_transcendentals_pay_only_on_several_cores(queued, monkeypatch):
+    # At n=1e6 NumPy's sin and cos are most of the time: on one core fusing
+    # the arithmetic around them would not pay (measured: the same speed);
+    # on several, NumPy's calls are made on chunks by all of them.
     monkeypatch.setattr(config, "jit_tier_up", "eager")
     monkeypatch.setattr(tiering, "have_numexpr", lambda: False)
+    monkeypatch.setattr(tiering, "_CORES", 1)
     f = ft.jit(ft.grad(sin_loss))
     f(np.linspace(-1, 1, 10**6))
     assert _tier(f).reason == (
         "native kernels would remove only 17% of its estimated time (its transcendental "
         "functions dominate, which stay NumPy calls in exact numerics; 30% needed)")
     assert queued == []
+    monkeypatch.setattr(tiering, "_CORES", 2)
+    g = ft.jit(ft.grad(sin_loss))
+    g(np.linspace(-1, 1, 10**6))
+    (tier,) = queued
+    assert tier.assessment.exact and tier.assessment.gain == pytest.approx(0.5, abs=0.01)
 
 
 def test_numexpr_s_transcendental_functions_keep_exact_programs_in_the_numpy_tier(

@@ -62,6 +62,7 @@ from functrans.backends.native.elementwise import (
     merge_pads,
     native_group,
     native_ufunc,
+    split_ufunc,
 )
 from functrans.backends.native.loops import TOP, loop_call, loop_source
 from functrans.backends.native.reductions import fold_reductions, group_call
@@ -141,7 +142,9 @@ def lower(closed: ClosedJaxpr, cache_dir: str = "", budget: float | None = None,
     ``exp``, ...: ``elementwise.transcendental``) outside loop bodies is not
     fused but stays the NumPy call the NumPy tier makes, the arithmetic
     around it still fused; in loop bodies it calls NumPy's own loop, on a
-    scalar with one element (as the NumPy tier computes a 0-d array)."""
+    scalar with one element (as the NumPy tier computes a 0-d array).  Such
+    a call over ``elementwise.SPLIT_ELEMENTS`` or more is made on chunks by
+    several threads (``elementwise.split_ufunc``)."""
     deadline = None if budget is None else time.perf_counter() + budget
     members = functools.partial(fusible, exact=exact)
     fused = constants_inline(fold_reductions(merge_pads(fuse(closed, members), exact), exact))
@@ -166,6 +169,10 @@ def lower(closed: ClosedJaxpr, cache_dir: str = "", budget: float | None = None,
                 eqns.append(Eqn(_NativeCall(fn, source), e.inputs, e.outputs,  # type: ignore[arg-type]
                                 {}))
                 continue
+        split = split_ufunc(e) if exact else None
+        if split is not None:
+            eqns.append(Eqn(_NativeCall(split, ""), e.inputs, e.outputs, {}))  # type: ignore[arg-type]
+            continue
         if e.primitive is not fused_p or native_group(e, exact) is None:
             eqns.append(e)
             continue

@@ -651,3 +651,44 @@ def _call(group: Jaxpr, name: str, folder: str = "") -> tuple[Callable, str, flo
     namespace.update((f"_d{k}", d) for k, d in enumerate(dtypes))
     exec(compile(text, f"<functrans native call {name}>", "exec"), namespace)
     return namespace[name], source, seconds
+
+
+def split_ufunc(e: Eqn) -> Callable | None:
+    """For the exact lowering: a ``transcendental`` equation over
+    ``SPLIT_ELEMENTS`` or more, as the NumPy tier's own ufunc call made on
+    chunks of the output's first axis by several threads (NumPy's loop
+    releases the GIL), or None (smaller, one thread, or an operand of
+    another shape or dtype, which the loop would read through NumPy's
+    casting and broadcasting).  A ufunc's loop computes each element from
+    that element alone, whatever the count and stride it is called with (as
+    NumPy itself assumes where it calls a loop on buffered or strided
+    pieces), so the values are the single call's.  The result is written
+    into the array of the call before when nothing else holds that."""
+    found = native_ufunc(e)
+    out = e.outputs[0].aval
+    threads = _threads()
+    if found is None or not may_differ(*found) or threads < 2 or not out.ndim \
+            or math.prod(out.shape) < SPLIT_ELEMENTS:
+        return None
+    ufunc, dtypes = found
+    if dtypes[-1] != out.dtype or any(type(a) is not Var or a.aval.shape != out.shape
+                                      or a.aval.dtype != d for a, d in zip(e.inputs, dtypes)):
+        return None
+    shape, dtype = tuple(out.shape), out.dtype
+    kept = _Kept()
+
+    def call(*xs):
+        held = kept.arrays
+        if held is not None and _REFCOUNTS_EXACT and sys.getrefcount(held[0]) == 2:
+            o = held[0]  # nothing but ``kept`` holds it
+        else:
+            o = np.empty(shape, dtype)
+            kept.arrays = (o,)
+
+        def chunk(start: int, stop: int) -> None:
+            ufunc(*(x[start:stop] for x in xs), out=o[start:stop])
+
+        _run_split(chunk, shape[0], threads, ())
+        return (o,)
+
+    return call

@@ -87,6 +87,32 @@ def test_top_level_transcendentals_stay_numpy_s_calls(exact, dtype):
           .astype(dtype))
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("shape", [(1000,), (7, 30)])
+def test_large_transcendentals_are_numpy_s_call_on_chunks_by_threads(exact, monkeypatch,
+                                                                    dtype, shape):
+    from functrans.backends.native import elementwise
+
+    monkeypatch.setattr(elementwise, "SPLIT_ELEMENTS", 64)  # (2**18 by default)
+    monkeypatch.setattr(elementwise, "_threads", lambda: 3)
+    monkeypatch.setattr(tiering, "SPLIT_ELEMENTS", 64)  # the estimate counts them saved
+    monkeypatch.setattr(tiering, "_CORES", 3)
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-5, 5, shape)).astype(dtype)
+    x.reshape(-1)[:len(SPECIAL)] = _special(dtype)
+    jf = _moved(_functions, x)
+    (slot,) = jf._order.values()
+    calls = [e.primitive for e in slot.entry.compiled.jaxpr.jaxpr.eqns
+             if e.primitive.name == "native_kernel"]
+    assert sum(c.source == "" for c in calls) == 9  # the unary functions, split
+    _same(jf, _functions, x)
+    first = jf(x)
+    _same(jf, _functions, x[::-1].copy())  # (writes into the arrays of the call before)
+    # (-NaN through the fused arithmetic: its sign bit may differ, docs/jit.md)
+    _same(jf, _functions, -x, equal=bits_equal)
+    assert all(bytes_equal(a, b) for a, b in zip(first, ft.jit(_functions, compiler="numpy")(x)))
+
+
 def test_the_gradient_of_a_loss_with_sin_moves_and_keeps_its_bits(exact):
     def loss(x):
         return fnp.sum(fnp.sin(x) * x + x**2)
