@@ -662,8 +662,11 @@ def split_ufunc(e: Eqn) -> Callable | None:
     casting and broadcasting).  A ufunc's loop computes each element from
     that element alone, whatever the count and stride it is called with (as
     NumPy itself assumes where it calls a loop on buffered or strided
-    pieces), so the values are the single call's.  The result is written
-    into the array of the call before when nothing else holds that."""
+    pieces), so the values are the single call's.  The helper threads take
+    the caller's ``np.errstate`` (NumPy keeps it per thread), so a
+    floating-point error warns or raises as the single call would.  The
+    result is written into the array of the call before when nothing else
+    holds that."""
     found = native_ufunc(e)
     out = e.outputs[0].aval
     threads = _threads()
@@ -685,8 +688,11 @@ def split_ufunc(e: Eqn) -> Callable | None:
             o = np.empty(shape, dtype)
             kept.arrays = (o,)
 
+        errors = np.geterr()
+
         def chunk(start: int, stop: int) -> None:
-            ufunc(*(x[start:stop] for x in xs), out=o[start:stop])
+            with np.errstate(**errors):
+                ufunc(*(x[start:stop] for x in xs), out=o[start:stop])
 
         _run_split(chunk, shape[0], threads, ())
         return (o,)

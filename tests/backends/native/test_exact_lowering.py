@@ -113,6 +113,21 @@ def test_large_transcendentals_are_numpy_s_call_on_chunks_by_threads(exact, monk
     assert all(bytes_equal(a, b) for a, b in zip(first, ft.jit(_functions, compiler="numpy")(x)))
 
 
+def test_chunks_on_other_threads_raise_as_numpy_s_call(exact, monkeypatch):
+    from functrans.backends.native import elementwise
+
+    monkeypatch.setattr(elementwise, "SPLIT_ELEMENTS", 64)
+    monkeypatch.setattr(elementwise, "_threads", lambda: 4)
+    monkeypatch.setattr(tiering, "SPLIT_ELEMENTS", 64)
+    monkeypatch.setattr(tiering, "_CORES", 4)
+    jf = _moved(lambda x: fnp.sin(x) * 2.0 + x, np.ones(4000))
+    x = np.ones(4000)
+    x[-1] = np.inf  # in the last chunk, which a helper thread may compute
+    for _ in range(20):
+        with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
+            jf(x)
+
+
 def test_the_gradient_of_a_loss_with_sin_moves_and_keeps_its_bits(exact):
     def loss(x):
         return fnp.sum(fnp.sin(x) * x + x**2)
