@@ -33,7 +33,6 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from functrans.backends.native.elementwise import SPLIT_ELEMENTS
 from functrans.core import ClosedJaxpr, Jaxpr, Var
 from functrans.dtypes import is_floating
 from functrans.primitives.fused import cpu_fusible, have_numexpr
@@ -65,6 +64,10 @@ _PER_ELEMENT = 1e-9
 _PER_TRANSCENDENTAL = 4e-9
 #: The threads a large kernel or NumPy call is split across (Numba's default).
 _CORES = os.cpu_count() or 1
+#: ``backends.native.elementwise.SPLIT_ELEMENTS``, the size from which a
+#: native call runs on all cores (written here, not imported, so that
+#: ``import functrans`` does not load the native backend).
+SPLIT_ELEMENTS = 1 << 18
 _PER_FLOP = 1e-10
 _COMPILE_BASE = 0.3
 _COMPILE_PER_EQN = 0.03

@@ -550,3 +550,11 @@ def test_a_forked_child_works_and_moves_on_its_own():
     """)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_the_estimate_splits_where_the_native_tier_splits():
+    # tiering keeps its own copy of the size (importing it would load the
+    # native backend with functrans): the two must agree.
+    from functrans.backends.native import elementwise
+
+    assert tiering.SPLIT_ELEMENTS == elementwise.SPLIT_ELEMENTS
