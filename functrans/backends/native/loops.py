@@ -19,6 +19,7 @@ from functrans.backends.native.body import NESTED, carry_in, carry_out, lower_ja
 from functrans.backends.native.cache import _load
 from functrans.backends.native.elementwise import _KINDS, _scalar
 from functrans.backends.native.kernel import Kernel, Value, type_name
+from functrans.backends.native.numpy_loops import matmul_loop
 from functrans.core import ClosedJaxpr, Eqn
 
 Lowered = tuple[list[str], list]  # statements, the outputs' values (None: not computed)
@@ -274,11 +275,20 @@ def loop_call(e: Eqn, name: str, folder: str,
         return None
     kernel, seconds = compiled
     args = [f"a{n}" for n in range(len(e.inputs))]
+    guard = ""
+    if any(a in (matmul_loop(np.dtype(np.float32)), matmul_loop(np.dtype(np.float64)))
+           for a in addresses):
+        # NumPy's products read a strided operand (a transposed view) with
+        # other BLAS arguments than the kernel's contiguous copy: with one,
+        # the loop runs as the NumPy tier runs it, for the same bits.
+        arrays = [a for a, v in zip(args, e.inputs) if v.aval.ndim]
+        guard = (f"    if not ({' and '.join(f'{a}.flags.c_contiguous' for a in arrays)}):\n"
+                 f"        return _numpy({', '.join(args)})\n") if arrays else ""
     passed = [str(s) for s in sizes] + [
         f"_scalar({a})" if v.aval.ndim == 0 else f"_contiguous({a})"
         for a, v in zip(args, e.inputs)] + [str(a) for a in addresses]
     results, n = [], 0
-    namespace: dict = {"_kernel": kernel, "_scalar": _scalar,
+    namespace: dict = {"_kernel": kernel, "_scalar": _scalar, "_numpy": _numpy_tier(e),
                        "_contiguous": np.ascontiguousarray, "_asarray": np.asarray}
     for m, (v, back) in enumerate(zip(e.outputs, returned)):
         if not back:
@@ -290,8 +300,13 @@ def loop_call(e: Eqn, name: str, folder: str,
         else:
             results.append(f"r[{n}]")
         n += 1
-    text = (f"def {name}({', '.join(args)}):\n"
+    text = (f"def {name}({', '.join(args)}):\n{guard}"
             f"    r = _kernel({', '.join(passed)})\n"
             f"    return [{', '.join(results)}]\n")
     exec(compile(text, f"<functrans native loop {name}>", "exec"), namespace)
     return namespace[name], source, seconds
+
+
+def _numpy_tier(e: Eqn) -> Callable[..., list]:
+    """Loop equation ``e`` run as the NumPy tier runs it (its impl)."""
+    return lambda *args: list(e.primitive.impl(*args, **e.params))
