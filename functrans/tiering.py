@@ -233,12 +233,15 @@ def _views(jaxpr: Jaxpr, outer: bool) -> set[int]:
 
 def _exact_product(e, views: set[int]) -> bool:
     """Whether the native kernel's float ``dot_general`` ``e`` is the NumPy
-    tier's bit for bit: a call of ``np.matmul``'s own loop where NumPy's
-    product is ``matmul``'s bits (``matmul_bits``) on contiguous operands."""
+    tier's bit for bit: an outer product (one multiplication per element),
+    or a call of ``np.matmul``'s own loop where NumPy's product is
+    ``matmul``'s bits (``matmul_bits``) on contiguous operands."""
     dtype = e.outputs[0].aval.dtype
-    return (dtype in (np.float32, np.float64) and all(a.aval.dtype == dtype for a in e.inputs)
-            and not any(id(a) in views for a in e.inputs)
-            and matmul_bits([a.aval for a in e.inputs], e.params["dimension_numbers"]))
+    if dtype not in (np.float32, np.float64) or any(a.aval.dtype != dtype for a in e.inputs):
+        return False
+    (contract, _), _ = e.params["dimension_numbers"]
+    return not contract or not any(id(a) in views for a in e.inputs) and matmul_bits(
+        [a.aval for a in e.inputs], e.params["dimension_numbers"])
 
 
 def _loop_body_native(jaxpr: Jaxpr, tally: _Tally, outer_views: bool = False) -> bool:
