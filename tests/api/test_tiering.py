@@ -15,13 +15,13 @@ import time
 import numpy as np
 import pytest
 from _bits import bits_equal
+from functrans.primitives.linalg import dot_general_p
 
 import functrans as ft
 import functrans.numpy as fnp
 from functrans import config, lax, tiering
 from functrans.backends import native
 from functrans.core import bind
-from functrans.primitives.linalg import dot_general_p
 
 needs_numba = pytest.mark.skipif(not native.available(), reason="needs Numba")
 

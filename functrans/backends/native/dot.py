@@ -1,22 +1,32 @@
-"""``dot_general`` inside a native loop body, as explicit loops.
+"""``dot_general`` inside a native loop body: NumPy's own ``matmul`` loop
+where NumPy computes the product with one ``matmul``, explicit loops
+elsewhere.
 
-A loop body's products are small (the 16-vector RNN multiplies a 16x16
-matrix by a vector each step), where a call of BLAS costs more than the
-arithmetic and allocates its result.  Here a product is a loop nest writing
-into a buffer the kernel allocated once per call.
+A float product that the NumPy tier computes with ``np.dot`` of vectors and
+matrices (transposed views included) or ``np.matmul`` of stacks
+(``linalg.matmul_form``) is one call of ``np.matmul``'s loop for its dtype
+(``numpy_loops.matmul_loop``), given the dimensions and strides NumPy's own
+call gives it, writing into a buffer the kernel allocated once per call:
+the loop picks BLAS or its own sums from those alone, so the result is the
+NumPy tier's bit for bit (``linalg.matmul_bits`` says where ``np.dot``
+agrees with ``matmul``).  It is also the faster form: a 16x16
+matrix-vector product costs about 70 ns a call, a loop nest about 85 ns,
+and BLAS's kernels win more the larger the product.
 
-Accumulation order.  Each output element is one sum, started at +0.0 (0 for
-integers) and added to term by term, sequentially, over the contracted
-index in row-major order of the contracting axes as the dimension numbers
-list them; each term is one multiplication, with no fused multiply-add (no
-fastmath).  BLAS sums in blocks and with fused multiply-adds, so float
-results differ from the NumPy tier's in the last bits (the tests allow a
-relative 1e-13 for float64); integer sums wrap and are exact in any order,
-so integer products equal NumPy's bit for bit, and so do outer products (no
-contraction: one multiplication per element).  NaN and the infinities
-propagate as in NumPy's ``matmul``: a NaN term, or ``inf * 0``, or infinities
-of both signs give NaN.  A sum whose every term is -0.0 gives +0.0, as
-``matmul`` does (``np.dot`` of two 1-element vectors keeps -0.0).
+The other products (over several contracted axes, integers) are a loop
+nest.  Accumulation order there: each output element is one sum, started
+at +0.0 (0 for integers) and added to term by term, sequentially, over the
+contracted index in row-major order of the contracting axes as the
+dimension numbers list them; each term is one multiplication, with no fused
+multiply-add (no fastmath).  BLAS sums in blocks and with fused
+multiply-adds, so float results differ from the NumPy tier's in the last
+bits (the tests allow a relative 1e-13 for float64); integer sums wrap and
+are exact in any order, so integer products equal NumPy's bit for bit, and
+so do outer products (no contraction: one multiplication per element).  NaN
+and the infinities propagate as in NumPy's ``matmul``: a NaN term, or
+``inf * 0``, or infinities of both signs give NaN.  A sum whose every term
+is -0.0 gives +0.0, as ``matmul`` does (``np.dot`` of two 1-element vectors
+keeps -0.0).
 
 Two loop orders, chosen by layout, both with that order per element: when
 the output's last axis is the right operand's last axis (a vector times a
@@ -47,8 +57,9 @@ def _free(ndim: int, *used) -> list[int]:
 def dot_lines(k: Kernel, e: Eqn, lhs: Value, rhs: Value,
               pad: str) -> tuple[list[str], Value] | None:
     """Statements computing ``dot_general`` equation ``e`` of ``lhs`` and
-    ``rhs`` into a new buffer, and the buffer's value; None for bool or
-    mixed-dtype operands (those stay the NumPy tier's)."""
+    ``rhs`` into a new buffer (``matmul_lines``, else loops), and the
+    buffer's value; None for bool or mixed-dtype operands (those stay the
+    NumPy tier's)."""
     found = matmul_lines(k, e, lhs, rhs, pad)
     if found is not None:
         return found
