@@ -514,9 +514,13 @@ def test_strided_operands_of_a_loop_with_products_give_the_numpy_tier_s_bits():
     def f(w, h, xs):
         return lax.scan(lambda c, x: (fnp.tanh(w @ c + x), None), h, xs)[0]
 
-    for operand in (w, np.asfortranarray(w), w.T, w[:, ::-1]):
+    for operand in (w, np.asfortranarray(w), w.T, w[:, ::-1], np.broadcast_to(h, (17, 17))):
         want = ft.jit(f, compiler="numpy")(operand, h, xs)
         assert bytes_equal(ft.jit(f, compiler="native")(operand, h, xs), want)
+    for init, stack in ((h[::-1], xs), (np.broadcast_to(0.5, (17,)), np.broadcast_to(h, (9, 17))),
+                        (h, xs[:, ::2].repeat(2, 1)[:, :17])):
+        want = ft.jit(f, compiler="numpy")(w, init, stack)
+        assert bytes_equal(ft.jit(f, compiler="native")(w, init, stack), want)
 
 
 def test_transcendental_functions_in_a_body_are_numpy_s_own_loops():
