@@ -266,7 +266,7 @@ def _loop_body_native(jaxpr: Jaxpr, tally: _Tally, outer_views: bool = False) ->
                 tally.differs.append("transcendental functions of scalars in loop bodies")
         elif name in _LOOP_BODY:
             if name == "dot_general" and _float(e) and not _exact_product(e, views):
-                # summed left to right, where BLAS sums in blocks
+                # loops summing in order, or BLAS reading a view's copy
                 tally.differs.append("float products in loop bodies")
             if name in _LOOPS:
                 nested = any(id(a) in views for a in e.inputs)

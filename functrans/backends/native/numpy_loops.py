@@ -137,7 +137,7 @@ def matmul_loop(dtype: np.dtype) -> int | None:
     return address if address and _multiplies(address, dtype) else None
 
 
-def matmul_steps(lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray) -> tuple[list[int], list[int]]:
+def _matmul_steps(lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray) -> tuple[list[int], list[int]]:
     """The dimensions and steps ``np.matmul(lhs, rhs, out=out)`` gives its
     loop, for operands of rank 1 or 2, or of rank 3 with one stacking axis."""
     def core(x, missing: int) -> tuple[list[int], list[int]]:
@@ -185,7 +185,7 @@ def _multiplies(address: int, dtype: np.dtype) -> bool:
         with np.errstate(all="ignore"):
             want = np.matmul(lhs, rhs)
         out = np.empty(want.shape, dtype)
-        dims, steps = matmul_steps(lhs, rhs, out)
+        dims, steps = _matmul_steps(lhs, rhs, out)
         pointers = (ctypes.c_void_p * 3)(lhs.ctypes.data, rhs.ctypes.data, out.ctypes.data)
         with np.errstate(all="ignore"):
             call(pointers, (ctypes.c_ssize_t * 4)(*dims), (ctypes.c_ssize_t * 9)(*steps), None)
