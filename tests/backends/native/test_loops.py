@@ -504,6 +504,23 @@ def test_float_products_in_a_body_are_the_numpy_tier_s_bits(sizes, dtype, specia
             np.testing.assert_array_equal(x, y)
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_products_of_the_rows_of_stacked_operands(reverse):
+    """A product reads a scan's stacked operand row by row, in place."""
+    rng = np.random.default_rng(6)
+    ms, h = rng.standard_normal((7, 17, 17)), rng.standard_normal(17)
+
+    def f(ms, h):
+        return lax.scan(lambda c, m: (fnp.tanh(m @ c), c @ m), h, ms, reverse=reverse)
+
+    want = ft.jit(f, compiler="numpy")(ms, h)
+    got = ft.jit(f, compiler="native")(ms, h)
+    (source,) = ft.jit(f, compiler="native").lower(ms, h).native_sources
+    assert source.count("call_loop(u0") == 2 and "np.add" not in source
+    assert all(bytes_equal(x, y) for x, y in zip(ft.tree_util.tree_leaves(got),
+                                                 ft.tree_util.tree_leaves(want)))
+
+
 def test_strided_operands_of_a_loop_with_products_give_the_numpy_tier_s_bits():
     """NumPy multiplies a transposed view with other BLAS arguments than a
     contiguous copy (another order of sums): a loop whose operands are not
