@@ -143,8 +143,9 @@ def matmul_bits(avals, dimension_numbers) -> bool:
     vectors and matrices calls the BLAS routine ``matmul``'s loop calls for
     the same operands (``dot``, ``gemv``, ``gemm``, ``syrk``), except where
     an operand has one element: ``np.dot`` then scales the other operand
-    (a product, or products added to a zeroed result), where ``matmul`` sums
-    from +0.0, and the sign of a zero result can differ."""
+    (one product, or BLAS's ``axpy`` adding the products to a zeroed result,
+    which skips a zero scale: ``0 * inf`` gives 0), where ``matmul`` sums
+    from +0.0 (-0.0 products give +0.0, ``0 * inf`` NaN)."""
     if matmul_form(avals, dimension_numbers) is None:
         return False
     return bool(dimension_numbers[1][0]) or all(math.prod(a.shape) != 1 for a in avals)

@@ -479,7 +479,8 @@ def test_float_products_in_a_body_are_the_numpy_tier_s_bits(sizes, dtype, specia
     infinities and -0.0 among the entries: the NumPy tier's bytes, where
     NumPy's product is matmul's bits (``matmul_bits``: all but a product
     with a one-element operand, where np.dot may keep a -0.0 that matmul
-    sums to +0.0; equal values there)."""
+    sums to +0.0 and BLAS skips a zero scale, 0 where matmul gives NaN for
+    ``0 * inf``; equal values elsewhere there)."""
     m, n, p, k = sizes
     rng = np.random.default_rng(seed)
 
@@ -501,7 +502,7 @@ def test_float_products_in_a_body_are_the_numpy_tier_s_bits(sizes, dtype, specia
         if matmul_bits([a.aval for a in e.inputs], e.params["dimension_numbers"]):
             assert bytes_equal(x, y), (e, x, y)
         else:
-            np.testing.assert_array_equal(x, y)
+            np.testing.assert_array_equal(x[~np.isnan(x)], y[~np.isnan(x)])
 
 
 @pytest.mark.parametrize("reverse", [False, True])
