@@ -40,8 +40,9 @@ Settings:
 ``jit_tier_numerics`` (default ``"exact"``)
     Which programs ``"auto"`` may move: ``"exact"``, only those whose
     native results are the NumPy tier's bit for bit; ``"close"``, also those
-    whose transcendental functions (or float products in loops) may differ
-    in the last bits (docs/jit.md, "Same numbers").
+    whose transcendental functions (or float products in loops that NumPy
+    does not compute with one ``matmul``) may differ in the last bits
+    (docs/jit.md, "Same numbers").
 
 ``native_cache_dir`` (default ``$XDG_CACHE_HOME/functrans/native``, else
 ``~/.cache/functrans/native``)

@@ -36,6 +36,7 @@ import numpy as np
 from functrans.core import ClosedJaxpr, Jaxpr, Var
 from functrans.dtypes import is_floating
 from functrans.primitives.fused import cpu_fusible, have_numexpr
+from functrans.primitives.linalg import matmul_bits
 
 _log = logging.getLogger("functrans.jit")
 
@@ -216,10 +217,42 @@ def _transcendental(e) -> bool:
     return ufunc is not None and _float(e) and ufunc not in EXACT_UFUNCS
 
 
-def _loop_body_native(jaxpr: Jaxpr, tally: _Tally) -> bool:
+def _views(jaxpr: Jaxpr, outer: bool) -> set[int]:
+    """The values of a loop body that may be strided views when the NumPy
+    tier runs it: ``transpose`` results (NumPy's are views), and what other
+    equations make of them (a ufunc keeps its operand's layout), everything
+    where the body's operands may be views (``outer``).  A product reads a
+    view with other BLAS arguments than the kernel's contiguous copy."""
+    views = {id(v) for v in jaxpr.invars} if outer else set()
+    for e in jaxpr.eqns:
+        made = e.primitive.name == "transpose" or e.primitive.name != "dot_general" and any(
+            id(a) in views for a in e.inputs)
+        if made:
+            views.update(id(v) for v in e.outputs if v.aval.ndim > 1)
+    if not outer and any(id(v) in views for v in jaxpr.outvars):
+        return _views(jaxpr, True)  # a view carried into the next step
+    return views
+
+
+def _exact_product(e, views: set[int]) -> bool:
+    """Whether the native kernel's float ``dot_general`` ``e`` is the NumPy
+    tier's bit for bit: an outer product (one multiplication per element),
+    or a call of ``np.matmul``'s own loop where NumPy's product is
+    ``matmul``'s bits (``matmul_bits``) on contiguous operands."""
+    dtype = e.outputs[0].aval.dtype
+    if dtype not in (np.float32, np.float64) or any(a.aval.dtype != dtype for a in e.inputs):
+        return False
+    (contract, _), _ = e.params["dimension_numbers"]
+    return not contract or not any(id(a) in views for a in e.inputs) and matmul_bits(
+        [a.aval for a in e.inputs], e.params["dimension_numbers"])
+
+
+def _loop_body_native(jaxpr: Jaxpr, tally: _Tally, outer_views: bool = False) -> bool:
     """Whether every equation of a loop body has a native statement form
-    (so that the loop can be one kernel), noting the inexact ones."""
+    (so that the loop can be one kernel), noting the inexact ones;
+    ``outer_views``: whether the body's operands may be strided views."""
     ok = True
+    views = _views(jaxpr, outer_views)
     for e in jaxpr.eqns:
         name = e.primitive.name
         ufunc = _ufunc(e)
@@ -235,11 +268,12 @@ def _loop_body_native(jaxpr: Jaxpr, tally: _Tally) -> bool:
                     and tally.numerics != "exact"):
                 tally.differs.append("transcendental functions of scalars in loop bodies")
         elif name in _LOOP_BODY:
-            if name == "dot_general" and _float(e):
-                # summed left to right, where BLAS sums in blocks
+            if name == "dot_general" and _float(e) and not _exact_product(e, views):
+                # loops summing in order, or BLAS reading a view's copy
                 tally.differs.append("float products in loop bodies")
             if name in _LOOPS:
-                ok = all([_loop_body_native(j, tally) for j in _jaxprs(e)]) and ok
+                nested = any(id(a) in views for a in e.inputs)
+                ok = all([_loop_body_native(j, tally, nested) for j in _jaxprs(e)]) and ok
         else:
             tally.loop_misses.append(name)
             ok = False

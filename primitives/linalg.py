@@ -118,6 +118,39 @@ def _own_product(xp, avals, dimension_numbers):
     return None
 
 
+def matmul_form(avals, dimension_numbers) -> tuple[bool, bool] | None:
+    """How NumPy's own product of a dot_general (``_own_product``) reads as
+    one ``np.matmul`` call: ``(t_lhs, t_rhs)``, the product being
+    ``np.matmul`` of the operands each transposed where flagged (the views
+    ``_own_product`` passes); None for the general path (axes moved and
+    merged by reshapes) and outer products.  It depends on ranks and axes
+    only; ``matmul_bits`` says at which shapes the bits are ``matmul``'s."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    lhs, rhs = avals
+    if _own_product(np, avals, dimension_numbers) is None or not lc:
+        return None
+    if lb:
+        return False, False
+    return lc[0] != lhs.ndim - 1, rc[0] != 0 and rhs.ndim == 2
+
+
+def matmul_bits(avals, dimension_numbers) -> bool:
+    """Whether NumPy's own product of a float dot_general computes
+    ``np.matmul``'s bits (on contiguous operands, as ``matmul_form`` reads
+    them).
+
+    A stack of matrix products is ``np.matmul`` itself.  ``np.dot`` of
+    vectors and matrices calls the BLAS routine ``matmul``'s loop calls for
+    the same operands (``dot``, ``gemv``, ``gemm``, ``syrk``), except where
+    an operand has one element: ``np.dot`` then scales the other operand
+    (one product, or BLAS's ``axpy`` adding the products to a zeroed result,
+    which skips a zero scale: ``0 * inf`` gives 0), where ``matmul`` sums
+    from +0.0 (-0.0 products give +0.0, ``0 * inf`` NaN)."""
+    if matmul_form(avals, dimension_numbers) is None:
+        return False
+    return bool(dimension_numbers[1][0]) or all(math.prod(a.shape) != 1 for a in avals)
+
+
 def _dot_general_kernel(avals, *, dimension_numbers):
     """What generated code calls for one dot_general: NumPy's own product."""
     return _own_product(np, avals, dimension_numbers)

@@ -15,11 +15,13 @@ import time
 import numpy as np
 import pytest
 from _bits import bits_equal
+from functrans.primitives.linalg import dot_general_p
 
 import functrans as ft
 import functrans.numpy as fnp
 from functrans import config, lax, tiering
 from functrans.backends import native
+from functrans.core import bind
 
 needs_numba = pytest.mark.skipif(not native.available(), reason="needs Numba")
 
@@ -119,14 +121,16 @@ def test_a_hot_program_is_queued_once_its_time_pays_the_compile(queued, monkeypa
 
 
 def rnn_loss(w, h, xs):
-    """Float products in a loop body: summed left to right natively, in
+    """A float product in a loop body that NumPy computes otherwise than
+    with one matmul (over two axes): summed left to right natively, in
     blocks by BLAS."""
-    return fnp.sum(lax.scan(lambda h, x: (fnp.tanh(w @ h + x), None), h, xs)[0])
+    return fnp.sum(lax.scan(lambda h, x: (fnp.tanh(fnp.tensordot(w, w * h) + x), None), h,
+                            xs)[0])
 
 
 def test_programs_whose_native_results_could_differ_do_not_move(queued, monkeypatch):
     monkeypatch.setattr(config, "jit_tier_up", "eager")
-    args = (np.eye(4) * 0.5, np.ones(4), np.ones((50, 4)))
+    args = (np.eye(4) * 0.5, np.float64(0.5), np.ones(50))
     f = ft.jit(rnn_loss)
     f(*args)
     assert _tier(f).reason == (
@@ -210,6 +214,47 @@ def test_selections_count_as_native_and_exact():
     alone = ft.jit(lambda c, a, b: fnp.where(c, a, b)).lower(*args).jaxpr
     assert [e.primitive.name for e in alone.jaxpr.eqns] == ["select"]
     assert tiering.assess(alone).never is None and tiering.assess(alone).exact
+
+
+def scan_rnn_loss(w, xs):
+    def step(h, x):
+        h = fnp.tanh(w @ h + x)
+        return h, h
+
+    return fnp.sum(lax.scan(step, fnp.zeros(xs.shape[1]), xs)[1])
+
+
+def _body_products_exact(product, *operands) -> bool:
+    """``assess``'s exactness of a scan whose body applies ``product`` (and
+    has a native form)."""
+    def f(*ops):
+        return lax.scan(lambda c, _: (c, product(*(x * c for x in ops))), 1.0, None,
+                        length=3)[1]
+
+    verdict = tiering.assess(ft.jit(f).lower(*operands).jaxpr)
+    assert verdict.gain > 0.5, verdict
+    return verdict.exact
+
+
+def test_float_products_in_loop_bodies_are_exact_where_numpy_s_is_one_matmul():
+    m, v, w, s = np.ones((4, 3)), np.ones(3), np.ones(4), np.ones((2, 4, 3))
+
+    def dot(contract, batch=((), ())):
+        return lambda x, y: bind(dot_general_p, x, y, dimension_numbers=(contract, batch))
+
+    assert _body_products_exact(lambda m, v: m @ v, m, v)
+    assert _body_products_exact(dot(((0,), (1,))), v, m)  # NumPy: np.dot(v, m.T), a view
+    assert _body_products_exact(dot(((0,), (0,))), m, m)  # m.T @ m: syrk in both
+    assert _body_products_exact(lambda s, t: s @ t, s, np.ones((2, 3, 5)))  # a stack
+    assert _body_products_exact(lambda v, w: fnp.outer(v, w) * 2.0, v, w)
+    # a transpose made in the body is a strided view in the NumPy tier, so is a ufunc's result
+    assert not _body_products_exact(lambda m, w: m.T @ w, m, w)
+    assert not _body_products_exact(lambda m, w: fnp.tanh(m.T) @ w, m, w)
+    # one-element operands: np.dot scales the other one, keeping a -0.0 matmul sums to +0.0
+    assert not _body_products_exact(lambda v, m: v @ m, np.ones(1), np.ones((1, 3)))
+    # NumPy moves and merges axes, then calls matmul: the kernel sums in order
+    assert not _body_products_exact(fnp.tensordot, s, m)
+    assert not _body_products_exact(dot(((1,), (1,)), ((0,), (0,))), m, m)  # rows . rows
 
 
 def test_a_matrix_heavy_program_never_moves(queued, monkeypatch):
@@ -327,6 +372,20 @@ def test_the_move_keeps_the_numpy_tiers_bits(eager):
     assert f.cache_info().native_compile_time > 0
     y = np.linspace(-2, 2, 7)  # another signature starts in the NumPy tier again
     assert bits_equal(f(y), ft.jit(ft.grad(poly_loss), compiler="numpy")(y))
+
+
+@needs_numba
+def test_a_scan_rnn_gradient_moves_with_exact_numerics(eager):
+    """Its products in the loop bodies are NumPy's matmul loop: the NumPy
+    tier's bits, so it moves under the default numerics."""
+    rng = np.random.default_rng(5)
+    args = (rng.standard_normal((16, 16)) * 0.3, rng.standard_normal((200, 16)))
+    assert tiering.assess(ft.jit(ft.grad(scan_rnn_loss)).lower(*args).jaxpr).exact
+    reference = ft.jit(ft.grad(scan_rnn_loss), compiler="numpy")(*args)
+    f = ft.jit(ft.grad(scan_rnn_loss))
+    _run_until_native(f, args, reference)
+    for _ in range(3):
+        assert bits_equal(f(*args), reference)
 
 
 @needs_numba

@@ -20,7 +20,8 @@ and rewrites on every step:
   lowering (``Kernel.exact``), where it is NumPy's loop on one element,
   as the NumPy tier computes a 0-d array, and a function with no such
   call leaves the loop to the NumPy tier;
-* ``dot_general`` is explicit loops (``dot.py``), ``transpose`` a copy;
+* ``dot_general`` is NumPy's ``matmul`` loop or explicit loops (``dot.py``),
+  ``transpose`` a copy;
 * reductions whose result can be NumPy's bit for bit (``loop_reductions.py``);
 * a ``scan`` or ``while_loop`` in a body is a nested loop with buffers of
   its own, so a loop nest compiles as one kernel.

@@ -101,16 +101,21 @@ class Kernel:
                   lines: list[str]) -> None:
         """A call of NumPy's loop at ``address`` on ``count`` elements, each
         operand given as (address expression, stride in bytes)."""
-        if not self.loops:
+        if "pa = np.empty(4, np.uintp)" not in self.pre:
             self.pre += ["pa = np.empty(4, np.uintp)", "pn = np.empty(1, np.intp)",
                          "ps = np.empty(4, np.intp)"]
-        fn = next((n for n, a in self.loops if a == address), f"u{len(self.loops)}")
-        if fn == f"u{len(self.loops)}":
-            self.loops.append((fn, address))
+        fn = self.loop_argument(address)
         for n, (place, step) in enumerate(places):
             lines += [f"{pad}pa[{n}] = {place}", f"{pad}ps[{n}] = {step}"]
         lines += [f"{pad}pn[0] = {count}",
                   f"{pad}call_loop({fn}, pa.ctypes.data, pn.ctypes.data, ps.ctypes.data)"]
+
+    def loop_argument(self, address: int) -> str:
+        """The kernel's argument holding the NumPy loop at ``address``."""
+        fn = next((n for n, a in self.loops if a == address), f"u{len(self.loops)}")
+        if fn == f"u{len(self.loops)}":
+            self.loops.append((fn, address))
+        return fn
 
     def nest(self, shape: Sequence[str], pad: str, lines: list[str]) -> tuple[list[str], str]:
         """Loops over ``shape`` appended to ``lines``: their indices and the

@@ -19,7 +19,9 @@ from functrans.backends.native.body import NESTED, carry_in, carry_out, lower_ja
 from functrans.backends.native.cache import _load
 from functrans.backends.native.elementwise import _KINDS, _scalar
 from functrans.backends.native.kernel import Kernel, Value, type_name
-from functrans.core import ClosedJaxpr, Eqn
+from functrans.backends.native.numpy_loops import matmul_loop
+from functrans.core import ClosedJaxpr, Eqn, Jaxpr
+from functrans.primitives.linalg import matmul_form
 
 Lowered = tuple[list[str], list]  # statements, the outputs' values (None: not computed)
 
@@ -274,11 +276,22 @@ def loop_call(e: Eqn, name: str, folder: str,
         return None
     kernel, seconds = compiled
     args = [f"a{n}" for n in range(len(e.inputs))]
+    guard = ""
+    if any(a in (matmul_loop(np.dtype(np.float32)), matmul_loop(np.dtype(np.float64)))
+           for a in addresses):
+        # NumPy's products read a strided operand (a transposed view) with
+        # other BLAS arguments than the kernel's contiguous copy: with one,
+        # the loop runs as the NumPy tier runs it, for the same bits.
+        laid_out = [f"{args[n]}.flags.c_contiguous" if rank > 1 else f"_vector({args[n]})"
+                    for n, rank in sorted(_product_reads(e).items())]
+        guard = (f"    if not ({' and '.join(laid_out)}):\n"
+                 f"        return _numpy({', '.join(args)})\n") if laid_out else ""
     passed = [str(s) for s in sizes] + [
         f"_scalar({a})" if v.aval.ndim == 0 else f"_contiguous({a})"
         for a, v in zip(args, e.inputs)] + [str(a) for a in addresses]
     results, n = [], 0
-    namespace: dict = {"_kernel": kernel, "_scalar": _scalar,
+    namespace: dict = {"_kernel": kernel, "_scalar": _scalar, "_numpy": _numpy_tier(e),
+                       "_vector": _vector,
                        "_contiguous": np.ascontiguousarray, "_asarray": np.asarray}
     for m, (v, back) in enumerate(zip(e.outputs, returned)):
         if not back:
@@ -290,8 +303,63 @@ def loop_call(e: Eqn, name: str, folder: str,
         else:
             results.append(f"r[{n}]")
         n += 1
-    text = (f"def {name}({', '.join(args)}):\n"
+    text = (f"def {name}({', '.join(args)}):\n{guard}"
             f"    r = _kernel({', '.join(passed)})\n"
             f"    return [{', '.join(results)}]\n")
     exec(compile(text, f"<functrans native loop {name}>", "exec"), namespace)
     return namespace[name], source, seconds
+
+
+def _numpy_tier(e: Eqn) -> Callable[..., list]:
+    """Loop equation ``e`` run as the NumPy tier runs it (its impl)."""
+    return lambda *args: list(e.primitive.impl(*args, **e.params))
+
+
+def _vector(a: np.ndarray) -> bool:
+    """Whether NumPy's products read the vectors of ``a`` (the array, or
+    its rows) as the kernel's contiguous copy: contiguous ones, and those
+    ``np.dot`` copies (a stride of 0 or below) or ufuncs make anew."""
+    return a.flags.c_contiguous or a.strides[-1] <= 0
+
+
+def _product_reads(e: Eqn) -> dict[int, int]:
+    """The operands of loop equation ``e`` whose layout a float product in
+    a body may see in the NumPy tier (read by it, or through the equations
+    before it, which may keep an operand's layout, or the carries into the
+    next step), with the rank the body sees (a scan's stacked operands are
+    read by rows).  Loops other than scans and while loops: every array
+    operand, whole."""
+    if e.primitive.name == "scan":
+        body = e.params["jaxpr"].jaxpr
+        reached = _reaching(body, e.params["num_consts"], e.params["num_carry"])
+        return {n: body.invars[n].aval.ndim for n in reached if body.invars[n].aval.ndim}
+    if e.primitive.name == "while_loop":
+        cn, bn = e.params["cond_nconsts"], e.params["body_nconsts"]
+        body = e.params["body_jaxpr"].jaxpr
+        reached = {cn + n for n in _reaching(body, bn, len(body.invars) - bn)}
+        tested = _reaching(e.params["cond_jaxpr"].jaxpr, cn, 0)
+        reached |= {n if n < cn else n + bn for n in tested}
+        return {n: e.inputs[n].aval.ndim for n in reached if e.inputs[n].aval.ndim}
+    return {n: v.aval.ndim for n, v in enumerate(e.inputs) if v.aval.ndim}
+
+
+def _reaching(body: Jaxpr, first_carry: int, num_carry: int) -> set[int]:
+    """Positions of ``body``'s inputs from which a float product that calls
+    ``np.matmul``'s loop may be reached: its operands, what they were
+    computed from, through nested loops and the carries of later steps."""
+    reach: set[int] = set()
+    while True:
+        for e in reversed(body.eqns):
+            if e.primitive.name == "dot_general":
+                avals = [a.aval for a in e.inputs]
+                if (e.outputs[0].aval.dtype.kind == "f"
+                        and matmul_form(avals, e.params["dimension_numbers"]) is not None):
+                    reach.update(id(a) for a in e.inputs)
+            elif any(id(v) in reach for v in e.outputs) or e.primitive.name in NESTED:
+                reach.update(id(a) for a in e.inputs)
+        found = {n for n, v in enumerate(body.invars) if id(v) in reach}
+        carried = {id(body.outvars[n - first_carry]) for n in found
+                   if first_carry <= n < first_carry + num_carry}
+        if carried <= reach:
+            return found
+        reach |= carried

@@ -16,6 +16,9 @@ The address is read from the ufunc object (``PyUFuncObject``'s
 checked against what Python can see (the loop count, the name) before any
 address is used; where it does not match, or the loop needs its data
 pointer, the function is left to Numba's scalar code.
+
+``np.matmul``'s loop is taken the same way for float products in loop
+bodies (``matmul_loop``, called by ``dot.py``), checked on sample products.
 """
 
 from __future__ import annotations
@@ -47,6 +50,12 @@ _FUNCTIONS, _DATA, _NTYPES, _NAME = _HEAD + 16, _HEAD + 24, _HEAD + 32, _HEAD + 
 def loop_address(ufunc: np.ufunc, signature: str) -> int | None:
     """The address of NumPy's loop of ``ufunc`` for ``signature`` (as in
     ``ufunc.types``: ``"d->d"``), or None where it cannot be taken safely."""
+    address = _read_address(ufunc, signature)
+    return address if address and _computes(ufunc, signature, address) else None
+
+
+def _read_address(ufunc: np.ufunc, signature: str) -> int | None:
+    """The address ``ufunc``'s object lists for ``signature``, unchecked."""
     if sys.maxsize != 2**63 - 1 or signature not in ufunc.types:
         return None
     base = id(ufunc)
@@ -62,7 +71,7 @@ def loop_address(ufunc: np.ufunc, signature: str) -> int | None:
         address = ctypes.c_void_p.from_address(functions + 8 * k).value
     except (ValueError, OSError):
         return None
-    return address if address and _computes(ufunc, signature, address) else None
+    return address
 
 
 def _computes(ufunc: np.ufunc, signature: str, address: int) -> bool:
@@ -105,3 +114,81 @@ def numpy_loop(ufunc: np.ufunc, dtypes: tuple[np.dtype, ...]) -> int | None:
         return None
     sig = "".join(d.char for d in dtypes[:-1]) + "->" + dtypes[-1].char
     return loop_address(ufunc, sig)
+
+
+@functools.cache
+def matmul_loop(dtype: np.dtype) -> int | None:
+    """The address of ``np.matmul``'s loop for float ``dtype`` (float32 or
+    float64), or None where it cannot be taken safely.
+
+    ``matmul`` is a gufunc, ``(m?,n),(n,p?)->(m?,p?)``: its loop takes the
+    three operands' addresses, the dimensions ``[N, m, n, p]`` (``N`` the
+    loop over stacked products) and the steps: the ``N`` loop's three, then
+    the core strides ``lhs[m], lhs[n], rhs[n], rhs[p], out[m], out[p]``.  A
+    one-dimensional operand has a core dimension of 1 (stride 0) in place of
+    its missing one, as NumPy gives it.  Inside, the loop calls BLAS
+    (``dot``, ``gemv``, ``gemm``, ``syrk``) or its own sum by the core
+    dimensions and strides alone, so a call with the dimensions and strides
+    of NumPy's own call computes NumPy's bits."""
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        return None
+    address = _read_address(np.matmul, f"{dtype.char}{dtype.char}->{dtype.char}")
+    return address if address and _multiplies(address, dtype) else None
+
+
+def _matmul_steps(lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray) -> tuple[list[int], list[int]]:
+    """The dimensions and steps ``np.matmul(lhs, rhs, out=out)`` gives its
+    loop, for operands of rank 1 or 2, or of rank 3 with one stacking axis."""
+    def core(x, missing: int) -> tuple[list[int], list[int]]:
+        if x.ndim == 1:  # the missing core dimension: size 1, stride 0
+            dims, strides = [x.shape[0]], [x.strides[0]]
+            dims.insert(missing, 1)
+            strides.insert(missing, 0)
+            return dims, strides
+        return list(x.shape[-2:]), list(x.strides[-2:])
+
+    (m, n), (s1m, s1n) = core(lhs, 0)
+    (_, p), (s2n, s2p) = core(rhs, 1)
+    if out.ndim == 0:
+        os = [0, 0]
+    elif lhs.ndim == 1:
+        os = [0, out.strides[-1]]
+    elif rhs.ndim == 1:
+        os = [out.strides[-1], 0]
+    else:
+        os = list(out.strides[-2:])
+    stacked = lhs.ndim == 3
+    count = lhs.shape[0] if stacked else 1
+    outer = [lhs.strides[0], rhs.strides[0], out.strides[0]] if stacked else [0, 0, 0]
+    return [count, m, n, p], [*outer, s1m, s1n, s2n, s2p, *os]
+
+
+def _multiplies(address: int, dtype: np.dtype) -> bool:
+    """Whether the loop at ``address`` gives ``np.matmul``'s bits on sample
+    products of every form (vectors, matrices, transposed and stacked
+    operands, special values): the check that the address read is the loop
+    ``np.matmul.types`` lists."""
+    rng = np.random.default_rng(12)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, 1e-310])
+    call = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                            ctypes.c_void_p)(address)
+
+    def sample(*shape):
+        x = rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)
+        return np.where(rng.random(shape) < 0.1, rng.choice(special, shape), x).astype(dtype)
+
+    square = sample(17, 17)
+    for lhs, rhs in ((sample(5, 4), sample(4)), (sample(4), sample(4, 3)), (sample(9), sample(9)),
+                     (sample(3, 6), sample(6, 7)), (square, square.T), (sample(4, 5).T, sample(4)),
+                     (sample(2, 3, 4), sample(2, 4, 5))):
+        with np.errstate(all="ignore"):
+            want = np.matmul(lhs, rhs)
+        out = np.empty(want.shape, dtype)
+        dims, steps = _matmul_steps(lhs, rhs, out)
+        pointers = (ctypes.c_void_p * 3)(lhs.ctypes.data, rhs.ctypes.data, out.ctypes.data)
+        with np.errstate(all="ignore"):
+            call(pointers, (ctypes.c_ssize_t * 4)(*dims), (ctypes.c_ssize_t * 9)(*steps), None)
+        if out.tobytes() != want.tobytes():
+            return False
+    return True

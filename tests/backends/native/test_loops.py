@@ -12,8 +12,10 @@ import textwrap
 
 import numpy as np
 import pytest
-from _bits import bits_equal
-from functrans.primitives.linalg import dot_general_p
+from _bits import bits_equal, bytes_equal
+from functrans.primitives.linalg import dot_general_p, matmul_bits
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import functrans as ft
 import functrans.numpy as fnp
@@ -388,10 +390,10 @@ def test_products_of_other_dtypes(dtype):
         _close(got, ft.jit(f)(w, h, n), dtype, exact=np.dtype(dtype).kind != "f")
 
 
-def test_a_product_sums_its_terms_in_order_from_zero():
-    """The documented order: each element a sequential sum from +0.0 over
-    the contracted index, no fused multiply-add; so -0.0 terms give +0.0
-    (as matmul), and NaN and the infinities propagate as in matmul."""
+def test_a_product_in_a_body_is_numpy_s_own_product():
+    """A matrix times a vector in a body is NumPy's matmul loop called on
+    the kernel's buffers: BLAS's sums (not left to right), and NaN, the
+    infinities and the sign of zero as NumPy gives them."""
     w = np.array([[1e16, 1.0, -1e16, 1.0], [-0.0, -0.0, -0.0, -0.0],
                   [np.inf, 0.0, 1.0, 1.0], [np.inf, -np.inf, 1.0, 1.0],
                   [np.nan, 1.0, 1.0, 1.0], [0.1, 0.2, 0.3, 0.4]])
@@ -403,6 +405,32 @@ def test_a_product_sums_its_terms_in_order_from_zero():
 
     with np.errstate(invalid="ignore"):
         got = ft.jit(f, compiler="native")(w, v, 1)
+        want = ft.jit(f, compiler="numpy")(w, v, 1)
+        blas = np.dot(w, v)
+    assert bits_equal(got, want) and bits_equal(got, blas)
+    (source,) = ft.jit(f, compiler="native").lower(w, v, 1).native_sources
+    assert "call_loop(" in source and "np.dot" not in source
+
+
+def test_a_product_numpy_reshapes_sums_its_terms_in_order_from_zero():
+    """A product over two contracted axes (NumPy moves and merges axes, then
+    calls matmul) stays loops: each element a sequential sum from +0.0 over
+    the contracted indices in row-major order, no fused multiply-add; so
+    -0.0 terms give +0.0, and NaN and the infinities propagate as in matmul."""
+    w = np.array([[1e16, 1.0, -1e16, 1.0], [-0.0, -0.0, -0.0, -0.0],
+                  [np.inf, 0.0, 1.0, 1.0], [np.inf, -np.inf, 1.0, 1.0],
+                  [np.nan, 1.0, 1.0, 1.0], [0.1, 0.2, 0.3, 0.4]])
+    v = np.array([1.0, 1.0, 1.0, 1.0])
+    dims = (((1, 2), (0, 1)), ((), ()))
+
+    def f(w, h, n):
+        return lax.while_loop(
+            lambda c: c[0] < n,
+            lambda c: (c[0] + 1, bind(dot_general_p, w, h, dimension_numbers=dims)),
+            (0, fnp.zeros(len(w))))[1]
+
+    with np.errstate(invalid="ignore"):
+        got = ft.jit(f, compiler="native")(w.reshape(6, 2, 2), v.reshape(2, 2), 1)
         want = np.array([sum_in_order(row, v) for row in w])
         ref = w @ v
     assert bits_equal(got, want)
@@ -415,6 +443,102 @@ def sum_in_order(a, b):
     for x, y in zip(a, b):
         total = total + x * y
     return total
+
+
+def _products(a, b, v, w, sa, sb):
+    """Every product form NumPy computes with one matmul, in a scan body:
+    its results stacked, one per form."""
+    def dot(x, y, contract, batch=((), ())):
+        return bind(dot_general_p, x, y, dimension_numbers=(contract, batch))
+
+    def step(c, _):
+        a_, b_, v_, w_, sa_, sb_ = (x * c for x in (a, b, v, w, sa, sb))
+        return c, (dot(a_, v_, ((1,), (0,))),    # matrix @ vector
+                   dot(v_, b_, ((0,), (0,))),    # vector @ matrix
+                   dot(w_, w_, ((0,), (0,))),    # vector . vector
+                   dot(a_, b_, ((1,), (0,))),    # matrix @ matrix
+                   dot(a_, w_, ((0,), (0,))),    # transposed matrix @ vector
+                   dot(v_, a_, ((0,), (1,))),    # vector @ transposed matrix
+                   dot(b_, a_, ((0,), (1,))),    # both transposed
+                   dot(a_, a_, ((1,), (1,))),    # a matrix times its transpose (syrk)
+                   dot(a_, a_, ((0,), (0,))),    # its transpose times it (syrk)
+                   dot(sa_, sb_, ((2,), (1,)), ((0,), (0,))))  # a stack of products
+
+    return lax.scan(step, a.dtype.type(1), None, length=2)[1]
+
+
+_SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-310, 1e300]
+
+
+@settings(max_examples=12)
+@given(sizes=st.tuples(*[st.sampled_from([0, 1, 2, 3, 17, 40])] * 4),
+       dtype=st.sampled_from(["float32", "float64"]), special=st.floats(0.0, 0.5),
+       seed=st.integers(0, 2**16))
+def test_float_products_in_a_body_are_the_numpy_tier_s_bits(sizes, dtype, special, seed):
+    """Each form at sizes 0, 1 and more, float32 and float64, with NaN, the
+    infinities and -0.0 among the entries: the NumPy tier's bytes, where
+    NumPy's product is matmul's bits (``matmul_bits``: all but a product
+    with a one-element operand, where np.dot may keep a -0.0 that matmul
+    sums to +0.0 and BLAS skips a zero scale, 0 where matmul gives NaN for
+    ``0 * inf``; equal values elsewhere there)."""
+    m, n, p, k = sizes
+    rng = np.random.default_rng(seed)
+
+    def sample(*shape):
+        x = rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)
+        x = np.where(rng.random(shape) < special, rng.choice(_SPECIAL, shape), x)
+        with np.errstate(over="ignore"):
+            return x.astype(dtype)
+
+    args = (sample(m, n), sample(n, p), sample(n), sample(m), sample(k, m, n), sample(k, n, p))
+    with np.errstate(all="ignore"):
+        want = ft.jit(_products, compiler="numpy")(*args)
+        got = ft.jit(_products, compiler="native")(*args)
+    (source,) = ft.jit(_products, compiler="native").lower(*args).native_sources
+    assert source.count("call_loop(") == len(want) and "np.add" not in source
+    eqns = ft.make_jaxpr(_products)(*args).jaxpr.eqns[0].params["jaxpr"].jaxpr.eqns
+    products = [e for e in eqns if e.primitive is dot_general_p]
+    for x, y, e in zip(got, want, products):
+        if matmul_bits([a.aval for a in e.inputs], e.params["dimension_numbers"]):
+            assert bytes_equal(x, y), (e, x, y)
+        else:
+            np.testing.assert_array_equal(x[~np.isnan(x)], y[~np.isnan(x)])
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_products_of_the_rows_of_stacked_operands(reverse):
+    """A product reads a scan's stacked operand row by row, in place."""
+    rng = np.random.default_rng(6)
+    ms, h = rng.standard_normal((7, 17, 17)), rng.standard_normal(17)
+
+    def f(ms, h):
+        return lax.scan(lambda c, m: (fnp.tanh(m @ c), c @ m), h, ms, reverse=reverse)
+
+    want = ft.jit(f, compiler="numpy")(ms, h)
+    got = ft.jit(f, compiler="native")(ms, h)
+    (source,) = ft.jit(f, compiler="native").lower(ms, h).native_sources
+    assert source.count("call_loop(u0") == 2 and "np.add" not in source
+    assert all(bytes_equal(x, y) for x, y in zip(ft.tree_util.tree_leaves(got),
+                                                 ft.tree_util.tree_leaves(want)))
+
+
+def test_strided_operands_of_a_loop_with_products_give_the_numpy_tier_s_bits():
+    """NumPy multiplies a transposed view with other BLAS arguments than a
+    contiguous copy (another order of sums): a loop whose operands are not
+    contiguous runs as the NumPy tier runs it."""
+    rng = np.random.default_rng(4)
+    w, h, xs = rng.standard_normal((17, 17)), rng.standard_normal(17), rng.standard_normal((9, 17))
+
+    def f(w, h, xs):
+        return lax.scan(lambda c, x: (fnp.tanh(w @ c + x), None), h, xs)[0]
+
+    for operand in (w, np.asfortranarray(w), w.T, w[:, ::-1], np.broadcast_to(h, (17, 17))):
+        want = ft.jit(f, compiler="numpy")(operand, h, xs)
+        assert bytes_equal(ft.jit(f, compiler="native")(operand, h, xs), want)
+    for init, stack in ((h[::-1], xs), (np.broadcast_to(0.5, (17,)), np.broadcast_to(h, (9, 17))),
+                        (h, xs[:, ::2].repeat(2, 1)[:, :17])):
+        want = ft.jit(f, compiler="numpy")(w, init, stack)
+        assert bytes_equal(ft.jit(f, compiler="native")(w, init, stack), want)
 
 
 def test_transcendental_functions_in_a_body_are_numpy_s_own_loops():
