@@ -62,12 +62,15 @@ def dot_lines(k: Kernel, e: Eqn, lhs: Value, rhs: Value,
     """Statements computing ``dot_general`` equation ``e`` of ``lhs`` and
     ``rhs`` into a new buffer (``matmul_lines``, else loops), and the
     buffer's value; None for bool or mixed-dtype operands (those stay the
-    NumPy tier's)."""
+    NumPy tier's), and in the exact lowering for a float product without
+    the matmul call (its loops sum in another order than NumPy's)."""
     found = matmul_lines(k, e, lhs, rhs, pad)
     if found is not None:
         return found
     (lc, rc), (lb, rb) = e.params["dimension_numbers"]
     dtype = e.outputs[0].aval.dtype
+    if k.exact and dtype in _FLOATS:
+        return None
     if dtype.kind not in "iu" and dtype not in _FLOATS or lhs.dtype != dtype or rhs.dtype != dtype:
         return None
     lf, rf = _free(len(lhs.shape), lc, lb), _free(len(rhs.shape), rc, rb)

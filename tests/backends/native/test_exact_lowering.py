@@ -201,3 +201,23 @@ def test_random_values_at_top_level_and_in_a_scan(exact, values):
         # A NaN that arithmetic makes from random values (-inf * 0.0) may have
         # the other sign bit (docs/jit.md, the native tier's "Same numbers").
         _same(jf, f, *args, equal=bits_equal)
+
+
+def test_a_product_without_numpy_s_matmul_loop_leaves_its_loop_to_numpy(monkeypatch):
+    # Tiering counts a matrix-vector product in a body as exact because the
+    # kernel calls NumPy's matmul loop; where that loop cannot be had, the
+    # exact lowering must not fall back to loops that sum in another order.
+    from functrans.backends.native import dot
+
+    def rnn(w, xs):
+        def step(h, x):
+            h = fnp.tanh(w @ h + x)
+            return h, h
+
+        return lax.scan(step, xs[0], xs)[1]
+
+    w, xs = np.full((3, 3), 0.5), np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    closed = ft.make_jaxpr(rnn)(w, xs)
+    assert len(native.lower(closed, exact=True).sources) == 1
+    monkeypatch.setattr(dot, "matmul_loop", lambda dtype: None)
+    assert native.lower(closed, exact=True).sources == []
