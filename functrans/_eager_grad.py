@@ -84,8 +84,7 @@ class GradPlan:
         """The traced program with its constants as leading inputs, and the
         flags of the inputs differentiated (the arguments)."""
         j = self.jaxpr
-        opened = ClosedJaxpr(Jaxpr((), j.constvars + j.invars, j.outvars, j.eqns), ())
-        return opened, (False,) * len(j.constvars) + (True,) * len(j.invars)
+        return ClosedJaxpr(j.opened(), ()), (False,) * len(j.constvars) + (True,) * len(j.invars)
 
     def build_forward(self) -> tuple[Parts, ClosedJaxpr, ClosedJaxpr]:
         """``forward`` and the linear program its residuals feed; returns

@@ -90,3 +90,40 @@ def test_a_hit_on_an_older_entry_makes_it_the_newest_again():
     assert (info.hits, info.misses, info.currsize) == (3, 4, 2)
     cached.cache_clear()
     assert cached.cache_info()[:4] == (0, 0, 2, 0)
+
+
+def _fresh_key(jaxpr: core.Jaxpr) -> tuple:
+    """``jaxpr``'s structure key walked anew, in a program of its own."""
+    return core.Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, jaxpr.eqns)._structure()
+
+
+def test_an_opened_program_takes_the_key_its_equations_give():
+    c1, c2 = np.arange(3.0), np.float32(2.0) * np.ones((2, 3), np.float32)
+
+    def f(x, y):
+        return [fnp.sum(fnp.sin(x * c1) + 2.5) * y, fnp.sum(c2 * y) + c1[0]]
+
+    args = (np.ones(3), np.float64(3.0))
+    for checking in (False, True):
+        ft.config.update("debug_nans", checking)
+        try:
+            closed, _, _ = core.trace_to_jaxpr(f, args)
+            j = closed.jaxpr
+            assert len(j.constvars) >= 2  # c1 and c2 captured
+            hash(j)  # memoised: the opened program's key is made from it
+            opened = j.opened()
+            assert opened._key is not None and opened._key == _fresh_key(opened)
+            assert hash(opened) == hash(core.Jaxpr(opened.constvars, opened.invars,
+                                                   opened.outvars, opened.eqns))
+            assert core.open_jaxpr(closed)[0].jaxpr._key == opened._key
+        finally:
+            ft.config.update("debug_nans", False)
+    # Memoised with the checks off, opened with them on: walked anew, with lines.
+    closed, _, _ = core.trace_to_jaxpr(f, args)
+    hash(closed.jaxpr)
+    ft.config.update("debug_nans", True)
+    try:
+        opened = closed.jaxpr.opened()
+        assert opened._structure() == _fresh_key(opened)
+    finally:
+        ft.config.update("debug_nans", False)
