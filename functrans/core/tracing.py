@@ -215,7 +215,6 @@ class JaxprTrace:
         self.constvars: list[Var] = []
         self.constvals: list[Any] = []
         self._const_ids: dict[int, Var] = {}
-        self._keepalive: list[Any] = []
         #: Inputs and constants standing for tracers of enclosing traces, by id of their Var.
         self._outer: dict[int, Tracer] = {}
         #: The equation making each Var (by id), for ``carries_derivative``; built
@@ -299,9 +298,8 @@ class JaxprTrace:
             self._const_ids[id(x)] = var
             if lifted:
                 self._outer[id(var)] = x
-            self._keepalive.append(x)  # ids stay valid while the trace lives
             self.constvars.append(var)
-            self.constvals.append(x)
+            self.constvals.append(x)  # which keeps the ids of _const_ids valid
         return var
 
     def _value_of(self, x, atom):
