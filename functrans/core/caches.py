@@ -1,5 +1,6 @@
 """Caches and the garbage-collector pause: ``program_cache`` (a cache keyed on
-programs, bounded by the equations it holds) and ``collector_paused``.
+programs, bounded by the equations it holds), ``collector_paused`` and
+``count_of`` (the value of a lock-free hit counter).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ class ProgramCache:
 
     def cache_info(self) -> CacheInfo:
         with self._lock:
-            return CacheInfo(_count_of(self._hits), self._misses, self._maxsize,
+            return CacheInfo(count_of(self._hits), self._misses, self._maxsize,
                              len(self._entries), self._equations)
 
     def cache_clear(self) -> None:
@@ -107,7 +108,7 @@ class ProgramCache:
             self._misses = self._equations = 0
 
 
-def _count_of(counter: itertools.count) -> int:
+def count_of(counter: itertools.count) -> int:
     """The value of an ``itertools.count()`` started at 0: how many times
     ``next`` was called on it (its repr is ``count(n)``)."""
     return int(repr(counter)[6:-1])
