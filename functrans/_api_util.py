@@ -294,7 +294,9 @@ def pass_the_input_checks(leaves: Sequence[Any], holomorphic: bool, real_only: b
 
 
 #: The tree of ``(x,)`` for a leaf ``x``: one array argument, differentiated.
-_ONE_LEAF = tree_flatten((0.0,))[1]
+#: ``diff_args`` hands back this very object for the call ``f(x)`` with
+#: ``argnums=0`` (the caller may then skip rebuilding trees).
+ONE_LEAF = tree_flatten((0.0,))[1]
 
 
 def diff_args(label: str, argnums, args: tuple, allow_int: bool, holomorphic: bool,
@@ -304,7 +306,7 @@ def diff_args(label: str, argnums, args: tuple, allow_int: bool, holomorphic: bo
     if len(args) == 1 and type(argnums) is int and argnums in (0, -1):
         leaves = list(args)  # the common call, f(x): no flattening to do
         if pass_the_input_checks(leaves, holomorphic, real_only):
-            return (0,), leaves, _ONE_LEAF
+            return (0,), leaves, ONE_LEAF
     nums = normalize_argnums(label, argnums, len(args))
     diff = tuple(args[i] for i in nums)
     if len(nums) == len(args):

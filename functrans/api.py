@@ -17,6 +17,7 @@ import numpy as np
 
 from functrans import core
 from functrans._api_util import (
+    ONE_LEAF,
     axis_spec_leaves,
     check_argnums,
     check_axis_size,
@@ -250,10 +251,12 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
 
     def call(args, kwargs):
         nums, leaves, in_tree = diff_args(label, argnums, args, allow_int, holomorphic)
+        single = in_tree is ONE_LEAF  # f(x), x an array: the leaf is the argument
         aux_cell: list = []
 
         def flat(*xs):
-            out = f(*replace_args(args, nums, tree_unflatten(in_tree, xs)), **kwargs)
+            out = f(*(xs if single else replace_args(args, nums, tree_unflatten(in_tree, xs))),
+                    **kwargs)
             out, aux_leaves = split_aux(label, name, out, has_aux, aux_cell, "value")
             check_scalar_output(label, name, out, holomorphic)
             return [out] + list(aux_leaves)
@@ -276,8 +279,11 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
             grads = iter(lin.vjp(cts))
             flat_grads = [next(grads) if a else _zeros_like_leaf(x)
                           for x, a in zip(leaves, lin.active)]
-        g = tree_unflatten(in_tree, flat_grads)
-        g = g[0] if isinstance(argnums, int) else g
+        if single:
+            g = flat_grads[0]
+        else:
+            g = tree_unflatten(in_tree, flat_grads)
+            g = g[0] if isinstance(argnums, int) else g
         if has_aux:
             return (outs[0], tree_unflatten(aux_cell[-1], outs[1:])), g
         return outs[0], g

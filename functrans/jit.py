@@ -706,7 +706,7 @@ class _Jitted:
         ``evictions``, ``maxsize``, ``compile_time`` and ``native_compile_time``)."""
         with self._lock:
             slots = list(self._order.values())
-            info = (_count_of(self._hits), self._misses, len(slots), self._evictions,
+            info = (core.count_of(self._hits), self._misses, len(slots), self._evictions,
                     config.jit_cache_size, self._compile_time, self._native_time)
         return CacheInfo(*info, tuple(_tier_info(s.entry) for s in slots))
 
@@ -720,12 +720,6 @@ class _Jitted:
             self._mru = None
             self._misses = self._evictions = 0
             self._compile_time = self._native_time = 0.0
-
-
-def _count_of(counter: itertools.count) -> int:
-    """The value of an ``itertools.count()`` started at 0: how many times
-    ``next`` was called on it (its repr is ``count(n)``)."""
-    return int(repr(counter)[6:-1])
 
 
 def _tier_info(entry: _Entry) -> TierInfo:

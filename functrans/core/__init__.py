@@ -30,7 +30,13 @@ from functrans.core.avals import (
     instantiate,
     register_aval_type,
 )
-from functrans.core.caches import CacheInfo, ProgramCache, collector_paused, program_cache
+from functrans.core.caches import (
+    CacheInfo,
+    ProgramCache,
+    collector_paused,
+    count_of,
+    program_cache,
+)
 from functrans.core.checks import on_value_checks, set_value_checks
 from functrans.core.context import (
     Source,
@@ -100,9 +106,9 @@ __all__ = [
     "Primitive", "ProgramCache", "RuleFactory", "ShapeDtypeStruct", "ShapedArray", "Source",
     "Tracer", "UndefinedPrimal", "Var", "Zero", "_abstract_eval", "_avals_out", "_params_key",
     "apply_impl", "array_module", "backend_of_type", "bind", "check_jaxpr", "check_values",
-    "collector_paused", "current_source", "current_trace", "derived_source", "device_backends",
-    "effects_muted", "eval_jaxpr", "format_source", "fun_name", "get_aval", "has_effect",
-    "in_jit", "instantiate", "jaxpr_runner", "jaxpr_to_dot", "lazy_backends",
+    "collector_paused", "count_of", "current_source", "current_trace", "derived_source",
+    "device_backends", "effects_muted", "eval_jaxpr", "format_source", "fun_name", "get_aval",
+    "has_effect", "in_jit", "instantiate", "jaxpr_runner", "jaxpr_to_dot", "lazy_backends",
     "load_primitives_on_demand", "lookup_primitive", "on_value_checks", "open_jaxpr",
     "plain_array", "pp_jaxpr", "program_cache", "register_aval_type", "registry",
     "render_dot", "rule_factory", "run_jaxpr", "set_host_backend", "set_source",

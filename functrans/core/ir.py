@@ -193,6 +193,21 @@ class Jaxpr:
             self._key = tuple(key)
         return self._key
 
+    def opened(self) -> Jaxpr:
+        """This program with its constvars as leading inputs.  Its structure
+        key, where this one's is memoised, is made from it: the variables
+        are numbered alike (constvars first), only the binders' counts
+        before them change, so a transform caching on the opened program
+        pays no walk of its equations (12 ms for a 12k-equation one)."""
+        j = Jaxpr((), self.constvars + self.invars, self.outvars, self.eqns)
+        key = self._key
+        if key is not None and self._lines is checks.checking:
+            # key: n_c, its avals (3 items each), n_i, its avals, the rest.
+            n_c, n_i = len(self.constvars), len(self.invars)
+            j._key = (0, n_c + n_i) + key[1:1 + 3 * n_c] + key[2 + 3 * n_c:]
+            j._lines = self._lines
+        return j
+
     def __eq__(self, other):
         return type(other) is Jaxpr and (self is other or self._structure() == other._structure())
 
@@ -296,8 +311,7 @@ def has_effect(eqn: Eqn) -> bool:
 
 def open_jaxpr(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
     """``closed`` with its constvars turned into leading inputs, and their values."""
-    j = closed.jaxpr
-    return ClosedJaxpr(Jaxpr((), j.constvars + j.invars, j.outvars, j.eqns), ()), closed.consts
+    return ClosedJaxpr(closed.jaxpr.opened(), ()), closed.consts
 
 
 def _var_names():

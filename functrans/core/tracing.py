@@ -215,7 +215,6 @@ class JaxprTrace:
         self.constvars: list[Var] = []
         self.constvals: list[Any] = []
         self._const_ids: dict[int, Var] = {}
-        self._keepalive: list[Any] = []
         #: Inputs and constants standing for tracers of enclosing traces, by id of their Var.
         self._outer: dict[int, Tracer] = {}
         #: The equation making each Var (by id), for ``carries_derivative``; built
@@ -259,7 +258,7 @@ class JaxprTrace:
     def new_arg(self, aval: ShapedArray, val: Any = None, outer: Tracer | None = None) -> Tracer:
         """A tracer for a new input; ``outer``: the enclosing trace's tracer
         it stands for, if any (its derivative flows through this input)."""
-        var = Var(aval)
+        var = Var(interned(aval))
         self.invars.append(var)
         if outer is not None:
             self._outer[id(var)] = outer
@@ -299,9 +298,8 @@ class JaxprTrace:
             self._const_ids[id(x)] = var
             if lifted:
                 self._outer[id(var)] = x
-            self._keepalive.append(x)  # ids stay valid while the trace lives
             self.constvars.append(var)
-            self.constvals.append(x)
+            self.constvals.append(x)  # which keeps the ids of _const_ids valid
         return var
 
     def _value_of(self, x, atom):
@@ -453,21 +451,58 @@ def _values_while_tracing(eqn: Eqn, ins: list) -> Any:
 #: different avals.  Bounded: cleared when full.
 _avals_out: dict[tuple, Any] = {}
 
+#: The same answers by (primitive, *ids of the operand avals), each beside
+#: the avals asked about, which keeps their ids from being reused while the
+#: entry lives: a lookup hashes a few ints where the other one calls
+#: ``ShapedArray.__hash__`` per operand.  It finds the avals a trace passes
+#: on (each result's is the answer of an earlier lookup) and its inputs'
+#: (``interned``).  Bounded: cleared when full.
+_avals_out_by_id: dict[tuple, tuple] = {}
+
 
 def _abstract_eval(prim: Primitive, avals: list[ShapedArray], params: dict):
     """``prim.abstract_eval(*avals, **params)``, memoised where ``params`` is empty."""
     if params:
         return prim.abstract_eval(*avals, **params)
-    key = (prim, *avals)
-    out = _avals_out.get(key)
+    # Written out for one and two operands: unpacking a map costs more than
+    # the lookup it keys.
+    n = len(avals)
+    key = ((prim, id(avals[0])) if n == 1 else (prim, id(avals[0]), id(avals[1])) if n == 2
+           else (prim, *map(id, avals)))
+    found = _avals_out_by_id.get(key)
+    if found is not None:
+        return found[0]
+    equal = (prim, *avals)
+    out = _avals_out.get(equal)
     if out is None:
         out = prim.abstract_eval(*avals)
         if prim.multiple_results:
             out = tuple(out)
         if len(_avals_out) >= 4096:
             _avals_out.clear()
-        _avals_out[key] = out
+        _avals_out[equal] = out
+    if len(_avals_out_by_id) >= 4096:
+        _avals_out_by_id.clear()
+    _avals_out_by_id[key] = (out, tuple(avals))
     return out
+
+
+#: One aval object for each shape, dtype and weakness met as an input of a
+#: trace (``interned``).  Bounded: cleared when full.
+_interned: dict[tuple, ShapedArray] = {}
+
+
+def interned(aval: ShapedArray) -> ShapedArray:
+    """The aval equal to ``aval`` that the traces' inputs share, so that the
+    abstract evaluations of a function traced again on new arrays of the
+    same type are found by the ids of their avals (``_avals_out_by_id``)."""
+    key = (aval.shape, aval.dtype, aval.weak_type)
+    found = _interned.get(key)
+    if found is None:
+        if len(_interned) >= 4096:
+            _interned.clear()
+        found = _interned[key] = aval
+    return found
 
 
 def _in_this_thread(trace: JaxprTrace) -> bool:

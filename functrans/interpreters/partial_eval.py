@@ -107,12 +107,27 @@ def linearize_jaxpr(closed: ClosedJaxpr, active: tuple[bool, ...]):
     work when the trace comes out the same.
     """
     with collector_paused:  # the JVP program and the passes' copies die here
-        jv, out_nz = jvp_jaxpr(closed, list(active), instantiate_outs=True)
-        n_in, n_t, n_out = len(active), sum(active), len(out_nz)
-        known, linear, _, _ = partial_eval(
-            jv, [False] * n_in + [True] * n_t, [False] * n_out + [True] * n_out
-        )
-        return run_passes(known), run_passes(linear), n_out
+        return split_linearized(*linearized_jvp(closed, active), active)
+
+
+def linearized_jvp(closed: ClosedJaxpr, active: Sequence[bool]) -> tuple[ClosedJaxpr, int]:
+    """The first half of ``linearize_jaxpr``: the JVP program of ``closed``
+    in its ``active`` inputs, every output tangent instantiated, and the
+    number of outputs.  Apart from ``split_linearized`` so that the
+    eager-gradient engine can take the two halves on different calls."""
+    jv, out_nz = jvp_jaxpr(closed, list(active), instantiate_outs=True)
+    return jv, len(out_nz)
+
+
+def split_linearized(jv: ClosedJaxpr, n_out: int, active: Sequence[bool]):
+    """The second half of ``linearize_jaxpr``: ``linearized_jvp``'s program
+    split into the optimised forward pass and linear part,
+    ``(known, linear, num_outs)``."""
+    n_in, n_t = len(active), sum(active)
+    known, linear, _, _ = partial_eval(
+        jv, [False] * n_in + [True] * n_t, [False] * n_out + [True] * n_out
+    )
+    return run_passes(known), run_passes(linear), n_out
 
 
 class _LinearizeTrace(JaxprTrace):

@@ -92,10 +92,12 @@ def test_every_call_gives_the_bits_of_the_first(transform, inputs):
 
 
 def test_a_step_a_call(monkeypatch):
-    """The first call builds nothing; the second the forward program, the
-    third the backward one; then each call compiles at most ``part``
-    equations (at least one part) until both are compiled.  Before the
-    plans were built in steps, the third call compiled both programs whole."""
+    """The first call builds nothing; the second the JVP program, the third
+    splits it into the forward program and the linear one, the fourth
+    transposes that into the backward one; then each call compiles at most
+    ``part`` equations (at least one part) until both are compiled.  Before
+    the plans were built in steps, the third call compiled both programs
+    whole."""
     compiled_now = []
     make = codegen.Compiled.__init__
 
@@ -111,9 +113,11 @@ def test_a_step_a_call(monkeypatch):
         compiled_now.append(0)
         g(x)
         plan = _plan(f, x)
-        steps.append((plan.forward is not None, plan.backward is not None))
-    assert steps[:3] == [(False, False), (True, False), (True, True)]
-    assert compiled_now[:3] == [0, 0, 0]
+        steps.append((plan.jvp is not None, plan.forward is not None,
+                      plan.backward is not None))
+    assert steps[:4] == [(False, False, False), (True, False, False), (False, True, False),
+                         (False, True, True)]
+    assert compiled_now[:4] == [0, 0, 0, 0]
     assert len(plan.forward.equations) > 1 and len(plan.backward.equations) > 1
     assert max(compiled_now) <= plan.part
     assert sum(compiled_now) == sum(plan.forward.equations) + sum(plan.backward.equations)

@@ -220,7 +220,7 @@ def _warm_grad_of_long_loss():
     collector has run, so what later calls leave alive can be counted."""
     g = ft.grad(_long_loss)
     h = np.linspace(-1.0, 1.0, 4)
-    for _ in range(3):
+    for _ in range(4):  # the calls that build its plan's programs
         g(h)
     gc.collect()
     return g, h

@@ -111,6 +111,8 @@ def shared_results(closed: ClosedJaxpr, writable: Sequence[bool], n: int) -> tup
     backward program at the cotangent 1 returns ``y`` itself, and
     ``(2 * x).sum()``'s a constant of the program that the next call would
     hand out again."""
+    if n == 0:  # eager grad's forward program hands the caller no result
+        return ()
     jaxpr = closed.jaxpr
     mine = {id(v) for v, w in zip(jaxpr.invars, writable) if w}
     fresh = [allocates(e, callable_of(e)) for e in jaxpr.eqns]
