@@ -89,7 +89,14 @@ EXACT_UFUNCS = frozenset({
 #: elementwise ufuncs (``backends/native/body.py``).
 _LOOP_BODY = frozenset({"select", "convert_element_type", "dot_general", "transpose",
                         "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
-                        "reduce_or", "scan", "while_loop", "recorded_loop"})
+                        "reduce_or", "scan", "while_loop", "recorded_loop", "gather",
+                        "dynamic_slice", "slice", "rev", "broadcast_in_dim", "squeeze",
+                        "expand_dims", "reshape"})
+#: Body equations whose NumPy-tier results may be strided views of a
+#: contiguous operand (a broadcast's stride 0, a slice's step, a reversal, a
+#: window).
+_STRIDED = frozenset({"broadcast_in_dim", "slice", "rev", "dynamic_slice", "gather"})
+_INDEXING = frozenset({"gather", "dynamic_slice", "slice", "rev"})
 _LOOPS = frozenset({"scan", "while_loop", "recorded_loop"})
 _REAL = "biuf"
 
@@ -219,19 +226,42 @@ def _transcendental(e) -> bool:
 
 def _views(jaxpr: Jaxpr, outer: bool) -> set[int]:
     """The values of a loop body that may be strided views when the NumPy
-    tier runs it: ``transpose`` results (NumPy's are views), and what other
+    tier runs it: ``transpose`` results (NumPy's are views), broadcasts,
+    slices and gathers (``_STRIDED``), and what other
     equations make of them (a ufunc keeps its operand's layout), everything
     where the body's operands may be views (``outer``).  A product reads a
     view with other BLAS arguments than the kernel's contiguous copy."""
     views = {id(v) for v in jaxpr.invars} if outer else set()
     for e in jaxpr.eqns:
-        made = e.primitive.name == "transpose" or e.primitive.name != "dot_general" and any(
-            id(a) in views for a in e.inputs)
-        if made:
+        name = e.primitive.name
+        if name in _STRIDED and not _rows(e):
+            views.update(id(v) for v in e.outputs if v.aval.ndim)
+        elif name == "transpose" or name != "dot_general" and any(
+                id(a) in views for a in e.inputs):
             views.update(id(v) for v in e.outputs if v.aval.ndim > 1)
     if not outer and any(id(v) in views for v in jaxpr.outvars):
         return _views(jaxpr, True)  # a view carried into the next step
     return views
+
+
+def _scalar_indices(e) -> bool:
+    """Whether indexing equation ``e`` has the native form of
+    ``backends/native/movement.py``: an array operand and rank-0 signed
+    integer indices or starts."""
+    return e.inputs[0].aval.ndim > 0 and all(
+        not a.aval.ndim and a.aval.dtype.kind == "i" for a in e.inputs[1:])
+
+
+def _rows(e) -> bool:
+    """Whether gather ``e`` selects whole rows by leading integers (NumPy's
+    result is contiguous where its operand is)."""
+    if e.primitive.name != "gather":
+        return False
+    spec, shape = e.params["spec"], e.inputs[0].aval.shape
+    picks = [n for n, s in enumerate(spec) if s[0] in ("int", "array")]
+    return picks == list(range(len(picks))) and all(
+        s[0] == "slice" and slice(*s[1:]).indices(d) == (0, d, 1)
+        for s, d in zip(spec[len(picks):], shape[len(picks):]))
 
 
 def _exact_product(e, views: set[int]) -> bool:
@@ -267,6 +297,9 @@ def _loop_body_native(jaxpr: Jaxpr, tally: _Tally, outer_views: bool = False) ->
             if (_float(e) and ufunc not in EXACT_UFUNCS and not e.outputs[0].aval.ndim
                     and tally.numerics != "exact"):
                 tally.differs.append("transcendental functions of scalars in loop bodies")
+        elif name in _INDEXING and not _scalar_indices(e):
+            tally.loop_misses.append(f"{name} by index arrays")
+            ok = False
         elif name in _LOOP_BODY:
             if name == "dot_general" and _float(e) and not _exact_product(e, views):
                 # loops summing in order, or BLAS reading a view's copy

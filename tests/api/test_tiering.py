@@ -279,14 +279,42 @@ def test_what_has_no_native_form_never_moves(queued, monkeypatch):
     half(np.ones(1000, np.float16))
     assert _tier(half).reason.startswith("nothing in it has a native form")
 
-    def shifted(c, x):  # slices in a loop body: the loop stays NumPy calls
+    def shifted(c, x):  # a concatenation in a loop body: the loop stays NumPy calls
         c = c[1:] * 0.5 + c[:-1] + x
         return fnp.concatenate([c, c[:1]]), None
 
     loop = ft.jit(lambda c, xs: lax.scan(shifted, c, xs)[0])
     loop(np.ones(8), np.ones((100, 7)))
-    assert "a loop body holds" in _tier(loop).reason and "slice" in _tier(loop).reason
+    reason = _tier(loop).reason
+    assert "a loop body holds concatenate" in reason and "slice" not in reason
     assert queued == []
+
+
+def test_loops_indexing_rows_by_their_counter_move(eager):
+    """Rows picked by the loop counter (a gather) and broadcasts in a
+    gradient's loop body have native forms: the loop moves, with the NumPy
+    tier's bits."""
+    xs = np.linspace(-1.0, 1.0, 50 * 8).reshape(50, 8)
+    w = np.linspace(-0.2, 0.2, 64).reshape(8, 8)
+
+    def rnn(h, xs):
+        return lax.fori_loop(0, 50, lambda i, h: fnp.tanh(h * 0.9 + xs[i]), h)
+
+    def while_rnn_loss(w, xs):
+        def step(c):
+            i, h, total = c
+            h = fnp.tanh(w @ h + fnp.take(xs, i, axis=0))
+            return i + 1, h, total + fnp.sum(h)
+
+        return lax.while_loop(lambda c: c[0] < len(xs), step, (0, np.zeros(8), 0.0))[2]
+
+    for f, args in [(rnn, (np.zeros(8), xs)), (ft.grad(while_rnn_loss), (w, xs))]:
+        jf = ft.jit(f)
+        want = ft.jit(f, compiler="numpy")(*args)
+        assert bits_equal(jf(*args), want)
+        assert tiering.wait(120.0)
+        assert _tier(jf).tier == "native", _tier(jf).reason
+        assert bits_equal(jf(*args), want)
 
 
 def test_a_compile_estimated_over_the_budget_is_never_started(queued, monkeypatch):

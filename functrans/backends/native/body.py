@@ -23,6 +23,9 @@ and rewrites on every step:
 * ``dot_general`` is NumPy's ``matmul`` loop or explicit loops (``dot.py``),
   ``transpose`` a copy;
 * reductions whose result can be NumPy's bit for bit (``loop_reductions.py``);
+* indexing by scalar integers and static slices, broadcasts and shape
+  changes: views where a ``Value`` can express them, else copies
+  (``movement.py``);
 * a ``scan`` or ``while_loop`` in a body is a nested loop with buffers of
   its own, so a loop nest compiles as one kernel.
 
@@ -36,8 +39,8 @@ writes into its operands.
 Shapes are run-time values: each dimension is an expression in the kernel's
 arguments (``a0.shape[1]``) or a size argument (a scan's length), so the
 source depends on dtypes, ranks and literals alone and compiles once per
-rank.  Anything else in a body (float reductions over some axes, shape
-and indexing operations, complex numbers) has no lowering here: the
+rank.  Anything else in a body (float reductions over some axes, indexing
+by integer arrays, scatters, complex numbers) has no lowering here: the
 caller leaves the loop to the NumPy tier.
 """
 
@@ -51,6 +54,7 @@ from functrans.backends.native.dot import _FLOATS, dot_lines
 from functrans.backends.native.elementwise import _operand_type, native_ufunc
 from functrans.backends.native.kernel import Kernel, Value, type_name
 from functrans.backends.native.loop_reductions import REDUCTIONS, reduction_lines
+from functrans.backends.native.movement import MOVEMENT, movement_lines
 from functrans.backends.native.numpy_loops import may_differ, numpy_loop
 from functrans.core import Eqn, Jaxpr, Literal, lookup_primitive
 
@@ -237,6 +241,14 @@ def lower_jaxpr(k: Kernel, jaxpr: Jaxpr, ins: Sequence[Value], pad: str
                 source[a] = j
             lines.append(f"{inner}{buf.at(index)} = {x.at(source)}")
             names[id(e.outputs[0])] = buf
+            continue
+        if e.primitive.name in MOVEMENT:
+            flush()  # (its operand is stored: this equation reads it)
+            found_m = movement_lines(k, e, [value(a) for a in e.inputs], pad)
+            if found_m is None:
+                return None
+            lines += found_m[0]
+            names[id(e.outputs[0])] = found_m[1]
             continue
         if e.primitive.name in REDUCTIONS:
             flush()

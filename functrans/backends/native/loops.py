@@ -303,8 +303,14 @@ def loop_call(e: Eqn, name: str, folder: str,
         else:
             results.append(f"r[{n}]")
         n += 1
+    # An index NumPy refuses raises IndexError in the kernel (movement.py),
+    # which writes none of its operands: the NumPy tier reruns the loop and
+    # raises its own error.
     text = (f"def {name}({', '.join(args)}):\n{guard}"
-            f"    r = _kernel({', '.join(passed)})\n"
+            f"    try:\n"
+            f"        r = _kernel({', '.join(passed)})\n"
+            f"    except IndexError:\n"
+            f"        return _numpy({', '.join(args)})\n"
             f"    return [{', '.join(results)}]\n")
     exec(compile(text, f"<functrans native loop {name}>", "exec"), namespace)
     return namespace[name], source, seconds
