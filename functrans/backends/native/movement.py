@@ -44,61 +44,64 @@ def movement_lines(k: Kernel, e: Eqn, ops: Sequence[Value], pad: str
         return lines, _reshaped(k, x, e, pad, lines)
     if name == "gather":
         found = _gather_source(k, x, e, ops[1:], pad, lines)
-        if found is None:
-            return None
         if isinstance(found, Value):
             return lines, found
         shape, source = found
     elif name == "dynamic_slice":
-        starts = []
-        for d, n, s in zip(x.shape, e.params["slice_sizes"], ops[1:]):
-            b = k.fresh("g")  # NumPy tier: clamped so that the window fits
-            lines.append(f"{pad}{b} = min(max({s.at(())}, 0), {d} - {n})")
-            starts.append(b)
+        source = []
+        for a, (d, n, op) in enumerate(zip(x.shape, e.params["slice_sizes"], ops[1:])):
+            b = k.fresh("g")  # as in the NumPy tier: clamped so that the window fits
+            lines.append(f"{pad}{b} = min(max({op.at(())}, 0), {d} - {n})")
+            source.append((a, f"{b} + {{}}"))
         shape = tuple(str(n) for n in e.params["slice_sizes"])
-        source = lambda j: [f"{b} + {i}" for b, i in zip(starts, j)]  # noqa: E731
     elif name == "slice":
         p = e.params
         steps = p["strides"] or (1,) * len(x.shape)
         shape = tuple(str(n) for n in out.shape)
-        source = lambda j: [f"{s} + {t} * {i}" for s, t, i in  # noqa: E731
-                            zip(p["start_indices"], steps, j)]
+        source = [(a, f"{s} + {t} * {{}}") for a, (s, t) in enumerate(zip(p["start_indices"],
+                                                                          steps))]
     elif name == "rev":
         flipped = set(e.params["dimensions"])
         shape = x.shape
-        source = lambda j: [f"{d} - 1 - {i}" if a in flipped else i  # noqa: E731
-                            for a, (d, i) in enumerate(zip(x.shape, j))]
-    else:  # broadcast_in_dim
-        dims, rank = e.params["broadcast_dimensions"], e.inputs[0].aval
+        source = [(a, f"{d} - 1 - {{}}" if a in flipped else "{}") for a, d in enumerate(x.shape)]
+    else:  # broadcast_in_dim: an axis of length 1 is read at 0 along the result's
+        static = e.inputs[0].aval.shape
         shape = tuple(str(n) for n in out.shape)
-        source = lambda j: ["0" if rank.shape[a] == 1 and out.shape[d] != 1 else j[d]  # noqa
-                            for a, d in enumerate(dims)]
+        source = [(None, "0") if static[a] == 1 and out.shape[d] != 1 else (d, "{}")
+                  for a, d in enumerate(e.params["broadcast_dimensions"])]
     return lines, _copied(k, x, shape, source, out.dtype, pad, lines)
 
 
-def _copied(k: Kernel, x: Value, shape: tuple[str, ...], source, dtype, pad: str,
+#: Where a copy reads each axis of its operand: ``(result axis, template)``,
+#: the template formatted with that axis's index, or ``(None, expression)``.
+Source = Sequence[tuple[int | None, str]]
+
+
+def _copied(k: Kernel, x: Value, shape: tuple[str, ...], source: Source, dtype, pad: str,
             lines: list[str]) -> Value:
-    """A buffer of ``shape`` whose element at index ``j`` is ``x``'s at
-    ``source(j)``; a scalar where ``shape`` is ()."""
+    """A buffer of ``shape`` whose elements are ``x``'s read at ``source``;
+    a scalar where ``shape`` is ()."""
     if not shape:
         s = k.fresh("v")
-        lines.append(f"{pad}{s} = {x.at(source([]))}")
+        lines.append(f"{pad}{s} = {x.at([t for _, t in source])}")
         return Value(s, (), dtype)
     buf = Value(k.buffer(shape, dtype), shape, dtype, owned=True)
     index, inner = k.nest(shape, pad, lines)
-    lines.append(f"{inner}{buf.at(index)} = {x.at(source(index))}")
+    at = [t if o is None else t.format(index[o]) for o, t in source]
+    lines.append(f"{inner}{buf.at(index)} = {x.at(at)}")
     return buf
 
 
 def _gather_source(k: Kernel, x: Value, e: Eqn, indices: Sequence[Value], pad: str,
-                   lines: list[str]):
+                   lines: list[str]) -> Value | tuple[tuple[str, ...], Source]:
     """``x[index]`` for a gather whose index arrays are scalars: a view
     where the index is leading scalars then whole axes, else the result's
     shape and each element's source."""
-    spec, out = e.params["spec"], e.outputs[0].aval
+    spec = e.params["spec"]
     static = e.inputs[0].aval.shape
     fixed: dict[int, str] = {}  # source axis -> index expression
-    axes: list[tuple[int, str, int, int]] = []  # (source axis or -1, ..., start, step)
+    # the result's axes: (source axis or -1 for a new one, length, start, step)
+    axes: list[tuple[int, str, int, int]] = []
     operands = iter(indices)
     axis = 0
     for entry in spec:
@@ -129,15 +132,11 @@ def _gather_source(k: Kernel, x: Value, e: Eqn, indices: Sequence[Value], pad: s
         return Value(x.name, x.shape[len(fixed):], x.dtype,
                      lead=(*x.lead, *(fixed[a] for a in range(len(fixed)))))
     shape = tuple(n for _, n, _, _ in axes)
-    assert len(shape) == out.ndim
-
-    def source(j: Sequence[str]) -> list[str]:
-        at = dict(fixed)
-        for (a, _, start, step), i in zip(axes, j):
-            if a >= 0:
-                at[a] = f"{start} + {step} * {i}"
-        return [at[a] for a in range(len(static))]
-    return shape, source
+    reads: dict[int, tuple[int | None, str]] = {a: (None, g) for a, g in fixed.items()}
+    for o, (a, _, start, step) in enumerate(axes):
+        if a >= 0:
+            reads[a] = (o, f"{start} + {step} * {{}}")
+    return shape, [reads[a] for a in range(len(static))]
 
 
 def _reshaped(k: Kernel, x: Value, e: Eqn, pad: str, lines: list[str]) -> Value:
@@ -170,4 +169,4 @@ def _filled(k: Kernel, x: Value, out, e: Eqn, pad: str):
         return None
     lines: list[str] = []
     shape = tuple(str(n) for n in out.shape)
-    return lines, _copied(k, x, shape, lambda j: [], out.dtype, pad, lines)
+    return lines, _copied(k, x, shape, [], out.dtype, pad, lines)
