@@ -227,17 +227,18 @@ def _transcendental(e) -> bool:
 def _views(jaxpr: Jaxpr, outer: bool) -> set[int]:
     """The values of a loop body that may be strided views when the NumPy
     tier runs it: ``transpose`` results (NumPy's are views), broadcasts,
-    slices and gathers (``_STRIDED``), and what other
-    equations make of them (a ufunc keeps its operand's layout), everything
-    where the body's operands may be views (``outer``).  A product reads a
-    view with other BLAS arguments than the kernel's contiguous copy."""
+    slices and gathers (``_STRIDED``), and what other equations make of
+    them (a ufunc keeps its operand's layout, unless ``_c_ordered`` says
+    NumPy allocates it in C order), everything where the body's operands
+    may be views (``outer``).  A product reads a view with other BLAS
+    arguments than the kernel's contiguous copy."""
     views = {id(v) for v in jaxpr.invars} if outer else set()
     for e in jaxpr.eqns:
         name = e.primitive.name
         if name in _STRIDED and not _rows(e):
             views.update(id(v) for v in e.outputs if v.aval.ndim)
         elif name == "transpose" or name != "dot_general" and any(
-                id(a) in views for a in e.inputs):
+                id(a) in views for a in e.inputs) and not _c_ordered(e, views):
             views.update(id(v) for v in e.outputs if v.aval.ndim > 1)
     if not outer and any(id(v) in views for v in jaxpr.outvars):
         return _views(jaxpr, True)  # a view carried into the next step
@@ -262,6 +263,17 @@ def _rows(e) -> bool:
     return picks == list(range(len(picks))) and all(
         s[0] == "slice" and slice(*s[1:]).indices(d) == (0, d, 1)
         for s, d in zip(spec[len(picks):], shape[len(picks):]))
+
+
+def _c_ordered(e, views: set[int]) -> bool:
+    """Whether NumPy allocates ufunc equation ``e``'s result in C order
+    whatever the layout of its views: an operand that is no view and has the
+    result's shape (no axis broadcast, so no zero stride) is C-ordered, and
+    where operands' orders conflict NumPy's iterator keeps C order.  A
+    vmapped carry ``tanh(transpose(w @ h) + x)`` is contiguous so."""
+    shape = e.outputs[0].aval.shape
+    return _ufunc(e) is not None and any(
+        type(a) is Var and id(a) not in views and a.aval.shape == shape for a in e.inputs)
 
 
 def _exact_product(e, views: set[int]) -> bool:

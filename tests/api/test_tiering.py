@@ -250,6 +250,12 @@ def test_float_products_in_loop_bodies_are_exact_where_numpy_s_is_one_matmul():
     # a transpose made in the body is a strided view in the NumPy tier, so is a ufunc's result
     assert not _body_products_exact(lambda m, w: m.T @ w, m, w)
     assert not _body_products_exact(lambda m, w: fnp.tanh(m.T) @ w, m, w)
+    # ... unless an operand of the ufunc is C-ordered with the result's shape: NumPy's
+    # iterator then allocates the result in C order, contiguous
+    assert _body_products_exact(lambda m, x, w: fnp.tanh(m.T + x) @ w, m, m.T, w)
+    assert _body_products_exact(lambda m, x, w: fnp.tanh(x + m.T) @ w, m, m.T, w)
+    assert not _body_products_exact(lambda m, w: (m.T + w) @ w, m, w)  # w broadcast
+    assert not _body_products_exact(lambda m, w: (m.T + m.T) @ w, m, w)
     # one-element operands: np.dot scales the other one, keeping a -0.0 matmul sums to +0.0
     assert not _body_products_exact(lambda v, m: v @ m, np.ones(1), np.ones((1, 3)))
     # NumPy moves and merges axes, then calls matmul: the kernel sums in order
@@ -411,6 +417,24 @@ def test_a_scan_rnn_gradient_moves_with_exact_numerics(eager):
     assert tiering.assess(ft.jit(ft.grad(scan_rnn_loss)).lower(*args).jaxpr).exact
     reference = ft.jit(ft.grad(scan_rnn_loss), compiler="numpy")(*args)
     f = ft.jit(ft.grad(scan_rnn_loss))
+    _run_until_native(f, args, reference)
+    for _ in range(3):
+        assert bits_equal(f(*args), reference)
+
+
+@needs_numba
+def test_a_vmapped_scan_rnn_moves_with_exact_numerics(eager):
+    """Its body's carry is ``tanh(transpose(w @ h) + x)``: NumPy allocates
+    the sum in C order (``x`` is C-ordered), so the next step's product
+    reads a contiguous carry, as the kernel's; the product is NumPy's
+    matmul loop, and the program moves under the default numerics."""
+    rng = np.random.default_rng(6)
+    xs = rng.standard_normal((3, 40, 4))
+    xs[0, 5, 1], xs[1, 7, 2], xs[2, 9, 0] = np.nan, np.inf, -0.0
+    args = (rng.standard_normal((4, 4)) * 0.5, xs)
+    program = ft.vmap(scan_rnn_loss, (None, 0))
+    reference = ft.jit(program, compiler="numpy")(*args)
+    f = ft.jit(program)
     _run_until_native(f, args, reference)
     for _ in range(3):
         assert bits_equal(f(*args), reference)
