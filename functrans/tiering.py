@@ -35,6 +35,7 @@ import numpy as np
 
 from functrans.core import ClosedJaxpr, Jaxpr, Var
 from functrans.dtypes import is_floating
+from functrans.primitives.elementwise import IEEE_EXACT
 from functrans.primitives.fused import cpu_fusible, have_numexpr
 from functrans.primitives.linalg import matmul_bits
 
@@ -72,18 +73,6 @@ SPLIT_ELEMENTS = 1 << 18
 _PER_FLOP = 1e-10
 _COMPILE_BASE = 0.3
 _COMPILE_PER_EQN = 0.03
-
-#: The ufuncs whose float results IEEE 754 fixes (correctly rounded, or
-#: exact): the native tier computes them as NumPy does, bit for bit.  Other
-#: float ufuncs (``sin``, ``exp``, ``tanh``, ...) call the C library in a
-#: kernel and may differ in the last bits.
-EXACT_UFUNCS = frozenset({
-    np.add, np.subtract, np.multiply, np.true_divide, np.sqrt, np.negative, np.positive,
-    np.absolute, np.floor, np.ceil, np.trunc, np.rint, np.equal, np.not_equal, np.less,
-    np.less_equal, np.greater, np.greater_equal, np.isfinite, np.isnan, np.isinf,
-    np.signbit, np.copysign, np.square, np.conjugate, np.logical_and, np.logical_or,
-    np.logical_xor, np.logical_not,
-})
 
 #: What a loop body may hold for its loop to become one kernel, besides
 #: elementwise ufuncs (``backends/native/body.py``).
@@ -221,7 +210,7 @@ def _split(e) -> bool:
 def _transcendental(e) -> bool:
     """A float ufunc whose results IEEE 754 does not fix (``sin``, ``exp``, ...)."""
     ufunc = _ufunc(e)
-    return ufunc is not None and _float(e) and ufunc not in EXACT_UFUNCS
+    return ufunc is not None and _float(e) and ufunc not in IEEE_EXACT
 
 
 def _views(jaxpr: Jaxpr, outer: bool) -> set[int]:
@@ -306,7 +295,7 @@ def _loop_body_native(jaxpr: Jaxpr, tally: _Tally, outer_views: bool = False) ->
             # On an array a transcendental function calls NumPy's own loop;
             # on a scalar too in the exact lowering, else Numba's (the C
             # library's) code.
-            if (_float(e) and ufunc not in EXACT_UFUNCS and not e.outputs[0].aval.ndim
+            if (_float(e) and ufunc not in IEEE_EXACT and not e.outputs[0].aval.ndim
                     and tally.numerics != "exact"):
                 tally.differs.append("transcendental functions of scalars in loop bodies")
         elif name in _INDEXING and not _scalar_indices(e):

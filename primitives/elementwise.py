@@ -713,6 +713,19 @@ BINARY = [
 unary = {r.name: declare(r) for r in UNARY}
 binary = {r.name: declare(r) for r in BINARY}
 
+#: The ufuncs whose float results IEEE 754 fixes (correctly rounded, or
+#: exact), so any correct implementation, Numba's scalar code included,
+#: gives NumPy's bits; other float ufuncs (``sin``, ``exp``, ``tanh``, ...)
+#: may differ in the last bits between libraries (the native tier and
+#: automatic tiering ask this set).
+IEEE_EXACT = frozenset({
+    np.add, np.subtract, np.multiply, np.true_divide, np.sqrt, np.negative, np.positive,
+    np.absolute, np.floor, np.ceil, np.trunc, np.rint, np.equal, np.not_equal, np.less,
+    np.less_equal, np.greater, np.greater_equal, np.isfinite, np.isnan, np.isinf,
+    np.signbit, np.copysign, np.square, np.conjugate, np.logical_and, np.logical_or,
+    np.logical_xor, np.logical_not,
+})
+
 
 # -- integer_pow: x ** y for a static Python int y ------------------------
 

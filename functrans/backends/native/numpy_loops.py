@@ -29,16 +29,7 @@ import sys
 
 import numpy as np
 
-#: Ufuncs whose float results IEEE 754 fixes exactly, so Numba's scalar code
-#: gives NumPy's bits (tests/backends/native/test_numerics.py); the other float loops
-#: are taken from NumPy.
-EXACT = frozenset({
-    np.add, np.subtract, np.multiply, np.true_divide, np.sqrt, np.negative, np.positive,
-    np.absolute, np.floor, np.ceil, np.trunc, np.rint, np.equal, np.not_equal, np.less,
-    np.less_equal, np.greater, np.greater_equal, np.isfinite, np.isnan, np.isinf,
-    np.square, np.conjugate, np.logical_and, np.logical_or, np.logical_xor, np.logical_not,
-    np.copysign, np.signbit,
-})
+from functrans.primitives.elementwise import IEEE_EXACT
 
 # PyUFuncObject: PyObject_HEAD, four ints (nin, nout, nargs, identity), then
 # the functions and data arrays, ntypes, a reserved int, and the name.
@@ -102,14 +93,14 @@ def may_differ(ufunc, dtypes: tuple[np.dtype, ...]) -> bool:
     other bits than NumPy's loop: a float function IEEE 754 does not fix
     (``sin``, ``exp``, ``tanh``, ``power``, ...), which Numba takes from the
     C library where NumPy may use its own vectorised code."""
-    return (isinstance(ufunc, np.ufunc) and ufunc not in EXACT
+    return (isinstance(ufunc, np.ufunc) and ufunc not in IEEE_EXACT
             and any(np.dtype(d).kind == "f" for d in dtypes))
 
 
 def numpy_loop(ufunc: np.ufunc, dtypes: tuple[np.dtype, ...]) -> int | None:
     """The address of NumPy's loop computing ``ufunc`` on float ``dtypes``
     (the operands' then the result's) where Numba's own code may differ."""
-    if not isinstance(ufunc, np.ufunc) or ufunc in EXACT or any(
+    if not isinstance(ufunc, np.ufunc) or ufunc in IEEE_EXACT or any(
             d not in (np.float32, np.float64) for d in dtypes):
         return None
     sig = "".join(d.char for d in dtypes[:-1]) + "->" + dtypes[-1].char
