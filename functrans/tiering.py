@@ -64,8 +64,10 @@ _PER_ELEMENT = 1e-9
 # cos about 8 ns an element, tanh 1.7, arctan 1.2, exp and log 0.8 (float32
 # ones about 0.5, so they count as a pass).
 _PER_TRANSCENDENTAL = 4e-9
-#: The threads a large kernel or NumPy call is split across (Numba's default).
-_CORES = os.cpu_count() or 1
+#: The threads a large kernel or NumPy call is split across: Numba's thread
+#: count, which ``NUMBA_NUM_THREADS`` sets and the cores are by default
+#: (read from the environment, as Numba reads it, without importing Numba).
+_CORES = max(1, int(os.environ.get("NUMBA_NUM_THREADS") or os.cpu_count() or 1))
 #: ``backends.native.elementwise.SPLIT_ELEMENTS``, the size from which a
 #: native call runs on all cores (written here, not imported, so that
 #: ``import functrans`` does not load the native backend).

@@ -669,3 +669,16 @@ def test_the_estimate_splits_where_the_native_tier_splits():
     from functrans.backends.native import elementwise
 
     assert tiering.SPLIT_ELEMENTS == elementwise.SPLIT_ELEMENTS
+
+
+@needs_numba
+def test_the_estimate_counts_the_threads_numba_runs():
+    # The gain of a split call is counted for Numba's thread count, which
+    # NUMBA_NUM_THREADS sets, read without importing Numba.
+    code = ("from functrans import tiering\n"
+            "from functrans.backends.native import elementwise\n"
+            "print(tiering._CORES, elementwise._threads())\n")
+    env = {**os.environ, "NUMBA_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["1", "1"]
