@@ -47,7 +47,7 @@ from functrans._api_util import (
     normalize_argnums,
 )
 from functrans.backends.numpy import Compiled
-from functrans.core import ClosedJaxpr, ShapedArray, ShapeDtypeStruct, Tracer
+from functrans.core import ClosedJaxpr, RecentHits, ShapedArray, ShapeDtypeStruct, Tracer
 from functrans.devices import check_devices, is_device_array
 from functrans.errors import DeviceError, FunctransError
 from functrans.interpreters.vmap import bound_axes
@@ -299,11 +299,13 @@ class _Entry(NamedTuple):
 _COMPILERS = ("auto", "numpy", "native")
 
 
-class _Jitted:
-    """The callable ``jit`` returns."""
+class _Jitted(RecentHits):
+    """The callable ``jit`` returns; its cache counts hits and keeps its most
+    recent slot as ``RecentHits`` says."""
 
     def __init__(self, fun, static_argnums, static_argnames, explain_cache_misses,
                  compiler=None):
+        super().__init__()
         check_callable("jit", fun)
         functools.update_wrapper(self, fun)
         self._fun = fun
@@ -334,11 +336,7 @@ class _Jitted:
         self._tokens = itertools.count()
         # Reentrant: hashing a key may run a static argument's __hash__/__eq__.
         self._lock = threading.RLock()
-        # Hits are counted by an itertools.count: ``next`` increments it in
-        # one step, where ``+= 1`` on an attribute needs the lock.
-        self._hits = itertools.count()
         self._misses = self._evictions = 0
-        self._mru: _Slot | None = None  # the slot last moved to the end of _order
         self._last_signature: tuple | None = None
 
     # -- the call path ---------------------------------------------------------
@@ -356,15 +354,11 @@ class _Jitted:
                 key = [(a.shape, a.dtype) for a in args if type(a) is np.ndarray]
                 slot = self._fast.get(tuple(key)) if len(key) == len(args) else None
             if slot is not None:
-                # _touch, written out: the method call was a tenth of a cached
-                # call of a small program.
+                # RecentHits._hit, written out: the method call was a tenth of
+                # a cached call of a small program.
                 next(self._hits)
-                if self._mru is not slot:
-                    self._mru = slot
-                    try:
-                        self._order.move_to_end(slot.token)
-                    except KeyError:  # evicted by another thread meanwhile: it still runs
-                        pass
+                if self._newest is not slot:
+                    self._make_newest(slot)
                 entry = slot.entry
                 tier = entry.tier
                 if tier is not None and tier.watching:  # timed for the tiering rule
@@ -379,19 +373,16 @@ class _Jitted:
                 return outs[0] if entry.single_output else tree_unflatten(entry.out_tree, outs)
         return self._call(args, kwargs)
 
-    def _touch(self, slot: _Slot) -> None:
-        """Count a hit and make ``slot`` the most recently used.  No lock:
-        ``next`` on the counter and ``move_to_end`` are each one atomic step,
-        and a slot another thread evicted meanwhile still runs this call.
-        Threads racing here may leave the order of recent use slightly off,
-        which changes at most which entry a full cache evicts next."""
-        next(self._hits)
-        if self._mru is not slot:
-            self._mru = slot
-            try:
-                self._order.move_to_end(slot.token)
-            except KeyError:
-                pass
+    def _move_to_newest(self, slot: _Slot) -> None:
+        """``RecentHits``' move: ``slot`` to the end of ``_order``.  No lock:
+        ``move_to_end`` is one atomic step, and a slot another thread evicted
+        meanwhile still runs this call.  Threads racing here may leave the
+        order of recent use slightly off, which changes at most which entry a
+        full cache evicts next."""
+        try:
+            self._order.move_to_end(slot.token)
+        except KeyError:
+            pass
 
     def _call(self, args, kwargs):
         if not self._static_argnums and not self._static_argnames:
@@ -419,7 +410,7 @@ class _Jitted:
                 fast = tuple([(a.shape, a.dtype) for a in args])
             entry = self._compile(key, fast, args, kwargs, leaves, device)
         else:
-            self._touch(slot)
+            self._hit(slot)
             entry = slot.entry
         # Under a transform, a program with effects binds its equations: a
         # collective over a vmapped axis is then recorded for the vmap to
@@ -541,14 +532,14 @@ class _Jitted:
             slot = self._entries.get(key)
             if slot is not None:
                 self._order.move_to_end(slot.token)
-                self._mru = slot
+                self._newest = slot
                 return slot.entry
             slot = _Slot(entry, next(self._tokens), key, fast_key)
             self._entries[key] = slot
             if fast_key is not None:
                 self._fast[fast_key] = slot
             self._order[slot.token] = slot
-            self._mru = slot
+            self._newest = slot
             while len(self._order) > config.jit_cache_size:
                 _, old = self._order.popitem(last=False)
                 del self._entries[old.key]
@@ -706,7 +697,7 @@ class _Jitted:
         ``evictions``, ``maxsize``, ``compile_time`` and ``native_compile_time``)."""
         with self._lock:
             slots = list(self._order.values())
-            info = (core.count_of(self._hits), self._misses, len(slots), self._evictions,
+            info = (self._hit_count(), self._misses, len(slots), self._evictions,
                     config.jit_cache_size, self._compile_time, self._native_time)
         return CacheInfo(*info, tuple(_tier_info(s.entry) for s in slots))
 
@@ -716,8 +707,7 @@ class _Jitted:
             self._entries.clear()
             self._fast.clear()
             self._order.clear()
-            self._hits = itertools.count()
-            self._mru = None
+            self._reset_hits()
             self._misses = self._evictions = 0
             self._compile_time = self._native_time = 0.0
 

@@ -33,6 +33,7 @@ from functrans.core.avals import (
 from functrans.core.caches import (
     CacheInfo,
     ProgramCache,
+    RecentHits,
     collector_paused,
     count_of,
     program_cache,
@@ -103,7 +104,8 @@ from functrans.core.tracing import (
 
 __all__ = [
     "RULES", "Atom", "CacheInfo", "ClosedJaxpr", "Eqn", "Jaxpr", "JaxprTrace", "Literal",
-    "Primitive", "ProgramCache", "RuleFactory", "ShapeDtypeStruct", "ShapedArray", "Source",
+    "Primitive", "ProgramCache", "RecentHits", "RuleFactory", "ShapeDtypeStruct", "ShapedArray",
+    "Source",
     "Tracer", "UndefinedPrimal", "Var", "Zero", "_abstract_eval", "_avals_out", "_params_key",
     "apply_impl", "array_module", "backend_of_type", "bind", "check_jaxpr", "check_values",
     "collector_paused", "count_of", "current_source", "current_trace", "derived_source",

@@ -1,6 +1,8 @@
 """Caches and the garbage-collector pause: ``program_cache`` (a cache keyed on
-programs, bounded by the equations it holds), ``collector_paused`` and
-``count_of`` (the value of a lock-free hit counter).
+programs, bounded by the equations it holds), ``RecentHits`` (the lock-free
+hit count and most recent entry of a cache kept in order of use, which
+``jit``'s cache shares), ``collector_paused`` and ``count_of`` (the value of
+a lock-free hit counter).
 """
 
 from __future__ import annotations
@@ -47,10 +49,50 @@ def program_cache(maxsize: int, max_equations: int) -> Callable[[Callable], Prog
     return make
 
 
-class ProgramCache:
+class RecentHits:
+    """The hits of a cache that keeps its entries in order of recent use, and
+    its most recent entry: a hit on that one (the same call repeated) moves
+    nothing and takes no lock, only a count.
+
+    Hits are counted by an ``itertools.count``: ``next`` increments it in one
+    step, where ``+= 1`` on an attribute needs a lock.  A cache derives from
+    this class and says in ``_move_to_newest`` how it makes an entry its most
+    recent.  A hot call path may inline ``hit``: ``next(self._hits)``, then
+    ``_make_newest`` unless ``self._newest`` is the entry already."""
+
+    def __init__(self):
+        self._hits = itertools.count()
+        self._newest: Any = None
+
+    def _hit(self, entry: Any) -> None:
+        """Count a hit on ``entry`` and make it the most recent."""
+        next(self._hits)
+        if self._newest is not entry:
+            self._make_newest(entry)
+
+    def _make_newest(self, entry: Any) -> None:
+        """Make ``entry`` the most recent (a hit on another entry than the newest)."""
+        self._newest = entry
+        self._move_to_newest(entry)
+
+    def _move_to_newest(self, entry: Any) -> None:
+        """Put ``entry`` last in the cache's order of use: the cache's own way."""
+        raise NotImplementedError
+
+    def _hit_count(self) -> int:
+        return count_of(self._hits)
+
+    def _reset_hits(self) -> None:
+        """Forget the hits and the most recent entry (the cache is cleared)."""
+        self._hits = itertools.count()
+        self._newest = None
+
+
+class ProgramCache(RecentHits):
     """A function cached by ``program_cache``."""
 
     def __init__(self, fn: Callable, maxsize: int, max_equations: int):
+        super().__init__()
         self._fn = fn
         self._maxsize = maxsize
         self._max_equations = max_equations
@@ -60,27 +102,16 @@ class ProgramCache:
         # program alive in the cache until the next call.
         self._entries: dict[tuple, tuple[Any, int, tuple]] = {}
         self._lock = threading.Lock()
-        # Hits are counted by an itertools.count: ``next`` increments it in
-        # one step, where ``+= 1`` on an attribute needs the lock.
-        self._hits = itertools.count()
         self._misses = self._equations = 0
-        #: The entry last stored or made the most recent: a hit on it (the
-        #: same program called again) takes no lock and moves nothing.
-        self._newest: tuple | None = None
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args):
         entries = self._entries
         found = entries.get(args)
         if found is not None:
-            next(self._hits)
+            next(self._hits)  # RecentHits._hit, written out: a call on every hit
             if self._newest is not found:
-                with self._lock:
-                    # Stored again as the newest, unless another thread
-                    # evicted it meanwhile (it still answers this call).
-                    if entries.pop(found[2], None) is not None:
-                        entries[found[2]] = found
-                        self._newest = found
+                self._make_newest(found)
             return found[0]
         with self._lock:
             self._misses += 1
@@ -95,16 +126,25 @@ class ProgramCache:
                 self._equations -= entries.pop(next(iter(entries)))[1]
         return result
 
+    def _move_to_newest(self, entry: tuple) -> None:
+        entries = self._entries
+        with self._lock:
+            # Stored again as the newest, unless another thread evicted it
+            # meanwhile (it still answers this call, and is not kept alive).
+            if entries.pop(entry[2], None) is not None:
+                entries[entry[2]] = entry
+            elif self._newest is entry:
+                self._newest = None
+
     def cache_info(self) -> CacheInfo:
         with self._lock:
-            return CacheInfo(count_of(self._hits), self._misses, self._maxsize,
+            return CacheInfo(self._hit_count(), self._misses, self._maxsize,
                              len(self._entries), self._equations)
 
     def cache_clear(self) -> None:
         with self._lock:
             self._entries.clear()
-            self._newest = None
-            self._hits = itertools.count()
+            self._reset_hits()
             self._misses = self._equations = 0
 
 
