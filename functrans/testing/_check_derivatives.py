@@ -12,7 +12,9 @@ from the difference of its last two levels.  Inputs are raised to float64
 float16 derivatives are measured against a float64 reference.
 
 Each comparison allows ``rtol`` (by dtype: ``RTOL``) of the largest magnitude
-in the compared leaf, plus ten times the reference's error estimate; the
+in the compared leaf, plus ten times the reference's error estimate (for two
+transforms compared with each other, that of the reference at their level:
+near zero, what finite differences of values of that size can resolve); the
 report of a failure names the check, the argument or output (pytree path), the
 worst entry, both values and that tolerance.
 """
@@ -95,6 +97,11 @@ class _Level:
         #: expected in a derivative from the size of the values it is computed
         #: from (``NOISE`` roundings of its values over the inputs' scale).
         self.scale = self.noise = 0.0
+        #: The reference's largest error estimate along any direction: two
+        #: transforms that agree to within it agree as far as this checker
+        #: can tell (a derivative that is zero, computed from terms that
+        #: cancel, is rounding this small).
+        self.resolution = 0.0
 
 
 def _leaves(tree) -> tuple[list[str], list[np.ndarray]]:
@@ -350,6 +357,7 @@ class _Checker:
         # it that is exactly zero is measured against that, not against zero.
         level.scale = max([_scale(*want) for _, _, want, _ in refs] + [0.0])
         level.noise = NOISE * self.eps * _scale(*[o for o in outs if _inexact(o)]) / self.scale_x
+        level.resolution = max([_scale(*errs) for _, _, _, errs in refs] + [0.0])
         for (label, vs, _), (_, _, want, errs) in zip(directions, refs):
             if not forward:
                 continue
@@ -417,17 +425,20 @@ class _Checker:
                 continue
             rhs = sum(np.sum(np.real(g * v)) for g, v in zip(grads, vs))
             terms = sum(np.sum(np.abs(g * v)) for g, v in zip(grads, vs))
+            # The reference's error in <ct, J v>: what this checker can tell
+            # from zero, and from the rounding of a derivative that is zero
+            # but computed from terms that cancel.
+            err_sum = sum(np.sum(np.abs(numeric(c)) * ee) for c, ee in zip(cts, e))
             if forward:
                 t = _leaves(api.jvp(level.fn, tuple(self.xs), tuple(vs))[1])[1]
                 lhs = sum(np.sum(np.real(numeric(c) * numeric(tt))) for c, tt in zip(cts, t))
                 terms = max(terms, sum(np.sum(np.abs(numeric(c) * numeric(tt)))
                                        for c, tt in zip(cts, t)))
                 self.compare_scalar(level, "reverse mode (vjp) and forward mode (jvp) break "
-                                    "<ct, J v> == <J^T ct, v>", rhs, lhs, terms)
+                                    "<ct, J v> == <J^T ct, v>", rhs, lhs, terms, err_sum)
                 self.ran(level, "reverse mode against forward mode (dot product)")
             elif not coords:
                 lhs = sum(np.sum(np.real(numeric(c) * dd)) for c, dd in zip(cts, d))
-                err_sum = sum(np.sum(np.abs(numeric(c)) * ee) for c, ee in zip(cts, e))
                 self.compare_scalar(level, "reverse mode (vjp) disagrees with the reference "
                                     "along a random direction", rhs, lhs, terms, err_sum)
                 self.ran(level, "reverse mode (vjp) against the reference")
@@ -459,7 +470,7 @@ class _Checker:
         whole = _scale(*[numeric(a) for a in f_leaves])
         for (o, x), a, b in zip(pairs, f_leaves, r_leaves):
             self.compare(level, "jacfwd and jacrev disagree", f"d {o} / d {x}", b, a,
-                         self.rtol, scale=whole)
+                         self.rtol, level.resolution, scale=whole)
         self.ran(level, "jacfwd == jacrev")
 
     def batch(self) -> list[list[np.ndarray]]:
@@ -523,8 +534,14 @@ class _Checker:
             return
         s, z = self.scalarized(outs)
         hess_level = _Level(s, "s(z) = <ct, f(x(z))>, z the arguments raveled", 2)
+        # Rounding in the values and the gradient, and the error a finite
+        # difference of the gradient would carry (Richardson's rounding term
+        # at its smallest step): two Hessians computed from terms that cancel
+        # to zero may differ by that much, which no reference could resolve.
+        grad_scale = _scale(api.grad(s)(z))
         hess_level.noise = NOISE * self.eps * max(_scale(s(z)) / self.scale_x,
-                                                  _scale(api.grad(s)(z))) / self.scale_x
+                                                  grad_scale) / self.scale_x
+        resolution = 4 * self.eps * grad_scale / (_STEP * self.scale_x / 4)
         rr = np.asarray(api.jacrev(api.jacrev(s))(z))
         self.compare(hess_level, "reverse-over-reverse Hessian is not symmetric",
                      "d2 s / dz dz", rr, rr.T, self.rtol)
@@ -532,7 +549,7 @@ class _Checker:
         if forward:
             fr = np.asarray(api.hessian(s)(z))
             self.compare(hess_level, "forward-over-reverse (hessian) and reverse-over-reverse "
-                         "Hessians disagree", "d2 s / dz dz", fr, rr, self.rtol)
+                         "Hessians disagree", "d2 s / dz dz", fr, rr, self.rtol, resolution)
             self.ran(hess_level, "forward-over-reverse == reverse-over-reverse")
         if self.sparse:
             import functrans.sparse as fsp  # noqa: PLC0415  (needs SciPy)

@@ -124,6 +124,45 @@ def test_a_wrong_second_derivative_only_is_caught():
         check_derivatives(f, (X,), order=2)
 
 
+#: Points where QR's second derivatives (of its R, and of Q and R together) are
+#: zero but computed from terms that cancel, amplified by 1 / r[0, 0]: the
+#: derivative rules leave rounding of 1e-13 there, which the reverse-against-
+#: forward dot product, jacfwd == jacrev and the two Hessians once took for a
+#: mismatch (an exact 0 against 3.6e-13, with a tolerance of 3.1e-14).
+_QR_NEAR_ZERO = [
+    (np.array([[[[2.00573559, 0.15636812]], [[-2.05020892, -1.34216828]]],
+               [[[-0.08341817, 1.64204209]], [[0.01540647, 2.44860098]]]]), True),
+    (np.array([[[0.01450009, -1.74401245]], [[1.00515489, -1.87123249]]]), True),
+    (np.array([[0.04840373, -1.65172695]]), False),
+    (np.array([[-0.02611613, 0.96728742, -1.81277559]]), False),
+]
+
+
+@pytest.mark.parametrize("x, r_only", _QR_NEAR_ZERO)
+def test_second_derivatives_that_cancel_to_zero_are_no_false_alarm(x, r_only):
+    def qr(a):
+        q, r = fnp.linalg.qr(a)
+        return r if r_only else (q, r)
+
+    checked = check_derivatives(qr, (x,), order=2)
+    assert "order 2: reverse mode against forward mode (dot product)" in checked.checks
+    assert "order 2: forward-over-reverse == reverse-over-reverse" in checked.checks
+
+
+def test_a_wrong_second_derivative_of_that_size_is_still_caught():
+    # The allowance near zero scales with the function's values: at values of
+    # 1e-12, a second derivative off by an absolute 3.6e-13 is a mismatch.
+    scale = 1e-12
+
+    def derivative(x):
+        return scale * np.cos(x) + 0.36 * scale * (x - ft.lax.stop_gradient(x))
+
+    f = _custom_jvp(lambda x: scale * np.sin(x), derivative)
+    check_derivatives(f, (X,), order=1)
+    with pytest.raises(AssertionError, match="order 2, checking"):
+        check_derivatives(f, (X,), order=2)
+
+
 def test_a_custom_vjp_is_checked_against_the_reference_directly():
     right = _custom_vjp(np.sin, np.cos)
     checked = check_derivatives(right, (X,))
