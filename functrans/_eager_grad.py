@@ -64,11 +64,13 @@ class GradPlan:
     published whole, the one a call reads first last.  Fork-safe: no thread
     of its own, and no call waits for ``lock``."""
 
-    __slots__ = ("jaxpr", "need_value", "part", "met", "lock", "dtype", "n_kept", "jvp",
-                 "linear", "known", "forward", "backward", "copy_outs", "copy_grads")
+    __slots__ = ("jaxpr", "lines", "need_value", "part", "met", "lock", "dtype", "n_kept",
+                 "jvp", "linear", "known", "forward", "backward", "copy_outs", "copy_grads")
 
     def __init__(self, jaxpr: Jaxpr, need_value: bool):
         self.jaxpr = jaxpr
+        #: The sources of ``jaxpr``, where its programs stand (see ``lined``).
+        self.lines = core.SourceTable(jaxpr)
         self.need_value = need_value
         self.part = max(len(jaxpr.eqns) // 2, MIN_PART)
         self.met = 0
@@ -139,6 +141,31 @@ class GradPlan:
         self.known = self.linear = None  # built from: the plan need not keep them alive
         return parts
 
+    def lined(self, jaxpr: Jaxpr) -> tuple[Parts | None, Parts | None]:
+        """``forward`` and ``backward`` at the lines of ``jaxpr``, a traced
+        program equal to the plan's but made at other lines (another
+        function, or another line of one; ``grad_plan`` keys on the
+        structure alone): the compiled parts are the same code, placed at
+        those lines, so that a warning or a traceback names the line of the
+        function called.  The plan takes them, and ``jaxpr``, for the calls
+        after, unless another call is taking a step meanwhile."""
+        mapping = core.source_map(self.jaxpr, jaxpr)
+        forward, backward = self.forward, self.backward
+        if mapping is None:
+            return forward, backward
+        new_forward = None if forward is None else forward.resourced(mapping)
+        new_backward = None if backward is None else backward.resourced(mapping)
+        if self.lock.acquire(blocking=False):
+            try:
+                if self.forward is forward and self.backward is backward:
+                    self.jvp, self.known, self.linear = core.resourced(
+                        (self.jvp, self.known, self.linear), mapping)
+                    self.forward, self.backward = new_forward, new_backward
+                    self.jaxpr, self.lines = jaxpr, core.SourceTable(jaxpr)
+            finally:
+                self.lock.release()
+        return new_forward, new_backward
+
     def compile_step(self, forward: Parts, backward: Parts) -> None:
         """Compile the next parts of ``forward``, then of ``backward``: at
         least one, and no more than ``part`` equations beyond it."""
@@ -147,9 +174,10 @@ class GradPlan:
             budget -= program.compile_next(budget, at_least_one=budget == self.part)
 
 
-@core.program_cache(maxsize=512, max_equations=50_000)
+@core.program_cache(maxsize=512, max_equations=50_000, resource=None)
 def grad_plan(jaxpr: Jaxpr, need_value: bool) -> GradPlan:
-    """The ``GradPlan`` of ``jaxpr``, cached on its structure."""
+    """The ``GradPlan`` of ``jaxpr``, cached on its structure; a call runs it
+    at its own program's lines (``GradPlan.lined``)."""
     return GradPlan(jaxpr, need_value)
 
 
@@ -175,6 +203,8 @@ def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any],
     plan = grad_plan(closed.jaxpr, need_value)
     args = [*consts, *leaves]
     forward, backward = plan.forward, plan.backward
+    if not plan.lines.matches(closed.jaxpr):
+        forward, backward = plan.lined(closed.jaxpr)
     if backward is None or forward is None:
         opened, flags = plan.opened()
         if can_linearize_now(opened, args):

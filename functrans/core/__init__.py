@@ -92,6 +92,14 @@ from functrans.core.primitives import (
     rule_factory,
     zero_derivative,
 )
+from functrans.core.sources import (
+    SourceMap,
+    SourceTable,
+    remapped,
+    resourced,
+    same_sources,
+    source_map,
+)
 from functrans.core.tracing import (
     JaxprTrace,
     Tracer,
@@ -105,15 +113,15 @@ from functrans.core.tracing import (
 __all__ = [
     "RULES", "Atom", "CacheInfo", "ClosedJaxpr", "Eqn", "Jaxpr", "JaxprTrace", "Literal",
     "Primitive", "ProgramCache", "RecentHits", "RuleFactory", "ShapeDtypeStruct", "ShapedArray",
-    "Source",
+    "Source", "SourceMap", "SourceTable",
     "Tracer", "UndefinedPrimal", "Var", "Zero", "_abstract_eval", "_avals_out", "_params_key",
     "apply_impl", "array_module", "backend_of_type", "bind", "check_jaxpr", "check_values",
     "collector_paused", "count_of", "current_source", "current_trace", "derived_source",
     "device_backends", "effects_muted", "eval_jaxpr", "format_source", "fun_name", "get_aval",
     "has_effect", "in_jit", "instantiate", "jaxpr_runner", "jaxpr_to_dot", "lazy_backends",
     "load_primitives_on_demand", "lookup_primitive", "on_value_checks", "open_jaxpr",
-    "plain_array", "pp_jaxpr", "program_cache", "register_aval_type", "registry",
-    "render_dot", "rule_factory", "run_jaxpr", "set_host_backend", "set_source",
-    "set_value_checks", "source_location", "trace_to_jaxpr",
+    "plain_array", "pp_jaxpr", "program_cache", "register_aval_type", "registry", "remapped",
+    "render_dot", "resourced", "rule_factory", "run_jaxpr", "same_sources", "set_host_backend",
+    "set_source", "set_value_checks", "source_location", "source_map", "trace_to_jaxpr",
     "user_frame_summary", "user_source", "zero_derivative",
 ]

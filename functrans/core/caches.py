@@ -14,7 +14,9 @@ import threading
 import typing
 from typing import Any, Callable
 
+from functrans.core import checks
 from functrans.core.checks import on_value_checks
+from functrans.core.sources import resourced, source_map
 
 
 class CacheInfo(typing.NamedTuple):
@@ -27,7 +29,9 @@ class CacheInfo(typing.NamedTuple):
     equations: int = 0
 
 
-def program_cache(maxsize: int, max_equations: int) -> Callable[[Callable], ProgramCache]:
+def program_cache(maxsize: int, max_equations: int,
+                  resource: Callable[[Any, dict], Any] | None = resourced
+                  ) -> Callable[[Callable], ProgramCache]:
     """``functools.lru_cache(maxsize)`` for a function whose first argument is
     a program (``ClosedJaxpr``), bounded as well by the equations of the
     programs it is keyed on: a cached transform keeps a few times its key's
@@ -39,10 +43,18 @@ def program_cache(maxsize: int, max_equations: int) -> Callable[[Callable], Prog
     ``cache_clear()`` as for ``lru_cache``.  Cleared when ``debug_nans`` or
     ``debug_infs`` switches: a program's hash holds its equations' sources
     while they are on, so keys stored before the switch would no longer be
-    found (or removed) by their hash."""
+    found (or removed) by their hash.
+
+    A hit for a program equal to the stored one but for its equations'
+    sources (another function tracing to the same program) returns the
+    result made the caller's by ``resource(result, source_map)``
+    (``core.sources``: the transforms' programs and compiled code name the
+    caller's lines), stored in its place: the next call of the same function
+    finds its own lines.  ``resource=None``: the result as it is (the
+    caller maps the sources where it runs it)."""
 
     def make(fn: Callable) -> ProgramCache:
-        cache = ProgramCache(fn, maxsize, max_equations)
+        cache = ProgramCache(fn, maxsize, max_equations, resource)
         on_value_checks.append(cache.cache_clear)
         return cache
 
@@ -91,9 +103,11 @@ class RecentHits:
 class ProgramCache(RecentHits):
     """A function cached by ``program_cache``."""
 
-    def __init__(self, fn: Callable, maxsize: int, max_equations: int):
+    def __init__(self, fn: Callable, maxsize: int, max_equations: int,
+                 resource: Callable[[Any, dict], Any] | None = resourced):
         super().__init__()
         self._fn = fn
+        self._resource = resource
         self._maxsize = maxsize
         self._max_equations = max_equations
         # Insertion order is recency order; each entry keeps the key it was
@@ -112,6 +126,8 @@ class ProgramCache(RecentHits):
             next(self._hits)  # RecentHits._hit, written out: a call on every hit
             if self._newest is not found:
                 self._make_newest(found)
+            if self._resource is not None and found[2][0] is not args[0]:
+                return self._resourced(args, found)
             return found[0]
         with self._lock:
             self._misses += 1
@@ -124,6 +140,23 @@ class ProgramCache(RecentHits):
             while len(entries) > 1 and (len(entries) > self._maxsize
                                         or self._equations > self._max_equations):
                 self._equations -= entries.pop(next(iter(entries)))[1]
+        return result
+
+    def _resourced(self, args: tuple, found: tuple) -> Any:
+        """The result of the hit ``found`` for ``args``, whose program may
+        differ from the stored one in its sources: then made the caller's
+        and stored in its place (unless another thread changed the entry)."""
+        if checks.checking:  # the keys hold the sources: a hit has the caller's
+            return found[0]
+        mapping = source_map(found[2][0], args[0])
+        if mapping is None:
+            return found[0]
+        result = self._resource(found[0], mapping)  # type: ignore[misc]
+        entries = self._entries
+        with self._lock:
+            if entries.get(args) is found:
+                del entries[found[2]]
+                entries[args] = self._newest = (result, found[1], args)
         return result
 
     def _move_to_newest(self, entry: tuple) -> None:

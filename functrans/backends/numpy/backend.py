@@ -15,7 +15,13 @@ from functrans.backends.numpy.interpreter import interpret
 from functrans.core import ClosedJaxpr
 
 
-@core.program_cache(maxsize=1024, max_equations=50_000)
+def _new_cell(cell: list, mapping: core.SourceMap) -> list[Any]:
+    """The cell of a program equal to ``cell``'s but for its lines: a new
+    one, whose functions are compiled code placed at those lines."""
+    return [None, None]
+
+
+@core.program_cache(maxsize=1024, max_equations=50_000, resource=_new_cell)
 def _runner(closed: ClosedJaxpr) -> list[Any]:
     """``HostBackend.run``'s cell for ``closed``: None until its first run,
     then ``interpret`` until its second, then its compiled function (one

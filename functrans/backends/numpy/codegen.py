@@ -14,6 +14,7 @@ import keyword
 import math
 import re
 import sys
+import types
 from typing import Any, Sequence
 
 import numpy as np
@@ -24,6 +25,8 @@ from functrans.backends.numpy.calls import callable_of
 from functrans.backends.numpy.interpreter import as_array
 from functrans.backends.numpy.line_tables import (
     LINES,
+    LOCATED,
+    SOURCES,
     compile_at_user_lines,
     located,
     main_file_of,
@@ -55,20 +58,65 @@ class Compiled:
                  own_outputs: bool = False, consume: bool = False,
                  writable: Sequence[bool] = ()):
         self.jaxpr = closed
+        self._options = (name, scalars_out, own_outputs, consume, tuple(writable))
         name = identifier(name)
         with core.collector_paused:  # the source's lines and the compiler's nodes die here
             self.source, namespace = generate_source(closed, name, scalars_out, own_outputs,
                                                      consume, writable)
+            #: The equation's source of each generated line, and the lines
+            #: that call through a function located in another file (its
+            #: namespace name and the function it calls).
             at_line = namespace.pop(LINES)
+            self._sources: dict[int, core.Source] = namespace.pop(SOURCES)
+            self._located: dict[int, tuple[str, Any]] = namespace.pop(LOCATED)
+            #: The compiled code's own line table, file and first line, which
+            #: ``resourced`` places anew (None: Python 3.10, whose code is
+            #: compiled at the user's lines).
+            self._generated: dict[str, Any] | None = None
             if sys.version_info < (3, 11):
                 exec(compile_at_user_lines(self.source, name, at_line), namespace)
             else:
                 exec(compile(self.source, f"<functrans:{name}>", "exec"), namespace)
+                code = namespace[name].__code__
+                self._generated = {"co_linetable": code.co_linetable,
+                                   "co_firstlineno": code.co_firstlineno,
+                                   "co_filename": code.co_filename}
                 move_to_user_lines(namespace[name], at_line)
         self.fn = namespace[name]
 
     def __call__(self, *args: Any) -> list[Any]:
         return self.fn(*args)
+
+    def resourced(self, mapping: core.SourceMap) -> Compiled:
+        """This code standing at the lines ``mapping`` maps its equations'
+        sources to (``core.resourced``): another function's program equal to
+        this one, so that its warnings and tracebacks name that function's
+        lines.  The compiled code is shared and placed at them anew, in a
+        copy of its namespace (whose warning registry is its own); only
+        where the equations made in another file than most are not the ones
+        that were (or on Python 3.10) is it generated again."""
+        closed = core.resourced(self.jaxpr, mapping)
+        sources = {k: core.remapped(src, mapping) or src for k, src in self._sources.items()}
+        main = main_file_of(closed.jaxpr)
+        elsewhere = {k for k, src in sources.items() if src[0].co_filename != main}
+        if self._generated is None or elsewhere != self._located.keys():
+            return Compiled(closed, *self._options)
+        namespace = dict(self.fn.__globals__)
+        namespace.pop("__warningregistry__", None)
+        for k, (key, fn) in self._located.items():
+            namespace[key] = located(fn, sources[k])
+        new = object.__new__(Compiled)
+        new.jaxpr, new.source, new._options = closed, self.source, self._options
+        new._sources, new._located, new._generated = sources, self._located, self._generated
+        new.fn = types.FunctionType(self.fn.__code__.replace(**self._generated), namespace,
+                                    self.fn.__name__)
+        move_to_user_lines(new.fn, _locations(sources))
+        return new
+
+
+def _locations(sources: dict[int, core.Source]) -> dict[int, tuple[str, int]]:
+    """The user's file and line of each generated line's equation."""
+    return {k: core.source_location(src)[:2] for k, src in sources.items()}
 
 
 @core.program_cache(maxsize=1024, max_equations=50_000)
@@ -129,6 +177,13 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
     # Each equation's line stands at its user's line (see move_to_user_lines);
     # one made in another file than most calls it through a function located there.
     at_line: dict[int, tuple[str, int]] = {}
+    line_sources: dict[int, core.Source] = {}
+    located_at: dict[int, tuple[str, Any]] = {}
+
+    def at_user_line(source: core.Source) -> None:
+        """The next generated line stands at ``source``'s line."""
+        line_sources[len(lines) + 1] = source
+        at_line[len(lines) + 1] = core.source_location(source)[:2]
     main_file = main_file_of(jaxpr)
     checks = core.checks.value_checks != (False, False)
 
@@ -194,14 +249,16 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
         if i in pad_sums:
             into = None
             if e.source is not None:
-                at_line[len(lines) + 1] = core.source_location(e.source)[:2]
+                at_user_line(e.source)
             lines += pad_sums[i].lines(e, names, local, constant)
             outs = []
         else:
             if e.source is not None and e.source[0].co_filename != main_file:
-                fn = located(fn, e.source)
-            fn_name = callables.get(fn)
-            if fn_name is None:
+                fn_name = constant(located(fn, e.source), "f")
+                located_at[len(lines) + 1] = (fn_name, fn)
+            elif fn in callables:
+                fn_name = callables[fn]
+            else:
                 fn_name = callables[fn] = constant(fn, "f")
             into = buffers.take(e, fn, dead, names)
             # A result written into its dying operand takes the operand's name:
@@ -228,7 +285,7 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
             else:
                 lhs = outs[0]
             if e.source is not None:
-                at_line[len(lines) + 1] = core.source_location(e.source)[:2]
+                at_user_line(e.source)
             lines.append(f"    {lhs} = {call}")
         if checks and outs:
             lines.append(f"    _check({i}, {', '.join(outs)})")
@@ -251,7 +308,7 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
     namespace["_take"], namespace["_give"] = scratch.take, scratch.give
     namespace["_reuse"], namespace["_take_c_order"] = reuse, take_c_order
     namespace["_pad_buffer"], namespace["_pad_add"] = pad_buffer, np.add
-    namespace[LINES] = at_line
+    namespace[LINES], namespace[SOURCES], namespace[LOCATED] = at_line, line_sources, located_at
     # Frames of generated code are functrans' own (core.user_source skips them).
     namespace["__name__"] = "functrans.generated"
     if checks:

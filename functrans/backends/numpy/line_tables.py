@@ -13,8 +13,14 @@ from functrans import core
 from functrans.core import Jaxpr
 
 #: The namespace entry through which ``generate_source`` hands ``Compiled`` the
-#: user's line of each generated line (popped before the code runs).
+#: user's file and line of each generated line (popped before the code runs).
 LINES = "__functrans_lines__"
+#: The entry for the same lines' sources (``core.Source``), from which
+#: ``Compiled.resourced`` places the code at another function's lines.
+SOURCES = "__functrans_sources__"
+#: The entry for the generated lines that call through a function ``located``
+#: in another file: the namespace name of that function and the one it calls.
+LOCATED = "__functrans_located__"
 
 
 def main_file_of(jaxpr: Jaxpr) -> str | None:

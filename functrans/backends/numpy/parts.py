@@ -114,6 +114,19 @@ class Parts:
             spent += len(part.eqns)
         return spent
 
+    def resourced(self, mapping: core.SourceMap) -> Parts:
+        """These parts with their equations' sources mapped
+        (``core.resourced``): the parts compiled so far are the compiled
+        code of each, placed at the new lines."""
+        new = object.__new__(Parts)
+        for slot in Parts.__slots__:
+            setattr(new, slot, getattr(self, slot))
+        new._parts = [core.resourced(p, mapping) for p in self._parts]
+        new._fns = [None if fn is None else
+                    (compiled_consuming(p, w) if self._consume else compiled(p)).fn
+                    for fn, p, w in zip(self._fns, new._parts, self._writable)]
+        return new
+
     def run(self, args: list) -> list[Any]:
         consume = self._consume
         if len(self._parts) == 1:

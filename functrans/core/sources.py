@@ -1,0 +1,134 @@
+"""The user's lines of a cached program made the caller's: a program cached
+on its structure (``Jaxpr._structure`` leaves the equations' sources out)
+serves every function that traces to the same program, and what it was made
+into (a transform's program, compiled code) carries the lines of the first.
+``source_map`` says which of those lines a caller's equal program has
+instead, and ``resourced`` gives the cached result those lines, so that a
+warning, a traceback or an error names the line of the function called.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from functrans.core.context import Source, derived_source
+from functrans.core.ir import ClosedJaxpr, Eqn, Jaxpr, _sub_jaxprs
+
+#: Old source, as ``(id(code), offset, derived)`` (a code object's own hash
+#: reads all its constants), -> the caller's source.  The old code objects
+#: stay alive while the map is used: the cached program holds them.
+SourceMap = dict
+
+
+def _nested(jaxpr: Jaxpr) -> list[Jaxpr]:
+    """The sub-programs of ``jaxpr``'s equations (loop bodies, branches), in order."""
+    found = []
+    for e in jaxpr.eqns:
+        if e.params:
+            for sub in _sub_jaxprs(e.params):
+                found.append(sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub)
+    return found
+
+
+_source = operator.attrgetter("source")
+
+
+class SourceTable:
+    """The sources of one program's equations, kept to tell at little cost
+    (a call of eager ``grad`` asks on every call) whether an equal program
+    was made at the same lines: ``matches``."""
+
+    __slots__ = ("_jaxpr", "_sources", "_code", "_nested")
+
+    def __init__(self, jaxpr: Jaxpr):
+        self._jaxpr = jaxpr
+        self._sources = list(map(_source, jaxpr.eqns))
+        first = self._sources[0] if self._sources else None
+        self._code = None if first is None else first[0]
+        self._nested = bool(_nested(jaxpr))
+
+    def matches(self, jaxpr: Jaxpr) -> bool:
+        """Whether ``jaxpr``, a program equal to this one's, has its sources,
+        its sub-programs' included.  Sources compare as tuples, in C: a code
+        object equal to another in contents (the same function at the same
+        lines in another file) is told apart by identity on the first."""
+        sources = list(map(_source, jaxpr.eqns))
+        if sources != self._sources or (self._code is not None
+                                        and sources[0][0] is not self._code):
+            return False
+        return not self._nested or all(
+            SourceTable(a).matches(b) for a, b in zip(_nested(self._jaxpr), _nested(jaxpr)))
+
+
+def same_sources(a: Jaxpr, b: Jaxpr) -> bool:
+    """Whether the equal programs ``a`` and ``b`` have the same sources, their
+    sub-programs' included (``SourceTable.matches``)."""
+    return a is b or SourceTable(a).matches(b)
+
+
+def source_map(old: Jaxpr | ClosedJaxpr, new: Jaxpr | ClosedJaxpr) -> SourceMap | None:
+    """The sources of ``new``'s equations by those of the equal program
+    ``old`` (each also marked derived: a transform's equations made from
+    it), or None where they are the same."""
+    old_j = old.jaxpr if isinstance(old, ClosedJaxpr) else old
+    new_j = new.jaxpr if isinstance(new, ClosedJaxpr) else new
+    if same_sources(old_j, new_j):
+        return None
+    mapping: SourceMap = {}
+    _add(mapping, old_j, new_j)
+    return mapping
+
+
+def _add(mapping: SourceMap, old: Jaxpr, new: Jaxpr) -> None:
+    for x, y in zip(old.eqns, new.eqns):
+        s, t = x.source, y.source
+        if s is not None and t is not None:
+            mapping.setdefault((id(s[0]), s[1], s[2]), t)
+            mapping.setdefault((id(s[0]), s[1], True), derived_source(t))
+    for a, b in zip(_nested(old), _nested(new)):
+        _add(mapping, a, b)
+
+
+def remapped(source: Source | None, mapping: SourceMap) -> Source | None:
+    """``source`` as ``mapping`` maps it (itself where it does not)."""
+    if source is None:
+        return None
+    return mapping.get((id(source[0]), source[1], source[2]), source)
+
+
+def resourced(value: Any, mapping: SourceMap) -> Any:
+    """``value`` with its equations' sources mapped: a Jaxpr, a ClosedJaxpr, a
+    tuple of values, or an object with a ``resourced(mapping)`` method
+    (compiled code); anything else as it is."""
+    t = type(value)
+    if t is Jaxpr:
+        return _resourced_jaxpr(value, mapping)
+    if t is ClosedJaxpr:
+        return ClosedJaxpr(_resourced_jaxpr(value.jaxpr, mapping), value.consts)
+    if t is tuple:
+        return tuple(resourced(v, mapping) for v in value)
+    method = getattr(value, "resourced", None)
+    return method(mapping) if method is not None else value
+
+
+def _resourced_jaxpr(jaxpr: Jaxpr, mapping: SourceMap) -> Jaxpr:
+    eqns = []
+    for e in jaxpr.eqns:
+        params = e.params
+        if params and any(True for _ in _sub_jaxprs(params)):
+            params = {k: _resourced_param(v, mapping) for k, v in params.items()}
+        eqns.append(Eqn(e.primitive, e.inputs, e.outputs, params, remapped(e.source, mapping)))
+    new = Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+    # The same program: its memoised structure key and hash hold.
+    new._key, new._hash, new._lines, new._effect = (jaxpr._key, jaxpr._hash, jaxpr._lines,
+                                                     jaxpr._effect)
+    return new
+
+
+def _resourced_param(value: Any, mapping: SourceMap) -> Any:
+    if type(value) is tuple:
+        return tuple(_resourced_param(v, mapping) for v in value)
+    if type(value) in (Jaxpr, ClosedJaxpr):
+        return resourced(value, mapping)
+    return value
