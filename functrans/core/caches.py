@@ -1,5 +1,6 @@
 """Caches and the garbage-collector pause: ``program_cache`` (a cache keyed on
-programs, bounded by the equations it holds), ``RecentHits`` (the lock-free
+programs, bounded by the equations it holds, whose hits hand out results at
+the caller's lines: ``core.sources``), ``RecentHits`` (the lock-free
 hit count and most recent entry of a cache kept in order of use, which
 ``jit``'s cache shares), ``collector_paused`` and ``count_of`` (the value of
 a lock-free hit counter).
