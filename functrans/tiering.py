@@ -192,10 +192,14 @@ def _dot_flops(e) -> int:
     return 2 * _size(e.outputs[0]) * max(k, 1)
 
 
-def _eqn_cost(e) -> float:
+def _eqn_cost(e, transcendental: bool | None = None) -> float:
+    """``e``'s estimated NumPy-tier cost; ``transcendental``: whether it is
+    (``_transcendental``), where the caller knows already."""
     if e.primitive.name == "dot_general":
         return _DISPATCH + _dot_flops(e) * _PER_FLOP
-    per = _PER_TRANSCENDENTAL if _transcendental(e) and any(
+    if transcendental is None:
+        transcendental = _transcendental(e)
+    per = _PER_TRANSCENDENTAL if transcendental and any(
         v.aval.dtype == np.float64 for v in e.outputs) else _PER_ELEMENT
     return _DISPATCH + sum(_size(v) for v in e.outputs) * per
 
@@ -211,7 +215,11 @@ def _split(e) -> bool:
 
 def _transcendental(e) -> bool:
     """A float ufunc whose results IEEE 754 does not fix (``sin``, ``exp``, ...)."""
-    ufunc = _ufunc(e)
+    return _transcendental_ufunc(e, _ufunc(e))
+
+
+def _transcendental_ufunc(e, ufunc) -> bool:
+    """``_transcendental`` of ``e``, whose ``_ufunc`` is ``ufunc``."""
     return ufunc is not None and _float(e) and ufunc not in IEEE_EXACT
 
 
@@ -364,10 +372,11 @@ def assess(closed: ClosedJaxpr, numerics: str = "exact") -> Assessment:
             else:
                 tally.loop_misses += body.loop_misses
             continue
-        cost = _eqn_cost(e)
+        ufunc = _ufunc(e)  # (once: it is most of the walk's time per equation)
+        transcendental = _transcendental_ufunc(e, ufunc)
+        cost = _eqn_cost(e, transcendental)
         tally.cost += cost
-        ufunc = _ufunc(e)
-        if _transcendental(e) and _real(e):
+        if transcendental and _real(e):
             if numerics != "exact":
                 tally.saved += _DISPATCH + 0.5 * (cost - _DISPATCH)
                 tally.eqns += 1
@@ -377,7 +386,8 @@ def assess(closed: ClosedJaxpr, numerics: str = "exact") -> Assessment:
                     tally.saved += (cost - _DISPATCH) * (1 - 1 / _CORES)
                 else:
                     tally.unfused += cost
-                if have_numexpr() and cpu_fusible(e):
+                # (cpu_fusible first: have_numexpr asks the import system, 40 us)
+                if cpu_fusible(e) and have_numexpr():
                     tally.differs.append("transcendental functions numexpr computes in the "
                                          "NumPy tier")
         elif (ufunc is not None or name == "select") and _real(e):

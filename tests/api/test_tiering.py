@@ -204,6 +204,23 @@ def test_numexpr_s_transcendental_functions_keep_exact_programs_in_the_numpy_tie
     assert len(queued) == 1
 
 
+def test_the_assessment_asks_for_numexpr_only_for_equations_numexpr_could_take(monkeypatch):
+    # Asking the import system cost 40 us an equation: a sixth of the first
+    # call of jit(grad) of a long loop on small arrays.
+    asked = []
+    monkeypatch.setattr(tiering, "have_numexpr", lambda: asked.append(1) or True)
+
+    def loop(x):
+        for _ in range(50):
+            x = fnp.tanh(x * 0.9 + 0.1) * 1.01
+        return fnp.sum(x)
+
+    assert tiering.assess(ft.make_jaxpr(ft.grad(loop))(np.ones(16))).exact
+    assert asked == []
+    verdict = tiering.assess(ft.make_jaxpr(ft.grad(loop))(np.ones(1 << 18)))
+    assert asked and not verdict.exact
+
+
 def test_selections_count_as_native_and_exact():
     piecewise = ft.grad(lambda x: fnp.sum(fnp.where(x > 0, x * x, -0.5 * x)))
     closed = ft.jit(piecewise).lower(np.ones(1000)).jaxpr
