@@ -56,6 +56,9 @@ def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangen
         t = None if type(a) is Literal else tenv.get(id(a))
         return Zero(tangent_aval(a.aval)) if t is None else materialize(t)
 
+    # The tangent aval of each operand aval met without a tangent (a weak
+    # literal's is a new aval each time it is made).
+    zero_avals: dict[int, ShapedArray] = {}
     outer = current_source()
     try:
         for i, e in enumerate(jaxpr.eqns):
@@ -68,12 +71,15 @@ def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangen
             for a in e.inputs:  # read_p and read_t, written out: this runs per operand
                 if type(a) is Literal:
                     ps.append(a.val)
-                    ts.append(Zero(tangent_aval(a.aval)))
-                    continue
-                ps.append(penv[id(a)])
-                t = tenv.get(id(a))
+                    t = None
+                else:
+                    ps.append(penv[id(a)])
+                    t = tenv.get(id(a))
                 if t is None:
-                    ts.append(Zero(tangent_aval(a.aval)))
+                    aval = zero_avals.get(id(a.aval))
+                    if aval is None:
+                        aval = zero_avals[id(a.aval)] = tangent_aval(a.aval)
+                    ts.append(Zero(aval))
                 else:
                     ts.append(t)
                     nonzero = True

@@ -103,15 +103,26 @@ def _backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
             add_to(a, ct)
 
     for e, flags in reversed(linear_eqns):
-        ct_outs = [cts.pop(id(v), None) for v in e.outputs]
-        if all(c is None for c in ct_outs):
-            continue
-        ct_outs = [Zero(v.aval) if c is None else c for v, c in zip(e.outputs, ct_outs)]
-        ins = [UndefinedPrimal(a.aval) if lin else read(a) for a, lin in zip(e.inputs, flags)]
+        prim = e.primitive
+        if prim.multiple_results:
+            ct_outs = [cts.pop(id(v), None) for v in e.outputs]
+            if all(c is None for c in ct_outs):
+                continue
+            ct_outs = [Zero(v.aval) if c is None else c for v, c in zip(e.outputs, ct_outs)]
+            given = [c for c in ct_outs if type(c) is not Zero]
+            record = given[0] if len(given) == 1 else None
+        else:  # (most equations: the lists above, without their loops)
+            record = cts.pop(id(e.outputs[0]), None)
+            if record is None:
+                continue
+            ct_outs = [record]
+        ins = [UndefinedPrimal(a.aval) if lin else
+               a.val if type(a) is Literal else env[id(a)] for a, lin in zip(e.inputs, flags)]
         set_source(derived_source(e.source) or outer)  # the backward pass of the user's line
-        given = [c for c in ct_outs if type(c) is not Zero]
-        record = given[0] if len(given) == 1 else None
-        if type(record) is StrongZeros and carries_mask(e, flags, record.pred):
+        if type(record) is not StrongZeros and not prim.multiple_results:
+            # One array: what each way below would pass the rule.
+            ct_ins = prim.rule("transpose")(record, *ins, **e.params)
+        elif type(record) is StrongZeros and carries_mask(e, flags, record.pred):
             # The rule applied to the kept values, and the record's mask kept.
             ct_outs = [record.value if c is record else c for c in ct_outs]
             ct = ct_outs if e.primitive.multiple_results else ct_outs[0]
