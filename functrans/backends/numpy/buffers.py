@@ -11,7 +11,6 @@ import threading
 
 import numpy as np
 
-from functrans.backends.numpy.ownership import allocates
 from functrans.core import Var
 
 
@@ -68,14 +67,6 @@ def _small(aval) -> bool:
     return math.prod(aval.shape) * np.dtype(aval.dtype).itemsize < CHECKED_REUSE_MIN_BYTES
 
 
-def _fresh_ufunc_result(e, fn) -> bool:
-    """Whether ``e`` runs as one elementwise NumPy ufunc call returning a new
-    array, one that ``out=`` can name (not the NumPy scalar of a 0-d result;
-    not a generalised ufunc such as ``matmul``, whose output may not share
-    memory with its operands)."""
-    return allocates(e, fn) and e.outputs[0].aval.ndim > 0
-
-
 class Buffers:
     """Which arrays generated code may write a ufunc's result into (``out=``)
     instead of allocating one.
@@ -94,16 +85,27 @@ class Buffers:
         self.reused: str | None = None  # the dead operand ``take`` named last
         self._constant = constant  # names a value in the generated code's namespace
         self._keys: dict[tuple, str] = {}
+        self._pooled: dict[tuple, bool] = {}  # (shape, dtype) -> scratch.holds, asked once
 
-    def take(self, e, fn, dead, names) -> str | None:
+    def _holds(self, key: tuple) -> bool:
+        pooled = self._pooled.get(key)
+        if pooled is None:
+            pooled = self._pooled[key] = scratch.holds(*key)
+        return pooled
+
+    def take(self, e, fresh: bool, dead, names) -> str | None:
         """The ``out=`` argument for ``e``, or None.  Written into, a buffer
         must have the memory layout NumPy would give the result (a float sum
         over several axes adds in memory order): a dead operand's is that
         layout where every other operand of the result's shape has its
         strides, checked when the code runs; a pooled buffer (C order) where
-        every operand of the result's shape is C-contiguous."""
+        every operand of the result's shape is C-contiguous.  ``fresh``: whether
+        ``e`` runs as one elementwise NumPy ufunc call returning a new array,
+        one that ``out=`` can name (not the NumPy scalar of a 0-d result; not
+        a generalised ufunc such as ``matmul``, whose output may not share
+        memory with its operands)."""
         self.reused = None
-        if not _fresh_ufunc_result(e, fn):
+        if not fresh:
             return None
         out = e.outputs[0].aval
         full = [a for a in e.inputs if type(a) is Var and a.aval.shape == out.shape]
@@ -117,9 +119,9 @@ class Buffers:
                     return None
                 self.reused = name
                 return f"_reuse({name}, {', '.join(same)})" if same else name
-        if not scratch.holds(out.shape, out.dtype):
-            return None
         key = (out.shape, out.dtype)
+        if not self._holds(key):
+            return None
         if key not in self._keys:
             self._keys[key] = self._constant(key, "t")
         operands = [names[id(b)] for b in full if id(b) in names]
@@ -129,9 +131,10 @@ class Buffers:
             return f"_take({self._keys[key]})"
         return f"_take_c_order({self._keys[key]}, {', '.join(operands)})"
 
-    def release(self, e, fn, dead, names, into) -> tuple[list[str], list[str]]:
-        """After ``e``: the local names to give back to the pool, and to delete."""
-        if _fresh_ufunc_result(e, fn):
+    def release(self, e, fresh: bool, dead, names, into) -> tuple[list[str], list[str]]:
+        """After ``e`` (``fresh`` as for ``take``): the local names to give back
+        to the pool, and to delete."""
+        if fresh:
             out = e.outputs[0].aval
             self.owned[id(e.outputs[0])] = (out.shape, out.dtype)
         elif getattr(e.primitive, "keeps_operands", True):  # it may keep a view of them
@@ -143,7 +146,7 @@ class Buffers:
             name, key = names[i], self.owned.pop(i, None)
             if not name.startswith("v"):
                 continue
-            if name != reused and key is not None and scratch.holds(*key):
+            if name != reused and key is not None and self._holds(key):
                 give.append(name)
             gone.append(name)
         return give, gone

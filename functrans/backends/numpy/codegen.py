@@ -180,10 +180,18 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
     line_sources: dict[int, core.Source] = {}
     located_at: dict[int, tuple[str, Any]] = {}
 
+    # The (file, line) of each source met, found once: a loop's equations share
+    # a few (keyed by the code object's id: hashing one hashes its bytecode).
+    user_lines: dict[tuple[int, int, bool], tuple[str, int]] = {}
+
     def at_user_line(source: core.Source) -> None:
         """The next generated line stands at ``source``'s line."""
         line_sources[len(lines) + 1] = source
-        at_line[len(lines) + 1] = core.source_location(source)[:2]
+        key = (id(source[0]), source[1], source[2])
+        found = user_lines.get(key)
+        if found is None:
+            found = user_lines[key] = core.source_location(source)[:2]
+        at_line[len(lines) + 1] = found
     main_file = main_file_of(jaxpr)
     checks = core.checks.value_checks != (False, False)
 
@@ -218,14 +226,15 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
         if dtype.kind not in "fc" or any(b.aval.dtype != dtype for b in e.inputs
                                          if b is not a):
             return None
-        if not (math.isfinite(a.val) and abs(a.val) <= np.finfo(dtype).max):
-            return None
         # The sign is part of the key: 0.0 == -0.0 (and they hash alike),
         # but x + 0.0 and x + -0.0 differ in a complex x's imaginary part.
         key = (a.val, math.copysign(1.0, a.val), type(a.val), dtype)
-        if key not in zero_d:
-            zero_d[key] = constant(np.asarray(a.val, dtype), "k")
-        return zero_d[key]
+        name = zero_d.get(key)
+        if name is None:
+            if not (math.isfinite(a.val) and abs(a.val) <= np.finfo(dtype).max):
+                return None
+            name = zero_d[key] = constant(np.asarray(a.val, dtype), "k")
+        return name
 
     uniform = _uniform_constants(jaxpr, closed.consts, fns := [callable_of(e) for e in jaxpr.eqns])
     for v, c in zip(jaxpr.constvars, closed.consts):
@@ -238,14 +247,15 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
     for v, own in zip(jaxpr.invars, writable if consume else ()):
         if own:
             buffers.owned[id(v)] = (v.aval.shape, v.aval.dtype)
-    sources = output_sources(jaxpr, [allocates(e, fn) for e, fn in zip(jaxpr.eqns, fns)]) \
-        if own_outputs else [[] for _ in jaxpr.outvars]
+    allocating = [allocates(e, fn) for e, fn in zip(jaxpr.eqns, fns)]
+    sources = output_sources(jaxpr, allocating) if own_outputs else [[] for _ in jaxpr.outvars]
     # The arguments and constants an output is checked against stay alive until
     # the return (the earlier outputs it may be checked against do anyway).
     checked = {names[id(v)] for src in sources for v in src if id(v) in names}
     pad_sums = {} if checks else find_pad_sums(jaxpr, fns)
     for i, (e, dead, fn) in enumerate(zip(jaxpr.eqns, last_uses(jaxpr), fns)):
         renamed = None
+        fresh = allocating[i] and e.outputs[0].aval.ndim > 0  # (see Buffers.take)
         if i in pad_sums:
             into = None
             if e.source is not None:
@@ -260,7 +270,7 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
                 fn_name = callables[fn]
             else:
                 fn_name = callables[fn] = constant(fn, "f")
-            into = buffers.take(e, fn, dead, names)
+            into = buffers.take(e, fresh, dead, names)
             # A result written into its dying operand takes the operand's name:
             # rebinding it lets the operand go where a ``del`` line would, and
             # compile() reads a line fewer (the ``del`` lines were a quarter of
@@ -289,7 +299,7 @@ def generate_source(closed: ClosedJaxpr, name: str, scalars_out: bool = False,
             lines.append(f"    {lhs} = {call}")
         if checks and outs:
             lines.append(f"    _check({i}, {', '.join(outs)})")
-        give, dead_locals = buffers.release(e, fn, dead, names, into)
+        give, dead_locals = buffers.release(e, fresh, dead, names, into)
         lines += [f"    _give({name})" for name in give]
         dead_locals = [n for n in dead_locals if n not in checked and n != renamed]
         if dead_locals:
