@@ -122,8 +122,17 @@ def _ufunc(e) -> Any:
 
 
 def _real(e) -> bool:
-    return all(a.aval.dtype.kind in _REAL and a.aval.dtype != np.float16
-               for a in (*e.inputs, *e.outputs))
+    # (Loops, not a generator over the operands and results: this runs per
+    # equation of programs of tens of thousands.)
+    for atoms in (e.inputs, e.outputs):
+        for a in atoms:
+            dtype = a.aval.dtype
+            if dtype.kind not in _REAL or dtype == _FLOAT16:
+                return False
+    return True
+
+
+_FLOAT16 = np.dtype(np.float16)
 
 
 def _narrow_floats(e) -> set[str]:
@@ -145,7 +154,11 @@ def narrow_floats(jaxpr: Jaxpr) -> list[str]:
 
 
 def _float(e) -> bool:
-    return any(a.aval.dtype.kind == "f" for a in (*e.inputs, *e.outputs))
+    for atoms in (e.inputs, e.outputs):
+        for a in atoms:
+            if a.aval.dtype.kind == "f":
+                return True
+    return False
 
 
 def _size(v) -> int:

@@ -377,7 +377,27 @@ def _div_transpose(ct, x, y):
     return [Zero(x.aval) if type(ct) is Zero else unbroadcast(div(ct, y), x.aval), None]
 
 
+#: ``_exact_identity``'s answers for Python numbers, by operation, value,
+#: its type, its sign (``0.0 == -0.0``, and they hash alike) and dtype: the
+#: passes ask about each literal operand of every ``add``, ``sub``, ``mul``
+#: and ``div`` (1.2 us an answer made).  Bounded: cleared when full.
+_identities: dict[tuple, bool] = {}
+
+
 def _exact_identity(op: str, value, dtype) -> bool:
+    """``_identity_of``, remembered for Python numbers."""
+    if type(value) not in (int, float):
+        return _identity_of(op, value, dtype)
+    key = (op, value, type(value), math.copysign(1.0, value), dtype)
+    found = _identities.get(key)
+    if found is None:
+        if len(_identities) >= 4096:
+            _identities.clear()
+        found = _identities[key] = _identity_of(op, value, dtype)
+    return found
+
+
+def _identity_of(op: str, value, dtype) -> bool:
     """Whether ``x op value`` (and ``value op x`` for add and mul) is ``x`` bit
     for bit for every ``x`` of the result's ``dtype``.  Integers keep the
     integer identities.  In real floating point only ``x + (-0.0)``,
