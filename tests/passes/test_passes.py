@@ -153,3 +153,14 @@ def test_simplify_keeps_what_would_change_the_type():
     # (2, 1) + zeros of (2, 3) broadcasts: not the identity.
     closed = simplify(ft.make_jaxpr(lambda a: a + np.zeros((2, 3)))(np.ones((2, 1))))
     assert _eqn_names(closed) == ["add"]
+
+
+def test_simplify_tells_the_signed_zeros_apart_whichever_it_met_first():
+    # 0.0 == -0.0 and they hash alike, while x + -0.0 is x and x + 0.0 is not
+    # (-0.0 + 0.0 is +0.0): an answer remembered for one is not the other's.
+    x = np.array([-0.0, 1.0])
+    for first, second in ((-0.0, 0.0), (0.0, -0.0)):
+        for c in (first, second):
+            simplified = simplify(ft.make_jaxpr(lambda a, c=c: a + c)(x))
+            assert len(simplified.jaxpr.eqns) == (c == 0.0 and np.signbit(c) == 0), c
+            assert bits_equal(eval_jaxpr(simplified, x)[0], x + c)
