@@ -15,6 +15,12 @@ def dce(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None, effects: bool 
     kept as they are.  ``effects=False`` for a program derived from one that
     keeps them (the tangent half of a branch's JVP): its own prints go, which
     would run a second time."""
+    return _dce(jaxpr, used_outputs, effects)[0]
+
+
+def _dce(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None,
+         effects: bool) -> tuple[Jaxpr, set[int]]:
+    """``dce``, and the ids of the variables the kept equations and outputs read."""
     outvars = [a for a, u in zip(jaxpr.outvars, used_outputs or [True] * len(jaxpr.outvars)) if u]
     live = {id(a) for a in outvars if type(a) is not Literal}
     kept = []
@@ -28,8 +34,8 @@ def dce(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None, effects: bool 
                     live.add(id(a))
     kept.reverse()
     if len(kept) == len(jaxpr.eqns) and len(outvars) == len(jaxpr.outvars):
-        return jaxpr
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, kept)
+        return jaxpr, live
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, kept), live
 
 
 def _any_live(outputs, live: set[int]) -> bool:
@@ -42,10 +48,9 @@ def _any_live(outputs, live: set[int]) -> bool:
 
 def dce_closed(closed: ClosedJaxpr) -> ClosedJaxpr:
     """``dce`` of all outputs that also drops the constants nothing reads."""
-    jaxpr = dce(closed.jaxpr)
+    jaxpr, used = _dce(closed.jaxpr, None, True)
     if not jaxpr.constvars:
         return closed if jaxpr is closed.jaxpr else ClosedJaxpr(jaxpr, closed.consts)
-    used = {id(a) for e in jaxpr.eqns for a in e.inputs} | {id(a) for a in jaxpr.outvars}
     keep = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts) if id(v) in used]
     if len(keep) == len(jaxpr.constvars) and jaxpr is closed.jaxpr:
         return closed
