@@ -58,23 +58,33 @@ def move_to_user_lines(fn: Any, at_line: dict[int, tuple[str, int]]) -> None:
     if main is None:
         return
     code = fn.__code__
-    # Runs of code units at one user line (None: no location), in code order.
-    runs: list[list] = []
+    # Runs of code units at one user line (None: no location), in code order:
+    # ``ats`` and ``sizes`` (in bytes), the current one in ``at`` and ``size``.
+    ats: list[int | None] = []
+    sizes: list[int] = []
+    at: int | None = None
+    size = 0
     user_line: dict[int, int] = {}
     first = line
     for start, stop, generated in code.co_lines():
-        at = None
+        here = None
         if generated is not None:
-            at = user_line.get(generated)
-            if at is None:
+            here = user_line.get(generated)
+            if here is None:
                 src = at_line.get(generated)
                 if src is not None and src[0] == main:
                     line = src[1]
-                at = user_line[generated] = line
-        if runs and runs[-1][0] == at:
-            runs[-1][1] += (stop - start) // 2
-        else:
-            runs.append([at, (stop - start) // 2])
+                here = user_line[generated] = line
+        if here != at and size:
+            ats.append(at)
+            sizes.append(size)
+            size = 0
+        at = here
+        size += stop - start
+    if size:
+        ats.append(at)
+        sizes.append(size)
+    runs = [(at, size // 2) for at, size in zip(ats, sizes)]
     table = bytearray()
     previous = first
     for at, units in runs:
