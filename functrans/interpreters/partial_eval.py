@@ -57,10 +57,13 @@ def partial_eval(
         instantiate = [instantiate] * n_out
     unknown_ids = {id(v) for v, u in zip(jaxpr.invars, unknowns) if u}
     known_eqns, unknown_eqns = [], []
-    for e in jaxpr.eqns:
-        if any(type(a) is not Literal and id(a) in unknown_ids for a in e.inputs):
-            unknown_eqns.append(e)
-            unknown_ids.update(id(v) for v in e.outputs)
+    for e in jaxpr.eqns:  # (loops, not generators: this runs per equation)
+        for a in e.inputs:
+            if type(a) is not Literal and id(a) in unknown_ids:
+                unknown_eqns.append(e)
+                for v in e.outputs:
+                    unknown_ids.add(id(v))
+                break
         else:
             known_eqns.append(e)
 
@@ -72,7 +75,7 @@ def partial_eval(
     residuals: dict[int, Var] = {}
     for e in unknown_eqns:
         for a in e.inputs:
-            if type(a) is Var and not is_unknown(a):
+            if type(a) is Var and id(a) not in unknown_ids:  # is_unknown, written out
                 residuals.setdefault(id(a), a)
     for a, u in zip(jaxpr.outvars, out_unknowns):
         if u and type(a) is Var and not is_unknown(a):
