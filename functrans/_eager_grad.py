@@ -181,8 +181,40 @@ def grad_plan(jaxpr: Jaxpr, need_value: bool) -> GradPlan:
     return GradPlan(jaxpr, need_value)
 
 
-def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any],
-                        need_value: bool) -> tuple[list, list] | None:
+class PlanGuard:
+    """The plan one ``grad`` function ran last, with the tape of the trace
+    that found it (``JaxprTrace``): a call whose trace wrote an equal tape
+    traced the same program, and takes that plan without building and
+    hashing the program's structure key for ``grad_plan`` (which took a
+    sixth of a call of a five-operation function).  Equal tapes are equal
+    programs exactly as ``Jaxpr.__eq__`` has them; the guard stands aside
+    while ``debug_nans`` or ``debug_infs`` is on (their keys hold the
+    equations' sources), and remembers no plan made then.  Thread-safe: the
+    entry is one tuple, replaced whole."""
+
+    __slots__ = ("last",)
+
+    def __init__(self):
+        #: ``(tape, need_value, plan)`` of the last call that looked a plan up.
+        self.last: tuple[list, bool, GradPlan] | None = None
+
+    def plan(self, jaxpr: Jaxpr, need_value: bool, tape: list) -> GradPlan:
+        """``grad_plan(jaxpr, need_value)``, where ``tape`` is the tape of
+        the trace that made ``jaxpr``."""
+        if core.checks.checking:
+            return grad_plan(jaxpr, need_value)
+        last = self.last
+        if last is not None and last[1] == need_value and last[0] == tape:
+            grad_plan.count_hit()
+            return last[2]
+        plan = grad_plan(jaxpr, need_value)
+        self.last = (tape, need_value, plan)
+        return plan
+
+
+def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any], need_value: bool,
+                        tape: list | None = None,
+                        guard: PlanGuard | None = None) -> tuple[list, list] | None:
     """``(outputs, gradients)`` of the traced ``closed`` at ``leaves`` by its
     ``GradPlan`` (the first output None without ``need_value``), or None
     where ``Linearized`` must do it: an argument that is no float or complex
@@ -191,7 +223,10 @@ def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any],
     trace active (an effect might have to be recorded).  The backward pass
     is handed the residuals: each is freed at its last use, or written into
     where the forward pass made it, so peak memory is the forward pass's
-    results plus the backward pass's live values, not both passes' at once."""
+    results plus the backward pass's live values, not both passes' at once.
+    ``tape`` and ``guard``: the tape of the trace of ``closed`` and the
+    caller's ``PlanGuard``, which finds the plan without ``grad_plan``'s
+    lookup where the caller traced the same program last time."""
     if core.current_trace() is not None:
         return None
     if not pass_the_input_checks(leaves, False, False):
@@ -200,7 +235,10 @@ def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any],
     for c in consts:
         if type(c) is not np.ndarray:
             return None
-    plan = grad_plan(closed.jaxpr, need_value)
+    if tape is None or guard is None:
+        plan = grad_plan(closed.jaxpr, need_value)
+    else:
+        plan = guard.plan(closed.jaxpr, need_value, tape)
     args = [*consts, *leaves]
     forward, backward = plan.forward, plan.backward
     if not plan.lines.matches(closed.jaxpr):

@@ -40,7 +40,7 @@ from functrans._api_util import (
     split_aux,
     tuple_arg,
 )
-from functrans._eager_grad import host_value_and_grad
+from functrans._eager_grad import PlanGuard, host_value_and_grad
 from functrans.core import (
     ClosedJaxpr,
     ShapedArray,
@@ -158,24 +158,27 @@ def _has_values(leaves: Sequence[Any]) -> bool:
 
 
 def trace_flat(flat: Callable, leaves: Sequence[Any], name: str, out_cell: list,
-               differentiated: bool = True) -> ClosedJaxpr:
+               differentiated: bool = True, tape: list | None = None) -> ClosedJaxpr:
     """Trace ``flat`` abstractly.  If it needs a concrete value (Python ``if``
     on an argument) and the arguments have values, trace again carrying the
     values: the Jaxpr is then specialised to them, as in eager autodiff.
     ``differentiated``: the leaves carry derivatives, so turning a value that
     depends on them into a constant (``float()``, ``np.asarray``) is an error
-    (``TracerConversionError``), with or without values."""
+    (``TracerConversionError``), with or without values.  ``tape``: the
+    trace's tape (``JaxprTrace``), the second trace's where there are two."""
     try:
         closed, _, _ = core.trace_to_jaxpr(flat, leaves, name=name,
-                                           differentiated=differentiated)
+                                           differentiated=differentiated, tape=tape)
     except TracerConversionError:
         raise
     except ConcretizationError:
         if not _has_values(leaves) or core.in_jit():
             raise
         out_cell.clear()
+        if tape is not None:
+            tape.clear()
         closed, _, _ = core.trace_to_jaxpr(flat, leaves, name=name, concrete=True,
-                                           differentiated=differentiated)
+                                           differentiated=differentiated, tape=tape)
     return closed
 
 
@@ -248,6 +251,7 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
     name = core.fun_name(f)
     label = f"grad({name})"
     argnums = check_argnums(label, argnums)
+    guard = PlanGuard()  # this function's last plan, found again by its trace's tape
 
     def call(args, kwargs):
         nums, leaves, in_tree = diff_args(label, argnums, args, allow_int, holomorphic)
@@ -261,12 +265,14 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
             check_scalar_output(label, name, out, holomorphic)
             return [out] + list(aux_leaves)
 
-        closed = trace_flat(flat, leaves, name, aux_cell)
+        # Taped where the plan may run: outside any trace.
+        tape: list | None = None if core.current_trace() is not None else []
+        closed = trace_flat(flat, leaves, name, aux_cell, tape=tape)
         # With debug_nans/debug_infs on, the value is computed even for grad,
         # so that the values f computes are checked (JAX's behaviour): without
         # it, log(v - 1) in sum(log(v - 1)) is dead code for the gradient.
         keep_value = need_value or core.checks.value_checks != (False, False)
-        done = host_value_and_grad(closed, leaves, keep_value)
+        done = host_value_and_grad(closed, leaves, keep_value, tape, guard)
         if done is not None:
             outs, flat_grads = done
             if need_value or has_aux:  # none is the caller's array (see _linearized)

@@ -170,6 +170,11 @@ class ProgramCache(RecentHits):
             elif self._newest is entry:
                 self._newest = None
 
+    def count_hit(self) -> None:
+        """Count a hit that a caller's guard in front of the cache answered
+        (the entry it looked up last, recognised without a lookup)."""
+        next(self._hits)
+
     def cache_info(self) -> CacheInfo:
         with self._lock:
             return CacheInfo(self._hit_count(), self._misses, self._maxsize,

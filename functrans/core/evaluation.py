@@ -32,10 +32,11 @@ def trace_to_jaxpr(
     reason: str = "",
     differentiated: bool = False,
     in_jit: bool = False,
+    tape: list | None = None,
 ) -> tuple[ClosedJaxpr, list[Any], bool]:
     """Trace ``f`` on flat arguments: arrays, scalars, tracers, or avals
     (ShapedArray / ShapeDtypeStruct) for arguments with no value.
-    ``concrete``, ``differentiated``, ``in_jit``: as for ``JaxprTrace``.
+    ``concrete``, ``differentiated``, ``in_jit``, ``tape``: as for ``JaxprTrace``.
 
     Returns the Jaxpr, ``f``'s raw outputs (tracers of the finished trace,
     or whatever else ``f`` returned) for the caller to flatten, and whether
@@ -43,7 +44,7 @@ def trace_to_jaxpr(
     positionally and returns a flat sequence of outputs.
     """
     trace = JaxprTrace(name or fun_name(f), concrete=concrete, reason=reason,
-                       differentiated=differentiated, in_jit=in_jit)
+                       differentiated=differentiated, in_jit=in_jit, tape=tape)
     with collector_paused, trace:
         tracers = [
             trace.new_arg(_arg_aval(x), _arg_val(x), x if isinstance(x, Tracer) else None)

@@ -197,11 +197,14 @@ class JaxprTrace:
     ``differentiated``: the trace's inputs carry derivatives (the trace of a
     ``grad``, ``jvp``, ``vjp`` ...), so converting a value that depends on them
     into a constant is refused.  ``in_jit``: the trace is jit's, whose inputs
-    never have values.
+    never have values.  ``tape``: a list the trace writes its program into as
+    it records it (see ``_record``), for a guard that compares the programs
+    of two traces without building and hashing their structure keys.
     """
 
     def __init__(self, fun_name: str, concrete: bool = False, reason: str = "",
-                 differentiated: bool = False, in_jit: bool = False):
+                 differentiated: bool = False, in_jit: bool = False,
+                 tape: list | None = None):
         self.fun_name = fun_name
         self.concrete = concrete
         self.concretized = False
@@ -224,6 +227,10 @@ class JaxprTrace:
         #: Whether ``constant`` made a tracer here (only then can values be
         #: known in a trace without values).
         self.has_constants = False
+        self._tape = tape
+        #: The number of each variable the tape names, by id, in the order
+        #: the trace bound them (inputs, then constants and results as met).
+        self._num: dict[int, int] = {}
 
     # -- entering and leaving -------------------------------------------
 
@@ -260,6 +267,9 @@ class JaxprTrace:
         it stands for, if any (its derivative flows through this input)."""
         var = Var(interned(aval))
         self.invars.append(var)
+        if self._tape is not None:
+            self._tape.append(_INPUT)
+            self._record(var)
         if outer is not None:
             self._outer[id(var)] = outer
         return Tracer(self, var, val if self.concrete else None)
@@ -296,6 +306,9 @@ class JaxprTrace:
                 raise _leaked(x)
             var = Var(aval)
             self._const_ids[id(x)] = var
+            if self._tape is not None:
+                self._tape.append(_CONSTANT)
+                self._record(var)
             if lifted:
                 self._outer[id(var)] = x
             self.constvars.append(var)
@@ -329,6 +342,20 @@ class JaxprTrace:
         outvars = tuple([Var(a) for a in out]) if prim.multiple_results else (Var(out),)
         eqn = Eqn(prim, tuple(invars), outvars, params, user_source(3))
         self.eqns.append(eqn)
+        tape = self._tape
+        if tape is not None:  # written out: this runs once per equation
+            tape.append(prim)
+            num = self._num
+            for v in invars:
+                if type(v) is Literal:
+                    tape.append(v.key())
+                else:  # as _number does, without its call
+                    n = num.get(id(v))
+                    tape.append(object() if n is None else n)
+            tape.append(params)
+            for v in outvars:
+                num[id(v)] = len(num)
+                tape.append(v.aval)
         if not (self.concrete or self.has_constants):  # no value can be known
             if prim.multiple_results:
                 return [Tracer(self, v) for v in outvars]
@@ -346,6 +373,11 @@ class JaxprTrace:
         ]
         return tracers if prim.multiple_results else tracers[0]
 
+    def _record(self, var: Var) -> None:
+        """Write the binding of ``var`` (an input or a constant) into the tape."""
+        self._num[id(var)] = len(self._num)
+        self._tape.append(var.aval)  # type: ignore[union-attr]  # the callers check
+
     def _only_constants(self, args: Sequence[Any]) -> bool:
         """Whether every traced operand is a value-carrying tracer of this trace
         (in a trace without values: a ``constant`` or a result of constants
@@ -356,6 +388,11 @@ class JaxprTrace:
 
     def to_jaxpr(self, outs: Sequence[Any]) -> ClosedJaxpr:
         outvars = [self._input_var(x) for x in outs]
+        tape = self._tape
+        if tape is not None:
+            tape.append(_RESULTS)
+            for v in outvars:
+                tape.append(v.key() if type(v) is Literal else _number(self._num, v))
         jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns)
         return ClosedJaxpr(jaxpr, self.constvals)
 
@@ -430,6 +467,30 @@ class JaxprTrace:
             "branches, functrans.lax.fori_loop / while_loop for loops, or mark the "
             f"argument static with static_argnums.{indexing}"
         )
+
+
+# The tape of a trace is the program it records, in the order recorded: an
+# input's or a constant's binding is ``_INPUT`` or ``_CONSTANT`` and its aval,
+# an equation is its primitive, its operands (a variable by the
+# number of its binding, a literal by its ``Literal.key()``), its params and
+# the avals of its results, and the program's results follow ``_RESULTS``.
+# The items of each kind are of types that never compare equal to another
+# kind's (a number, a tuple, a dict, an aval, a primitive), so two tapes are
+# equal exactly where the two traces recorded the same program up to the
+# naming of its variables: equal avals, params equal under ``==``, literals
+# equal bit for bit, as ``Jaxpr.__eq__`` compares (while ``debug_nans`` and
+# ``debug_infs`` are off: the tape holds no sources).
+_INPUT = ("input",)
+_CONSTANT = ("constant",)
+_RESULTS = ("results",)
+
+
+def _number(num: dict[int, int], var: Var) -> object:
+    """The number of ``var``'s binding in a tape, or, for a variable the trace
+    did not bind (a subclass's), a new object that equals nothing: no guard
+    can then take the tape for another."""
+    n = num.get(id(var))
+    return object() if n is None else n
 
 
 def _values_while_tracing(eqn: Eqn, ins: list) -> Any:

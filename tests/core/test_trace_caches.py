@@ -6,7 +6,10 @@ cache confused would give a wrong program, not an error."""
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
+import pytest
 
 import functrans as ft
 import functrans.numpy as fnp
@@ -127,3 +130,126 @@ def test_an_opened_program_takes_the_key_its_equations_give():
         assert opened._structure() == _fresh_key(opened)
     finally:
         ft.config.update("debug_nans", False)
+
+
+# -- the tape of a trace (``JaxprTrace``) and eager grad's ``PlanGuard`` ----------
+
+_NAN_A = struct.unpack("=d", struct.pack("=Q", 0x7FF8000000000001))[0]
+_NAN_B = struct.unpack("=d", struct.pack("=Q", 0x7FF8000000000002))[0]
+_X3, _X33 = np.linspace(0.5, 1.5, 3), np.linspace(0.5, 1.5, 9).reshape(3, 3)
+_C64, _C64B = np.arange(3.0), np.arange(3.0) + 7.0
+
+#: Pairs of traces that record programs differing in one part each: the
+#: tapes must tell them apart, as the programs' keys do.
+_DIFFERENT = {
+    "primitive": (fnp.sin, fnp.cos, (_X3,), (_X3,)),
+    "operand order": (lambda x, y: x - y, lambda x, y: y - x, (_X3, _X3 + 1), (_X3, _X3 + 1)),
+    "operand wiring": (lambda x: fnp.sin(x) * x, lambda x: fnp.sin(x) * fnp.sin(x),
+                       (_X3,), (_X3,)),
+    "params": (lambda x: fnp.sum(x, axis=0), lambda x: fnp.sum(x, axis=1), (_X33,), (_X33,)),
+    "literal value": (lambda x: x * 2.0, lambda x: x * 3.0, (_X3,), (_X3,)),
+    "literal sign of zero": (lambda x: x * 0.0, lambda x: x * -0.0, (_X3,), (_X3,)),
+    "literal NaN bits": (lambda x: x + _NAN_A, lambda x: x + _NAN_B, (_X3,), (_X3,)),
+    "literal weakness": (lambda x: x * 2.0, lambda x: x * np.float64(2.0), (_X3,), (_X3,)),
+    "input shape": (fnp.sin, fnp.sin, (_X3,), (np.ones(4),)),
+    "input dtype": (fnp.sin, fnp.sin, (_X3,), (_X3.astype(np.float32),)),
+    "input weakness": (fnp.sin, fnp.sin, (ShapedArray((), np.float64, weak_type=True),),
+                       (ShapedArray((), np.float64),)),
+    "constant against input": (lambda x: x * _C64, lambda x: x * x, (_X3,), (_X3,)),
+    "constant type": (lambda x: fnp.sum(x) * _C64, lambda x: fnp.sum(x) * _C64.astype(np.float32),
+                      (_X3,), (_X3,)),
+    "result": (lambda x: fnp.sin(x) + fnp.cos(x), lambda x: fnp.sin(fnp.cos(x)) + x,
+               (_X3,), (_X3,)),
+}
+
+
+def _taped(f, args, n_out=1):
+    tape: list = []
+    closed, _, _ = core.trace_to_jaxpr(
+        (lambda *xs: [f(*xs)]) if n_out == 1 else (lambda *xs: list(f(*xs))), args, tape=tape)
+    return tape, closed.jaxpr
+
+
+@pytest.mark.parametrize("part", sorted(_DIFFERENT))
+def test_tapes_differ_where_the_traced_programs_differ(part):
+    f, g, args_f, args_g = _DIFFERENT[part]
+    tape_f, jaxpr_f = _taped(f, args_f)
+    tape_g, jaxpr_g = _taped(g, args_g)
+    assert jaxpr_f != jaxpr_g
+    assert tape_f != tape_g
+
+
+def test_tapes_are_equal_where_the_traced_programs_are():
+    def f(x, y):
+        return fnp.sum(fnp.sin(x) * y + x ** 2 - 0.5, axis=0), y * _C64
+
+    for args in ((_X3, _X3 + 1), (_X3 * 2, _X3)):
+        (tape_a, jaxpr_a), (tape_b, jaxpr_b) = _taped(f, args, 2), _taped(f, args, 2)
+        assert jaxpr_a == jaxpr_b and tape_a == tape_b
+    # Another constant of the same type: an input of the same program.
+    constant = [_C64]
+    tape_a, jaxpr_a = _taped(lambda x: (x * constant[0], x), (_X3,), 2)
+    constant[0] = _C64B
+    tape_b, jaxpr_b = _taped(lambda x: (x * constant[0], x), (_X3,), 2)
+    assert jaxpr_a == jaxpr_b and tape_a == tape_b
+    # Results in another order: another program and another tape.
+    tape_a, jaxpr_a = _taped(lambda x: (x, fnp.sin(x)), (_X3,), 2)
+    tape_b, jaxpr_b = _taped(lambda x: (fnp.sin(x), x), (_X3,), 2)
+    assert jaxpr_a != jaxpr_b and tape_a != tape_b
+
+
+def test_one_grad_function_switching_programs_gets_each_ones_gradient():
+    # One grad function whose traced program changes between calls in one
+    # part only: the plan it ran last must not be taken for the other.
+    state = {"scale": 0.0, "axis": 0}
+
+    def loss(x):
+        return fnp.sum(fnp.sum(x * state["scale"] + x, axis=state["axis"]) ** 2)
+
+    g = ft.grad(loss)
+    x = np.linspace(-1.0, 1.0, 9).reshape(3, 3)
+    for _ in range(4):  # the first calls build, the later ones run the plans
+        for scale, axis in ((0.0, 0), (-0.0, 0), (0.0, 1), (-0.0, 1)):
+            state["scale"], state["axis"] = scale, axis
+            s = np.sum(x * scale + x, axis=axis, keepdims=True)
+            want = 2 * s * (scale + 1.0) + np.zeros_like(x)
+            np.testing.assert_allclose(g(x), want, rtol=1e-14)
+    # The sign of the zero scale shows in the gradient of sum(x * scale).
+    h = ft.grad(lambda x: fnp.sum(x * state["scale"]))
+    for _ in range(4):
+        for scale in (0.0, -0.0):
+            state["scale"] = scale
+            got = h(x)
+            assert got.tobytes() == np.full_like(x, scale).tobytes()
+
+
+def _probe_eval(x, *, k):
+    # Params equal under == (1 and 1.0) that give other results: as a key
+    # compares params by ==, the results' avals and number tell them apart.
+    if type(k) is int:
+        return [ShapedArray(x.shape, np.float64)]
+    return [ShapedArray(x.shape, np.float32), ShapedArray(x.shape, np.float64)]
+
+
+@pytest.fixture
+def probe():
+    name = "test_trace_caches_probe"
+    prim = core.Primitive(name, abstract_eval=_probe_eval, multiple_results=True,
+                          impl=lambda x, *, k: [x] if type(k) is int else [x, x])
+    try:
+        yield prim
+    finally:
+        core.registry.pop(name, None)
+
+
+def test_tapes_hold_the_results_types_and_where_a_constant_is_bound(probe):
+    # Results of other types for params equal under ==.
+    tape_f, jaxpr_f = _taped(lambda x: core.bind(probe, x, k=1)[0], (_X3,))
+    tape_g, jaxpr_g = _taped(lambda x: core.bind(probe, x, k=1.0)[0], (_X3,))
+    assert jaxpr_f != jaxpr_g and tape_f != tape_g
+    # A constant bound after an equation of one result, against an equation
+    # of two results of the same types: the numbers of the variables agree.
+    probe.abstract_eval = lambda x, *, k: [x] * (1 if type(k) is int else 2)
+    tape_f, jaxpr_f = _taped(lambda x: core.bind(probe, x, k=1)[0] * _C64, (_X3,))
+    tape_g, jaxpr_g = _taped(lambda x: fnp.multiply(*core.bind(probe, x, k=1.0)), (_X3,))
+    assert jaxpr_f != jaxpr_g and tape_f != tape_g
