@@ -227,7 +227,8 @@ def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any], need_value: 
     ``tape`` and ``guard``: the tape of the trace of ``closed`` and the
     caller's ``PlanGuard``, which finds the plan without ``grad_plan``'s
     lookup where the caller traced the same program last time."""
-    if core.current_trace() is not None:
+    # A caller makes a tape only where no trace is active.
+    if tape is None and core.current_trace() is not None:
         return None
     if not pass_the_input_checks(leaves, False, False):
         return None

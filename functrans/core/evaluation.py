@@ -17,7 +17,7 @@ from functrans.core.caches import collector_paused
 from functrans.core.context import _state
 from functrans.core.dispatch import backend_of_type
 from functrans.core.ir import ClosedJaxpr, Jaxpr, Literal
-from functrans.core.tracing import JaxprTrace, Tracer, bind
+from functrans.core.tracing import JaxprTrace, Tracer, array_aval, bind
 
 
 def fun_name(f: Callable) -> str:
@@ -47,6 +47,7 @@ def trace_to_jaxpr(
                        differentiated=differentiated, in_jit=in_jit, tape=tape)
     with collector_paused, trace:
         tracers = [
+            trace.new_arg(array_aval(x), x) if type(x) is np.ndarray else
             trace.new_arg(_arg_aval(x), _arg_val(x), x if isinstance(x, Tracer) else None)
             for x in args
         ]

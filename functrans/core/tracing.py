@@ -220,17 +220,18 @@ class JaxprTrace:
         self._const_ids: dict[int, Var] = {}
         #: Inputs and constants standing for tracers of enclosing traces, by id of their Var.
         self._outer: dict[int, Tracer] = {}
-        #: The equation making each Var (by id), for ``carries_derivative``; built
+        #: The equation making each Var (by id), for ``carries_derivative``; made
         #: on the first conversion, so recording itself keeps no extra map.
-        self._producers: dict[int, Eqn] = {}
+        self._producers: dict[int, Eqn] | None = None
         self._producers_upto = 0
         #: Whether ``constant`` made a tracer here (only then can values be
         #: known in a trace without values).
         self.has_constants = False
         self._tape = tape
-        #: The number of each variable the tape names, by id, in the order
-        #: the trace bound them (inputs, then constants and results as met).
-        self._num: dict[int, int] = {}
+        if tape is not None:
+            #: The number of each variable the tape names, by id, in the order
+            #: the trace bound them (inputs, then constants and results as met).
+            self._num: dict[int, int] = {}
 
     # -- entering and leaving -------------------------------------------
 
@@ -406,6 +407,8 @@ class JaxprTrace:
         back from ``var``: only conversions ask, so recording stays free of
         bookkeeping."""
         producers = self._producers
+        if producers is None:
+            producers = self._producers = {}
         for e in self.eqns[self._producers_upto:]:  # extended as the trace grows
             for v in e.outputs:
                 producers[id(v)] = e
@@ -564,6 +567,13 @@ def interned(aval: ShapedArray) -> ShapedArray:
             _interned.clear()
         found = _interned[key] = aval
     return found
+
+
+def array_aval(x: np.ndarray) -> ShapedArray:
+    """``get_aval(x)`` of a NumPy array: the traces' shared aval of its type
+    (``interned``) where there is one, without making another to look it up."""
+    found = _interned.get((x.shape, x.dtype, False))
+    return found if found is not None else get_aval(x)
 
 
 def _in_this_thread(trace: JaxprTrace) -> bool:

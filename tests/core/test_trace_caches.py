@@ -15,7 +15,7 @@ import functrans as ft
 import functrans.numpy as fnp
 from functrans import core
 from functrans.core import ShapedArray
-from functrans.core.tracing import interned
+from functrans.core.tracing import array_aval, interned
 
 
 def _checked_out_aval(f, *args) -> ShapedArray:
@@ -55,6 +55,21 @@ def test_interned_avals_keep_shape_dtype_and_weakness():
                   ShapedArray((3,), np.float64, weak_type=True)):
         got = interned(other)
         assert got is not a and got == other and got.weak_type == other.weak_type
+
+
+def test_the_aval_of_a_traced_array_argument_is_its_own_types():
+    # array_aval finds the shared aval by shape, dtype and weakness: with the
+    # other types interned first, each array still gets an aval of its own type.
+    interned(ShapedArray((), np.float64, weak_type=True))
+    interned(ShapedArray((3,), np.float32))
+    interned(ShapedArray((4,), np.float64))
+    arrays = (np.ones(()), np.ones(3), np.ones(4, np.float32), np.ones(3))
+    for _ in range(2):  # the second round finds each one interned (as new_arg does)
+        for x in arrays:
+            got = array_aval(x)
+            assert (got.shape, got.dtype, got.weak_type) == (x.shape, x.dtype, False)
+            interned(got)
+    assert all(array_aval(x) is interned(ShapedArray(x.shape, x.dtype)) for x in arrays)
 
 
 def test_eager_grad_of_one_function_at_each_type_in_turn():
