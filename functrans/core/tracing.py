@@ -341,7 +341,8 @@ class JaxprTrace:
         except FunctransError as e:
             raise type(e)(f"{self.fun_name}: {e}") from None
         outvars = tuple([Var(a) for a in out]) if prim.multiple_results else (Var(out),)
-        eqn = Eqn(prim, tuple(invars), outvars, params, user_source(3))
+        source = user_source(3)
+        eqn = Eqn(prim, tuple(invars), outvars, params, source)
         self.eqns.append(eqn)
         tape = self._tape
         if tape is not None:  # written out: this runs once per equation
@@ -354,6 +355,7 @@ class JaxprTrace:
                     n = num.get(id(v))
                     tape.append(object() if n is None else n)
             tape.append(params)
+            tape.append(source)
             for v in outvars:
                 num[id(v)] = len(num)
                 tape.append(v.aval)
@@ -474,15 +476,17 @@ class JaxprTrace:
 
 # The tape of a trace is the program it records, in the order recorded: an
 # input's or a constant's binding is ``_INPUT`` or ``_CONSTANT`` and its aval,
-# an equation is its primitive, its operands (a variable by the
-# number of its binding, a literal by its ``Literal.key()``), its params and
-# the avals of its results, and the program's results follow ``_RESULTS``.
-# The items of each kind are of types that never compare equal to another
-# kind's (a number, a tuple, a dict, an aval, a primitive), so two tapes are
-# equal exactly where the two traces recorded the same program up to the
-# naming of its variables: equal avals, params equal under ``==``, literals
-# equal bit for bit, as ``Jaxpr.__eq__`` compares (while ``debug_nans`` and
-# ``debug_infs`` are off: the tape holds no sources).
+# an equation is its primitive, its operands (a variable by the number of
+# its binding, a literal by its ``Literal.key()``), its params, its source
+# and the avals of its results, and the program's results follow
+# ``_RESULTS``.  The items in each place are of types that never compare
+# equal to another place's (a number or a literal's tuple, a dict, a source
+# tuple or None, an aval, a primitive or a marker), so two tapes are equal
+# exactly where the two traces recorded the same program up to the naming
+# of its variables, as ``Jaxpr.__eq__`` compares it (equal avals, params
+# equal under ``==``, literals equal bit for bit), from the same lines: a
+# program equal to the last one but made elsewhere (whose errors, warnings
+# and debug_nans checks would name other lines) is not taken for it.
 _INPUT = ("input",)
 _CONSTANT = ("constant",)
 _RESULTS = ("results",)

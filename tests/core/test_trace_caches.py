@@ -194,6 +194,22 @@ def test_tapes_differ_where_the_traced_programs_differ(part):
     assert tape_f != tape_g
 
 
+def _sine_here(x):
+    return fnp.sin(x)
+
+
+def _sine_there(x):
+    return fnp.sin(x)
+
+
+def test_tapes_of_one_program_from_other_lines_differ():
+    # The same program made on other lines: equal programs (their keys hold
+    # no lines), but the errors and warnings of each name its own lines.
+    tape_a, jaxpr_a = _taped(_sine_here, (_X3,))
+    tape_b, jaxpr_b = _taped(_sine_there, (_X3,))
+    assert jaxpr_a == jaxpr_b and tape_a != tape_b
+
+
 def test_tapes_are_equal_where_the_traced_programs_are():
     def f(x, y):
         return fnp.sum(fnp.sin(x) * y + x ** 2 - 0.5, axis=0), y * _C64
@@ -203,9 +219,13 @@ def test_tapes_are_equal_where_the_traced_programs_are():
         assert jaxpr_a == jaxpr_b and tape_a == tape_b
     # Another constant of the same type: an input of the same program.
     constant = [_C64]
-    tape_a, jaxpr_a = _taped(lambda x: (x * constant[0], x), (_X3,), 2)
+
+    def scaled(x):
+        return x * constant[0], x
+
+    tape_a, jaxpr_a = _taped(scaled, (_X3,), 2)
     constant[0] = _C64B
-    tape_b, jaxpr_b = _taped(lambda x: (x * constant[0], x), (_X3,), 2)
+    tape_b, jaxpr_b = _taped(scaled, (_X3,), 2)
     assert jaxpr_a == jaxpr_b and tape_a == tape_b
     # Results in another order: another program and another tape.
     tape_a, jaxpr_a = _taped(lambda x: (x, fnp.sin(x)), (_X3,), 2)
