@@ -187,12 +187,11 @@ class PlanGuard:
     traced the same program, and takes that plan without building and
     hashing the program's structure key for ``grad_plan`` (which took a
     sixth of a call of a five-operation function).  Equal tapes are equal
-    programs as ``Jaxpr.__eq__`` has them, made from the same lines (so
-    the plan's errors and warnings name the lines the last call's did); the
-    guard stands aside
-    while ``debug_nans`` or ``debug_infs`` is on (their keys hold the
-    equations' sources), and remembers no plan made then.  Thread-safe: the
-    entry is one tuple, replaced whole."""
+    programs as ``Jaxpr.__eq__`` has them, made from the same lines (so the
+    plan's errors and warnings name the lines the last call's did).  The
+    guard stands aside while ``debug_nans`` or ``debug_infs`` is on (the
+    plans made then have the checks in their code), and remembers no plan
+    made then.  Thread-safe: the entry is one tuple, replaced whole."""
 
     __slots__ = ("last",)
 

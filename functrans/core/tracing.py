@@ -198,8 +198,9 @@ class JaxprTrace:
     ``grad``, ``jvp``, ``vjp`` ...), so converting a value that depends on them
     into a constant is refused.  ``in_jit``: the trace is jit's, whose inputs
     never have values.  ``tape``: a list the trace writes its program into as
-    it records it (see ``_record``), for a guard that compares the programs
-    of two traces without building and hashing their structure keys.
+    it records it (the tape's comment, below this class), for a guard that
+    compares the programs of two traces without building and hashing their
+    structure keys.
     """
 
     def __init__(self, fun_name: str, concrete: bool = False, reason: str = "",
