@@ -30,7 +30,7 @@ import numpy as np
 import functrans.numpy as fnp  # mid-import here: its attributes are read at call time
 from functrans.core import Tracer, user_frame_summary
 from functrans.dtypes import is_inexact
-from functrans.numpy import _inplace, _shape
+from functrans.numpy import _inplace, _memory_order, _shape
 from functrans.numpy._array_api_info import TRACE_DEVICE, normalize_device
 from functrans.numpy._indexing import IndexUpdateHelper, getitem
 from functrans.numpy._ufunc_routes import foreign_target, label, missing_message
@@ -127,6 +127,18 @@ def _augmented(op: str, fn: Callable, compute: Callable | None = None) -> Callab
 def _flatten(self, order="C"):
     """``x.flatten()``: a copy of the elements as a 1-d array."""
     return _shape.ravel(self, order).copy()
+
+
+def _copy(self, order="C"):
+    """``x.copy(order)``: a new array of ``x``'s values, laid out in memory in
+    ``order`` as NumPy lays out its copy ('C' by default; None: an order not
+    known), which decides whether a later reshape of it is a view."""
+    return _memory_order.copy(self, order)
+
+
+def _copy_keeping_order(self, memo=None):
+    """``copy.copy(x)``, ``copy.deepcopy(x)``: NumPy's copy in ``x``'s order."""
+    return _memory_order.copy(self, "K")
 
 
 def _sort(self, axis=-1, kind=None, order=None, *, stable=None):
@@ -398,7 +410,8 @@ def install() -> None:
         "__pow__": _power, "__divmod__": _divmod, "__rdivmod__": _rdivmod,
         "reshape": _reshape, "transpose": _transpose, "astype": _astype,
         "flatten": _flatten,
-        "sort": _sort, "fill": _fill, "resize": _resize,
+        "sort": _sort, "fill": _fill, "resize": _resize, "copy": _copy,
+        "__copy__": _copy_keeping_order, "__deepcopy__": _copy_keeping_order,
         "flat": property(FlatIter, _set_flat, doc="A flat iterator: x.flat[i], x.flat[i] = v."),
         "T": property(fnp.transpose, doc="The array with its axes reversed."),
         "mT": property(lambda self: fnp.swapaxes(self, -1, -2),

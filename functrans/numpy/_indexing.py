@@ -396,7 +396,7 @@ def copy(a, order: str = "K", subok: bool = False):
         raise TypeError("copy: subok=True is not supported: functrans returns base arrays; "
                         "drop the argument")
     a = asarray(a)
-    return a.copy() if isinstance(a, Tracer) else a.copy(order=order)
+    return a.copy(order=order)
 
 
 class IndexUpdateRef:

@@ -17,8 +17,12 @@ Which results are views follows NumPy: the operations of a view are replayed
 on a "shadow" (an ``arange`` of the root's shape, a real NumPy array) when
 NumPy's answer depends on the memory layout (``reshape`` of a transposed
 view is a copy); the shadow's values are also the flat positions of the
-view's elements in the root.  Arrays that are not views are taken to be
-C-contiguous (a transform sees values, not memory layouts).
+view's elements in the root.  The shadow is laid out in memory as NumPy
+would lay out the root (``functrans.numpy._memory_order``: a ufunc's result
+keeps its operands' order, so ``(x.T * 1.0).reshape(-1)`` is a copy).  Where
+that layout is not known, the decision is recorded as ambiguous, and an
+in-place update that would tell a view from a copy while the ambiguous
+array lives is refused with the user's line and the fix.
 
 Updates that cannot be followed soundly raise an error naming the user's
 line and the fix, never dropping an update: writes into a NumPy array
@@ -55,6 +59,7 @@ from functrans.core import (
     user_source,
 )
 from functrans.errors import FunctransError
+from functrans.numpy import _memory_order
 from functrans.numpy._indexing import _scatter, getitem, parse_index
 from functrans.numpy._shape import _reshape
 from functrans.numpy._util import asarray, broadcasts_to
@@ -82,16 +87,19 @@ class Link:
     """Where a view comes from: its ``root`` (an array that is no view), the
     ``ops`` making it from the root, and why writing through it is refused
     (``refusal``, else None).  ``index`` caches the flat positions of its
-    elements in the root."""
+    elements in the root.  ``ambiguous``: where the view was made, if NumPy
+    may have made a copy there instead (the root's memory layout is not
+    known), else None."""
 
-    __slots__ = ("root", "ops", "refusal", "index")
+    __slots__ = ("root", "ops", "refusal", "index", "ambiguous")
 
     def __init__(self, root: Tracer, ops: tuple[Op, ...], refusal: str | None,
-                 index: np.ndarray | None):
+                 index: np.ndarray | None, ambiguous: str | None = None):
         self.root = root
         self.ops = ops
         self.refusal = refusal
         self.index = index
+        self.ambiguous = ambiguous
 
     def positions(self) -> np.ndarray:
         """The flat positions in the root of the view's elements."""
@@ -140,12 +148,38 @@ def _is_view_of(shadow_out: Any, shadow: np.ndarray) -> bool:
     return _owner(shadow_out) is _owner(shadow)
 
 
-def _positions_if_view(root: Tracer, ops: tuple[Op, ...]) -> np.ndarray | None:
+def _positions_if_view(root: Tracer, ops: tuple[Op, ...],
+                       order: tuple[int, ...]) -> np.ndarray | None:
     """The flat positions in ``root`` of the elements of the array ``ops``
-    make from it, if NumPy makes a view at every step; None if it copies."""
-    shadow = _shadow(root.shape)
+    make from it, if NumPy makes a view at every step of a root laid out in
+    memory in ``order``; None if it copies."""
+    shadow = _memory_order.shadow(tuple(root.shape), order)
     res = _replay(shadow, ops, numpy=True)
     return np.asarray(res) if _is_view_of(res, shadow) else None
+
+
+class _Decision:
+    """NumPy's answer to whether ``ops`` make a view of ``root`` when it
+    depends on the root's memory layout: ``view`` (and the view's flat
+    positions, ``index``), and ``ambiguous`` (the user's line) where the
+    layout is not known and a C-contiguous root is assumed."""
+
+    __slots__ = ("view", "index", "ambiguous")
+
+    def __init__(self, root: Tracer, ops: tuple[Op, ...]):
+        order = _memory_order.root_order(root)
+        c_order = tuple(range(root.ndim))
+        self.ambiguous = None
+        if order is None:
+            order = c_order
+            self.ambiguous = user_frame_summary()
+        elif order == c_order and len(ops) == 1:
+            # One reshape or ravel of a C-contiguous array: a view; its
+            # positions are asked for only by an update through it.
+            self.index, self.view = None, True
+            return
+        self.index = _positions_if_view(root, ops, order)
+        self.view = self.index is not None
 
 
 def link(out: Any, x: Any, op: Op, *, refusal: str | None = None,
@@ -163,18 +197,53 @@ def link(out: Any, x: Any, op: Op, *, refusal: str | None = None,
         root, ops, inherited = parent.root, parent.ops + (op,), parent.refusal
     if out._trace is not root._trace:
         inherited = inherited or _enclosing_refusal(root)
-    index = None
-    if layout and parent:
-        index = _positions_if_view(root, ops)
-        if index is None:
+    index = ambiguous = None
+    if layout and _layout_matters(root, parent):
+        decision = _Decision(root, ops)
+        if decision.ambiguous is not None:
+            # A view or a copy in NumPy, as its layout is: followed as a view,
+            # and an update while it lives is refused (``_refuse_ambiguous``).
+            ambiguous = decision.ambiguous
+            _AMBIGUOUS_ROOTS[root] = True
+        elif not decision.view:
             return  # NumPy copies here: out is an array of its own
-    out._base = Link(root, ops, refusal or inherited, index)
+        index = decision.index
+    out._base = Link(root, ops, refusal or inherited, index, ambiguous)
     views = root._views
     if views is None:
         views = root._views = []
     if len(views) >= 32 and len(views) & (len(views) - 1) == 0:  # at powers of two
         views[:] = [w for w in views if w() is not None]
     views.append(weakref.ref(out))
+
+
+def _layout_matters(root: Tracer, parent: Any) -> bool:
+    """Whether NumPy's view-or-copy answer may depend on ``root``'s layout: a
+    view of it may be non-contiguous, and a root of two or more axes of two
+    or more elements may be laid out in another order than C's (a root of
+    one such axis is contiguous in every order)."""
+    return bool(parent) or sum(d > 1 for d in root.shape) > 1
+
+
+#: The roots with an ambiguous view (NumPy's view or copy unknown): an update
+#: of one asks ``_refuse_ambiguous``.
+_AMBIGUOUS_ROOTS = _memory_order.ByIdentity()
+
+
+def _refuse_ambiguous(root: Tracer, what: str) -> None:
+    """Refuse ``what``, an update of ``root`` or one of its views, while a
+    view of it lives that NumPy may have made a copy instead of."""
+    for ref in root._views or ():
+        view = ref()
+        if view is None or not view._base or view._base.ambiguous is None:
+            continue
+        raise InPlaceUpdateError(
+            f"{root._trace.fun_name}: {what} (at {user_frame_summary()}) updates an array "
+            f"that the reshape or ravel at {view._base.ambiguous} shares memory with or not, "
+            f"as NumPy lays the {root.aval.str_short()} array out in memory, which functrans "
+            "cannot know here (a ufunc's result keeps its operands' memory order; inputs may "
+            "be in any order). Say which is meant: .copy() the reshaped array for a copy, or "
+            "make the array C-ordered with .copy() before reshaping it for a view")
 
 
 def _enclosing_refusal(root: Tracer) -> str:
@@ -196,6 +265,8 @@ def assign(target: Any, new: Any, what: str) -> Any:
     link_ = target._base or None
     root = target if link_ is None else link_.root
     check_current(root, what)
+    if root in _AMBIGUOUS_ROOTS:
+        _refuse_ambiguous(root, what)
     new = asarray(new)
     if type(new) is not Tracer:
         new = target._trace.constant(np.array(new))  # concrete values written in
@@ -209,6 +280,8 @@ def assign(target: Any, new: Any, what: str) -> Any:
             )
         root_new = _write_back(root, link_, new)
     warn_if_input(root, what)
+    # NumPy updates the root's memory: its new value keeps its layout.
+    _memory_order.note_update(root, root_new._var, shared=link_ is None)
     root.rebind(root_new)
     if target is not root:
         target.rebind(new)
@@ -677,8 +750,14 @@ def viewing(fn: Callable, np_fn: Callable, *, refusal: str | Callable | None = N
             if out is a and layout and a._base:
                 # fn returned its argument (ravel of a 1-d array): NumPy copies
                 # where the view's layout does not allow a view.
-                ops = a._base.ops + ((np_fn, fn, args, kwargs, None),)
-                return a if _positions_if_view(a._base.root, ops) is not None else a.copy()
+                op = (np_fn, fn, args, kwargs, None)
+                decision = _Decision(a._base.root, a._base.ops + (op,))
+                if decision.ambiguous is None:
+                    return a if decision.view else a.copy()
+                out = a.copy(order=None)  # followed as a view, marked ambiguous
+                link(out, a, op, refusal=refusal(a) if callable(refusal) else refusal,
+                     layout=True)
+                return out
             if single and args:  # np.atleast_1d(a, b): a list of views of several arrays
                 return out
             why = refusal(a) if callable(refusal) else refusal
@@ -736,7 +815,7 @@ def copying(fn: Callable) -> Callable:
         if type(out) is Tracer and args and kwargs.get("copy", True):
             first = args[0]
             if out is first or (type(first) in (list, tuple) and any(out is a for a in first)):
-                return out.copy()
+                return out.copy(order=None)  # NumPy's order for these is not followed
         return out
 
     return copy_fn

@@ -1,0 +1,401 @@
+"""The memory order NumPy would give an array of a traced program.
+
+Whether NumPy's ``reshape`` and ``ravel`` make a view or a copy depends on
+the memory layout of the array, and NumPy's results follow their operands'
+layout: a ufunc, ``np.where``, ``astype`` or ``np.copy`` allocates its
+result in the order of its operands' strides (``order='K'``), so
+``np.swapaxes(x, 0, -1) * 1.0`` is Fortran-ordered and its ``reshape(-1)``
+a copy.  ``functrans.numpy._inplace`` asks here, only when such a decision
+is made for an array that is no view (a root), what NumPy's layout of that
+array would be.
+
+The answer is found by walking back the equations that made the root's
+variable, each by the rule of its primitive (``RULES``, the one table), on
+"proxies": small NumPy arrays (every axis of two or more elements cut to
+two) laid out as NumPy would lay out the traced array.  Elementwise
+primitives ask NumPy's own iterator, with its order-keeping allocation, for
+the layout of their result from their operands' proxies, so NumPy's rule
+(the first operand's order wins among equal ones, broadcast operands
+count by their strides) is NumPy's own.  A primitive with no verified rule
+gives "unknown" (None) unless its result has at most one axis of two or
+more elements (then every layout is contiguous).
+
+Inputs of the traced function are taken to be C-contiguous (the traced
+function sees values, not memory; ``jit`` and the other transforms cache a
+program per shape and dtype); arrays that are results of enclosing traces
+follow their own trace.  Constants have the layout of their NumPy value.
+
+In-place updates keep an array's memory: a variable an update rebound a
+root to has that root's layout (``note_update``), and where one variable may stand for two
+arrays of different layouts the walk says "unknown"; a copy made by
+``x.copy(order)`` in another layout than ``x``'s gets a variable of its
+own (``copy``).  The bookkeeping lives per trace.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from functrans.core import Tracer, bind
+from functrans.core.ir import Literal
+from functrans.primitives.broadcasting import (
+    broadcast_in_dim_p,
+    convert_element_type_p,
+    reshape_p,
+    transpose_p,
+)
+from functrans.primitives.elementwise import binary, integer_pow_p, select_p, unary
+from functrans.primitives.indexing import dynamic_update_slice_p, scatter_p
+from functrans.primitives.shape import expand_dims_p, iota_p, rev_p, slice_p, squeeze_p
+
+#: ``Tracer.copy`` as the core defines it (``functrans.numpy`` installs ``copy``
+#: in its place): a new tracer of the same variable.
+_new_tracer = Tracer.copy
+
+#: A layout: a proxy array, or None where NumPy's layout is not known.
+Proxy = np.ndarray | None
+
+
+def _clipped(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(min(d, 2) for d in shape)
+
+
+def c_proxy(shape: tuple[int, ...]) -> np.ndarray:
+    return np.empty(_clipped(shape), np.bool_)
+
+
+def proxy_of(value: np.ndarray) -> np.ndarray:
+    """The proxy of a NumPy array: dense, in the order NumPy's ``order='K'``
+    copy of it has."""
+    value = value[tuple(slice(0, 2) for _ in value.shape)]
+    return np.empty_like(value, dtype=np.bool_)
+
+
+def _significant(shape: tuple[int, ...]) -> int:
+    return sum(d > 1 for d in shape)
+
+
+def _same(p: Proxy, q: Proxy) -> bool:
+    return p is not None and q is not None and p.shape == q.shape and p.strides == q.strides
+
+
+# -- the rules: a primitive's result proxy from its operands' proxies ----------------------
+
+
+def _keep_order(eqn, ins: list[Proxy]) -> Proxy:
+    """NumPy's ufuncs, ``np.where``, ``astype``: the result is allocated in
+    its operands' order (``order='K'``), as NumPy's iterator decides it."""
+    if any(p is None for p in ins):
+        return None
+    operands: list[Any] = [*ins, None]
+    flags: Any = [["readonly"]] * len(ins) + [["writeonly", "allocate"]]
+    it = np.nditer(operands, flags=["zerosize_ok", "refs_ok"], op_flags=flags, order="K")
+    return it.operands[-1]
+
+
+def _transpose(eqn, ins: list[Proxy]) -> Proxy:
+    p = ins[0]
+    return None if p is None else p.transpose(eqn.params["permutation"])
+
+
+def _broadcast(eqn, ins: list[Proxy]) -> Proxy:
+    """A broadcast operand: stride 0 along its new axes, as ``np.broadcast_to``."""
+    p = ins[0]
+    if p is None:
+        return None
+    shape = eqn.params["shape"]
+    dims = eqn.params["broadcast_dimensions"]
+    expanded = np.expand_dims(p, tuple(i for i in range(len(shape)) if i not in dims))
+    return np.broadcast_to(expanded, _clipped(shape))
+
+
+def _like_operand(eqn, ins: list[Proxy]) -> Proxy:
+    """Slices and reversals keep the order of the strides (a step below an
+    axis' length cannot pass the next axis' stride); scatters write into a
+    copy of their operand."""
+    p = ins[0]
+    if p is None:
+        return None
+    shape = _clipped(eqn.outputs[0].aval.shape)
+    if eqn.primitive is squeeze_p:
+        return np.squeeze(p, eqn.params["dimensions"])
+    if eqn.primitive is expand_dims_p:
+        return np.expand_dims(p, eqn.params["dimensions"])
+    return p[tuple(slice(0, n) for n in shape)]
+
+
+def _reshape(eqn, ins: list[Proxy]) -> Proxy:
+    """A C-contiguous operand reshapes into a C-contiguous result (a view or
+    a copy); another's is known only by NumPy's decision on the full array."""
+    p = ins[0]
+    if p is None or not p.flags.c_contiguous:
+        return None
+    return c_proxy(eqn.outputs[0].aval.shape)
+
+
+def _c_order(eqn, ins: list[Proxy]) -> Proxy:
+    return c_proxy(eqn.outputs[0].aval.shape)
+
+
+#: The rule of each primitive whose layout is known (checked against NumPy in
+#: tests/numpy/test_inplace_layout.py).  Others give None.
+RULES: dict[Any, Callable[[Any, list[Proxy]], Proxy]] = {
+    **{p: _keep_order for p in (*unary.values(), *binary.values())},
+    integer_pow_p: _keep_order,
+    select_p: _keep_order,
+    convert_element_type_p: _keep_order,
+    transpose_p: _transpose,
+    broadcast_in_dim_p: _broadcast,
+    slice_p: _like_operand,
+    rev_p: _like_operand,
+    squeeze_p: _like_operand,
+    expand_dims_p: _like_operand,
+    scatter_p: _like_operand,
+    dynamic_update_slice_p: _like_operand,
+    reshape_p: _reshape,
+    iota_p: _c_order,
+}
+
+
+# -- the per-trace bookkeeping ------------------------------------------------------------
+
+
+class ByIdentity:
+    """A map from tracers, by identity (a tracer's ``==`` is elementwise, so
+    weak dictionaries cannot hold them), that forgets a tracer with it."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self):
+        self._items: dict[int, tuple[weakref.ref, Any]] = {}
+
+    def get(self, t: Any, default: Any = None) -> Any:
+        item = self._items.get(id(t))
+        return item[1] if item is not None and item[0]() is t else default
+
+    def __contains__(self, t: Any) -> bool:
+        item = self._items.get(id(t))
+        return item is not None and item[0]() is t
+
+    def __setitem__(self, t: Any, value: Any) -> None:
+        key = id(t)
+        items = self._items
+
+        def forget(_: weakref.ref) -> None:
+            items.pop(key, None)
+
+        items[key] = (weakref.ref(t, forget), value)
+
+    def setdefault(self, t: Any, value: Any) -> Any:
+        if t not in self:
+            self[t] = value
+        return self.get(t)
+
+
+class _Orders:
+    """One trace's layouts: memoised by variable, the equation making each
+    variable, the roots that in-place updates rebound variables to, and the
+    layouts of copies."""
+
+    __slots__ = ("memo", "producers", "upto", "updated", "origins", "fixed", "conflicted",
+                 "vars", "__weakref__")
+
+    def __init__(self):
+        self.memo: dict[int, Proxy] = {}
+        self.producers: dict[int, Any] = {}
+        self.upto = 0
+        #: id(var) -> (root, whether the var may be another array's too)
+        self.updated: dict[int, tuple[Tracer, bool]] = {}
+        #: root -> its variable before its first in-place update
+        self.origins = ByIdentity()
+        #: id(var) -> the layout of the copy it was made for (``copy``)
+        self.fixed: dict[int, Proxy] = {}
+        #: ids of variables standing for arrays of more layouts than followed
+        self.conflicted: set[int] = set()
+        self.vars: dict[int, Any] = {}  # keeps the ids of memo and updated valid
+
+
+_ORDERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _orders(trace) -> _Orders:
+    state = _ORDERS.get(trace)
+    if state is None:
+        state = _ORDERS[trace] = _Orders()
+    return state
+
+
+def note_update(root: Tracer, new_var: Any, shared: bool) -> None:
+    """``root`` (an array that is no view) is rebound to ``new_var`` by an
+    in-place update: NumPy keeps its memory, so the variable has its layout.
+    ``shared``: the variable may stand for another array too (``copyto(a,
+    b)`` rebinds ``a`` to ``b``'s value)."""
+    state = _orders(root._trace)
+    state.origins.setdefault(root, root._var)
+    if id(new_var) in state.updated and state.updated[id(new_var)][0] is not root:
+        state.conflicted.add(id(new_var))
+    state.updated[id(new_var)] = (root, shared)
+    state.vars[id(new_var)] = new_var
+    state.memo.pop(id(new_var), None)
+
+
+def copy(x: Tracer, order: str | None) -> Tracer:
+    """A new tracer of ``x``'s value laid out in ``order`` ('C', 'F', 'K' or
+    'A' as NumPy's ``copy``; None: an order not known).  It shares ``x``'s
+    variable where the layouts agree (no equation); otherwise it gets a
+    variable of its own (an identity ``reshape``), whose layout is the
+    copy's: later operations on either array then follow their own."""
+    shape = tuple(x.shape)
+    if order in ("K", "A") or _significant(shape) <= 1:
+        return _new_tracer(x)
+    want = None
+    if order == "C":
+        want = c_proxy(shape)
+    elif order == "F":
+        want = np.asfortranarray(c_proxy(shape))
+    if want is not None and _same(view_proxy(x), want):
+        return _new_tracer(x)
+    out = bind(reshape_p, x, new_sizes=shape)
+    out._base = False  # a copy: never taken for the input it copies
+    state = _orders(out._trace)
+    state.fixed[id(out._var)] = want
+    state.vars[id(out._var)] = out._var
+    return out
+
+
+def root_order(root: Tracer) -> tuple[int, ...] | None:
+    """The axes of ``root`` from the slowest varying in memory to the
+    fastest, as NumPy lays the array out; None where that is not known."""
+    shape = tuple(root.shape)
+    if _significant(shape) <= 1:
+        return tuple(range(len(shape)))
+    p = _tracer_proxy(root)
+    if p is None or any(s == 0 for s, d in zip(p.strides, p.shape) if d > 1):
+        return None
+    units = [a for a, d in enumerate(p.shape) if d <= 1]
+    axes = sorted((a for a, d in enumerate(p.shape) if d > 1), key=lambda a: -abs(p.strides[a]))
+    strides = [abs(p.strides[a]) for a in axes]
+    if len(set(strides)) != len(strides):
+        return None
+    return tuple(units + axes)
+
+
+def _tracer_proxy(t: Tracer) -> Proxy:
+    """The layout of an array that is no view."""
+    return _var_proxy(t._trace, _orders(t._trace).origins.get(t, t._var))
+
+
+def view_proxy(t: Tracer) -> Proxy:
+    """The layout of any traced array: a view's variable is made by the
+    view's own equations (``transpose``, ``slice`` ...) from its root's."""
+    if not t._base:
+        return _tracer_proxy(t)
+    return _var_proxy(t._trace, t._var)
+
+
+def _var_proxy(trace, var: Any) -> Proxy:
+    """The layout of ``var`` of ``trace``, walking back the equations (no
+    recursion: programs are long)."""
+    state = _orders(trace)
+    memo = state.memo
+    producers = state.producers
+    for e in trace.eqns[state.upto:]:
+        for v in e.outputs:
+            producers[id(v)] = e
+    state.upto = len(trace.eqns)
+    outer = getattr(trace, "_outer", {})
+    consts = {id(v): x for v, x in zip(trace.constvars, trace.constvals)}
+    todo: list[tuple[Any, bool]] = [(var, False)]
+    busy: set[int] = set()
+    while todo:
+        v, ready = todo.pop()
+        key = id(v)
+        if key in memo and not ready:
+            continue
+        deps = _dependencies(state, producers, v)
+        if not ready:
+            if key in busy:  # a cycle through updates: not known
+                memo[key] = None
+                continue
+            busy.add(key)
+            todo.append((v, True))
+            todo.extend((d, False) for d in deps if id(d) not in memo)
+            continue
+        busy.discard(key)
+        memo[key] = _proxy_from(state, producers, outer, consts, v)
+        state.vars[key] = v
+    return memo[id(var)]
+
+
+def _dependencies(state: _Orders, producers: dict, v: Any) -> list:
+    deps: list[Any] = []
+    eqn = producers.get(id(v))
+    if eqn is not None and eqn.primitive in RULES:
+        deps.extend(x for x in eqn.inputs if type(x) is not Literal)
+    updated = state.updated.get(id(v))
+    if updated is not None:
+        origin = state.origins.get(updated[0])
+        if origin is not None and origin is not v:
+            deps.append(origin)
+    return deps
+
+
+def _proxy_from(state: _Orders, producers: dict, outer: dict, consts: dict, v: Any) -> Proxy:
+    """``v``'s layout, its dependencies' known."""
+    key = id(v)
+    if key in state.conflicted:
+        return None
+    if key in state.fixed:
+        return state.fixed[key]
+    own = _own_proxy(state, producers, outer, consts, v)
+    updated = state.updated.get(key)
+    if updated is None:
+        return own
+    root, shared = updated
+    origin = state.origins.get(root)
+    theirs = None if origin is None or origin is v else state.memo.get(id(origin))
+    if not shared:
+        return theirs
+    return theirs if _same(own, theirs) else None
+
+
+def _own_proxy(state: _Orders, producers: dict, outer: dict, consts: dict, v: Any) -> Proxy:
+    shape = tuple(v.aval.shape)
+    if _significant(shape) <= 1:
+        return c_proxy(shape)
+    key = id(v)
+    eqn = producers.get(key)
+    if eqn is not None:
+        rule = RULES.get(eqn.primitive)
+        if rule is None:
+            return None
+        ins = [np.empty((), np.bool_) if type(x) is Literal else state.memo.get(id(x))
+               for x in eqn.inputs]
+        return rule(eqn, ins)
+    enclosing = outer.get(key)
+    if enclosing is not None:
+        return view_proxy(enclosing)
+    value = consts.get(key)
+    if isinstance(value, np.ndarray):
+        return proxy_of(value)
+    if isinstance(value, Tracer):
+        return view_proxy(value)
+    return c_proxy(shape)  # an input of the traced function: taken to be C-contiguous
+
+
+def shadow(shape: tuple[int, ...], order: tuple[int, ...]) -> np.ndarray:
+    """An ``arange`` of ``shape`` (each element's value its C position) laid
+    out in memory in ``order`` (axes from the slowest to the fastest)."""
+    size = 1
+    for d in shape:
+        size *= d
+    values = np.arange(size, dtype=np.intp).reshape(shape)
+    if order == tuple(range(len(shape))):
+        return values
+    out = np.empty([shape[a] for a in order], np.intp).transpose(np.argsort(order))
+    out[...] = values
+    return out

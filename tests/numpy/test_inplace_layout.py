@@ -1,0 +1,258 @@
+"""Views whose existence depends on NumPy's memory layout
+(``functrans/numpy/_memory_order.py``): a ufunc's result keeps its
+operands' memory order, so ``reshape`` and ``ravel`` of it may copy where
+the same call on a C-ordered array makes a view, and the reverse.  NumPy is
+the oracle: each program runs on NumPy arrays and under the transforms.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import functrans as ft
+from functrans.numpy import _memory_order
+from functrans.numpy._inplace import InPlaceUpdateError
+from functrans.testing import check_grads
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*updates an input of the traced function")
+
+X = np.arange(6.0).reshape(2, 3) / 7
+X3 = np.arange(24.0).reshape(2, 3, 4) / 11
+
+
+def numpy_value(f, *args):
+    """``f`` run with NumPy on copies of the arguments (C-ordered, as
+    functrans takes inputs to be): the oracle."""
+    return f(*[np.array(a, copy=True, order="C") for a in args])
+
+
+def fortran_result_reshaped(x):
+    c = np.swapaxes(x, 0, -1) * 1.0   # F-ordered in NumPy: the reshape copies
+    r = c.reshape(-1)
+    c += 1.0
+    return np.sum(r * r)
+
+
+def transposed_fortran_result_reshaped(x):
+    c = np.swapaxes(x, 0, -1) * 1.0
+    d = c.T                           # C-contiguous in NumPy: the reshape is a view
+    r = d.reshape(-1)
+    c += 1.0
+    return np.sum(r * r)
+
+
+def fortran_result_raveled(x):
+    c = np.sin(x.T)
+    r = np.ravel(c)
+    c[0, 0] = 5.0
+    r[1] = -2.0                       # does not reach c
+    return np.sum(r * r) + np.sum(c * c)
+
+
+def fortran_row_raveled(x):
+    c = np.exp(x.T) * 0.5             # F-ordered: a row is strided
+    row = c[1]
+    r = row.ravel()                   # a copy of the row
+    c += 1.0
+    return np.sum(r * r) + np.sum(row)
+
+
+def three_d_orders(x):
+    c = np.transpose(x, (1, 0, 2)) + 0.0     # order (1, 0, 2) in memory
+    a = c.reshape(3, 8)                       # a copy
+    b = c[:, 0].reshape(-1)                   # a copy
+    e = np.transpose(c, (1, 0, 2)).reshape(2, 12)   # a view
+    c *= 2.0
+    return np.sum(a * a) + np.sum(b) + np.sum(e * e)
+
+
+def mixed_operands(x):
+    c = x.T * x.T[::-1] + np.where(x.T > 0.2, x.T, 0.0)   # all F-ordered: F
+    d = np.swapaxes(x, 0, 1) + np.ones((3, 2))             # F and C: NumPy takes C here
+    r, s = c.reshape(-1), d.reshape(-1)
+    c -= 1.0
+    d -= 1.0
+    return np.sum(r * r) + np.sum(s * s)
+
+
+def copies_in_their_order(x):
+    c = np.sin(x.T)
+    d = c.copy()                      # C-ordered: its reshape is a view
+    e = np.copy(c)                    # K: F-ordered, its reshape a copy
+    f = c.copy(order="F")
+    rd, re, rf = d.reshape(-1), e.reshape(-1), f.reshape(-1)
+    d += 1.0
+    e += 2.0
+    f += 3.0
+    return np.sum(rd * rd) + np.sum(re * re) + np.sum(rf * rf)
+
+
+def updated_root_keeps_its_order(x):
+    c = x.T * 2.0
+    c[0] = 1.0                        # an update keeps c's memory: still F
+    c += 1.0
+    r = c.reshape(-1)
+    c *= 3.0
+    return np.sum(r * r)
+
+
+def one_and_zero_d_roots(x):
+    v = np.sin(x.T)[:, 0] * 1.0       # 1-d: contiguous in every order
+    r = v.reshape(1, -1)
+    v += 1.0
+    s = np.sum(x.T * 1.0, keepdims=True)   # (1, 1): contiguous in every order
+    t = s.reshape(1)
+    s += 1.0
+    z = (x.T * 1.0)[1, 1, ...]        # 0-d (a view: NumPy's ufuncs give scalars)
+    w = z.reshape(1)
+    z += 1.0
+    m = (x.T * 1.0)[:1]               # 2-d of one row: contiguous in every order
+    q = m.reshape(-1)
+    m += 1.0
+    return np.sum(r * r) + np.sum(t) + np.sum(q * q) + np.sum(w)
+
+
+PROGRAMS = [fortran_result_reshaped, transposed_fortran_result_reshaped, fortran_result_raveled,
+            fortran_row_raveled, mixed_operands, copies_in_their_order,
+            updated_root_keeps_its_order, one_and_zero_d_roots]
+
+
+@pytest.mark.parametrize("f", PROGRAMS)
+def test_views_follow_numpys_memory_order(f):
+    want = numpy_value(f, X)
+    np.testing.assert_allclose(ft.jit(f)(X), want, rtol=1e-13)
+    value, _ = ft.value_and_grad(f)(X)
+    np.testing.assert_allclose(value, want, rtol=1e-13)
+    check_grads(f, (X,), order=1, modes=("rev",), eps=1e-6)
+    batch = np.stack([X, X[::-1] * 0.5])
+    np.testing.assert_allclose(ft.vmap(f)(batch), [numpy_value(f, b) for b in batch],
+                               rtol=1e-13)
+
+
+def test_three_axes():
+    want = numpy_value(three_d_orders, X3)
+    np.testing.assert_allclose(ft.jit(three_d_orders)(X3), want, rtol=1e-13)
+    check_grads(three_d_orders, (X3,), order=1, modes=("rev", "fwd"), eps=1e-6)
+
+
+def test_the_gradient_of_a_copy_made_by_reshape():
+    """The repro's gradient: ``r`` holds the values before the update."""
+    np.testing.assert_allclose(ft.grad(fortran_result_reshaped)(X), 2 * X, rtol=1e-13)
+
+
+def test_unknown_order_with_an_update_is_refused_with_the_line_and_the_fix():
+    def f(x):
+        c = np.sum(x[None] * x[:, None], axis=0)   # a reduction: its order is not followed
+        r = c.reshape(-1)
+        c += 1.0
+        return np.sum(r * r)
+
+    with pytest.raises(InPlaceUpdateError, match=(
+            r"^f: x \+= v \(at .*test_inplace_layout\.py:\d+\) updates an array that the "
+            r"reshape or ravel at .*test_inplace_layout\.py:\d+ shares memory with or not, as "
+            r"NumPy lays the f64\[2,3\] array out in memory, which functrans cannot know here "
+            r".*Say which is meant: \.copy\(\) the reshaped array for a copy, or make the "
+            r"array C-ordered with \.copy\(\) before reshaping it for a view$")):
+        ft.jit(f)(X)
+
+    def as_advised(x):
+        c = np.sum(x[None] * x[:, None], axis=0).copy()
+        r = c.reshape(-1)
+        c += 1.0
+        return np.sum(r * r)
+
+    np.testing.assert_allclose(ft.jit(as_advised)(X), numpy_value(as_advised, X), rtol=1e-13)
+
+
+def test_unknown_order_without_an_update_traces_as_before():
+    def f(x):
+        c = np.sum(x[None] * x[:, None], axis=0)
+        r = c.reshape(-1)
+        return np.sum(r * r)
+
+    np.testing.assert_allclose(ft.jit(f)(X), numpy_value(f, X), rtol=1e-13)
+    check_grads(f, (X,), order=1, modes=("rev",), eps=1e-6)
+
+
+# -- the rules, against NumPy ---------------------------------------------------------------
+
+
+def _order(a):
+    """NumPy's memory order of ``a``: its axes of two or more elements, the
+    slowest first."""
+    return tuple(i for i in np.argsort([-abs(s) for s in a.strides], kind="stable")
+                 if a.shape[i] > 1)
+
+
+CASES = {
+    "negative of a transpose": lambda a: -np.transpose(a, (2, 0, 1)),
+    "sum of two orders": lambda a: a.transpose(1, 0, 2) + a.transpose(1, 2, 0).transpose(0, 2, 1),
+    "F and broadcast": lambda a: (a.transpose(2, 1, 0) * 1.0).transpose(2, 1, 0) + a[0],
+    "where": lambda a: np.where(a.T > 0.5, a.T, a[0].T[..., None] * 0.0),
+    "astype": lambda a: a.transpose(2, 0, 1).astype(np.float32),
+    "power": lambda a: a.T ** 2,
+    "slices and flips": lambda a: a.transpose(1, 2, 0)[::-1, 1:, ::2] * 1.0,
+    "broadcast of a row": lambda a: a.transpose(0, 2, 1) * np.arange(3.0),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_memory_order_rules_agree_with_numpy(name):
+    f = CASES[name]
+    seen = {}
+
+    def traced(x):
+        out = f(x)
+        seen["order"] = _memory_order.root_order(out)
+        return out
+
+    ft.jit(traced)(X3)
+    want = _order(f(X3.copy()))
+    got = tuple(a for a in seen["order"] if f(X3).shape[a] > 1)
+    assert got == want
+
+
+# -- generated programs ----------------------------------------------------------------------
+
+#: Steps making arrays of any memory order, views of them, and updates.
+STEPS = [
+    lambda a: a.T * 1.0, lambda a: np.swapaxes(a, 0, -1) + 0.5, lambda a: np.sin(a.T),
+    lambda a: a.reshape(-1), lambda a: np.ravel(a), lambda a: a.T, lambda a: a[::-1],
+    lambda a: a[1:], lambda a: a[0] if a.ndim > 1 else a[::2], lambda a: a.copy(),
+    lambda a: np.copy(a), lambda a: a.reshape(a.shape[::-1]), lambda a: a * a.T.T,
+]
+
+
+def run_program(steps, x):
+    arrays = [x]
+    for make, i, j, c in steps:
+        a = arrays[i % len(arrays)]
+        if make and a.size:
+            arrays.append(STEPS[j % len(STEPS)](a))
+        elif a.size:
+            a += c
+            a[..., 0] *= 1.0 + 0.1 * c
+    return sum(np.sum(a * a) * (1 + 0.1 * n) for n, a in enumerate(arrays))
+
+
+programs = st.lists(
+    st.tuples(st.booleans(), st.integers(0, 20), st.integers(0, 50),
+              st.floats(-1.5, 1.5, allow_nan=False).map(lambda c: round(c, 2))),
+    min_size=1, max_size=10)
+
+
+@settings(max_examples=60)
+@given(programs)
+def test_generated_programs_follow_numpys_memory_order(steps):
+    def f(x):
+        return run_program(steps, x)
+
+    want = numpy_value(f, X)
+    try:
+        got = ft.jit(f)(X)
+    except InPlaceUpdateError as e:
+        assert "shares memory with or not" in str(e)
+        return
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    check_grads(f, (X,), order=1, modes=("rev",), eps=1e-6)
