@@ -91,6 +91,10 @@ def _keep_order(eqn, ins: list[Proxy]) -> Proxy:
     its operands' order (``order='K'``), as NumPy's iterator decides it."""
     if any(p is None for p in ins):
         return None
+    arrays = [p for p in ins if p is not None and p.ndim]
+    if len(arrays) == 1 and arrays[0].flags.c_contiguous and arrays[0].ndim == len(
+            eqn.outputs[0].aval.shape):
+        return arrays[0]  # one C-ordered operand (and scalars): a C-ordered result
     operands: list[Any] = [*ins, None]
     flags: Any = [["readonly"]] * len(ins) + [["writeonly", "allocate"]]
     it = np.nditer(operands, flags=["zerosize_ok", "refs_ok"], op_flags=flags, order="K")
@@ -308,7 +312,6 @@ def _var_proxy(trace, var: Any) -> Proxy:
             producers[id(v)] = e
     state.upto = len(trace.eqns)
     outer = getattr(trace, "_outer", {})
-    consts = {id(v): x for v, x in zip(trace.constvars, trace.constvals)}
     todo: list[tuple[Any, bool]] = [(var, False)]
     busy: set[int] = set()
     while todo:
@@ -316,17 +319,17 @@ def _var_proxy(trace, var: Any) -> Proxy:
         key = id(v)
         if key in memo and not ready:
             continue
-        deps = _dependencies(state, producers, v)
         if not ready:
             if key in busy:  # a cycle through updates: not known
                 memo[key] = None
                 continue
             busy.add(key)
             todo.append((v, True))
-            todo.extend((d, False) for d in deps if id(d) not in memo)
+            todo.extend((d, False) for d in _dependencies(state, producers, v)
+                        if id(d) not in memo)
             continue
         busy.discard(key)
-        memo[key] = _proxy_from(state, producers, outer, consts, v)
+        memo[key] = _proxy_from(state, producers, outer, trace, v)
         state.vars[key] = v
     return memo[id(var)]
 
@@ -344,14 +347,14 @@ def _dependencies(state: _Orders, producers: dict, v: Any) -> list:
     return deps
 
 
-def _proxy_from(state: _Orders, producers: dict, outer: dict, consts: dict, v: Any) -> Proxy:
+def _proxy_from(state: _Orders, producers: dict, outer: dict, trace: Any, v: Any) -> Proxy:
     """``v``'s layout, its dependencies' known."""
     key = id(v)
     if key in state.conflicted:
         return None
     if key in state.fixed:
         return state.fixed[key]
-    own = _own_proxy(state, producers, outer, consts, v)
+    own = _own_proxy(state, producers, outer, trace, v)
     updated = state.updated.get(key)
     if updated is None:
         return own
@@ -363,7 +366,7 @@ def _proxy_from(state: _Orders, producers: dict, outer: dict, consts: dict, v: A
     return theirs if _same(own, theirs) else None
 
 
-def _own_proxy(state: _Orders, producers: dict, outer: dict, consts: dict, v: Any) -> Proxy:
+def _own_proxy(state: _Orders, producers: dict, outer: dict, trace: Any, v: Any) -> Proxy:
     shape = tuple(v.aval.shape)
     if _significant(shape) <= 1:
         return c_proxy(shape)
@@ -379,7 +382,7 @@ def _own_proxy(state: _Orders, producers: dict, outer: dict, consts: dict, v: An
     enclosing = outer.get(key)
     if enclosing is not None:
         return view_proxy(enclosing)
-    value = consts.get(key)
+    value = next((x for c, x in zip(trace.constvars, trace.constvals) if c is v), None)
     if isinstance(value, np.ndarray):
         return proxy_of(value)
     if isinstance(value, Tracer):

@@ -156,6 +156,15 @@ def test_unknown_order_with_an_update_is_refused_with_the_line_and_the_fix():
             r"array C-ordered with \.copy\(\) before reshaping it for a view$")):
         ft.jit(f)(X)
 
+    def through_a_row(x):
+        c = np.sum(x[None] * x[:, None], axis=0)
+        r = c[1].ravel()              # a view of the row if c is C-ordered, else a copy
+        r += 1.0
+        return np.sum(c)
+
+    with pytest.raises(InPlaceUpdateError, match=r"^through_a_row: x \+= v .* shares memory"):
+        ft.jit(through_a_row)(X)
+
     def as_advised(x):
         c = np.sum(x[None] * x[:, None], axis=0).copy()
         r = c.reshape(-1)
