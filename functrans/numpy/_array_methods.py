@@ -143,14 +143,16 @@ def _copy_keeping_order(self, memo=None):
 
 def _sort(self, axis=-1, kind=None, order=None, *, stable=None):
     """``x.sort()``: sorts ``x`` in place along ``axis``."""
-    _inplace.assign(self, fnp.sort(self, axis, kind, order, stable=stable), "x.sort()")
+    _inplace.assign(self, fnp.sort(self, axis, kind, order, stable=stable), "x.sort()",
+                    fresh=True)
 
 
 def _fill(self, value):
     """``x.fill(value)``: every element of ``x`` becomes ``value``, cast as
     NumPy casts it."""
     value = _inplace.unsafe_cast(value, self)
-    _inplace.assign(self, _inplace.fit("x.fill", value, self), "x.fill(value)")
+    _inplace.assign(self, _inplace.fit("x.fill", value, self), "x.fill(value)",
+                    fresh=self.ndim > 0)  # a broadcast of the value
 
 
 def _resize(self, *new_shape, refcheck=True):

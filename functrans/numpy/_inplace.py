@@ -241,9 +241,10 @@ def _refuse_ambiguous(root: Tracer, what: str) -> None:
             f"{root._trace.fun_name}: {what} (at {user_frame_summary()}) updates an array "
             f"that the reshape or ravel at {view._base.ambiguous} shares memory with or not, "
             f"as NumPy lays the {root.aval.str_short()} array out in memory, which functrans "
-            "cannot know here (a ufunc's result keeps its operands' memory order; inputs may "
-            "be in any order). Say which is meant: .copy() the reshaped array for a copy, or "
-            "make the array C-ordered with .copy() before reshaping it for a view")
+            "does not know here (a ufunc's result keeps its operands' memory order; other "
+            "functions have rules of their own). Say which is meant: .copy() the reshaped "
+            "array for a copy, or make the array C-ordered with .copy() before reshaping it "
+            "for a view")
 
 
 def _enclosing_refusal(root: Tracer) -> str:
@@ -255,11 +256,12 @@ def _enclosing_refusal(root: Tracer) -> str:
 # -- updates -------------------------------------------------------------------------------
 
 
-def assign(target: Any, new: Any, what: str) -> Any:
+def assign(target: Any, new: Any, what: str, fresh: bool = False) -> Any:
     """Make ``target`` hold ``new`` (of ``target``'s shape and dtype) in
     place, as NumPy's in-place operation ``what`` does, and return
     ``target``: its root is updated functionally and every live view of the
-    root is made again from the root's new value."""
+    root is made again from the root's new value.  ``fresh``: ``new`` is a
+    value made for this update alone (no other array holds it)."""
     if type(target) is not Tracer:
         raise _numpy_target_error(target, what)
     link_ = target._base or None
@@ -281,7 +283,7 @@ def assign(target: Any, new: Any, what: str) -> Any:
         root_new = _write_back(root, link_, new)
     warn_if_input(root, what)
     # NumPy updates the root's memory: its new value keeps its layout.
-    _memory_order.note_update(root, root_new._var, shared=link_ is None)
+    _memory_order.note_update(root, root_new._var, shared=link_ is None and not fresh)
     root.rebind(root_new)
     if target is not root:
         target.rebind(new)

@@ -151,7 +151,7 @@ def test_unknown_order_with_an_update_is_refused_with_the_line_and_the_fix():
     with pytest.raises(InPlaceUpdateError, match=(
             r"^f: x \+= v \(at .*test_inplace_layout\.py:\d+\) updates an array that the "
             r"reshape or ravel at .*test_inplace_layout\.py:\d+ shares memory with or not, as "
-            r"NumPy lays the f64\[2,3\] array out in memory, which functrans cannot know here "
+            r"NumPy lays the f64\[2,3\] array out in memory, which functrans does not know here "
             r".*Say which is meant: \.copy\(\) the reshaped array for a copy, or make the "
             r"array C-ordered with \.copy\(\) before reshaping it for a view$")):
         ft.jit(f)(X)
@@ -172,6 +172,23 @@ def test_unknown_order_with_an_update_is_refused_with_the_line_and_the_fix():
         return np.sum(r * r)
 
     np.testing.assert_allclose(ft.jit(as_advised)(X), numpy_value(as_advised, X), rtol=1e-13)
+
+
+def test_sort_and_fill_keep_the_order_of_the_array():
+    def f(x):
+        c = x.T * 1.0
+        c.sort()                      # in place: c keeps its memory (F)
+        e = c + 0.0                   # F too
+        r = e.reshape(-1)             # a copy
+        d = x.T.T * 1.0
+        d.fill(2.0)                   # C, still
+        g = d * x
+        s = g.reshape(-1)             # a view
+        e += 1.0
+        g += x
+        return np.sum(r * r) + np.sum(s * s)
+
+    np.testing.assert_allclose(ft.jit(f)(X), numpy_value(f, X), rtol=1e-13)
 
 
 def test_unknown_order_without_an_update_traces_as_before():
