@@ -94,8 +94,9 @@ def _transpose(self, *axes):
 def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     """``x.astype(dtype)``: a conversion to ``np.dtype(dtype)`` (so ``None`` and
     ``float`` mean float64, as in NumPy) unless ``x`` already has that dtype.
-    ``casting`` is checked as NumPy checks it; ``order``, ``subok`` and ``copy``
-    change nothing: a tracer has no memory layout and is never written into."""
+    ``casting`` is checked as NumPy checks it; ``order`` lays the result out
+    in memory as NumPy does (which decides whether a later reshape of it is a
+    view); ``subok`` changes nothing."""
     dtype = np.dtype(dtype)
     if casting != "unsafe" and not np.can_cast(self.dtype, dtype, casting):
         raise TypeError(
@@ -105,8 +106,10 @@ def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
             "default) to convert anyway"
         )
     if dtype == self.dtype and not self.weak_type:
-        return self.copy() if copy else self  # a copy: a later update of one leaves the other
-    return convert_element_type(self, dtype)
+        # a copy: a later update of one leaves the other
+        return _memory_order.copy(self, order) if copy else self
+    out = convert_element_type(self, dtype)  # in the order of self, as order='K'
+    return out if order == "K" else _memory_order.copy(out, order)
 
 
 def _augmented(op: str, fn: Callable, compute: Callable | None = None) -> Callable:

@@ -249,13 +249,20 @@ def note_update(root: Tracer, new_var: Any, shared: bool) -> None:
 
 def copy(x: Tracer, order: str | None) -> Tracer:
     """A new tracer of ``x``'s value laid out in ``order`` ('C', 'F', 'K' or
-    'A' as NumPy's ``copy``; None: an order not known).  It shares ``x``'s
+    'A' as NumPy's ``copy``; None: an order not known; another string:
+    NumPy's error).  It shares ``x``'s
     variable where the layouts agree (no equation); otherwise it gets a
     variable of its own (an identity ``reshape``), whose layout is the
     copy's: later operations on either array then follow their own."""
     shape = tuple(x.shape)
-    if order in ("K", "A") or _significant(shape) <= 1:
+    if order == "K" or _significant(shape) <= 1:
         return _new_tracer(x)
+    if order == "A":  # Fortran order if x is Fortran-contiguous, else C
+        p = view_proxy(x)
+        order = None if p is None else "F" if p.flags.f_contiguous else "C"
+    if order not in ("C", "F", None):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r}), as "
+                         "NumPy says")
     want = None
     if order == "C":
         want = c_proxy(shape)

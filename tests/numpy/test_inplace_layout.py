@@ -214,13 +214,29 @@ def _order(a):
 CASES = {
     "negative of a transpose": lambda a: -np.transpose(a, (2, 0, 1)),
     "sum of two orders": lambda a: a.transpose(1, 0, 2) + a.transpose(1, 2, 0).transpose(0, 2, 1),
-    "F and broadcast": lambda a: (a.transpose(2, 1, 0) * 1.0).transpose(2, 1, 0) + a[0],
+    "F and broadcast": lambda a: _fortran(a) + a[0],
     "where": lambda a: np.where(a.T > 0.5, a.T, a[0].T[..., None] * 0.0),
     "astype": lambda a: a.transpose(2, 0, 1).astype(np.float32),
     "power": lambda a: a.T ** 2,
     "slices and flips": lambda a: a.transpose(1, 2, 0)[::-1, 1:, ::2] * 1.0,
     "broadcast of a row": lambda a: a.transpose(0, 2, 1) * np.arange(3.0),
+    "where, F then C": lambda a: np.where(a > 0.5, _fortran(a), a),
+    "where, C then F": lambda a: np.where(a > 0.5, a, _fortran(a)),
+    "where, F condition": lambda a: np.where(_fortran(a) > 0.5, a, 1.0),
+    "subtract, C then F": lambda a: a - _fortran(a),
+    "subtract, F then C": lambda a: _fortran(a) - a,
+    "astype C": lambda a: _fortran(a).astype(np.float32, order="C"),
+    "astype F": lambda a: a.astype(np.float32, order="F"),
+    "astype A of F": lambda a: _fortran(a).astype(np.float32, order="A"),
+    "astype A of another order": lambda a: a.transpose(1, 0, 2).astype(np.float32, order="A"),
+    "copy A of F": lambda a: _fortran(a).copy(order="A"),
+    "copy F of the same dtype": lambda a: a.astype(a.dtype, order="F"),
 }
+
+
+def _fortran(a):
+    """``a`` in Fortran order, made as traced code can make it."""
+    return (a.transpose(2, 1, 0) * 1.0).copy().transpose(2, 1, 0)
 
 
 @pytest.mark.parametrize("name", CASES)
