@@ -48,7 +48,7 @@ def scan_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Sequen
     lines.append(f"{pad}for {step} in range({length}):")
     q = pad + "    "
     lines.append(f"{q}{i} = {length} - 1 - {step}" if p["reverse"] else f"{q}{i} = {step}")
-    xs = [Value(x.name, x.shape[1:], x.dtype, lead=(*x.lead, i)) for x in ins[nc + nk:]]
+    xs = [k.row(x, (i,), q, lines) for x in ins[nc + nk:]]
     body = lower_jaxpr(k, p["jaxpr"].jaxpr, [*(v.borrowed() for v in ins[:nc]),
                                              *(c.borrowed() for c in carries), *xs], q)
     if body is None:
@@ -62,7 +62,7 @@ def scan_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Sequen
             continue
         shape = (length, *y.shape)
         stack = Value(k.buffer(shape, y.dtype), shape, y.dtype, owned=True)
-        k.copy(Value(stack.name, y.shape, y.dtype, lead=(i,)), y, q, lines)
+        k.copy(k.row(stack, (i,), q, lines), y, q, lines)
         stacks.append(stack)
     carry_out(k, carries, outs[:nk], q, lines)
     return lines, [*(Value(c.name, c.shape, c.dtype, owned=True) for c in carries), *stacks]
@@ -145,7 +145,7 @@ def recorded_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Se
         grow += [f"{q}    {more} = np.empty(({cap}, {''.join(d + ', ' for d in v.shape)}), "
                  f"{type_name(v.dtype)})",
                  f"{q}    {more}[:{count}] = {name}[:{count}]", f"{q}    {name} = {more}"]
-        k.copy(Value(name, v.shape, v.dtype, lead=(count,)), v, q, write)
+        k.copy(k.row(Value(name, (cap, *v.shape), v.dtype), (count,), q, write), v, q, write)
         stacks[0][f] = Value(name, v.shape, v.dtype)
     if write:
         lines += grow + write
@@ -155,13 +155,16 @@ def recorded_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Se
     for s, sw in enumerate(sweeps[1:], 1):
         carries = [carry_in(k, v, pad, lines) for v in sw.init]
         st, i = k.fresh("step"), k.fresh("i")
-        records = [_UNREAD if v is None else Value(v.name, v.shape, v.dtype, lead=(i,))
+        rows: list[str] = []
+        records = [_UNREAD if v is None else k.row(Value(v.name, (count, *v.shape), v.dtype),
+                                                   (i,), q, rows)
                    for r in range(s) for v in stacks[r]]
         found = lower_jaxpr(k, sw.body.jaxpr, [*(v.borrowed() for v in sw.consts),
                                                *(c.borrowed() for c in carries), *records], q)
         if found is None:
             return None
         body, new = found
+        body = rows + body
         nk = len(sw.init)
         sums = []
         for d in new[nk:nk + sw.nacc]:  # the accumulated outputs: zeros, then each step's term
@@ -185,7 +188,7 @@ def recorded_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Se
             name = k.fresh("r")
             lines.append(f"{pad}{name} = np.empty(({count}, "
                          f"{''.join(d + ', ' for d in v.shape)}), {type_name(v.dtype)})")
-            k.copy(Value(name, v.shape, v.dtype, lead=(i,)), v, q, body)
+            k.copy(k.row(Value(name, (count, *v.shape), v.dtype), (i,), q, body), v, q, body)
             own.append(Value(name, v.shape, v.dtype))
         stacks.append(own)
         lines.append(f"{pad}for {st} in range({count}):")

@@ -6,6 +6,7 @@ tolerance where a product sums in another order than BLAS."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -520,6 +521,30 @@ def test_products_of_the_rows_of_stacked_operands(reverse):
     assert source.count("call_loop(u0") == 2 and "np.add" not in source
     assert all(bytes_equal(x, y) for x, y in zip(ft.tree_util.tree_leaves(got),
                                                  ft.tree_util.tree_leaves(want)))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_step_reads_and_writes_stacked_rows_through_views_taken_once(reverse):
+    """The loops over a step's elements index a view of the stacked row
+    taken once per step, not the whole stack by the step and the element
+    (which kept LLVM from vectorising them); rows of nested scans and of
+    scalars per step included."""
+    rng = np.random.default_rng(8)
+    xs, ys = rng.standard_normal((6, 5, 3)), rng.standard_normal(6)
+    xs[1, 2] = [np.nan, np.inf, -0.0]
+
+    def f(xs, ys, h):
+        def step(c, xy):
+            x, y = xy
+            inner = lax.scan(lambda d, r: (d * 0.5 + r, d - r), c, x)
+            return inner[0] * y, (inner[1], c + y)
+
+        return lax.scan(step, h, (xs, ys), reverse=reverse)
+
+    sources = _check(f, xs, ys, rng.standard_normal(3), loop=SCAN)
+    (source,) = [s for s in sources if SCAN in s]
+    steps = source.split("for step", 1)[1]
+    assert not re.search(r"\[i\d*, ", steps), source
 
 
 def test_strided_operands_of_a_loop_with_products_give_the_numpy_tier_s_bits():
