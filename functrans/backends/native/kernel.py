@@ -9,6 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from functrans.backends.native.elementwise import _literal
+from functrans.core import Eqn
 
 
 class Value:
@@ -51,10 +52,16 @@ class Kernel:
     and the size arguments (``sizes``: their names and static values, passed
     by the caller).  ``exact``: the lowering of ``jit_tier_numerics="exact"``,
     where every float function whose Numba code may differ from NumPy's is
-    a call of NumPy's own loop, on scalars too (``body.py``)."""
+    a call of NumPy's own loop, on scalars too (``body.py``).  ``numba``:
+    whether Numba's table of ufunc loops is consulted; tiering's estimate
+    (``loops.refusal``) lowers without it, so as not to load Numba, and
+    takes Numba to have a loop for every real signature of the ufuncs the
+    lowering accepts.  ``refused``: the equation the lowering last
+    started, the one it refused where it returns None."""
 
-    def __init__(self, exact: bool = False):
-        self.exact = exact
+    def __init__(self, exact: bool = False, numba: bool = True):
+        self.exact, self.numba = exact, numba
+        self.refused: Eqn | None = None
         self._constants: dict[str, str] = {}
         self.globals: list[str] = []
         self.pre: list[str] = []

@@ -21,7 +21,7 @@ from functrans.backends.native.elementwise import _KINDS, _scalar
 from functrans.backends.native.kernel import Kernel, Value, type_name
 from functrans.backends.native.numpy_loops import matmul_loop
 from functrans.core import ClosedJaxpr, Eqn, Jaxpr
-from functrans.primitives.linalg import matmul_form
+from functrans.primitives.linalg import matmul_form, reshaped_form
 
 Lowered = tuple[list[str], list]  # statements, the outputs' values (None: not computed)
 
@@ -202,6 +202,30 @@ def recorded_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Se
 NESTED.update(scan=scan_lines, while_loop=while_lines)
 
 
+def refusal(e: Eqn, exact: bool) -> str | None:
+    """What in loop equation ``e`` has no native lowering (``exact``: as in
+    ``loop_source``): the refused equation, as its primitive and operand
+    types, or the loop itself; None where the loop lowers.  Tiering's
+    estimate asks this, without loading Numba (``Kernel.numba``), so that a
+    loop it counts as native is one the lowering builds."""
+    k = Kernel(exact, numba=False)
+    if _lowered(k, e, [True] * len(e.outputs)) is not None:
+        return None
+    refused = k.refused or e
+    types = ", ".join(a.aval.str_short() for a in refused.inputs)
+    return f"{refused.primitive.name} on {types}"
+
+
+def _lowered(k: Kernel, e: Eqn, needed: Sequence[bool]) -> tuple[list[Value], Lowered] | None:
+    """The kernel's operands and loop equation ``e``'s statements on them."""
+    if any(v.aval.dtype.kind not in _KINDS for v in (*e.inputs, *e.outputs)):
+        return None
+    ins = [Value(f"a{n}", tuple(f"a{n}.shape[{d}]" for d in range(v.aval.ndim)), v.aval.dtype)
+           for n, v in enumerate(e.inputs)]
+    found = TOP[e.primitive.name](k, e, ins, "    ", needed, top=True)
+    return None if found is None else (ins, found)
+
+
 def loop_source(e: Eqn, needed: Sequence[bool], exact: bool = False
                 ) -> tuple[str, list[int], list[bool], list[int]] | None:
     """Source of the kernel running loop equation ``e`` (a scan, a while
@@ -211,15 +235,11 @@ def loop_source(e: Eqn, needed: Sequence[bool], exact: bool = False
     lowering.  The kernel takes the sizes, the equation's operands (rank 0
     as scalars) and the NumPy loops, and returns a tuple.  ``exact``: the
     lowering of ``jit_tier_numerics="exact"`` (``Kernel``)."""
-    if any(v.aval.dtype.kind not in _KINDS for v in (*e.inputs, *e.outputs)):
-        return None
     k = Kernel(exact)
-    ins = [Value(f"a{n}", tuple(f"a{n}.shape[{d}]" for d in range(v.aval.ndim)), v.aval.dtype)
-           for n, v in enumerate(e.inputs)]
-    found = TOP[e.primitive.name](k, e, ins, "    ", needed, top=True)
-    if found is None:
+    lowered = _lowered(k, e, needed)
+    if lowered is None:
         return None
-    lines, outs = found
+    ins, (lines, outs) = lowered
     args = [name for name, _ in k.sizes] + [x.name for x in ins] + [name for name, _ in k.loops]
     returned = [x.name for x in outs if x is not None]
     intrinsic = ["from functrans.backends.native.intrinsics import call_loop"] if k.loops else []
@@ -360,9 +380,10 @@ def _reaching(body: Jaxpr, first_carry: int, num_carry: int) -> set[int]:
     while True:
         for e in reversed(body.eqns):
             if e.primitive.name == "dot_general":
-                avals = [a.aval for a in e.inputs]
-                if (e.outputs[0].aval.dtype.kind == "f"
-                        and matmul_form(avals, e.params["dimension_numbers"]) is not None):
+                avals, numbers = [a.aval for a in e.inputs], e.params["dimension_numbers"]
+                if e.outputs[0].aval.dtype.kind == "f" and (
+                        matmul_form(avals, numbers) is not None
+                        or reshaped_form(avals, numbers) is not None):
                     reach.update(id(a) for a in e.inputs)
             elif any(id(v) in reach for v in e.outputs) or e.primitive.name in NESTED:
                 reach.update(id(a) for a in e.inputs)

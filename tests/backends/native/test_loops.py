@@ -413,11 +413,11 @@ def test_a_product_in_a_body_is_numpy_s_own_product():
     assert "call_loop(" in source and "np.dot" not in source
 
 
-def test_a_product_numpy_reshapes_sums_its_terms_in_order_from_zero():
-    """A product over two contracted axes (NumPy moves and merges axes, then
-    calls matmul) stays loops: each element a sequential sum from +0.0 over
-    the contracted indices in row-major order, no fused multiply-add; so
-    -0.0 terms give +0.0, and NaN and the infinities propagate as in matmul."""
+def test_a_product_numpy_reshapes_is_numpy_s_matmul_on_the_same_layout():
+    """A product over two contracted axes (NumPy moves and merges axes,
+    then calls matmul) is one call of matmul's loop on the operands as
+    NumPy's reshapes lay them out: BLAS's sums, and NaN, the infinities
+    and the sign of zero as NumPy gives them."""
     w = np.array([[1e16, 1.0, -1e16, 1.0], [-0.0, -0.0, -0.0, -0.0],
                   [np.inf, 0.0, 1.0, 1.0], [np.inf, -np.inf, 1.0, 1.0],
                   [np.nan, 1.0, 1.0, 1.0], [0.1, 0.2, 0.3, 0.4]])
@@ -432,18 +432,60 @@ def test_a_product_numpy_reshapes_sums_its_terms_in_order_from_zero():
 
     with np.errstate(invalid="ignore"):
         got = ft.jit(f, compiler="native")(w.reshape(6, 2, 2), v.reshape(2, 2), 1)
-        want = np.array([sum_in_order(row, v) for row in w])
-        ref = w @ v
-    assert bits_equal(got, want)
-    assert got[0] == 1.0  # (1e16 + 1) - 1e16 + 1, left to right: not BLAS's 2.0
-    assert np.array_equal(np.isnan(got), np.isnan(ref)) and bits_equal(got[1:3], ref[1:3])
+        want = ft.jit(f, compiler="numpy")(w.reshape(6, 2, 2), v.reshape(2, 2), 1)
+    assert bytes_equal(got, want)
+    (source,) = ft.jit(f, compiler="native").lower(w.reshape(6, 2, 2), v.reshape(2, 2),
+                                                   1).native_sources
+    assert "call_loop(" in source and "np.multiply" not in source
 
 
-def sum_in_order(a, b):
-    total = 0.0
-    for x, y in zip(a, b):
-        total = total + x * y
-    return total
+def _reshaped_products(b, d, g, c, e, s):
+    """Products NumPy computes by moving and merging axes, then one matmul
+    (the general path), in a scan body: views with NumPy's strides, copies
+    where its reshape copies, several contracted axes, a rank-0 result, a
+    batch of transposed views; their results stacked."""
+    def dot(x, y, contract, batch=((), ())):
+        return bind(dot_general_p, x, y, dimension_numbers=(contract, batch))
+
+    def step(k, _):
+        b_, d_, g_, c_, e_, s_ = (x * k for x in (b, d, g, c, e, s))
+        return k, (dot(b_, d_, ((2,), (0,))),                # a stack times a vector: a view
+                   dot(g_, b_, ((1,), (1,))),                # the stack's middle axis: a copy
+                   dot(c_, e_, ((2,), (0,))),                # (p, 1, n) times a matrix
+                   dot(b_, b_, ((1, 2), (1, 2))),            # two contracted axes
+                   dot(b_, b_, ((0, 1, 2), (0, 1, 2))),      # all of them: a scalar
+                   dot(s_, b_, ((1,), (2,)), ((0,), (0,))))  # a batch of transposed views
+
+    return lax.scan(step, b.dtype.type(1), None, length=2)[1]
+
+
+@settings(max_examples=12)
+@given(sizes=st.tuples(*[st.sampled_from([0, 1, 2, 3, 5, 17])] * 3),
+       dtype=st.sampled_from(["float32", "float64"]), special=st.floats(0.0, 0.5),
+       seed=st.integers(0, 2**16))
+def test_products_numpy_reshapes_are_the_numpy_tier_s_bits(sizes, dtype, special, seed):
+    """Each general-path form at sizes 0, 1 and more, float32 and float64,
+    with NaN, the infinities and -0.0 among the entries: the NumPy tier's
+    bytes (np.matmul's loop with the dimensions and strides NumPy's reshaped
+    operands give it)."""
+    m, n, p = sizes
+    rng = np.random.default_rng(seed)
+
+    def sample(*shape):
+        x = rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)
+        x = np.where(rng.random(shape) < special, rng.choice(_SPECIAL, shape), x)
+        with np.errstate(over="ignore"):
+            return x.astype(dtype)
+
+    args = (sample(p, m, n), sample(n), sample(1, m), sample(p, 1, n), sample(n, m),
+            sample(p, n, m))
+    with np.errstate(all="ignore"):
+        want = ft.jit(_reshaped_products, compiler="numpy")(*args)
+        got = ft.jit(_reshaped_products, compiler="native")(*args)
+    (source,) = ft.jit(_reshaped_products, compiler="native").lower(*args).native_sources
+    assert source.count("call_loop(") == len(want) and "np.add" not in source
+    for x, y in zip(got, want):
+        assert bytes_equal(x, y), (sizes, x, y)
 
 
 def _products(a, b, v, w, sa, sb):
