@@ -56,14 +56,16 @@ def scan_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Sequen
     more, outs = body
     lines += more
     stacks: list[Value | None] = []
+    rows: list[tuple[Value, Value]] = []
     for y, wanted in zip(outs[nk:], needed[nk:]):
         if not wanted:
             stacks.append(None)
             continue
         shape = (length, *y.shape)
         stack = Value(k.buffer(shape, y.dtype), shape, y.dtype, owned=True)
-        k.copy(k.row(stack, (i,), q, lines), y, q, lines)
+        rows.append((k.row(stack, (i,), q, lines), y))
         stacks.append(stack)
+    k.copies(rows, q, lines)
     carry_out(k, carries, outs[:nk], q, lines)
     return lines, [*(Value(c.name, c.shape, c.dtype, owned=True) for c in carries), *stacks]
 

@@ -589,6 +589,17 @@ def test_a_step_reads_and_writes_stacked_rows_through_views_taken_once(reverse):
     assert not re.search(r"\[i\d*, ", steps), source
 
 
+def test_stacked_rows_of_one_shape_are_written_in_one_loop():
+    def f(h, xs):
+        return lax.scan(lambda c, x: (c * 0.5 + x, (c + x, c - x, x * 2.0)), h, xs)
+
+    xs = np.arange(12.0).reshape(4, 3)
+    xs[1] = [np.nan, -np.inf, -0.0]
+    (source,) = _check(f, np.array([0.5, -0.0, np.inf]), xs, loop=SCAN)
+    steps = source.split("for step", 1)[1]
+    assert steps.count("for j") == 2, source  # the run, then the three rows' copies
+
+
 def test_strided_operands_of_a_loop_with_products_give_the_numpy_tier_s_bits():
     """NumPy multiplies a transposed view with other BLAS arguments than a
     contiguous copy (another order of sums): a loop whose operands are not
