@@ -352,7 +352,10 @@ def _lowers(e, tally: _Tally) -> bool:
     # its lowering loads no Numba)
     from functrans.backends.native.loops import refusal
 
-    refused = refusal(e, tally.numerics == "exact")
+    try:
+        refused = refusal(e, tally.numerics == "exact")
+    except Exception as exc:  # as the compile would: the program stays, saying why
+        refused = f"a form its native lowering failed on ({type(exc).__name__}: {exc})"
     if refused is not None:
         tally.loop_misses.append(refused)
     return refused is None

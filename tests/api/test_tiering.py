@@ -336,6 +336,21 @@ def test_loops_the_native_lowering_refuses_are_not_watched(queued, monkeypatch):
     assert queued == []
 
 
+def test_a_loop_lowering_that_fails_in_the_estimate_leaves_the_program_running(
+        queued, monkeypatch):
+    from functrans.backends.native import loops
+
+    def broken(e, exact):
+        raise NotImplementedError("no such form")
+
+    monkeypatch.setattr(config, "jit_tier_up", "eager")
+    monkeypatch.setattr(loops, "refusal", broken)
+    f = ft.jit(lambda h, xs: lax.scan(lambda c, x: (c * 0.5 + x, None), h, xs)[0])
+    assert np.array_equal(f(np.ones(3), np.ones((4, 3))), np.full(3, 1.9375))
+    assert "native lowering failed on (NotImplementedError: no such form)" in _tier(f).reason
+    assert queued == []
+
+
 def test_loops_indexing_rows_by_their_counter_move(eager):
     """Rows picked by the loop counter (a gather) and broadcasts in a
     gradient's loop body have native forms: the loop moves, with the NumPy
