@@ -161,7 +161,12 @@ def matmul_lines(k: Kernel, e: Eqn, lhs: Value, rhs: Value,
     out = Value(k.buffer(shape or ("1",), dtype), shape or ("1",), dtype, owned=True)
 
     def stride(v: Value, axis: int) -> str:
-        return f"{v.name}.strides[{len(v.lead) + axis}]"
+        if k.before_loops(v.name):  # an operand, a buffer (its own strides: NumPy's)
+            return f"{v.name}.strides[{len(v.lead) + axis}]"
+        # a view a step makes (a reshape of a buffer): in C order, so its
+        # strides are its shape's (stored before the loops, where the view
+        # is not yet made)
+        return " * ".join([str(v.dtype.itemsize), *v.shape[axis + 1:]])
 
     def core(v: Value, transposed: bool, missing: int) -> tuple[list[str], list[str]]:
         """A core operand's two dimensions and strides (a vector gets a

@@ -4,6 +4,7 @@ literals, buffers, size arguments and NumPy loops)."""
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import numpy as np
@@ -128,6 +129,12 @@ class Kernel:
         if fn == f"u{len(self.loops)}":
             self.loops.append((fn, address))
         return fn
+
+    def before_loops(self, name: str) -> bool:
+        """Whether ``name`` is defined before the loops: an operand of the
+        kernel (``a0``, ``a1`` ...) or a name ``pre`` assigns (a buffer)."""
+        return re.fullmatch(r"a[0-9]+", name) is not None or any(
+            line.startswith(f"{name} = ") for line in self.pre)
 
     def row(self, v: Value, index: Sequence[str], pad: str, lines: list[str]) -> Value:
         """``v`` read at the further leading indices ``index`` (a scan's step

@@ -619,6 +619,63 @@ def test_strided_operands_of_a_loop_with_products_give_the_numpy_tier_s_bits():
         assert bytes_equal(ft.jit(f, compiler="native")(w, init, stack), want)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_product_of_a_view_a_step_makes_is_native(dtype):
+    """A product reading a reshape a step makes (a view of its buffer: its
+    strides are its shape's, stored before the loops where the view does
+    not exist yet) compiles into the loop's kernel, with the NumPy tier's
+    bits; before, Numba refused the kernel and the loop ran NumPy calls."""
+    rng = np.random.default_rng(4)
+    w, xs = rng.standard_normal((3, 3)).astype(dtype), rng.standard_normal((5, 3)).astype(dtype)
+    xs[1] = [np.nan, -np.inf, -0.0]
+
+    def f(c, xs):
+        return lax.scan(lambda c, x: (fnp.tanh(w @ (c * 0.5)[0] + x)[None], c), c, xs)
+
+    _check(f, np.ones((1, 3), dtype), xs, loop=SCAN)
+
+
+def test_operands_a_product_reads_only_through_ufuncs_need_only_their_order(
+        monkeypatch, tmp_path):
+    """A loop's operand that reaches a body's product only through ufuncs
+    (new arrays, whose order NumPy takes from their operands) runs the
+    kernel when it is broadcast whole (as the zeros a tangent or cotangent
+    starts from, a view in the NumPy tier), with the NumPy tier's bytes;
+    before, the loop ran as the NumPy tier runs it whenever such an operand
+    was not contiguous.  One whose order could decide the ufunc's layout
+    (a transpose) still runs as the NumPy tier runs it."""
+    from functrans.backends.native import loops
+
+    fallbacks = []
+    numpy_tier = loops._numpy_tier
+    monkeypatch.setattr(loops, "_numpy_tier", lambda e: lambda *a: (
+        fallbacks.append(e), numpy_tier(e)(*a))[1])
+    rng = np.random.default_rng(3)
+    w, xs = rng.standard_normal((3, 3)), rng.standard_normal((5, 3))
+    xs[2] = [np.nan, np.inf, -0.0]
+
+    def f(m, xs):
+        def step(c, x):
+            c = fnp.tanh(w @ (c + m)[0] + x)  # m reaches the product through an add
+            return fnp.broadcast_to(c, (2, 3)) * 0.5, c
+
+        return lax.scan(step, fnp.ones((2, 3)), xs)
+
+    closed = ft.jit(f).lower(np.ones((2, 3)), xs).jaxpr
+    (e,) = [e for e in closed.jaxpr.eqns if e.primitive.name == "scan"]
+    run, _, _ = loops.loop_call(e, "scan_of_f", str(tmp_path), exact=True)
+    consts = dict(zip(map(id, closed.jaxpr.constvars), closed.consts))
+    for m, falls in ((np.broadcast_to(0.25, (2, 3)), False), (np.broadcast_to(np.nan, (2, 3)),
+                                                              False),
+                     (np.ones((2, 3)), False), (rng.standard_normal((3, 2)).T, True)):
+        fallbacks.clear()
+        args = [m if v is closed.jaxpr.invars[0] else xs if v is closed.jaxpr.invars[1]
+                else consts[id(v)] for v in e.inputs]
+        got, want = run(*args), e.primitive.impl(*args, **e.params)
+        assert all(bytes_equal(a, b) for a, b in zip(got, want))
+        assert bool(fallbacks) == falls, m.strides
+
+
 def test_transcendental_functions_in_a_body_are_numpy_s_own_loops():
     """tanh, exp and sin on arrays in a loop body run NumPy's loop for the
     dtype: the NumPy tier's results bit for bit, at float32 and float64."""
