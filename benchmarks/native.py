@@ -11,7 +11,8 @@ meant for, beside the NumPy tier and JAX's jit, and what its first call costs.
   group, no mapped array written);
 * ``native.scan_rnn_grad``: the gradient through a 1,000-step ``lax.scan``
   recurrence on f64[16] (both scans, forward and reverse, are native
-  loops, their products loops in the kernel, ``tanh`` NumPy's own loop);
+  loops, their products calls of NumPy's own ``matmul`` loop, ``tanh``
+  NumPy's own loop: those calls are most of a step's time);
 * ``native.while_fori_loop``: 1,000 steps of ``tanh(h * 0.9 + 0.1) * 1.01``
   on f64[16] through ``lax.fori_loop`` with a traced trip count (a
   ``while_loop``: the predicate and the body in one native loop);

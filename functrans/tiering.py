@@ -37,7 +37,7 @@ from functrans.core import ClosedJaxpr, Jaxpr, Var
 from functrans.dtypes import is_floating
 from functrans.primitives.elementwise import IEEE_EXACT
 from functrans.primitives.fused import cpu_fusible, have_numexpr
-from functrans.primitives.linalg import matmul_bits
+from functrans.primitives.linalg import matmul_bits, reshaped_form
 
 _log = logging.getLogger("functrans.jit")
 
@@ -292,13 +292,16 @@ def _exact_product(e, views: set[int]) -> bool:
     """Whether the native kernel's float ``dot_general`` ``e`` is the NumPy
     tier's bit for bit: an outer product (one multiplication per element),
     or a call of ``np.matmul``'s own loop where NumPy's product is
-    ``matmul``'s bits (``matmul_bits``) on contiguous operands."""
+    ``matmul``'s bits (``matmul_bits``), or ``np.matmul`` itself on the
+    reshaped operands of the general path (``reshaped_form``), on contiguous
+    operands."""
     dtype = e.outputs[0].aval.dtype
     if dtype not in (np.float32, np.float64) or any(a.aval.dtype != dtype for a in e.inputs):
         return False
     (contract, _), _ = e.params["dimension_numbers"]
-    return not contract or not any(id(a) in views for a in e.inputs) and matmul_bits(
-        [a.aval for a in e.inputs], e.params["dimension_numbers"])
+    avals, numbers = [a.aval for a in e.inputs], e.params["dimension_numbers"]
+    return not contract or not any(id(a) in views for a in e.inputs) and (
+        matmul_bits(avals, numbers) or reshaped_form(avals, numbers) is not None)
 
 
 def _loop_body_native(jaxpr: Jaxpr, tally: _Tally, outer_views: bool = False) -> bool:
@@ -336,6 +339,26 @@ def _loop_body_native(jaxpr: Jaxpr, tally: _Tally, outer_views: bool = False) ->
             ok = False
         tally.eqns += 1
     return ok
+
+
+def _lowers(e, tally: _Tally) -> bool:
+    """Whether the native lowering of ``tally``'s numerics builds loop
+    equation ``e`` as one kernel, noting what it refuses where not: the
+    rules above count the body's forms, the lowering also its operands'
+    shapes, dtypes and parameters (a broadcast operand of NumPy's loop, an
+    integer remainder), and a loop counted but not built would be watched
+    and compiled for nothing."""
+    # (the native backend is loaded once a program has a loop to estimate;
+    # its lowering loads no Numba)
+    from functrans.backends.native.loops import refusal
+
+    try:
+        refused = refusal(e, tally.numerics == "exact")
+    except Exception as exc:  # as the compile would: the program stays, saying why
+        refused = f"a form its native lowering failed on ({type(exc).__name__}: {exc})"
+    if refused is not None:
+        tally.loop_misses.append(refused)
+    return refused is None
 
 
 def _loop_cost(jaxpr: Jaxpr) -> float:
@@ -378,7 +401,7 @@ def assess(closed: ClosedJaxpr, numerics: str = "exact") -> Assessment:
             cost = _trips(e) * sum(_loop_cost(j) for j in _jaxprs(e))
             tally.cost += cost
             body = _Tally(numerics)
-            if all([_loop_body_native(j, body) for j in _jaxprs(e)]):
+            if all([_loop_body_native(j, body) for j in _jaxprs(e)]) and _lowers(e, body):
                 tally.saved += 0.9 * cost
                 tally.eqns += body.eqns
                 tally.differs += body.differs

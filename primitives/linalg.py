@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 from functrans.primitives import elementwise as ew
@@ -132,6 +133,69 @@ def matmul_form(avals, dimension_numbers) -> tuple[bool, bool] | None:
     if lb:
         return False, False
     return lc[0] != lhs.ndim - 1, rc[0] != 0 and rhs.ndim == 2
+
+
+class ReshapedOperand(NamedTuple):
+    """One operand of the general path's ``np.matmul`` (``_dot_general_impl``):
+    the operand transposed by ``permutation``, then reshaped to ``shape``
+    (batch, free, contracted: three axes), which NumPy does as a view with
+    ``strides`` (bytes) where it can and else as a C-ordered copy
+    (``strides`` None)."""
+
+    permutation: tuple[int, ...]
+    shape: tuple[int, ...]
+    strides: tuple[int, ...] | None
+
+
+def reshaped_form(avals, dimension_numbers
+                  ) -> tuple[ReshapedOperand, ReshapedOperand] | None:
+    """How the general path of a float dot_general with contracted axes
+    (``_own_product`` has no product for it) calls ``np.matmul`` on
+    C-contiguous operands of ``avals``' static shapes: the two operands as
+    ``ReshapedOperand``; the result is the C-ordered ``(batch, free, free)``
+    product, reshaped as a view.  None for NumPy's own products and outer
+    products."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    lhs, rhs = avals
+    if _own_product(np, avals, dimension_numbers) is not None or not lc:
+        return None
+    lf, rf = _free_axes(lhs.ndim, lc, lb), _free_axes(rhs.ndim, rc, rb)
+    nb = math.prod(lhs.shape[i] for i in lb)
+    k = math.prod(lhs.shape[i] for i in lc)
+    mm, nn = math.prod(lhs.shape[i] for i in lf), math.prod(rhs.shape[i] for i in rf)
+    return (_reshaped(lhs, tuple(lb) + lf + tuple(lc), (nb, mm, k)),
+            _reshaped(rhs, tuple(rb) + tuple(rc) + rf, (nb, k, nn)))
+
+
+def _reshaped(aval, permutation, shape) -> ReshapedOperand:
+    """``ReshapedOperand`` of a C-contiguous ``aval``: NumPy's own reshape of
+    its transposed view, on a stand-in that has its strides and one element
+    of memory (the view is made or refused, never copied)."""
+    strides = c_strides(aval.shape, np.dtype(aval.dtype).itemsize)
+    stand_in = np.lib.stride_tricks.as_strided(np.empty(1, aval.dtype), aval.shape, strides)
+    moved = stand_in.transpose(permutation)
+    try:
+        view = np.reshape(moved, shape, copy=False)
+    except ValueError:  # the reshape copies
+        return ReshapedOperand(tuple(permutation), shape, None)
+    except TypeError:  # NumPy before 2.1: setting the shape never copies
+        view = moved.view()
+        try:
+            view.shape = shape
+        except AttributeError:
+            return ReshapedOperand(tuple(permutation), shape, None)
+    return ReshapedOperand(tuple(permutation), shape, tuple(view.strides))
+
+
+def c_strides(shape, itemsize: int) -> tuple[int, ...]:
+    """The strides (bytes) NumPy gives a new C-ordered array of ``shape``
+    and ``itemsize`` (for an empty one, NumPy's own, allocating nothing)."""
+    if 0 in shape:
+        return np.empty(shape, f"V{itemsize}").strides
+    strides = [itemsize] * len(shape)
+    for a in range(len(shape) - 2, -1, -1):
+        strides[a] = strides[a + 1] * shape[a + 1]
+    return tuple(strides)
 
 
 def matmul_bits(avals, dimension_numbers) -> bool:

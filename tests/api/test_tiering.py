@@ -121,16 +121,15 @@ def test_a_hot_program_is_queued_once_its_time_pays_the_compile(queued, monkeypa
 
 
 def rnn_loss(w, h, xs):
-    """A float product in a loop body that NumPy computes otherwise than
-    with one matmul (over two axes): summed left to right natively, in
-    blocks by BLAS."""
-    return fnp.sum(lax.scan(lambda h, x: (fnp.tanh(fnp.tensordot(w, w * h) + x), None), h,
-                            xs)[0])
+    """A float product in a loop body that reads a transpose made in the
+    body: a strided view in the NumPy tier, which BLAS reads with other
+    arguments than the kernel's contiguous copy."""
+    return fnp.sum(lax.scan(lambda h, x: (fnp.tanh((w * x).T @ h), None), h, xs)[0])
 
 
 def test_programs_whose_native_results_could_differ_do_not_move(queued, monkeypatch):
     monkeypatch.setattr(config, "jit_tier_up", "eager")
-    args = (np.eye(4) * 0.5, np.float64(0.5), np.ones(50))
+    args = (np.eye(4) * 0.5, np.full(4, 0.5), np.ones(50))
     f = ft.jit(rnn_loss)
     f(*args)
     assert _tier(f).reason == (
@@ -275,9 +274,11 @@ def test_float_products_in_loop_bodies_are_exact_where_numpy_s_is_one_matmul():
     assert not _body_products_exact(lambda m, w: (m.T + m.T) @ w, m, w)
     # one-element operands: np.dot scales the other one, keeping a -0.0 matmul sums to +0.0
     assert not _body_products_exact(lambda v, m: v @ m, np.ones(1), np.ones((1, 3)))
-    # NumPy moves and merges axes, then calls matmul: the kernel sums in order
-    assert not _body_products_exact(fnp.tensordot, s, m)
-    assert not _body_products_exact(dot(((1,), (1,)), ((0,), (0,))), m, m)  # rows . rows
+    # NumPy moves and merges axes, then calls matmul: the kernel too, on the same layout
+    assert _body_products_exact(fnp.tensordot, s, m)
+    assert _body_products_exact(dot(((1,), (1,)), ((0,), (0,))), m, m)  # rows . rows
+    assert _body_products_exact(dot(((0,), (1,))), w, s)  # a reshape that copies
+    assert not _body_products_exact(lambda s, m: fnp.tensordot(s, m.T), s, m.T)  # a view
 
 
 def test_a_matrix_heavy_program_never_moves(queued, monkeypatch):
@@ -310,6 +311,43 @@ def test_what_has_no_native_form_never_moves(queued, monkeypatch):
     loop(np.ones(8), np.ones((100, 7)))
     reason = _tier(loop).reason
     assert "a loop body holds concatenate" in reason and "slice" not in reason
+    assert queued == []
+
+
+def test_loops_the_native_lowering_refuses_are_not_watched(queued, monkeypatch):
+    """The estimate asks the loop lowering (without loading Numba): a body
+    form it does not build (an integer remainder, which Numba computes
+    otherwise than NumPy; a float maximum or a transcendental function of
+    two operands reading one broadcast, NumPy's loop on strides) leaves
+    the loop to the NumPy tier from the start, saying what, instead of
+    watching it and compiling for nothing."""
+    monkeypatch.setattr(config, "jit_tier_up", "eager")
+    monkeypatch.setattr(config, "jit_tier_numerics", "exact")
+    counted = ft.jit(lambda n, xs: lax.scan(lambda c, x: (c % 7 + x, None), n, xs)[0])
+    counted(np.int64(5), np.arange(100))
+    assert "a loop body holds rem on i64[]" in _tier(counted).reason
+
+    for name, fn in (("max", fnp.maximum), ("atan2", fnp.arctan2)):
+        loop = ft.jit(lambda c, y, xs, fn=fn: lax.scan(
+            lambda c, x: (fn(c, y) * 0.5 + x, None), c, xs)[0])
+        loop(np.ones((2, 3)), np.ones((2, 1)), np.ones((50, 3)))
+        reason = _tier(loop).reason
+        assert f"a loop body holds {name} on f64[2,3], f64[2,1]" in reason, reason
+    assert queued == []
+
+
+def test_a_loop_lowering_that_fails_in_the_estimate_leaves_the_program_running(
+        queued, monkeypatch):
+    from functrans.backends.native import loops
+
+    def broken(e, exact):
+        raise NotImplementedError("no such form")
+
+    monkeypatch.setattr(config, "jit_tier_up", "eager")
+    monkeypatch.setattr(loops, "refusal", broken)
+    f = ft.jit(lambda h, xs: lax.scan(lambda c, x: (c * 0.5 + x, None), h, xs)[0])
+    assert np.array_equal(f(np.ones(3), np.ones((4, 3))), np.full(3, 1.9375))
+    assert "native lowering failed on (NotImplementedError: no such form)" in _tier(f).reason
     assert queued == []
 
 

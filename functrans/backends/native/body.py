@@ -65,9 +65,10 @@ def _cast(expr: str, dtype: np.dtype, to: np.dtype) -> str:
     return expr if dtype == to else f"{type_name(to)}({expr})"
 
 
-def _elementwise(e: Eqn):
+def _elementwise(e: Eqn, numba: bool = True):
     """``(ufunc, loop dtypes)`` of an elementwise body equation with a native
-    form, on operands of its result's shape or rank 0; else None."""
+    form, on operands that broadcast to its result's shape; else None
+    (``numba``: as in ``native_ufunc``)."""
     out = e.outputs[0].aval
     found: tuple[Any, tuple[np.dtype, ...]] | None
     if e.primitive.name == "select":
@@ -76,15 +77,47 @@ def _elementwise(e: Eqn):
     elif e.primitive.name == "convert_element_type":
         found = _conversion(e)
     else:
-        found = native_ufunc(e)
+        found = native_ufunc(e, numba)
     if found is None:
         found = _numpy_only(e)
     if found is None:
         return None
-    if found[1][-1] != out.dtype or any(type(a) is not Literal and a.aval.shape not in
-                                        (out.shape, ()) for a in e.inputs):
+    if found[1][-1] != out.dtype or any(type(a) is not Literal and not _broadcasts(
+            a.aval.shape, out.shape) for a in e.inputs):
         return None
     return found
+
+
+def _broadcasts(shape: tuple[int, ...], out: tuple[int, ...]) -> bool:
+    """Whether an operand of ``shape`` broadcasts to the result's ``out`` as
+    NumPy broadcasts it: aligned on the last axis, each of its axes the
+    result's length or 1."""
+    return len(shape) <= len(out) and all(
+        d in (n, 1) for d, n in zip(reversed(shape), reversed(out)))
+
+
+def _broadcast_index(shape: tuple[int, ...], out: tuple[int, ...], index: Sequence[str]
+                     ) -> list[str]:
+    """The index into an operand of static ``shape`` of the result's element
+    at ``index`` (of static shape ``out``): an axis of length 1 where the
+    result's is longer is read at 0 (NumPy's stride 0)."""
+    lead = len(out) - len(shape)
+    return [j if d == out[lead + a] else "0" for a, (d, j) in enumerate(zip(shape, index[lead:]))]
+
+
+def _run_shape(ops: Sequence[Value], avals, out: tuple[int, ...]) -> tuple[str, ...]:
+    """The result's dimensions as the kernel's expressions: each that of an
+    operand whose axis has the result's length, else 1."""
+    dims = []
+    for axis, n in enumerate(out):
+        found = "1"
+        for v, aval in zip(ops, avals):
+            a = axis - (len(out) - aval.ndim)
+            if a >= 0 and aval.shape[a] == n:
+                found = v.shape[a]
+                break
+        dims.append(found)
+    return tuple(dims)
 
 
 #: ``select(pred, on_true, on_false)`` in ``_elementwise``'s results: both
@@ -182,7 +215,8 @@ def lower_jaxpr(k: Kernel, jaxpr: Jaxpr, ins: Sequence[Value], pad: str
                 axes = [index[:cut], index[cut:]]
             else:
                 ufunc, loop = found
-                axes = [index] * len(e.inputs)
+                axes = [_broadcast_index(a.aval.shape, e.outputs[0].aval.shape, index)
+                        for a in e.inputs]
             for a, d, at in zip(e.inputs, loop, axes):
                 if type(a) is Literal:
                     ops.append(k.constant(a.val, d))
@@ -202,6 +236,7 @@ def lower_jaxpr(k: Kernel, jaxpr: Jaxpr, ins: Sequence[Value], pad: str
         group.clear()
 
     for n, e in enumerate(jaxpr.eqns):
+        k.refused = e
         if any(type(a) is Literal and a.aval.ndim for a in e.inputs):
             return None
         out = e.outputs[0].aval
@@ -260,12 +295,15 @@ def lower_jaxpr(k: Kernel, jaxpr: Jaxpr, ins: Sequence[Value], pad: str
             lines += found_r[0]
             names[id(e.outputs[0])] = found_r[1]
             continue
-        loop = _elementwise(e)
+        loop = _elementwise(e, k.numba)
         if loop is None:
             return None
         address = numpy_loop(*loop)
-        if not out.ndim and not k.exact and native_ufunc(e) is not None:
+        if not out.ndim and not k.exact and native_ufunc(e, k.numba) is not None:
             address = None  # close numerics: Numba's scalar code, a call cheaper
+        if address is not None and any(type(a) is not Literal and a.aval.ndim
+                                       and a.aval.shape != out.shape for a in e.inputs):
+            return None  # NumPy's loop reads the broadcast operand strided: left to NumPy
         if address is not None and all(type(a) is Literal or not a.aval.ndim
                                        or a.aval.dtype == d for a, d in zip(e.inputs, loop[1])):
             flush()  # (its operands are stored: this equation reads them)
@@ -297,8 +335,9 @@ def lower_jaxpr(k: Kernel, jaxpr: Jaxpr, ins: Sequence[Value], pad: str
         if group and group[0][1].outputs[0].aval.shape != out.shape:
             flush()
         if not group:
-            dims.append(next(value(a).shape for a in e.inputs
-                             if type(a) is not Literal and a.aval.ndim))
+            arrays = [a for a in e.inputs if type(a) is not Literal and a.aval.ndim]
+            dims.append(_run_shape([value(a) for a in arrays], [a.aval for a in arrays],
+                                   out.shape))
         group.append((n, e, loop))
     flush()
     return lines, [value(a) for a in jaxpr.outvars]

@@ -46,7 +46,7 @@ import numpy as np
 from functrans.backends.native.kernel import Kernel, Value, address_of
 from functrans.backends.native.numpy_loops import matmul_loop
 from functrans.core import Eqn
-from functrans.primitives.linalg import matmul_form
+from functrans.primitives.linalg import c_strides, matmul_form, reshaped_form
 
 #: Float dtypes with Numba arithmetic (float16 has none).
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -62,14 +62,15 @@ def dot_lines(k: Kernel, e: Eqn, lhs: Value, rhs: Value,
     """Statements computing ``dot_general`` equation ``e`` of ``lhs`` and
     ``rhs`` into a new buffer (``matmul_lines``, else loops), and the
     buffer's value; None for bool or mixed-dtype operands (those stay the
-    NumPy tier's), and in the exact lowering for a float product without
-    the matmul call (its loops sum in another order than NumPy's)."""
-    found = matmul_lines(k, e, lhs, rhs, pad)
+    NumPy tier's), and in the exact lowering for a float product with
+    contracted axes without the matmul call (its loops sum in another order
+    than NumPy's; outer products are single multiplications either way)."""
+    found = matmul_lines(k, e, lhs, rhs, pad) or reshaped_lines(k, e, lhs, rhs, pad)
     if found is not None:
         return found
     (lc, rc), (lb, rb) = e.params["dimension_numbers"]
     dtype = e.outputs[0].aval.dtype
-    if k.exact and dtype in _FLOATS:
+    if k.exact and dtype in _FLOATS and lc:
         return None
     if dtype.kind not in "iu" and dtype not in _FLOATS or lhs.dtype != dtype or rhs.dtype != dtype:
         return None
@@ -160,7 +161,12 @@ def matmul_lines(k: Kernel, e: Eqn, lhs: Value, rhs: Value,
     out = Value(k.buffer(shape or ("1",), dtype), shape or ("1",), dtype, owned=True)
 
     def stride(v: Value, axis: int) -> str:
-        return f"{v.name}.strides[{len(v.lead) + axis}]"
+        if k.before_loops(v.name):  # an operand, a buffer (its own strides: NumPy's)
+            return f"{v.name}.strides[{len(v.lead) + axis}]"
+        # a view a step makes (a reshape of a buffer): in C order, so its
+        # strides are its shape's (stored before the loops, where the view
+        # is not yet made)
+        return " * ".join([str(v.dtype.itemsize), *v.shape[axis + 1:]])
 
     def core(v: Value, transposed: bool, missing: int) -> tuple[list[str], list[str]]:
         """A core operand's two dimensions and strides (a vector gets a
@@ -181,17 +187,73 @@ def matmul_lines(k: Kernel, e: Eqn, lhs: Value, rhs: Value,
     # A stack of products (C-contiguous) is one run over its batch axes flattened.
     count = " * ".join(lhs.shape[a] for a in lb) or "1"
     outer = [stride(v, nb - 1) for v in (lhs, rhs, out)] if nb else ["0"] * 3
-    dims, steps = k.fresh("md"), k.fresh("ms")
-    k.pre += [f"{dims} = np.array(({count}, {m}, {n}, {p}), np.intp)",
-              f"{steps} = np.array(({', '.join([*outer, *lhs_steps, *rhs_steps, *out_steps])}), "
-              f"np.intp)"]
+    lines: list[str] = []
+    return _call(k, address, (lhs, rhs, out), [count, m, n, p],
+                 [*outer, *lhs_steps, *rhs_steps, *out_steps], not shape, pad, lines)
+
+
+def _call(k: Kernel, address: int, operands: tuple[Value, Value, Value], dims: list[str],
+          steps: list[str], scalar: bool, pad: str, lines: list[str]
+          ) -> tuple[list[str], Value]:
+    """``lines`` and the call of ``np.matmul``'s loop at ``address`` on
+    ``operands`` (the two factors and the result's buffer) with ``dims``
+    (``N, m, n, p``) and ``steps`` (bytes), both stored once per call; the
+    result's value (``scalar``: a rank-0 result, read out of its
+    one-element buffer)."""
+    names = k.fresh("md"), k.fresh("ms")
+    k.pre += [f"{names[0]} = np.array(({', '.join(dims)}), np.intp)",
+              f"{names[1]} = np.array(({', '.join(steps)}), np.intp)"]
     if "mp = np.empty(3, np.uintp)" not in k.pre:
         k.pre.append("mp = np.empty(3, np.uintp)")
     fn = k.loop_argument(address)
-    lines = [f"{pad}mp[{j}] = {address_of(v)}" for j, v in enumerate((lhs, rhs, out))]
-    lines.append(f"{pad}call_loop({fn}, mp.ctypes.data, {dims}.ctypes.data, {steps}.ctypes.data)")
-    if not shape:  # a rank-0 result: the scalar, read out of its one-element buffer
+    lines += [f"{pad}mp[{j}] = {address_of(v)}" for j, v in enumerate(operands)]
+    lines.append(f"{pad}call_loop({fn}, mp.ctypes.data, {names[0]}.ctypes.data, "
+                 f"{names[1]}.ctypes.data)")
+    out = operands[2]
+    if scalar:
         s = k.fresh("s")
         lines.append(f"{pad}{s} = {out.name}[0]")
-        return lines, Value(s, (), dtype)
+        return lines, Value(s, (), out.dtype)
     return lines, out
+
+
+def reshaped_lines(k: Kernel, e: Eqn, lhs: Value, rhs: Value,
+                   pad: str) -> tuple[list[str], Value] | None:
+    """Statements computing float ``dot_general`` equation ``e`` as the
+    NumPy tier's general path computes it (``linalg.reshaped_form``): each
+    operand transposed and reshaped to (batch, free, contracted) axes, a
+    view of the operand with the strides NumPy's reshape gives it, or where
+    that reshape copies, a C-ordered copy into a buffer of the kernel's;
+    then one call of ``np.matmul``'s loop over the stack, writing the
+    result's buffer (C-ordered, as ``np.matmul``'s new result).  The
+    dimensions and strides are NumPy's for the equation's static shapes,
+    written into the source.  None where the product is not of that form
+    or the loop cannot be had."""
+    dtype = e.outputs[0].aval.dtype
+    form = reshaped_form([a.aval for a in e.inputs], e.params["dimension_numbers"])
+    address = matmul_loop(dtype) if dtype in _FLOATS else None
+    if form is None or address is None or lhs.dtype != dtype or rhs.dtype != dtype:
+        return None
+    lines: list[str] = []
+    factors, steps = [], []
+    for v, op in zip((lhs, rhs), form):
+        strides = op.strides
+        if strides is None:  # NumPy's reshape copies: so does the kernel, in C order
+            shape = tuple(v.shape[a] for a in op.permutation)
+            copy = Value(k.buffer(shape, dtype), shape, dtype)
+            index, inner = k.nest(shape, pad, lines)
+            source = [""] * len(shape)
+            for j, a in zip(index, op.permutation):
+                source[a] = j
+            lines.append(f"{inner}{copy.at(index)} = {v.at(source)}")
+            v, strides = copy, c_strides(op.shape, dtype.itemsize)
+        factors.append(v)
+        steps.append(strides)
+    (lhs_steps, rhs_steps), (nb, mm, kk), nn = steps, form[0].shape, form[1].shape[2]
+    shape = tuple(str(n) for n in e.outputs[0].aval.shape)
+    out = Value(k.buffer(shape or ("1",), dtype), shape or ("1",), dtype, owned=True)
+    out_steps = c_strides((nb, mm, nn), dtype.itemsize)
+    order = [lhs_steps[0], rhs_steps[0], out_steps[0], *lhs_steps[1:], *rhs_steps[1:],
+             *out_steps[1:]]
+    return _call(k, address, (factors[0], factors[1], out), [str(n) for n in (nb, mm, kk, nn)],
+                 [str(n) for n in order], not shape, pad, lines)

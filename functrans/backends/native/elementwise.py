@@ -67,11 +67,12 @@ def _operand_type(a) -> Any:
     return aval.dtype
 
 
-def native_ufunc(e: Eqn) -> tuple[Any, tuple[np.dtype, ...]] | None:
+def native_ufunc(e: Eqn, numba: bool = True) -> tuple[Any, tuple[np.dtype, ...]] | None:
     """``(ufunc, loop dtypes)`` of an equation Numba computes as NumPy does:
     one result, a NumPy ufunc (the primitive's ``numpy_fn``, or the one its
     ``numpy_kernel`` picks for these params), a loop Numba has, real dtypes
-    only; else None."""
+    only; else None.  ``numba`` False: Numba's loops are not consulted
+    (nor Numba loaded): any signature counts as one it has."""
     prim = e.primitive
     if prim.multiple_results or len(e.outputs) != 1:
         return None
@@ -94,6 +95,8 @@ def native_ufunc(e: Eqn) -> tuple[Any, tuple[np.dtype, ...]] | None:
     for a, d in zip(e.inputs, dtypes):
         if d.kind in "iu" and _operand_type(a) is int and not _fits(a, d):
             return None  # NumPy raises OverflowError: the NumPy call says so
+    if not numba:
+        return fn, tuple(dtypes)
     loops = _LOOPS.get(fn)
     if loops is None:
         loops = _LOOPS[fn] = _loops(fn)

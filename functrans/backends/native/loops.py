@@ -17,11 +17,11 @@ import numpy as np
 
 from functrans.backends.native.body import NESTED, carry_in, carry_out, lower_jaxpr
 from functrans.backends.native.cache import _load
-from functrans.backends.native.elementwise import _KINDS, _scalar
+from functrans.backends.native.elementwise import _KINDS, _scalar, native_ufunc
 from functrans.backends.native.kernel import Kernel, Value, type_name
 from functrans.backends.native.numpy_loops import matmul_loop
 from functrans.core import ClosedJaxpr, Eqn, Jaxpr
-from functrans.primitives.linalg import matmul_form
+from functrans.primitives.linalg import matmul_form, reshaped_form
 
 Lowered = tuple[list[str], list]  # statements, the outputs' values (None: not computed)
 
@@ -48,7 +48,7 @@ def scan_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Sequen
     lines.append(f"{pad}for {step} in range({length}):")
     q = pad + "    "
     lines.append(f"{q}{i} = {length} - 1 - {step}" if p["reverse"] else f"{q}{i} = {step}")
-    xs = [Value(x.name, x.shape[1:], x.dtype, lead=(*x.lead, i)) for x in ins[nc + nk:]]
+    xs = [k.row(x, (i,), q, lines) for x in ins[nc + nk:]]
     body = lower_jaxpr(k, p["jaxpr"].jaxpr, [*(v.borrowed() for v in ins[:nc]),
                                              *(c.borrowed() for c in carries), *xs], q)
     if body is None:
@@ -56,14 +56,16 @@ def scan_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Sequen
     more, outs = body
     lines += more
     stacks: list[Value | None] = []
+    rows: list[tuple[Value, Value]] = []
     for y, wanted in zip(outs[nk:], needed[nk:]):
         if not wanted:
             stacks.append(None)
             continue
         shape = (length, *y.shape)
         stack = Value(k.buffer(shape, y.dtype), shape, y.dtype, owned=True)
-        k.copy(Value(stack.name, y.shape, y.dtype, lead=(i,)), y, q, lines)
+        rows.append((k.row(stack, (i,), q, lines), y))
         stacks.append(stack)
+    k.copies(rows, q, lines)
     carry_out(k, carries, outs[:nk], q, lines)
     return lines, [*(Value(c.name, c.shape, c.dtype, owned=True) for c in carries), *stacks]
 
@@ -145,7 +147,7 @@ def recorded_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Se
         grow += [f"{q}    {more} = np.empty(({cap}, {''.join(d + ', ' for d in v.shape)}), "
                  f"{type_name(v.dtype)})",
                  f"{q}    {more}[:{count}] = {name}[:{count}]", f"{q}    {name} = {more}"]
-        k.copy(Value(name, v.shape, v.dtype, lead=(count,)), v, q, write)
+        k.copy(k.row(Value(name, (cap, *v.shape), v.dtype), (count,), q, write), v, q, write)
         stacks[0][f] = Value(name, v.shape, v.dtype)
     if write:
         lines += grow + write
@@ -155,13 +157,16 @@ def recorded_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Se
     for s, sw in enumerate(sweeps[1:], 1):
         carries = [carry_in(k, v, pad, lines) for v in sw.init]
         st, i = k.fresh("step"), k.fresh("i")
-        records = [_UNREAD if v is None else Value(v.name, v.shape, v.dtype, lead=(i,))
+        rows: list[str] = []
+        records = [_UNREAD if v is None else k.row(Value(v.name, (count, *v.shape), v.dtype),
+                                                   (i,), q, rows)
                    for r in range(s) for v in stacks[r]]
         found = lower_jaxpr(k, sw.body.jaxpr, [*(v.borrowed() for v in sw.consts),
                                                *(c.borrowed() for c in carries), *records], q)
         if found is None:
             return None
         body, new = found
+        body = rows + body
         nk = len(sw.init)
         sums = []
         for d in new[nk:nk + sw.nacc]:  # the accumulated outputs: zeros, then each step's term
@@ -185,7 +190,7 @@ def recorded_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Se
             name = k.fresh("r")
             lines.append(f"{pad}{name} = np.empty(({count}, "
                          f"{''.join(d + ', ' for d in v.shape)}), {type_name(v.dtype)})")
-            k.copy(Value(name, v.shape, v.dtype, lead=(i,)), v, q, body)
+            k.copy(k.row(Value(name, (count, *v.shape), v.dtype), (i,), q, body), v, q, body)
             own.append(Value(name, v.shape, v.dtype))
         stacks.append(own)
         lines.append(f"{pad}for {st} in range({count}):")
@@ -199,6 +204,30 @@ def recorded_lines(k: Kernel, e: Eqn, ins: Sequence[Value], pad: str, needed: Se
 NESTED.update(scan=scan_lines, while_loop=while_lines)
 
 
+def refusal(e: Eqn, exact: bool) -> str | None:
+    """What in loop equation ``e`` has no native lowering (``exact``: as in
+    ``loop_source``): the refused equation, as its primitive and operand
+    types, or the loop itself; None where the loop lowers.  Tiering's
+    estimate asks this, without loading Numba (``Kernel.numba``), so that a
+    loop it counts as native is one the lowering builds."""
+    k = Kernel(exact, numba=False)
+    if _lowered(k, e, [True] * len(e.outputs)) is not None:
+        return None
+    refused = k.refused or e
+    types = ", ".join(a.aval.str_short() for a in refused.inputs)
+    return f"{refused.primitive.name} on {types}"
+
+
+def _lowered(k: Kernel, e: Eqn, needed: Sequence[bool]) -> tuple[list[Value], Lowered] | None:
+    """The kernel's operands and loop equation ``e``'s statements on them."""
+    if any(v.aval.dtype.kind not in _KINDS for v in (*e.inputs, *e.outputs)):
+        return None
+    ins = [Value(f"a{n}", tuple(f"a{n}.shape[{d}]" for d in range(v.aval.ndim)), v.aval.dtype)
+           for n, v in enumerate(e.inputs)]
+    found = TOP[e.primitive.name](k, e, ins, "    ", needed, top=True)
+    return None if found is None else (ins, found)
+
+
 def loop_source(e: Eqn, needed: Sequence[bool], exact: bool = False
                 ) -> tuple[str, list[int], list[bool], list[int]] | None:
     """Source of the kernel running loop equation ``e`` (a scan, a while
@@ -208,15 +237,11 @@ def loop_source(e: Eqn, needed: Sequence[bool], exact: bool = False
     lowering.  The kernel takes the sizes, the equation's operands (rank 0
     as scalars) and the NumPy loops, and returns a tuple.  ``exact``: the
     lowering of ``jit_tier_numerics="exact"`` (``Kernel``)."""
-    if any(v.aval.dtype.kind not in _KINDS for v in (*e.inputs, *e.outputs)):
-        return None
     k = Kernel(exact)
-    ins = [Value(f"a{n}", tuple(f"a{n}.shape[{d}]" for d in range(v.aval.ndim)), v.aval.dtype)
-           for n, v in enumerate(e.inputs)]
-    found = TOP[e.primitive.name](k, e, ins, "    ", needed, top=True)
-    if found is None:
+    lowered = _lowered(k, e, needed)
+    if lowered is None:
         return None
-    lines, outs = found
+    ins, (lines, outs) = lowered
     args = [name for name, _ in k.sizes] + [x.name for x in ins] + [name for name, _ in k.loops]
     returned = [x.name for x in outs if x is not None]
     intrinsic = ["from functrans.backends.native.intrinsics import call_loop"] if k.loops else []
@@ -282,8 +307,12 @@ def loop_call(e: Eqn, name: str, folder: str,
         # NumPy's products read a strided operand (a transposed view) with
         # other BLAS arguments than the kernel's contiguous copy: with one,
         # the loop runs as the NumPy tier runs it, for the same bits.
-        laid_out = [f"{args[n]}.flags.c_contiguous" if rank > 1 else f"_vector({args[n]})"
-                    for n, rank in sorted(_product_reads(e).items())]
+        # Read only through ufuncs, an operand matters by the order of their
+        # results (a vector's are contiguous whatever it is).
+        laid_out = [(f"{args[n]}.flags.c_contiguous" if rank > 1 else f"_vector({args[n]})")
+                    if direct else f"_ordering({args[n]})"
+                    for n, (rank, direct) in sorted(_product_reads(e).items())
+                    if direct or rank > 1]
         guard = (f"    if not ({' and '.join(laid_out)}):\n"
                  f"        return _numpy({', '.join(args)})\n") if laid_out else ""
     passed = [str(s) for s in sizes] + [
@@ -291,7 +320,7 @@ def loop_call(e: Eqn, name: str, folder: str,
         for a, v in zip(args, e.inputs)] + [str(a) for a in addresses]
     results, n = [], 0
     namespace: dict = {"_kernel": kernel, "_scalar": _scalar, "_numpy": _numpy_tier(e),
-                       "_vector": _vector,
+                       "_vector": _vector, "_ordering": _ordering,
                        "_contiguous": np.ascontiguousarray, "_asarray": np.asarray}
     for m, (v, back) in enumerate(zip(e.outputs, returned)):
         if not back:
@@ -328,44 +357,74 @@ def _vector(a: np.ndarray) -> bool:
     return a.flags.c_contiguous or a.strides[-1] <= 0
 
 
-def _product_reads(e: Eqn) -> dict[int, int]:
+def _ordering(a: np.ndarray) -> bool:
+    """Whether the NumPy tier's ufuncs of ``a`` (and of operands in C order)
+    allocate their results in C order, as the kernel's are: ``a`` is in C
+    order, or broadcast whole (all strides 0: it imposes no order, as the
+    zeros of a tangent or cotangent do)."""
+    return a.flags.c_contiguous or not any(a.strides)
+
+
+def _product_reads(e: Eqn) -> dict[int, tuple[int, bool]]:
     """The operands of loop equation ``e`` whose layout a float product in
-    a body may see in the NumPy tier (read by it, or through the equations
-    before it, which may keep an operand's layout, or the carries into the
-    next step), with the rank the body sees (a scan's stacked operands are
-    read by rows).  Loops other than scans and while loops: every array
-    operand, whole."""
+    a body may see in the NumPy tier, with the rank the body sees (a scan's
+    stacked operands are read by rows) and whether the product may see it
+    as it is (read by it, or through the equations before it that may keep
+    an operand's layout, or the carries into the next step) rather than
+    only through ufuncs' results (``_reaching``).  Loops other than scans
+    and while loops: every array operand, whole, as it is."""
     if e.primitive.name == "scan":
         body = e.params["jaxpr"].jaxpr
-        reached = _reaching(body, e.params["num_consts"], e.params["num_carry"])
-        return {n: body.invars[n].aval.ndim for n in reached if body.invars[n].aval.ndim}
+        direct, through = _reaching(body, e.params["num_consts"], e.params["num_carry"])
+        return {n: (body.invars[n].aval.ndim, n in direct) for n in direct | through
+                if body.invars[n].aval.ndim}
     if e.primitive.name == "while_loop":
         cn, bn = e.params["cond_nconsts"], e.params["body_nconsts"]
         body = e.params["body_jaxpr"].jaxpr
-        reached = {cn + n for n in _reaching(body, bn, len(body.invars) - bn)}
-        tested = _reaching(e.params["cond_jaxpr"].jaxpr, cn, 0)
-        reached |= {n if n < cn else n + bn for n in tested}
-        return {n: e.inputs[n].aval.ndim for n in reached if e.inputs[n].aval.ndim}
-    return {n: v.aval.ndim for n, v in enumerate(e.inputs) if v.aval.ndim}
+        reads: dict[int, bool] = {}
+        for first, jaxpr, count, place in (
+                (bn, body, len(body.invars) - bn, lambda n: cn + n),
+                (cn, e.params["cond_jaxpr"].jaxpr, 0, lambda n: n if n < cn else n + bn)):
+            direct, through = _reaching(jaxpr, first, count)
+            for n in direct | through:
+                reads[place(n)] = reads.get(place(n), False) or n in direct
+        return {n: (e.inputs[n].aval.ndim, d) for n, d in reads.items() if e.inputs[n].aval.ndim}
+    return {n: (v.aval.ndim, True) for n, v in enumerate(e.inputs) if v.aval.ndim}
 
 
-def _reaching(body: Jaxpr, first_carry: int, num_carry: int) -> set[int]:
+def _reaching(body: Jaxpr, first_carry: int, num_carry: int) -> tuple[set[int], set[int]]:
     """Positions of ``body``'s inputs from which a float product that calls
-    ``np.matmul``'s loop may be reached: its operands, what they were
-    computed from, through nested loops and the carries of later steps."""
-    reach: set[int] = set()
+    ``np.matmul``'s loop may be reached: those it may read as they are (its
+    operands, what they were computed from by equations that may keep a
+    layout, through nested loops and the carries of later steps), and
+    those it reads only through ufuncs' results, new arrays whose order
+    NumPy's iterator takes from their operands (``_ordering``)."""
+    direct: set[int] = set()
+    reach: set[int] = set()  # direct, or through ufuncs
     while True:
         for e in reversed(body.eqns):
+            ins = {id(a) for a in e.inputs}
             if e.primitive.name == "dot_general":
-                avals = [a.aval for a in e.inputs]
-                if (e.outputs[0].aval.dtype.kind == "f"
-                        and matmul_form(avals, e.params["dimension_numbers"]) is not None):
-                    reach.update(id(a) for a in e.inputs)
-            elif any(id(v) in reach for v in e.outputs) or e.primitive.name in NESTED:
-                reach.update(id(a) for a in e.inputs)
+                avals, numbers = [a.aval for a in e.inputs], e.params["dimension_numbers"]
+                if e.outputs[0].aval.dtype.kind == "f" and (
+                        matmul_form(avals, numbers) is not None
+                        or reshaped_form(avals, numbers) is not None):
+                    direct |= ins
+                    reach |= ins
+            elif e.primitive.name in NESTED:
+                direct |= ins
+                reach |= ins
+            elif any(id(v) in reach for v in e.outputs):
+                reach |= ins
+                if any(id(v) in direct for v in e.outputs) and (
+                        native_ufunc(e, numba=False) is None):
+                    direct |= ins
         found = {n for n, v in enumerate(body.invars) if id(v) in reach}
-        carried = {id(body.outvars[n - first_carry]) for n in found
-                   if first_carry <= n < first_carry + num_carry}
-        if carried <= reach:
-            return found
-        reach |= carried
+        carries = [(n, id(body.outvars[n - first_carry])) for n in found
+                   if first_carry <= n < first_carry + num_carry]
+        more = {o for n, o in carries if o not in reach}
+        deeper = {o for n, o in carries if id(body.invars[n]) in direct and o not in direct}
+        if not more and not deeper:
+            return {n for n in found if id(body.invars[n]) in direct}, found
+        reach |= more
+        direct |= deeper

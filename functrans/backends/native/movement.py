@@ -129,8 +129,7 @@ def _gather_source(k: Kernel, x: Value, e: Eqn, indices: Sequence[Value], pad: s
     leading = list(fixed) == list(range(len(fixed)))
     if leading and all(a >= 0 and (s, t) == (0, 1) and n == x.shape[a]
                        for a, n, s, t in axes):
-        return Value(x.name, x.shape[len(fixed):], x.dtype,
-                     lead=(*x.lead, *(fixed[a] for a in range(len(fixed)))))
+        return k.row(x, [fixed[a] for a in range(len(fixed))], pad, lines)
     shape = tuple(n for _, n, _, _ in axes)
     reads: dict[int, tuple[int | None, str]] = {a: (None, g) for a, g in fixed.items()}
     for o, (a, _, start, step) in enumerate(axes):
@@ -156,7 +155,7 @@ def _reshaped(k: Kernel, x: Value, e: Eqn, pad: str, lines: list[str]) -> Value:
         shape = tuple("1" if d in p["dimensions"] else next(rest) for d in range(out.ndim))
     else:
         shape = tuple(str(n) for n in out.shape)
-    base = f"{x.name}[{', '.join(x.lead)}]" if x.lead else x.name
+    base = x.row or (f"{x.name}[{', '.join(x.lead)}]" if x.lead else x.name)
     v = k.fresh("r")
     lines.append(f"{pad}{v} = {base}.reshape(({''.join(d + ', ' for d in shape)}))")
     return Value(v, shape, x.dtype)

@@ -221,3 +221,65 @@ def test_a_product_without_numpy_s_matmul_loop_leaves_its_loop_to_numpy(monkeypa
     assert len(native.lower(closed, exact=True).sources) == 1
     monkeypatch.setattr(dot, "matmul_loop", lambda dtype: None)
     assert native.lower(closed, exact=True).sources == []
+
+
+def _rnn_loss(w, xs):
+    """A scan RNN's loss: its Hessian's bodies hold products NumPy computes
+    by moving and merging axes (a reshape that copies among them) and
+    elementwise products of implicitly broadcast operands."""
+    def step(h, x):
+        h = fnp.tanh(w @ h + x)
+        return h, h
+
+    _, hs = lax.scan(step, fnp.zeros(w.shape[0], w.dtype), xs)
+    return fnp.sum(hs)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("size, steps", [(3, 4), (5, 7), (2, 1), (4, 0)])
+def test_the_hessian_of_a_scan_rnn_moves_with_the_numpy_tier_s_bytes(exact, monkeypatch, dtype,
+                                                                   size, steps):
+    """Its four scans are kernels; three run natively on every call (the
+    zeros its tangents and cotangents start from, views of one value, reach
+    their products only through ufuncs); one multiplies those zeros as they
+    are, which NumPy's np.dot copies and the kernel reads transposed, so it
+    runs as the NumPy tier runs it."""
+    from functrans.backends.native import loops
+
+    fallbacks = set()
+    numpy_tier = loops._numpy_tier
+    monkeypatch.setattr(loops, "_numpy_tier", lambda e: lambda *a: (
+        fallbacks.add(id(e)), numpy_tier(e)(*a))[1])
+    rng = np.random.default_rng(size * 10 + steps)
+    w = (rng.standard_normal((size, size)) * 0.5).astype(dtype)
+    xs = rng.standard_normal((steps, size)).astype(dtype)
+    hessian = ft.hessian(_rnn_loss)
+    jf = _moved(hessian, w, xs)
+    assert sum("for step" in s for s in _sources(jf)) == 4  # each scan one kernel
+    _same(jf, hessian, w, xs)
+    _same(jf, hessian, np.full_like(w, -0.0), xs)
+    if steps:  # (NaN through arithmetic: its sign bit may differ, docs/jit.md)
+        xs[steps // 2] = [np.nan, np.inf, -np.inf, -0.0, 1e30][:size]
+        _same(jf, hessian, w, xs, equal=bits_equal)
+    assert len(fallbacks) <= 1
+
+
+def _broadcast_body(c, y, xs):
+    """Elementwise products and sums of operands NumPy broadcasts (an axis
+    of 1, a missing leading axis) in a scan body."""
+    def step(c, x):
+        c = c * y + x * 0.5 - y[0]
+        return c, c + x
+
+    return lax.scan(step, c, xs)
+
+
+def test_implicitly_broadcast_body_ufuncs_move_with_the_numpy_tier_s_bytes(exact):
+    rng = np.random.default_rng(9)
+    c, y, xs = rng.standard_normal((2, 3)), rng.standard_normal((2, 1)), rng.standard_normal((6, 3))
+    y[1, 0], xs[2] = -0.0, [np.nan, np.inf, -np.inf]
+    jf = _moved(_broadcast_body, c, y, xs)
+    (source,) = _sources(jf)
+    assert "for step" in source
+    _same(jf, _broadcast_body, c, y, xs)
+    _same(jf, _broadcast_body, c, np.full((2, 1), np.inf), xs)

@@ -6,6 +6,7 @@ tolerance where a product sums in another order than BLAS."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -412,11 +413,11 @@ def test_a_product_in_a_body_is_numpy_s_own_product():
     assert "call_loop(" in source and "np.dot" not in source
 
 
-def test_a_product_numpy_reshapes_sums_its_terms_in_order_from_zero():
-    """A product over two contracted axes (NumPy moves and merges axes, then
-    calls matmul) stays loops: each element a sequential sum from +0.0 over
-    the contracted indices in row-major order, no fused multiply-add; so
-    -0.0 terms give +0.0, and NaN and the infinities propagate as in matmul."""
+def test_a_product_numpy_reshapes_is_numpy_s_matmul_on_the_same_layout():
+    """A product over two contracted axes (NumPy moves and merges axes,
+    then calls matmul) is one call of matmul's loop on the operands as
+    NumPy's reshapes lay them out: BLAS's sums, and NaN, the infinities
+    and the sign of zero as NumPy gives them."""
     w = np.array([[1e16, 1.0, -1e16, 1.0], [-0.0, -0.0, -0.0, -0.0],
                   [np.inf, 0.0, 1.0, 1.0], [np.inf, -np.inf, 1.0, 1.0],
                   [np.nan, 1.0, 1.0, 1.0], [0.1, 0.2, 0.3, 0.4]])
@@ -431,18 +432,60 @@ def test_a_product_numpy_reshapes_sums_its_terms_in_order_from_zero():
 
     with np.errstate(invalid="ignore"):
         got = ft.jit(f, compiler="native")(w.reshape(6, 2, 2), v.reshape(2, 2), 1)
-        want = np.array([sum_in_order(row, v) for row in w])
-        ref = w @ v
-    assert bits_equal(got, want)
-    assert got[0] == 1.0  # (1e16 + 1) - 1e16 + 1, left to right: not BLAS's 2.0
-    assert np.array_equal(np.isnan(got), np.isnan(ref)) and bits_equal(got[1:3], ref[1:3])
+        want = ft.jit(f, compiler="numpy")(w.reshape(6, 2, 2), v.reshape(2, 2), 1)
+    assert bytes_equal(got, want)
+    (source,) = ft.jit(f, compiler="native").lower(w.reshape(6, 2, 2), v.reshape(2, 2),
+                                                   1).native_sources
+    assert "call_loop(" in source and "np.multiply" not in source
 
 
-def sum_in_order(a, b):
-    total = 0.0
-    for x, y in zip(a, b):
-        total = total + x * y
-    return total
+def _reshaped_products(b, d, g, c, e, s):
+    """Products NumPy computes by moving and merging axes, then one matmul
+    (the general path), in a scan body: views with NumPy's strides, copies
+    where its reshape copies, several contracted axes, a rank-0 result, a
+    batch of transposed views; their results stacked."""
+    def dot(x, y, contract, batch=((), ())):
+        return bind(dot_general_p, x, y, dimension_numbers=(contract, batch))
+
+    def step(k, _):
+        b_, d_, g_, c_, e_, s_ = (x * k for x in (b, d, g, c, e, s))
+        return k, (dot(b_, d_, ((2,), (0,))),                # a stack times a vector: a view
+                   dot(g_, b_, ((1,), (1,))),                # the stack's middle axis: a copy
+                   dot(c_, e_, ((2,), (0,))),                # (p, 1, n) times a matrix
+                   dot(b_, b_, ((1, 2), (1, 2))),            # two contracted axes
+                   dot(b_, b_, ((0, 1, 2), (0, 1, 2))),      # all of them: a scalar
+                   dot(s_, b_, ((1,), (2,)), ((0,), (0,))))  # a batch of transposed views
+
+    return lax.scan(step, b.dtype.type(1), None, length=2)[1]
+
+
+@settings(max_examples=12)
+@given(sizes=st.tuples(*[st.sampled_from([0, 1, 2, 3, 5, 17])] * 3),
+       dtype=st.sampled_from(["float32", "float64"]), special=st.floats(0.0, 0.5),
+       seed=st.integers(0, 2**16))
+def test_products_numpy_reshapes_are_the_numpy_tier_s_bits(sizes, dtype, special, seed):
+    """Each general-path form at sizes 0, 1 and more, float32 and float64,
+    with NaN, the infinities and -0.0 among the entries: the NumPy tier's
+    bytes (np.matmul's loop with the dimensions and strides NumPy's reshaped
+    operands give it)."""
+    m, n, p = sizes
+    rng = np.random.default_rng(seed)
+
+    def sample(*shape):
+        x = rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)
+        x = np.where(rng.random(shape) < special, rng.choice(_SPECIAL, shape), x)
+        with np.errstate(over="ignore"):
+            return x.astype(dtype)
+
+    args = (sample(p, m, n), sample(n), sample(1, m), sample(p, 1, n), sample(n, m),
+            sample(p, n, m))
+    with np.errstate(all="ignore"):
+        want = ft.jit(_reshaped_products, compiler="numpy")(*args)
+        got = ft.jit(_reshaped_products, compiler="native")(*args)
+    (source,) = ft.jit(_reshaped_products, compiler="native").lower(*args).native_sources
+    assert source.count("call_loop(") == len(want) and "np.add" not in source
+    for x, y in zip(got, want):
+        assert bytes_equal(x, y), (sizes, x, y)
 
 
 def _products(a, b, v, w, sa, sb):
@@ -522,6 +565,41 @@ def test_products_of_the_rows_of_stacked_operands(reverse):
                                                  ft.tree_util.tree_leaves(want)))
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_step_reads_and_writes_stacked_rows_through_views_taken_once(reverse):
+    """The loops over a step's elements index a view of the stacked row
+    taken once per step, not the whole stack by the step and the element
+    (which kept LLVM from vectorising them); rows of nested scans and of
+    scalars per step included."""
+    rng = np.random.default_rng(8)
+    xs, ys = rng.standard_normal((6, 5, 3)), rng.standard_normal(6)
+    xs[1, 2] = [np.nan, np.inf, -0.0]
+
+    def f(xs, ys, h):
+        def step(c, xy):
+            x, y = xy
+            inner = lax.scan(lambda d, r: (d * 0.5 + r, d - r), c, x)
+            return inner[0] * y, (inner[1], c + y)
+
+        return lax.scan(step, h, (xs, ys), reverse=reverse)
+
+    sources = _check(f, xs, ys, rng.standard_normal(3), loop=SCAN)
+    (source,) = [s for s in sources if SCAN in s]
+    steps = source.split("for step", 1)[1]
+    assert not re.search(r"\[i\d*, ", steps), source
+
+
+def test_stacked_rows_of_one_shape_are_written_in_one_loop():
+    def f(h, xs):
+        return lax.scan(lambda c, x: (c * 0.5 + x, (c + x, c - x, x * 2.0)), h, xs)
+
+    xs = np.arange(12.0).reshape(4, 3)
+    xs[1] = [np.nan, -np.inf, -0.0]
+    (source,) = _check(f, np.array([0.5, -0.0, np.inf]), xs, loop=SCAN)
+    steps = source.split("for step", 1)[1]
+    assert steps.count("for j") == 2, source  # the run, then the three rows' copies
+
+
 def test_strided_operands_of_a_loop_with_products_give_the_numpy_tier_s_bits():
     """NumPy multiplies a transposed view with other BLAS arguments than a
     contiguous copy (another order of sums): a loop whose operands are not
@@ -539,6 +617,63 @@ def test_strided_operands_of_a_loop_with_products_give_the_numpy_tier_s_bits():
                         (h, xs[:, ::2].repeat(2, 1)[:, :17])):
         want = ft.jit(f, compiler="numpy")(w, init, stack)
         assert bytes_equal(ft.jit(f, compiler="native")(w, init, stack), want)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_product_of_a_view_a_step_makes_is_native(dtype):
+    """A product reading a reshape a step makes (a view of its buffer: its
+    strides are its shape's, stored before the loops where the view does
+    not exist yet) compiles into the loop's kernel, with the NumPy tier's
+    bits; before, Numba refused the kernel and the loop ran NumPy calls."""
+    rng = np.random.default_rng(4)
+    w, xs = rng.standard_normal((3, 3)).astype(dtype), rng.standard_normal((5, 3)).astype(dtype)
+    xs[1] = [np.nan, -np.inf, -0.0]
+
+    def f(c, xs):
+        return lax.scan(lambda c, x: (fnp.tanh(w @ (c * 0.5)[0] + x)[None], c), c, xs)
+
+    _check(f, np.ones((1, 3), dtype), xs, loop=SCAN)
+
+
+def test_operands_a_product_reads_only_through_ufuncs_need_only_their_order(
+        monkeypatch, tmp_path):
+    """A loop's operand that reaches a body's product only through ufuncs
+    (new arrays, whose order NumPy takes from their operands) runs the
+    kernel when it is broadcast whole (as the zeros a tangent or cotangent
+    starts from, a view in the NumPy tier), with the NumPy tier's bytes;
+    before, the loop ran as the NumPy tier runs it whenever such an operand
+    was not contiguous.  One whose order could decide the ufunc's layout
+    (a transpose) still runs as the NumPy tier runs it."""
+    from functrans.backends.native import loops
+
+    fallbacks = []
+    numpy_tier = loops._numpy_tier
+    monkeypatch.setattr(loops, "_numpy_tier", lambda e: lambda *a: (
+        fallbacks.append(e), numpy_tier(e)(*a))[1])
+    rng = np.random.default_rng(3)
+    w, xs = rng.standard_normal((3, 3)), rng.standard_normal((5, 3))
+    xs[2] = [np.nan, np.inf, -0.0]
+
+    def f(m, xs):
+        def step(c, x):
+            c = fnp.tanh(w @ (c + m)[0] + x)  # m reaches the product through an add
+            return fnp.broadcast_to(c, (2, 3)) * 0.5, c
+
+        return lax.scan(step, fnp.ones((2, 3)), xs)
+
+    closed = ft.jit(f).lower(np.ones((2, 3)), xs).jaxpr
+    (e,) = [e for e in closed.jaxpr.eqns if e.primitive.name == "scan"]
+    run, _, _ = loops.loop_call(e, "scan_of_f", str(tmp_path), exact=True)
+    consts = dict(zip(map(id, closed.jaxpr.constvars), closed.consts))
+    for m, falls in ((np.broadcast_to(0.25, (2, 3)), False), (np.broadcast_to(np.nan, (2, 3)),
+                                                              False),
+                     (np.ones((2, 3)), False), (rng.standard_normal((3, 2)).T, True)):
+        fallbacks.clear()
+        args = [m if v is closed.jaxpr.invars[0] else xs if v is closed.jaxpr.invars[1]
+                else consts[id(v)] for v in e.inputs]
+        got, want = run(*args), e.primitive.impl(*args, **e.params)
+        assert all(bytes_equal(a, b) for a, b in zip(got, want))
+        assert bool(fallbacks) == falls, m.strides
 
 
 def test_transcendental_functions_in_a_body_are_numpy_s_own_loops():

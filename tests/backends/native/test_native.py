@@ -97,6 +97,10 @@ def test_the_default_tier_does_not_import_numba():
         import sys, numpy as np, functrans as ft
         ft.jit(lambda x: np.sin(x) * x + 1.0)(np.ones(3))
         ft.jit(ft.grad(lambda x: (x * x).sum()))(np.ones(3))
+        # (a loop's estimate asks the native lowering, which loads no Numba)
+        ft.jit(lambda h, xs: ft.lax.scan(lambda c, x: (np.tanh(c * 0.5 + x), c % 3.0), h,
+                                         xs))(np.ones(3), np.ones((4, 3)))
+        assert "functrans.backends.native.loops" in sys.modules
         print("numba" in sys.modules)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
