@@ -294,6 +294,10 @@ class _Entry(NamedTuple):
     native_seconds: float = 0.0  # spent compiling or loading its native kernels
     native_sources: tuple = ()  # the Numba source of its native kernels
     tier: tiering.Tier | None = None  # where it runs and why (None: not cached, or the GPU)
+    # The positions of the inputs whose memory layout the trace took to be
+    # C-contiguous (an in-place update through a reshape of them): a call
+    # with another layout there is traced again at its arrays (_call).
+    c_inputs: tuple[int, ...] = ()
 
 
 _COMPILERS = ("auto", "numpy", "native")
@@ -412,6 +416,8 @@ class _Jitted(RecentHits):
         else:
             self._hit(slot)
             entry = slot.entry
+        if entry.c_inputs:
+            entry = self._layout_checked(entry, args, kwargs, leaves)
         # Under a transform, a program with effects binds its equations: a
         # collective over a vmapped axis is then recorded for the vmap to
         # batch, as core.run_jaxpr does, instead of run by the compiled code.
@@ -431,6 +437,18 @@ class _Jitted(RecentHits):
         else:
             outs = entry.compiled.fn(*leaves)
         return tree_unflatten(entry.out_tree, outs)
+
+    def _layout_checked(self, entry: _Entry, args, kwargs, leaves) -> _Entry:
+        """``entry``, or where it was traced taking an input to be
+        C-contiguous that this call's array is not, a program traced at this
+        call's arrays (whose layouts decide NumPy's views, as they do for the
+        function run on them), not cached: such calls are rare, and a cache
+        keyed on layouts would slow every call."""
+        for i in entry.c_inputs:
+            x = leaves[i]
+            if type(x) is np.ndarray and not x.flags.c_contiguous:
+                return self._lower(args, kwargs, leaves)  # (a NumPy array: on the CPU)
+        return entry
 
     def _split(self, args: tuple, kwargs: dict):
         nums = normalize_argnums(self._label, self._static_argnums, len(args), static=True)
@@ -464,7 +482,11 @@ class _Jitted(RecentHits):
         # No lock while tracing: the function may call jitted functions, this one too.
         checks = core.checks.value_checks  # generated with or without the checks of debug_nans
         start = time.perf_counter()
-        entry = self._lower(args, kwargs, [_leaf_aval(x) for x in leaves], device)
+        assumed: list[int] = []
+        entry = self._lower(args, kwargs, [_leaf_aval(x) for x in leaves], device, assumed)
+        if assumed:
+            entry = entry._replace(c_inputs=tuple(sorted(set(assumed))))
+            fast_key = None  # the layouts are checked on each call, in _call
         spent = time.perf_counter() - start
         with self._lock:
             self._compile_time += spent
@@ -548,7 +570,10 @@ class _Jitted(RecentHits):
                 self._evictions += 1
         return entry
 
-    def _lower(self, args, kwargs, avals, device="cpu") -> _Entry:
+    def _lower(self, args, kwargs, avals, device="cpu", c_assumed=None) -> _Entry:
+        """Trace and compile the program for ``avals`` (or arrays, whose
+        memory layouts the trace then follows); ``c_assumed``: as for
+        ``core.trace_to_jaxpr``."""
         nums = normalize_argnums(self._label, self._static_argnums, len(args), static=True)
         static_kw = {k: kwargs[k] for k in self._static_argnames if k in kwargs}
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_kw}
@@ -573,7 +598,7 @@ class _Jitted(RecentHits):
             return out_leaves
 
         closed, _, _ = core.trace_to_jaxpr(flat, avals, name=self._name, reason=" inside jit",
-                                           in_jit=True)
+                                           in_jit=True, c_assumed=c_assumed)
         optimized = run_passes(closed)
         traced = any(isinstance(c, Tracer) for c in optimized.consts)
         if not traced:  # (a traced program's constants go to the enclosing trace)

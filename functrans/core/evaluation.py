@@ -33,10 +33,15 @@ def trace_to_jaxpr(
     differentiated: bool = False,
     in_jit: bool = False,
     tape: list | None = None,
+    c_assumed: list[int] | None = None,
 ) -> tuple[ClosedJaxpr, list[Any], bool]:
     """Trace ``f`` on flat arguments: arrays, scalars, tracers, or avals
     (ShapedArray / ShapeDtypeStruct) for arguments with no value.
     ``concrete``, ``differentiated``, ``in_jit``, ``tape``: as for ``JaxprTrace``.
+    ``c_assumed``: a list that collects the positions of the arguments given
+    as avals whose memory layout the trace took to be C-contiguous (an
+    in-place update through a ``reshape`` of them), so a caller that traces
+    avals can check each call's arrays against it.
 
     Returns the Jaxpr, ``f``'s raw outputs (tracers of the finished trace,
     or whatever else ``f`` returned) for the caller to flatten, and whether
@@ -45,13 +50,18 @@ def trace_to_jaxpr(
     """
     trace = JaxprTrace(name or fun_name(f), concrete=concrete, reason=reason,
                        differentiated=differentiated, in_jit=in_jit, tape=tape)
+    trace.arg_values = args
+    trace.c_assumed = c_assumed
     with collector_paused, trace:
         tracers = [
             trace.new_arg(array_aval(x), x) if type(x) is np.ndarray else
             trace.new_arg(_arg_aval(x), _arg_val(x), x if isinstance(x, Tracer) else None)
             for x in args
         ]
-        outs = list(f(*tracers))
+        try:
+            outs = list(f(*tracers))
+        finally:
+            trace.arg_values = None  # the trace may outlive the call; the arrays must not
         closed = trace.to_jaxpr(outs)
     return closed, outs, trace.concretized
 

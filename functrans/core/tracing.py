@@ -197,7 +197,8 @@ class JaxprTrace:
     ``differentiated``: the trace's inputs carry derivatives (the trace of a
     ``grad``, ``jvp``, ``vjp`` ...), so converting a value that depends on them
     into a constant is refused.  ``in_jit``: the trace is jit's, whose inputs
-    never have values.  ``tape``: a list the trace writes its program into as
+    never have values (``arg_values`` and ``c_assumed``: what its inputs'
+    memory layouts are taken from).  ``tape``: a list the trace writes its program into as
     it records it (the tape's comment, below this class), for a guard that
     compares the programs of two traces without building and hashing their
     structure keys.
@@ -228,6 +229,15 @@ class JaxprTrace:
         #: Whether ``constant`` made a tracer here (only then can values be
         #: known in a trace without values).
         self.has_constants = False
+        #: The arguments the trace's inputs stand for while the function runs
+        #: (arrays, or avals where none are at hand), set by ``trace_to_jaxpr``:
+        #: where NumPy's answer depends on an input's memory layout (whether
+        #: ``reshape`` makes a view), the array's own layout decides it.
+        self.arg_values: Sequence[Any] | None = None
+        #: Where a list: the positions of the inputs whose layout was taken to
+        #: be C-contiguous for want of an array (``jit`` traces avals), for the
+        #: caller to check against the arrays of each call.
+        self.c_assumed: list[int] | None = None
         self._tape = tape
         if tape is not None:
             #: The number of each variable the tape names, by id, in the order

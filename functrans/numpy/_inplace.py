@@ -241,8 +241,9 @@ def _refuse_ambiguous(root: Tracer, what: str) -> None:
             f"{root._trace.fun_name}: {what} (at {user_frame_summary()}) updates an array "
             f"that the reshape or ravel at {view._base.ambiguous} shares memory with or not, "
             f"as NumPy lays the {root.aval.str_short()} array out in memory, which functrans "
-            "does not know here (a ufunc's result keeps its operands' memory order; other "
-            "functions have rules of their own). Say which is meant: .copy() the reshaped "
+            "does not know here (a ufunc's result keeps its operands' memory order, other "
+            "functions have rules of their own, and an argument sliced with a step has "
+            "gaps). Say which is meant: .copy() the reshaped "
             "array for a copy, or make the array C-ordered with .copy() before reshaping it "
             "for a view")
 

@@ -20,10 +20,13 @@ count by their strides) is NumPy's own.  A primitive with no verified rule
 gives "unknown" (None) unless its result has at most one axis of two or
 more elements (then every layout is contiguous).
 
-Inputs of the traced function are taken to be C-contiguous (the traced
-function sees values, not memory; ``jit`` and the other transforms cache a
-program per shape and dtype); arrays that are results of enclosing traces
-follow their own trace.  Constants have the layout of their NumPy value.
+Inputs of the traced function have their array's layout where the trace
+has the array (eager transforms); an array dense in no order (a strided
+slice) is "unknown".  Where the trace sees only avals (``jit``), an input is
+taken to be C-contiguous and the trace records it (``c_assumed``), and
+``jit`` retraces a call whose array is laid out otherwise.  Arrays that are
+results of enclosing traces follow their own trace.  Constants have the
+layout of their NumPy value.
 
 In-place updates keep an array's memory: a variable an update rebound a
 root to has that root's layout (``note_update``), and where one variable may stand for two
@@ -394,7 +397,38 @@ def _own_proxy(state: _Orders, producers: dict, outer: dict, trace: Any, v: Any)
         return proxy_of(value)
     if isinstance(value, Tracer):
         return view_proxy(value)
-    return c_proxy(shape)  # an input of the traced function: taken to be C-contiguous
+    return _input_proxy(trace, v, shape)
+
+
+def _input_proxy(trace: Any, v: Any, shape: tuple[int, ...]) -> Proxy:
+    """The layout of an input of the traced function: its array's where the
+    trace has it (an eager transform's argument), None for an array that is
+    dense in no order (a strided slice: NumPy copies it on any reshape that
+    merges its axes, which no dense proxy models), else C-contiguous, which
+    is recorded in ``trace.c_assumed`` for the caller to check (``jit``,
+    whose trace sees avals, checks each call's arrays)."""
+    index = next((i for i, w in enumerate(trace.invars) if w is v), None)
+    args = trace.arg_values
+    if index is not None and args is not None and index < len(args):
+        value = args[index]
+        if type(value) is np.ndarray:
+            return proxy_of(value) if _dense(value) else None
+    if index is not None and trace.c_assumed is not None:
+        trace.c_assumed.append(index)
+    return c_proxy(shape)
+
+
+def _dense(value: np.ndarray) -> bool:
+    """Whether ``value``'s elements fill its memory without gaps, in some
+    order of its axes with positive strides (C, F or a permutation)."""
+    axes = sorted((a for a, d in enumerate(value.shape) if d > 1),
+                  key=lambda a: -value.strides[a])
+    step = value.itemsize
+    for a in reversed(axes):
+        if value.strides[a] != step:
+            return False
+        step *= value.shape[a]
+    return True
 
 
 def shadow(shape: tuple[int, ...], order: tuple[int, ...]) -> np.ndarray:

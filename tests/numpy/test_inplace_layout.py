@@ -298,3 +298,56 @@ def test_generated_programs_follow_numpys_memory_order(steps):
         return
     np.testing.assert_allclose(got, want, rtol=1e-12)
     check_grads(f, (X,), order=1, modes=("rev",), eps=1e-6)
+
+
+# -- the memory order of the inputs ----------------------------------------------------------
+
+
+def input_reshaped_then_updated(x):
+    r = x.reshape(-1)                 # a view of a C-ordered x, a copy of an F-ordered one
+    x += 1.0
+    return np.sum(r * r)
+
+
+def input_written_through_its_reshape(x):
+    r = x.reshape(-1)
+    r[0] = 100.0                      # reaches x only where r is a view
+    return np.sum(x * x)
+
+
+def _numpy_on(f, x):
+    """``f`` run by NumPy on a copy of ``x`` in ``x``'s own memory order."""
+    return f(x.copy(order="K"))
+
+
+@pytest.mark.parametrize("f", [input_reshaped_then_updated, input_written_through_its_reshape])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_an_input_has_the_memory_order_of_its_array(f, order):
+    x = np.array(X, order=order)
+    want = _numpy_on(f, x)
+    assert ft.jit(f)(x) == pytest.approx(want, rel=1e-12)
+    assert ft.value_and_grad(f)(x)[0] == pytest.approx(want, rel=1e-12)
+    assert ft.vjp(f, x)[0] == pytest.approx(want, rel=1e-12)
+
+
+def test_jit_traces_again_a_call_whose_input_is_in_another_order():
+    """The program jit caches for f64[2,3] took its input to be C-ordered; a
+    call with an F-ordered array of that type is traced at that array,
+    and the C-ordered calls around it keep their program."""
+    jitted = ft.jit(input_reshaped_then_updated)
+    c, f = np.array(X, order="C"), np.array(X, order="F")
+    got = [jitted(c), jitted(f), jitted(c), jitted(f)]
+    want = [_numpy_on(input_reshaped_then_updated, a) for a in (c, f, c, f)]
+    assert got == pytest.approx(want, rel=1e-12)
+    assert want[0] != pytest.approx(want[1])  # the two orders give different answers
+    assert jitted.cache_info().misses == 1
+
+
+def test_an_input_sliced_with_gaps_is_refused_where_its_order_decides():
+    x = (np.arange(12.0).reshape(2, 6) / 7)[:, :3]   # rows 48 bytes apart, 24 bytes used
+    with pytest.raises(InPlaceUpdateError, match="an argument sliced with a step has gaps"):
+        ft.jit(input_reshaped_then_updated)(x)
+    with pytest.raises(InPlaceUpdateError, match="reshape or ravel at"):
+        ft.grad(input_reshaped_then_updated)(x)
+    # Without an update, nothing depends on it.
+    assert ft.jit(lambda x: np.sum(x.reshape(-1) ** 2))(x) == pytest.approx(np.sum(x ** 2))
