@@ -33,6 +33,7 @@ from functrans.dtypes import is_inexact
 from functrans.numpy import _inplace, _memory_order, _shape
 from functrans.numpy._array_api_info import TRACE_DEVICE, normalize_device
 from functrans.numpy._indexing import IndexUpdateHelper, getitem
+from functrans.numpy._scalars import is_scalar, mark_array
 from functrans.numpy._ufunc_routes import foreign_target, label, missing_message
 from functrans.primitives.elementwise import convert_element_type
 
@@ -107,20 +108,31 @@ def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
         )
     if dtype == self.dtype and not self.weak_type:
         # a copy: a later update of one leaves the other
-        return _memory_order.copy(self, order) if copy else self
+        return _zero_d_like(self, _memory_order.copy(self, order)) if copy else self
     out = convert_element_type(self, dtype)  # in the order of self, as order='K'
-    return out if order == "K" else _memory_order.copy(out, order)
+    return _zero_d_like(self, out if order == "K" else _memory_order.copy(out, order))
+
+
+def _zero_d_like(x, out):
+    """``out``, a new array made from ``x`` by a copy or a conversion: a 0-d
+    array where ``x`` is one (NumPy's copy of a scalar is a scalar)."""
+    return mark_array(out) if x.ndim == 0 and not is_scalar(x) else out
 
 
 def _augmented(op: str, fn: Callable, compute: Callable | None = None) -> Callable:
     """``x op= y``: NumPy's ``ufunc(x, y, out=x)``, in place on a traced ``x``,
     its value computed by ``compute`` (``fn`` unless the operator computes
-    otherwise: ``**=`` takes ``**``'s fast scalar powers, as NumPy's does)."""
+    otherwise: ``**=`` takes ``**``'s fast scalar powers, as NumPy's does).
+    On a value NumPy holds as a scalar (immutable), ``x op y``: the name is
+    rebound to the new value, with NumPy's promotion, and aliases keep the
+    old one."""
     ufunc = getattr(np, fn.__name__)
     what = f"x {_AUGMENTED[op]}= v"
     compute = compute or fn
 
     def method(self, other):
+        if self.ndim == 0 and is_scalar(self):
+            return compute(self, other)
         return _inplace.update(self, compute(self, other), ufunc, what)
 
     method.__name__ = f"__i{op}__"
@@ -136,12 +148,12 @@ def _copy(self, order="C"):
     """``x.copy(order)``: a new array of ``x``'s values, laid out in memory in
     ``order`` as NumPy lays out its copy ('C' by default; None: an order not
     known), which decides whether a later reshape of it is a view."""
-    return _memory_order.copy(self, order)
+    return _zero_d_like(self, _memory_order.copy(self, order))
 
 
 def _copy_keeping_order(self, memo=None):
     """``copy.copy(x)``, ``copy.deepcopy(x)``: NumPy's copy in ``x``'s order."""
-    return _memory_order.copy(self, "K")
+    return _zero_d_like(self, _memory_order.copy(self, "K"))
 
 
 def _sort(self, axis=-1, kind=None, order=None, *, stable=None):

@@ -28,6 +28,7 @@ from functrans.core import Tracer, bind, get_aval
 from functrans.devices import is_device_array
 from functrans.numpy._array_api_info import normalize_device, place
 from functrans.numpy._elementwise import add, divide, multiply, subtract
+from functrans.numpy._scalars import is_scalar, mark_array
 from functrans.numpy._util import asarray as _asarray
 from functrans.numpy._util import is_traced, normalize_axis
 from functrans.primitives.elementwise import convert_element_type, floor, select_p
@@ -52,7 +53,10 @@ def asarray(a, dtype=None, *, device=None, copy=None):
     else:
         out = _asarray(a, dtype)
     if copy and out is a:  # a tracer: a copy is a new tracer of its value
-        return out.copy()
+        return mark_array(out.copy())
+    if type(out) is Tracer and out.ndim == 0:
+        # NumPy's asarray of a scalar is a new 0-d array; of a 0-d array, the array
+        return mark_array(out.copy() if out is a and is_scalar(out) else out)
     return out if is_traced(out) else place("asarray", out, device)
 
 
@@ -67,7 +71,8 @@ def array(object, dtype=None, *, copy=True, ndmin=0):
     if not is_traced(x):
         return np.array(x, copy=copy, ndmin=ndmin)
     if x.ndim >= ndmin:
-        return x.copy() if copy and x is object else x
+        out = x.copy() if (copy or x.ndim == 0 and is_scalar(x)) and x is object else x
+        return mark_array(out)  # a 0-d result is an array, not a scalar
     return bind(reshape_p, x, new_sizes=(1,) * (ndmin - x.ndim) + x.shape)
 
 
@@ -97,7 +102,8 @@ def full(shape, fill_value, dtype=None, *, device=None):
     if not is_traced(fill_value):
         return place("full", np.full(shape, fill_value, dtype), device)
     normalize_device("full", device)
-    return _broadcast_to(_asarray(fill_value, dtype), shape)
+    out = _broadcast_to(_asarray(fill_value, dtype), shape)
+    return mark_array(out.copy() if out is fill_value else out)  # full((), v): a 0-d array
 
 
 def _shape_tuple(shape: Any) -> tuple[int, ...]:

@@ -23,6 +23,7 @@ import numpy as np
 from functrans.core import Tracer, bind, get_aval
 from functrans.devices import device_put, is_device_array
 from functrans.errors import ConcretizationError, DTypeError, ShapeError
+from functrans.numpy._scalars import mark_array
 from functrans.numpy._shape import _broadcast_to, _reshape, _transpose
 from functrans.numpy._util import asarray, broadcasts_to, normalize_axis
 from functrans.primitives import elementwise
@@ -396,7 +397,7 @@ def copy(a, order: str = "K", subok: bool = False):
         raise TypeError("copy: subok=True is not supported: functrans returns base arrays; "
                         "drop the argument")
     a = asarray(a)
-    return a.copy(order=order)
+    return mark_array(a.copy(order=order))  # np.copy of a scalar is a 0-d array
 
 
 class IndexUpdateRef:

@@ -61,6 +61,7 @@ from functrans.core import (
 from functrans.errors import FunctransError
 from functrans.numpy import _memory_order
 from functrans.numpy._indexing import _scatter, getitem, parse_index
+from functrans.numpy._scalars import is_scalar, mark_array
 from functrans.numpy._shape import _reshape
 from functrans.numpy._util import asarray, broadcasts_to
 from functrans.primitives.elementwise import convert_element_type, select_p
@@ -265,6 +266,8 @@ def assign(target: Any, new: Any, what: str, fresh: bool = False) -> Any:
     value made for this update alone (no other array holds it)."""
     if type(target) is not Tracer:
         raise _numpy_target_error(target, what)
+    if target.ndim == 0 and is_scalar(target):
+        raise scalar_target_error(target, what)
     link_ = target._base or None
     root = target if link_ is None else link_.root
     check_current(root, what)
@@ -361,6 +364,20 @@ def warn_if_input(root: Tracer, what: str) -> None:
     )
 
 
+def scalar_target_error(target: Tracer, what: str, numpy_says: str = "") -> InPlaceUpdateError:
+    """The error for ``what`` writing into ``target``, a value NumPy holds as
+    an immutable scalar (``numpy_says``: NumPy's own words, if not those of
+    item assignment)."""
+    kind = f"numpy.{target.dtype.name}"
+    numpy_says = numpy_says or f"'{kind}' object does not support item assignment"
+    return InPlaceUpdateError(
+        f"{target._trace.fun_name}: {what} (at {user_frame_summary()}) writes into a traced "
+        f"{target.aval.str_short()} value that NumPy holds as a {kind} scalar, which cannot "
+        f"be changed in place ({numpy_says}, as NumPy says). Give the name a new value "
+        "instead (s = v, s = s + v), or make a 0-d array of it first (s = np.array(s)) to "
+        "update it in place")
+
+
 def _numpy_target_error(target: Any, what: str) -> InPlaceUpdateError:
     trace = current_trace()
     name = f"{trace.fun_name}: " if trace is not None else ""
@@ -418,6 +435,8 @@ def update(target: Any, result: Any, ufunc: Any, what: str, where: Any = True) -
             raise _numpy_target_error(target, what)
         np.copyto(target, result, casting="same_kind", where=where)
         return target
+    if target.ndim == 0 and is_scalar(target):
+        raise scalar_target_error(target, what, "return arrays must be of ArrayType")
     value = cast_for_update(fit(what, result, target), target, ufunc)
     if where is not True:
         mask = fit(what, asarray(where), target)
@@ -644,6 +663,8 @@ def ufunc_at(ufunc: Any, a, indices, b=None) -> None:
 def setitem(x, idx, value) -> None:
     """``x[idx] = value`` on a traced ``x``: NumPy's assignment (values cast
     as NumPy casts them, the last write winning on repeated indices)."""
+    if x.ndim == 0 and is_scalar(x):
+        raise scalar_target_error(x, "x[idx] = v")
     if type(value) is Tracer:
         link_ = value._base
         if link_ and _is_item_of(link_, x, idx):
@@ -697,7 +718,10 @@ def view_getitem(x, idx):
     if kind is None:
         return out
     if out.ndim == 0 and not _has_ellipsis(idx):
-        return out.copy() if out is x else out  # NumPy's scalar: a copy
+        return _new_scalar(out) if out is x else out  # NumPy's scalar: a copy
+    if x.ndim == 0 and is_scalar(x):
+        # s[...], s[None] of a scalar: a new array, sharing nothing with s
+        return mark_array(out.copy() if out is x else out)
     refusal = None if kind == "basic" else (
         "it was made with a traced integer index (a view in NumPy, whose place is known "
         "only when the program runs). Write x = x.at[i].set(v) (or .add(v) ...) on the "
@@ -763,6 +787,10 @@ def viewing(fn: Callable, np_fn: Callable, *, refusal: str | Callable | None = N
                 return out
             if single and args:  # np.atleast_1d(a, b): a list of views of several arrays
                 return out
+            if a.ndim == 0 and type(out) is Tracer:
+                made = _of_zero_d(out, a, np_fn, args, kwargs)
+                if made is not None:
+                    return made
             why = refusal(a) if callable(refusal) else refusal
             if type(out) is Tracer:
                 link(out, a, (np_fn, fn, args, kwargs, None), refusal=why, layout=layout)
@@ -772,6 +800,29 @@ def viewing(fn: Callable, np_fn: Callable, *, refusal: str | Callable | None = N
         return out
 
     return view_fn
+
+
+def _of_zero_d(out: Tracer, a: Tracer, np_fn: Callable, args: tuple,
+               kwargs: dict) -> Tracer | None:
+    """``out``, made from the 0-d ``a`` by a function of ``VIEW_FUNCTIONS``, if
+    it is no view of ``a`` in NumPy: NumPy makes no view of a scalar (its
+    result is a new array, or a scalar), and some of these functions give a
+    scalar for a 0-d array too (``np.flip``); else None (a view).  NumPy's
+    function is run on a 0-d array or a scalar of ``a``'s dtype to tell."""
+    scalar = is_scalar(a)
+    probe = np.zeros((), a.dtype)
+    gives_array = isinstance(np_fn(probe[()] if scalar else probe, *args, **kwargs),
+                             np.ndarray)
+    if not scalar and gives_array:
+        return None
+    if not gives_array:
+        return _new_scalar(out) if out is a else out
+    return mark_array(out.copy() if out is a else out)
+
+
+#: A new tracer of a value, with nothing marked (``Tracer.copy`` as the core
+#: defines it; ``x.copy()`` of a 0-d array is marked a 0-d array).
+_new_scalar = _memory_order._new_tracer
 
 
 #: The ``functrans.numpy`` functions whose results are views in NumPy, with
