@@ -181,6 +181,9 @@ def _resize(self, *new_shape, refcheck=True):
             f"{self._trace.fun_name}: x.resize({', '.join(map(str, shape))}) at "
             f"{user_frame_summary()}: negative "
             "dimensions not allowed, as NumPy says; give every size")
+    if self.ndim == 0 and is_scalar(self):
+        raise _inplace.scalar_target_error(
+            self, "x.resize(shape)", "NumPy resizes a temporary copy, leaving the scalar as it was")
     _inplace.check_current(self, "x.resize(shape)")
     views = [w for w in self._views or () if w() is not None]
     if self._base or views:
@@ -414,6 +417,8 @@ def install() -> None:
         setattr(fnp, name, _inplace.viewing(getattr(fnp, name), np_fn, **how))
     for name in _inplace.COPY_FUNCTIONS:
         setattr(fnp, name, _inplace.copying(getattr(fnp, name)))
+    for name in _inplace.ARRAY_FUNCTIONS:
+        setattr(fnp, name, _inplace.zero_d_array(getattr(fnp, name)))
     for op, name in _BINARY_OPERATORS.items():
         fn = getattr(fnp, name)
         setattr(Tracer, f"__{op}__", fn)

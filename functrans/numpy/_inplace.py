@@ -34,6 +34,11 @@ seen by the rest of the function; the caller's array is not changed (a
 transformed function is pure), and a ``UserWarning`` naming the line says so
 once.
 
+A 0-d value that NumPy would hold as a scalar (``np.sum(x)``, ``x[0]``:
+``functrans.numpy._scalars`` tells) is immutable as NumPy's scalars are:
+``s += v`` gives a new value, a write into it is NumPy's ``TypeError``, and
+no view is made of it.
+
 Nothing here runs for code without in-place updates beyond recording, on
 each view, where it came from (``link``).  The bookkeeping lives on the
 tracers of one trace, so it is per thread as traces are.
@@ -364,18 +369,17 @@ def warn_if_input(root: Tracer, what: str) -> None:
     )
 
 
-def scalar_target_error(target: Tracer, what: str, numpy_says: str = "") -> InPlaceUpdateError:
+def scalar_target_error(target: Tracer, what: str, numpy_does: str = "") -> InPlaceUpdateError:
     """The error for ``what`` writing into ``target``, a value NumPy holds as
-    an immutable scalar (``numpy_says``: NumPy's own words, if not those of
-    item assignment)."""
+    an immutable scalar (``numpy_does``: what NumPy says or does about it)."""
     kind = f"numpy.{target.dtype.name}"
-    numpy_says = numpy_says or f"'{kind}' object does not support item assignment"
+    numpy_does = f" ({numpy_does})" if numpy_does else ""
     return InPlaceUpdateError(
         f"{target._trace.fun_name}: {what} (at {user_frame_summary()}) writes into a traced "
         f"{target.aval.str_short()} value that NumPy holds as a {kind} scalar, which cannot "
-        f"be changed in place ({numpy_says}, as NumPy says). Give the name a new value "
-        "instead (s = v, s = s + v), or make a 0-d array of it first (s = np.array(s)) to "
-        "update it in place")
+        f"be changed in place{numpy_does}. Give the name a new value "
+        "instead (s = v, s = s + v), or make a 0-d array of it first to update it in place "
+        "(s = np.copy(s), or functrans.numpy.array(s))")
 
 
 def _numpy_target_error(target: Any, what: str) -> InPlaceUpdateError:
@@ -436,7 +440,7 @@ def update(target: Any, result: Any, ufunc: Any, what: str, where: Any = True) -
         np.copyto(target, result, casting="same_kind", where=where)
         return target
     if target.ndim == 0 and is_scalar(target):
-        raise scalar_target_error(target, what, "return arrays must be of ArrayType")
+        raise scalar_target_error(target, what, "NumPy says return arrays must be of ArrayType")
     value = cast_for_update(fit(what, result, target), target, ufunc)
     if where is not True:
         mask = fit(what, asarray(where), target)
@@ -664,7 +668,9 @@ def setitem(x, idx, value) -> None:
     """``x[idx] = value`` on a traced ``x``: NumPy's assignment (values cast
     as NumPy casts them, the last write winning on repeated indices)."""
     if x.ndim == 0 and is_scalar(x):
-        raise scalar_target_error(x, "x[idx] = v")
+        raise scalar_target_error(
+            x, "x[idx] = v", f"NumPy says 'numpy.{x.dtype.name}' object does not support item "
+            "assignment")
     if type(value) is Tracer:
         link_ = value._base
         if link_ and _is_item_of(link_, x, idx):
@@ -879,3 +885,24 @@ def copying(fn: Callable) -> Callable:
 #: where NumPy returns a new array.
 COPY_FUNCTIONS = ["concatenate", "concat", "hstack", "vstack", "dstack", "column_stack",
                   "stack", "tile", "repeat", "roll", "nan_to_num"]
+
+
+def zero_d_array(fn: Callable) -> Callable:
+    """``fn`` (a ``functrans.numpy`` function whose result NumPy makes an
+    array even where it has no axes: ``where``, ``select``, ``tensordot``)
+    marking a 0-d result as a 0-d array, which in-place updates change, not
+    a scalar."""
+    @functools.wraps(fn)
+    def array_fn(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        if type(out) is Tracer and out.ndim == 0:
+            if any(out is a for a in args):
+                out = out.copy()
+            mark_array(out)
+        return out
+
+    return array_fn
+
+
+#: The ``functrans.numpy`` functions whose 0-d results are arrays in NumPy.
+ARRAY_FUNCTIONS = ["where", "select", "tensordot"]
