@@ -813,14 +813,16 @@ def _of_zero_d(out: Tracer, a: Tracer, np_fn: Callable, args: tuple,
     """``out``, made from the 0-d ``a`` by a function of ``VIEW_FUNCTIONS``, if
     it is no view of ``a`` in NumPy: NumPy makes no view of a scalar (its
     result is a new array, or a scalar), and some of these functions give a
-    scalar for a 0-d array too (``np.flip``); else None (a view).  NumPy's
-    function is run on a 0-d array or a scalar of ``a``'s dtype to tell."""
+    scalar for a 0-d array too (``np.flip``); else None (a view, or
+    NumPy's read-only array, recorded as a view that refuses writes).
+    NumPy's function is run on a 0-d array or a scalar of ``a``'s dtype to
+    tell."""
     scalar = is_scalar(a)
     probe = np.zeros((), a.dtype)
-    gives_array = isinstance(np_fn(probe[()] if scalar else probe, *args, **kwargs),
-                             np.ndarray)
-    if not scalar and gives_array:
-        return None
+    result = np_fn(probe[()] if scalar else probe, *args, **kwargs)
+    gives_array = isinstance(result, np.ndarray)
+    if gives_array and (not scalar or not result.flags.writeable):
+        return None  # a view, or a read-only array (broadcast_to): writes refused as NumPy's
     if not gives_array:
         return _new_scalar(out) if out is a else out
     return mark_array(out.copy() if out is a else out)

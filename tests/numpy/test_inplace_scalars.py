@@ -301,6 +301,18 @@ def test_other_writes_into_a_scalar_are_refused(write):
         ft.jit(f)(X)
 
 
+def test_broadcast_of_a_scalar_is_read_only_as_in_numpy():
+    def f(x):
+        b = np.broadcast_to(np.sum(x), (3,))
+        b[0] = 1.0
+        return b
+
+    with pytest.raises(ValueError, match="read-only"):
+        f(X.copy())
+    with pytest.raises(ValueError, match="read-only"):
+        ft.jit(f)(X)
+
+
 @pytest.mark.parametrize("make", [
     lambda x: np.where(x[0] > 0, np.sum(x), 1.0),
     lambda x: np.select([x[0] > 0], [np.sum(x)]),
