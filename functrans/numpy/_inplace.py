@@ -877,6 +877,8 @@ def copying(fn: Callable) -> Callable:
         if type(out) is Tracer and args and kwargs.get("copy", True):
             first = args[0]
             if out is first or (type(first) in (list, tuple) and any(out is a for a in first)):
+                if out.ndim == 0:  # a scalar, unless ARRAY_FUNCTIONS says otherwise
+                    return _new_scalar(out)
                 return out.copy(order=None)  # NumPy's order for these is not followed
         return out
 
@@ -891,7 +893,7 @@ COPY_FUNCTIONS = ["concatenate", "concat", "hstack", "vstack", "dstack", "column
 
 def zero_d_array(fn: Callable) -> Callable:
     """``fn`` (a ``functrans.numpy`` function whose result NumPy makes an
-    array even where it has no axes: ``where``, ``select``, ``tensordot``)
+    array even where it has no axes: ``where``, ``roll`` ...)
     marking a 0-d result as a 0-d array, which in-place updates change, not
     a scalar."""
     @functools.wraps(fn)
@@ -907,4 +909,4 @@ def zero_d_array(fn: Callable) -> Callable:
 
 
 #: The ``functrans.numpy`` functions whose 0-d results are arrays in NumPy.
-ARRAY_FUNCTIONS = ["where", "select", "tensordot"]
+ARRAY_FUNCTIONS = ["where", "select", "tensordot", "roll", "tile"]

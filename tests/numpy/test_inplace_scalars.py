@@ -189,6 +189,15 @@ def array_of_a_scalar(x, xp=np):
     return s + 10 * alias + 100 * c_alias + 1000 * t_alias
 
 
+def scalars_of_a_zero_d_array(x):
+    a = np.copy(np.sum(x))
+    items = [a[()], np.nan_to_num(a), np.flip(a), a + 0.0]   # numpy.float64 each
+    aliases = list(items)
+    for item in items:
+        item += 1.0
+    return a + sum(aliases) * 10
+
+
 def flip_of_a_zero_d_array_is_a_scalar(x):
     a = np.copy(np.sum(x))
     f = np.flip(a)         # numpy.float64: a copy
@@ -198,7 +207,8 @@ def flip_of_a_zero_d_array_is_a_scalar(x):
 
 
 @pytest.mark.filterwarnings("ignore:.*updates an input of the traced function")
-@pytest.mark.parametrize("f", [zero_d_views, flip_of_a_zero_d_array_is_a_scalar])
+@pytest.mark.parametrize("f", [zero_d_views, flip_of_a_zero_d_array_is_a_scalar,
+                               scalars_of_a_zero_d_array])
 def test_zero_d_arrays_are_updated_in_place_as_in_numpy(f):
     check_transforms(f)
 
@@ -317,6 +327,9 @@ def test_broadcast_of_a_scalar_is_read_only_as_in_numpy():
     lambda x: np.where(x[0] > 0, np.sum(x), 1.0),
     lambda x: np.select([x[0] > 0], [np.sum(x)]),
     lambda x: np.tensordot(x, x, 1),
+    lambda x: np.roll(np.sum(x), 0),
+    lambda x: np.tile(np.max(x), ()),
+    lambda x: np.copy(np.sum(x))[...],
 ])
 def test_functions_whose_zero_d_results_are_arrays(make):
     def f(x):
