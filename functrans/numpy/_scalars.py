@@ -12,11 +12,12 @@ tracer in place or makes a view of one.
 The 0-d arrays are the exceptions, so they are the ones recorded: a view
 (a tracer whose ``_base`` is a ``Link``), and the tracers marked here by the
 few functions that make 0-d arrays (``np.array``, ``np.asarray`` of a scalar,
-``np.copy``, ``.copy()``/``.astype()`` of a 0-d array, ``np.full((), v)``, a
-0-d array updated in place).  An input of the traced function is an array
-when it is strong-typed, unless the eager argument it stands for is a NumPy
-scalar or a Python number.  Everything else is a scalar.  Nothing here runs
-on the path that records an equation.
+``np.copy``, ``.copy()``/``.astype()`` of a 0-d array, ``np.full((), v)``,
+``np.where`` and the others of ``_inplace.ARRAY_FUNCTIONS``).  An input of
+the traced function is an array when it is strong-typed, unless the eager
+argument it stands for is a NumPy scalar or a Python number (``jit`` traces
+avals, so there a strong-typed input is an array).  Everything else is a
+scalar.  Nothing here runs on the path that records an equation.
 """
 
 from __future__ import annotations
