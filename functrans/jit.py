@@ -127,6 +127,8 @@ def _leaf_key(x: Any) -> Any:
         return (x.aval.shape, x.aval.dtype, x.aval.weak_type)
     if is_device_array(x):
         return (tuple(x.shape), x.dtype, "gpu")
+    if isinstance(x, np.generic):  # immutable, where a 0-d array is not: other programs
+        return (t, x.dtype)
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return (tuple(x.shape), x.dtype)
     return (t, id(x))  # not an array: tracing it raises the error that names it
@@ -483,7 +485,10 @@ class _Jitted(RecentHits):
         checks = core.checks.value_checks  # generated with or without the checks of debug_nans
         start = time.perf_counter()
         assumed: list[int] = []
-        entry = self._lower(args, kwargs, [_leaf_aval(x) for x in leaves], device, assumed)
+        # A NumPy scalar is traced as itself: its aval is a 0-d array's, but an
+        # in-place operator rebinds it where it updates a 0-d array.
+        entry = self._lower(args, kwargs, [x if isinstance(x, np.generic) else _leaf_aval(x)
+                                           for x in leaves], device, assumed)
         if assumed:
             entry = entry._replace(c_inputs=tuple(sorted(set(assumed))))
             fast_key = None  # the layouts are checked on each call, in _call

@@ -254,6 +254,24 @@ def test_zero_d_array_inputs_are_arrays():
     assert want != f(2.0, X)   # a Python float is a scalar: b keeps 2.0
 
 
+def test_jit_tells_a_numpy_scalar_argument_from_a_zero_d_array():
+    """``np.float64(2.0)`` and ``np.array(2.0)`` have one type for a trace
+    (f64[]), but ``a += 1`` rebinds the scalar and updates the array: one
+    jitted function called with both, in turn, gives NumPy's answer each time."""
+    def f(a):
+        b = a
+        a += 1.0
+        return b * 10 + a
+
+    jitted = ft.jit(f)
+    args = [np.float64(2.0), np.array(2.0), np.float64(2.0), np.array(2.0), 2.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = [jitted(a) for a in args]
+    assert got == [f(a.copy() if isinstance(a, np.ndarray) else a) for a in args]
+    assert got[:2] == [23.0, 33.0]
+
+
 # -- writes into a scalar are refused, as NumPy refuses them -------------------------------
 
 
