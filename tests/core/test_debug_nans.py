@@ -4,12 +4,12 @@ warnings from generated code naming that line."""
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import warnings
 
 import numpy as np
 import pytest
+from _modules import module_from_source
 
 import functrans as ft
 import functrans.numpy as fnp
@@ -217,11 +217,8 @@ def test_a_cached_program_of_another_function_does_not_name_its_lines(nans):
 
 def test_a_numpy_warning_in_generated_code_names_the_user_line(tmp_path):
     helper = tmp_path / "helper_module.py"
-    helper.write_text("import functrans.numpy as fnp\n\n\ndef reciprocal(x):\n"
-                      "    return 1.0 / x\n")
-    spec = importlib.util.spec_from_file_location("helper_module", helper)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = module_from_source(helper, "import functrans.numpy as fnp\n\n\ndef reciprocal(x):\n"
+                                "    return 1.0 / x\n")
 
     def f(x):
         y = fnp.log(x)

@@ -5,13 +5,13 @@ function called, not those of the first function that built it."""
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import traceback
 import warnings
 
 import numpy as np
 import pytest
+from _modules import module_from_source
 
 import functrans as ft
 import functrans.numpy as fnp
@@ -106,11 +106,8 @@ def test_second_order_grad_names_the_line_called():
 
 def test_a_program_cached_from_another_file_names_the_line_called(tmp_path):
     helper = tmp_path / "sources_helper.py"
-    helper.write_text("import functrans.numpy as fnp\n\n\n\n\ndef f(x):\n"
-                      "    return fnp.sum(fnp.tanh(x) * fnp.log(x))\n")
-    spec = importlib.util.spec_from_file_location("sources_helper", helper)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = module_from_source(helper, "import functrans.numpy as fnp\n\n\n\n\ndef f(x):\n"
+                                "    return fnp.sum(fnp.tanh(x) * fnp.log(x))\n")
 
     def g(x):
         return fnp.sum(fnp.tanh(x) * fnp.log(x))
@@ -124,10 +121,7 @@ def test_a_program_cached_from_another_file_names_the_line_called(tmp_path):
 
 def test_an_operation_in_another_file_keeps_its_file_and_the_rest_the_caller_s(tmp_path):
     helper = tmp_path / "sources_reciprocal.py"
-    helper.write_text("def reciprocal(x):\n    return 1.0 / x\n")
-    spec = importlib.util.spec_from_file_location("sources_reciprocal", helper)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = module_from_source(helper, "def reciprocal(x):\n    return 1.0 / x\n")
 
     def f(x):
         return fnp.sum(module.reciprocal(fnp.cos(x) + fnp.log(x)) * fnp.exp(x))

@@ -469,13 +469,7 @@ def test_products_numpy_reshapes_are_the_numpy_tier_s_bits(sizes, dtype, special
     bytes (np.matmul's loop with the dimensions and strides NumPy's reshaped
     operands give it)."""
     m, n, p = sizes
-    rng = np.random.default_rng(seed)
-
-    def sample(*shape):
-        x = rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)
-        x = np.where(rng.random(shape) < special, rng.choice(_SPECIAL, shape), x)
-        with np.errstate(over="ignore"):
-            return x.astype(dtype)
+    sample = _sampler(np.random.default_rng(seed), special, dtype)
 
     args = (sample(p, m, n), sample(n), sample(1, m), sample(p, 1, n), sample(n, m),
             sample(p, n, m))
@@ -513,6 +507,18 @@ def _products(a, b, v, w, sa, sb):
 _SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-310, 1e300]
 
 
+def _sampler(rng, special: float, dtype):
+    """Arrays of any shape: normal numbers over seven decades, a ``special``
+    fraction of them NaN, an infinity or -0.0 (``_SPECIAL``), in ``dtype``."""
+    def sample(*shape):
+        x = rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)
+        x = np.where(rng.random(shape) < special, rng.choice(_SPECIAL, shape), x)
+        with np.errstate(over="ignore"):
+            return x.astype(dtype)
+
+    return sample
+
+
 @settings(max_examples=12)
 @given(sizes=st.tuples(*[st.sampled_from([0, 1, 2, 3, 17, 40])] * 4),
        dtype=st.sampled_from(["float32", "float64"]), special=st.floats(0.0, 0.5),
@@ -525,13 +531,7 @@ def test_float_products_in_a_body_are_the_numpy_tier_s_bits(sizes, dtype, specia
     sums to +0.0 and BLAS skips a zero scale, 0 where matmul gives NaN for
     ``0 * inf``; equal values elsewhere there)."""
     m, n, p, k = sizes
-    rng = np.random.default_rng(seed)
-
-    def sample(*shape):
-        x = rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)
-        x = np.where(rng.random(shape) < special, rng.choice(_SPECIAL, shape), x)
-        with np.errstate(over="ignore"):
-            return x.astype(dtype)
+    sample = _sampler(np.random.default_rng(seed), special, dtype)
 
     args = (sample(m, n), sample(n, p), sample(n), sample(m), sample(k, m, n), sample(k, n, p))
     with np.errstate(all="ignore"):
