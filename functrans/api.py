@@ -43,6 +43,7 @@ from functrans._api_util import (
 from functrans._eager_grad import PlanGuard, host_value_and_grad
 from functrans.core import (
     ClosedJaxpr,
+    ScalarStruct,
     ShapedArray,
     ShapeDtypeStruct,
     Tracer,
@@ -152,7 +153,8 @@ def _has_values(leaves: Sequence[Any]) -> bool:
     """Whether tracing again with values could help: some leaf has one (the
     unmapped arguments of ``vmap`` have values, its mapped ones none)."""
     return any(
-        x.val is not None if isinstance(x, Tracer) else not isinstance(x, ShapedArray)
+        x.val is not None if isinstance(x, Tracer)
+        else not isinstance(x, (ShapedArray, ShapeDtypeStruct))
         for x in leaves
     )
 
@@ -622,8 +624,11 @@ def vmap(
                 return f(*args, **kwargs)
         size = mapped_size(label, leaves, dims, paths, axis_size)
         dims = [None if d is None else d % core.get_aval(x).ndim for x, d in zip(leaves, dims)]
+        # An element of a mapped 1-d array is a NumPy scalar, as x[i] is in NumPy.
+        avals = [core.get_aval(x) for x in leaves]
         member = [
-            member_aval(core.get_aval(x), d) if d is not None else x for x, d in zip(leaves, dims)
+            x if d is None else ScalarStruct(a.dtype) if a.ndim == 1 else member_aval(a, d)
+            for x, a, d in zip(leaves, avals, dims)
         ]
         flat, out_cell = flat_fun(call, label, in_tree, {}, {})
         with named_axis(axis_name, size) if axis_name is not None else contextlib.nullcontext():

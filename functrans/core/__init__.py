@@ -22,6 +22,7 @@ so no reader keeps a copy made before they were set.
 """
 
 from functrans.core.avals import (
+    ScalarStruct,
     ShapedArray,
     ShapeDtypeStruct,
     UndefinedPrimal,
@@ -112,8 +113,8 @@ from functrans.core.tracing import (
 
 __all__ = [
     "RULES", "Atom", "CacheInfo", "ClosedJaxpr", "Eqn", "Jaxpr", "JaxprTrace", "Literal",
-    "Primitive", "ProgramCache", "RecentHits", "RuleFactory", "ShapeDtypeStruct", "ShapedArray",
-    "Source", "SourceMap", "SourceTable",
+    "Primitive", "ProgramCache", "RecentHits", "RuleFactory", "ScalarStruct",
+    "ShapeDtypeStruct", "ShapedArray", "Source", "SourceMap", "SourceTable",
     "Tracer", "UndefinedPrimal", "Var", "Zero", "_abstract_eval", "_avals_out", "_params_key",
     "apply_impl", "array_module", "backend_of_type", "bind", "check_jaxpr", "check_values",
     "collector_paused", "count_of", "current_source", "current_trace", "derived_source",

@@ -83,6 +83,21 @@ class ShapeDtypeStruct:
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
 
 
+class ScalarStruct(ShapeDtypeStruct):
+    """A NumPy scalar of ``dtype`` standing in for one while tracing: what
+    ``vmap``'s function gets for each element of a mapped 1-d array, where
+    NumPy's loop gets ``x[i]``, an immutable scalar (``s += 1`` rebinds it;
+    a 0-d array would be updated in place)."""
+
+    __slots__ = ()
+
+    def __init__(self, dtype: Any):
+        super().__init__((), dtype)
+
+    def __repr__(self):
+        return f"ScalarStruct(dtype={self.dtype.name})"
+
+
 _PYTHON_SCALARS = (bool, int, float, complex)
 
 #: The aval of each Python scalar type, one object each: a literal's aval is

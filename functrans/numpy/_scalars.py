@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from functrans.core import Tracer
+from functrans.core import ScalarStruct, Tracer
 from functrans.numpy._memory_order import ByIdentity
 
 #: The traced 0-d values that are arrays in NumPy (views aside), by identity:
@@ -72,7 +72,7 @@ def _input_is_array(t: Tracer) -> bool | None:
         return None
     args = trace.arg_values
     arg = args[index] if args is not None and index < len(args) else None
-    if isinstance(arg, (np.generic, *_PYTHON_NUMBERS)):
+    if isinstance(arg, (np.generic, ScalarStruct, *_PYTHON_NUMBERS)):
         return False
     if type(arg) is Tracer and arg.ndim == 0:
         return not is_scalar(arg)  # a nested transform's input follows the outer value

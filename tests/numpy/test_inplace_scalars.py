@@ -357,3 +357,21 @@ def test_functions_whose_zero_d_results_are_arrays(make):
         return alias * 10
 
     check_transforms(f)
+
+
+def test_vmap_over_a_1d_array_maps_numpy_scalars():
+    """NumPy's loop over a 1-d array gets scalars (``x[i]``): ``a += 1``
+    rebinds each, and an alias keeps the old value; vmap's function gets
+    them too.  Over a 2-d array each member is an array, updated in place."""
+    def f(a):
+        b = a
+        a += 1.0
+        return b * 10 + a
+
+    v = np.arange(3.0)
+    np.testing.assert_array_equal(ft.vmap(f)(v), [f(e) for e in v])
+    np.testing.assert_array_equal(ft.vmap(ft.grad(f))(v), [11.0, 11.0, 11.0])
+    m = np.arange(6.0).reshape(3, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(ft.vmap(f)(m), [f(r.copy()) for r in m])
