@@ -274,6 +274,17 @@ class JaxprTrace:
 
     # -- making tracers ----------------------------------------------------
 
+    def argument_of(self, var: Var) -> tuple[int | None, Any]:
+        """``(position, argument)`` of the input ``var``: its position among
+        the trace's inputs (None where ``var`` is no input) and, while the
+        function runs, the argument it stands for (from ``arg_values``: an
+        array, a scalar, an aval), else None."""
+        index = next((i for i, v in enumerate(self.invars) if v is var), None)
+        args = self.arg_values
+        if index is None or args is None or index >= len(args):
+            return index, None
+        return index, args[index]
+
     def new_arg(self, aval: ShapedArray, val: Any = None, outer: Tracer | None = None) -> Tracer:
         """A tracer for a new input; ``outer``: the enclosing trace's tracer
         it stands for, if any (its derivative flows through this input)."""

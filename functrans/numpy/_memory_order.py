@@ -407,12 +407,9 @@ def _input_proxy(trace: Any, v: Any, shape: tuple[int, ...]) -> Proxy:
     merges its axes, which no dense proxy models), else C-contiguous, which
     is recorded in ``trace.c_assumed`` for the caller to check (``jit``,
     whose trace sees avals, checks each call's arrays)."""
-    index = next((i for i, w in enumerate(trace.invars) if w is v), None)
-    args = trace.arg_values
-    if index is not None and args is not None and index < len(args):
-        value = args[index]
-        if type(value) is np.ndarray:
-            return proxy_of(value) if _dense(value) else None
+    index, value = trace.argument_of(v)
+    if type(value) is np.ndarray:
+        return proxy_of(value) if _dense(value) else None
     if index is not None and trace.c_assumed is not None:
         trace.c_assumed.append(index)
     return c_proxy(shape)

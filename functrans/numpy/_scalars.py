@@ -67,11 +67,9 @@ def _input_is_array(t: Tracer) -> bool | None:
     if t._base is not None:  # a copy (False) is no input
         return None
     trace = t._trace
-    index = next((i for i, v in enumerate(trace.invars) if v is t._var), None)
+    index, arg = trace.argument_of(t._var)
     if index is None:
         return None
-    args = trace.arg_values
-    arg = args[index] if args is not None and index < len(args) else None
     if isinstance(arg, (np.generic, ScalarStruct, *_PYTHON_NUMBERS)):
         return False
     if type(arg) is Tracer and arg.ndim == 0:
