@@ -67,7 +67,17 @@ _PER_TRANSCENDENTAL = 4e-9
 #: The threads a large kernel or NumPy call is split across: Numba's thread
 #: count, which ``NUMBA_NUM_THREADS`` sets and the cores are by default
 #: (read from the environment, as Numba reads it, without importing Numba).
-_CORES = max(1, int(os.environ.get("NUMBA_NUM_THREADS") or os.cpu_count() or 1))
+def _numba_threads() -> int:
+    """``NUMBA_NUM_THREADS``, else the cores; a value Numba would refuse
+    counts as unset here (Numba says so when it loads, where it is used)."""
+    try:
+        threads = int(os.environ.get("NUMBA_NUM_THREADS") or 0)
+    except ValueError:
+        threads = 0
+    return max(1, threads or os.cpu_count() or 1)
+
+
+_CORES = _numba_threads()
 #: ``backends.native.elementwise.SPLIT_ELEMENTS``, the size from which a
 #: native call runs on all cores (written here, not imported, so that
 #: ``import functrans`` does not load the native backend).

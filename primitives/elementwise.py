@@ -388,7 +388,9 @@ def _exact_identity(op: str, value, dtype) -> bool:
     """``_identity_of``, remembered for Python numbers."""
     if type(value) not in (int, float):
         return _identity_of(op, value, dtype)
-    key = (op, value, type(value), math.copysign(1.0, value), dtype)
+    # (an int has no signed zero, and one beyond float range no float sign)
+    sign = math.copysign(1.0, value) if type(value) is float else 0.0
+    key = (op, value, type(value), sign, dtype)
     found = _identities.get(key)
     if found is None:
         if len(_identities) >= 4096:

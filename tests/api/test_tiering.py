@@ -737,3 +737,11 @@ def test_the_estimate_counts_the_threads_numba_runs():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout.split()
     assert out == ["1", "1"]
+
+
+def test_a_thread_count_numba_would_refuse_leaves_import_working():
+    code = "from functrans import tiering\nprint(tiering._CORES >= 1)\n"
+    env = {**os.environ, "NUMBA_NUM_THREADS": "four"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["True"]

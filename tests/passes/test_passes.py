@@ -164,3 +164,10 @@ def test_simplify_tells_the_signed_zeros_apart_whichever_it_met_first():
             simplified = simplify(ft.make_jaxpr(lambda a, c=c: a + c)(x))
             assert len(simplified.jaxpr.eqns) == (c == 0.0 and np.signbit(c) == 0), c
             assert bits_equal(eval_jaxpr(simplified, x)[0], x + c)
+
+
+def test_simplify_asks_about_an_integer_beyond_float_range():
+    # A Python int too large for a float has no float sign: simplify keeps
+    # the multiplication (it is no identity) instead of failing in the pass.
+    closed = simplify(ft.make_jaxpr(lambda a: a * 10**400)(np.array([1.0])))
+    assert _eqn_names(closed) == ["mul"]

@@ -36,10 +36,12 @@ operand, another carry's old value) is copied into a spare buffer first.
 Buffers are never shared between two live values, and the kernel never
 writes into its operands.
 
-Shapes are run-time values: each dimension is an expression in the kernel's
-arguments (``a0.shape[1]``) or a size argument (a scan's length), so the
-source depends on dtypes, ranks and literals alone and compiles once per
-rank.  Anything else in a body (float reductions over some axes, indexing
+Shapes are mostly run-time values: each dimension is an expression in the
+kernel's arguments (``a0.shape[1]``) or a size argument (a scan's length).
+Data movement (``movement.py``), broadcast operands and products NumPy
+computes after reshaping write their lengths into the source, which is then
+per shape; otherwise it depends on dtypes, ranks and literals alone and
+compiles once per rank.  Anything else in a body (float reductions over some axes, indexing
 by integer arrays, scatters, complex numbers) has no lowering here: the
 caller leaves the loop to the NumPy tier.
 """
