@@ -114,13 +114,6 @@ class Link:
         return self.index
 
 
-def _shadow(shape: tuple[int, ...]) -> np.ndarray:
-    size = 1
-    for d in shape:
-        size *= d
-    return np.arange(size, dtype=np.intp).reshape(shape)
-
-
 def _apply(op: Op, x, numpy: bool):
     np_fn, fn, args, kwargs, item = op
     out = (np_fn if numpy else fn)(x, *args, **kwargs)
@@ -135,7 +128,8 @@ def _replay(x: Any, ops: tuple[Op, ...], numpy: bool) -> Any:
 
 
 def _replay_shadow(shape: tuple[int, ...], ops: tuple[Op, ...]) -> np.ndarray:
-    return np.asarray(_replay(_shadow(shape), ops, numpy=True))
+    c_order = tuple(range(len(shape)))
+    return np.asarray(_replay(_memory_order.shadow(shape, c_order), ops, numpy=True))
 
 
 def _owner(a: np.ndarray) -> np.ndarray:
@@ -228,7 +222,7 @@ def _layout_matters(root: Tracer, parent: Any) -> bool:
     view of it may be non-contiguous, and a root of two or more axes of two
     or more elements may be laid out in another order than C's (a root of
     one such axis is contiguous in every order)."""
-    return bool(parent) or sum(d > 1 for d in root.shape) > 1
+    return bool(parent) or _memory_order.significant(tuple(root.shape)) > 1
 
 
 #: The roots with an ambiguous view (NumPy's view or copy unknown): an update
@@ -909,4 +903,4 @@ def zero_d_array(fn: Callable) -> Callable:
 
 
 #: The ``functrans.numpy`` functions whose 0-d results are arrays in NumPy.
-ARRAY_FUNCTIONS = ["where", "select", "tensordot", "roll", "tile"]
+ARRAY_FUNCTIONS = ["where", "select", "tensordot", "roll", "tile", "cov", "piecewise"]

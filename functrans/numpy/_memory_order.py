@@ -37,6 +37,7 @@ own (``copy``).  The bookkeeping lives per trace.
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -53,6 +54,7 @@ from functrans.primitives.broadcasting import (
 )
 from functrans.primitives.elementwise import binary, integer_pow_p, select_p, unary
 from functrans.primitives.indexing import dynamic_update_slice_p, scatter_p
+from functrans.primitives.reductions import cummax_p, cumprod_p, cumsum_p
 from functrans.primitives.shape import expand_dims_p, iota_p, rev_p, slice_p, squeeze_p
 
 #: ``Tracer.copy`` as the core defines it (``functrans.numpy`` installs ``copy``
@@ -78,7 +80,7 @@ def proxy_of(value: np.ndarray) -> np.ndarray:
     return np.empty_like(value, dtype=np.bool_)
 
 
-def _significant(shape: tuple[int, ...]) -> int:
+def significant(shape: tuple[int, ...]) -> int:
     return sum(d > 1 for d in shape)
 
 
@@ -165,6 +167,11 @@ RULES: dict[Any, Callable[[Any, list[Proxy]], Proxy]] = {
     dynamic_update_slice_p: _like_operand,
     reshape_p: _reshape,
     iota_p: _c_order,
+    # np.cumsum, np.cumprod and np.maximum.accumulate along an axis allocate
+    # in their operand's order.
+    cumsum_p: _like_operand,
+    cumprod_p: _like_operand,
+    cummax_p: _like_operand,
 }
 
 
@@ -257,15 +264,15 @@ def copy(x: Tracer, order: str | None) -> Tracer:
     variable where the layouts agree (no equation); otherwise it gets a
     variable of its own (an identity ``reshape``), whose layout is the
     copy's: later operations on either array then follow their own."""
+    if order not in ("C", "F", "A", "K", None):
+        raise ValueError(f"{x._trace.fun_name}: order must be one of 'C', 'F', 'A', or 'K' "
+                         f"(got {order!r}), as NumPy says; give one of those")
     shape = tuple(x.shape)
-    if order == "K" or _significant(shape) <= 1:
+    if order == "K" or significant(shape) <= 1:
         return _new_tracer(x)
     if order == "A":  # Fortran order if x is Fortran-contiguous, else C
         p = view_proxy(x)
         order = None if p is None else "F" if p.flags.f_contiguous else "C"
-    if order not in ("C", "F", None):
-        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r}), as "
-                         "NumPy says")
     want = None
     if order == "C":
         want = c_proxy(shape)
@@ -285,7 +292,7 @@ def root_order(root: Tracer) -> tuple[int, ...] | None:
     """The axes of ``root`` from the slowest varying in memory to the
     fastest, as NumPy lays the array out; None where that is not known."""
     shape = tuple(root.shape)
-    if _significant(shape) <= 1:
+    if significant(shape) <= 1:
         return tuple(range(len(shape)))
     p = _tracer_proxy(root)
     if p is None or any(s == 0 for s, d in zip(p.strides, p.shape) if d > 1):
@@ -378,7 +385,7 @@ def _proxy_from(state: _Orders, producers: dict, outer: dict, trace: Any, v: Any
 
 def _own_proxy(state: _Orders, producers: dict, outer: dict, trace: Any, v: Any) -> Proxy:
     shape = tuple(v.aval.shape)
-    if _significant(shape) <= 1:
+    if significant(shape) <= 1:
         return c_proxy(shape)
     key = id(v)
     eqn = producers.get(key)
@@ -431,10 +438,7 @@ def _dense(value: np.ndarray) -> bool:
 def shadow(shape: tuple[int, ...], order: tuple[int, ...]) -> np.ndarray:
     """An ``arange`` of ``shape`` (each element's value its C position) laid
     out in memory in ``order`` (axes from the slowest to the fastest)."""
-    size = 1
-    for d in shape:
-        size *= d
-    values = np.arange(size, dtype=np.intp).reshape(shape)
+    values = np.arange(math.prod(shape), dtype=np.intp).reshape(shape)
     if order == tuple(range(len(shape))):
         return values
     out = np.empty([shape[a] for a in order], np.intp).transpose(np.argsort(order))

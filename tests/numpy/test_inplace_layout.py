@@ -231,6 +231,8 @@ CASES = {
     "astype A of another order": lambda a: a.transpose(1, 0, 2).astype(np.float32, order="A"),
     "copy A of F": lambda a: _fortran(a).copy(order="A"),
     "copy F of the same dtype": lambda a: a.astype(a.dtype, order="F"),
+    "cumsum of F": lambda a: np.cumsum(_fortran(a), 1),
+    "cumprod of a transpose": lambda a: np.cumprod(a.transpose(2, 0, 1), 0),
 }
 
 
@@ -351,3 +353,16 @@ def test_an_input_sliced_with_gaps_is_refused_where_its_order_decides():
         ft.grad(input_reshaped_then_updated)(x)
     # Without an update, nothing depends on it.
     assert ft.jit(lambda x: np.sum(x.reshape(-1) ** 2))(x) == pytest.approx(np.sum(x ** 2))
+
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
+@pytest.mark.parametrize("how", ["copy", "astype"])
+def test_a_copy_in_an_order_numpy_does_not_know_is_refused_at_every_shape(shape, how):
+    def f(a):
+        return a.copy(order="Q") if how == "copy" else a.astype(np.float32, order="Q")
+
+    with pytest.raises(ValueError):
+        f(np.ones(shape))
+    with pytest.raises(ValueError, match=r"f: order must be one of .*\(got 'Q'\)"):
+        ft.jit(f)(np.ones(shape))

@@ -16,9 +16,11 @@ from functrans.core import ClosedJaxpr
 
 
 def _new_cell(cell: list, mapping: core.SourceMap) -> list[Any]:
-    """The cell of a program equal to ``cell``'s but for its lines: a new
-    one, whose functions are compiled code placed at those lines."""
-    return [None, None]
+    """The cell of a program equal to ``cell``'s but for its lines: one
+    whose next run compiles where ``cell``'s program has run (the compiled
+    code comes from ``compiled``'s cache, placed at the new lines), so a
+    program met again at other lines is not interpreted again."""
+    return [None if cell[0] is None else interpret, None]
 
 
 @core.program_cache(maxsize=1024, max_equations=50_000, resource=_new_cell)
