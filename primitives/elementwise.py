@@ -286,6 +286,35 @@ def _hypot_d(a, r):
     return select(infinite, sign(a), select(origin, 0.0, ratio))
 
 
+def _scalar_power(x, y):
+    """``x ** y`` as NumPy's scalars compute it: C's ``pow`` (``powf`` for
+    float32) on one element at a time.  ``np.power``'s loops differ from it:
+    a scalar exponent 0.5 is ``sqrt`` there (NaN at -inf, -0.0 at -0.0, where
+    ``pow`` gives +inf and +0.0), and vectorised float kernels round
+    otherwise in the last bit.  ``np.float_power``'s float64 loop is C's
+    ``pow``; float32 has no such loop, so its elements go through NumPy's own
+    scalars.  Other dtypes' scalars compute as ``np.power`` does."""
+    dtype = np.power.resolve_dtypes((_operand_dtype(x), _operand_dtype(y), None))[-1]
+    if dtype == np.float64:
+        return as_array(np.float_power(x, y))
+    if dtype == np.float32:
+        powers = _FLOAT32_SCALAR_POWER(np.asarray(x, np.float32), np.asarray(y, np.float32))
+        return as_array(np.asarray(powers, np.float32))
+    return as_array(np.power(x, y))
+
+
+def _operand_dtype(v):
+    """What ``resolve_dtypes`` takes for an operand: a Python number's type
+    (weak), an array's dtype (a Python bool's is bool: NumPy has no weak
+    bool)."""
+    return type(v) if type(v) in (int, float, complex) else np.asarray(v).dtype
+
+
+#: An object loop hands it Python floats (exact for float32 values): they are
+#: made float32 scalars again so that ``**`` is NumPy's float32 scalar power.
+_FLOAT32_SCALAR_POWER = np.frompyfunc(lambda a, b: np.float32(a) ** np.float32(b), 2, 1)
+
+
 def _pow_dy(x, out):
     # log(x) * x**y, taken as 0 at x == 0 (where x**y is 0 or 1 and constant in y).
     safe_x = select(eq(x, 0), 1.0, x)
@@ -681,6 +710,12 @@ BINARY = [
     Row("pow",      np.power,         (lambda x, y, out: _pow_dx(x, y),
                                        lambda x, y, out: _pow_dy(x, out)),
         cuda={"iu": "ft_ipow(x, y)", "f": "pow(x, y)", "c": "ft_cpow(x, y)"}),
+    Row("scalar_pow", _scalar_power,  (lambda x, y, out: _pow_dx(x, y),
+                                       lambda x, y, out: _pow_dy(x, out)),
+        dtype_like=np.power, cuda={"iu": "ft_ipow(x, y)", "f": "pow(x, y)", "c": "ft_cpow(x, y)"},
+        doc="`s ** y` of a NumPy scalar `s`: C's `pow` for floats, which `np.power`'s "
+            "loops are not everywhere (their exponent 0.5 is `sqrt`, their float64 "
+            "kernels may be vectorised ones)"),
     Row("max",      np.maximum,       (_tie_weight,
                                        lambda x, y, out: _tie_weight(y, x, out)),
         jvp=_extremum_jvp_of("max"),
@@ -942,6 +977,7 @@ div: Op = _op(binary["div"])
 floordiv: Op = _op(binary["floordiv"])
 rem: Op = _op(binary["rem"])
 pow: Op = _op(binary["pow"])
+scalar_pow: Op = _op(binary["scalar_pow"])
 max: Op = _op(binary["max"])
 min: Op = _op(binary["min"])
 atan2: Op = _op(binary["atan2"])

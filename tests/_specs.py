@@ -302,6 +302,20 @@ def reciprocal_ref(x):
     return np.reciprocal(x)
 
 
+def scalar_power_ref(x, y):
+    """NumPy's scalar ``**`` on each pair of elements (a Python number stays
+    one, so it promotes weakly, as in ``np.float32(2) ** 0.5``)."""
+    like = np.power(x, y)  # the result's shape and dtype
+
+    def element(v, i):
+        return np.broadcast_to(v, like.shape)[i] if isinstance(v, np.ndarray) else v
+
+    out = np.empty(like.shape, like.dtype)
+    for i in np.ndindex(out.shape):
+        out[i] = element(x, i) ** element(y, i)
+    return out
+
+
 def logistic_ref(x):
     x = np.asarray(x)
     dtype = np.exp(np.zeros((), x.dtype)).dtype  # NumPy's float type for exp(x)
@@ -2097,6 +2111,8 @@ SPECS: dict[str, Spec] = {
     "rem": Spec(binary_impl(np.remainder), rem_case()),
     # integers to negative powers raise
     "pow": Spec(binary_impl(np.power, (-4, 4), (0, 4)), binary_case((0.5, 2.5), (-2, 2))),
+    "scalar_pow": Spec(binary_impl(scalar_power_ref, (-4, 4), (0, 4)),
+                       binary_case((0.5, 2.5), (-2, 2))),
     "max": Spec(binary_impl(np.maximum), extremum_case()),
     "min": Spec(binary_impl(np.minimum), extremum_case()),
     # off the branch cut (x = 0, y < 0) of arctan2(x, y)

@@ -35,7 +35,7 @@ from functrans.numpy._array_api_info import TRACE_DEVICE, normalize_device
 from functrans.numpy._indexing import IndexUpdateHelper, getitem
 from functrans.numpy._scalars import is_scalar, mark_array
 from functrans.numpy._ufunc_routes import foreign_target, label, missing_message
-from functrans.primitives.elementwise import convert_element_type
+from functrans.primitives.elementwise import convert_element_type, scalar_pow
 
 #: ``__op__``/``__rop__`` pairs and the ``functrans.numpy`` function behind each.
 _BINARY_OPERATORS = {
@@ -269,20 +269,43 @@ def _dlpack(self, /, **kwargs):
 
 
 def _power(self, other):
-    """``x ** y`` as ``ndarray.__pow__`` computes it.  On a float or complex
-    array NumPy sends a Python float 0.5 to ``sqrt``, a Python int 2 to
-    ``square`` and -1 to ``reciprocal`` (its fast scalar power), which is not
-    ``np.power``'s value everywhere: sqrt(-inf) is NaN and sqrt(-0.0) -0.0
+    """``x ** y`` as NumPy computes it.  A NumPy scalar's ``**`` with another
+    scalar or a Python number is C's ``pow`` (``scalar_pow``).  On an array
+    (a 0-d one too) NumPy's fast scalar power sends a Python int 2 to
+    ``square`` (whatever the dtype: a bool array squares to int8 where
+    ``np.power`` gives int64), and, on a float or complex array, a Python
+    float 0.5 to ``sqrt`` and a Python int -1 to ``reciprocal``: not
+    ``np.power``'s value everywhere (sqrt(-inf) is NaN and sqrt(-0.0) -0.0
     where float16's power gives +inf and 0.0, and complex powers differ from
-    all three (``(-1+0j) ** 0.5`` is 1j, ``np.power`` gives 6e-17+1j)."""
-    if is_inexact(self.dtype):
+    all three: ``(-1+0j) ** 0.5`` is 1j where ``np.power`` gives 6e-17+1j)."""
+    if self.ndim == 0 and is_scalar(self):
+        if _scalar_operand(other):
+            return scalar_pow(self, other)
+    elif type(other) is int and other == 2:
+        return fnp.square(self)
+    elif is_inexact(self.dtype):
         if type(other) is float and other == 0.5:
             return fnp.sqrt(self)
-        if type(other) is int and other == 2:
-            return fnp.square(self)
         if type(other) is int and other == -1:
             return fnp.reciprocal(self)
     return fnp.power(self, other)
+
+
+def _reflected_power(self, other):
+    """``y ** x`` for a traced ``x``: C's ``pow`` where both are scalars (a
+    Python number or NumPy scalar ``y``, a NumPy scalar ``x``), as NumPy's
+    scalar ``**``; ``np.power`` otherwise."""
+    if self.ndim == 0 and is_scalar(self) and _scalar_operand(other):
+        return scalar_pow(other, self)
+    return fnp.power(other, self)
+
+
+def _scalar_operand(value: Any) -> bool:
+    """Whether ``value`` meets a NumPy scalar's operator as a scalar (which
+    NumPy's scalar math computes) rather than as an array (a ufunc)."""
+    if type(value) is Tracer:
+        return value.ndim == 0 and is_scalar(value)
+    return isinstance(value, (bool, int, float, complex, np.generic))
 
 
 def _divmod(self, other):
@@ -422,7 +445,7 @@ def install() -> None:
     for op, name in _BINARY_OPERATORS.items():
         fn = getattr(fnp, name)
         setattr(Tracer, f"__{op}__", fn)
-        setattr(Tracer, f"__r{op}__", _reflected(fn))
+        setattr(Tracer, f"__r{op}__", _reflected_power if op == "pow" else _reflected(fn))
         setattr(Tracer, f"__i{op}__", _augmented(op, fn, _power if op == "pow" else None))
     for op, name in {**_COMPARISONS, **_UNARY_OPERATORS}.items():
         setattr(Tracer, f"__{op}__", getattr(fnp, name))

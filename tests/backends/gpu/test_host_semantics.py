@@ -125,7 +125,8 @@ def _pool(dtype: np.dtype, finite: bool = False) -> np.ndarray:
 
 _TRANSCENDENTAL = {"exp", "exp2", "log", "log2", "log1p", "expm1", "sin", "cos", "tan",
                    "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
-                   "arctanh", "sqrt", "logistic", "pow", "sign", "integer_pow", "div"}
+                   "arctanh", "sqrt", "logistic", "pow", "scalar_pow", "sign", "integer_pow",
+                   "div"}
 
 
 def _operands(k: cuda.Kernel) -> list[np.ndarray]:
@@ -143,7 +144,7 @@ def _operands(k: cuda.Kernel) -> list[np.ndarray]:
             x = x[np.isfinite(r) & (r >= info.min) & (r <= info.max)]
             x = x[np.isfinite(x.imag)] if x.dtype.kind == "c" else x
         return [x]
-    if name == "pow" and dtypes[0].kind in "iu":
+    if name in ("pow", "scalar_pow") and dtypes[0].kind in "iu":
         base = np.array([0, 1, 2, 3, 7] + ([-1, -2, -3] if dtypes[0].kind == "i" else []),
                         dtypes[0])
         exps = np.array([0, 1, 2, 3, 5], dtypes[1])
