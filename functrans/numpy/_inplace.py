@@ -756,11 +756,20 @@ _READ_ONLY = "NumPy makes this view read-only (assignment destination is read-on
     "into a copy (.copy()), or update the array it was made from"
 
 
-def _complex_part(a) -> str | None:
-    if a.dtype.kind != "c":  # .real is the array itself; .imag a read-only array of zeros
-        return _READ_ONLY
-    return ("writes through .real/.imag of a complex traced array are not supported. Write "
-            "x = new_real + 1j * x.imag (or x.real + 1j * new_imag) instead")
+_COMPLEX_PART = ("writes through .real/.imag of a complex traced array are not supported. "
+                 "Write x = new_real + 1j * x.imag (or x.real + 1j * new_imag) instead")
+
+
+def _real_part(a) -> str | None:
+    """The refusal of writes through ``.real``: none on a real array, whose
+    ``.real`` is a writable view of it, as in NumPy."""
+    return _COMPLEX_PART if a.dtype.kind == "c" else None
+
+
+def _imag_part(a) -> str | None:
+    """The refusal of writes through ``.imag``: a real array's is NumPy's
+    read-only array of zeros."""
+    return _COMPLEX_PART if a.dtype.kind == "c" else _READ_ONLY
 
 
 def viewing(fn: Callable, np_fn: Callable, *, refusal: str | Callable | None = None,
@@ -855,8 +864,8 @@ VIEW_FUNCTIONS: dict[str, tuple[Callable, dict]] = {
     "rot90": (np.rot90, {}),
     "broadcast_to": (np.broadcast_to, {"refusal": _READ_ONLY}),
     "diagonal": (np.diagonal, {"refusal": _READ_ONLY}),
-    "real": (np.real, {"refusal": _complex_part}),
-    "imag": (np.imag, {"refusal": _complex_part}),
+    "real": (np.real, {"refusal": _real_part}),
+    "imag": (np.imag, {"refusal": _imag_part}),
 }
 
 

@@ -733,6 +733,34 @@ def test_complex_real_and_imag_views_are_refused():
         ft.jit(f)(X + 1j)
 
 
+def test_a_real_arrays_real_part_is_a_writable_view_and_its_imag_read_only():
+    """NumPy: a real array's ``.real`` is a writable view of it; its ``.imag``
+    a read-only array of zeros."""
+    def f(a):
+        y = a * 1.0
+        r = y.real
+        r += 1.0
+        y.real[0] = -5.0
+        y *= 2.0
+        return y, r
+
+    x = np.arange(4.0)
+    for got, want in zip(ft.jit(f)(x), f(x.copy())):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(ft.grad(lambda a: fnp.sum(f(a)[1] * a))(x), [-10, 6, 10, 14])
+
+    def g(a):
+        y = a * 1.0
+        y.imag[0] = 1.0
+        return y
+
+    with pytest.raises(ValueError, match="read-only"):
+        g(x.copy())
+    with pytest.raises((TypeError, ValueError), match=r"^g: x\[idx\] = v writes through a view "
+                       r"of a traced array \(at .*\), but NumPy makes this view read-only"):
+        ft.jit(g)(x)
+
+
 def test_an_enclosing_transforms_array_is_refused():
     def outer(x):
         def inner(y):
