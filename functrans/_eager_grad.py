@@ -64,13 +64,16 @@ class GradPlan:
     published whole, the one a call reads first last.  Fork-safe: no thread
     of its own, and no call waits for ``lock``."""
 
-    __slots__ = ("jaxpr", "lines", "need_value", "part", "met", "lock", "dtype", "n_kept",
-                 "jvp", "linear", "known", "forward", "backward", "copy_outs", "copy_grads")
+    __slots__ = ("jaxpr", "lines", "placings", "need_value", "part", "met", "lock", "dtype",
+                 "n_kept", "jvp", "linear", "known", "forward", "backward", "copy_outs",
+                 "copy_grads")
 
     def __init__(self, jaxpr: Jaxpr, need_value: bool):
         self.jaxpr = jaxpr
-        #: The sources of ``jaxpr``, where its programs stand (see ``lined``).
+        #: The sources of ``jaxpr``, where its programs stand, and their
+        #: forms at other lines (``placed``).
         self.lines = core.SourceTable(jaxpr)
+        self.placings = core.Placings()
         self.need_value = need_value
         self.part = max(len(jaxpr.eqns) // 2, MIN_PART)
         self.met = 0
@@ -93,8 +96,7 @@ class GradPlan:
     def opened(self) -> tuple[ClosedJaxpr, tuple[bool, ...]]:
         """The traced program with its constants as leading inputs, and the
         flags of the inputs differentiated (the arguments)."""
-        j = self.jaxpr
-        return ClosedJaxpr(j.opened(), ()), (False,) * len(j.constvars) + (True,) * len(j.invars)
+        return _opened(self.jaxpr)
 
     def build_jvp(self) -> None:
         """``jvp``, the first half of ``build_forward``'s work."""
@@ -141,30 +143,34 @@ class GradPlan:
         self.known = self.linear = None  # built from: the plan need not keep them alive
         return parts
 
-    def lined(self, jaxpr: Jaxpr) -> tuple[Parts | None, Parts | None]:
-        """``forward`` and ``backward`` at the lines of ``jaxpr``, a traced
-        program equal to the plan's but made at other lines (another
-        function, or another line of one; ``grad_plan`` keys on the
-        structure alone): the compiled parts are the same code, placed at
-        those lines, so that a warning or a traceback names the line of the
-        function called.  The plan takes them, and ``jaxpr``, for the calls
-        after, unless another call is taking a step meanwhile."""
-        mapping = core.source_map(self.jaxpr, jaxpr)
-        forward, backward = self.forward, self.backward
-        if mapping is None:
-            return forward, backward
-        new_forward = None if forward is None else forward.resourced(mapping)
-        new_backward = None if backward is None else backward.resourced(mapping)
-        if self.lock.acquire(blocking=False):
-            try:
-                if self.forward is forward and self.backward is backward:
-                    self.jvp, self.known, self.linear = core.resourced(
-                        (self.jvp, self.known, self.linear), mapping)
-                    self.forward, self.backward = new_forward, new_backward
-                    self.jaxpr, self.lines = jaxpr, core.SourceTable(jaxpr)
-            finally:
-                self.lock.release()
-        return new_forward, new_backward
+    def placed(self, jaxpr: Jaxpr, sources: list | None, forward: Parts,
+               backward: Parts) -> tuple[Parts, Parts]:
+        """``forward`` and ``backward``, the plan's built programs, at the
+        lines of ``jaxpr``, a traced program equal to the plan's but made at
+        other lines (another function, or another line of one;
+        ``grad_plan`` keys on the structure alone), so that a warning or a
+        traceback names the line of the function called (``sources``:
+        ``core.sources_of(jaxpr)``, where the caller has them).  The
+        compiled parts are the same code, placed at those lines.  The plan
+        keeps its programs' forms at the last few sets of lines met
+        (``core.Placings``): functions of one program called in turn each
+        find theirs, brought up to date with the parts compiled since."""
+        form = self.placings.find(jaxpr, sources)
+        if form is not None:
+            placed_forward, placed_backward, of_forward, of_backward = form.value
+            if of_forward is forward and of_backward is backward:
+                new_forward = forward.caught_up(placed_forward)
+                new_backward = backward.caught_up(placed_backward)
+                if new_forward is not placed_forward or new_backward is not placed_backward:
+                    form.value = (new_forward, new_backward, forward, backward)
+                return new_forward, new_backward
+        mapping = core.placed_sources(self.jaxpr, jaxpr)
+        value = (forward.resourced(mapping), backward.resourced(mapping), forward, backward)
+        if form is None:
+            self.placings.add(core.SourceTable(jaxpr, sources), value)
+        else:  # placed from programs built again since (by threads building at once)
+            form.value = value
+        return value[0], value[1]
 
     def compile_step(self, forward: Parts, backward: Parts) -> None:
         """Compile the next parts of ``forward``, then of ``backward``: at
@@ -174,42 +180,60 @@ class GradPlan:
             budget -= program.compile_next(budget, at_least_one=budget == self.part)
 
 
+def _opened(jaxpr: Jaxpr) -> tuple[ClosedJaxpr, tuple[bool, ...]]:
+    """``jaxpr`` with its constants as leading inputs, and the flags of the
+    inputs differentiated (the arguments)."""
+    return ClosedJaxpr(jaxpr.opened(), ()), (False,) * len(jaxpr.constvars) + (True,) * len(
+        jaxpr.invars)
+
+
 @core.program_cache(maxsize=512, max_equations=50_000, resource=None)
 def grad_plan(jaxpr: Jaxpr, need_value: bool) -> GradPlan:
     """The ``GradPlan`` of ``jaxpr``, cached on its structure; a call runs it
-    at its own program's lines (``GradPlan.lined``)."""
+    at its own program's lines (``GradPlan.placed``)."""
     return GradPlan(jaxpr, need_value)
 
 
+#: The most plans a ``PlanGuard`` remembers.
+GUARDED_PLANS = 4
+
+
 class PlanGuard:
-    """The plan one ``grad`` function ran last, with the tape of the trace
-    that found it (``JaxprTrace``): a call whose trace wrote an equal tape
-    traced the same program, and takes that plan without building and
+    """The plans one ``grad`` function ran last, each with the tape of the
+    trace that found it (``JaxprTrace``): a call whose trace wrote an equal
+    tape traced the same program, and takes that plan without building and
     hashing the program's structure key for ``grad_plan`` (which took a
     sixth of a call of a five-operation function).  Equal tapes are equal
     programs as ``Jaxpr.__eq__`` has them, made from the same lines (so the
-    plan's errors and warnings name the lines the last call's did).  The
-    guard stands aside while ``debug_nans`` or ``debug_infs`` is on (the
-    plans made then have the checks in their code), and remembers no plan
-    made then.  Thread-safe: the entry is one tuple, replaced whole."""
+    plan's errors and warnings name the lines that call's did).  A few are
+    kept, the most recently used first, so that a function whose program
+    changes between calls (made at two sites, or by two branches) in turn
+    finds each without the lookup.  The guard stands aside while
+    ``debug_nans`` or ``debug_infs`` is on (the plans made then have the
+    checks in their code), and remembers no plan made then.  Thread-safe:
+    the entries are one tuple, replaced whole."""
 
-    __slots__ = ("last",)
+    __slots__ = ("recent",)
 
     def __init__(self):
-        #: ``(tape, need_value, plan)`` of the last call that looked a plan up.
-        self.last: tuple[list, bool, GradPlan] | None = None
+        #: ``(tape, need_value, plan)`` of the calls that looked a plan up
+        #: last, the most recent first: at most ``GUARDED_PLANS``.
+        self.recent: tuple[tuple[list, bool, GradPlan], ...] = ()
 
     def plan(self, jaxpr: Jaxpr, need_value: bool, tape: list) -> GradPlan:
         """``grad_plan(jaxpr, need_value)``, where ``tape`` is the tape of
         the trace that made ``jaxpr``."""
         if core.checks.checking:
             return grad_plan(jaxpr, need_value)
-        last = self.last
-        if last is not None and last[1] == need_value and last[0] == tape:
-            grad_plan.count_hit()
-            return last[2]
+        recent = self.recent
+        for k, entry in enumerate(recent):
+            if entry[1] == need_value and entry[0] == tape:
+                grad_plan.count_hit()
+                if k:
+                    self.recent = (entry, *recent[:k], *recent[k + 1:])
+                return entry[2]
         plan = grad_plan(jaxpr, need_value)
-        self.last = (tape, need_value, plan)
+        self.recent = ((tape, need_value, plan), *recent[:GUARDED_PLANS - 1])
         return plan
 
 
@@ -242,13 +266,12 @@ def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any], need_value: 
     else:
         plan = guard.plan(closed.jaxpr, need_value, tape)
     args = [*consts, *leaves]
+    jaxpr = closed.jaxpr
     forward, backward = plan.forward, plan.backward
-    if not plan.lines.matches(closed.jaxpr):
-        forward, backward = plan.lined(closed.jaxpr)
     if backward is None or forward is None:
         opened, flags = plan.opened()
         if can_linearize_now(opened, args):
-            return _building(plan, opened, flags, args)
+            return _building(plan, jaxpr, opened, flags, args)
         # Built on the first call, by each thread that meets it unbuilt: the
         # transforms are cached, and the programs are equal.
         forward, known, linear = plan.build_forward()
@@ -258,6 +281,9 @@ def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any], need_value: 
             plan.compile_step(forward, backward)
         finally:
             plan.lock.release()
+    sources = core.sources_of(jaxpr)
+    if not plan.lines.matches(jaxpr, sources):
+        forward, backward = plan.placed(jaxpr, sources, forward, backward)
     return _run(plan, forward, backward, args)
 
 
@@ -281,10 +307,11 @@ def _forward(plan: GradPlan, forward: Parts, args: list) -> tuple[list, list]:
     return (outs if plan.need_value else [None, *outs]), residuals
 
 
-def _building(plan: GradPlan, opened: ClosedJaxpr, flags: tuple[bool, ...],
+def _building(plan: GradPlan, jaxpr: Jaxpr, opened: ClosedJaxpr, flags: tuple[bool, ...],
               args: list) -> tuple[list, list]:
-    """A call of a ``plan`` still being built: its next step taken (unless
-    another thread is taking one), then the call computed with what is built."""
+    """A call of a ``plan`` still being built, for the traced ``jaxpr`` (at
+    the plan's lines or at others): its next step taken (unless another
+    thread is taking one), then the call computed with what is built."""
     if plan.lock.acquire(blocking=False):
         try:
             plan.met += 1
@@ -299,11 +326,18 @@ def _building(plan: GradPlan, opened: ClosedJaxpr, flags: tuple[bool, ...],
         finally:
             plan.lock.release()
     forward, backward, linear = plan.forward, plan.backward, plan.linear
+    at_its_lines = plan.lines.matches(jaxpr)
     if backward is not None and forward is not None:
+        if not at_its_lines:
+            forward, backward = plan.placed(jaxpr, None, forward, backward)
         return _run(plan, forward, backward, args)
     one = np.array(1, plan.dtype)
     cts = [one] + [Zero(a.strip_weak()) for a in opened.out_avals[1:]]
-    if forward is None or linear is None:  # linearized at once: no program built
+    if forward is None or linear is None or not at_its_lines:
+        # Linearized at once: no program built yet, or built at other lines
+        # than the caller's, whose own program is linearized, at its lines.
+        if not at_its_lines:
+            opened = _opened(jaxpr)[0]
         outs, residuals, linear = linearize_now(opened, args, flags)
         if not plan.need_value:
             outs[0] = None

@@ -94,12 +94,15 @@ from functrans.core.primitives import (
     zero_derivative,
 )
 from functrans.core.sources import (
+    Placings,
     SourceMap,
     SourceTable,
+    placed_sources,
     remapped,
     resourced,
     same_sources,
     source_map,
+    sources_of,
 )
 from functrans.core.tracing import (
     JaxprTrace,
@@ -113,7 +116,7 @@ from functrans.core.tracing import (
 
 __all__ = [
     "RULES", "Atom", "CacheInfo", "ClosedJaxpr", "Eqn", "Jaxpr", "JaxprTrace", "Literal",
-    "Primitive", "ProgramCache", "RecentHits", "RuleFactory", "ScalarStruct",
+    "Placings", "Primitive", "ProgramCache", "RecentHits", "RuleFactory", "ScalarStruct",
     "ShapeDtypeStruct", "ShapedArray", "Source", "SourceMap", "SourceTable",
     "Tracer", "UndefinedPrimal", "Var", "Zero", "_abstract_eval", "_avals_out", "_params_key",
     "apply_impl", "array_module", "backend_of_type", "bind", "check_jaxpr", "check_values",
@@ -121,8 +124,9 @@ __all__ = [
     "device_backends", "effects_muted", "eval_jaxpr", "format_source", "fun_name", "get_aval",
     "has_effect", "in_jit", "instantiate", "jaxpr_runner", "jaxpr_to_dot", "lazy_backends",
     "load_primitives_on_demand", "lookup_primitive", "on_value_checks", "open_jaxpr",
-    "plain_array", "pp_jaxpr", "program_cache", "register_aval_type", "registry", "remapped",
-    "render_dot", "resourced", "rule_factory", "run_jaxpr", "same_sources", "set_host_backend",
-    "set_source", "set_value_checks", "source_location", "source_map", "trace_to_jaxpr",
+    "placed_sources", "plain_array", "pp_jaxpr", "program_cache", "register_aval_type",
+    "registry", "remapped", "render_dot", "resourced", "rule_factory", "run_jaxpr",
+    "same_sources", "set_host_backend", "set_source", "set_value_checks", "source_location",
+    "source_map", "sources_of", "trace_to_jaxpr",
     "user_frame_summary", "user_source", "zero_derivative",
 ]

@@ -17,7 +17,8 @@ from typing import Any, Callable
 
 from functrans.core import checks
 from functrans.core.checks import on_value_checks
-from functrans.core.sources import resourced, source_map
+from functrans.core.ir import ClosedJaxpr
+from functrans.core.sources import Placings, SourceTable, placed_sources, resourced, sources_of
 
 
 class CacheInfo(typing.NamedTuple):
@@ -50,9 +51,12 @@ def program_cache(maxsize: int, max_equations: int,
     sources (another function tracing to the same program) returns the
     result made the caller's by ``resource(result, source_map)``
     (``core.sources``: the transforms' programs and compiled code name the
-    caller's lines), stored in its place: the next call of the same function
-    finds its own lines.  ``resource=None``: the result as it is (the
-    caller maps the sources where it runs it)."""
+    caller's lines), kept beside the entry's own (``Placings``: the few
+    sets of lines used most recently, each counted in the equations held as
+    a program of its own): two functions of one program called in turn
+    each find theirs, and the stored result stays the one the entry was
+    made with.  ``resource=None``: the result as it is (the caller maps the
+    sources where it runs it)."""
 
     def make(fn: Callable) -> ProgramCache:
         cache = ProgramCache(fn, maxsize, max_equations, resource)
@@ -101,6 +105,24 @@ class RecentHits:
         self._newest = None
 
 
+class _Stored:
+    """An entry of a ``ProgramCache``: the ``result`` for the program of
+    ``key`` (the arguments it was made for), the equations that program has,
+    the table of its sources (made when a hit first needs it) and the
+    result's forms at other lines (None until one is made)."""
+
+    __slots__ = ("result", "key", "program_equations", "equations", "table", "placings")
+
+    def __init__(self, result: Any, key: tuple, equations: int):
+        self.result = result
+        self.key = key
+        #: The key program's equations, and those the entry holds: as many
+        #: again for each form at other lines.
+        self.program_equations = self.equations = equations
+        self.table: SourceTable | None = None
+        self.placings: Placings | None = None
+
+
 class ProgramCache(RecentHits):
     """A function cached by ``program_cache``."""
 
@@ -115,7 +137,7 @@ class ProgramCache(RecentHits):
         # stored under, and a hit stores it again under that one: reinserting
         # the caller's equal key instead would keep every call's freshly traced
         # program alive in the cache until the next call.
-        self._entries: dict[tuple, tuple[Any, int, tuple]] = {}
+        self._entries: dict[tuple, _Stored] = {}
         self._lock = threading.Lock()
         self._misses = self._equations = 0
         functools.update_wrapper(self, fn)
@@ -127,46 +149,74 @@ class ProgramCache(RecentHits):
             next(self._hits)  # RecentHits._hit, written out: a call on every hit
             if self._newest is not found:
                 self._make_newest(found)
-            if self._resource is not None and found[2][0] is not args[0]:
-                return self._resourced(args, found)
-            return found[0]
+            if self._resource is not None and found.key[0] is not args[0]:
+                return self._placed(args[0], found)
+            return found.result
         with self._lock:
             self._misses += 1
         result = self._fn(*args)
         size = len(args[0].eqns)
         with self._lock:
             if args not in entries:
-                entries[args] = self._newest = (result, size, args)
+                entries[args] = self._newest = _Stored(result, args, size)
                 self._equations += size
-            while len(entries) > 1 and (len(entries) > self._maxsize
-                                        or self._equations > self._max_equations):
-                self._equations -= entries.pop(next(iter(entries)))[1]
+            self._evict()
         return result
 
-    def _resourced(self, args: tuple, found: tuple) -> Any:
-        """The result of the hit ``found`` for ``args``, whose program may
-        differ from the stored one in its sources: then made the caller's
-        and stored in its place (unless another thread changed the entry)."""
-        if checks.checking:  # the keys hold the sources: a hit has the caller's
-            return found[0]
-        mapping = source_map(found[2][0], args[0])
-        if mapping is None:
-            return found[0]
-        result = self._resource(found[0], mapping)  # type: ignore[misc]
+    def _evict(self) -> None:
+        """Drop the least recently used entries over the bounds (under the lock)."""
         entries = self._entries
-        with self._lock:
-            if entries.get(args) is found:
-                del entries[found[2]]
-                entries[args] = self._newest = (result, found[1], args)
-        return result
+        while len(entries) > 1 and (len(entries) > self._maxsize
+                                    or self._equations > self._max_equations):
+            self._equations -= entries.pop(next(iter(entries))).equations
 
-    def _move_to_newest(self, entry: tuple) -> None:
+    def _placed(self, program: Any, found: _Stored) -> Any:
+        """The result of the hit ``found`` for ``program``, an equal program
+        that may stand at other lines than the stored one: then its form at
+        those lines, found among the entry's placings or made and kept."""
+        if checks.checking:  # the keys hold the sources: a hit has the caller's
+            return found.result
+        jaxpr = program.jaxpr if type(program) is ClosedJaxpr else program
+        placings = found.placings
+        if placings is not None:  # the program of a form handed out before: no sources read
+            form = placings.of_program(jaxpr)
+            if form is not None:
+                return form.value
+        stored = found.key[0]
+        table = found.table
+        if table is None:
+            table = found.table = SourceTable(stored.jaxpr if type(stored) is ClosedJaxpr
+                                              else stored)
+        sources = sources_of(jaxpr)
+        if table.matches(jaxpr, sources):
+            return found.result
+        if placings is not None:
+            form = placings.find(jaxpr, sources)
+            if form is not None:
+                return form.value
+        result = self._resource(found.result,  # type: ignore[misc]
+                                placed_sources(table.jaxpr, jaxpr))
+        with self._lock:
+            if found.placings is None:
+                found.placings = Placings()
+            placings = found.placings
+        kept = placings.add(SourceTable(jaxpr, sources), result).value
+        with self._lock:
+            # Counted while the entry is kept (another thread may have evicted it).
+            if self._entries.get(found.key) is found:
+                equations = found.program_equations * (1 + len(placings))
+                self._equations += equations - found.equations
+                found.equations = equations
+                self._evict()
+        return kept
+
+    def _move_to_newest(self, entry: _Stored) -> None:
         entries = self._entries
         with self._lock:
             # Stored again as the newest, unless another thread evicted it
             # meanwhile (it still answers this call, and is not kept alive).
-            if entries.pop(entry[2], None) is not None:
-                entries[entry[2]] = entry
+            if entries.pop(entry.key, None) is not None:
+                entries[entry.key] = entry
             elif self._newest is entry:
                 self._newest = None
 

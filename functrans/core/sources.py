@@ -5,11 +5,16 @@ into (a transform's program, compiled code) carries the lines of the first.
 ``source_map`` says which of those lines a caller's equal program has
 instead, and ``resourced`` gives the cached result those lines, so that a
 warning, a traceback or an error names the line of the function called.
+``Placings`` keeps a cached value's forms at the few other lines it was met
+at most recently, so that two functions of one program called in turn each
+find their own form instead of placing the value anew at every call.
 """
 
 from __future__ import annotations
 
+import itertools
 import operator
+import threading
 from typing import Any
 
 from functrans.core.context import Source, derived_source
@@ -34,6 +39,12 @@ def _nested(jaxpr: Jaxpr) -> list[Jaxpr]:
 _source = operator.attrgetter("source")
 
 
+def sources_of(jaxpr: Jaxpr) -> list[Source | None]:
+    """The sources of ``jaxpr``'s equations, in order: what a ``SourceTable``
+    compares (computed once by a caller that asks several tables)."""
+    return list(map(_source, jaxpr.eqns))
+
+
 class SourceTable:
     """The sources of one program's equations, kept to tell at little cost
     (a call of eager ``grad`` asks on every call) whether an equal program
@@ -41,24 +52,117 @@ class SourceTable:
 
     __slots__ = ("_jaxpr", "_sources", "_code", "_nested")
 
-    def __init__(self, jaxpr: Jaxpr):
+    def __init__(self, jaxpr: Jaxpr, sources: list[Source | None] | None = None):
         self._jaxpr = jaxpr
-        self._sources = list(map(_source, jaxpr.eqns))
+        self._sources = sources_of(jaxpr) if sources is None else sources
         first = self._sources[0] if self._sources else None
         self._code = None if first is None else first[0]
         self._nested = bool(_nested(jaxpr))
 
-    def matches(self, jaxpr: Jaxpr) -> bool:
+    @property
+    def jaxpr(self) -> Jaxpr:
+        """The program whose sources these are."""
+        return self._jaxpr
+
+    def matches(self, jaxpr: Jaxpr, sources: list[Source | None] | None = None) -> bool:
         """Whether ``jaxpr``, a program equal to this one's, has its sources,
-        its sub-programs' included.  Sources compare as tuples, in C: a code
-        object equal to another in contents (the same function at the same
-        lines in another file) is told apart by identity on the first."""
-        sources = list(map(_source, jaxpr.eqns))
+        its sub-programs' included (``sources``: ``sources_of(jaxpr)``, where
+        the caller has it).  Sources compare as tuples, in C: a code object
+        equal to another in contents (the same function at the same lines in
+        another file) is told apart by identity on the first."""
+        if jaxpr is self._jaxpr:
+            return True
+        if sources is None:
+            sources = sources_of(jaxpr)
         if sources != self._sources or (self._code is not None
-                                        and sources[0][0] is not self._code):
+                                        and sources[0][0] is not self._code):  # type: ignore[index]
             return False
         return not self._nested or all(
             SourceTable(a).matches(b) for a, b in zip(_nested(self._jaxpr), _nested(jaxpr)))
+
+
+#: The most forms at other lines a ``Placings`` keeps.
+PLACINGS = 4
+
+#: Stamps of use, for ``Placings``' least recently used: ``next`` is atomic.
+_clock = itertools.count()
+
+
+class Placing:
+    """One form of a cached value: ``value``, at the lines of ``table``.
+    ``value`` may be replaced whole (an atomic store) by the one that
+    brings it up to date."""
+
+    __slots__ = ("table", "value", "used")
+
+    def __init__(self, table: SourceTable, value: Any):
+        self.table = table
+        self.value = value
+        self.used = next(_clock)
+
+
+class Placings:
+    """A cached value's forms at other lines than its own (``resourced``
+    into each), one per set of lines met, the ``PLACINGS`` most recently
+    used: two functions of one program, or a program made at several sites,
+    called in turn each find their own form, and a program met from many
+    sites keeps only a few copies of what it was made into.
+
+    ``find`` takes no lock (the forms are one tuple, replaced whole by
+    ``add``); a hit stamps its form with the time of use, from which ``add``
+    drops the least recently used when full."""
+
+    __slots__ = ("_forms", "_lock")
+
+    def __init__(self):
+        self._forms: tuple[Placing, ...] = ()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._forms)
+
+    def of_program(self, jaxpr: Jaxpr) -> Placing | None:
+        """The form placed for ``jaxpr`` itself (a program met again, such as
+        a form another cache handed out), found without comparing sources."""
+        for form in self._forms:
+            if form.table.jaxpr is jaxpr:
+                form.used = next(_clock)
+                return form
+        return None
+
+    def find(self, jaxpr: Jaxpr, sources: list[Source | None] | None = None) -> Placing | None:
+        """The form at ``jaxpr``'s lines (``sources``: its sources, where the
+        caller has them), or None."""
+        form = self.of_program(jaxpr)
+        if form is not None:
+            return form
+        forms = self._forms
+        if forms and sources is None:
+            sources = sources_of(jaxpr)
+        for form in forms:
+            if form.table.matches(jaxpr, sources):
+                form.used = next(_clock)
+                return form
+        return None
+
+    def add(self, table: SourceTable, value: Any) -> Placing:
+        """Keep ``value`` as the form at ``table``'s lines, dropping the least
+        recently used form when ``PLACINGS`` are kept; returns the form kept
+        (another thread's, where it placed one at those lines meanwhile)."""
+        form = Placing(table, value)
+        with self._lock:
+            forms = self._forms
+            for other in forms:  # placed meanwhile by another thread: one form a set of lines
+                if other.table.matches(table.jaxpr, table._sources):
+                    return other
+            if len(forms) >= PLACINGS:
+                oldest = min(forms, key=_used)
+                forms = tuple(f for f in forms if f is not oldest)
+            self._forms = (*forms, form)
+        return form
+
+
+_used = operator.attrgetter("used")
 
 
 def same_sources(a: Jaxpr, b: Jaxpr) -> bool:
@@ -73,10 +177,13 @@ def source_map(old: Jaxpr | ClosedJaxpr, new: Jaxpr | ClosedJaxpr) -> SourceMap 
     it), or None where they are the same."""
     old_j = old.jaxpr if isinstance(old, ClosedJaxpr) else old
     new_j = new.jaxpr if isinstance(new, ClosedJaxpr) else new
-    if same_sources(old_j, new_j):
-        return None
+    return None if same_sources(old_j, new_j) else placed_sources(old_j, new_j)
+
+
+def placed_sources(old: Jaxpr, new: Jaxpr) -> SourceMap:
+    """``source_map`` of two programs whose sources are known to differ."""
     mapping: SourceMap = {}
-    _add(mapping, old_j, new_j)
+    _add(mapping, old, new)
     return mapping
 
 

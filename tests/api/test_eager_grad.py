@@ -416,6 +416,6 @@ def test_the_plan_guard_takes_its_last_plan_only_for_the_same_tape_and_value_wis
     config.update("debug_nans", True)
     try:
         checked = guard.plan(j, True, tape)
-        assert checked is not with_value and guard.last[2] is other
+        assert checked is not with_value and guard.recent[0][2] is other
     finally:
         config.update("debug_nans", False)

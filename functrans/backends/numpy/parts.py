@@ -108,23 +108,44 @@ class Parts:
             part = self._parts[k]
             if (spent or not at_least_one) and spent + len(part.eqns) > budget:
                 break
-            self._fns[k] = (compiled_consuming(part, self._writable[k]) if self._consume
-                            else compiled(part)).fn
+            self._fns[k] = self._compile(k)
             self._compiled = k + 1
             spent += len(part.eqns)
         return spent
+
+    def _compile(self, k: int) -> Any:
+        """The compiled function of part ``k`` (from the caches of compiled code)."""
+        part = self._parts[k]
+        return (compiled_consuming(part, self._writable[k]) if self._consume
+                else compiled(part)).fn
 
     def resourced(self, mapping: core.SourceMap) -> Parts:
         """These parts with their equations' sources mapped
         (``core.resourced``): the parts compiled so far are the compiled
         code of each, placed at the new lines."""
+        new = self._copy()
+        new._parts = [core.resourced(p, mapping) for p in self._parts]
+        new._fns = [None if fn is None else new._compile(k) for k, fn in enumerate(self._fns)]
+        return new
+
+    def caught_up(self, placed: Parts) -> Parts:
+        """``placed``, these parts as ``resourced`` placed them at other
+        lines before, with the parts compiled here since compiled at its
+        lines too (``placed`` itself where there are none): its programs
+        are not placed again."""
+        done = self._compiled
+        if placed._compiled >= done:
+            return placed
+        new = placed._copy()
+        new._fns = [fn if fn is not None or k >= done else new._compile(k)
+                    for k, fn in enumerate(placed._fns)]
+        new._compiled = done
+        return new
+
+    def _copy(self) -> Parts:
         new = object.__new__(Parts)
         for slot in Parts.__slots__:
             setattr(new, slot, getattr(self, slot))
-        new._parts = [core.resourced(p, mapping) for p in self._parts]
-        new._fns = [None if fn is None else
-                    (compiled_consuming(p, w) if self._consume else compiled(p)).fn
-                    for fn, p, w in zip(self._fns, new._parts, self._writable)]
         return new
 
     def run(self, args: list) -> list[Any]:
