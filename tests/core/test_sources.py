@@ -6,6 +6,7 @@ function called, not those of the first function that built it."""
 from __future__ import annotations
 
 import inspect
+import threading
 import traceback
 import warnings
 
@@ -162,3 +163,177 @@ def test_resourced_programs_are_equal_and_name_the_new_sources():
     assert moved == f_jaxpr and core.same_sources(moved.jaxpr, g_jaxpr.jaxpr)
     assert {core.source_location(e.source)[:2] for e in moved.eqns} == {
         (THIS, _line(log_g, "fnp.log"))}
+
+
+# Two functions of one program called in turn: each call names its own line,
+# gives the bits a call of one alone gives, and, once both have met their
+# programs, places no compiled code at other lines again (Placings).
+def inv_f(a):
+    return fnp.sum(fnp.linalg.inv(a) * fnp.log(a + 2.0))
+
+
+def inv_g(a):
+    return fnp.sum(fnp.linalg.inv(a) * fnp.log(a + 2.0))
+
+
+def _one_grad_at_two_sites(f, g):
+    """One grad function whose traced program is ``f``'s or ``g``'s in turn."""
+    state = {"fn": f}
+    grad = ft.grad(lambda x: state["fn"](x))
+
+    def at(fn):
+        def call(x):
+            state["fn"] = fn
+            return grad(x)
+        return call
+
+    return at(f), at(g)
+
+
+ALTERNATING = {
+    "eager grad": lambda f, g: (ft.grad(f), ft.grad(g)),
+    "eager grad, new functions": lambda f, g: (lambda x: ft.grad(f)(x),
+                                               lambda x: ft.grad(g)(x)),
+    "one grad function at two sites": _one_grad_at_two_sites,
+    "vmap": lambda f, g: (lambda x: ft.vmap(f)(x[None]), lambda x: ft.vmap(g)(x[None])),
+    "linearize": lambda f, g: (lambda x: ft.linearize(f, x)[1](x),
+                               lambda x: ft.linearize(g, x)[1](x)),
+    "vjp": lambda f, g: (lambda x: ft.vjp(f, x)[1](np.float64(1.0)),
+                         lambda x: ft.vjp(g, x)[1](np.float64(1.0))),
+    "jit": lambda f, g: (ft.jit(f), ft.jit(g)),
+    "jit(grad)": lambda f, g: (ft.jit(ft.grad(f)), ft.jit(ft.grad(g))),
+}
+
+
+def _placing_counter(monkeypatch) -> list:
+    """The compiled programs placed at other lines from now on."""
+    from functrans.backends.numpy import codegen
+
+    placed: list = []
+    original = codegen.Compiled.resourced
+
+    def counted(self, mapping):
+        placed.append(self)
+        return original(self, mapping)
+
+    monkeypatch.setattr(codegen.Compiled, "resourced", counted)
+    return placed
+
+
+def _alike(a, b) -> bool:
+    return all(x.dtype == y.dtype and x.tobytes() == y.tobytes()
+               for x, y in zip(ft.tree_util.tree_leaves(a), ft.tree_util.tree_leaves(b)))
+
+
+@pytest.mark.parametrize("case", ALTERNATING)
+def test_two_functions_of_one_program_called_in_turn_each_name_their_own_line(
+        case, monkeypatch):
+    def f(x):
+        return fnp.sum(fnp.log(x) * fnp.sqrt(x))
+
+    def g(x):
+        return fnp.sum(fnp.log(x) * fnp.sqrt(x))
+
+    call_f, call_g = ALTERNATING[case](f, g)
+    first = call_f(GOOD)  # interpreted, or linearized at once: the bits to keep
+    for _ in range(8):  # both programs built and compiled, each met at its lines
+        assert _alike(call_f(GOOD), first) and _alike(call_g(GOOD), first)
+    placed = _placing_counter(monkeypatch)
+    f_line, g_line = _line(f, "fnp.log"), _line(g, "fnp.log")
+    for _ in range(3):
+        assert {(file, line) for file, line, _ in _warned(call_f, BAD)} == {(THIS, f_line)}
+        assert {(file, line) for file, line, _ in _warned(call_g, BAD)} == {(THIS, g_line)}
+        assert _alike(call_f(GOOD), first) and _alike(call_g(GOOD), first)
+    assert placed == []
+
+
+def test_two_threads_calling_two_functions_of_one_program_in_turn():
+    singular, good = np.zeros((2, 2)), np.eye(2) * 0.5
+    want = ft.grad(inv_f)(good)
+    f_line, g_line = _line(inv_f, "linalg"), _line(inv_g, "linalg")
+    grads = {"f": ft.grad(inv_f), "g": ft.grad(inv_g)}
+    start = threading.Barrier(2)
+    wrong: list = []
+
+    def run():
+        start.wait()
+        for round in range(20):
+            for name, line, other in (("f", f_line, g_line), ("g", g_line, f_line)):
+                if not _alike(grads[name](good), want):
+                    wrong.append((name, "value"))
+                try:
+                    grads[name](singular)
+                    wrong.append((name, "no error"))
+                except np.linalg.LinAlgError as e:
+                    frames = {(fs.filename, fs.lineno)
+                              for fs in traceback.extract_tb(e.__traceback__)}
+                    # From the sixth round on the code is compiled (a program
+                    # run interpreted names the interpreter's line).
+                    if round >= 6 and ((THIS, line) not in frames or (THIS, other) in frames):
+                        wrong.append((name, "line", round))
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
+
+
+def _sites(n: int) -> list:
+    """``n`` functions of one program, each at other lines of one file."""
+    found = []
+    for k in range(n):
+        source = "\n" * (10 * k) + "def site(x):\n    return fnp.sum(fnp.log(x) * x)\n"
+        namespace = {"fnp": fnp}
+        exec(compile(source, "<sites>", "exec"), namespace)
+        found.append(namespace["site"])
+    return found
+
+
+def test_a_cached_program_keeps_its_forms_at_the_lines_used_last_and_counts_them():
+    placed = []
+
+    def resource(value, mapping):
+        placed.append(value)
+        return core.resourced(value, mapping)
+
+    @core.program_cache(maxsize=8, max_equations=10**6, resource=resource)
+    def cached(closed):
+        return closed
+
+    programs = [ft.make_jaxpr(site)(GOOD) for site in _sites(core.sources.PLACINGS + 2)]
+    size = len(programs[0].eqns)
+    assert cached(programs[0]) is programs[0]
+    first = cached(programs[1])
+    assert len(placed) == 1 and first is not programs[0]
+    # Called in turn, each finds its own form: nothing placed again.
+    for _ in range(2):
+        assert cached(programs[0]) is programs[0] and cached(programs[1]) is first
+    assert len(placed) == 1
+    assert core.same_sources(first.jaxpr, programs[1].jaxpr)
+    # Met from more sites than kept: the least recently used form goes.
+    for p in programs[2:]:
+        assert core.same_sources(cached(p).jaxpr, p.jaxpr)
+    assert len(placed) == len(programs) - 1
+    assert cached.cache_info().equations == size * (1 + core.sources.PLACINGS)
+    assert core.same_sources(cached(programs[-1]).jaxpr, programs[-1].jaxpr)
+    assert len(placed) == len(programs) - 1
+    assert core.same_sources(cached(programs[1]).jaxpr, programs[1].jaxpr)  # placed again
+    assert len(placed) == len(programs) and cached(programs[0]) is programs[0]
+
+
+def test_a_grad_plan_keeps_a_few_placings_of_its_code():
+    from functrans import _eager_grad
+
+    sites = _sites(core.sources.PLACINGS + 2)
+    want = np.log(GOOD) + 1.0
+    grads = [ft.grad(site) for site in sites]
+    for _ in range(8):
+        for g in grads:
+            np.testing.assert_allclose(g(GOOD), want, rtol=1e-15)
+    jaxpr = ft.make_jaxpr(sites[0])(GOOD).jaxpr
+    plan = _eager_grad.grad_plan(jaxpr, False)
+    assert len(plan.placings) == core.sources.PLACINGS
+    for k, g in enumerate(grads):
+        assert {line for _, line, _ in _warned(g, BAD)} == {10 * k + 2}
