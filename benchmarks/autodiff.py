@@ -19,6 +19,12 @@
   ``sum(where(observed, y log p + (1 - y) log(1 - p), 0))`` and a piecewise
   loss ``sum(where(r > 0, sqrt(r), 0.5 * r**2))``; with ``functrans.native``
   where Numba is installed.  JAX's gradient has NaNs at the masked entries.
+* ``autodiff.grad.two_sites.401eqn``: eager ``grad`` of two functions written
+  alike at other lines (100 steps of ``h = tanh(h * 0.9 + 0.1) * 1.01`` on
+  f64[16], then a sum: 401 equations), called in turn, against one of them
+  called twice (the floor).  They share one cached plan and compiled code,
+  each call placed at its own lines (docs/debugging.md); the ratio should be
+  close to 1.  Timed per call (two a run).
 
 Variants: ``numpy`` (the floor: the derivative written out by hand),
 ``functrans`` (``ft.grad`` / ``ft.hvp``, which retrace on every call, as
@@ -218,6 +224,48 @@ def _selection_workloads(rng) -> list[Workload]:
     ]
 
 
+# -- two functions of one program, called in turn ------------------------------------
+
+TWO_SITES_STEPS = 100
+
+
+def loop_here(h):
+    for _ in range(TWO_SITES_STEPS):
+        h = np.tanh(h * 0.9 + 0.1) * 1.01
+    return np.sum(h)
+
+
+def loop_there(h):
+    for _ in range(TWO_SITES_STEPS):
+        h = np.tanh(h * 0.9 + 0.1) * 1.01
+    return np.sum(h)
+
+
+def _two_sites_workload(rng) -> Workload:
+    import functrans as ft
+
+    x = rng.standard_normal(16)
+    here, there = ft.grad(loop_here), ft.grad(loop_there)
+    n_eqns = len(ft.make_jaxpr(loop_here)(x).eqns)
+
+    def repeated():
+        here(x)
+        here(x)
+
+    def in_turn():
+        here(x)
+        there(x)
+
+    return Workload(
+        name=f"autodiff.grad.two_sites.{n_eqns}eqn",
+        description=f"eager grad of two functions of one {n_eqns}-equation program called "
+                    "in turn, against one called twice",
+        variants={"one_site": repeated, "two_sites": in_turn},
+        floor="one_site",
+        per_unit=lambda name: (2, "call"),
+    )
+
+
 def _hvp_of(f):
     """``(x, v) -> H(x) v`` of ``f``: a transform for ``fresh_jit``."""
     import functrans as ft
@@ -256,4 +304,4 @@ def workloads() -> list[Workload]:
         floor="numpy",
         fresh={"functrans.jit": fresh_jit(_hvp_of, rosenbrock, x, v)},
     ))
-    return out + _selection_workloads(rng)
+    return out + _selection_workloads(rng) + [_two_sites_workload(rng)]
