@@ -245,6 +245,17 @@ def test_two_functions_of_one_program_called_in_turn_each_name_their_own_line(
         assert {(file, line) for file, line, _ in _warned(call_g, BAD)} == {(THIS, g_line)}
         assert _alike(call_f(GOOD), first) and _alike(call_g(GOOD), first)
     assert placed == []
+    ft.config.update("debug_nans", True)
+    try:
+        for _ in range(2):
+            for call, line, other in ((call_f, f_line, g_line), (call_g, g_line, f_line)):
+                with pytest.raises(FloatingPointError) as info, warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    call(BAD)
+                message = str(info.value)
+                assert f"{THIS}:{line}:" in message and f"{THIS}:{other}:" not in message
+    finally:
+        ft.config.update("debug_nans", False)
 
 
 def test_two_threads_calling_two_functions_of_one_program_in_turn():
