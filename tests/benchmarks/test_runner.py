@@ -25,7 +25,7 @@ def run_quick(tmp_path, only):
 
 
 def test_quick_run_writes_table_and_json(tmp_path):
-    stdout, report = run_quick(tmp_path, "eager.sin.n10,tracing")
+    stdout, report = run_quick(tmp_path, "eager.sin.n10,tracing.elementwise1000")
     assert {"created", "mode", "machine", "results"} <= report.keys()
     assert report["mode"] == "quick"
     assert {"python", "numpy", "functrans", "platform", "cpu_count"} <= report["machine"].keys()
