@@ -43,6 +43,7 @@ from functrans._api_util import (
 from functrans._eager_grad import PlanGuard, host_value_and_grad
 from functrans.core import (
     ClosedJaxpr,
+    Member,
     ScalarStruct,
     ShapedArray,
     ShapeDtypeStruct,
@@ -160,17 +161,20 @@ def _has_values(leaves: Sequence[Any]) -> bool:
 
 
 def trace_flat(flat: Callable, leaves: Sequence[Any], name: str, out_cell: list,
-               differentiated: bool = True, tape: list | None = None) -> ClosedJaxpr:
+               differentiated: bool = True, tape: list | None = None,
+               layouts: Sequence[Any] | None = None) -> ClosedJaxpr:
     """Trace ``flat`` abstractly.  If it needs a concrete value (Python ``if``
     on an argument) and the arguments have values, trace again carrying the
     values: the Jaxpr is then specialised to them, as in eager autodiff.
     ``differentiated``: the leaves carry derivatives, so turning a value that
     depends on them into a constant (``float()``, ``np.asarray``) is an error
     (``TracerConversionError``), with or without values.  ``tape``: the
-    trace's tape (``JaxprTrace``), the second trace's where there are two."""
+    trace's tape (``JaxprTrace``), the second trace's where there are two.
+    ``layouts``: as for ``core.trace_to_jaxpr``."""
     try:
         closed, _, _ = core.trace_to_jaxpr(flat, leaves, name=name,
-                                           differentiated=differentiated, tape=tape)
+                                           differentiated=differentiated, tape=tape,
+                                           layouts=layouts)
     except TracerConversionError:
         raise
     except ConcretizationError:
@@ -180,7 +184,8 @@ def trace_flat(flat: Callable, leaves: Sequence[Any], name: str, out_cell: list,
         if tape is not None:
             tape.clear()
         closed, _, _ = core.trace_to_jaxpr(flat, leaves, name=name, concrete=True,
-                                           differentiated=differentiated, tape=tape)
+                                           differentiated=differentiated, tape=tape,
+                                           layouts=layouts)
     return closed
 
 
@@ -630,9 +635,14 @@ def vmap(
             x if d is None else ScalarStruct(a.dtype) if a.ndim == 1 else member_aval(a, d)
             for x, a, d in zip(leaves, avals, dims)
         ]
+        # Each member has the memory layout NumPy's loop gives it (x[:, i] is a
+        # strided view), which decides whether its reshape is a view.
+        layouts = [None if d is None or a.ndim == 1 else Member(x, d)
+                   for x, a, d in zip(leaves, avals, dims)]
         flat, out_cell = flat_fun(call, label, in_tree, {}, {})
         with named_axis(axis_name, size) if axis_name is not None else contextlib.nullcontext():
-            closed = trace_flat(flat, member, name, out_cell, differentiated=False)
+            closed = trace_flat(flat, member, name, out_cell, differentiated=False,
+                                layouts=layouts)
         opened, consts = open_jaxpr(closed)
         batched, out_dims = batch_jaxpr(
             opened, (None,) * len(consts) + tuple(dims), size, axis_name

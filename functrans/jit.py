@@ -298,8 +298,12 @@ class _Entry(NamedTuple):
     tier: tiering.Tier | None = None  # where it runs and why (None: not cached, or the GPU)
     # The positions of the inputs whose memory layout the trace took to be
     # C-contiguous (an in-place update through a reshape of them): a call
-    # with another layout there is traced again at its arrays (_call).
+    # with another layout there runs a program traced at its arrays, cached
+    # by their layouts (_call).
     c_inputs: tuple[int, ...] = ()
+    # A program traced at arrays: each input's core.memory_layout (None: C
+    # order, or no array), for cache_info's signatures.
+    layouts: tuple = ()
 
 
 _COMPILERS = ("auto", "numpy", "native")
@@ -415,11 +419,13 @@ class _Jitted(RecentHits):
             ):
                 fast = tuple([(a.shape, a.dtype) for a in args])
             entry = self._compile(key, fast, args, kwargs, leaves, device)
+            if entry.c_inputs and not _laid_out_as_assumed(entry.c_inputs, leaves):
+                entry = self._at_layouts(key, args, kwargs, leaves)
+        elif slot.entry.c_inputs and not _laid_out_as_assumed(slot.entry.c_inputs, leaves):
+            entry = self._at_layouts(key, args, kwargs, leaves)
         else:
             self._hit(slot)
             entry = slot.entry
-        if entry.c_inputs:
-            entry = self._layout_checked(entry, args, kwargs, leaves)
         # Under a transform, a program with effects binds its equations: a
         # collective over a vmapped axis is then recorded for the vmap to
         # batch, as core.run_jaxpr does, instead of run by the compiled code.
@@ -440,17 +446,25 @@ class _Jitted(RecentHits):
             outs = entry.compiled.fn(*leaves)
         return tree_unflatten(entry.out_tree, outs)
 
-    def _layout_checked(self, entry: _Entry, args, kwargs, leaves) -> _Entry:
-        """``entry``, or where it was traced taking an input to be
-        C-contiguous that this call's array is not, a program traced at this
-        call's arrays (whose layouts decide NumPy's views, as they do for the
-        function run on them), not cached: such calls are rare, and a cache
-        keyed on layouts would slow every call."""
-        for i in entry.c_inputs:
-            x = leaves[i]
-            if type(x) is np.ndarray and not x.flags.c_contiguous:
-                return self._lower(args, kwargs, leaves)  # (a NumPy array: on the CPU)
-        return entry
+    def _at_layouts(self, key, args, kwargs, leaves, depth=0) -> _Entry:
+        """The program for a call whose arrays are laid out otherwise than the
+        program of ``key`` took them to be (their layouts decide NumPy's
+        views, as they do for the function run on them): traced at the
+        arrays and cached by their layouts (``core.memory_layout``), a miss
+        the first time.  Tracers (a call under a transform) are laid out as
+        their traces say: traced at them each time, and never cached.
+        ``depth``: as for ``_compile``."""
+        if any(isinstance(x, Tracer) for x in leaves):
+            return self._compile(None, None, args, kwargs, leaves, at_arrays=True,
+                                 depth=depth + 1)
+        key = (key, tuple([core.memory_layout(x) if type(x) is np.ndarray else None
+                           for x in leaves]))
+        slot = self._entries.get(key)
+        if slot is None:
+            return self._compile(key, None, args, kwargs, leaves, at_arrays=True,
+                                 depth=depth + 1)
+        self._hit(slot)
+        return slot.entry
 
     def _split(self, args: tuple, kwargs: dict):
         nums = normalize_argnums(self._label, self._static_argnums, len(args), static=True)
@@ -477,19 +491,41 @@ class _Jitted(RecentHits):
 
     # -- tracing and compiling ---------------------------------------------------
 
-    def _compile(self, key, fast_key, args, kwargs, leaves, device="cpu") -> _Entry:
+    def _compile(self, key, fast_key, args, kwargs, leaves, device="cpu",
+                 at_arrays=False, depth=0) -> _Entry:
+        """Trace and compile a program for this call and cache it under
+        ``key`` (and ``fast_key``; None: not cached).  ``at_arrays``: traced
+        at the call's arrays (``_at_layouts``), whose layouts the trace
+        follows.  ``depth``: the calls between ``_call`` and this one."""
         with self._lock:
             self._misses += 1
-            reason = self._explain_miss(args, kwargs, key) if self._explain else None
+            reason = None
+            if self._explain:
+                reason = _layout_reason(args, kwargs) if at_arrays else \
+                    self._explain_miss(args, kwargs, key)
         # No lock while tracing: the function may call jitted functions, this one too.
         checks = core.checks.value_checks  # generated with or without the checks of debug_nans
         start = time.perf_counter()
         assumed: list[int] = []
         # A NumPy scalar is traced as itself: its aval is a 0-d array's, but an
         # in-place operator rebinds it where it updates a 0-d array.
-        entry = self._lower(args, kwargs, [x if isinstance(x, np.generic) else _leaf_aval(x)
-                                           for x in leaves], device, assumed)
-        if assumed:
+        avals = leaves if at_arrays else [x if isinstance(x, np.generic) else _leaf_aval(x)
+                                          for x in leaves]
+        try:
+            entry = self._lower(args, kwargs, avals, device, assumed)
+        except FunctransError:
+            # Taking an input to be C-contiguous, the trace may refuse what the
+            # call's array allows (a view of a member of an F-ordered vmap
+            # argument): traced at the arrays instead, cached by their layouts.
+            if at_arrays or _laid_out_as_assumed(assumed, leaves):
+                raise
+            with self._lock:
+                self._misses -= 1
+            return self._at_layouts(key, args, kwargs, leaves, depth + 1)
+        if at_arrays:
+            entry = entry._replace(layouts=tuple([
+                core.memory_layout(x) if type(x) is np.ndarray else None for x in leaves]))
+        elif assumed:
             entry = entry._replace(c_inputs=tuple(sorted(set(assumed))))
             fast_key = None  # the layouts are checked on each call, in _call
         spent = time.perf_counter() - start
@@ -500,9 +536,11 @@ class _Jitted(RecentHits):
             native = f", {entry.native_seconds * 1e3:.1f} ms of it native kernels" \
                 if self._compiler == "native" and device == "cpu" else ""
             warnings.warn(f"{self._label}: compiling for a new signature ({reason}); compiled "
-                          f"in {spent * 1e3:.1f} ms{native}", JitCacheMiss, stacklevel=4)
+                          f"in {spent * 1e3:.1f} ms{native}", JitCacheMiss, stacklevel=4 + depth)
         if entry.jaxpr.jaxpr.has_effect:
             fast_key = None  # _call decides per call how to run it (see there)
+        if key is None:  # traced at tracers: laid out as their traces say, this once
+            return entry
         if entry.traced_consts or core.checks.value_checks != checks:
             return entry  # not kept: a switch of the checks cleared the cache meanwhile
         kept = self._insert(key, fast_key, entry)
@@ -742,8 +780,44 @@ class _Jitted(RecentHits):
             self._compile_time = self._native_time = 0.0
 
 
+def _laid_out_as_assumed(c_inputs: Sequence[int], leaves: Sequence[Any]) -> bool:
+    """Whether the call's arguments at ``c_inputs`` are laid out as a program
+    that took them to be C-contiguous assumed: C-ordered arrays (or others
+    than NumPy's, whose layouts are not followed), no tracers."""
+    for i in c_inputs:
+        x = leaves[i]
+        if type(x) is np.ndarray:
+            if not x.flags.c_contiguous:
+                return False
+        elif isinstance(x, Tracer):
+            return False
+    return True
+
+
+def _layout_words(layout: tuple[bool, tuple[int, ...]]) -> str:
+    """``core.memory_layout``'s answer in words."""
+    dense, axes = layout
+    if not dense:
+        return "with gaps (sliced with a step)"
+    if list(axes) == sorted(axes, reverse=True):
+        return "in F order"
+    return f"with axes {axes} from the slowest to the fastest in memory"
+
+
+def _layout_reason(args, kwargs) -> str:
+    """Why a call compiles a program traced at its arrays (``_at_layouts``)."""
+    paths, leaves, _ = tree_flatten_with_path((args, kwargs))
+    laid = [f"{keystr(p)}: {_leaf_aval(x).str_short()} {_layout_words(layout)}"
+            for p, x in zip(paths, leaves) if type(x) is np.ndarray
+            for layout in [core.memory_layout(x)] if layout is not None]
+    return "memory layout of " + ("; ".join(laid) or "traced arguments")
+
+
 def _tier_info(entry: _Entry) -> TierInfo:
-    signature = ", ".join(v.aval.str_short() for v in entry.jaxpr.jaxpr.invars)
+    signature = ", ".join(
+        v.aval.str_short() + ("" if i >= len(entry.layouts) or entry.layouts[i] is None
+                              else " " + _layout_words(entry.layouts[i]))
+        for i, v in enumerate(entry.jaxpr.jaxpr.invars))
     tier = entry.tier
     if tier is None:
         return TierInfo(signature, "gpu", "its arguments are on the GPU")

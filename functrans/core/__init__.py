@@ -5,7 +5,7 @@ It is a set of rooms, each written with those below it (the import-linter
 contract in pyproject.toml):
 
 * ``evaluation``: ``trace_to_jaxpr``, ``eval_jaxpr``, ``run_jaxpr``;
-* ``tracing``: ``Tracer``, ``JaxprTrace``, ``bind``;
+* ``tracing``: ``Tracer``, ``JaxprTrace``, ``Member``, ``bind``;
 * ``dispatch``: the backends of concrete arrays, ``apply_impl``, ``check_values``;
 * ``ir``: ``Var``, ``Literal``, ``Eqn``, ``Jaxpr``, ``ClosedJaxpr``, printing, DOT,
   ``check_jaxpr``;
@@ -106,27 +106,28 @@ from functrans.core.sources import (
 )
 from functrans.core.tracing import (
     JaxprTrace,
+    Member,
     Tracer,
     _abstract_eval,
     _avals_out,
     bind,
     current_trace,
     in_jit,
+    memory_layout,
 )
 
 __all__ = [
-    "RULES", "Atom", "CacheInfo", "ClosedJaxpr", "Eqn", "Jaxpr", "JaxprTrace", "Literal",
+    "RULES", "Atom", "CacheInfo", "ClosedJaxpr", "Eqn", "Jaxpr", "JaxprTrace", "Literal", "Member",
     "Placings", "Primitive", "ProgramCache", "RecentHits", "RuleFactory", "ScalarStruct",
-    "ShapeDtypeStruct", "ShapedArray", "Source", "SourceMap", "SourceTable",
-    "Tracer", "UndefinedPrimal", "Var", "Zero", "_abstract_eval", "_avals_out", "_params_key",
-    "apply_impl", "array_module", "backend_of_type", "bind", "check_jaxpr", "check_values",
-    "collector_paused", "count_of", "current_source", "current_trace", "derived_source",
-    "device_backends", "effects_muted", "eval_jaxpr", "format_source", "fun_name", "get_aval",
-    "has_effect", "in_jit", "instantiate", "jaxpr_runner", "jaxpr_to_dot", "lazy_backends",
-    "load_primitives_on_demand", "lookup_primitive", "on_value_checks", "open_jaxpr",
-    "placed_sources", "plain_array", "pp_jaxpr", "program_cache", "register_aval_type",
-    "registry", "remapped", "render_dot", "resourced", "rule_factory", "run_jaxpr",
-    "same_sources", "set_host_backend", "set_source", "set_value_checks", "source_location",
-    "source_map", "sources_of", "trace_to_jaxpr",
-    "user_frame_summary", "user_source", "zero_derivative",
+    "ShapeDtypeStruct", "ShapedArray", "Source", "SourceMap", "SourceTable", "Tracer",
+    "UndefinedPrimal", "Var", "Zero", "_abstract_eval", "_avals_out", "_params_key", "apply_impl",
+    "array_module", "backend_of_type", "bind", "check_jaxpr", "check_values", "collector_paused",
+    "count_of", "current_source", "current_trace", "derived_source", "device_backends",
+    "effects_muted", "eval_jaxpr", "format_source", "fun_name", "get_aval", "has_effect", "in_jit",
+    "instantiate", "jaxpr_runner", "jaxpr_to_dot", "lazy_backends", "load_primitives_on_demand",
+    "lookup_primitive", "memory_layout", "on_value_checks", "open_jaxpr", "placed_sources",
+    "plain_array", "pp_jaxpr", "program_cache", "register_aval_type", "registry", "remapped",
+    "render_dot", "resourced", "rule_factory", "run_jaxpr", "same_sources", "set_host_backend",
+    "set_source", "set_value_checks", "source_location", "source_map", "sources_of",
+    "trace_to_jaxpr", "user_frame_summary", "user_source", "zero_derivative",
 ]

@@ -34,6 +34,7 @@ def trace_to_jaxpr(
     in_jit: bool = False,
     tape: list | None = None,
     c_assumed: list[int] | None = None,
+    layouts: Sequence[Any] | None = None,
 ) -> tuple[ClosedJaxpr, list[Any], bool]:
     """Trace ``f`` on flat arguments: arrays, scalars, tracers, or avals
     (ShapedArray / ShapeDtypeStruct) for arguments with no value.
@@ -41,7 +42,9 @@ def trace_to_jaxpr(
     ``c_assumed``: a list that collects the positions of the arguments given
     as avals whose memory layout the trace took to be C-contiguous (an
     in-place update through a ``reshape`` of them), so a caller that traces
-    avals can check each call's arrays against it.
+    avals can check each call's arrays against it.  ``layouts``: per
+    argument, the ``Member`` whose memory layout it has, or None
+    (``JaxprTrace.arg_layouts``).
 
     Returns the Jaxpr, ``f``'s raw outputs (tracers of the finished trace,
     or whatever else ``f`` returned) for the caller to flatten, and whether
@@ -52,6 +55,7 @@ def trace_to_jaxpr(
                        differentiated=differentiated, in_jit=in_jit, tape=tape)
     trace.arg_values = args
     trace.c_assumed = c_assumed
+    trace.arg_layouts = layouts
     with collector_paused, trace:
         tracers = [
             trace.new_arg(array_aval(x), x) if type(x) is np.ndarray else
@@ -61,7 +65,8 @@ def trace_to_jaxpr(
         try:
             outs = list(f(*tracers))
         finally:
-            trace.arg_values = None  # the trace may outlive the call; the arrays must not
+            # The trace may outlive the call; the arrays must not.
+            trace.arg_values = trace.arg_layouts = None
         closed = trace.to_jaxpr(outs)
     return closed, outs, trace.concretized
 

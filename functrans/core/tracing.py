@@ -187,6 +187,41 @@ class Tracer:
 register_aval_type(Tracer)
 
 
+def memory_layout(x: np.ndarray) -> tuple[bool, tuple[int, ...]] | None:
+    """What a trace reads of the memory layout of an array argument (which
+    decides whether NumPy's ``reshape`` of it is a view): None for C order;
+    else whether its elements fill its memory without gaps in some order of
+    its axes with positive strides (C, F or a permutation; a strided slice
+    does not), and its axes of two or more elements from the slowest varying
+    to the fastest.  Arrays of one layout trace alike, so ``jit`` keys the
+    programs it traces at arrays on this."""
+    if x.flags.c_contiguous:
+        return None
+    axes = sorted((a for a, d in enumerate(x.shape) if d > 1), key=lambda a: -abs(x.strides[a]))
+    step = x.itemsize
+    dense = True
+    for a in reversed(axes):
+        dense = dense and x.strides[a] == step
+        step *= x.shape[a]
+    return dense, tuple(axes)
+
+
+class Member:
+    """One member of a mapped argument of ``vmap``, as NumPy's loop over the
+    argument gets it (``x[i]`` for axis 0, ``x[:, i]`` for axis 1 ...):
+    ``of`` is the argument (an array, or a tracer of an enclosing trace) and
+    ``axis`` the mapped one.  The member's memory layout is the argument's
+    with that axis indexed away (a strided view where it was not the
+    slowest), which decides whether its ``reshape`` is a view
+    (``JaxprTrace.arg_layouts``)."""
+
+    __slots__ = ("of", "axis")
+
+    def __init__(self, of: Any, axis: int):
+        self.of = of
+        self.axis = axis
+
+
 class JaxprTrace:
     """Builds a Jaxpr from the binds made while a Python function runs.
 
@@ -197,11 +232,11 @@ class JaxprTrace:
     ``differentiated``: the trace's inputs carry derivatives (the trace of a
     ``grad``, ``jvp``, ``vjp`` ...), so converting a value that depends on them
     into a constant is refused.  ``in_jit``: the trace is jit's, whose inputs
-    never have values (``arg_values`` and ``c_assumed``: what its inputs'
-    memory layouts are taken from).  ``tape``: a list the trace writes its program into as
-    it records it (the tape's comment, below this class), for a guard that
-    compares the programs of two traces without building and hashing their
-    structure keys.
+    never have values (``arg_values``, ``arg_layouts`` and ``c_assumed``:
+    what its inputs' memory layouts are taken from).  ``tape``: a list the
+    trace writes its program into as it records it (the tape's comment,
+    below this class), for a guard that compares the programs of two traces
+    without building and hashing their structure keys.
     """
 
     def __init__(self, fun_name: str, concrete: bool = False, reason: str = "",
@@ -238,6 +273,10 @@ class JaxprTrace:
         #: be C-contiguous for want of an array (``jit`` traces avals), for the
         #: caller to check against the arrays of each call.
         self.c_assumed: list[int] | None = None
+        #: Where a sequence: per input, the ``Member`` whose memory layout it
+        #: has (``vmap``'s function gets avals, but each stands for a member of
+        #: an argument), or None where ``arg_values`` tells.
+        self.arg_layouts: Sequence[Any] | None = None
         self._tape = tape
         if tape is not None:
             #: The number of each variable the tape names, by id, in the order

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from functrans.core import Tracer, bind
+from functrans.core import Member, Tracer, bind, memory_layout
 from functrans.core.ir import Literal
 from functrans.primitives.broadcasting import (
     broadcast_in_dim_p,
@@ -413,26 +413,50 @@ def _input_proxy(trace: Any, v: Any, shape: tuple[int, ...]) -> Proxy:
     dense in no order (a strided slice: NumPy copies it on any reshape that
     merges its axes, which no dense proxy models), else C-contiguous, which
     is recorded in ``trace.c_assumed`` for the caller to check (``jit``,
-    whose trace sees avals, checks each call's arrays)."""
+    whose trace sees avals, checks each call's arrays).  A member of
+    ``vmap``'s mapped argument has the member's layout (``_member_proxy``)."""
     index, value = trace.argument_of(v)
+    layouts = trace.arg_layouts
+    if index is not None and layouts is not None and index < len(layouts) \
+            and layouts[index] is not None:
+        return _member_proxy(layouts[index], shape)
     if type(value) is np.ndarray:
-        return proxy_of(value) if _dense(value) else None
+        return _laid_out(shape, memory_layout(value))
     if index is not None and trace.c_assumed is not None:
         trace.c_assumed.append(index)
     return c_proxy(shape)
 
 
-def _dense(value: np.ndarray) -> bool:
-    """Whether ``value``'s elements fill its memory without gaps, in some
-    order of its axes with positive strides (C, F or a permutation)."""
-    axes = sorted((a for a, d in enumerate(value.shape) if d > 1),
-                  key=lambda a: -value.strides[a])
-    step = value.itemsize
-    for a in reversed(axes):
-        if value.strides[a] != step:
-            return False
-        step *= value.shape[a]
-    return True
+def _member_proxy(member: Member, shape: tuple[int, ...]) -> Proxy:
+    """The layout of one member of a mapped argument, as NumPy's loop
+    indexes it out of the argument: the argument's layout (an array's own,
+    or a tracer's in its trace, where ``jit`` records what it assumed) with
+    the mapped axis indexed away; None where that leaves gaps (``x[:, i]``
+    of a C-ordered ``x``) or the argument's layout is not known.  Every
+    member shares the argument's strides, so the first stands for all."""
+    of, axis = member.of, member.axis
+    whole: Proxy = None
+    if type(of) is np.ndarray:
+        whole = of
+    elif isinstance(of, Tracer):
+        whole = view_proxy(of)
+    if whole is None:  # not known (an array of another library: not followed)
+        return None
+    if whole.shape[axis] == 0:  # no member: nothing depends on its layout
+        return c_proxy(shape)
+    return _laid_out(shape, memory_layout(whole[(slice(None),) * axis + (0,)]))
+
+
+def _laid_out(shape: tuple[int, ...], layout: tuple[bool, tuple[int, ...]] | None) -> Proxy:
+    """The proxy of an array of ``shape`` with ``layout`` (``core.memory_layout``)."""
+    if layout is None:
+        return c_proxy(shape)
+    dense, axes = layout
+    if not dense:
+        return None
+    order = tuple(a for a, d in enumerate(shape) if d <= 1) + axes
+    clipped = _clipped(shape)
+    return np.empty([clipped[a] for a in order], np.bool_).transpose(np.argsort(order))
 
 
 def shadow(shape: tuple[int, ...], order: tuple[int, ...]) -> np.ndarray:

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import functrans as ft
+from functrans.jit import JitCacheMiss
 from functrans.numpy import _memory_order
 from functrans.numpy._inplace import InPlaceUpdateError
 from functrans.testing import check_grads
@@ -334,15 +335,40 @@ def test_an_input_has_the_memory_order_of_its_array(f, order):
 
 def test_jit_traces_again_a_call_whose_input_is_in_another_order():
     """The program jit caches for f64[2,3] took its input to be C-ordered; a
-    call with an F-ordered array of that type is traced at that array,
-    and the C-ordered calls around it keep their program."""
+    call with an F-ordered array of that type is traced at that array, a
+    miss, and that program is cached by the layout; the C-ordered calls
+    around it keep their program."""
     jitted = ft.jit(input_reshaped_then_updated)
     c, f = np.array(X, order="C"), np.array(X, order="F")
     got = [jitted(c), jitted(f), jitted(c), jitted(f)]
     want = [_numpy_on(input_reshaped_then_updated, a) for a in (c, f, c, f)]
     assert got == pytest.approx(want, rel=1e-12)
     assert want[0] != pytest.approx(want[1])  # the two orders give different answers
-    assert jitted.cache_info().misses == 1
+    info = jitted.cache_info()
+    assert (info.hits, info.misses, info.entries) == (2, 2, 2)
+    assert [t.signature for t in info.tiers] == ["f64[2,3]", "f64[2,3] in F order"]
+    # Each layout has a program of its own: transposed, sliced with a step.
+    t = np.array(X3.transpose(1, 2, 0), order="C").transpose(2, 0, 1)
+    s = (np.arange(48.0).reshape(2, 3, 8) / 11)[:, :, ::2]
+    jitted3 = ft.jit(input_reshaped_then_updated)
+    assert jitted3(t) == pytest.approx(_numpy_on(input_reshaped_then_updated, t), rel=1e-12)
+    assert jitted3(t) == pytest.approx(_numpy_on(input_reshaped_then_updated, t), rel=1e-12)
+    with pytest.raises(InPlaceUpdateError, match="sliced with a step"):
+        jitted3(s)
+    info = jitted3.cache_info()
+    assert (info.hits, info.misses, info.entries) == (1, 3, 2)
+    assert [x.signature for x in info.tiers] == [
+        "f64[2,3,4]", "f64[2,3,4] with axes (1, 2, 0) from the slowest to the fastest in memory"]
+
+
+def test_jit_explains_a_miss_for_another_memory_layout():
+    jitted = ft.jit(input_reshaped_then_updated, explain_cache_misses=True)
+    with pytest.warns(JitCacheMiss, match=r"first call"):
+        jitted(X)
+    with pytest.warns(JitCacheMiss, match=r"memory layout of \[0\]\[0\]: f64\[2,3\] in F "
+                      r"order\); compiled in") as w:
+        jitted(np.asfortranarray(X))
+    assert [m.filename for m in w if m.category is JitCacheMiss] == [__file__]
 
 
 def test_an_input_sliced_with_gaps_is_refused_where_its_order_decides():
@@ -366,3 +392,152 @@ def test_a_copy_in_an_order_numpy_does_not_know_is_refused_at_every_shape(shape,
         f(np.ones(shape))
     with pytest.raises(ValueError, match=r"f: order must be one of .*\(got 'Q'\)"):
         ft.jit(f)(np.ones(shape))
+
+
+# -- the memory layout of vmap's members ----------------------------------------------------
+
+
+def ufunc_result_reshaped(x):
+    """The repro: ``x * 1.0`` keeps ``x``'s order, so whether ``r`` sees the
+    update depends on the member's layout."""
+    y = x * 1.0
+    r = y.reshape(-1)
+    y += 1.0
+    return np.sum(r * np.arange(r.size))
+
+
+def member_reshaped(x):
+    r = x.reshape(-1)
+    x += 1.0
+    return np.sum(r * np.arange(r.size))
+
+
+A3 = np.arange(24.0).reshape(2, 3, 4) / 7
+
+#: Makers of fresh arrays (the oracle's loop writes into them) in each layout.
+LAYOUTS = {
+    "C": lambda: A3.copy(),
+    "F": lambda: np.asfortranarray(A3),
+    "transposed": lambda: np.ascontiguousarray(A3.transpose(2, 0, 1)).transpose(1, 2, 0),
+    "step": lambda: np.repeat(A3, 2, axis=2)[:, :, ::2],
+}
+
+
+def _member(x, axis, i):
+    return x[(slice(None),) * axis + (i,)]
+
+
+def _loop(f, make, axis):
+    """NumPy's loop over the members of a fresh array, as NumPy's indexing
+    gives them (strided views): the oracle."""
+    x = make()
+    return np.array([f(_member(x, axis % x.ndim, i)) for i in range(x.shape[axis])])
+
+
+def _vmap_sum(f, axis):
+    return lambda x: np.sum(ft.vmap(f, in_axes=axis)(x))
+
+
+TRANSFORMS = {
+    "vmap": lambda f, axis: ft.vmap(f, in_axes=axis),
+    "jit(vmap)": lambda f, axis: ft.jit(ft.vmap(f, in_axes=axis)),
+    "vmap(jit)": lambda f, axis: ft.vmap(ft.jit(f), in_axes=axis),
+    "vmap(grad)": lambda f, axis: lambda x: ft.vmap(ft.value_and_grad(f), in_axes=axis)(x)[0],
+    "grad(vmap)": lambda f, axis: lambda x: ft.value_and_grad(_vmap_sum(f, axis))(x)[0],
+    "jit(grad(vmap))": lambda f, axis: ft.jit(
+        lambda x: ft.value_and_grad(_vmap_sum(f, axis))(x)[0]),
+}
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+@pytest.mark.parametrize("f", [ufunc_result_reshaped, member_reshaped])
+def test_vmap_members_have_the_layout_of_numpys_loop(f, axis, layout, transform):
+    """Each member is laid out as NumPy's ``x[i]`` / ``x[:, i]`` is: the
+    result equals the loop's, or the update that would tell a view from a
+    copy is refused (a member with gaps), never another number."""
+    want = _loop(f, LAYOUTS[layout], axis)
+    try:
+        got = TRANSFORMS[transform](f, axis)(LAYOUTS[layout]())
+    except InPlaceUpdateError as e:
+        assert "shares memory with or not" in str(e)
+        # A member without gaps has a layout to follow: never refused.
+        member = _member(LAYOUTS[layout](), axis % 3, 0)
+        assert not (member.flags.c_contiguous or member.flags.f_contiguous)
+        return
+    if transform.startswith("jit(grad") or transform == "grad(vmap)":
+        want = np.sum(want)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+@pytest.mark.parametrize("f", [ufunc_result_reshaped, member_reshaped])
+def test_vmap_over_an_axis_whose_members_are_dense(f):
+    """Members that are C- or F-ordered arrays follow NumPy whatever the
+    argument's order: the cases the loop decides, each answered (the two
+    orders give different answers)."""
+    for make, axis in [(LAYOUTS["F"], 2), (LAYOUTS["F"], -1), (LAYOUTS["C"], 0),
+                       (LAYOUTS["transposed"], 2)]:
+        want = _loop(f, make, axis)
+        for transform in TRANSFORMS.values():
+            got = transform(f, axis)(make())
+            np.testing.assert_allclose(np.sum(got), np.sum(want), rtol=1e-13)
+    assert np.sum(_loop(f, LAYOUTS["F"], 2)) != pytest.approx(np.sum(_loop(f, LAYOUTS["C"], 0)))
+
+
+def test_vmap_members_in_pytrees_and_unmapped_arguments():
+    def f(p, q):
+        return ufunc_result_reshaped(p["a"]) + member_reshaped(p["b"]) + ufunc_result_reshaped(q)
+
+    def loop(p, q, axes):
+        return [f({"a": _member(p["a"], axes[0], i), "b": _member(p["b"], axes[1], i)}, q)
+                for i in range(4)]
+
+    def make():
+        return {"a": LAYOUTS["F"](), "b": LAYOUTS["transposed"]()}, np.asfortranarray(A3[0])
+
+    want = loop(*make(), (2, 2))
+    for transform in (lambda g: g, ft.jit):
+        got = transform(ft.vmap(f, in_axes=({"a": 2, "b": -1}, None)))(*make())
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "transposed"])
+@pytest.mark.parametrize("axes", [(0, 0), (0, 1), (2, 1), (-1, -1), (1, 0)])
+def test_nested_vmap_members_are_members_of_members(layout, axes):
+    x4 = {"C": np.arange(120.0).reshape(2, 3, 4, 5) / 7}
+    x4["F"] = np.asfortranarray(x4["C"])
+    x4["transposed"] = np.ascontiguousarray(x4["C"].transpose(3, 2, 0, 1)).transpose(2, 3, 1, 0)
+    outer, inner = axes
+
+    def loop():
+        x = x4[layout].copy(order="K")
+        return [[ufunc_result_reshaped(_member(e, inner % 3, j)) for j in range(e.shape[inner])]
+                for e in (_member(x, outer % 4, i) for i in range(x.shape[outer]))]
+
+    for transform in (lambda g: g, ft.jit):
+        try:
+            got = transform(ft.vmap(ft.vmap(ufunc_result_reshaped, in_axes=inner),
+                                    in_axes=outer))(x4[layout].copy(order="K"))
+        except InPlaceUpdateError:
+            # Refused only where a member has gaps (an outer one's layout is
+            # then not followed).
+            e = _member(x4[layout], outer % 4, 0)
+            assert not all(m.flags.c_contiguous or m.flags.f_contiguous
+                           for m in (e, _member(e, inner % 3, 0)))
+            continue
+        np.testing.assert_allclose(got, loop(), rtol=1e-13)
+
+
+def test_jit_of_vmap_traces_again_for_members_in_another_layout():
+    """jit's trace took its argument to be C-ordered and its members with it
+    (rows of a C array along axis 0; along axis 2 they have gaps and the
+    update is refused): an F-ordered call is traced at its array, once."""
+    jitted = ft.jit(ft.vmap(ufunc_result_reshaped, in_axes=2))
+    f = LAYOUTS["F"]
+    assert jitted(f()) == pytest.approx(_loop(ufunc_result_reshaped, f, 2), rel=1e-13)
+    assert jitted(f()) == pytest.approx(_loop(ufunc_result_reshaped, f, 2), rel=1e-13)
+    info = jitted.cache_info()
+    assert (info.hits, info.misses, info.entries) == (1, 1, 1)
+    with pytest.raises(InPlaceUpdateError, match="shares memory with or not"):
+        jitted(LAYOUTS["C"]())
