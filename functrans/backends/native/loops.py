@@ -308,7 +308,11 @@ def loop_call(e: Eqn, name: str, folder: str,
         # other BLAS arguments than the kernel's contiguous copy: with one,
         # the loop runs as the NumPy tier runs it, for the same bits.
         # Read only through ufuncs, an operand matters by the order of their
-        # results (a vector's are contiguous whatever it is).
+        # results (a vector's are contiguous whatever it is).  NumPy's
+        # c_contiguous ignores the strides of axes of one element: such an
+        # operand is passed uncopied, and the kernel gives NumPy's loop its
+        # own strides, as the NumPy tier's product reads it (reshapes and
+        # ufunc results have C strides there in both tiers).
         laid_out = [(f"{args[n]}.flags.c_contiguous" if rank > 1 else f"_vector({args[n]})")
                     if direct else f"_ordering({args[n]})"
                     for n, (rank, direct) in sorted(_product_reads(e).items())

@@ -619,6 +619,38 @@ def test_strided_operands_of_a_loop_with_products_give_the_numpy_tier_s_bits():
         assert bytes_equal(ft.jit(f, compiler="native")(w, init, stack), want)
 
 
+def test_operands_with_odd_strides_on_axes_of_one_element_give_the_numpy_tier_s_bits():
+    """NumPy calls an array C-contiguous whatever the strides of its axes of
+    one element, so such an operand passes the loop's guard uncopied.  It
+    still reaches the product as the NumPy tier's does: the kernel hands
+    ``np.matmul``'s loop the operand's own strides (a stride of 0 or
+    beyond any buffer on the axis of the product's one row, a stacked
+    operand's rows too), Numba's C-ordered indexing never steps along such
+    an axis, and NumPy's reshapes and ufunc results have C strides there."""
+    rng = np.random.default_rng(4)
+    w, h, row = rng.standard_normal((17, 17)), rng.standard_normal(17), rng.standard_normal((1, 17))
+    xs = rng.standard_normal((9, 1, 17))
+
+    def f(r, h, xs):  # r and the rows of xs: matrices of one row (m = 1)
+        return lax.scan(lambda c, x: (fnp.tanh((r @ w)[0] * c + (x @ w)[0] + (r + 0.5)[0]), None),
+                        h, xs)[0]
+
+    def strided(a, axis, stride):
+        strides = list(a.strides)
+        strides[axis] = stride
+        return np.lib.stride_tricks.as_strided(a, a.shape, strides, writeable=False)
+
+    huge = 8 << 40
+    rows = [strided(row, 0, s) for s in (huge, 8, 0, -8)] + [
+        np.broadcast_to(row[0], (1, 17)), np.repeat(row, 3, axis=0)[1:2]]
+    stacks = [strided(xs, 1, s) for s in (huge, 0, 8)]
+    for r, stack in [(r, xs) for r in rows] + [(row, x) for x in stacks]:
+        assert r.flags.c_contiguous and stack.flags.c_contiguous
+        want = ft.jit(f, compiler="numpy")(r, h, stack)
+        assert bytes_equal(ft.jit(f, compiler="native")(r, h, stack), want), (r.strides,
+                                                                             stack.strides)
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_a_product_of_a_view_a_step_makes_is_native(dtype):
     """A product reading a reshape a step makes (a view of its buffer: its
