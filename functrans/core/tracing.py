@@ -189,15 +189,20 @@ register_aval_type(Tracer)
 
 def memory_layout(x: np.ndarray) -> tuple[bool, tuple[int, ...]] | None:
     """What a trace reads of the memory layout of an array argument (which
-    decides whether NumPy's ``reshape`` of it is a view): None for C order;
-    else whether its elements fill its memory without gaps in some order of
-    its axes with positive strides (C, F or a permutation; a strided slice
-    does not), and its axes of two or more elements from the slowest varying
-    to the fastest.  Arrays of one layout trace alike, so ``jit`` keys the
-    programs it traces at arrays on this."""
+    decides whether NumPy's ``reshape`` of it is a view, and the order of
+    the arrays NumPy's ufuncs make from it): None for C order; else whether
+    its elements fill its memory without gaps in some order of its axes
+    with positive strides (C, F or a permutation; a strided slice does not),
+    and its axes of two or more elements from the slowest varying to the
+    fastest (by the sizes of their strides; none where two are equal or 0,
+    which orders nothing).  Arrays of one layout trace alike, so ``jit``
+    keys the programs it traces at arrays on this."""
     if x.flags.c_contiguous:
         return None
     axes = sorted((a for a, d in enumerate(x.shape) if d > 1), key=lambda a: -abs(x.strides[a]))
+    sizes = [abs(x.strides[a]) for a in axes]
+    if 0 in sizes or len(set(sizes)) != len(sizes):
+        return False, ()
     step = x.itemsize
     dense = True
     for a in reversed(axes):

@@ -216,7 +216,7 @@ class _Orders:
     layouts of copies."""
 
     __slots__ = ("memo", "producers", "upto", "updated", "origins", "fixed", "conflicted",
-                 "vars", "__weakref__")
+                 "gapped", "vars", "__weakref__")
 
     def __init__(self):
         self.memo: dict[int, Proxy] = {}
@@ -230,7 +230,9 @@ class _Orders:
         self.fixed: dict[int, Proxy] = {}
         #: ids of variables standing for arrays of more layouts than followed
         self.conflicted: set[int] = set()
-        self.vars: dict[int, Any] = {}  # keeps the ids of memo and updated valid
+        #: ids of the inputs whose arrays have gaps (``_laid_out``)
+        self.gapped: set[int] = set()
+        self.vars: dict[int, Any] = {}  # keeps the ids of memo, updated and gapped valid
 
 
 _ORDERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -297,12 +299,30 @@ def root_order(root: Tracer) -> tuple[int, ...] | None:
     p = _tracer_proxy(root)
     if p is None or any(s == 0 for s, d in zip(p.strides, p.shape) if d > 1):
         return None
+    if _has_gaps(root):
+        return None  # an input with gaps: its reshape is NumPy's decision by its strides
     units = [a for a, d in enumerate(p.shape) if d <= 1]
     axes = sorted((a for a, d in enumerate(p.shape) if d > 1), key=lambda a: -abs(p.strides[a]))
     strides = [abs(p.strides[a]) for a in axes]
     if len(set(strides)) != len(strides):
         return None
     return tuple(units + axes)
+
+
+def _has_gaps(t: Tracer) -> bool:
+    """Whether ``t``, an array that is no view, is an input with gaps
+    (``_laid_out``), of its trace or, through inputs standing for arrays of
+    enclosing traces, of one of those."""
+    while True:
+        trace = t._trace
+        state = _orders(trace)
+        var = state.origins.get(t, t._var)
+        if id(var) in state.gapped:
+            return True
+        enclosing = getattr(trace, "_outer", {}).get(id(var))
+        if enclosing is None or enclosing._base:
+            return False
+        t = enclosing
 
 
 def _tracer_proxy(t: Tracer) -> Proxy:
@@ -409,54 +429,77 @@ def _own_proxy(state: _Orders, producers: dict, outer: dict, trace: Any, v: Any)
 
 def _input_proxy(trace: Any, v: Any, shape: tuple[int, ...]) -> Proxy:
     """The layout of an input of the traced function: its array's where the
-    trace has it (an eager transform's argument), None for an array that is
-    dense in no order (a strided slice: NumPy copies it on any reshape that
-    merges its axes, which no dense proxy models), else C-contiguous, which
-    is recorded in ``trace.c_assumed`` for the caller to check (``jit``,
-    whose trace sees avals, checks each call's arrays).  A member of
-    ``vmap``'s mapped argument has the member's layout (``_member_proxy``)."""
+    trace has it (an eager transform's argument; ``_laid_out``), else
+    C-contiguous, which is recorded in ``trace.c_assumed`` for the caller to
+    check (``jit``, whose trace sees avals, checks each call's arrays).  A
+    member of ``vmap``'s mapped argument has the member's layout
+    (``_member_layout``)."""
     index, value = trace.argument_of(v)
     layouts = trace.arg_layouts
     if index is not None and layouts is not None and index < len(layouts) \
             and layouts[index] is not None:
-        return _member_proxy(layouts[index], shape)
-    if type(value) is np.ndarray:
-        return _laid_out(shape, memory_layout(value))
-    if index is not None and trace.c_assumed is not None:
-        trace.c_assumed.append(index)
-    return c_proxy(shape)
+        layout = _member_layout(layouts[index])
+    elif type(value) is np.ndarray:
+        layout = memory_layout(value)
+    else:
+        if index is not None and trace.c_assumed is not None:
+            trace.c_assumed.append(index)
+        return c_proxy(shape)
+    return _laid_out(trace, v, shape, layout)
 
 
-def _member_proxy(member: Member, shape: tuple[int, ...]) -> Proxy:
-    """The layout of one member of a mapped argument, as NumPy's loop
-    indexes it out of the argument: the argument's layout (an array's own,
-    or a tracer's in its trace, where ``jit`` records what it assumed) with
-    the mapped axis indexed away; None where that leaves gaps (``x[:, i]``
-    of a C-ordered ``x``) or the argument's layout is not known.  Every
-    member shares the argument's strides, so the first stands for all."""
+#: A layout not known (``_member_layout``).
+_UNKNOWN = (False, ())
+
+
+def _member_layout(member: Member) -> tuple[bool, tuple[int, ...]] | None:
+    """The layout (``core.memory_layout``) of one member of a mapped
+    argument, as NumPy's loop indexes it out of the argument: the
+    argument's layout (an array's own, or a tracer's in its trace, where
+    ``jit`` records what it assumed) with the mapped axis indexed away (a
+    member ``x[:, i]`` of a C-ordered ``x`` has gaps).  Every member shares
+    the argument's strides, so the first stands for all."""
     of, axis = member.of, member.axis
     whole: Proxy = None
     if type(of) is np.ndarray:
         whole = of
-    elif isinstance(of, Tracer):
-        whole = view_proxy(of)
-    if whole is None:  # not known (an array of another library: not followed)
-        return None
+    elif isinstance(of, Tracer) and not of._base:
+        whole = _tracer_proxy(of)
+    if whole is None:
+        # Not known, nor followed for an array of another library or a view
+        # (whose proxy, cut to two elements an axis, may lack the gaps of a
+        # slice).
+        return _UNKNOWN
     if whole.shape[axis] == 0:  # no member: nothing depends on its layout
-        return c_proxy(shape)
-    return _laid_out(shape, memory_layout(whole[(slice(None),) * axis + (0,)]))
+        return None
+    return memory_layout(whole[(slice(None),) * axis + (0,)])
 
 
-def _laid_out(shape: tuple[int, ...], layout: tuple[bool, tuple[int, ...]] | None) -> Proxy:
-    """The proxy of an array of ``shape`` with ``layout`` (``core.memory_layout``)."""
+def _laid_out(trace: Any, v: Any, shape: tuple[int, ...],
+              layout: tuple[bool, tuple[int, ...]] | None) -> Proxy:
+    """The proxy of input ``v`` of ``shape`` laid out as ``layout`` says
+    (``core.memory_layout``).  An array with gaps (a strided slice) has a
+    proxy with gaps in the order of its strides, which NumPy's ufuncs
+    follow, and is noted as such: NumPy's reshape of it (a view or a copy by
+    its strides, which no proxy models) is not known (``root_order``).  None
+    where its strides order nothing."""
     if layout is None:
         return c_proxy(shape)
     dense, axes = layout
-    if not dense:
+    if not axes:
         return None
     order = tuple(a for a, d in enumerate(shape) if d <= 1) + axes
     clipped = _clipped(shape)
-    return np.empty([clipped[a] for a in order], np.bool_).transpose(np.argsort(order))
+    dims = [clipped[a] for a in order]
+    if dense:
+        proxy = np.empty(dims, np.bool_)
+    else:
+        state = _orders(trace)
+        state.gapped.add(id(v))
+        state.vars[id(v)] = v
+        dims[-1] *= 2
+        proxy = np.empty(dims, np.bool_)[..., ::2]
+    return proxy.transpose(np.argsort(order))
 
 
 def shadow(shape: tuple[int, ...], order: tuple[int, ...]) -> np.ndarray:

@@ -382,6 +382,41 @@ def test_an_input_sliced_with_gaps_is_refused_where_its_order_decides():
 
 
 
+B3 = np.arange(240.0).reshape(4, 6, 10) / 7
+
+#: Arrays with gaps (or negative strides), each made anew from a fresh base.
+GAPPED = {
+    "step on the last axis": lambda b: b[:, :, ::3],
+    "step on the middle axis": lambda b: b[:, ::2],
+    "reversed": lambda b: b[::-1],
+    "reversed last axis": lambda b: b[:, :, ::-1],
+    "F-ordered, two steps": lambda b: np.asfortranarray(b)[:, ::2, ::3],
+    "transposed, reversed with a step": lambda b: b.transpose(2, 0, 1)[::-1, :, ::-2],
+    "a block": lambda b: b[1:3, 2:5, 3:9],
+}
+
+
+def ufunc_of_input_reshaped(x):
+    y = np.sin(x) + x                 # allocated in the order of x's strides
+    r = y.T.reshape(-1)
+    y += 1.0
+    return np.sum(r * np.arange(r.size))
+
+
+@pytest.mark.parametrize("make", GAPPED.values(), ids=list(GAPPED))
+def test_a_ufunc_s_result_of_an_input_with_gaps_follows_its_strides(make):
+    """NumPy allocates a ufunc's result of a strided input in the order of
+    its strides: followed (it was refused as an order not known), while
+    the input's own reshape stays NumPy's decision by its strides."""
+    want = ufunc_of_input_reshaped(make(B3.copy()))
+    for transform in (ft.jit, lambda f: lambda x: ft.value_and_grad(f)(x)[0],
+                      lambda f: lambda x: ft.vmap(f)(x[None])[0]):
+        got = transform(ufunc_of_input_reshaped)(make(B3.copy()))
+        assert got == pytest.approx(want, rel=1e-13)
+        with pytest.raises(InPlaceUpdateError, match="shares memory with or not"):
+            transform(input_reshaped_then_updated)(make(B3.copy()))
+
+
 @pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
 @pytest.mark.parametrize("how", ["copy", "astype"])
 def test_a_copy_in_an_order_numpy_does_not_know_is_refused_at_every_shape(shape, how):
@@ -456,14 +491,16 @@ TRANSFORMS = {
 def test_vmap_members_have_the_layout_of_numpys_loop(f, axis, layout, transform):
     """Each member is laid out as NumPy's ``x[i]`` / ``x[:, i]`` is: the
     result equals the loop's, or the update that would tell a view from a
-    copy is refused (a member with gaps), never another number."""
+    copy is refused, never another number.  Refused only where the member
+    itself is reshaped and has gaps (NumPy's reshape of a strided view
+    decides by its strides); a ufunc's result of it is dense in its order."""
     want = _loop(f, LAYOUTS[layout], axis)
     try:
         got = TRANSFORMS[transform](f, axis)(LAYOUTS[layout]())
     except InPlaceUpdateError as e:
         assert "shares memory with or not" in str(e)
-        # A member without gaps has a layout to follow: never refused.
         member = _member(LAYOUTS[layout](), axis % 3, 0)
+        assert f is member_reshaped
         assert not (member.flags.c_contiguous or member.flags.f_contiguous)
         return
     if transform.startswith("jit(grad") or transform == "grad(vmap)":
@@ -516,28 +553,34 @@ def test_nested_vmap_members_are_members_of_members(layout, axes):
                 for e in (_member(x, outer % 4, i) for i in range(x.shape[outer]))]
 
     for transform in (lambda g: g, ft.jit):
-        try:
-            got = transform(ft.vmap(ft.vmap(ufunc_result_reshaped, in_axes=inner),
-                                    in_axes=outer))(x4[layout].copy(order="K"))
-        except InPlaceUpdateError:
-            # Refused only where a member has gaps (an outer one's layout is
-            # then not followed).
-            e = _member(x4[layout], outer % 4, 0)
-            assert not all(m.flags.c_contiguous or m.flags.f_contiguous
-                           for m in (e, _member(e, inner % 3, 0)))
-            continue
+        got = transform(ft.vmap(ft.vmap(ufunc_result_reshaped, in_axes=inner),
+                                in_axes=outer))(x4[layout].copy(order="K"))
         np.testing.assert_allclose(got, loop(), rtol=1e-13)
 
 
 def test_jit_of_vmap_traces_again_for_members_in_another_layout():
     """jit's trace took its argument to be C-ordered and its members with it
-    (rows of a C array along axis 0; along axis 2 they have gaps and the
-    update is refused): an F-ordered call is traced at its array, once."""
+    (along axis 2, members with gaps, whose ufunc results are C-ordered):
+    an F-ordered call is traced at its array, once, and a C-ordered one
+    keeps the first program."""
     jitted = ft.jit(ft.vmap(ufunc_result_reshaped, in_axes=2))
-    f = LAYOUTS["F"]
-    assert jitted(f()) == pytest.approx(_loop(ufunc_result_reshaped, f, 2), rel=1e-13)
-    assert jitted(f()) == pytest.approx(_loop(ufunc_result_reshaped, f, 2), rel=1e-13)
+    for make in (LAYOUTS["C"], LAYOUTS["F"], LAYOUTS["F"], LAYOUTS["C"]):
+        assert jitted(make()) == pytest.approx(_loop(ufunc_result_reshaped, make, 2), rel=1e-13)
     info = jitted.cache_info()
-    assert (info.hits, info.misses, info.entries) == (1, 1, 1)
-    with pytest.raises(InPlaceUpdateError, match="shares memory with or not"):
-        jitted(LAYOUTS["C"]())
+    assert (info.hits, info.misses, info.entries) == (2, 2, 2)
+    assert np.sum(_loop(ufunc_result_reshaped, LAYOUTS["C"], 2)) != pytest.approx(
+        np.sum(_loop(ufunc_result_reshaped, LAYOUTS["F"], 2)))
+
+
+def test_a_member_with_gaps_reshaped_and_updated_is_refused():
+    """x[:, i] of a C-ordered x has gaps: NumPy's reshape of it is a view or a
+    copy by its strides, which functrans does not follow; an update that
+    would tell them apart is refused, naming both lines."""
+    with pytest.raises(InPlaceUpdateError, match=(
+            r"^member_reshaped: x \+= v \(at .*test_inplace_layout\.py:\d+\) updates an array "
+            r"that the reshape or ravel at .*test_inplace_layout\.py:\d+ shares memory with or "
+            r"not, as NumPy lays the f64\[2,4\] array out in memory")):
+        ft.vmap(member_reshaped, in_axes=1)(A3)
+    # Without the update, nothing depends on it.
+    np.testing.assert_allclose(ft.vmap(lambda x: np.sum(x.reshape(-1) ** 2), in_axes=1)(A3),
+                               np.sum(A3 ** 2, axis=(0, 2)), rtol=1e-13)
