@@ -783,13 +783,14 @@ class _Jitted(RecentHits):
 def _laid_out_as_assumed(c_inputs: Sequence[int], leaves: Sequence[Any]) -> bool:
     """Whether the call's arguments at ``c_inputs`` are laid out as a program
     that took them to be C-contiguous assumed: C-ordered arrays (or others
-    than NumPy's, whose layouts are not followed), no tracers."""
+    than NumPy's, whose layouts are not followed) and tracers (under a
+    transform) that their traces lay out in C order."""
     for i in c_inputs:
         x = leaves[i]
         if type(x) is np.ndarray:
             if not x.flags.c_contiguous:
                 return False
-        elif isinstance(x, Tracer):
+        elif isinstance(x, Tracer) and core.tracer_layout(x) is not None:
             return False
     return True
 

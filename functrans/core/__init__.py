@@ -113,7 +113,9 @@ from functrans.core.tracing import (
     bind,
     current_trace,
     in_jit,
+    install_tracer_layout,
     memory_layout,
+    tracer_layout,
 )
 
 __all__ = [
@@ -124,10 +126,11 @@ __all__ = [
     "array_module", "backend_of_type", "bind", "check_jaxpr", "check_values", "collector_paused",
     "count_of", "current_source", "current_trace", "derived_source", "device_backends",
     "effects_muted", "eval_jaxpr", "format_source", "fun_name", "get_aval", "has_effect", "in_jit",
-    "instantiate", "jaxpr_runner", "jaxpr_to_dot", "lazy_backends", "load_primitives_on_demand",
-    "lookup_primitive", "memory_layout", "on_value_checks", "open_jaxpr", "placed_sources",
-    "plain_array", "pp_jaxpr", "program_cache", "register_aval_type", "registry", "remapped",
-    "render_dot", "resourced", "rule_factory", "run_jaxpr", "same_sources", "set_host_backend",
-    "set_source", "set_value_checks", "source_location", "source_map", "sources_of",
-    "trace_to_jaxpr", "user_frame_summary", "user_source", "zero_derivative",
+    "install_tracer_layout", "instantiate", "jaxpr_runner", "jaxpr_to_dot", "lazy_backends",
+    "load_primitives_on_demand", "lookup_primitive", "memory_layout", "on_value_checks",
+    "open_jaxpr", "placed_sources", "plain_array", "pp_jaxpr", "program_cache",
+    "register_aval_type", "registry", "remapped", "render_dot", "resourced", "rule_factory",
+    "run_jaxpr", "same_sources", "set_host_backend", "set_source", "set_value_checks",
+    "source_location", "source_map", "sources_of", "trace_to_jaxpr", "tracer_layout",
+    "user_frame_summary", "user_source", "zero_derivative",
 ]

@@ -13,7 +13,7 @@ nested transforms free of perturbation confusion.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -209,6 +209,27 @@ def memory_layout(x: np.ndarray) -> tuple[bool, tuple[int, ...]] | None:
         dense = dense and x.strides[a] == step
         step *= x.shape[a]
     return dense, tuple(axes)
+
+
+def _layout_not_known(t: Tracer) -> Any:
+    return False
+
+
+_tracer_layout: Callable[[Tracer], Any] = _layout_not_known
+
+
+def install_tracer_layout(rule: Callable[[Tracer], Any]) -> None:
+    """Make ``rule`` what ``tracer_layout`` asks: ``functrans.numpy``, whose
+    rules follow memory layouts through traced code, installs its own."""
+    global _tracer_layout
+    _tracer_layout = rule
+
+
+def tracer_layout(t: Tracer) -> Any:
+    """The memory layout NumPy would give traced array ``t``, as
+    ``memory_layout`` says it (None: C order), or False where it is not
+    known (a view, or before ``functrans.numpy`` installs its rules)."""
+    return _tracer_layout(t)
 
 
 class Member:

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from functrans.core import Member, Tracer, bind, memory_layout
+from functrans.core import Member, Tracer, bind, install_tracer_layout, memory_layout
 from functrans.core.ir import Literal
 from functrans.primitives.broadcasting import (
     broadcast_in_dim_p,
@@ -323,6 +323,20 @@ def _has_gaps(t: Tracer) -> bool:
         if enclosing is None or enclosing._base:
             return False
         t = enclosing
+
+
+def _traced_layout(t: Tracer) -> tuple[bool, tuple[int, ...]] | None | bool:
+    """``core.tracer_layout``: the layout of a traced array that is no view
+    (a view's proxy may lack the gaps of a slice: False, not known)."""
+    if t._base:
+        return False
+    if significant(tuple(t.shape)) <= 1:
+        return None
+    p = _tracer_proxy(t)
+    return False if p is None else memory_layout(p)
+
+
+install_tracer_layout(_traced_layout)
 
 
 def _tracer_proxy(t: Tracer) -> Proxy:

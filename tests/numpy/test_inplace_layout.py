@@ -361,6 +361,25 @@ def test_jit_traces_again_a_call_whose_input_is_in_another_order():
         "f64[2,3,4]", "f64[2,3,4] with axes (1, 2, 0) from the slowest to the fastest in memory"]
 
 
+def test_jit_under_a_transform_follows_the_layout_of_its_tracers():
+    """Called under grad or vmap, a jitted function's inputs are tracers laid
+    out as their traces say: C-ordered ones run the cached program (no
+    compilation per call), others are traced at them (the program taking
+    them to be C-ordered gave another number)."""
+    jitted = ft.jit(input_reshaped_then_updated)
+    c, f = np.array(X), np.asfortranarray(X)
+    for _ in range(3):
+        assert ft.value_and_grad(jitted)(c)[0] == pytest.approx(
+            _numpy_on(input_reshaped_then_updated, c), rel=1e-12)
+    assert jitted.cache_info().misses == 1
+    for x in (f, f, c):
+        assert ft.value_and_grad(jitted)(x)[0] == pytest.approx(
+            _numpy_on(input_reshaped_then_updated, x), rel=1e-12)
+    got = ft.vmap(jitted, in_axes=2)(LAYOUTS["F"]())
+    np.testing.assert_allclose(got, _loop(input_reshaped_then_updated, LAYOUTS["F"], 2),
+                               rtol=1e-12)
+
+
 def test_jit_explains_a_miss_for_another_memory_layout():
     jitted = ft.jit(input_reshaped_then_updated, explain_cache_misses=True)
     with pytest.warns(JitCacheMiss, match=r"first call"):
