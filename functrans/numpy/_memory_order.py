@@ -326,14 +326,31 @@ def _has_gaps(t: Tracer) -> bool:
 
 
 def _traced_layout(t: Tracer) -> tuple[bool, tuple[int, ...]] | None | bool:
-    """``core.tracer_layout``: the layout of a traced array that is no view
-    (a view's proxy may lack the gaps of a slice: False, not known)."""
-    if t._base:
-        return False
+    """``core.tracer_layout``: the layout of a traced array (False: not known)."""
     if significant(tuple(t.shape)) <= 1:
         return None
-    p = _tracer_proxy(t)
+    p = _view_array(t) if t._base else _tracer_proxy(t)
     return False if p is None else memory_layout(p)
+
+
+def _view_array(t: Tracer) -> np.ndarray | None:
+    """View ``t`` as NumPy makes it: its operations (``_inplace.Link``)
+    replayed on a shadow of its root laid out as NumPy lays the root out,
+    whole (a proxy, cut to two elements an axis, lacks the gaps a slice
+    leaves); None where the root's layout is not known."""
+    link = t._base
+    order = root_order(link.root)
+    if order is None:
+        return None
+    x: Any = shadow(tuple(link.root.shape), order)
+    for np_fn, _, args, kwargs, item in link.ops:
+        x = np_fn(x, *args, **kwargs)
+        x = x if item is None else x[item]
+    return x if isinstance(x, np.ndarray) else None
+
+
+def _layout_of(x: np.ndarray | None) -> tuple[bool, tuple[int, ...]] | None:
+    return _UNKNOWN if x is None else memory_layout(x)
 
 
 install_tracer_layout(_traced_layout)
@@ -432,6 +449,8 @@ def _own_proxy(state: _Orders, producers: dict, outer: dict, trace: Any, v: Any)
         return rule(eqn, ins)
     enclosing = outer.get(key)
     if enclosing is not None:
+        if enclosing._base:  # a view: laid out as NumPy makes it from its root
+            return _laid_out(trace, v, shape, _layout_of(_view_array(enclosing)))
         return view_proxy(enclosing)
     value = next((x for c, x in zip(trace.constvars, trace.constvals) if c is v), None)
     if isinstance(value, np.ndarray):
@@ -477,12 +496,9 @@ def _member_layout(member: Member) -> tuple[bool, tuple[int, ...]] | None:
     whole: Proxy = None
     if type(of) is np.ndarray:
         whole = of
-    elif isinstance(of, Tracer) and not of._base:
-        whole = _tracer_proxy(of)
-    if whole is None:
-        # Not known, nor followed for an array of another library or a view
-        # (whose proxy, cut to two elements an axis, may lack the gaps of a
-        # slice).
+    elif isinstance(of, Tracer):
+        whole = _view_array(of) if of._base else _tracer_proxy(of)
+    if whole is None:  # not known (or an array of another library: not followed)
         return _UNKNOWN
     if whole.shape[axis] == 0:  # no member: nothing depends on its layout
         return None
