@@ -54,11 +54,6 @@ def _check_sizes(name: str, a, b, a_axes, b_axes) -> None:
             )
 
 
-def _no_out(name: str, out) -> None:
-    if out is not None:
-        raise TypeError(f"{name}: out= is not supported (arrays are immutable); use the result")
-
-
 # -- dot, inner, outer, vdot ------------------------------------------------------------
 
 
@@ -70,7 +65,6 @@ def dot(a, b, out=None):
     >>> dot(np.array([[1, 2], [3, 4]]), np.array([1, 1]))
     array([3, 7])
     """
-    _no_out("dot", out)
     a, b = _operand(a), _operand(b)
     if a.ndim == 0 or b.ndim == 0:
         return _dot_general(a, b)
@@ -90,7 +84,6 @@ def inner(a, b, /):
 
 def outer(a, b, out=None):
     """``np.outer``: ``a.ravel()[:, None] * b.ravel()[None, :]``."""
-    _no_out("outer", out)
     a, b = _operand(a), _operand(b)
     return _dot_general(_reshape(a, (a.size,)), _reshape(b, (b.size,)))
 
@@ -151,7 +144,6 @@ def matmul(x1, x2, /, out=None, *, dtype=None):
     >>> matmul(np.ones((5, 2, 3)), np.ones((3, 4))).shape
     (5, 2, 4)
     """
-    _no_out("matmul", out)
     a, b = _operand(x1, dtype), _operand(x2, dtype)
     for i, x in enumerate((a, b)):
         if x.ndim == 0:
@@ -242,7 +234,6 @@ def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="
     >>> einsum("ii->", np.eye(3))
     array(3.)
     """
-    _no_out("einsum", out)
     subscripts, arrays = _einsum_args(operands)
     if dtype is not None:
         for x in arrays:

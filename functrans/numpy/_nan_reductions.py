@@ -51,25 +51,21 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False):
     >>> nansum(np.array([[1.0, np.nan], [2.0, 3.0]]), axis=1)
     array([1., 5.])
     """
-    E._no_out("nansum", out)
     return R.sum(_replaced(a, 0)[0], axis=axis, dtype=dtype, keepdims=keepdims)
 
 
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
     """``numpy.nanprod``: the product with NaNs counted as 1."""
-    E._no_out("nanprod", out)
     return R.prod(_replaced(a, 1)[0], axis=axis, dtype=dtype, keepdims=keepdims)
 
 
 def nancumsum(a, axis=None, dtype=None, out=None):
     """``numpy.nancumsum``: the cumulative sum with NaNs counted as 0."""
-    E._no_out("nancumsum", out)
     return R.cumsum(_replaced(a, 0)[0], axis=axis, dtype=dtype)
 
 
 def nancumprod(a, axis=None, dtype=None, out=None):
     """``numpy.nancumprod``: the cumulative product with NaNs counted as 1."""
-    E._no_out("nancumprod", out)
     return R.cumprod(_replaced(a, 1)[0], axis=axis, dtype=dtype)
 
 
@@ -90,7 +86,6 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
     >>> nanmean(np.array([[1.0, np.nan], [2.0, 4.0]]), axis=1)
     array([1., 3.])
     """
-    E._no_out("nanmean", out)
     x, mask = _replaced(a, 0)
     if mask is None:
         return R.mean(x, axis=axis, dtype=dtype, keepdims=keepdims)
@@ -105,7 +100,6 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correc
     >>> nanvar(np.array([1.0, np.nan, 3.0]))
     array(1.)
     """
-    E._no_out("nanvar", out)
     ddof = R._ddof("nanvar", ddof, correction)
     x, mask = _replaced(a, 0)
     if mask is None:
@@ -130,7 +124,6 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correc
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
     """``numpy.nanstd``: the square root of ``nanvar``."""
-    E._no_out("nanstd", out)
     return E.sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims, correction=correction))
 
 
@@ -150,13 +143,11 @@ def nanmax(a, axis=None, out=None, keepdims=False):
     >>> nanmax(np.array([1.0, np.nan, 3.0]))
     array(3.)
     """
-    E._no_out("nanmax", out)
     return _nan_extremum("nanmax", R.max, -np.inf, a, axis, keepdims)
 
 
 def nanmin(a, axis=None, out=None, keepdims=False):
     """``numpy.nanmin``: the minimum of the values that are not NaN."""
-    E._no_out("nanmin", out)
     return _nan_extremum("nanmin", R.min, np.inf, a, axis, keepdims)
 
 
@@ -179,11 +170,9 @@ def nanargmax(a, axis=None, out=None, *, keepdims=False):
     """``numpy.nanargmax``: the index of the first maximum that is not NaN; a
     slice of NaNs only is an error, as in NumPy, where values are known, and
     gives -1 under ``jit`` and ``vmap``."""
-    E._no_out("nanargmax", out)
     return _nan_arg("nanargmax", R.argmax, -np.inf, a, axis, keepdims)
 
 
 def nanargmin(a, axis=None, out=None, *, keepdims=False):
     """``numpy.nanargmin``: as ``nanargmax``, for the minimum."""
-    E._no_out("nanargmin", out)
     return _nan_arg("nanargmin", R.argmin, np.inf, a, axis, keepdims)

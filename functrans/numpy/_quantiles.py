@@ -286,7 +286,6 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     array([[2., 4.],
            [5., 6.]])
     """
-    E._no_out("quantile", out)
     return _quantile("quantile", a, q, axis, interpolation or method, keepdims, weights, 1)
 
 
@@ -297,7 +296,6 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     >>> percentile(np.array([1.0, 2.0, 3.0, 4.0]), 50)
     array(2.5)
     """
-    E._no_out("percentile", out)
     return _quantile("percentile", a, q, axis, interpolation or method, keepdims, weights, 100)
 
 
@@ -309,14 +307,12 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
     >>> nanquantile(np.array([1.0, np.nan, 3.0]), 0.5)
     array(2.)
     """
-    E._no_out("nanquantile", out)
     return _nanquantile("nanquantile", a, q, axis, interpolation or method, keepdims, weights, 1)
 
 
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=False, *, weights=None, interpolation=None):
     """``numpy.nanpercentile``: ``nanquantile`` with ``q`` in percent."""
-    E._no_out("nanpercentile", out)
     return _nanquantile("nanpercentile", a, q, axis, interpolation or method, keepdims, weights,
                         100)
 
@@ -335,7 +331,6 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     >>> median(np.array([[1, 4, 2], [8, 3, 6]]), axis=1)
     array([2., 6.])
     """
-    E._no_out("median", out)
     x, kept = _operand("median", a, axis)
     n = x.shape[0]
     if n == 0:
@@ -355,7 +350,6 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     >>> nanmedian(np.array([[1.0, np.nan, 3.0, 2.0]]), axis=1)
     array([2.])
     """
-    E._no_out("nanmedian", out)
     x, kept = _operand("nanmedian", a, axis)
     if not is_floating(x.dtype) or x.shape[0] == 0:
         return median(a, axis, keepdims=keepdims)

@@ -29,7 +29,6 @@ from functrans.custom_derivatives import custom_jvp
 from functrans.dtypes import is_floating, is_inexact
 from functrans.errors import AxisError, DTypeError, ShapeError
 from functrans.numpy._elementwise import (
-    _no_out,
     add,
     divide,
     equal,
@@ -54,6 +53,8 @@ from functrans.primitives.elementwise import conj, convert_element_type, real
 from functrans.primitives.reductions import (
     argmax_p,
     argmin_p,
+    cummax_p,
+    cummin_p,
     cumprod_p,
     cumsum_p,
     expand_reduced,
@@ -114,8 +115,6 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     >>> sum(np.array([1.0, 2.0, 4.0]), where=np.array([True, False, True]), initial=10.0)
     array(15.)
     """
-    if out is not None:
-        _no_out("sum", out)
     if initial is None and where is True:
         return _reduce("sum", reduce_sum_p, a, axis, keepdims, dtype)
     return _masked_reduce("sum", reduce_sum_p, add, a, axis, keepdims, dtype, initial, where)
@@ -128,7 +127,6 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     >>> prod(np.array([[1, 2], [3, 4]]), axis=1)
     array([ 2, 12])
     """
-    _no_out("prod", out)
     if initial is None and where is True:
         return _reduce("prod", reduce_prod_p, a, axis, keepdims, dtype)
     return _masked_reduce("prod", reduce_prod_p, multiply, a, axis, keepdims, dtype, initial,
@@ -163,13 +161,11 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=True):
     >>> max(np.array([1.0, 7.0]), where=np.array([True, False]), initial=0.0)
     array(1.)
     """
-    _no_out("max", out)
     return _extremum("max", reduce_max_p, a, axis, keepdims, initial, where)
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=True):
     """``numpy.min``, with ``initial`` and ``where`` as in ``max``."""
-    _no_out("min", out)
     return _extremum("min", reduce_min_p, a, axis, keepdims, initial, where)
 
 
@@ -288,13 +284,11 @@ def all(a, axis=None, out=None, keepdims=False):
     >>> all(np.array([[1, 0], [2, 3]]), axis=1)
     array([False,  True])
     """
-    _no_out("all", out)
     return _reduce("all", reduce_and_p, _truth(a), axis, keepdims)
 
 
 def any(a, axis=None, out=None, keepdims=False):
     """``numpy.any``: whether some element along ``axis`` is true (nonzero)."""
-    _no_out("any", out)
     return _reduce("any", reduce_or_p, _truth(a), axis, keepdims)
 
 
@@ -329,7 +323,6 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     >>> mean(np.array([1.0, 2.0, 6.0]), where=np.array([True, False, True]))
     array(3.5)
     """
-    _no_out("mean", out)
     x = asarray(a)
     axes = normalize_axes("mean", axis, x.ndim)
     mask = None if where is True else _where_mask("mean", where, x.shape)
@@ -380,7 +373,6 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     >>> var(np.array([1.0, 2.0, 3.0, 4.0]), mean=np.array([2.0]))
     array(1.5)
     """
-    _no_out("var", out)
     ddof = _ddof("var", ddof, correction)
     x = asarray(a)
     axes = normalize_axes("var", axis, x.ndim)
@@ -424,7 +416,6 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     >>> std(np.array([1.0, 3.0]), correction=1)
     array(1.41421356)
     """
-    _no_out("std", out)
     ddof = _ddof("std", ddof, correction)
     v = var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean)
     if where is True or mean is not None:
@@ -466,14 +457,12 @@ def argmax(a, axis=None, out=None, *, keepdims=False):
     >>> argmax(np.array([[1, 5], [7, 2]]))
     array(2)
     """
-    _no_out("argmax", out)
     return _arg_reduce("argmax", argmax_p, a, axis, keepdims)
 
 
 def argmin(a, axis=None, out=None, *, keepdims=False):
     """``numpy.argmin``: the index of the first minimum (of the flattened array
     when ``axis`` is None)."""
-    _no_out("argmin", out)
     return _arg_reduce("argmin", argmin_p, a, axis, keepdims)
 
 
@@ -497,14 +486,12 @@ def cumsum(a, axis=None, dtype=None, out=None):
     >>> cumsum(np.array([[1, 2], [3, 4]]))
     array([ 1,  3,  6, 10])
     """
-    _no_out("cumsum", out)
     return _cumulative("cumsum", cumsum_p, a, axis, dtype)
 
 
 def cumprod(a, axis=None, dtype=None, out=None):
     """``numpy.cumprod``: running products along ``axis`` (of the flattened
     array when ``axis`` is None)."""
-    _no_out("cumprod", out)
     return _cumulative("cumprod", cumprod_p, a, axis, dtype)
 
 
@@ -532,7 +519,7 @@ def _cumulative_with_initial(name: str, prim: Primitive, x, axis, dtype, include
     return concatenate([first, out], axis=ax)
 
 
-def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
     """``numpy.cumulative_sum``: running sums along ``axis``, led by a 0 when
     ``include_initial`` (the array API standard's cumsum).
 
@@ -543,7 +530,7 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
                                     include_initial, 0)
 
 
-def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
     """``numpy.cumulative_prod``: running products along ``axis``, led by a 1
     when ``include_initial``.
 
@@ -553,3 +540,31 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
     """
     return _cumulative_with_initial("cumulative_prod", cumprod_p, x, axis, dtype,
                                     include_initial, 1)
+
+
+#: The scan of each ufunc whose ``accumulate`` NumPy users write.
+ACCUMULATIONS: dict[str, Primitive] = {
+    "add": cumsum_p, "multiply": cumprod_p, "maximum": cummax_p, "minimum": cummin_p,
+}
+
+
+def accumulate(ufunc_name: str, a, axis=0, dtype=None):
+    """``numpy.<ufunc_name>.accumulate(a, axis, dtype)`` for the ufuncs of
+    ``ACCUMULATIONS``, with NumPy's dtypes (``np.add.accumulate`` of small
+    integers runs in the default integer, as ``cumsum`` does; maxima keep
+    the dtype) and NaN propagating as in NumPy's ``maximum``.
+
+    >>> accumulate("maximum", np.array([1.0, 3.0, 2.0]))
+    array([1., 3., 3.])
+    """
+    name = f"numpy.{ufunc_name}.accumulate"
+    x = asarray(a)
+    if x.ndim == 0:
+        raise TypeError(f"{name}: cannot accumulate on a scalar (as NumPy says); give an "
+                        "array of at least one axis")
+    if axis is None:  # the one axis of a 1-d array; NumPy refuses it for more axes
+        if x.ndim > 1:
+            raise ValueError(f"{name}: accumulate does not allow multiple axes (as NumPy "
+                             f"says): axis=None on an array of {x.ndim} axes; give one axis")
+        axis = 0
+    return _cumulative(name, ACCUMULATIONS[ufunc_name], x, axis, dtype)

@@ -32,7 +32,6 @@ def ptp(a, axis=None, out=None, keepdims=False):
     >>> ptp(np.array([[4, 9, 2], [1, 1, 1]]), axis=1)
     array([7, 0])
     """
-    E._no_out("ptp", out)
     return E.subtract(_reductions.max(a, axis=axis, keepdims=keepdims),
                       _reductions.min(a, axis=axis, keepdims=keepdims))
 
