@@ -418,7 +418,8 @@ def _ufunc_method(self, ufunc, method: str, inputs: tuple, kwargs: dict):
         result = _reduce_with(what, getattr(fnp, known[name]), array, axis, dtype, **kwargs)
     if out is None:
         return result
-    return _inplace.write_out(what, result, out, "unsafe", False)
+    extremum = name in ("maximum", "minimum") and method == "reduce"
+    return _inplace.write_out(what, result, out, "extremum" if extremum else "unsafe", False)
 
 
 def _reduce_with(what: str, fn: Callable, array, axis, dtype, keepdims=False, initial=None,

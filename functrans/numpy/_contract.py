@@ -16,6 +16,7 @@ import numpy as np
 
 from functrans.core import Tracer, bind
 from functrans.errors import ShapeError
+from functrans.numpy import _inplace
 from functrans.numpy._elementwise import multiply
 from functrans.numpy._indexing import getitem
 from functrans.numpy._shape import _broadcast, _broadcast_shape, _convert, _reshape, _transpose
@@ -235,6 +236,12 @@ def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="
     array(3.)
     """
     subscripts, arrays = _einsum_args(operands)
+    if out is not None:
+        # NumPy computes in the operands' and out's common dtype, then casts
+        # the result into out by the casting rule.
+        computed = einsum(*operands, optimize=optimize, dtype=dtype or np.result_type(
+            *(x.dtype for x in arrays), getattr(out, "dtype", np.float64)), casting=casting)
+        return _inplace.write_out("einsum", computed, out, casting, False)
     if dtype is not None:
         for x in arrays:
             if not np.can_cast(x.dtype, dtype, casting):

@@ -494,29 +494,38 @@ def _numpy_assigned(how: Callable, value: Any, converted: np.ndarray, dtype: Any
 #: casting rule, and whether the result broadcasts to ``out``'s shape (else the
 #: shapes must be equal).  NumPy computes in the result's own dtype, then casts
 #: into ``out``; its rules differ per function (checked against NumPy):
-#: ``"unsafe"`` any cast (complex to real keeps the real part, with NumPy's
-#: ``ComplexWarning``); ``"same_kind"`` NumPy's rule of that name (where NumPy
-#: ends in a ufunc: ``round``, ``ptp``, ``std``'s ``sqrt``, the quantiles'
-#: ``add``); ``"keyword"`` the function's ``casting=`` keyword;
-#: ``"exact"`` ``out`` has the result's dtype (``dot``); ``"index"`` ``out``
-#: casts safely to ``intp`` (the arg-reductions); ``"take"`` ``out`` casts
-#: safely to the array's dtype; ``"inexact"`` an inexact result needs an
-#: inexact ``out``.  The functions themselves take ``out`` for NumPy's
-#: argument positions only: ``writing_out``, installed on ``functrans.numpy``,
-#: writes it.  (``clip``, NumPy's ufunc in disguise, writes its ``out=`` as
-#: the ufuncs do.)
+#:
+#: - ``"unsafe"``: any cast (complex to real keeps the real part, with NumPy's
+#:   ``ComplexWarning``);
+#: - ``"same_kind"``: NumPy's rule of that name, where NumPy ends in a ufunc
+#:   (``round``, the quantiles' ``add``);
+#: - ``"keyword"``: the function's ``casting=`` keyword;
+#: - ``"exact"``: ``out`` has the result's dtype (``dot``);
+#: - ``"index"``: ``out`` casts safely to ``intp`` (the arg-reductions);
+#: - ``"take"``: ``out`` casts safely to the array's dtype;
+#: - ``"extremum"``: a safe cast, or one rounding real values into a float.
+#:   NumPy's maxima and minima compare the values cast into ``out``'s dtype at
+#:   some calls and before the cast at others, so a cast that wraps or
+#:   truncates is refused rather than guessed.
+#:
+#: The functions themselves take ``out`` for NumPy's argument positions only:
+#: ``writing_out``, installed on ``functrans.numpy``, writes it.  Functions
+#: whose NumPy writes into ``out`` in steps take ``out`` themselves and follow
+#: those steps: ``mean``, ``var``, ``std``, ``median`` and their ``nan`` forms
+#: (the total into ``out``, then divided there), ``ptp`` (the maxima, then
+#: less the minima), ``einsum`` (computed in the operands' and ``out``'s common
+#: dtype) and ``clip`` (NumPy's ufunc in disguise).
 OUT_FUNCTIONS: dict[str, tuple[str, bool]] = {
-    **dict.fromkeys(["sum", "prod", "max", "min", "amax", "amin", "all", "any", "mean", "var",
-                     "median", "trace", "cumsum", "cumprod", "cumulative_sum",
-                     "cumulative_prod", "nansum", "nanprod", "nanmax", "nanmin", "nancumsum",
+    **dict.fromkeys(["sum", "prod", "all", "any", "trace", "cumsum", "cumprod",
+                     "cumulative_sum", "cumulative_prod", "nansum", "nanprod", "nancumsum",
                      "nancumprod"], ("unsafe", False)),
+    **dict.fromkeys(["max", "min", "amax", "amin", "nanmax", "nanmin"], ("extremum", False)),
     **dict.fromkeys(["nanmedian", "nanquantile", "nanpercentile"], ("unsafe", True)),
-    **dict.fromkeys(["std", "ptp", "round", "around"], ("same_kind", False)),
+    **dict.fromkeys(["round", "around"], ("same_kind", False)),
     **dict.fromkeys(["quantile", "percentile", "outer", "matmul"], ("same_kind", True)),
-    **dict.fromkeys(["einsum", "concatenate", "concat", "stack"], ("keyword", False)),
+    **dict.fromkeys(["concatenate", "concat", "stack"], ("keyword", False)),
     **dict.fromkeys(["dot", "linalg.multi_dot"], ("exact", False)),
     **dict.fromkeys(["argmax", "argmin", "nanargmax", "nanargmin"], ("index", False)),
-    **dict.fromkeys(["nanmean", "nanvar", "nanstd"], ("inexact", False)),
     "take": ("take", False),
 }  # fmt: skip
 
@@ -554,11 +563,11 @@ def writing_out(fn: Callable, name: str) -> Callable:
 
 
 #: The functions of ``OUT_FUNCTIONS`` whose NumPy writes into ``out`` while it
-#: still reads its inputs (``concatenate`` copies one array after another;
-#: ``ptp`` writes the maxima, then subtracts the minima), so that NumPy's
-#: answer for an ``out`` sharing memory with an input depends on that order.
+#: still reads its inputs (``concatenate`` copies one array after another),
+#: so that NumPy's answer for an ``out`` sharing memory with an input depends
+#: on that order.
 #: Every other function's NumPy copies an input that overlaps ``out`` first.
-_UNBUFFERED = frozenset({"concatenate", "concat", "stack", "ptp"})
+_UNBUFFERED = frozenset({"concatenate", "concat", "stack"})
 
 
 def _refuse_overlap(name: str, out: Any, inputs: Any) -> None:
@@ -630,7 +639,7 @@ def _check_out_cast(label: str, name: str, casting: Any, have: np.dtype, to: np.
     does, with NumPy's exception type (``label`` names the function in the
     message)."""
     have, to = np.dtype(have), np.dtype(to)
-    if casting == "unsafe" or (casting == "inexact" and (to.kind in "fc" or have.kind not in "fc")):
+    if casting == "unsafe":
         return
     if casting == "exact":
         if have != to:
@@ -639,13 +648,20 @@ def _check_out_cast(label: str, name: str, casting: Any, have: np.dtype, to: np.
                 f"accepts only an out of the result's dtype (as NumPy says: output array is not "
                 f"acceptable): pass a {have} array, or cast the result with .astype")
         return
+    if casting == "extremum":
+        # Rounding into a float is monotone: the maxima agree either way.
+        if not np.can_cast(have, to, "safe") and not (have.kind in "biuf" and to.kind in "fc"):
+            raise TypeError(
+                f"{label}: out= has dtype {to}, which does not hold every {have} value of the "
+                f"result; NumPy compares the values after casting them into out's dtype at some "
+                f"calls and before at others, so its answer here depends on the loop it picks: "
+                f"pass an out of dtype {have} (or one it casts to safely), and cast that")
+        return
     if casting == "index":
         ok, why = np.can_cast(to, np.intp, "safe"), f"indices ({np.dtype(np.intp)})"
     elif casting == "take":
         source = np.dtype(getattr(array, "dtype", None) or np.asarray(array).dtype)
         ok, why = np.can_cast(to, source, "safe"), f"the array's elements ({source})"
-    elif casting == "inexact":
-        ok, why = False, f"an inexact result ({have}): NumPy wants an inexact out"
     else:
         ok, why = np.can_cast(have, to, casting), f"the result ({have}) by casting={casting!r}"
     if not ok:

@@ -30,7 +30,7 @@ import numpy as np
 
 from functrans.dtypes import is_floating, is_inexact
 from functrans.numpy import _elementwise as E
-from functrans.numpy import _reductions, _shape, _sorting
+from functrans.numpy import _inplace, _reductions, _shape, _sorting
 from functrans.numpy._util import asarray, is_traced, normalize_axes
 
 __all__ = ["quantile", "percentile", "median", "nanquantile", "nanpercentile", "nanmedian"]
@@ -333,14 +333,21 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """
     x, kept = _operand("median", a, axis)
     n = x.shape[0]
-    if n == 0:
-        return _finish(_reductions.mean(x, axis=0), np.asarray(0.5), kept, keepdims, None)
-    ordered = _sorting.sort(x, axis=0)
-    half = n // 2
-    middle = _shape._slice_axis(ordered, 0, half - (1 - n % 2), half + 1)
-    res = _reductions.mean(middle, axis=0)
-    nans = E.isnan(ordered[-1]) if is_inexact(x.dtype) else None
-    return _finish(res, np.asarray(0.5), kept, keepdims, nans)
+    middle, nans = x, None
+    if n:
+        ordered = _sorting.sort(x, axis=0)
+        half = n // 2
+        middle = _shape._slice_axis(ordered, 0, half - (1 - n % 2), half + 1)
+        nans = E.isnan(ordered[-1]) if is_inexact(x.dtype) else None
+    written_as = getattr(out, "dtype", None)  # NumPy: mean(middle, out=out), then NaNs
+    if written_as is not None and nans is not None and written_as.kind not in "fc":
+        raise TypeError(
+            f"median: out= has dtype {written_as}, but the {x.dtype} array may hold NaN, which "
+            "NumPy writes into out where a slice holds one (and then refuses an integer out); "
+            "functrans cannot know before the values do: pass an out of a float dtype and cast")
+    res = _reductions._mean(middle, (0,), None, False, None, written_as=written_as)
+    res = _finish(res, np.asarray(0.5), kept, keepdims, nans)
+    return res if out is None else _inplace.write_out("median", res, out, "unsafe", False)
 
 
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):

@@ -28,6 +28,7 @@ from functrans.core import Primitive, Tracer, bind
 from functrans.custom_derivatives import custom_jvp
 from functrans.dtypes import is_floating, is_inexact
 from functrans.errors import AxisError, DTypeError, ShapeError
+from functrans.numpy import _inplace
 from functrans.numpy._elementwise import (
     add,
     divide,
@@ -326,10 +327,13 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     x = asarray(a)
     axes = normalize_axes("mean", axis, x.ndim)
     mask = None if where is True else _where_mask("mean", where, x.shape)
-    return _mean(x, axes, dtype, keepdims, mask)
+    return _mean(x, axes, dtype, keepdims, mask, out)
 
 
-def _mean(x, axes: tuple[int, ...], dtype, keepdims: bool, mask):
+def _mean(x, axes: tuple[int, ...], dtype, keepdims: bool, mask, out=None, written_as=None):
+    """``numpy.mean``; with ``out``, written there as NumPy writes it; with
+    ``written_as`` (a dtype), the value NumPy would write into an ``out`` of
+    that dtype (``median`` writes it after a NaN check of its own)."""
     # NumPy sums bool and integers in float64 and float16 in float32, but
     # hands float16 back; bfloat16 as float16.
     acc, result = dtype, dtype
@@ -339,12 +343,36 @@ def _mean(x, axes: tuple[int, ...], dtype, keepdims: bool, mask):
         acc, result = np.float32, x.dtype
     if mask is None:
         total = _reduce_axes(reduce_sum_p, x, axes, keepdims, acc)
-        quotient = divide(total, _count(x.shape, axes))
+        count = _count(x.shape, axes)
     else:
         total = _reduce_axes(reduce_sum_p, _where(mask, x, np.zeros((), x.dtype)), axes,
                              keepdims, acc)
-        quotient = divide(total, _kept_count(mask, axes, keepdims))
-    return _convert(quotient, total.dtype if result is None else result)
+        count = _kept_count(mask, axes, keepdims)
+    if out is not None:
+        return divided_into("mean", total, count, out)
+    if written_as is not None:
+        return divided_as_written(total, count, written_as)
+    return _convert(divide(total, count), total.dtype if result is None else result)
+
+
+def divided_as_written(total, count, dtype):
+    """What NumPy's ``mean``/``var(..., out=out)`` leaves in an ``out`` of
+    ``dtype``: it sums ``total`` into ``out``, then divides ``out`` in place
+    by ``count`` (``casting='unsafe'``), so an integer ``out`` truncates (and
+    wraps) the total before the division, a float32 one rounds it, and a
+    count of NumPy's ``intp`` makes the division float64 before the last
+    cast."""
+    count = np.intp(count) if type(count) is int else count
+    return _convert(divide(_convert(total, dtype), count), np.dtype(dtype))
+
+
+def divided_into(name: str, total, count, out):
+    """``out`` after NumPy's ``name(..., out=out)`` (``mean``, ``var``) summed
+    ``total`` into it and divided it by ``count`` (``divided_as_written``)."""
+    dtype = getattr(out, "dtype", None)
+    if dtype is not None:  # (else write_out's error)
+        total = divided_as_written(total, count, dtype)
+    return _inplace.write_out(name, total, out, "unsafe", False)
 
 
 def _ddof(name: str, ddof, correction):
@@ -402,9 +430,11 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     squares = real(multiply(dev, conj(dev))) if dev.dtype.kind == "c" else multiply(dev, dev)
     total = _reduce_axes(reduce_sum_p, squares, axes, keepdims, acc)
     if mask is None:
-        return _convert(divide(total, builtins.max(_count(x.shape, axes) - ddof, 0)),
-                        total.dtype)
-    divisor = maximum(subtract(_kept_count(mask, axes, keepdims), ddof), 0.0)
+        divisor = builtins.max(_count(x.shape, axes) - ddof, 0)
+    else:
+        divisor = maximum(subtract(_kept_count(mask, axes, keepdims), ddof), 0.0)
+    if out is not None:
+        return divided_into("var", total, divisor, out)
     return _convert(divide(total, divisor), total.dtype)
 
 
@@ -417,16 +447,19 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     array(1.41421356)
     """
     ddof = _ddof("std", ddof, correction)
-    v = var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean)
+    # With out=, NumPy writes the variance into out, then its sqrt in place.
+    v = var(a, axis, dtype, out, ddof=ddof, keepdims=keepdims, where=where, mean=mean)
     if where is True or mean is not None:
-        return sqrt(v)
-    # A slice that keeps one position has the deviation 0 whatever its value,
-    # so its std is constant: derivative 0, not sqrt'(0) * 0 = NaN.
-    x = asarray(a)
-    mask = _where_mask("std", where, x.shape)
-    lone = _kept_count(mask, normalize_axes("std", axis, x.ndim), keepdims) <= 1
-    safe = _where(lone, np.ones((), v.dtype), v)
-    return _where(lone, bind(stop_gradient_p, sqrt(v)), sqrt(safe))
+        root = sqrt(v)
+    else:
+        # A slice that keeps one position has the deviation 0 whatever its
+        # value, so its std is constant: derivative 0, not sqrt'(0) * 0 = NaN.
+        x = asarray(a)
+        mask = _where_mask("std", where, x.shape)
+        lone = _kept_count(mask, normalize_axes("std", axis, x.ndim), keepdims) <= 1
+        safe = _where(lone, np.ones((), v.dtype), v)
+        root = _where(lone, bind(stop_gradient_p, sqrt(v)), sqrt(safe))
+    return root if out is None else _inplace.update(out, root, np.sqrt, "std(..., out=)")
 
 
 # -- argmax, argmin ---------------------------------------------------------------
