@@ -555,7 +555,7 @@ def writing_out(fn: Callable, name: str) -> Callable:
             raise TypeError(f"{name}: pass out= or dtype=, not both (as NumPy says); the "
                             "result takes out's dtype, so leave dtype= out")
         if name in _UNBUFFERED:
-            _refuse_overlap(name, out, args[0] if args else kwargs.get("a", kwargs.get("arrays")))
+            _refuse_overlap(name, out, args[0] if args else kwargs.get("arrays"))
         return write_out(name, fn(*args, **kwargs), out, rule, broadcast,
                          args[0] if casting == "take" else None)
 
