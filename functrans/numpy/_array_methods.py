@@ -30,7 +30,7 @@ import numpy as np
 import functrans.numpy as fnp  # mid-import here: its attributes are read at call time
 from functrans.core import Tracer, user_frame_summary
 from functrans.dtypes import is_inexact
-from functrans.numpy import _inplace, _memory_order, _shape
+from functrans.numpy import _inplace, _memory_order, _reductions, _shape
 from functrans.numpy._array_api_info import TRACE_DEVICE, normalize_device
 from functrans.numpy._indexing import IndexUpdateHelper, getitem
 from functrans.numpy._scalars import is_scalar, mark_array
@@ -60,13 +60,13 @@ _METHODS = [
     "conj", "conjugate", "argsort", "diagonal", "trace", "repeat",
 ]  # fmt: skip
 
-#: What to call instead of a ufunc method (``np.add.reduce`` -> ``fnp.sum``).
-_UFUNC_METHODS = {
-    ("add", "reduce"): "sum", ("multiply", "reduce"): "prod",
-    ("maximum", "reduce"): "max", ("minimum", "reduce"): "min",
-    ("logical_and", "reduce"): "all", ("logical_or", "reduce"): "any",
-    ("add", "accumulate"): "cumsum", ("multiply", "accumulate"): "cumprod",
-}  # fmt: skip
+#: The ``functrans.numpy`` reduction computing each ufunc's ``reduce``
+#: (``np.add.reduce`` is ``fnp.sum``, NumPy's dtypes included: bools and small
+#: integers sum in the default integer), and the identity that ``where=``
+#: fills in for the logical ones.
+_UFUNC_REDUCTIONS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+                     "logical_and": "all", "logical_or": "any"}
+_LOGICAL_IDENTITY = {"all": True, "any": False}
 
 
 #: Ufunc keywords accepted at their default values (NumPy passes them on as given).
@@ -351,13 +351,7 @@ def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
     if method == "at":
         return _inplace.ufunc_at(ufunc, *inputs, **kwargs)
     if method != "__call__":
-        instead = _UFUNC_METHODS.get((name, method))
-        fix = (f"use functrans.numpy.{instead}" if instead else
-               f"write it with functrans.numpy.{name} and explicit axes or broadcasting")
-        raise TypeError(
-            f"{label(ufunc)}.{method} is not supported on traced arrays: only calls of "
-            f"the ufunc itself are; {fix}"
-        )
+        return _ufunc_method(self, ufunc, method, inputs, kwargs)
     out = kwargs.pop("out", None)
     where = kwargs.pop("where", True)
     refused = sorted(k for k, v in kwargs.items() if not _is_default(k, v))
@@ -389,6 +383,67 @@ def _ufunc_into(self, ufunc, inputs: tuple, out: tuple | None, where: Any):
             "array, or use functrans.numpy.where")
     result = _array_ufunc(self, ufunc, "__call__", *inputs)
     return _inplace.update(out[0], result, ufunc, f"{label(ufunc)}(..., out=)", where)
+
+
+def _ufunc_method(self, ufunc, method: str, inputs: tuple, kwargs: dict):
+    """``ufunc.reduce``, ``ufunc.accumulate`` and ``ufunc.outer`` of a traced
+    array, on the ``functrans.numpy`` functions computing them; ``out=`` is
+    written in place as NumPy writes it."""
+    name = ufunc.__name__
+    what = f"{label(ufunc)}.{method}"
+    if method == "outer":
+        a, b = (fnp.asarray(x) for x in inputs)
+        a = _shape.reshape(a, tuple(a.shape) + (1,) * b.ndim)
+        return _array_ufunc(self, ufunc, "__call__", a, b, **kwargs)
+    known: dict[str, Any] = (_UFUNC_REDUCTIONS if method == "reduce" else
+                             _reductions.ACCUMULATIONS if method == "accumulate" else {})
+    if name not in known:
+        offered = ", ".join(f"numpy.{n}.{method}" for n in known)
+        raise TypeError(
+            f"{what} is not supported on traced arrays"
+            + (f": only {offered} are" if offered else "")
+            + f"; write it with calls of {label(ufunc)} itself on slices or with explicit "
+            "axes (reduceat: a list of reductions of slices, stacked)")
+    out = kwargs.pop("out", None)
+    if type(out) is tuple:
+        if len(out) != 1:
+            raise ValueError(f"{what}: out= must hold one array, got {len(out)}")
+        out = out[0]
+    (array,) = inputs
+    axis = kwargs.pop("axis", 0)
+    dtype = kwargs.pop("dtype", None)
+    if method == "accumulate":
+        result = _reductions.accumulate(name, array, axis, dtype, **kwargs)
+    else:
+        result = _reduce_with(what, getattr(fnp, known[name]), array, axis, dtype, **kwargs)
+    if out is None:
+        return result
+    extremum = name in ("maximum", "minimum") and method == "reduce"
+    return _inplace.write_out(what, result, out, "extremum" if extremum else "unsafe", False)
+
+
+def _reduce_with(what: str, fn: Callable, array, axis, dtype, keepdims=False, initial=None,
+                 where=True):
+    """``ufunc.reduce`` as the reduction ``fn`` (``fnp.sum`` ...) computes it:
+    ``dtype`` converts the array first where ``fn`` takes none (NumPy's loop
+    of that dtype), and the logical reductions take ``initial`` and ``where``
+    as the identity-filled operands NumPy's loop sees."""
+    identity = _LOGICAL_IDENTITY.get(fn.__name__)
+    if identity is None:
+        if fn.__name__ in ("sum", "prod"):
+            return fn(array, axis, dtype, keepdims=keepdims, initial=initial, where=where)
+        x = array if dtype is None else fnp.asarray(array).astype(dtype)
+        return fn(x, axis, keepdims=keepdims, initial=initial, where=where)
+    if dtype is not None and np.dtype(dtype) != np.bool_:
+        raise TypeError(f"{what}: dtype={np.dtype(dtype)} is not supported (NumPy has no such "
+                        "loop for it either); leave dtype out, the result is bool")
+    truth = fnp.not_equal(array, 0)
+    if where is not True:
+        truth = fnp.where(where, truth, identity)
+    result = fn(truth, axis, keepdims=keepdims)
+    if initial is not None and bool(initial) != identity:
+        result = fnp.full_like(result, bool(initial))
+    return result
 
 
 def _ufunc_target(ufunc) -> Callable | None:
@@ -442,6 +497,14 @@ def install() -> None:
         setattr(fnp, name, _inplace.copying(getattr(fnp, name)))
     for name in _inplace.ARRAY_FUNCTIONS:
         setattr(fnp, name, _inplace.zero_d_array(getattr(fnp, name)))
+    wrapped: dict[int, Callable] = {}  # aliases (amax, around) stay one function
+    for name in _inplace.OUT_FUNCTIONS:
+        module, _, short = name.rpartition(".")
+        namespace = getattr(fnp, module) if module else fnp
+        fn = getattr(namespace, short)
+        if id(fn) not in wrapped:
+            wrapped[id(fn)] = _inplace.writing_out(fn, name)
+        setattr(namespace, short, wrapped[id(fn)])
     for op, name in _BINARY_OPERATORS.items():
         fn = getattr(fnp, name)
         setattr(Tracer, f"__{op}__", fn)
@@ -455,7 +518,7 @@ def install() -> None:
         "__pow__": _power, "__divmod__": _divmod, "__rdivmod__": _rdivmod,
         "reshape": _reshape, "transpose": _transpose, "astype": _astype,
         "flatten": _flatten,
-        "sort": _sort, "fill": _fill, "resize": _resize, "copy": _copy,
+        "view": _inplace.whole_view, "sort": _sort, "fill": _fill, "resize": _resize, "copy": _copy,
         "__copy__": _copy_keeping_order, "__deepcopy__": _copy_keeping_order,
         "flat": property(FlatIter, _set_flat, doc="A flat iterator: x.flat[i], x.flat[i] = v."),
         "T": property(fnp.transpose, doc="The array with its axes reversed."),

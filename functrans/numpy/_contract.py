@@ -16,6 +16,7 @@ import numpy as np
 
 from functrans.core import Tracer, bind
 from functrans.errors import ShapeError
+from functrans.numpy import _inplace
 from functrans.numpy._elementwise import multiply
 from functrans.numpy._indexing import getitem
 from functrans.numpy._shape import _broadcast, _broadcast_shape, _convert, _reshape, _transpose
@@ -54,11 +55,6 @@ def _check_sizes(name: str, a, b, a_axes, b_axes) -> None:
             )
 
 
-def _no_out(name: str, out) -> None:
-    if out is not None:
-        raise TypeError(f"{name}: out= is not supported (arrays are immutable); use the result")
-
-
 # -- dot, inner, outer, vdot ------------------------------------------------------------
 
 
@@ -70,7 +66,6 @@ def dot(a, b, out=None):
     >>> dot(np.array([[1, 2], [3, 4]]), np.array([1, 1]))
     array([3, 7])
     """
-    _no_out("dot", out)
     a, b = _operand(a), _operand(b)
     if a.ndim == 0 or b.ndim == 0:
         return _dot_general(a, b)
@@ -90,7 +85,6 @@ def inner(a, b, /):
 
 def outer(a, b, out=None):
     """``np.outer``: ``a.ravel()[:, None] * b.ravel()[None, :]``."""
-    _no_out("outer", out)
     a, b = _operand(a), _operand(b)
     return _dot_general(_reshape(a, (a.size,)), _reshape(b, (b.size,)))
 
@@ -151,7 +145,6 @@ def matmul(x1, x2, /, out=None, *, dtype=None):
     >>> matmul(np.ones((5, 2, 3)), np.ones((3, 4))).shape
     (5, 2, 4)
     """
-    _no_out("matmul", out)
     a, b = _operand(x1, dtype), _operand(x2, dtype)
     for i, x in enumerate((a, b)):
         if x.ndim == 0:
@@ -242,8 +235,13 @@ def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="
     >>> einsum("ii->", np.eye(3))
     array(3.)
     """
-    _no_out("einsum", out)
     subscripts, arrays = _einsum_args(operands)
+    if out is not None:
+        # NumPy computes in the operands' and out's common dtype, then casts
+        # the result into out by the casting rule.
+        computed = einsum(*operands, optimize=optimize, dtype=dtype or np.result_type(
+            *(x.dtype for x in arrays), getattr(out, "dtype", np.float64)), casting=casting)
+        return _inplace.write_out("einsum", computed, out, casting, False)
     if dtype is not None:
         for x in arrays:
             if not np.can_cast(x.dtype, dtype, casting):

@@ -494,8 +494,6 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     array([[2, 2],
            [4, 4]])
     """
-    if out is not None:
-        raise TypeError("take: out= is not supported (arrays are immutable); use the result")
     a = asarray(a)
     if axis is None:
         a, axis = _reshape(a, (a.size,)), 0

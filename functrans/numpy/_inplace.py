@@ -46,7 +46,9 @@ tracers of one trace, so it is per thread as traces are.
 
 from __future__ import annotations
 
+import builtins
 import functools
+import inspect
 import operator
 import warnings
 import weakref
@@ -485,6 +487,189 @@ def _numpy_assigned(how: Callable, value: Any, converted: np.ndarray, dtype: Any
     return out
 
 
+# -- out= of NumPy's functions that are not ufuncs ------------------------------------------
+
+#: How each ``functrans.numpy`` function (``linalg.`` ones so named) that takes
+#: NumPy's ``out=`` writes its result there, as NumPy's function does: the
+#: casting rule, and whether the result broadcasts to ``out``'s shape (else the
+#: shapes must be equal).  NumPy computes in the result's own dtype, then casts
+#: into ``out``; its rules differ per function (checked against NumPy):
+#:
+#: - ``"unsafe"``: any cast (complex to real keeps the real part, with NumPy's
+#:   ``ComplexWarning``);
+#: - ``"same_kind"``: NumPy's rule of that name, where NumPy ends in a ufunc
+#:   (``round``, the quantiles' ``add``);
+#: - ``"keyword"``: the function's ``casting=`` keyword;
+#: - ``"exact"``: ``out`` has the result's dtype (``dot``);
+#: - ``"index"``: ``out`` casts safely to ``intp`` (the arg-reductions);
+#: - ``"take"``: ``out`` casts safely to the array's dtype;
+#: - ``"extremum"``: a safe cast, or one rounding real values into a float.
+#:   NumPy's maxima and minima compare the values cast into ``out``'s dtype at
+#:   some calls and before the cast at others, so a cast that wraps or
+#:   truncates is refused rather than guessed.
+#:
+#: The functions themselves take ``out`` for NumPy's argument positions only:
+#: ``writing_out``, installed on ``functrans.numpy``, writes it.  Functions
+#: whose NumPy writes into ``out`` in steps take ``out`` themselves and follow
+#: those steps: ``mean``, ``var``, ``std``, ``median`` and their ``nan`` forms
+#: (the total into ``out``, then divided there), ``ptp`` (the maxima, then
+#: less the minima), ``einsum`` (computed in the operands' and ``out``'s common
+#: dtype) and ``clip`` (NumPy's ufunc in disguise).
+OUT_FUNCTIONS: dict[str, tuple[str, bool]] = {
+    **dict.fromkeys(["sum", "prod", "all", "any", "trace", "cumsum", "cumprod",
+                     "cumulative_sum", "cumulative_prod", "nansum", "nanprod", "nancumsum",
+                     "nancumprod"], ("unsafe", False)),
+    **dict.fromkeys(["max", "min", "amax", "amin", "nanmax", "nanmin"], ("extremum", False)),
+    **dict.fromkeys(["nanmedian", "nanquantile", "nanpercentile"], ("unsafe", True)),
+    **dict.fromkeys(["round", "around"], ("same_kind", False)),
+    **dict.fromkeys(["quantile", "percentile", "outer", "matmul"], ("same_kind", True)),
+    **dict.fromkeys(["concatenate", "concat", "stack"], ("keyword", False)),
+    **dict.fromkeys(["dot", "linalg.multi_dot"], ("exact", False)),
+    **dict.fromkeys(["argmax", "argmin", "nanargmax", "nanargmin"], ("index", False)),
+    "take": ("take", False),
+}  # fmt: skip
+
+
+def writing_out(fn: Callable, name: str) -> Callable:
+    """``fn`` (the ``functrans.numpy`` function ``name`` of ``OUT_FUNCTIONS``)
+    taking NumPy's ``out=``, by keyword or at its position: the result is
+    written into ``out`` (a traced array, or a NumPy array on concrete
+    values) by ``write_out``, and ``out`` itself is returned."""
+    casting, broadcast = OUT_FUNCTIONS[name]
+    params = list(inspect.signature(fn).parameters.values())
+    position = next((i for i, p in enumerate(params) if p.name == "out"
+                     and p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD), None)
+    keyword_default = next((p.default for p in params if p.name == "casting"), None)
+
+    @functools.wraps(fn)
+    def out_fn(*args, **kwargs):
+        if position is not None and len(args) > position:
+            out = args[position]
+            args = args[:position] + (None,) + args[position + 1:]
+        else:
+            out = kwargs.pop("out", None)
+        if out is None:
+            return fn(*args, **kwargs)
+        rule = kwargs.get("casting", keyword_default) if casting == "keyword" else casting
+        if casting == "keyword" and kwargs.get("dtype") is not None:
+            raise TypeError(f"{name}: pass out= or dtype=, not both (as NumPy says); the "
+                            "result takes out's dtype, so leave dtype= out")
+        if name in _UNBUFFERED:
+            _refuse_overlap(name, out, args[0] if args else kwargs.get("arrays"))
+        return write_out(name, fn(*args, **kwargs), out, rule, broadcast,
+                         args[0] if casting == "take" else None)
+
+    return out_fn
+
+
+#: The functions of ``OUT_FUNCTIONS`` whose NumPy writes into ``out`` while it
+#: still reads its inputs (``concatenate`` copies one array after another),
+#: so that NumPy's answer for an ``out`` sharing memory with an input depends
+#: on that order.
+#: Every other function's NumPy copies an input that overlaps ``out`` first.
+_UNBUFFERED = frozenset({"concatenate", "concat", "stack"})
+
+
+def _refuse_overlap(name: str, out: Any, inputs: Any) -> None:
+    """Refuse ``name(inputs, out=out)`` where ``out`` shares elements with one
+    of ``inputs`` (an array, or a list of arrays)."""
+    for x in inputs if type(inputs) in (list, tuple) else (inputs,):
+        if _may_share_memory(out, x):
+            raise InPlaceUpdateError(
+                f"{out._trace.fun_name}: {name}(..., out=) (at {user_frame_summary()}) writes "
+                "into an array that shares memory with one of its inputs, and NumPy's answer "
+                f"then depends on the order its {name} reads and writes in; pass a copy of that "
+                "input (.copy()), or use the result of the call without out=")
+
+
+def _may_share_memory(a: Any, b: Any) -> bool:
+    """Whether the traced arrays ``a`` and ``b`` share an element (views of one
+    root at common positions)."""
+    if type(a) is not Tracer or type(b) is not Tracer or not a.size or not b.size:
+        return False
+    root = a._base.root if a._base else a
+    if root is not (b._base.root if b._base else b):
+        return False
+    if not a._base or not b._base:
+        return True  # one is the whole root
+    return np.intersect1d(a._base.positions(), b._base.positions()).size > 0
+
+
+def write_out(name: str, result: Any, out: Any, casting: str, broadcast: bool,
+              array: Any = None) -> Any:
+    """``out`` after NumPy's ``name(..., out=out)`` gave ``result``: the
+    result cast by ``casting`` (a rule of ``OUT_FUNCTIONS``; ``array``: the
+    array ``take`` takes from) and, where ``broadcast``, broadcast to
+    ``out``'s shape, is written into ``out`` in place (``assign``).  NumPy
+    computes as if ``out`` shared no memory with the inputs (it buffers where
+    they overlap), and so does this: the result is complete before it is
+    written."""
+    what = f"{name}(..., out=)"
+    trace = current_trace()
+    label = f"{trace.fun_name}: {name}" if trace is not None else name
+    if type(out) is not Tracer and not isinstance(out, np.ndarray):
+        raise TypeError(
+            f"{label}: out= must be an array (NumPy says: return arrays must be of "
+            f"ArrayType), got a {type(out).__name__}; pass an array of the result's shape")
+    result = asarray(result)
+    _check_out_cast(label, name, casting, result.dtype, out.dtype, array)
+    if broadcast:
+        value = fit(what, result, out)
+    elif tuple(result.shape) != tuple(out.shape):
+        raise ValueError(
+            f"{label}: out= has shape {tuple(out.shape)}, but the result has shape "
+            f"{tuple(result.shape)} (at {user_frame_summary()}); NumPy refuses this too: pass "
+            "an out of the result's shape (keepdims=True keeps the reduced axes)")
+    else:
+        value = result
+    if isinstance(out, np.ndarray):
+        if isinstance(value, Tracer):
+            raise _numpy_target_error(out, what)
+        np.copyto(out, value, casting="unsafe")
+        return out
+    if value.dtype != out.dtype:
+        value = convert_element_type(value, out.dtype)
+    return assign(out, value, what)
+
+
+def _check_out_cast(label: str, name: str, casting: Any, have: np.dtype, to: np.dtype,
+                    array: Any) -> None:
+    """Refuse an ``out`` of dtype ``to`` for a result of dtype ``have`` where
+    NumPy's rule ``casting`` (of ``OUT_FUNCTIONS``) for its function ``name``
+    does, with NumPy's exception type (``label`` names the function in the
+    message)."""
+    have, to = np.dtype(have), np.dtype(to)
+    if casting == "unsafe":
+        return
+    if casting == "exact":
+        if have != to:
+            raise ValueError(
+                f"{label}: out= has dtype {to}, but the result has dtype {have}; NumPy's {name} "
+                f"accepts only an out of the result's dtype (as NumPy says: output array is not "
+                f"acceptable): pass a {have} array, or cast the result with .astype")
+        return
+    if casting == "extremum":
+        # Rounding into a float is monotone: the maxima agree either way.
+        if not np.can_cast(have, to, "safe") and not (have.kind in "biuf" and to.kind in "fc"):
+            raise TypeError(
+                f"{label}: out= has dtype {to}, which does not hold every {have} value of the "
+                f"result; NumPy compares the values after casting them into out's dtype at some "
+                f"calls and before at others, so its answer here depends on the loop it picks: "
+                f"pass an out of dtype {have} (or one it casts to safely), and cast that")
+        return
+    if casting == "index":
+        ok, why = np.can_cast(to, np.intp, "safe"), f"indices ({np.dtype(np.intp)})"
+    elif casting == "take":
+        source = np.dtype(getattr(array, "dtype", None) or np.asarray(array).dtype)
+        ok, why = np.can_cast(to, source, "safe"), f"the array's elements ({source})"
+    else:
+        ok, why = np.can_cast(have, to, casting), f"the result ({have}) by casting={casting!r}"
+    if not ok:
+        raise TypeError(
+            f"{label}: out= has dtype {to}, which NumPy's {name} refuses for {why}; pass an out "
+            f"of dtype {have}, or cast the result with .astype")
+
+
 # -- NumPy's in-place functions -------------------------------------------------------------
 
 
@@ -834,6 +1019,36 @@ def _of_zero_d(out: Tracer, a: Tracer, np_fn: Callable, args: tuple,
 #: A new tracer of a value, with nothing marked (``Tracer.copy`` as the core
 #: defines it; ``x.copy()`` of a 0-d array is marked a 0-d array).
 _new_scalar = _memory_order._new_tracer
+
+
+def whole_view(x: Any, dtype: Any = None, type: Any = None) -> Any:
+    """``x.view()``: an array sharing all of ``x``'s elements (an update
+    through either is seen by the other).  ``dtype`` may only be ``x``'s own:
+    a view as another dtype reinterprets the bits, which no primitive
+    traces.  A value NumPy holds as a scalar gives a copy, as NumPy's
+    scalar ``view`` does."""
+    if isinstance(dtype, builtins.type) and not isinstance(dtype, np.dtype) and \
+            issubclass(dtype, (np.ndarray, Tracer)):
+        dtype, type = None, dtype  # x.view(np.ndarray): NumPy reads a type as type=
+    what = "x.view(" + ", ".join(f"{k}={getattr(v, '__name__', v)}" for k, v in
+                                 (("dtype", dtype), ("type", type)) if v is not None) + ")"
+    if type is not None and not (isinstance(type, builtins.type)
+                                 and issubclass(type, (np.ndarray, Tracer))):
+        raise TypeError(f"{x._trace.fun_name}: {what}: type must be an ndarray type (as NumPy "
+                        "says); leave it out for a view of the array")
+    if dtype is not None and np.dtype(dtype) != x.dtype:
+        raise TypeError(
+            f"{x._trace.fun_name}: {what} (at {user_frame_summary()}) would reinterpret the "
+            f"bits of a traced {x.aval.str_short()} array as {np.dtype(dtype)}, which functrans "
+            f"cannot trace; convert the values with x.astype({np.dtype(dtype).name}) instead, "
+            "or view the array before it is traced")
+    if x.ndim == 0 and is_scalar(x):
+        return _new_scalar(x)
+    out = _new_scalar(x)
+    if x.ndim == 0:
+        mark_array(out)
+    link(out, x, (np.ndarray.view, _new_scalar, (), {}, None))
+    return out
 
 
 #: The ``functrans.numpy`` functions whose results are views in NumPy, with

@@ -86,7 +86,7 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=No
     >>> trace(np.arange(9).reshape(3, 3))
     array(12)
     """
-    return _reductions.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype, out=out)
+    return _reductions.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
 def tril(m, k: int = 0):

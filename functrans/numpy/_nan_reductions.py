@@ -23,8 +23,8 @@ import numpy as np
 from functrans.core import bind
 from functrans.dtypes import is_inexact
 from functrans.numpy import _elementwise as E
+from functrans.numpy import _inplace, _shape
 from functrans.numpy import _reductions as R
-from functrans.numpy import _shape
 from functrans.numpy._complex_numbers import conj, real
 from functrans.numpy._util import asarray, is_traced, normalize_axes
 from functrans.primitives.custom import stop_gradient_p
@@ -51,25 +51,21 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False):
     >>> nansum(np.array([[1.0, np.nan], [2.0, 3.0]]), axis=1)
     array([1., 5.])
     """
-    E._no_out("nansum", out)
     return R.sum(_replaced(a, 0)[0], axis=axis, dtype=dtype, keepdims=keepdims)
 
 
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
     """``numpy.nanprod``: the product with NaNs counted as 1."""
-    E._no_out("nanprod", out)
     return R.prod(_replaced(a, 1)[0], axis=axis, dtype=dtype, keepdims=keepdims)
 
 
 def nancumsum(a, axis=None, dtype=None, out=None):
     """``numpy.nancumsum``: the cumulative sum with NaNs counted as 0."""
-    E._no_out("nancumsum", out)
     return R.cumsum(_replaced(a, 0)[0], axis=axis, dtype=dtype)
 
 
 def nancumprod(a, axis=None, dtype=None, out=None):
     """``numpy.nancumprod``: the cumulative product with NaNs counted as 1."""
-    E._no_out("nancumprod", out)
     return R.cumprod(_replaced(a, 1)[0], axis=axis, dtype=dtype)
 
 
@@ -90,12 +86,21 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
     >>> nanmean(np.array([[1.0, np.nan], [2.0, 4.0]]), axis=1)
     array([1., 3.])
     """
-    E._no_out("nanmean", out)
     x, mask = _replaced(a, 0)
     if mask is None:
-        return R.mean(x, axis=axis, dtype=dtype, keepdims=keepdims)
+        return R.mean(x, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
     total = R.sum(x, axis=axis, dtype=dtype, keepdims=keepdims)
+    if out is not None:  # NumPy: the total into out, divided in place
+        _check_inexact_out("nanmean", out)
+        return R.divided_into("nanmean", total, _count(mask, axis, keepdims), out)
     return _divide_by_count(total, _count(mask, axis, keepdims))
+
+
+def _check_inexact_out(name: str, out) -> None:
+    dtype = getattr(out, "dtype", None)
+    if dtype is not None and not is_inexact(dtype):
+        raise TypeError(f"{name}: out= has dtype {dtype}, but NumPy says: if a is inexact, then "
+                        "out must be inexact; pass a float or complex out")
 
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
@@ -105,11 +110,12 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correc
     >>> nanvar(np.array([1.0, np.nan, 3.0]))
     array(1.)
     """
-    E._no_out("nanvar", out)
     ddof = R._ddof("nanvar", ddof, correction)
     x, mask = _replaced(a, 0)
     if mask is None:
-        return R.var(x, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+        return R.var(x, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+    if out is not None:
+        _check_inexact_out("nanvar", out)
     axes = normalize_axes("nanvar", axis, x.ndim)
     count = _count(mask, axes, True)
     avg = _divide_by_count(R.sum(x, axis=axes, dtype=dtype, keepdims=True), count)
@@ -124,14 +130,19 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correc
     sqr = real(E.multiply(dev, conj(dev))) if dev.dtype.kind == "c" else E.multiply(dev, dev)
     total = R.sum(sqr, axis=axes, dtype=dtype, keepdims=keepdims)
     dof = E.subtract(count if keepdims else _shape.squeeze(count, axes), ddof)
-    var = _divide_by_count(total, dof)
-    return E.where(E.less_equal(dof, 0), np.asarray(np.nan, var.dtype), var)
+    if out is not None and hasattr(out, "dtype"):  # NumPy: the total into out, divided there
+        var = R.divided_as_written(total, dof, out.dtype)
+    else:
+        var = _divide_by_count(total, dof)
+    var = E.where(E.less_equal(dof, 0), np.asarray(np.nan, var.dtype), var)
+    return var if out is None else _inplace.write_out("nanvar", var, out, "unsafe", False)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
-    """``numpy.nanstd``: the square root of ``nanvar``."""
-    E._no_out("nanstd", out)
-    return E.sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims, correction=correction))
+    """``numpy.nanstd``: the square root of ``nanvar`` (with ``out=``, written
+    there, then its square root in place, as NumPy does)."""
+    var = nanvar(a, axis, dtype, out, ddof=ddof, keepdims=keepdims, correction=correction)
+    return E.sqrt(var) if out is None else E.sqrt(var, out=var)
 
 
 def _nan_extremum(name: str, reduce, fill: float, a, axis, keepdims: bool):
@@ -150,13 +161,11 @@ def nanmax(a, axis=None, out=None, keepdims=False):
     >>> nanmax(np.array([1.0, np.nan, 3.0]))
     array(3.)
     """
-    E._no_out("nanmax", out)
     return _nan_extremum("nanmax", R.max, -np.inf, a, axis, keepdims)
 
 
 def nanmin(a, axis=None, out=None, keepdims=False):
     """``numpy.nanmin``: the minimum of the values that are not NaN."""
-    E._no_out("nanmin", out)
     return _nan_extremum("nanmin", R.min, np.inf, a, axis, keepdims)
 
 
@@ -179,11 +188,9 @@ def nanargmax(a, axis=None, out=None, *, keepdims=False):
     """``numpy.nanargmax``: the index of the first maximum that is not NaN; a
     slice of NaNs only is an error, as in NumPy, where values are known, and
     gives -1 under ``jit`` and ``vmap``."""
-    E._no_out("nanargmax", out)
     return _nan_arg("nanargmax", R.argmax, -np.inf, a, axis, keepdims)
 
 
 def nanargmin(a, axis=None, out=None, *, keepdims=False):
     """``numpy.nanargmin``: as ``nanargmax``, for the minimum."""
-    E._no_out("nanargmin", out)
     return _nan_arg("nanargmin", R.argmin, np.inf, a, axis, keepdims)

@@ -30,7 +30,7 @@ import numpy as np
 
 from functrans.dtypes import is_floating, is_inexact
 from functrans.numpy import _elementwise as E
-from functrans.numpy import _reductions, _shape, _sorting
+from functrans.numpy import _inplace, _reductions, _shape, _sorting
 from functrans.numpy._util import asarray, is_traced, normalize_axes
 
 __all__ = ["quantile", "percentile", "median", "nanquantile", "nanpercentile", "nanmedian"]
@@ -286,7 +286,6 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     array([[2., 4.],
            [5., 6.]])
     """
-    E._no_out("quantile", out)
     return _quantile("quantile", a, q, axis, interpolation or method, keepdims, weights, 1)
 
 
@@ -297,7 +296,6 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     >>> percentile(np.array([1.0, 2.0, 3.0, 4.0]), 50)
     array(2.5)
     """
-    E._no_out("percentile", out)
     return _quantile("percentile", a, q, axis, interpolation or method, keepdims, weights, 100)
 
 
@@ -309,14 +307,12 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
     >>> nanquantile(np.array([1.0, np.nan, 3.0]), 0.5)
     array(2.)
     """
-    E._no_out("nanquantile", out)
     return _nanquantile("nanquantile", a, q, axis, interpolation or method, keepdims, weights, 1)
 
 
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=False, *, weights=None, interpolation=None):
     """``numpy.nanpercentile``: ``nanquantile`` with ``q`` in percent."""
-    E._no_out("nanpercentile", out)
     return _nanquantile("nanpercentile", a, q, axis, interpolation or method, keepdims, weights,
                         100)
 
@@ -335,17 +331,23 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     >>> median(np.array([[1, 4, 2], [8, 3, 6]]), axis=1)
     array([2., 6.])
     """
-    E._no_out("median", out)
     x, kept = _operand("median", a, axis)
     n = x.shape[0]
-    if n == 0:
-        return _finish(_reductions.mean(x, axis=0), np.asarray(0.5), kept, keepdims, None)
-    ordered = _sorting.sort(x, axis=0)
-    half = n // 2
-    middle = _shape._slice_axis(ordered, 0, half - (1 - n % 2), half + 1)
-    res = _reductions.mean(middle, axis=0)
-    nans = E.isnan(ordered[-1]) if is_inexact(x.dtype) else None
-    return _finish(res, np.asarray(0.5), kept, keepdims, nans)
+    middle, nans = x, None
+    if n:
+        ordered = _sorting.sort(x, axis=0)
+        half = n // 2
+        middle = _shape._slice_axis(ordered, 0, half - (1 - n % 2), half + 1)
+        nans = E.isnan(ordered[-1]) if is_inexact(x.dtype) else None
+    written_as = getattr(out, "dtype", None)  # NumPy: mean(middle, out=out), then NaNs
+    if written_as is not None and nans is not None and written_as.kind not in "fc":
+        raise TypeError(
+            f"median: out= has dtype {written_as}, but the {x.dtype} array may hold NaN, which "
+            "NumPy writes into out where a slice holds one (and then refuses an integer out); "
+            "functrans cannot know before the values do: pass an out of a float dtype and cast")
+    res = _reductions._mean(middle, (0,), None, False, None, written_as=written_as)
+    res = _finish(res, np.asarray(0.5), kept, keepdims, nans)
+    return res if out is None else _inplace.write_out("median", res, out, "unsafe", False)
 
 
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
@@ -355,7 +357,6 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     >>> nanmedian(np.array([[1.0, np.nan, 3.0, 2.0]]), axis=1)
     array([2.])
     """
-    E._no_out("nanmedian", out)
     x, kept = _operand("nanmedian", a, axis)
     if not is_floating(x.dtype) or x.shape[0] == 0:
         return median(a, axis, keepdims=keepdims)

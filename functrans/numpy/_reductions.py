@@ -28,8 +28,8 @@ from functrans.core import Primitive, Tracer, bind
 from functrans.custom_derivatives import custom_jvp
 from functrans.dtypes import is_floating, is_inexact
 from functrans.errors import AxisError, DTypeError, ShapeError
+from functrans.numpy import _inplace
 from functrans.numpy._elementwise import (
-    _no_out,
     add,
     divide,
     equal,
@@ -54,6 +54,8 @@ from functrans.primitives.elementwise import conj, convert_element_type, real
 from functrans.primitives.reductions import (
     argmax_p,
     argmin_p,
+    cummax_p,
+    cummin_p,
     cumprod_p,
     cumsum_p,
     expand_reduced,
@@ -114,8 +116,6 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     >>> sum(np.array([1.0, 2.0, 4.0]), where=np.array([True, False, True]), initial=10.0)
     array(15.)
     """
-    if out is not None:
-        _no_out("sum", out)
     if initial is None and where is True:
         return _reduce("sum", reduce_sum_p, a, axis, keepdims, dtype)
     return _masked_reduce("sum", reduce_sum_p, add, a, axis, keepdims, dtype, initial, where)
@@ -128,7 +128,6 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     >>> prod(np.array([[1, 2], [3, 4]]), axis=1)
     array([ 2, 12])
     """
-    _no_out("prod", out)
     if initial is None and where is True:
         return _reduce("prod", reduce_prod_p, a, axis, keepdims, dtype)
     return _masked_reduce("prod", reduce_prod_p, multiply, a, axis, keepdims, dtype, initial,
@@ -163,13 +162,11 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=True):
     >>> max(np.array([1.0, 7.0]), where=np.array([True, False]), initial=0.0)
     array(1.)
     """
-    _no_out("max", out)
     return _extremum("max", reduce_max_p, a, axis, keepdims, initial, where)
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=True):
     """``numpy.min``, with ``initial`` and ``where`` as in ``max``."""
-    _no_out("min", out)
     return _extremum("min", reduce_min_p, a, axis, keepdims, initial, where)
 
 
@@ -288,13 +285,11 @@ def all(a, axis=None, out=None, keepdims=False):
     >>> all(np.array([[1, 0], [2, 3]]), axis=1)
     array([False,  True])
     """
-    _no_out("all", out)
     return _reduce("all", reduce_and_p, _truth(a), axis, keepdims)
 
 
 def any(a, axis=None, out=None, keepdims=False):
     """``numpy.any``: whether some element along ``axis`` is true (nonzero)."""
-    _no_out("any", out)
     return _reduce("any", reduce_or_p, _truth(a), axis, keepdims)
 
 
@@ -329,14 +324,16 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     >>> mean(np.array([1.0, 2.0, 6.0]), where=np.array([True, False, True]))
     array(3.5)
     """
-    _no_out("mean", out)
     x = asarray(a)
     axes = normalize_axes("mean", axis, x.ndim)
     mask = None if where is True else _where_mask("mean", where, x.shape)
-    return _mean(x, axes, dtype, keepdims, mask)
+    return _mean(x, axes, dtype, keepdims, mask, out)
 
 
-def _mean(x, axes: tuple[int, ...], dtype, keepdims: bool, mask):
+def _mean(x, axes: tuple[int, ...], dtype, keepdims: bool, mask, out=None, written_as=None):
+    """``numpy.mean``; with ``out``, written there as NumPy writes it; with
+    ``written_as`` (a dtype), the value NumPy would write into an ``out`` of
+    that dtype (``median`` writes it after a NaN check of its own)."""
     # NumPy sums bool and integers in float64 and float16 in float32, but
     # hands float16 back; bfloat16 as float16.
     acc, result = dtype, dtype
@@ -346,12 +343,36 @@ def _mean(x, axes: tuple[int, ...], dtype, keepdims: bool, mask):
         acc, result = np.float32, x.dtype
     if mask is None:
         total = _reduce_axes(reduce_sum_p, x, axes, keepdims, acc)
-        quotient = divide(total, _count(x.shape, axes))
+        count = _count(x.shape, axes)
     else:
         total = _reduce_axes(reduce_sum_p, _where(mask, x, np.zeros((), x.dtype)), axes,
                              keepdims, acc)
-        quotient = divide(total, _kept_count(mask, axes, keepdims))
-    return _convert(quotient, total.dtype if result is None else result)
+        count = _kept_count(mask, axes, keepdims)
+    if out is not None:
+        return divided_into("mean", total, count, out)
+    if written_as is not None:
+        return divided_as_written(total, count, written_as)
+    return _convert(divide(total, count), total.dtype if result is None else result)
+
+
+def divided_as_written(total, count, dtype):
+    """What NumPy's ``mean``/``var(..., out=out)`` leaves in an ``out`` of
+    ``dtype``: it sums ``total`` into ``out``, then divides ``out`` in place
+    by ``count`` (``casting='unsafe'``), so an integer ``out`` truncates (and
+    wraps) the total before the division, a float32 one rounds it, and a
+    count of NumPy's ``intp`` makes the division float64 before the last
+    cast."""
+    count = np.intp(count) if type(count) is int else count
+    return _convert(divide(_convert(total, dtype), count), np.dtype(dtype))
+
+
+def divided_into(name: str, total, count, out):
+    """``out`` after NumPy's ``name(..., out=out)`` (``mean``, ``var``) summed
+    ``total`` into it and divided it by ``count`` (``divided_as_written``)."""
+    dtype = getattr(out, "dtype", None)
+    if dtype is not None:  # (else write_out's error)
+        total = divided_as_written(total, count, dtype)
+    return _inplace.write_out(name, total, out, "unsafe", False)
 
 
 def _ddof(name: str, ddof, correction):
@@ -380,7 +401,6 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     >>> var(np.array([1.0, 2.0, 3.0, 4.0]), mean=np.array([2.0]))
     array(1.5)
     """
-    _no_out("var", out)
     ddof = _ddof("var", ddof, correction)
     x = asarray(a)
     axes = normalize_axes("var", axis, x.ndim)
@@ -410,9 +430,11 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     squares = real(multiply(dev, conj(dev))) if dev.dtype.kind == "c" else multiply(dev, dev)
     total = _reduce_axes(reduce_sum_p, squares, axes, keepdims, acc)
     if mask is None:
-        return _convert(divide(total, builtins.max(_count(x.shape, axes) - ddof, 0)),
-                        total.dtype)
-    divisor = maximum(subtract(_kept_count(mask, axes, keepdims), ddof), 0.0)
+        divisor = builtins.max(_count(x.shape, axes) - ddof, 0)
+    else:
+        divisor = maximum(subtract(_kept_count(mask, axes, keepdims), ddof), 0.0)
+    if out is not None:
+        return divided_into("var", total, divisor, out)
     return _convert(divide(total, divisor), total.dtype)
 
 
@@ -424,18 +446,20 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     >>> std(np.array([1.0, 3.0]), correction=1)
     array(1.41421356)
     """
-    _no_out("std", out)
     ddof = _ddof("std", ddof, correction)
-    v = var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean)
+    # With out=, NumPy writes the variance into out, then its sqrt in place.
+    v = var(a, axis, dtype, out, ddof=ddof, keepdims=keepdims, where=where, mean=mean)
     if where is True or mean is not None:
-        return sqrt(v)
-    # A slice that keeps one position has the deviation 0 whatever its value,
-    # so its std is constant: derivative 0, not sqrt'(0) * 0 = NaN.
-    x = asarray(a)
-    mask = _where_mask("std", where, x.shape)
-    lone = _kept_count(mask, normalize_axes("std", axis, x.ndim), keepdims) <= 1
-    safe = _where(lone, np.ones((), v.dtype), v)
-    return _where(lone, bind(stop_gradient_p, sqrt(v)), sqrt(safe))
+        root = sqrt(v)
+    else:
+        # A slice that keeps one position has the deviation 0 whatever its
+        # value, so its std is constant: derivative 0, not sqrt'(0) * 0 = NaN.
+        x = asarray(a)
+        mask = _where_mask("std", where, x.shape)
+        lone = _kept_count(mask, normalize_axes("std", axis, x.ndim), keepdims) <= 1
+        safe = _where(lone, np.ones((), v.dtype), v)
+        root = _where(lone, bind(stop_gradient_p, sqrt(v)), sqrt(safe))
+    return root if out is None else _inplace.update(out, root, np.sqrt, "std(..., out=)")
 
 
 # -- argmax, argmin ---------------------------------------------------------------
@@ -466,14 +490,12 @@ def argmax(a, axis=None, out=None, *, keepdims=False):
     >>> argmax(np.array([[1, 5], [7, 2]]))
     array(2)
     """
-    _no_out("argmax", out)
     return _arg_reduce("argmax", argmax_p, a, axis, keepdims)
 
 
 def argmin(a, axis=None, out=None, *, keepdims=False):
     """``numpy.argmin``: the index of the first minimum (of the flattened array
     when ``axis`` is None)."""
-    _no_out("argmin", out)
     return _arg_reduce("argmin", argmin_p, a, axis, keepdims)
 
 
@@ -497,14 +519,12 @@ def cumsum(a, axis=None, dtype=None, out=None):
     >>> cumsum(np.array([[1, 2], [3, 4]]))
     array([ 1,  3,  6, 10])
     """
-    _no_out("cumsum", out)
     return _cumulative("cumsum", cumsum_p, a, axis, dtype)
 
 
 def cumprod(a, axis=None, dtype=None, out=None):
     """``numpy.cumprod``: running products along ``axis`` (of the flattened
     array when ``axis`` is None)."""
-    _no_out("cumprod", out)
     return _cumulative("cumprod", cumprod_p, a, axis, dtype)
 
 
@@ -532,7 +552,7 @@ def _cumulative_with_initial(name: str, prim: Primitive, x, axis, dtype, include
     return concatenate([first, out], axis=ax)
 
 
-def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
     """``numpy.cumulative_sum``: running sums along ``axis``, led by a 0 when
     ``include_initial`` (the array API standard's cumsum).
 
@@ -543,7 +563,7 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
                                     include_initial, 0)
 
 
-def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
     """``numpy.cumulative_prod``: running products along ``axis``, led by a 1
     when ``include_initial``.
 
@@ -553,3 +573,31 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
     """
     return _cumulative_with_initial("cumulative_prod", cumprod_p, x, axis, dtype,
                                     include_initial, 1)
+
+
+#: The scan of each ufunc whose ``accumulate`` NumPy users write.
+ACCUMULATIONS: dict[str, Primitive] = {
+    "add": cumsum_p, "multiply": cumprod_p, "maximum": cummax_p, "minimum": cummin_p,
+}
+
+
+def accumulate(ufunc_name: str, a, axis=0, dtype=None):
+    """``numpy.<ufunc_name>.accumulate(a, axis, dtype)`` for the ufuncs of
+    ``ACCUMULATIONS``, with NumPy's dtypes (``np.add.accumulate`` of small
+    integers runs in the default integer, as ``cumsum`` does; maxima keep
+    the dtype) and NaN propagating as in NumPy's ``maximum``.
+
+    >>> accumulate("maximum", np.array([1.0, 3.0, 2.0]))
+    array([1., 3., 3.])
+    """
+    name = f"numpy.{ufunc_name}.accumulate"
+    x = asarray(a)
+    if x.ndim == 0:
+        raise TypeError(f"{name}: cannot accumulate on a scalar (as NumPy says); give an "
+                        "array of at least one axis")
+    if axis is None:  # the one axis of a 1-d array; NumPy refuses it for more axes
+        if x.ndim > 1:
+            raise ValueError(f"{name}: accumulate does not allow multiple axes (as NumPy "
+                             f"says): axis=None on an array of {x.ndim} axes; give one axis")
+        axis = 0
+    return _cumulative(name, ACCUMULATIONS[ufunc_name], x, axis, dtype)

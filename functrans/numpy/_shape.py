@@ -374,11 +374,6 @@ def _as_list(name: str, arrays) -> list:
     return xs
 
 
-def _no_out(name: str, out) -> None:
-    if out is not None:
-        raise TypeError(f"{name}: out= is not supported (arrays are immutable); use the result")
-
-
 def _concat(xs: list, axis: int):
     if len(xs) == 1:
         return xs[0]
@@ -392,7 +387,6 @@ def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind")
     >>> concatenate([np.zeros(2, np.int32), np.ones(1, np.float32)])
     array([0., 0., 1.])
     """
-    _no_out("concatenate", out)
     xs = _as_list("concatenate", arrays)
     if axis is None:
         xs = [_reshape(x, (x.size,)) for x in xs]
@@ -412,9 +406,10 @@ def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind")
     return _concat(_cast_all("concatenate", xs, dtype, casting), ax)
 
 
-def concat(arrays, /, *, axis=0):
-    """The array API's ``concatenate`` (``axis=None`` flattens first)."""
-    return concatenate(arrays, axis)
+def concat(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    """The array API's ``concatenate`` (``axis=None`` flattens first), with
+    ``numpy.concat``'s arguments."""
+    return concatenate(arrays, axis, dtype=dtype, casting=casting)
 
 
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
@@ -423,7 +418,6 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     >>> stack([np.zeros(3), np.ones(3)], axis=1).shape
     (3, 2)
     """
-    _no_out("stack", out)
     xs = _as_list("stack", arrays)
     shape = tuple(xs[0].shape)
     for i, x in enumerate(xs):

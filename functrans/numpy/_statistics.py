@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from functrans.core import get_aval
-from functrans.numpy import _contract, _matrices, _reductions, _shape
+from functrans.numpy import _contract, _inplace, _matrices, _reductions, _shape
 from functrans.numpy import _elementwise as E
 from functrans.numpy._complex_numbers import conj, imag, real
 from functrans.numpy._util import asarray, is_traced, normalize_axes
@@ -32,9 +32,15 @@ def ptp(a, axis=None, out=None, keepdims=False):
     >>> ptp(np.array([[4, 9, 2], [1, 1, 1]]), axis=1)
     array([7, 0])
     """
-    E._no_out("ptp", out)
-    return E.subtract(_reductions.max(a, axis=axis, keepdims=keepdims),
-                      _reductions.min(a, axis=axis, keepdims=keepdims))
+    if out is None:
+        return E.subtract(_reductions.max(a, axis=axis, keepdims=keepdims),
+                          _reductions.min(a, axis=axis, keepdims=keepdims))
+    # NumPy's steps: the maxima into out (cast as max's out), then out less the
+    # minima in place (same_kind), which reads an input that out overlaps
+    # after the maxima were written, as NumPy does.
+    high = _inplace.write_out("ptp", _reductions.max(a, axis=axis, keepdims=keepdims), out,
+                              "extremum", False)
+    return E.subtract(high, _reductions.min(a, axis=axis, keepdims=keepdims), out=high)
 
 
 def _weights_for(a, weights, axes):

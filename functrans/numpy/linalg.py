@@ -556,8 +556,6 @@ def multi_dot(arrays, *, out=None):
     >>> multi_dot([np.ones(2), np.eye(2), np.ones(2)])
     array(2.)
     """
-    if out is not None:
-        raise TypeError("multi_dot: out= is not supported (arrays are immutable); use the result")
     xs = [asarray(x) for x in arrays]
     if len(xs) < 2:
         raise ValueError(f"fnp.linalg.multi_dot: got {len(xs)} array(s), but it multiplies two "

@@ -220,11 +220,21 @@ def test_numpy_functions_run_functrans_on_tracers():
     check_traced(f, a)
 
 
-def test_ufunc_methods_are_refused_with_the_alternative():
-    with pytest.raises(TypeError, match=r"numpy.add.reduce .* use functrans.numpy.sum"):
-        functrans.make_jaxpr(lambda x: np.add.reduce(x))(np.ones(3))
-    with pytest.raises(TypeError, match=r"numpy.multiply.outer .* functrans.numpy.multiply"):
-        functrans.make_jaxpr(lambda x: np.multiply.outer(x, x))(np.ones(3))
+def test_ufunc_methods_functrans_lacks_are_refused_with_the_alternative():
+    # reduce, accumulate and outer: tests/numpy/test_ufunc_methods.py
+    with pytest.raises(TypeError, match=r"numpy.add.reduceat is not supported on traced arrays; "
+                                        r"write it with calls of numpy.add itself on slices"):
+        functrans.make_jaxpr(lambda x: np.add.reduceat(x, [0, 2]))(np.ones(3))
+    with pytest.raises(TypeError, match=r"numpy.subtract.reduce is not supported on traced "
+                                        r"arrays: only numpy.add.reduce, numpy.multiply.reduce, "
+                                        r"numpy.maximum.reduce, numpy.minimum.reduce, "
+                                        r"numpy.logical_and.reduce, numpy.logical_or.reduce are"):
+        functrans.make_jaxpr(lambda x: np.subtract.reduce(x))(np.ones(3))
+    with pytest.raises(TypeError, match=r"numpy.logaddexp.accumulate is not supported on traced "
+                                        r"arrays: only numpy.add.accumulate, "
+                                        r"numpy.multiply.accumulate, numpy.maximum.accumulate, "
+                                        r"numpy.minimum.accumulate are"):
+        functrans.make_jaxpr(lambda x: np.logaddexp.accumulate(x))(np.ones(3))
 
 
 def test_ufunc_keywords_are_refused():

@@ -110,10 +110,9 @@ def test_ufunc_target_is_remembered_and_keywords_still_checked():
                                         r"on traced arrays"):
         ft.make_jaxpr(lambda t: np.sin(t, dtype=np.float32))(x)
     ft.make_jaxpr(lambda t: np.add(t, t))(x)
-    with pytest.raises(TypeError, match=r"numpy.add.reduce is not supported on traced arrays: "
-                                        r"only calls of the ufunc itself are; use "
-                                        r"functrans.numpy.sum"):
-        ft.make_jaxpr(np.add.reduce)(x)
+    with pytest.raises(TypeError, match=r"numpy.add.reduceat is not supported on traced "
+                                        r"arrays; write it with calls of numpy.add itself"):
+        ft.make_jaxpr(lambda t: np.add.reduceat(t, [0, 2]))(x)
     # Keywords at their defaults take the general path and give the same program.
     plain = ft.make_jaxpr(lambda t: np.sin(t))(x)
     defaults = ft.make_jaxpr(lambda t: np.sin(t, dtype=None, casting="same_kind"))(x)
@@ -182,7 +181,8 @@ def test_reduction_fast_path_errors():
     assert type(fast.value) is type(general.value)
     assert str(fast.value) == str(general.value)
     assert "sum: axis 2 is out of bounds for an array of rank 2" in str(fast.value)
-    with pytest.raises(TypeError, match="sum: out= is not supported"):
+    with pytest.raises(TypeError, match=r"sum\(..., out=\) \(at .*\) would write a traced "
+                                        r"value into a numpy.ndarray"):
         ft.make_jaxpr(lambda t: fnp.sum(t, out=np.empty(())))(x)
 
 

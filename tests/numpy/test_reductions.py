@@ -235,9 +235,12 @@ def test_repeated_axis_is_refused():
         fnp.sum(np.ones((2, 3)), axis=(1, -1))
 
 
-def test_out_is_refused():
-    with pytest.raises(TypeError, match="sum: out= is not supported"):
-        fnp.sum(np.ones(2), out=np.ones(()))
+def test_out_of_concrete_arrays_is_written_as_numpy_writes_it():
+    out = np.ones(())
+    assert fnp.sum(np.array([0.5, 2.0]), out=out) is out and out == 2.5
+    ints = np.zeros(2, int)
+    assert fnp.cumsum(np.array([0.5, 2.0]), out=ints) is ints
+    np.testing.assert_array_equal(ints, np.cumsum(np.array([0.5, 2.0]), out=np.zeros(2, int)))
 
 
 def test_numpy_functions_dispatch_on_tracers():
