@@ -100,6 +100,8 @@ def _examples() -> dict[str, Callable[[], tuple[Callable, list]]]:
         "put": one(lambda a, c: _updated(fnp.put, a, [0, 2], c), v, v),
         "place": one(lambda a, c: _updated(fnp.place, a, b, c), v, v),
         "putmask": one(lambda a, c: _updated(fnp.putmask, a, b, c), v, v),
+        "fill_diagonal": one(lambda a, c: _updated(fnp.fill_diagonal, a, c), m, v),
+        "put_along_axis": one(lambda a, c: _updated(fnp.put_along_axis, a, i, c, 0), v, v),
         "take_along_axis": one(lambda a, k: fnp.take_along_axis(a, k, 0), v, i),
         "einsum": one(lambda a, c: fnp.einsum("ij,jk->ik", a, c), m, m),
         "tensordot": one(lambda a, c: fnp.tensordot(a, c, 1), m, m),

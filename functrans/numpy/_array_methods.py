@@ -57,7 +57,7 @@ _AUGMENTED = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "/
 _METHODS = [
     "sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin", "any", "all",
     "cumsum", "cumprod", "clip", "round", "dot", "squeeze", "ravel", "swapaxes", "take",
-    "conj", "conjugate", "argsort", "diagonal", "trace", "repeat",
+    "conj", "conjugate", "argsort", "argpartition", "diagonal", "trace", "repeat",
 ]  # fmt: skip
 
 #: The ``functrans.numpy`` reduction computing each ufunc's ``reduce``
@@ -159,6 +159,17 @@ def _copy_keeping_order(self, memo=None):
 def _sort(self, axis=-1, kind=None, order=None, *, stable=None):
     """``x.sort()``: sorts ``x`` in place along ``axis``."""
     _inplace.assign(self, fnp.sort(self, axis, kind, order, stable=stable), "x.sort()",
+                    fresh=True)
+
+
+def _partition(self, kth, axis=-1, kind="introselect", order=None):
+    """``x.partition(kth)``: partitions ``x`` in place along ``axis`` (sorted
+    along it: one valid partition, see ``functrans.numpy.partition``)."""
+    if axis is None:  # NumPy's method has no flattened form
+        raise TypeError(f"{self._trace.fun_name}: x.partition(kth, axis=None): the method "
+                        "partitions along an axis, as NumPy's; give an axis, or call "
+                        "np.partition(x, kth, axis=None) for a partitioned flat copy")
+    _inplace.assign(self, fnp.partition(self, kth, axis, kind, order), "x.partition(kth)",
                     fresh=True)
 
 
@@ -518,7 +529,8 @@ def install() -> None:
         "__pow__": _power, "__divmod__": _divmod, "__rdivmod__": _rdivmod,
         "reshape": _reshape, "transpose": _transpose, "astype": _astype,
         "flatten": _flatten,
-        "view": _inplace.whole_view, "sort": _sort, "fill": _fill, "resize": _resize, "copy": _copy,
+        "view": _inplace.whole_view, "sort": _sort, "partition": _partition, "fill": _fill,
+        "resize": _resize, "copy": _copy,
         "__copy__": _copy_keeping_order, "__deepcopy__": _copy_keeping_order,
         "flat": property(FlatIter, _set_flat, doc="A flat iterator: x.flat[i], x.flat[i] = v."),
         "T": property(fnp.transpose, doc="The array with its axes reversed."),

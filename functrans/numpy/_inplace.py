@@ -70,11 +70,11 @@ from functrans.numpy import _memory_order
 from functrans.numpy._indexing import _scatter, getitem, parse_index
 from functrans.numpy._scalars import is_scalar, mark_array
 from functrans.numpy._shape import _reshape
-from functrans.numpy._util import asarray, broadcasts_to
+from functrans.numpy._util import asarray, broadcasts_to, normalize_axis
 from functrans.primitives.elementwise import convert_element_type, select_p
 from functrans.primitives.shape import broadcast_in_dim_p
 
-__all__ = ["copyto", "put", "place", "putmask"]
+__all__ = ["copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis"]
 
 
 class InPlaceUpdateError(FunctransError, TypeError, ValueError):
@@ -808,6 +808,101 @@ def putmask(a, mask, values):
     values = cycled("putmask", unsafe_cast(values, a), a.size)
     values = _reshape(values, tuple(a.shape))
     assign(a, bind(select_p, _as_bool(mask), values, a), "putmask(a, mask, values)")
+    return None
+
+
+def fill_diagonal(a, val, wrap=False):
+    """``numpy.fill_diagonal``: the elements ``a[i, i, ..., i]`` of an array of
+    two or more axes (all of one length beyond two axes) get ``val``'s
+    elements in turn, repeated as needed; ``wrap``: a tall matrix's diagonal
+    starts again below the square part, as NumPy's does.
+
+    >>> import numpy as np
+    >>> a = np.zeros((2, 3))
+    >>> fill_diagonal(a, [1.0, 2.0]); a
+    array([[1., 0., 0.],
+           [0., 2., 0.]])
+    """
+    if type(a) is not Tracer:
+        if isinstance(val, Tracer):
+            raise _numpy_target_error(a, "fill_diagonal(a, val)")
+        np.fill_diagonal(a, val, wrap)
+        return None
+    if a.ndim < 2:
+        raise ValueError(
+            f"{a._trace.fun_name}: fill_diagonal(a, val) (at {user_frame_summary()}): array "
+            f"must be at least 2-d, as NumPy says; got a {a.aval.str_short()} array. Write "
+            "a[i] = v for the elements of a 1-d array")
+    shape = tuple(a.shape)
+    if a.ndim == 2:
+        step = shape[1] + 1
+        end = None if wrap else shape[1] * shape[1]
+    else:
+        if len(set(shape)) != 1:
+            raise ValueError(
+                f"{a._trace.fun_name}: fill_diagonal(a, val) (at {user_frame_summary()}): All "
+                f"dimensions of input must be of equal length, as NumPy says; got shape "
+                f"{shape}. Fill a square slice of the array instead")
+        step = 1 + int(np.cumprod(shape[:-1]).sum())
+        end = None
+    positions = np.arange(a.size)[:end:step]
+    values = unsafe_cast(val, a)
+    if values.size == 0:
+        return None  # NumPy writes nothing from no values
+    values = cycled("fill_diagonal", values, positions.size)
+    flat = _reshape(a, (a.size,))
+    new = _reshape(_scatter(flat, positions, values, "set"), shape)
+    assign(a, new, "fill_diagonal(a, val)")
+    return None
+
+
+def put_along_axis(arr, indices, values, axis):
+    """``numpy.put_along_axis``: ``values`` written into ``arr`` at ``indices``
+    along ``axis``, the other axes broadcast between ``indices`` and ``arr``
+    (``axis=None``: into the flattened array, ``indices`` 1-d); the last write
+    wins where an index repeats, as in NumPy.
+
+    >>> import numpy as np
+    >>> a = np.zeros((2, 3))
+    >>> put_along_axis(a, np.array([[2], [0]]), 5.0, axis=1); a
+    array([[0., 0., 5.],
+           [5., 0., 0.]])
+    """
+    what = "put_along_axis(arr, indices, values, axis)"
+    if type(arr) is not Tracer:
+        if isinstance(values, Tracer) or isinstance(indices, Tracer):
+            raise _numpy_target_error(arr, what)
+        np.put_along_axis(arr, indices, values, axis)
+        return None
+    indices = asarray(indices)
+    if indices.dtype.kind not in "iu":
+        raise IndexError(
+            f"{arr._trace.fun_name}: {what} (at {user_frame_summary()}): `indices` must be an "
+            f"integer array, as NumPy says; got dtype {indices.dtype}. Convert them with "
+            ".astype(int)")
+    shape = tuple(arr.shape)
+    if axis is None:
+        if indices.ndim != 1:
+            raise ValueError(
+                f"{arr._trace.fun_name}: {what} (at {user_frame_summary()}): when axis=None, "
+                f"`indices` must have a single dimension, as NumPy says; got shape "
+                f"{tuple(indices.shape)}. Ravel them, or give an axis")
+        flat = _reshape(arr, (arr.size,))
+        new = _scatter(flat, indices, unsafe_cast(values, arr), "set")
+        assign(arr, _reshape(new, shape), what)
+        return None
+    ax = normalize_axis("put_along_axis", axis, arr.ndim)
+    if indices.ndim != arr.ndim:
+        raise ValueError(
+            f"{arr._trace.fun_name}: {what} (at {user_frame_summary()}): `indices` and `arr` "
+            f"must have the same number of dimensions, as NumPy says; got shapes "
+            f"{tuple(indices.shape)} and {shape}. Add size-1 axes to indices "
+            "(np.expand_dims)")
+    # NumPy's fancy index: indices along ``axis``, an arange broadcast along each other.
+    index = tuple(indices if d == ax else
+                  np.arange(n).reshape((1,) * d + (n,) + (1,) * (arr.ndim - d - 1))
+                  for d, n in enumerate(shape))
+    assign(arr, _scatter(arr, index, unsafe_cast(values, arr), "set"), what)
     return None
 
 

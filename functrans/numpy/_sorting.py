@@ -17,7 +17,6 @@ array([1, 2, 3])
 from __future__ import annotations
 
 import builtins
-import operator
 
 import numpy as np
 
@@ -95,10 +94,22 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False)
 
 
 def _check_kth(name: str, a, kth, axis):
+    """NumPy's checks of ``kth``: integers (not bools), at most a sequence of
+    them, each in ``[-n, n)`` for an axis of length ``n`` (any, where the
+    array is empty)."""
     x, ax = _sort_operand(name, a, axis, None)
+    ks = np.asarray(kth)
+    if ks.dtype == np.bool_:
+        raise ValueError(f"fnp.{name}: kth={kth!r} is a bool, and Booleans are unacceptable as "
+                         "partition index, as NumPy says; give an int")
+    if ks.dtype.kind not in "iu" or ks.ndim > 1:
+        raise TypeError(f"fnp.{name}: kth={kth!r}: the partition index must be an integer or "
+                        "a 1-d sequence of integers, as NumPy's; give ints")
+    if x.size == 0:
+        return
     n = x.shape[ax]
-    for k in np.atleast_1d(np.asarray(kth)).tolist():
-        if not -n <= operator.index(k) < n:
+    for k in ks.reshape(-1).tolist():
+        if not -n <= k < n:
             raise ValueError(f"fnp.{name}: kth={k} is out of bounds for an axis of length {n}; "
                              f"use a kth in [{-n}, {n})")
 

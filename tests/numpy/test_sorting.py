@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _numpy_checks import RNG, X, Y, check, check_vmap, same
+from _numpy_checks import A3, RNG, X, Y, check, check_vmap, same
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -120,3 +120,97 @@ def test_errors():
                                          r"indices of shape \(2, 1\) do not broadcast along "
                                          r"axis 0 \(sizes 3 and 2\); away from axis=1"):
         fnp.take_along_axis(X, np.zeros((2, 1), int), 1)
+
+
+# -- partition: NumPy's order within each side is unspecified, so the property is checked --
+
+
+def assert_partitioned(got, x, kth, axis):
+    """``got`` is ``x`` partitioned at every ``kth`` along ``axis``: a
+    permutation of it along the axis whose elements before each kth position
+    are the smallest ones, with the kth element NumPy's (NaNs count as the
+    largest, complex numbers lexicographically, as NumPy sorts them)."""
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    assert got.shape == x.shape and got.dtype == x.dtype
+    ordered = np.sort(x, axis)
+    np.testing.assert_array_equal(np.sort(got, axis), ordered)
+    n = x.shape[axis]
+    for k in np.atleast_1d(kth) % max(n, 1) if x.size else ():
+        np.testing.assert_array_equal(np.take(got, k, axis), np.take(ordered, k, axis))
+        np.testing.assert_array_equal(np.take(got, k, axis),
+                                      np.take(np.partition(x, k, axis), k, axis))
+        head = np.sort(np.take(got, np.arange(k), axis), axis)
+        np.testing.assert_array_equal(head, np.take(ordered, np.arange(k), axis))
+
+
+PARTITION_DTYPES = ["float64", "float32", "int64", "bool", "complex128"]
+
+
+@settings(max_examples=25)
+@given(data=st.data())
+def test_partition_functions_and_methods_partition(data):
+    dtype = data.draw(st.sampled_from(PARTITION_DTYPES))
+    x = data.draw(fts.arrays(dtype=dtype, shape=fts.shapes(min_rank=1, max_rank=3, max_side=4),
+                             min_value=-3, max_value=3, allow_nan=dtype.startswith("f")))
+    axis = data.draw(st.sampled_from([None, 0, -1]))
+    n = x.size if axis is None else x.shape[axis]
+    kth = 0
+    if n:
+        ks = st.integers(-n, n - 1)
+        kth = data.draw(ks | st.lists(ks, min_size=1, max_size=3))
+
+    assert_partitioned(ft.jit(lambda x: np.partition(x, kth, axis))(x), x, kth, axis)
+    idx = ft.jit(lambda x: np.argpartition(x, kth, axis))(x)
+    flat = x.reshape(-1) if axis is None else x
+    assert_partitioned(np.take_along_axis(flat, idx, 0 if axis is None else axis), x, kth, axis)
+    if axis is None:
+        return
+    method_idx = ft.jit(lambda x: x.argpartition(kth, axis))(x)
+    np.testing.assert_array_equal(method_idx, idx)
+
+    def in_place(x):
+        y = x.copy()
+        alias = y[..., :]
+        y.partition(kth, axis)
+        return y, alias
+
+    got, alias = ft.jit(in_place)(x)
+    assert_partitioned(got, x, kth, axis)
+    np.testing.assert_array_equal(alias, got)
+
+
+def test_partition_method_differentiates_and_batches():
+    def f(x):
+        y = x * 2.0
+        row = y[0]
+        y.partition([1, -1], axis=1)
+        return y * row
+
+    np.testing.assert_array_equal(ft.jit(f)(X), np.sort(2 * X, axis=1) * np.sort(2 * X[0]))
+    check_grads(f, (X,), order=2, modes=("fwd", "rev"))
+    check_grads(lambda x: np.partition(x, -2, axis=None), (X,), order=2, modes=("fwd", "rev"))
+    check_vmap(lambda a: np.partition(a, [0, 2]), (X,), 0)
+    # kth determine every place here (NumPy leaves the order between kths open)
+    check_vmap(lambda a: a.argpartition([0, -1]), (X,), 1)
+    check_vmap(f, (A3,), 0)
+
+
+def test_partition_errors_are_numpys():
+    with pytest.raises(ValueError, match=r"^fnp\.partition: kth=True is a bool, and Booleans "
+                                         r"are unacceptable as partition index"):
+        ft.jit(lambda x: np.partition(x, True))(X)
+    with pytest.raises(TypeError, match=r"^fnp\.argpartition: kth=1\.5: the partition index "
+                                        r"must be an integer or a 1-d sequence of integers"):
+        ft.jit(lambda x: np.argpartition(x, 1.5))(X)
+    with pytest.raises(ValueError, match=r"^fnp\.partition: kth=-5 is out of bounds for an "
+                                         r"axis of length 4; use a kth in \[-4, 4\)"):
+        ft.jit(lambda x: x.copy().partition([0, -5]))(X)
+    with pytest.raises(TypeError, match=r"^<lambda>: x\.partition\(kth, axis=None\): the "
+                                        r"method partitions along an axis, as NumPy's; give an "
+                                        r"axis, or call np\.partition\(x, kth, axis=None\)"):
+        ft.jit(lambda x: x.copy().partition(1, axis=None))(X)
+    # An empty array has no kth to check, as in NumPy.
+    empty = np.zeros((2, 0))
+    same(ft.jit(lambda x: np.partition(x, 5))(empty), np.partition(empty, 5))
+    same(ft.jit(lambda x: np.argpartition(x, 5, axis=0))(empty), np.argpartition(empty, 5, 0))
