@@ -37,6 +37,12 @@ class ConcretizationError(FunctransError, TypeError):
     """A Python value (bool, int, float, len, array) was asked of a traced value."""
 
 
+class MemoryLayoutError(FunctransError, ValueError):
+    """A result that NumPy computes from an array's memory layout (``ravel``
+    or ``reshape`` with ``order='A'`` or ``'K'``) asked of a traced array
+    whose layout functrans does not know."""
+
+
 class TracerConversionError(ConcretizationError):
     """A traced value that carries a derivative was converted to a Python or
     NumPy constant (``np.asarray``, ``float()``, ``math.*``, a write into a

@@ -140,8 +140,11 @@ def _augmented(op: str, fn: Callable, compute: Callable | None = None) -> Callab
 
 
 def _flatten(self, order="C"):
-    """``x.flatten()``: a copy of the elements as a 1-d array."""
-    return _shape.ravel(self, order).copy()
+    """``x.flatten(order)``: a copy of the elements as a 1-d array, read in
+    ``order`` as ``ravel`` reads them."""
+    order = _shape.memory_order_arg("flatten", order)
+    ravel, _, order = _inplace.in_memory_order(_shape.ravel, np.ravel, self, order)
+    return ravel(self, order=order).copy()
 
 
 def _copy(self, order="C"):

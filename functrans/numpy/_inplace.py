@@ -65,11 +65,11 @@ from functrans.core import (
     user_frame_summary,
     user_source,
 )
-from functrans.errors import FunctransError
+from functrans.errors import FunctransError, MemoryLayoutError
 from functrans.numpy import _memory_order
 from functrans.numpy._indexing import _scatter, getitem, parse_index
 from functrans.numpy._scalars import is_scalar, mark_array
-from functrans.numpy._shape import _reshape
+from functrans.numpy._shape import _reshape, _transpose, memory_order_arg
 from functrans.numpy._util import asarray, broadcasts_to, normalize_axis
 from functrans.primitives.elementwise import convert_element_type, select_p
 from functrans.primitives.shape import broadcast_in_dim_p
@@ -175,7 +175,7 @@ class _Decision:
         if order is None:
             order = c_order
             self.ambiguous = user_frame_summary()
-        elif order == c_order and len(ops) == 1:
+        elif order == c_order and len(ops) == 1 and ops[0][3].get("order") != "F":
             # One reshape or ravel of a C-contiguous array: a view; its
             # positions are asked for only by an update through it.
             self.index, self.view = None, True
@@ -1059,14 +1059,21 @@ def viewing(fn: Callable, np_fn: Callable, *, refusal: str | Callable | None = N
     ``single``: only a call with one argument makes a view of it."""
     @functools.wraps(fn)
     def view_fn(a, *args, **kwargs):
-        out = fn(a, *args, **kwargs)
+        call, np_call = fn, np_fn
+        if layout and type(a) is Tracer:
+            # reshape, ravel: order= read the way NumPy reads it, where
+            # NumPy's answer depends on the memory layout too
+            args, kwargs = _order_keyword(fn, a, args, kwargs)
+            call, np_call, order = in_memory_order(fn, np_fn, a, kwargs["order"])
+            kwargs["order"] = order
+        out = call(a, *args, **kwargs)
         if type(a) is Tracer:
             if kwargs.get("copy"):  # np.reshape(..., copy=True): a copy, never a view
                 return out.copy() if out is a else out
             if out is a and layout and a._base:
                 # fn returned its argument (ravel of a 1-d array): NumPy copies
                 # where the view's layout does not allow a view.
-                op = (np_fn, fn, args, kwargs, None)
+                op = (np_call, call, args, kwargs, None)
                 decision = _Decision(a._base.root, a._base.ops + (op,))
                 if decision.ambiguous is None:
                     return a if decision.view else a.copy()
@@ -1082,13 +1089,98 @@ def viewing(fn: Callable, np_fn: Callable, *, refusal: str | Callable | None = N
                     return made
             why = refusal(a) if callable(refusal) else refusal
             if type(out) is Tracer:
-                link(out, a, (np_fn, fn, args, kwargs, None), refusal=why, layout=layout)
+                link(out, a, (np_call, call, args, kwargs, None), refusal=why, layout=layout)
+                if layout and kwargs["order"] == "F" and out._base is None:
+                    # NumPy's copy is laid out in the order it was read in
+                    out = _memory_order.copy(out, "F")
             elif type(out) in (list, tuple):
                 for i, o in enumerate(out):
                     link(o, a, (np_fn, fn, args, kwargs, i), refusal=why, layout=layout)
         return out
 
     return view_fn
+
+
+def _order_keyword(fn: Callable, a: Tracer, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """The arguments of ``fn`` (``reshape`` or ``ravel``) with ``order``, read as
+    NumPy reads it ('C', 'F', 'A' or 'K'), as a keyword: how NumPy's function is
+    replayed on shadows and ``_Decision`` tells a C-order read."""
+    bound = _signature(fn).bind(a, *args, **kwargs)
+    named = dict(bound.arguments)
+    named.pop(next(iter(named)))  # the array
+    order = memory_order_arg(fn.__name__, named.pop("order", "C"))
+    positional = tuple(named.pop(p) for p in _POSITIONAL[fn.__name__] if p in named)
+    return positional, {**named, "order": order}
+
+
+#: The arguments of ``reshape`` and ``ravel`` passed by position, after the array.
+_POSITIONAL = {"reshape": ("shape",), "ravel": ()}
+
+
+@functools.cache
+def _signature(fn: Callable) -> inspect.Signature:
+    return inspect.signature(fn)
+
+
+def in_memory_order(fn: Callable, np_fn: Callable, a: Tracer,
+                    order: str) -> tuple[Callable, Callable, str]:
+    """``fn`` (``reshape`` or ``ravel``) and NumPy's ``np_fn`` reading the
+    elements of the traced ``a`` in ``order`` as NumPy reads them, with the
+    order to pass them: 'A' is 'F' for an array laid out in Fortran order
+    only, else 'C' (NumPy's own rule), and ``ravel``'s 'K' takes the axes in
+    the order of their strides in memory, both decided on ``a``'s shadow,
+    laid out as NumPy lays ``a`` out.  What is passed on reads the same
+    elements whatever the layout, so a shadow in C order gives the view's
+    positions in its root.  Where the layout is not known, the result
+    cannot be known either: an error naming the line and the fix."""
+    if order in ("C", "F") or (order == "K" and fn.__name__ != "ravel"):
+        return fn, np_fn, order  # reshape's order 'K' is NumPy's error, which fn raises
+    shadow = _numpy_shadow(a)
+    if shadow is None:
+        raise MemoryLayoutError(
+            f"{a._trace.fun_name}: {fn.__name__}(..., order={order!r}) (at "
+            f"{user_frame_summary()}) reads the {a.aval.str_short()} array in the order NumPy "
+            "lays it out in memory, which functrans does not know here (a ufunc's result "
+            "keeps its operands' memory order, other functions have rules of their own, and "
+            "an argument sliced with a step has gaps). Give order='C' or order='F', or "
+            ".copy() the array first (C order)")
+    if order == "A" or shadow.ndim <= 1:
+        fortran = shadow.flags.f_contiguous and not shadow.flags.c_contiguous
+        return fn, np_fn, "F" if fortran else "C"
+    wanted = np.ravel(shadow, "K")
+    axes = tuple(sorted(range(shadow.ndim), key=lambda d: -abs(shadow.strides[d])))
+    if np.array_equal(shadow.transpose(axes).ravel(), wanted):
+        return functools.partial(_ravel_axes, axes), functools.partial(_np_ravel_axes, axes), "K"
+    # A broadcast axis (of stride 0) NumPy may take in another order, where
+    # it copies: the elements at the places NumPy reads, by their positions in ``a``.
+    places = np.empty(int(shadow.max(initial=-1)) + 1, np.intp)
+    places[shadow.ravel()] = np.arange(shadow.size)
+    return functools.partial(_ravel_places, places[wanted]), np_fn, "K"
+
+
+def _ravel_axes(axes: tuple[int, ...], a, order="K"):
+    return _reshape(_transpose(a, axes), (a.size,))
+
+
+def _np_ravel_axes(axes: tuple[int, ...], a, order="K"):
+    return np.ravel(np.transpose(a, axes))
+
+
+def _ravel_places(places: np.ndarray, a, order="K"):
+    return getitem(_reshape(a, (a.size,)), places)
+
+
+def _numpy_shadow(t: Tracer) -> np.ndarray | None:
+    """NumPy's picture of ``t`` in memory: an ``arange`` of its root's shape
+    laid out as NumPy lays out the root, with ``t``'s view operations
+    replayed by NumPy (so its strides are NumPy's); None where the root's
+    layout is not known."""
+    link_ = t._base
+    root, ops = (link_.root, link_.ops) if link_ else (t, ())
+    order = _memory_order.root_order(root)
+    if order is None:
+        return None
+    return np.asarray(_replay(_memory_order.shadow(tuple(root.shape), order), ops, numpy=True))
 
 
 def _of_zero_d(out: Tracer, a: Tracer, np_fn: Callable, args: tuple,

@@ -18,8 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from functrans.core import bind
-from functrans.errors import AxisError, ConcretizationError, DTypeError, ShapeError
+from functrans.core import Tracer, bind
+from functrans.errors import (
+    AxisError,
+    ConcretizationError,
+    DTypeError,
+    MemoryLayoutError,
+    ShapeError,
+)
 from functrans.numpy._util import asarray, is_traced, normalize_axes, normalize_axis
 from functrans.primitives.elementwise import convert_element_type_p
 from functrans.primitives.indexing import gather_p
@@ -119,31 +125,87 @@ def _resolve_shape(name: str, size: int, shape: tuple[int, ...], where: str) -> 
 
 
 def reshape(a, /, shape, order="C", *, copy=None):
-    """``np.reshape``: the same data with a new shape (one entry may be -1).
+    """``np.reshape``: the same data with a new shape (one entry may be -1),
+    read and written in C order, or Fortran order (``order='F'``: the first
+    index varies fastest); ``order='A'`` is 'F' for an array laid out in
+    Fortran order only, else 'C' (decided for traced arrays where their
+    layout is known, by ``functrans.numpy._inplace``).
 
     >>> reshape(np.arange(6), (2, -1)).shape
     (2, 3)
+    >>> reshape(np.arange(6), (2, 3), order="F")
+    array([[0, 2, 4],
+           [1, 3, 5]])
     """
     a = asarray(a)
-    if order != "C":
-        raise NotImplementedError(
-            f"reshape: only order='C' is supported, got order={order!r}; transpose "
-            "before and after the reshape to get another memory order"
-        )
+    order = memory_order_arg("reshape", order)
+    if order == "K":
+        raise ValueError("reshape: order 'K' is not permitted for reshaping, as NumPy says; "
+                         "give order 'C', 'F' or 'A'")
     shape = _resolve_shape("reshape", a.size, _shape_tuple("reshape", shape),
                            f"an array {tuple(a.shape)}")
-    return _reshape(a, shape)
+    if order == "A":
+        flags = _concrete(a, "reshape", order).flags  # NumPy's rule: 'F' if Fortran only
+        order = "F" if flags.f_contiguous and not flags.c_contiguous else "C"
+    return _reshape_f(a, shape) if order == "F" else _reshape(a, shape)
 
 
 def ravel(a, order="C"):
-    """``np.ravel``: the elements as a 1-d array, in C order."""
+    """``np.ravel``: the elements as a 1-d array, in C order, or in Fortran
+    order (``order='F'``); 'A' and 'K' read them as the array lies in memory
+    (decided for traced arrays where their layout is known, by
+    ``functrans.numpy._inplace``).
+
+    >>> ravel(np.arange(6).reshape(2, 3), order="F")
+    array([0, 3, 1, 4, 2, 5])
+    """
     a = asarray(a)
-    if order != "C":
-        raise NotImplementedError(
-            f"ravel: only order='C' is supported, got order={order!r}; transpose first "
-            "to flatten in another order"
-        )
-    return _reshape(a, (a.size,))
+    order = memory_order_arg("ravel", order)
+    if order in ("A", "K"):
+        return _concrete(a, "ravel", order).ravel(order)
+    return _reshape_f(a, (a.size,)) if order == "F" else _reshape(a, (a.size,))
+
+
+def memory_order_arg(name: str, order: Any) -> str:
+    """NumPy's ``order`` argument as 'C', 'F', 'A' or 'K' (None is 'C', lower
+    case is read as NumPy reads it), else NumPy's error."""
+    if order is None:
+        return "C"
+    if not isinstance(order, str):
+        raise TypeError(f"{name}: order must be str, not {type(order).__name__}, as NumPy "
+                        "says; give 'C', 'F', 'A' or 'K'")
+    if order.upper() not in ("C", "F", "A", "K"):
+        raise ValueError(f"{name}: order must be one of 'C', 'F', 'A', or 'K' (got {order!r}), "
+                         "as NumPy says; give one of those")
+    return order.upper()
+
+
+def _concrete(a, name: str, order: str):
+    """``a``, an array whose memory layout decides ``name``'s result under
+    ``order`` ('A' or 'K'): a concrete array, whose layout is its own.  A
+    traced array's is decided by ``functrans.numpy._inplace`` before this
+    is called; one reaching here has no layout to go by."""
+    if isinstance(a, Tracer):
+        raise MemoryLayoutError(
+            f"{name}: order={order!r} depends on how NumPy would lay the traced "
+            f"{a.aval.str_short()} array out in memory, which is not known here; give order "
+            "'C' or 'F'")
+    return a
+
+
+def _reshape_f(a, shape: tuple[int, ...]):
+    """``a`` reshaped in Fortran order: the C reshape of its transpose,
+    transposed back.  Where both shapes have at most one axis of two or more
+    elements, both orders agree (no transposes)."""
+    if tuple(a.shape) == shape or (_significant(tuple(a.shape)) <= 1 and
+                                   _significant(shape) <= 1):
+        return _reshape(a, shape)
+    flipped = _reshape(_transpose(a, tuple(range(a.ndim))[::-1]), shape[::-1])
+    return _transpose(flipped, tuple(range(len(shape)))[::-1])
+
+
+def _significant(shape: tuple[int, ...]) -> int:
+    return sum(d > 1 for d in shape)
 
 
 # -- transposes ----------------------------------------------------------------------
