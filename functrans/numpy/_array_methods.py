@@ -82,9 +82,9 @@ def _reflected(fn: Callable) -> Callable:
     return method
 
 
-def _reshape(self, *shape, order="C"):
+def _reshape(self, *shape, order="C", copy=None):
     """``x.reshape(2, 3)`` or ``x.reshape((2, 3))``, as on ndarrays."""
-    return fnp.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
+    return fnp.reshape(self, shape[0] if len(shape) == 1 else shape, order=order, copy=copy)
 
 
 def _transpose(self, *axes):

@@ -200,3 +200,17 @@ def test_put_along_axis_errors_are_numpys():
         put(np.array([[0, 1]]), [1.0, 2.0, 3.0])()
     with pytest.raises(TypeError, match="cannot write complex values into a float64 array"):
         put(np.array([[0, 1]]), 1j)()
+
+
+def test_updates_through_views_reach_the_array():
+    def f(x):
+        y = x * 1.0
+        np.fill_diagonal(y.T[1:], -1.0)
+        np.put_along_axis(y[:, ::-1], np.array([[1], [0], [2]]), 9.0, axis=1)
+        row = y[0]
+        row.partition([1, 2])  # every place determined (NumPy leaves the rest open)
+        return y
+
+    x = RNG.standard_normal((3, 4))
+    np.testing.assert_array_equal(ft.jit(f)(x), numpy_value(f, x))
+    check_grads(f, (x,), order=1)

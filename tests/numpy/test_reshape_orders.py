@@ -183,6 +183,12 @@ def test_errors_are_numpys():
             r"does not know here .*\. Give order='C' or order='F', or \.copy\(\) the array "
             r"first \(C order\)$")):
         ft.grad(lambda x: np.sum(np.ravel(x * 1.0, "K")))(LAYOUTS["strided"](X3))
+    for no_copy in (lambda x: (x * 1.0).T.reshape(-1, copy=False),
+                    lambda x: np.reshape(x * 1.0, -1, order="F", copy=False)):
+        with pytest.raises(ValueError, match="Unable to avoid creating a copy while reshaping"):
+            ft.jit(no_copy)(X3)
+    same(ft.jit(lambda x: (x * 1.0).T.reshape(-1, order="F", copy=False))(X3),
+         X3.T.reshape(-1, order="F", copy=False))
     # NumPy's lower case and None are read as NumPy reads them
     same(ft.jit(lambda x: x.reshape(6, 4, order="f"))(X3), X3.reshape(6, 4, order="F"))
     same(ft.jit(lambda x: np.ravel(x, None))(X3), X3.ravel())
