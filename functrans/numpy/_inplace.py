@@ -1060,9 +1060,10 @@ def viewing(fn: Callable, np_fn: Callable, *, refusal: str | Callable | None = N
     @functools.wraps(fn)
     def view_fn(a, *args, **kwargs):
         call, np_call = fn, np_fn
-        if layout and type(a) is Tracer:
-            # reshape, ravel: order= read the way NumPy reads it, where
-            # NumPy's answer depends on the memory layout too
+        if layout and type(a) is Tracer and (
+                "order" in kwargs or len(args) > len(_POSITIONAL[fn.__name__])):
+            # reshape, ravel given an order: read the way NumPy reads it,
+            # where NumPy's answer depends on the memory layout too
             args, kwargs = _order_keyword(fn, a, args, kwargs)
             call, np_call, order = in_memory_order(fn, np_fn, a, kwargs["order"])
             kwargs["order"] = order
@@ -1090,7 +1091,7 @@ def viewing(fn: Callable, np_fn: Callable, *, refusal: str | Callable | None = N
             why = refusal(a) if callable(refusal) else refusal
             if type(out) is Tracer:
                 link(out, a, (np_call, call, args, kwargs, None), refusal=why, layout=layout)
-                if layout and kwargs["order"] == "F" and out._base is None:
+                if layout and kwargs.get("order") == "F" and out._base is None:
                     # NumPy's copy is laid out in the order it was read in
                     out = _memory_order.copy(out, "F")
             elif type(out) in (list, tuple):

@@ -22,6 +22,7 @@ HIERARCHY = {
     errors.DTypeError: (TypeError,),
     errors.AxisError: (ValueError, IndexError),
     errors.ConcretizationError: (TypeError,),
+    errors.MemoryLayoutError: (ValueError,),
     errors.TracerConversionError: (errors.ConcretizationError, TypeError),
     errors.NotLinearError: (TypeError,),
     errors.LeakedTracerError: (RuntimeError,),
