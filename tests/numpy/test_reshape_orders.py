@@ -113,8 +113,9 @@ def test_view_or_copy_as_numpy_decides_it(name, layout):
             np.testing.assert_allclose(*got, rtol=1e-13)
         else:
             same(got, want)
-    xs = np.stack([X3, -2.0 * X3])  # C-ordered: each example is
-    same(ft.vmap(f)(xs), np.stack([f(np.array(r)) for r in xs]))
+    # each member is laid out as NumPy's loop gives it: x[i] of a C or F batch
+    for xs in (np.stack([x, -2.0 * x]), np.asfortranarray(np.stack([x, -2.0 * x]))):
+        same(ft.vmap(f)(xs), np.stack([f(r) for r in xs]))
 
 
 @pytest.mark.parametrize("dtype", [np.bool_, np.int64, np.float32, np.float64, np.complex128])
@@ -179,10 +180,11 @@ def test_errors_are_numpys():
         call(1, lambda x, o: np.reshape(x, -1, order=o))()
     with pytest.raises(MemoryLayoutError, match=(
             r"^<lambda>: ravel\(\.\.\., order='K'\) \(at .*test_reshape_orders\.py:\d+\) reads "
-            r"the f64\[2,3,4\] array in the order NumPy lays it out in memory, which functrans "
+            r"the f64\[2,3,3\] array in the order NumPy lays it out in memory, which functrans "
             r"does not know here .*\. Give order='C' or order='F', or \.copy\(\) the array "
             r"first \(C order\)$")):
-        ft.grad(lambda x: np.sum(np.ravel(x * 1.0, "K")))(LAYOUTS["strided"](X3))
+        # a product's layout is not followed
+        ft.grad(lambda x: np.sum(np.ravel(x @ x.mT, "K")))(X3)
     for no_copy in (lambda x: (x * 1.0).T.reshape(-1, copy=False),
                     lambda x: np.reshape(x * 1.0, -1, order="F", copy=False)):
         with pytest.raises(ValueError, match="Unable to avoid creating a copy while reshaping"):
