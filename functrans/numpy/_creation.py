@@ -18,14 +18,16 @@ array([[0, 0],
 
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any
 
 import numpy as np
 
 from functrans import dtypes
-from functrans.core import Tracer, bind, get_aval
+from functrans.core import Tracer, bind, current_trace, get_aval
 from functrans.devices import is_device_array
+from functrans.numpy import _inplace, _memory_order
 from functrans.numpy._array_api_info import normalize_device, place
 from functrans.numpy._elementwise import add, divide, multiply, subtract
 from functrans.numpy._scalars import is_scalar, mark_array
@@ -41,38 +43,77 @@ __all__ = [
 ]  # fmt: skip
 
 
-def asarray(a, dtype=None, *, device=None, copy=None):
+def asarray(a, dtype=None, order=None, *, device=None, copy=None):
     """``numpy.asarray``; tracers, and lists or tuples holding them, stay traced.
+    ``order='C'`` or ``'F'`` copies an array laid out otherwise into that
+    order, as NumPy does (``'A'``, ``'K'`` and None keep any layout).
 
     >>> asarray([1, 2], dtype=np.float32)
     array([1., 2.], dtype=float32)
     """
     normalize_device("asarray", device)
-    if copy is not None and not is_traced(a) and not is_device_array(a):
-        out = np.asarray(a, dtype=dtype, copy=copy)
-    else:
-        out = _asarray(a, dtype)
+    out = _asarray(a, dtype)
+    if not is_traced(out):
+        if (copy is not None or order is not None) and not is_device_array(a):
+            out = np.asarray(a, dtype=dtype, order=order, copy=copy)
+        return place("asarray", out, device)
+    if order not in ("C", "F", "A", "K", None):
+        raise ValueError(f"asarray: order must be one of 'C', 'F', 'A', or 'K' (got {order!r}), "
+                         "as NumPy says; give one of those")
     if copy and out is a:  # a tracer: a copy is a new tracer of its value
-        return mark_array(out.copy())
+        return mark_array(out.copy(order=order or "K"))
+    if type(out) is Tracer and order in ("C", "F"):
+        out = _in_order(out, order, a)
     if type(out) is Tracer and out.ndim == 0:
         # NumPy's asarray of a scalar is a new 0-d array; of a 0-d array, the array
         return mark_array(out.copy() if out is a and is_scalar(out) else out)
-    return out if is_traced(out) else place("asarray", out, device)
+    return out
 
 
-def array(object, dtype=None, *, copy=True, ndmin=0):
+def _in_order(x: Tracer, order: str, given: Any) -> Tracer:
+    """``x`` itself where it is laid out in ``order`` ('C' or 'F') already,
+    else a copy laid out so, as ``np.asarray(x, order=order)``.  Where
+    ``x``'s layout is not known, the result is followed as ``x`` itself and
+    an update that would tell it from a copy is refused."""
+    model = _memory_order.model(x)
+    if model is not None:
+        if np.asarray(model, order=order) is model:
+            return x
+        return x.copy(order=order)
+    if x is not given:  # a new array (a conversion): nothing else holds it
+        return _memory_order.laid_out(x, None)
+    out = _memory_order.laid_out(x, None)
+    _inplace.link(out, x, (functools.partial(np.asarray, order=order), _same_value, (), {}, None),
+                  layout=True)
+    return out
+
+
+def _same_value(x):
+    return x
+
+
+def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0):
     """``numpy.array``: a copy of ``object`` (lists of tracers are stacked),
-    with at least ``ndmin`` axes.
+    with at least ``ndmin`` axes, laid out in memory in ``order`` as NumPy's
+    copy (``'K'``: as ``object``).
 
     >>> array([[1, 2]], ndmin=3).shape
     (1, 1, 2)
     """
     x = _asarray(object, dtype)
     if not is_traced(x):
-        return np.array(x, copy=copy, ndmin=ndmin)
+        return np.array(x, copy=copy, order=order, subok=subok, ndmin=ndmin)
+    if order is None:
+        order = "K"
+    if order == "A" and type(object) is Tracer:  # decided by object's layout, not x's
+        model = _memory_order.model(object)
+        order = None if model is None else "F" if model.flags.f_contiguous else "C"
     if x.ndim >= ndmin:
-        out = x.copy() if (copy or x.ndim == 0 and is_scalar(x)) and x is object else x
-        return mark_array(out)  # a 0-d result is an array, not a scalar
+        if (copy or x.ndim == 0 and is_scalar(x)) and x is object:
+            return mark_array(x.copy(order=order))  # a 0-d result is an array, not a scalar
+        if order is None:  # a copy in an order not known
+            return mark_array(_memory_order.laid_out(x, None))
+        return mark_array(x if order == "K" else _in_order(x, order, object))
     return bind(reshape_p, x, new_sizes=(1,) * (ndmin - x.ndim) + x.shape)
 
 
@@ -103,6 +144,8 @@ def full(shape, fill_value, dtype=None, *, device=None):
         return place("full", np.full(shape, fill_value, dtype), device)
     normalize_device("full", device)
     out = _broadcast_to(_asarray(fill_value, dtype), shape)
+    if _memory_order.significant(shape) > 1:  # C-ordered, as NumPy's (not a broadcast)
+        return _memory_order.laid_out(out, _memory_order.c_proxy(shape))
     return mark_array(out.copy() if out is fill_value else out)  # full((), v): a 0-d array
 
 
@@ -129,41 +172,73 @@ def _broadcast_to(x, shape: tuple[int, ...]):
     return bind(broadcast_in_dim_p, x, shape=shape, broadcast_dimensions=dims)
 
 
-def _like(a, dtype, shape):
-    """The (shape, dtype) a ``*_like`` result gets from its template ``a``."""
-    template = _asarray(a)
-    shape = template.shape if shape is None else shape
-    return shape, template.dtype if dtype is None else dtype
-
-
-def zeros_like(a, dtype=None, shape=None, *, device=None):
-    """``numpy.zeros_like``; concrete even when ``a`` is traced.
+def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """``numpy.zeros_like``; concrete even when ``a`` is traced, laid out in
+    memory as NumPy lays it out (``order``; see ``full_like``).
 
     >>> zeros_like(np.ones(2, np.int32))
     array([0, 0], dtype=int32)
     """
-    return place("zeros_like", np.zeros(*_like(a, dtype, shape)), device)
+    return _filled_like("zeros_like", a, 0, dtype, order, shape, device)
 
 
-def ones_like(a, dtype=None, shape=None, *, device=None):
-    """``numpy.ones_like``; concrete even when ``a`` is traced."""
-    return place("ones_like", np.ones(*_like(a, dtype, shape)), device)
+def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """``numpy.ones_like``; concrete even when ``a`` is traced, laid out in
+    memory as NumPy lays it out (``order``; see ``full_like``)."""
+    return _filled_like("ones_like", a, 1, dtype, order, shape, device)
 
 
-def empty_like(a, dtype=None, shape=None, *, device=None):
+def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None):
     """``numpy.empty_like``, filled with zeros (see the module docstring)."""
-    return zeros_like(a, dtype, shape, device=device)
+    return _filled_like("empty_like", prototype, 0, dtype, order, shape, device)
 
 
-def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
     """``numpy.full_like``: ``fill_value`` cast to ``a``'s dtype (or ``dtype``);
-    traced only when ``fill_value`` is.
+    traced only when ``fill_value`` is.  The result is laid out in memory as
+    NumPy lays it out, following ``a``'s layout for ``order='K'`` (and
+    ``'A'``), which decides whether a later ``reshape`` of it is a view; where
+    ``a``'s layout is not known, an update that would tell is refused.
 
     >>> full_like(np.zeros(2, np.int32), 2.7)
     array([2, 2], dtype=int32)
     """
-    shape, dtype = _like(a, dtype, shape)
-    return full(shape, fill_value, dtype, device=device)
+    return _filled_like("full_like", a, fill_value, dtype, order, shape, device)
+
+
+def _filled_like(name: str, a: Any, fill_value: Any, dtype: Any, order: Any, shape: Any,
+                 device: Any):
+    """A ``*_like`` result: ``fill_value`` in an array made by NumPy's rule
+    from a model of ``a``'s layout (``_memory_order.model``)."""
+    if order not in ("K", "A", "C", "F"):
+        raise ValueError(f"{name}: order must be one of 'C', 'F', 'A', or 'K' (got {order!r}), "
+                         "as NumPy says; give one of those")
+    template = _asarray(a)
+    dtype = template.dtype if dtype is None else np.dtype(dtype)
+    shape = None if shape is None else _shape_tuple(shape)
+    traced = type(template) is Tracer
+    model = _memory_order.model(template) if traced else \
+        template if isinstance(template, np.ndarray) else np.empty(template.shape, np.bool_)
+    new_shape = tuple(template.shape) if shape is None else shape
+    if model is None and _memory_order.significant(new_shape) > 1 and 0 not in new_shape:
+        # NumPy's layout depends on a's, which is not known here: a traced
+        # array whose layout is not known either.
+        trace = current_trace()
+        out = _asarray(full(new_shape, fill_value, dtype))
+        if type(out) is not Tracer:
+            out = trace.constant(out)  # type: ignore[union-attr]  # a traced template has one
+        return _memory_order.laid_out(out, None)
+    if model is None:
+        model = np.empty(new_shape, np.bool_)
+    if not is_traced(fill_value):
+        out = np.full_like(model, fill_value, dtype, order, shape=shape)
+        return place(name, out, device)
+    normalize_device(name, device)
+    out = full(new_shape, fill_value, dtype)
+    want = np.empty_like(model, np.bool_, order, shape=shape)
+    if _memory_order.significant(new_shape) <= 1:
+        return out  # every layout is contiguous (and full marks a 0-d array)
+    return _memory_order.laid_out(out, _memory_order.proxy_of(want))
 
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None):

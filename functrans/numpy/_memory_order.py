@@ -273,21 +273,60 @@ def copy(x: Tracer, order: str | None) -> Tracer:
     if order == "K" or significant(shape) <= 1:
         return _new_tracer(x)
     if order == "A":  # Fortran order if x is Fortran-contiguous, else C
-        p = view_proxy(x)
-        order = None if p is None else "F" if p.flags.f_contiguous else "C"
+        m = model(x)
+        order = None if m is None else "F" if m.flags.f_contiguous else "C"
     want = None
     if order == "C":
         want = c_proxy(shape)
     elif order == "F":
         want = np.asfortranarray(c_proxy(shape))
-    if want is not None and _same(view_proxy(x), want):
+    return laid_out(x, want)
+
+
+def laid_out(x: Tracer, want: Proxy) -> Tracer:
+    """A new tracer of ``x``'s value in an array laid out as the proxy
+    ``want`` (None: a layout not known), sharing ``x``'s variable where
+    that is its layout already."""
+    if significant(tuple(x.shape)) <= 1 or (want is not None and _same(view_proxy(x), want)):
         return _new_tracer(x)
-    out = bind(reshape_p, x, new_sizes=shape)
+    out = bind(reshape_p, x, new_sizes=tuple(x.shape))
     out._base = False  # a copy: never taken for the input it copies
     state = _orders(out._trace)
     state.fixed[id(out._var)] = want
     state.vars[id(out._var)] = out._var
     return out
+
+
+def model(t: Tracer) -> np.ndarray | None:
+    """A NumPy array of ``t``'s shape whose strides are (up to the item size)
+    those NumPy's array would have, for asking NumPy what it does with that
+    layout (``np.ones_like(t)``, ``order='A'``); None where that is not
+    known.  A view's operations are replayed on its root's model, so steps,
+    reversals and broadcasts count as in NumPy.  Its memory is never
+    written (``np.empty``), so a large one costs only address space."""
+    link = t._base
+    root = link.root if link else t
+    order = root_order(root)
+    if order is None:
+        return None
+    shape = tuple(root.shape)
+    out = np.empty([shape[a] for a in order], np.bool_).transpose(np.argsort(order))
+    for np_fn, _, args, kwargs, item in link.ops if link else ():
+        if _holds_tracer(args) or _holds_tracer(kwargs):
+            return None  # a view at a traced index: NumPy's function needs a number
+        out = np_fn(out, *args, **kwargs)
+        out = out if item is None else out[item]
+    return out if isinstance(out, np.ndarray) else None
+
+
+def _holds_tracer(x: Any) -> bool:
+    if isinstance(x, Tracer):
+        return True
+    if isinstance(x, (tuple, list)):
+        return any(_holds_tracer(e) for e in x)
+    if isinstance(x, dict):
+        return any(_holds_tracer(e) for e in x.values())
+    return False
 
 
 def root_order(root: Tracer) -> tuple[int, ...] | None:

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import functrans as ft
+import functrans.numpy as fnp
 from functrans.jit import JitCacheMiss
 from functrans.numpy import _memory_order
 from functrans.numpy._inplace import InPlaceUpdateError
@@ -673,3 +674,87 @@ def test_a_nested_transform_of_a_view_has_the_view_s_layout(f, view):
             assert not (member.flags.c_contiguous or member.flags.f_contiguous)
             continue
         assert got == pytest.approx(want, rel=1e-13)
+
+
+# -- creation functions follow their prototype's layout ------------------------------------
+
+
+def _reshaped_then_updated(make, xp):
+    """``y = make(x)``, ``r = y.reshape(-1)``, ``y += 1``: ``r`` sees the update
+    only where NumPy's ``y`` is C-ordered (its reshape a view)."""
+    def f(x):
+        y = make(xp, x)
+        r = y.reshape(-1)
+        y += 1.0
+        return xp.sum(r * x.T.reshape(-1))
+
+    return f
+
+
+CREATIONS = {
+    "ones_like of a transpose": lambda xp, x: xp.ones_like(x.T),
+    "zeros_like of a transpose": lambda xp, x: xp.zeros_like(x.T),
+    "full_like of a transpose": lambda xp, x: xp.full_like(x.T, 2.0),
+    "full_like, traced fill": lambda xp, x: xp.full_like(x.T, x[0, 0]),
+    "ones_like, order C": lambda xp, x: xp.ones_like(x.T, order="C"),
+    "ones_like, order F": lambda xp, x: xp.ones_like(x.T.T, order="F"),
+    "ones_like, order A": lambda xp, x: xp.ones_like(x.T, order="A"),
+    "ones_like, order A of a reversal": lambda xp, x: xp.ones_like(x.T[::-1], order="A"),
+    "ones_like, a shape of other axes": lambda xp, x: xp.ones_like(x.T, shape=(3, 1, 2)),
+    "full_like, traced fill, order F": lambda xp, x: xp.full_like(x, x[0, 0], order="F"),
+    "array of a transpose": lambda xp, x: xp.array(x.T),
+    "array, order C": lambda xp, x: xp.array(x.T, order="C"),
+    "array, order A": lambda xp, x: xp.array(x.T, order="A"),
+    "array, another dtype": lambda xp, x: xp.array(x.T, dtype=xp.float32),
+    "asarray, order F": lambda xp, x: xp.asarray(x * 1.0, order="F"),
+    "asarray, order C of a transpose": lambda xp, x: xp.asarray(x.T, order="C"),
+    "asarray, order F of a transpose": lambda xp, x: xp.asarray(x.T, order="F"),
+    "full of a traced value": lambda xp, x: xp.full((3, 2), x[0, 0]),
+}
+
+
+@pytest.mark.parametrize("name", CREATIONS)
+def test_creation_functions_lay_out_their_results_as_numpy(name):
+    f = _reshaped_then_updated(CREATIONS[name], fnp)
+    want = numpy_value(_reshaped_then_updated(CREATIONS[name], np), X)
+    assert ft.jit(f)(X) == pytest.approx(want, rel=1e-12)
+    assert ft.value_and_grad(f)(X)[0] == pytest.approx(want, rel=1e-12)
+    check_grads(f, (X,), order=1, modes=("rev",), eps=1e-6)
+
+
+def test_the_reported_ones_like():
+    def f(x):
+        y = np.ones_like(x.T)
+        r = y.reshape(-1)
+        y += 1.0
+        return np.sum(r * x.T.reshape(-1))
+
+    x = np.arange(6.0).reshape(2, 3)
+    assert f(x.copy()) == 15.0
+    assert ft.jit(f)(x) == 15.0
+    np.testing.assert_array_equal(ft.grad(f)(x), np.ones((2, 3)))
+
+
+def test_a_like_function_of_an_array_of_unknown_layout_refuses_the_telling_update():
+    def f(x):
+        y = np.ones_like(np.sum(x[None] * x[:, None], axis=0))  # its order is not followed
+        r = y.reshape(-1)
+        y += 1.0
+        return np.sum(r)
+
+    with pytest.raises(InPlaceUpdateError, match=r"^f: x \+= v .* shares memory with or not"):
+        ft.jit(f)(X)
+
+    def without_update(x):
+        y = np.ones_like(np.sum(x[None] * x[:, None], axis=0))
+        return np.sum(y.reshape(-1) * x.reshape(-1))
+
+    assert ft.jit(without_update)(X) == pytest.approx(np.sum(X))
+
+
+@pytest.mark.parametrize("fn", [np.ones_like, np.zeros_like, np.empty_like])
+def test_like_functions_refuse_an_order_numpy_does_not_know(fn):
+    with pytest.raises(ValueError):
+        fn(X, order="Q")
+    with pytest.raises(ValueError, match=r"_like: order must be one of .*\(got 'Q'\)"):
+        ft.jit(lambda x: fn(x, order="Q"))(X)
