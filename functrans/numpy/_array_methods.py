@@ -57,7 +57,7 @@ _AUGMENTED = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "/
 _METHODS = [
     "sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin", "any", "all",
     "cumsum", "cumprod", "clip", "round", "dot", "squeeze", "ravel", "swapaxes", "take",
-    "conj", "conjugate", "argsort", "argpartition", "diagonal", "trace", "repeat",
+    "argsort", "argpartition", "diagonal", "trace", "repeat",
 ]  # fmt: skip
 
 #: The ``functrans.numpy`` reduction computing each ufunc's ``reduce``
@@ -119,6 +119,35 @@ def _zero_d_like(x, out):
     return mark_array(out) if x.ndim == 0 and not is_scalar(x) else out
 
 
+#: The unary operators NumPy refuses for some kinds of dtype (``-`` of bools,
+#: ``~`` of floats and complex numbers) with a ``TypeError``, and the way out.
+_UNARY_REFUSALS = {
+    ("neg", "b"): ("NumPy has no boolean negative", "use ~x or numpy.logical_not(x) for the "
+                   "logical negation, or x.astype(int) to negate 0s and 1s"),
+    **{("invert", kind): ("NumPy's invert takes only integers and bools", "use "
+                          "numpy.logical_not(x) for x == 0, or convert with x.astype(int) first")
+       for kind in "fc"},
+}
+
+
+def _unary_operator(op: str, fn: Callable) -> Callable:
+    """``-x``, ``~x`` ...: ``fn(x)``, with NumPy's ``TypeError`` where NumPy
+    has no loop for ``x``'s dtype, naming the operator and the way out."""
+    symbol = {"neg": "-x", "invert": "~x"}.get(op)
+
+    def method(self):
+        refusal = _UNARY_REFUSALS.get((op, self.dtype.kind))
+        if refusal is not None:
+            why, fix = refusal
+            raise TypeError(
+                f"{self._trace.fun_name}: {symbol} of a traced {self.aval.str_short()} value (at "
+                f"{user_frame_summary()}): {why}, and NumPy raises this TypeError too; {fix}")
+        return fn(self)
+
+    method.__name__ = f"__{op}__"
+    return method
+
+
 def _augmented(op: str, fn: Callable, compute: Callable | None = None) -> Callable:
     """``x op= y``: NumPy's ``ufunc(x, y, out=x)``, in place on a traced ``x``,
     its value computed by ``compute`` (``fn`` unless the operator computes
@@ -137,6 +166,14 @@ def _augmented(op: str, fn: Callable, compute: Callable | None = None) -> Callab
 
     method.__name__ = f"__i{op}__"
     return method
+
+
+def _conj(self):
+    """``x.conj()``, ``x.conjugate()``: the conjugate of a complex array (a
+    new array, or a scalar where it has no axes, as ``np.conj``); a real
+    array is its own conjugate, and NumPy's method returns the array itself,
+    so an update of the result is an update of ``x``."""
+    return fnp.conj(self) if self.dtype.kind == "c" else self
 
 
 def _flatten(self, order="C"):
@@ -507,6 +544,9 @@ def install() -> None:
     """Give ``Tracer`` its operators, methods and properties."""
     for name, (np_fn, how) in _inplace.VIEW_FUNCTIONS.items():
         setattr(fnp, name, _inplace.viewing(getattr(fnp, name), np_fn, **how))
+    for name, (np_fn, how) in _inplace.LINALG_VIEW_FUNCTIONS.items():
+        setattr(fnp.linalg, name, _inplace.viewing(getattr(fnp.linalg, name), np_fn, **how))
+    fnp.broadcast_arrays = _inplace.broadcast_arrays(fnp.broadcast_arrays)
     for name in _inplace.COPY_FUNCTIONS:
         setattr(fnp, name, _inplace.copying(getattr(fnp, name)))
     for name in _inplace.ARRAY_FUNCTIONS:
@@ -524,14 +564,17 @@ def install() -> None:
         setattr(Tracer, f"__{op}__", fn)
         setattr(Tracer, f"__r{op}__", _reflected_power if op == "pow" else _reflected(fn))
         setattr(Tracer, f"__i{op}__", _augmented(op, fn, _power if op == "pow" else None))
-    for op, name in {**_COMPARISONS, **_UNARY_OPERATORS}.items():
+    for op, name in _COMPARISONS.items():
         setattr(Tracer, f"__{op}__", getattr(fnp, name))
+    for op, name in _UNARY_OPERATORS.items():
+        fn = getattr(fnp, name)
+        setattr(Tracer, f"__{op}__", _unary_operator(op, fn) if op in ("neg", "invert") else fn)
     for name in _METHODS:
         setattr(Tracer, name, getattr(fnp, name))
     extra = {
         "__pow__": _power, "__divmod__": _divmod, "__rdivmod__": _rdivmod,
         "reshape": _reshape, "transpose": _transpose, "astype": _astype,
-        "flatten": _flatten,
+        "flatten": _flatten, "conj": _conj, "conjugate": _conj,
         "view": _inplace.whole_view, "sort": _sort, "partition": _partition, "fill": _fill,
         "resize": _resize, "copy": _copy,
         "__copy__": _copy_keeping_order, "__deepcopy__": _copy_keeping_order,

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from functrans.core import Tracer
+from functrans.numpy._creation import full_like
 from functrans.numpy._elementwise import arctan2, equal, multiply, not_equal
 from functrans.numpy._elementwise_compositions import _arg
 from functrans.numpy._shape import _convert
@@ -73,8 +74,9 @@ def angle(z, deg: bool = False):
 def iscomplex(x):
     """``numpy.iscomplex``: true where the imaginary part is nonzero."""
     x = asarray(x)
-    if x.dtype.kind != "c":
-        return np.zeros(x.shape, bool)
+    if x.dtype.kind != "c":  # C-ordered, as NumPy's (a scalar where x is a traced 0-d value)
+        out = np.zeros(x.shape, bool)
+        return out[()] if type(x) is Tracer else out
     return not_equal(ew.imag(x), 0)
 
 
@@ -82,8 +84,17 @@ def isreal(x):
     """``numpy.isreal``: true where the imaginary part is zero."""
     x = asarray(x)
     if x.dtype.kind != "c":
-        return np.ones(x.shape, bool)
+        return _constant_like(x, True)
     return equal(ew.imag(x), 0)
+
+
+def _constant_like(x, value: bool):
+    """``imag(x) == 0`` of a real ``x`` as NumPy computes it: a comparison,
+    so in ``x``'s memory order, and a scalar where ``x`` is a traced 0-d
+    value (results of concrete values are arrays, as everywhere)."""
+    if x.ndim == 0:
+        return np.bool_(value) if type(x) is Tracer else np.array(value)
+    return full_like(x, value, dtype=bool)
 
 
 def iscomplexobj(x) -> bool:

@@ -10,13 +10,15 @@ operand carries.  Results have NumPy's shapes and dtypes.
 
 from __future__ import annotations
 
+import functools
 import operator
+from typing import Any
 
 import numpy as np
 
 from functrans.core import Tracer, bind
 from functrans.errors import ShapeError
-from functrans.numpy import _inplace
+from functrans.numpy import _inplace, _memory_order
 from functrans.numpy._elementwise import multiply
 from functrans.numpy._indexing import getitem
 from functrans.numpy._shape import _broadcast, _broadcast_shape, _convert, _reshape, _transpose
@@ -242,6 +244,14 @@ def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="
         computed = einsum(*operands, optimize=optimize, dtype=dtype or np.result_type(
             *(x.dtype for x in arrays), getattr(out, "dtype", np.float64)), casting=casting)
         return _inplace.write_out("einsum", computed, out, casting, False)
+    result, labels, output = _einsum(subscripts, arrays, dtype, casting)
+    if len(arrays) == 1 and type(arrays[0]) is Tracer:
+        return _single_operand(result, arrays[0], subscripts, dtype, labels, output)
+    return result
+
+
+def _einsum(subscripts: str, arrays: list, dtype, casting: Any):
+    """einsum's value, the labels of the first operand and the output's."""
     if dtype is not None:
         for x in arrays:
             if not np.can_cast(x.dtype, dtype, casting):
@@ -254,6 +264,7 @@ def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="
     common = np.result_type(*(x.dtype for x in arrays)) if dtype is None else dtype
     xs = [_operand(x, common) for x in arrays]
     inputs, output = _parse_subscripts(subscripts, xs)
+    first = inputs[0]
     sizes = _label_sizes(inputs, xs)
     xs, inputs = map(list, zip(*(_squeeze_labels(x, labels, sizes)
                                  for x, labels in zip(xs, inputs))))
@@ -264,7 +275,28 @@ def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="
     for i in range(1, len(xs)):
         keep = set(output).union(*inputs[i + 1 :])
         acc, labels = _contract_pair(acc, labels, xs[i], inputs[i], keep)
-    return _transpose(acc, tuple(labels.index(c) for c in output))
+    return _transpose(acc, tuple(labels.index(c) for c in output)), first, output
+
+
+def _single_operand(out, x, subscripts: str, dtype, labels: list[str], output: list[str]):
+    """NumPy's einsum of one operand that sums no label (``"ij->ji"``,
+    ``"ii->i"``, ``"...->..."``) and needs no cast returns a writable view
+    of it, and a scalar where the result has no axes; ``out`` is linked as
+    that view (an update of either reaches the other)."""
+    if out.ndim == 0:
+        return _memory_order.copy(out, "K") if out is x else out
+    if not set(labels) <= set(output) or (dtype is not None and np.dtype(dtype) != x.dtype):
+        return out  # a new array
+    if out is x:
+        out = _memory_order.copy(x, "K")
+    _inplace.link(out, x, (functools.partial(np.einsum, subscripts),
+                           functools.partial(_einsum_view, subscripts), (), {}, None))
+    return out
+
+
+def _einsum_view(subscripts: str, x):
+    """The view ``_single_operand`` links, made again from ``x``."""
+    return _einsum(subscripts, [x], None, "safe")[0]
 
 
 def _einsum_args(operands) -> tuple[str, list]:

@@ -70,7 +70,7 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None):
     return out
 
 
-def _in_order(x: Tracer, order: str, given: Any) -> Tracer:
+def _in_order(x: Tracer, order: Any, given: Any) -> Tracer:
     """``x`` itself where it is laid out in ``order`` ('C' or 'F') already,
     else a copy laid out so, as ``np.asarray(x, order=order)``.  Where
     ``x``'s layout is not known, the result is followed as ``x`` itself and

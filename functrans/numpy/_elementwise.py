@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from functrans.core import Primitive, bind
+from functrans.core import Primitive, Tracer, bind
 from functrans.dtypes import is_floating, is_inexact
 from functrans.errors import ConcretizationError, DTypeError
-from functrans.numpy import _inplace
+from functrans.numpy import _inplace, _memory_order
 from functrans.numpy._util import asarray, is_traced
 from functrans.primitives.elementwise import (
     binary,
@@ -100,9 +100,14 @@ def _to_bool(x: Any) -> Any:
 
 
 def _copy(x: Any) -> Any:
-    """A fresh array equal to ``x`` (a new tracer of the same value for a
-    tracer: an in-place update of one leaves the other as it was)."""
-    return asarray(x).copy()
+    """A fresh array equal to ``x``, as a ufunc makes it: in ``x``'s memory
+    order (``order='K'``); for a tracer, a new tracer of the same value (an
+    in-place update of one leaves the other as it was), which NumPy holds
+    as a scalar where it has no axes."""
+    x = asarray(x)
+    if type(x) is Tracer:
+        return _memory_order.copy(x, "K")
+    return np.copy(x, order="K")
 
 
 # -- one function per NumPy name of an elementwise row's ufunc -------------------

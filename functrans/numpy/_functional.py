@@ -29,8 +29,8 @@ import numpy as np
 from functrans import api
 from functrans.core import Tracer
 from functrans.errors import ConcretizationError
+from functrans.numpy import _creation, _memory_order, _reductions, _shape
 from functrans.numpy import _elementwise as E
-from functrans.numpy import _reductions, _shape
 from functrans.numpy._util import asarray, is_traced, normalize_axis
 
 __all__ = ["piecewise", "apply_along_axis", "apply_over_axes", "vectorize"]
@@ -70,7 +70,8 @@ def piecewise(x, condlist, funclist, *args, **kw):
         value = asarray(value)
         value = value.astype(x.dtype) if value.dtype != x.dtype else value
         y = E.where(cond, value, y)
-    return y
+    # NumPy writes the pieces into np.zeros_like(x): x's memory order.
+    return _memory_order.laid_out_like(y, x) if type(y) is Tracer else y
 
 
 def _own_part(x, cond):
@@ -100,6 +101,10 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     out = asarray(api.vmap(lambda r: asarray(func1d(r, *args, **kwargs)))(rows))
     res_dims = out.ndim - 1
     out = _shape.reshape(out, outer + tuple(out.shape[1:]))
+    if type(out) is Tracer:
+        # NumPy fills a C-ordered buffer of this shape and returns it with its
+        # axes moved as below (a Fortran-ordered result for axis=0).
+        out = _memory_order.laid_out(out, _memory_order.c_proxy(tuple(out.shape)))
     # The result's own axes go where ``axis`` was.
     return _shape.moveaxis(out, tuple(range(len(outer), len(outer) + res_dims)),
                            tuple(range(ax, ax + res_dims)))
@@ -112,7 +117,7 @@ def apply_over_axes(func, a, axes):
     >>> apply_over_axes(np.sum, np.ones((2, 3)), [0, 1])
     array([[6.]])
     """
-    val = asarray(a)
+    val = _creation.asarray(a)  # NumPy's: a 0-d array made of a scalar
     for axis in np.atleast_1d(axes).tolist():
         ax = normalize_axis("apply_over_axes", axis, val.ndim)
         res = asarray(func(val, ax))

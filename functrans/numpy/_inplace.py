@@ -69,7 +69,7 @@ from functrans.errors import FunctransError, MemoryLayoutError
 from functrans.numpy import _memory_order
 from functrans.numpy._indexing import _scatter, getitem, parse_index
 from functrans.numpy._scalars import is_scalar, mark_array
-from functrans.numpy._shape import _reshape, _transpose, memory_order_arg
+from functrans.numpy._shape import _broadcast_to, _reshape, _transpose, memory_order_arg
 from functrans.numpy._util import asarray, broadcasts_to, normalize_axis
 from functrans.primitives.elementwise import convert_element_type, select_p
 from functrans.primitives.shape import broadcast_in_dim_p
@@ -1053,10 +1053,11 @@ def _imag_part(a) -> str | None:
 
 
 def viewing(fn: Callable, np_fn: Callable, *, refusal: str | Callable | None = None,
-            layout: bool = False, single: bool = False) -> Callable:
+            layout: bool = False, single: bool = False, rank: int | None = None) -> Callable:
     """``fn`` (a ``functrans.numpy`` function whose result NumPy makes a view
     of its first argument, or a list of views) recording the view.
-    ``single``: only a call with one argument makes a view of it."""
+    ``single``: only a call with one argument makes a view of it; ``rank``:
+    only an argument of that many axes does (``np.diag`` of a matrix)."""
     @functools.wraps(fn)
     def view_fn(a, *args, **kwargs):
         call, np_call = fn, np_fn
@@ -1068,7 +1069,7 @@ def viewing(fn: Callable, np_fn: Callable, *, refusal: str | Callable | None = N
             call, np_call, order = in_memory_order(fn, np_fn, a, kwargs["order"])
             kwargs["order"] = order
         out = call(a, *args, **kwargs)
-        if type(a) is Tracer:
+        if type(a) is Tracer and (rank is None or a.ndim == rank):
             if kwargs.get("copy"):  # np.reshape(..., copy=True): a copy, never a view
                 return out.copy() if out is a else out
             if out is a and layout and a._base:
@@ -1267,8 +1268,43 @@ VIEW_FUNCTIONS: dict[str, tuple[Callable, dict]] = {
     "rot90": (np.rot90, {}),
     "broadcast_to": (np.broadcast_to, {"refusal": _READ_ONLY}),
     "diagonal": (np.diagonal, {"refusal": _READ_ONLY}),
+    "diag": (np.diag, {"refusal": _READ_ONLY, "rank": 2}),
     "real": (np.real, {"refusal": _real_part}),
     "imag": (np.imag, {"refusal": _imag_part}),
+}
+
+
+_BROADCAST_VIEW = "NumPy writes through a broadcast array into the element each of its " \
+    "repeated positions shares, and warns that it will refuse to. Write into a copy " \
+    "(.copy()), or update the array it was made from"
+
+
+def broadcast_arrays(fn: Callable) -> Callable:
+    """``fn`` (``functrans.numpy.broadcast_arrays``) giving NumPy's results:
+    each argument itself where it has the broadcast shape (a 0-d array made
+    of a scalar), else a view of it (writes through it refused)."""
+    @functools.wraps(fn)
+    def arrays_fn(*args, **kwargs):
+        outs = list(fn(*args, **kwargs))
+        for i, (a, out) in enumerate(zip(args, outs)):
+            if type(a) is not Tracer:
+                continue
+            if out is a:
+                if a.ndim == 0 and is_scalar(a):
+                    outs[i] = mark_array(a.copy())
+                continue
+            shape = tuple(out.shape)
+            link(out, a, (np.broadcast_to, _broadcast_to, (shape,), {}, None),
+                 refusal=_BROADCAST_VIEW)
+        return tuple(outs)
+
+    return arrays_fn
+
+
+#: The same for ``functrans.numpy.linalg``.
+LINALG_VIEW_FUNCTIONS: dict[str, tuple[Callable, dict]] = {
+    "matrix_transpose": (np.linalg.matrix_transpose, {}),
+    "diagonal": (np.linalg.diagonal, {"refusal": _READ_ONLY}),
 }
 
 
@@ -1315,4 +1351,4 @@ def zero_d_array(fn: Callable) -> Callable:
 
 
 #: The ``functrans.numpy`` functions whose 0-d results are arrays in NumPy.
-ARRAY_FUNCTIONS = ["where", "select", "tensordot", "roll", "tile", "cov", "piecewise"]
+ARRAY_FUNCTIONS = ["where", "select", "tensordot", "roll", "tile", "cov", "piecewise", "isin"]

@@ -18,7 +18,9 @@ the layout of their result from their operands' proxies, so NumPy's rule
 (the first operand's order wins among equal ones, broadcast operands
 count by their strides) is NumPy's own.  A primitive with no verified rule
 gives "unknown" (None) unless its result has at most one axis of two or
-more elements (then every layout is contiguous).
+more elements (then every layout is contiguous).  A primitive of several
+results answers for each (``sort``: its values in the operand's order, its
+indices in C order).
 
 Inputs of the traced function have their array's layout where the trace
 has the array (eager transforms); an array dense in no order (a strided
@@ -32,7 +34,12 @@ In-place updates keep an array's memory: a variable an update rebound a
 root to has that root's layout (``note_update``), and where one variable may stand for two
 arrays of different layouts the walk says "unknown"; a copy made by
 ``x.copy(order)`` in another layout than ``x``'s gets a variable of its
-own (``copy``).  The bookkeeping lives per trace.
+own (``copy``); so does an array made where NumPy's layout is decided by
+a rule of the function (``laid_out``: ``np.ones_like`` follows its
+prototype, ``np.select`` fills a C-ordered array).  Such rules ask NumPy
+itself, on a ``model`` of the traced array: an unwritten NumPy array of
+its shape and strides (a view's operations replayed on its root's).  The
+bookkeeping lives per trace.
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ from functrans.primitives.elementwise import binary, integer_pow_p, select_p, un
 from functrans.primitives.indexing import dynamic_update_slice_p, scatter_p
 from functrans.primitives.reductions import cummax_p, cumprod_p, cumsum_p
 from functrans.primitives.shape import expand_dims_p, iota_p, rev_p, slice_p, squeeze_p
+from functrans.primitives.sort import sort_p
 
 #: ``Tracer.copy`` as the core defines it (``functrans.numpy`` installs ``copy``
 #: in its place): a new tracer of the same variable.
@@ -150,9 +158,17 @@ def _c_order(eqn, ins: list[Proxy]) -> Proxy:
     return c_proxy(eqn.outputs[0].aval.shape)
 
 
+def _sort(eqn, ins: list[Proxy]) -> tuple[Proxy, Proxy]:
+    """``np.sort`` sorts a copy of its operand made in the operand's order
+    (``order='K'``); ``np.argsort``'s indices are a new C-ordered array."""
+    p = ins[0]
+    return None if p is None else np.empty_like(p), c_proxy(eqn.outputs[1].aval.shape)
+
+
 #: The rule of each primitive whose layout is known (checked against NumPy in
-#: tests/numpy/test_inplace_layout.py).  Others give None.
-RULES: dict[Any, Callable[[Any, list[Proxy]], Proxy]] = {
+#: tests/numpy/test_inplace_layout.py); a primitive of several results gives
+#: one proxy per result.  Others give None.
+RULES: dict[Any, Callable[[Any, list[Proxy]], Any]] = {
     **{p: _keep_order for p in (*unary.values(), *binary.values())},
     integer_pow_p: _keep_order,
     select_p: _keep_order,
@@ -172,6 +188,7 @@ RULES: dict[Any, Callable[[Any, list[Proxy]], Proxy]] = {
     cumsum_p: _like_operand,
     cumprod_p: _like_operand,
     cummax_p: _like_operand,
+    sort_p: _sort,
 }
 
 
@@ -295,6 +312,13 @@ def laid_out(x: Tracer, want: Proxy) -> Tracer:
     state.fixed[id(out._var)] = want
     state.vars[id(out._var)] = out._var
     return out
+
+
+def laid_out_like(x: Tracer, prototype: Any) -> Tracer:
+    """``laid_out``: ``x``'s value in an array laid out as NumPy's
+    ``np.empty_like(prototype)`` (``order='K'``)."""
+    m = model(prototype) if type(prototype) is Tracer else np.asarray(prototype)
+    return laid_out(x, None if m is None else proxy_of(np.empty_like(m, np.bool_)))
 
 
 def model(t: Tracer) -> np.ndarray | None:
@@ -485,6 +509,8 @@ def _own_proxy(state: _Orders, producers: dict, outer: dict, trace: Any, v: Any)
             return None
         ins = [np.empty((), np.bool_) if type(x) is Literal else state.memo.get(id(x))
                for x in eqn.inputs]
+        if eqn.primitive.multiple_results:
+            return rule(eqn, ins)[next(i for i, o in enumerate(eqn.outputs) if o is v)]
         return rule(eqn, ins)
     enclosing = outer.get(key)
     if enclosing is not None:

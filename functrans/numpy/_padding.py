@@ -20,6 +20,7 @@ import numpy as np
 from functrans.core import bind
 from functrans.errors import ConcretizationError
 from functrans.numpy import _shape
+from functrans.numpy._scalars import mark_array
 from functrans.numpy._shape import _convert
 from functrans.numpy._static_properties import ndim
 from functrans.numpy._util import asarray, is_traced
@@ -74,6 +75,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
         raise ValueError(f"fnp.pad: pad_width {widths} has a negative width; widths count the "
                          "elements added before and after each axis, so they are 0 or more "
                          "(slice the array to remove elements)")
+    if x.ndim == 0:  # nothing to pad: NumPy's result is a new 0-d array
+        return mark_array(x.copy())
     if mode in ("constant", "empty"):
         values = kwargs.pop("constant_values", 0) if mode == "constant" else 0
         if kwargs:

@@ -21,9 +21,9 @@ import builtins
 import numpy as np
 
 from functrans import dtypes
-from functrans.core import bind, get_aval
+from functrans.core import Tracer, bind, get_aval
 from functrans.errors import AxisError, ShapeError
-from functrans.numpy import _elementwise, _indexing, _reductions, _shape
+from functrans.numpy import _elementwise, _indexing, _memory_order, _reductions, _shape
 from functrans.numpy._elementwise import (
     add,
     isnan,
@@ -184,7 +184,12 @@ def select(condlist, choicelist, default=0):
         out = where(cond, _cast(choice, dtype), out)
     full = _shape._broadcast_shape("select", *(shape(c) for c in conds + choices))
     out = asarray(out)
-    return out if tuple(out.shape) == full else _shape.broadcast_to(out, full)
+    if tuple(out.shape) != full:
+        out = _shape.broadcast_to(out, full)
+    # NumPy fills a new C-ordered array (np.full, then copyto).
+    if type(out) is not Tracer:
+        return np.array(out, order="C")
+    return _memory_order.laid_out(out, _memory_order.c_proxy(full))
 
 
 def take_along_axis(arr, indices, axis=-1):

@@ -253,3 +253,28 @@ def test_missing_functions_are_named():
         functrans.make_jaxpr(lambda x: np.frexp(x))(np.ones(3))
     with pytest.raises(TypeError, match="numpy.histogram2d .* no function histogram2d"):
         functrans.make_jaxpr(lambda x: np.histogram2d(x, x))(np.ones(3))
+
+
+@pytest.mark.parametrize("dtype, op, message", [
+    (np.bool_, operator.neg, r"-x of a traced bool\[\] value \(at .*\): NumPy has no boolean "
+     r"negative, and NumPy raises this TypeError too; use ~x or numpy.logical_not\(x\)"),
+    (np.float64, operator.invert, r"~x of a traced f64\[\] value \(at .*\): NumPy's invert "
+     r"takes only integers and bools, and NumPy raises this TypeError too; use "
+     r"numpy.logical_not\(x\) for x == 0, or convert with x.astype\(int\) first"),
+    (np.float16, operator.invert, r"~x of a traced f16\[\] value"),
+    (np.complex64, operator.invert, r"~x of a traced c64\[\] value"),
+])
+def test_unary_operators_numpy_refuses_raise_its_type_error(dtype, op, message):
+    x = np.ones(3, dtype)
+    with pytest.raises(TypeError) as numpy_error:
+        op(x[0])  # a NumPy scalar
+
+    def f(a):
+        return op(a[0])
+
+    for transform in (functrans.jit(f), functrans.make_jaxpr(f)):
+        with pytest.raises(TypeError, match="^f: " + message) as error:
+            transform(x)
+        assert type(error.value) is type(numpy_error.value)
+    # The types NumPy takes still work.
+    assert functrans.jit(lambda a: (-a[0], ~(a[0] > 0)))(np.ones(2)) == (-1.0, False)

@@ -235,6 +235,9 @@ CASES = {
     "copy F of the same dtype": lambda a: a.astype(a.dtype, order="F"),
     "cumsum of F": lambda a: np.cumsum(_fortran(a), 1),
     "cumprod of a transpose": lambda a: np.cumprod(a.transpose(2, 0, 1), 0),
+    "sort of F": lambda a: np.sort(_fortran(a), axis=1),
+    "sort of a transpose": lambda a: np.sort(a.transpose(1, 0, 2)),
+    "argsort of F (C-ordered indices)": lambda a: np.argsort(_fortran(a), axis=0),
 }
 
 

@@ -78,3 +78,20 @@ def test_errors():
         fnp.pad(X, 1, stat_length=2)
     with pytest.raises(ValueError, match=r"^fnp\.pad: mode 'empty' takes no keyword arguments"):
         fnp.pad(X, 1, mode="empty", constant_values=2)
+
+
+@pytest.mark.parametrize("width", [0, 1, ((1, 2),)])
+@pytest.mark.parametrize("given", [np.array(0.5), np.float64(0.5)], ids=["array", "scalar"])
+def test_pad_of_a_zero_d_value_is_a_new_zero_d_array(width, given):
+    want = np.pad(given, width)
+    assert type(want) is np.ndarray and want.shape == ()
+    same(fnp.pad(given, width), want)
+
+    def f(x):
+        y = fnp.pad(x, width)
+        alias = y
+        y += 1.0                      # a 0-d array: the alias sees it, x does not
+        return alias * 10.0 + x
+
+    assert ft.jit(f)(given) == pytest.approx(15.5)
+    assert ft.value_and_grad(f)(given) == pytest.approx((15.5, 11.0))
