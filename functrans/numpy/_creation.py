@@ -27,7 +27,7 @@ import numpy as np
 from functrans import dtypes
 from functrans.core import Tracer, bind, current_trace, get_aval
 from functrans.devices import is_device_array
-from functrans.numpy import _inplace, _memory_order
+from functrans.numpy import _inplace, _memory_order, _shape
 from functrans.numpy._array_api_info import normalize_device, place
 from functrans.numpy._elementwise import add, divide, multiply, subtract
 from functrans.numpy._scalars import is_scalar, mark_array
@@ -39,7 +39,7 @@ from functrans.primitives.shape import broadcast_in_dim_p, reshape_p, transpose_
 __all__ = [
     "array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
     "full_like", "empty_like", "arange", "linspace", "eye", "identity", "meshgrid",
-    "from_dlpack",
+    "from_dlpack", "ascontiguousarray", "asfortranarray", "require",
 ]  # fmt: skip
 
 
@@ -68,6 +68,72 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None):
         # NumPy's asarray of a scalar is a new 0-d array; of a 0-d array, the array
         return mark_array(out.copy() if out is a and is_scalar(out) else out)
     return out
+
+
+def ascontiguousarray(a, dtype=None):
+    """``numpy.ascontiguousarray``: ``a`` itself where it is C-contiguous,
+    else a C-ordered copy, with at least one axis (a 0-d array becomes a
+    view of one element).
+
+    >>> ascontiguousarray(np.ones((2, 2)).T).flags.c_contiguous
+    True
+    """
+    return _at_least_1d(asarray(a, dtype, order="C"))
+
+
+def asfortranarray(a, dtype=None):
+    """``numpy.asfortranarray``: ``a`` itself where it is Fortran-contiguous,
+    else a Fortran-ordered copy, with at least one axis.
+
+    >>> asfortranarray(np.ones((2, 2))).flags.f_contiguous
+    True
+    """
+    return _at_least_1d(asarray(a, dtype, order="F"))
+
+
+def _at_least_1d(x):
+    if x.ndim or type(x) is not Tracer:
+        return x if x.ndim else x.reshape(1)
+    out = _shape.reshape(x, (1,))
+    if not is_scalar(x):  # a view of a 0-d array (a new array of a scalar)
+        _inplace.link(out, x, (np.reshape, _shape.reshape, ((1,),), {}, None))
+    return out
+
+
+def require(a, dtype=None, requirements=None):
+    """``numpy.require`` for the requirements 'C' (C-contiguous), 'F'
+    (Fortran-contiguous), 'A' (aligned: every array is) and 'E' (a base
+    array: every result is): ``a`` itself where it meets them, else a copy.
+    'W' and 'O' (writeable, owns its data) depend on where a traced array's
+    memory comes from, which functrans does not follow: they are refused
+    for traced arrays.
+
+    >>> require(np.ones((2, 2)).T, requirements="C").flags.c_contiguous
+    True
+    """
+    if not is_traced(a):
+        return np.require(a, dtype, requirements)
+    flags = {_REQUIREMENTS.get(r.upper(), r) for r in requirements or ()}
+    unknown = flags - {"C", "F", "A", "E", "W", "O"}
+    if unknown:
+        raise KeyError(f"require: unknown requirements {sorted(unknown)}, as NumPy says; give "
+                       "some of 'C', 'F', 'A', 'W', 'O', 'E'")
+    if flags & {"W", "O"}:
+        raise ValueError(
+            f"require: requirements {sorted(flags & {'W', 'O'})} (writeable, owns its data) of a "
+            "traced array are not supported: whether NumPy copies depends on where the array's "
+            "memory comes from. Make a copy that has them: np.array(a, order=...)")
+    if flags >= {"C", "F"}:
+        raise ValueError('require: Cannot specify both "C" and "F" order, as NumPy says; give '
+                         "one of them")
+    order = "F" if "F" in flags else "C" if "C" in flags else None
+    return asarray(a, dtype, order=order)
+
+
+#: NumPy's long names of ``require``'s flags.
+_REQUIREMENTS = {"C_CONTIGUOUS": "C", "CONTIGUOUS": "C", "F_CONTIGUOUS": "F",
+                 "FORTRAN": "F", "ALIGNED": "A", "WRITEABLE": "W", "OWNDATA": "O",
+                 "ENSUREARRAY": "E"}
 
 
 def _in_order(x: Tracer, order: Any, given: Any) -> Tracer:

@@ -713,6 +713,13 @@ CREATIONS = {
     "asarray, order C of a transpose": lambda xp, x: xp.asarray(x.T, order="C"),
     "asarray, order F of a transpose": lambda xp, x: xp.asarray(x.T, order="F"),
     "full of a traced value": lambda xp, x: xp.full((3, 2), x[0, 0]),
+    "ascontiguousarray of a transpose": lambda xp, x: xp.ascontiguousarray(x.T),
+    "asfortranarray": lambda xp, x: xp.asfortranarray(x * 1.0),
+    "asfortranarray of a transpose": lambda xp, x: xp.asfortranarray(x.T),
+    "require C of a transpose": lambda xp, x: xp.require(x.T, requirements="C"),
+    "require F": lambda xp, x: xp.require(x * 1.0, requirements=["F", "A"]),
+    "ascontiguousarray of a 0-d array": lambda xp, x: xp.ascontiguousarray(
+        xp.sum(x, keepdims=True).reshape(()) * xp.ones((3, 2))),
 }
 
 
@@ -761,3 +768,28 @@ def test_like_functions_refuse_an_order_numpy_does_not_know(fn):
         fn(X, order="Q")
     with pytest.raises(ValueError, match=r"_like: order must be one of .*\(got 'Q'\)"):
         ft.jit(lambda x: fn(x, order="Q"))(X)
+
+
+def test_require_refuses_what_it_cannot_follow():
+    with pytest.raises(ValueError, match=r"require: requirements \['O', 'W'\] .* not "
+                       r"supported: .* Make a copy that has them"):
+        ft.jit(lambda x: fnp.require(x, requirements="WO"))(X)
+    with pytest.raises(ValueError, match="Cannot specify both"):
+        ft.jit(lambda x: fnp.require(x, requirements="CF"))(X)
+    with pytest.raises(KeyError):
+        np.require(X, requirements="Q")
+    with pytest.raises(KeyError, match="unknown requirements"):
+        ft.jit(lambda x: fnp.require(x, requirements="Q"))(X)
+
+
+def test_ascontiguousarray_of_a_zero_d_array_is_a_view_of_it():
+    def f(xp, x):
+        a = xp.array(x[0, 0])           # a 0-d array
+        v = xp.ascontiguousarray(a)     # shape (1,), a view of a
+        v += 1.0
+        s = xp.ascontiguousarray(x[1, 1])   # a new array of a scalar
+        s += 1.0
+        return a * 10.0 + x[1, 1] + s[0]
+
+    want = numpy_value(lambda x: f(np, x), X)
+    assert ft.jit(lambda x: f(fnp, x))(X) == pytest.approx(want, rel=1e-12)

@@ -50,6 +50,8 @@ ARGUMENTS = {
     "asarray F": lambda xp, x: xp.asarray(x, order="F"),
     "asarray C": lambda xp, x: xp.asarray(x, order="C"),
     "ones_like A": lambda xp, x: xp.ones_like(x, order="A"),
+    "require": lambda xp, x: xp.require(x, requirements="C"),
+    "require F": lambda xp, x: xp.require(x, requirements="F"),
     "power": lambda xp, x: xp.power(x, 2.0),
     "pow": lambda xp, x: xp.pow(x, 3),
     "logical_and": lambda xp, x: xp.logical_and(x, x > 0.3),
