@@ -61,7 +61,19 @@ from functrans.primitives.broadcasting import (
 )
 from functrans.primitives.elementwise import binary, integer_pow_p, select_p, unary
 from functrans.primitives.indexing import dynamic_update_slice_p, scatter_p
-from functrans.primitives.reductions import cummax_p, cumprod_p, cumsum_p
+from functrans.primitives.reductions import (
+    argmax_p,
+    argmin_p,
+    cummax_p,
+    cumprod_p,
+    cumsum_p,
+    reduce_and_p,
+    reduce_max_p,
+    reduce_min_p,
+    reduce_or_p,
+    reduce_prod_p,
+    reduce_sum_p,
+)
 from functrans.primitives.shape import expand_dims_p, iota_p, rev_p, slice_p, squeeze_p
 from functrans.primitives.sort import sort_p
 
@@ -158,6 +170,17 @@ def _c_order(eqn, ins: list[Proxy]) -> Proxy:
     return c_proxy(eqn.outputs[0].aval.shape)
 
 
+def _reduced(eqn, ins: list[Proxy]) -> Proxy:
+    """NumPy's ufunc reductions (``np.sum``, ``np.max``, ``np.all`` ...)
+    allocate their result in the order of the operand's axes they keep
+    (``order='K'``)."""
+    p = ins[0]
+    if p is None:
+        return None
+    axes = eqn.params["axes"]
+    return np.empty_like(p[tuple(0 if a in axes else slice(None) for a in range(p.ndim))])
+
+
 def _sort(eqn, ins: list[Proxy]) -> tuple[Proxy, Proxy]:
     """``np.sort`` sorts a copy of its operand made in the operand's order
     (``order='K'``); ``np.argsort``'s indices are a new C-ordered array."""
@@ -189,6 +212,11 @@ RULES: dict[Any, Callable[[Any, list[Proxy]], Any]] = {
     cumprod_p: _like_operand,
     cummax_p: _like_operand,
     sort_p: _sort,
+    **{p: _reduced for p in (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p,
+                             reduce_and_p, reduce_or_p)},
+    # np.argmax and np.argmin along an axis give a new C-ordered array.
+    argmax_p: _c_order,
+    argmin_p: _c_order,
 }
 
 

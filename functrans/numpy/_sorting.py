@@ -155,7 +155,9 @@ def searchsorted(a, v, side="left", sorter=None):
         before = logical_or(less(a, v_col), logical_and(nan_v, _elementwise.logical_not(isnan(a))))
     else:
         before = logical_or(less_equal(a, v_col), nan_v)
-    return _reductions.sum(before, axis=-1, dtype=np.intp)
+    out = _reductions.sum(before, axis=-1, dtype=np.intp)
+    # NumPy's indices are a new C-ordered array, whatever v's order.
+    return _memory_order.laid_out(out, _memory_order.c_proxy(tuple(out.shape)))
 
 
 def select(condlist, choicelist, default=0):

@@ -145,7 +145,7 @@ def test_the_gradient_of_a_copy_made_by_reshape():
 
 def test_unknown_order_with_an_update_is_refused_with_the_line_and_the_fix():
     def f(x):
-        c = np.sum(x[None] * x[:, None], axis=0)   # a reduction: its order is not followed
+        c = x @ np.eye(3)   # a matrix product: its order is not followed
         r = c.reshape(-1)
         c += 1.0
         return np.sum(r * r)
@@ -159,7 +159,7 @@ def test_unknown_order_with_an_update_is_refused_with_the_line_and_the_fix():
         ft.jit(f)(X)
 
     def through_a_row(x):
-        c = np.sum(x[None] * x[:, None], axis=0)
+        c = x @ np.eye(3)
         r = c[1].ravel()              # a view of the row if c is C-ordered, else a copy
         r += 1.0
         return np.sum(c)
@@ -168,7 +168,7 @@ def test_unknown_order_with_an_update_is_refused_with_the_line_and_the_fix():
         ft.jit(through_a_row)(X)
 
     def as_advised(x):
-        c = np.sum(x[None] * x[:, None], axis=0).copy()
+        c = (x @ np.eye(3)).copy()
         r = c.reshape(-1)
         c += 1.0
         return np.sum(r * r)
@@ -195,7 +195,7 @@ def test_sort_and_fill_keep_the_order_of_the_array():
 
 def test_unknown_order_without_an_update_traces_as_before():
     def f(x):
-        c = np.sum(x[None] * x[:, None], axis=0)
+        c = x @ np.eye(3)
         r = c.reshape(-1)
         return np.sum(r * r)
 
@@ -238,6 +238,15 @@ CASES = {
     "sort of F": lambda a: np.sort(_fortran(a), axis=1),
     "sort of a transpose": lambda a: np.sort(a.transpose(1, 0, 2)),
     "argsort of F (C-ordered indices)": lambda a: np.argsort(_fortran(a), axis=0),
+    "sum over an axis of F": lambda a: np.sum(_fortran(a), axis=1),
+    "sum over two axes of a transpose": lambda a: np.sum(a.transpose(2, 0, 1), axis=(0, 2)),
+    "max keeping the axis of a transpose": lambda a: np.max(a.transpose(1, 2, 0), axis=1,
+                                                             keepdims=True),
+    "mean of a permutation": lambda a: np.mean(a.transpose(2, 0, 1), axis=1),
+    "all of F": lambda a: np.all(_fortran(a) > 0.5, axis=2),
+    "argmax of F (C-ordered indices)": lambda a: np.argmax(_fortran(a), axis=1),
+    "searchsorted of F (C-ordered indices)": lambda a: np.searchsorted(
+        np.linspace(0.0, 1.0, 5), _fortran(a)),
 }
 
 
@@ -747,7 +756,7 @@ def test_the_reported_ones_like():
 
 def test_a_like_function_of_an_array_of_unknown_layout_refuses_the_telling_update():
     def f(x):
-        y = np.ones_like(np.sum(x[None] * x[:, None], axis=0))  # its order is not followed
+        y = np.ones_like(x @ np.eye(3))  # its order is not followed
         r = y.reshape(-1)
         y += 1.0
         return np.sum(r)
@@ -756,7 +765,7 @@ def test_a_like_function_of_an_array_of_unknown_layout_refuses_the_telling_updat
         ft.jit(f)(X)
 
     def without_update(x):
-        y = np.ones_like(np.sum(x[None] * x[:, None], axis=0))
+        y = np.ones_like(x @ np.eye(3))
         return np.sum(y.reshape(-1) * x.reshape(-1))
 
     assert ft.jit(without_update)(X) == pytest.approx(np.sum(X))

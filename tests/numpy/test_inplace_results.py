@@ -157,6 +157,36 @@ ARGUMENTS = {
     xp.sum(x, keepdims=True),
     "max along an axis": lambda xp, x: xp.max(x, axis=0) if x.ndim else xp.max(x),
     "argmax along an axis": lambda xp, x: xp.argmax(x, axis=0) if x.ndim else xp.argmax(x),
+    "mean along an axis": lambda xp, x: xp.mean(x, axis=-1) if x.ndim else xp.mean(x),
+    "var along an axis": lambda xp, x: xp.var(x, axis=0) if x.ndim else xp.var(x),
+    "std along an axis": lambda xp, x: xp.std(x, axis=-1, ddof=1) if x.ndim else xp.std(x),
+    "prod along an axis": lambda xp, x: xp.prod(x, axis=0) if x.ndim else xp.prod(x),
+    "min keeping the axis": lambda xp, x: xp.min(x, axis=1, keepdims=True) if x.ndim else
+    xp.min(x),
+    "all along an axis": lambda xp, x: xp.all(x > 0.3, axis=0) if x.ndim else xp.all(x),
+    "any along an axis": lambda xp, x: xp.any(x > 0.3, axis=-1) if x.ndim else xp.any(x),
+    "ptp along an axis": lambda xp, x: xp.ptp(x, axis=0) if x.ndim else xp.ptp(x),
+    "average along an axis": lambda xp, x: xp.average(x, axis=0) if x.ndim else xp.average(x),
+    "average, weighted": lambda xp, x: xp.average(x, axis=-1, weights=xp.arange(
+        1.0, x.shape[-1] + 1)) if x.ndim else xp.average(x),
+    "median along an axis": lambda xp, x: xp.median(x, axis=0) if x.ndim else xp.median(x),
+    "count_nonzero along an axis": lambda xp, x: xp.count_nonzero(x > 0.3, axis=0) if x.ndim
+    else xp.count_nonzero(x),
+    "nansum along an axis": lambda xp, x: xp.nansum(x, axis=0) if x.ndim else xp.nansum(x),
+    "nanmean along an axis": lambda xp, x: xp.nanmean(x, axis=-1) if x.ndim else xp.nanmean(x),
+    "nanvar along an axis": lambda xp, x: xp.nanvar(x, axis=0) if x.ndim else xp.nanvar(x),
+    "nanmax along an axis": lambda xp, x: xp.nanmax(x, axis=0) if x.ndim else xp.nanmax(x),
+    "nanargmax along an axis": lambda xp, x: xp.nanargmax(x, axis=0) if x.ndim else
+    xp.nanargmax(x),
+    "nanmedian along an axis": lambda xp, x: xp.nanmedian(x, axis=0) if x.ndim else
+    xp.nanmedian(x),
+    "trace of a stack": lambda xp, x: xp.trace(x, axis1=0, axis2=-1) if x.ndim >= 2 else x * 1.0,
+    "trapezoid along the first axis": lambda xp, x: xp.trapezoid(x, axis=0),
+    "linalg.vector_norm": lambda xp, x: xp.linalg.vector_norm(x, axis=0) if x.ndim else
+    xp.linalg.vector_norm(x),
+    "linalg.matrix_norm": lambda xp, x: xp.linalg.matrix_norm(x),
+    "cumsum along the first axis": lambda xp, x: xp.cumsum(x, axis=0) if x.ndim else
+    xp.cumsum(x),
     "sort along the first axis": lambda xp, x: xp.sort(x, axis=0) if x.ndim else xp.sort(x, None),
     "argsort along the first axis": lambda xp, x: xp.argsort(x, axis=0) if x.ndim else
     xp.argsort(x, None),
