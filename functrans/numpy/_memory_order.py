@@ -354,15 +354,17 @@ def model(t: Tracer) -> np.ndarray | None:
     those NumPy's array would have, for asking NumPy what it does with that
     layout (``np.ones_like(t)``, ``order='A'``); None where that is not
     known.  A view's operations are replayed on its root's model, so steps,
-    reversals and broadcasts count as in NumPy.  Its memory is never
-    written (``np.empty``), so a large one costs only address space."""
+    reversals, broadcasts and the parts of complex numbers count as in
+    NumPy.  Its memory is never written (``np.empty``), so a large one costs
+    only address space."""
     link = t._base
     root = link.root if link else t
     order = root_order(root)
     if order is None:
         return None
     shape = tuple(root.shape)
-    out = np.empty([shape[a] for a in order], np.bool_).transpose(np.argsort(order))
+    # The root's dtype: a view of .real of a complex array has gaps, as in NumPy.
+    out = np.empty([shape[a] for a in order], root.dtype).transpose(np.argsort(order))
     for np_fn, _, args, kwargs, item in link.ops if link else ():
         if _holds_tracer(args) or _holds_tracer(kwargs):
             return None  # a view at a traced index: NumPy's function needs a number

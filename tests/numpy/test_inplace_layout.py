@@ -802,3 +802,22 @@ def test_ascontiguousarray_of_a_zero_d_array_is_a_view_of_it():
 
     want = numpy_value(lambda x: f(np, x), X)
     assert ft.jit(lambda x: f(fnp, x))(X) == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("make", [
+    lambda xp, z: xp.ones_like(z.real, order="A"),
+    lambda xp, z: xp.array(z.real, order="A"),
+    lambda xp, z: z.real.copy(order="A"),
+], ids=["ones_like", "array", "copy"])
+def test_order_a_of_the_real_part_of_a_fortran_complex_array_is_c(make):
+    """``.real`` of a complex array has gaps (a stride of two floats), so it
+    is Fortran-contiguous in no layout, and order='A' gives C order."""
+    def f(xp, z):
+        y = make(xp, z)
+        r = y.reshape(-1)
+        y += 1.0
+        return r
+
+    z = np.asfortranarray(X * (1 + 1j))
+    want = f(np, z.copy(order="K"))
+    np.testing.assert_array_equal(ft.jit(lambda z: f(fnp, z))(z), want)
