@@ -289,10 +289,10 @@ def _filled_like(name: str, a: Any, fill_value: Any, dtype: Any, order: Any, sha
     if model is None and _memory_order.significant(new_shape) > 1 and 0 not in new_shape:
         # NumPy's layout depends on a's, which is not known here: a traced
         # array whose layout is not known either.
-        trace = current_trace()
+        normalize_device(name, device)
         out = _asarray(full(new_shape, fill_value, dtype))
         if type(out) is not Tracer:
-            out = trace.constant(out)  # type: ignore[union-attr]  # a traced template has one
+            out = (current_trace() or template._trace).constant(out)
         return _memory_order.laid_out(out, None)
     if model is None:
         model = np.empty(new_shape, np.bool_)
