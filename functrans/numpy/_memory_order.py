@@ -353,8 +353,9 @@ def model(t: Tracer) -> np.ndarray | None:
     """A NumPy array of ``t``'s shape whose strides are (up to the item size)
     those NumPy's array would have, for asking NumPy what it does with that
     layout (``np.ones_like(t)``, ``order='A'``); None where that is not
-    known.  A view's operations are replayed on its root's model, so steps,
-    reversals, broadcasts and the parts of complex numbers count as in
+    known.  A view's operations are replayed on its root's model, whole (a
+    proxy, cut to two elements an axis, lacks the gaps a slice leaves), so
+    steps, reversals, broadcasts and the parts of complex numbers count as in
     NumPy.  Its memory is never written (``np.empty``), so a large one costs
     only address space."""
     link = t._base
@@ -422,24 +423,8 @@ def _traced_layout(t: Tracer) -> tuple[bool, tuple[int, ...]] | None | bool:
     """``core.tracer_layout``: the layout of a traced array (False: not known)."""
     if significant(tuple(t.shape)) <= 1:
         return None
-    p = _view_array(t) if t._base else _tracer_proxy(t)
+    p = model(t) if t._base else _tracer_proxy(t)
     return False if p is None else memory_layout(p)
-
-
-def _view_array(t: Tracer) -> np.ndarray | None:
-    """View ``t`` as NumPy makes it: its operations (``_inplace.Link``)
-    replayed on a shadow of its root laid out as NumPy lays the root out,
-    whole (a proxy, cut to two elements an axis, lacks the gaps a slice
-    leaves); None where the root's layout is not known."""
-    link = t._base
-    order = root_order(link.root)
-    if order is None:
-        return None
-    x: Any = shadow(tuple(link.root.shape), order)
-    for np_fn, _, args, kwargs, item in link.ops:
-        x = np_fn(x, *args, **kwargs)
-        x = x if item is None else x[item]
-    return x if isinstance(x, np.ndarray) else None
 
 
 def _layout_of(x: np.ndarray | None) -> tuple[bool, tuple[int, ...]] | None:
@@ -545,7 +530,7 @@ def _own_proxy(state: _Orders, producers: dict, outer: dict, trace: Any, v: Any)
     enclosing = outer.get(key)
     if enclosing is not None:
         if enclosing._base:  # a view: laid out as NumPy makes it from its root
-            return _laid_out(trace, v, shape, _layout_of(_view_array(enclosing)))
+            return _laid_out(trace, v, shape, _layout_of(model(enclosing)))
         return view_proxy(enclosing)
     value = next((x for c, x in zip(trace.constvars, trace.constvals) if c is v), None)
     if isinstance(value, np.ndarray):
@@ -592,7 +577,7 @@ def _member_layout(member: Member) -> tuple[bool, tuple[int, ...]] | None:
     if type(of) is np.ndarray:
         whole = of
     elif isinstance(of, Tracer):
-        whole = _view_array(of) if of._base else _tracer_proxy(of)
+        whole = model(of) if of._base else _tracer_proxy(of)
     if whole is None:  # not known (or an array of another library: not followed)
         return _UNKNOWN
     if whole.shape[axis] == 0:  # no member: nothing depends on its layout
