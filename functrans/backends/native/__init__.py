@@ -50,11 +50,11 @@ Numba is imported on the first native lowering, never by ``import functrans``.
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import time
 from typing import Callable
 
+from functrans.backends.native.chunked import chunked_call, fuse_exact, group_of
 from functrans.backends.native.elementwise import (
     constants_inline,
     fusible,
@@ -146,8 +146,8 @@ def lower(closed: ClosedJaxpr, cache_dir: str = "", budget: float | None = None,
     a call over ``elementwise.SPLIT_ELEMENTS`` or more is made on chunks by
     several threads (``elementwise.split_ufunc``)."""
     deadline = None if budget is None else time.perf_counter() + budget
-    members = functools.partial(fusible, exact=exact)
-    fused = constants_inline(fold_reductions(merge_pads(fuse(closed, members), exact), exact))
+    grouped = fuse_exact(closed) if exact else fuse(closed, fusible)
+    fused = constants_inline(fold_reductions(merge_pads(grouped, exact), exact))
     fused_p = lookup_primitive("fused_elementwise")
     eqns: list[Eqn] = []
     sources: list[str] = []
@@ -169,6 +169,13 @@ def lower(closed: ClosedJaxpr, cache_dir: str = "", budget: float | None = None,
                 eqns.append(Eqn(_NativeCall(fn, source), e.inputs, e.outputs,  # type: ignore[arg-type]
                                 {}))
                 continue
+        chunks = group_of(e) if exact else None
+        if chunks is not None:
+            fn, source, spent = chunked_call(chunks, f"native_{len(sources)}", cache_dir)
+            sources.append(source)
+            seconds += spent
+            eqns.append(Eqn(_NativeCall(fn, source), e.inputs, e.outputs, {}))  # type: ignore[arg-type]
+            continue
         split = split_ufunc(e) if exact else None
         if split is not None:
             eqns.append(Eqn(_NativeCall(split, ""), e.inputs, e.outputs, {}))  # type: ignore[arg-type]

@@ -283,12 +283,14 @@ def constants_inline(closed: ClosedJaxpr) -> ClosedJaxpr:
     changed = False
     for e in closed.jaxpr.eqns:
         group = native_group(e) if e.primitive.name == "fused_elementwise" else None
-        # An exponent array stays an array unless NumPy's power loop sees it as
-        # one scalar too (one element, or all strides 0): as a literal it is a
-        # scalar exponent, which that loop computes otherwise (``_scalar_power``).
+        # An operand of a transcendental function stays an array unless NumPy's
+        # loop sees it as one scalar too (one element, or all strides 0): as a
+        # literal it is a scalar, which a loop may compute otherwise (power's
+        # takes a scalar exponent of 0.5 for sqrt: ``_scalar_power``; the loops
+        # ``chunked.py`` calls are passed a literal with stride 0).
         inline = found if group is None else {
             k: c for k, c in found.items() if k in scalar_like
-            or not any(m.primitive.name == "pow" and id(m.inputs[1]) == k for m in group.eqns)}
+            or not any(id(a) == k for m in group.eqns if transcendental(m) for a in m.inputs)}
         if group is None or not any(id(v) in inline for v in group.invars):
             eqns.append(e)
             continue
@@ -333,16 +335,21 @@ def _is_pad(e: Eqn) -> bool:
     return e.primitive.name == "pad"
 
 
-def body(group: Jaxpr, scalars: Sequence[bool], pad: str) -> tuple[list[str], list[str], list[str]]:
+def body(group: Jaxpr, scalars: Sequence[bool], pad: str, rank: int | None = None,
+         prefix: str = "", names: Sequence[str] = ()) -> tuple[list[str], list[str], list[str]]:
     """The statements computing ``group``'s outputs at the loop index
     ``i0, i1, ...`` (with indent ``pad``): the kernel's globals (its
     literals), the statements, and the expression of each output.
     ``scalars`` flags the rank-0 inputs, named ``a0, a1, ...`` like the
-    others; see ``kernel_source``."""
-    rank = group.outvars[0].aval.ndim
+    others (or ``names``); see ``kernel_source``.  ``rank`` (the group's
+    by default) is the number of indices the arrays are read at: 1 for a
+    kernel that reads every array raveled (``chunked.py``).  ``prefix``
+    starts the names of the temporaries and literals, so that several
+    bodies can share one kernel."""
+    rank = group.outvars[0].aval.ndim if rank is None else rank
     pads = [e for e in group.eqns if _is_pad(e)]
     producer = {id(v): e for e in group.eqns for v in e.outputs}
-    inputs = {id(v): (f"a{k}", scalar)
+    inputs = {id(v): (names[k] if names else f"a{k}", scalar)
               for k, (v, scalar) in enumerate(zip(group.invars, scalars))}
     globs: list[str] = []
     constants: dict[str, str] = {}  # literal source -> its global's name
@@ -360,7 +367,7 @@ def body(group: Jaxpr, scalars: Sequence[bool], pad: str) -> tuple[list[str], li
         if type(a) is Literal:
             text = _literal(a.val, dtype)
             if text not in constants:
-                constants[text] = f"K{len(constants)}"
+                constants[text] = f"{prefix}K{len(constants)}"
                 globs.append(f"{constants[text]} = {text}")
             return constants[text]
         if id(a) in names:
@@ -385,7 +392,7 @@ def body(group: Jaxpr, scalars: Sequence[bool], pad: str) -> tuple[list[str], li
         for e in group.eqns:
             if id(e) not in need:
                 continue
-            t = f"t{count[0]}"
+            t = f"{prefix}t{count[0]}"
             count[0] += 1
             out = e.outputs[0].aval.dtype
             if _is_pad(e):
@@ -575,17 +582,20 @@ class _Pool:
 _pool = _Pool()
 
 
-def _run_split(kernel: Callable, length: int, threads: int, args: tuple) -> None:
+def _run_split(kernel: Callable, length: int, threads: int, args: tuple,
+               align: int = 1) -> list:
     """``kernel`` over the outer index ``range(length)``, in chunks taken in
-    turn by this thread and ``threads - 1`` helpers.  Each element is computed
+    turn by this thread and ``threads - 1`` helpers, each starting at a
+    multiple of ``align``; the kernel's results.  Each element is computed
     alone, so the results are the serial loop's bit for bit."""
-    chunks = min(length, threads * _CHUNKS_PER_THREAD)
-    bounds = [length * c // chunks for c in range(chunks + 1)]
+    chunks = min(-(-length // align), threads * _CHUNKS_PER_THREAD)
+    bounds = [length * c // chunks // align * align for c in range(chunks)] + [length]
     taken = itertools.count()  # next() on it is atomic under the GIL
+    results: list = []
 
     def work() -> None:
         while (c := next(taken)) < chunks:
-            kernel(bounds[c], bounds[c + 1], *args)
+            results.append(kernel(bounds[c], bounds[c + 1], *args))
 
     helpers: list = []
     try:
@@ -597,6 +607,7 @@ def _run_split(kernel: Callable, length: int, threads: int, args: tuple) -> None
     work()
     for h in helpers:
         h.result()
+    return results
 
 
 class _Kept(threading.local):

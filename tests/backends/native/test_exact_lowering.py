@@ -89,7 +89,7 @@ def test_top_level_transcendentals_stay_numpy_s_calls(exact, dtype):
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("shape", [(1000,), (7, 30)])
-def test_large_transcendentals_are_numpy_s_call_on_chunks_by_threads(exact, monkeypatch,
+def test_large_transcendentals_are_numpy_s_loop_on_chunks_by_threads(exact, monkeypatch,
                                                                     dtype, shape):
     from functrans.backends.native import elementwise
 
@@ -104,7 +104,8 @@ def test_large_transcendentals_are_numpy_s_call_on_chunks_by_threads(exact, monk
     (slot,) = jf._order.values()
     calls = [e.primitive for e in slot.entry.compiled.jaxpr.jaxpr.eqns
              if e.primitive.name == "native_kernel"]
-    assert sum(c.source == "" for c in calls) == 9  # the unary functions, split
+    # every function is NumPy's loop called on chunks in a fused group's kernel
+    assert calls and all("call_loop(" in c.source for c in calls)
     _same(jf, _functions, x)
     first = jf(x)
     _same(jf, _functions, x[::-1].copy())  # (writes into the arrays of the call before)
