@@ -228,8 +228,9 @@ def _eqn_cost(e, transcendental: bool | None = None) -> float:
 
 
 def _split(e) -> bool:
-    """Whether the exact lowering makes transcendental equation ``e`` on
-    several threads (``elementwise.split_ufunc``)."""
+    """Whether the exact lowering computes transcendental equation ``e`` on
+    several threads (``backends/native/chunked.py``; counted only where its
+    operands are arrays of its shape and dtype)."""
     out = e.outputs[0].aval
     return _CORES > 1 and math.prod(out.shape) >= SPLIT_ELEMENTS and all(
         type(a) is Var and a.aval.shape == out.shape and a.aval.dtype == out.dtype
@@ -398,11 +399,12 @@ def assess(closed: ClosedJaxpr, numerics: str = "exact") -> Assessment:
 
     A float64 transcendental function (``sin``, ``exp``, ...) costs
     ``_PER_TRANSCENDENTAL`` an element.  In ``"exact"`` numerics such a
-    function outside loop bodies is not fused but stays the NumPy tier's
-    call: it saves nothing, and its results are the NumPy tier's, unless
-    numexpr computes it in the NumPy tier; over ``SPLIT_ELEMENTS`` or more
-    that call is made by all cores on chunks, which saves its time but one
-    core's share.  In ``"close"`` numerics
+    function outside loop bodies is NumPy's own loop, called on chunks in
+    its group's kernel: it saves nothing (the estimate leaves out the
+    passes over memory the chunks save), and its results are the NumPy
+    tier's, unless numexpr computes it in the NumPy tier; over
+    ``SPLIT_ELEMENTS`` or more the kernel runs on all cores, which saves
+    its time but one core's share.  In ``"close"`` numerics
     it joins a kernel (Numba's C-library code, a few ulp away)."""
     tally = _Tally(numerics)
     for e in closed.jaxpr.eqns:

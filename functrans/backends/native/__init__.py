@@ -6,7 +6,9 @@ every other equation run by the NumPy tier inside the same program.
 exactly as NumPy does (``native_ufunc``) with the fusion pass, and replaces
 each group by a call of one Numba kernel: a loop nest over the group's
 shape that reads each operand once, keeps the intermediates in registers
-and writes only the values used outside the group.  Pads of one group's
+and writes only the values used outside the group (in exact numerics, a
+group with transcendental functions is computed chunk by chunk with
+NumPy's own loops: ``chunked.py``).  Pads of one group's
 results read by another are computed in the reader's loop, constants of
 one repeated value become literals (``elementwise.merge_pads``,
 ``constants_inline``), and a reduction of a group's result that can be
@@ -139,12 +141,13 @@ def lower(closed: ClosedJaxpr, cache_dir: str = "", budget: float | None = None,
 
     ``exact`` (automatic tiering under ``jit_tier_numerics="exact"``) gives
     the NumPy tier's bits: a transcendental float function (``sin``,
-    ``exp``, ...: ``elementwise.transcendental``) outside loop bodies is not
-    fused but stays the NumPy call the NumPy tier makes, the arithmetic
-    around it still fused; in loop bodies it calls NumPy's own loop, on a
-    scalar with one element (as the NumPy tier computes a 0-d array).  Such
-    a call over ``elementwise.SPLIT_ELEMENTS`` or more is made on chunks by
-    several threads (``elementwise.split_ufunc``)."""
+    ``exp``, ...: ``elementwise.transcendental``) outside loop bodies joins
+    its group as calls of NumPy's own loop on chunks (``chunked.py``); in
+    loop bodies it calls that loop too, on a scalar with one element (as
+    the NumPy tier computes a 0-d array).  One whose loop cannot be called
+    by address stays the NumPy tier's call, made on chunks by several
+    threads from ``elementwise.SPLIT_ELEMENTS`` elements on
+    (``elementwise.split_ufunc``)."""
     deadline = None if budget is None else time.perf_counter() + budget
     grouped = fuse_exact(closed) if exact else fuse(closed, fusible)
     fused = constants_inline(fold_reductions(merge_pads(grouped, exact), exact))

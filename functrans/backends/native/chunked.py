@@ -69,8 +69,8 @@ from functrans.passes.fuse import fuse
 CHUNK = 2048
 
 
-def loop_member(e: Eqn) -> int | None:
-    """The address of the NumPy loop a kernel calls for ``e``: a
+def loop_member(e: Eqn) -> tuple[int, tuple[np.dtype, ...]] | None:
+    """The address and dtypes of the NumPy loop a kernel calls for ``e``: a
     transcendental float function whose loop's address can be taken, on
     operands in the loop's dtypes, giving the equation's dtype; else None."""
     found = native_ufunc(e)
@@ -80,7 +80,8 @@ def loop_member(e: Eqn) -> int | None:
     if dtypes[-1] != e.outputs[0].aval.dtype or any(
             type(a) is Var and a.aval.dtype != d for a, d in zip(e.inputs, dtypes)):
         return None
-    return numpy_loop(ufunc, dtypes)
+    address = numpy_loop(ufunc, dtypes)
+    return None if address is None else (address, dtypes)
 
 
 def accepts(group: Jaxpr) -> bool:
@@ -91,8 +92,8 @@ def accepts(group: Jaxpr) -> bool:
     shape = group.outvars[0].aval.shape
     if not shape or any(v.aval.ndim and v.aval.shape != shape for v in group.invars):
         return False
-    loops = [m for m in group.eqns if loop_member(m) is not None]
-    return bool(loops) and all(m in loops or fusible(m, exact=True) for m in group.eqns)
+    loops = {id(m) for m in group.eqns if loop_member(m) is not None}
+    return bool(loops) and all(id(m) in loops or fusible(m, exact=True) for m in group.eqns)
 
 
 def fuse_exact(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -157,7 +158,7 @@ def chunked_source(group: Jaxpr) -> tuple[str, list[int]]:
             scalars[id(v)] = (v, f"a{n}")
     out_name = {id(v): f"w{n}" for n, v in enumerate(group.outvars)}
     lines += [f"{pad}w{n} = o{n}[c:e]" for n in range(len(group.outvars))]
-    loops = {id(m): address for m in group.eqns if (address := loop_member(m)) is not None}
+    loops = {id(m): found for m in group.eqns if (found := loop_member(m)) is not None}
     level: dict[int, int] = {}
     for m in group.eqns:
         below = max((level.get(id(a), 0) for a in m.inputs if type(a) is Var), default=0)
@@ -182,7 +183,8 @@ def chunked_source(group: Jaxpr) -> tuple[str, list[int]]:
             held.update((id(v), (v, dest)) for v, dest in zip(targets, stores))
         for m in calls:
             places = []
-            for a, d in zip(m.inputs, native_ufunc(m)[1]):  # type: ignore[index]
+            address, dtypes = loops[id(m)]
+            for a, d in zip(m.inputs, dtypes):
                 if type(a) is Var and id(a) in held:
                     places.append((f"{held[id(a)][1]}.ctypes.data", d.itemsize))
                     continue
@@ -194,7 +196,7 @@ def chunked_source(group: Jaxpr) -> tuple[str, list[int]]:
             dest = out_name.get(id(out)) or k.buffer(("2 * size",), out.aval.dtype)
             places.append((f"{dest}.ctypes.data", out.aval.dtype.itemsize))
             lines.append(f"{pad}call_status(clear, every)")
-            k.call_loop(loops[id(m)], places, "m", pad, lines)
+            k.call_loop(address, places, "m", pad, lines)
             lines.append(f"{pad}flags |= call_status(test, every)")
             held[id(out)] = (out, dest)
     args = ["start", "stop", "size", "clear", "test", "every",

@@ -668,7 +668,9 @@ def _call(group: Jaxpr, name: str, folder: str = "") -> tuple[Callable, str, flo
 
 
 def split_ufunc(e: Eqn) -> Callable | None:
-    """For the exact lowering: a ``transcendental`` equation over
+    """For the exact lowering, where ``chunked.py`` cannot call the
+    function's loop by address (float16; a loop that needs its data
+    pointer): a ``transcendental`` equation over
     ``SPLIT_ELEMENTS`` or more, as the NumPy tier's own ufunc call made on
     chunks of the output's first axis by several threads (NumPy's loop
     releases the GIL), or None (smaller, one thread, or an operand of
