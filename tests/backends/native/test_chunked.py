@@ -11,6 +11,8 @@ import warnings
 import numpy as np
 import pytest
 from _bits import bits_equal, bytes_equal
+from hypothesis import given
+from hypothesis import strategies as st
 
 import functrans as ft
 import functrans.numpy as fnp
@@ -116,12 +118,28 @@ def test_every_kind_of_loop_operand_gives_numpy_s_bytes(threads, dtype):
         _same(compiled, _members, z, np.asarray(-0.0, dtype), x, equal=bits_equal)
 
 
+@given(n=st.integers(0, 3 * CHUNK + 5), offset=st.integers(0, 3), seed=st.integers(0, 99),
+       dtype=st.sampled_from(["float64", "float32"]),
+       specials=st.lists(st.tuples(st.integers(0, 3 * CHUNK + 4), st.sampled_from(SPECIAL)),
+                         max_size=8))
+def test_any_length_offset_and_special_values_give_numpy_s_bytes(n, offset, seed, dtype,
+                                                                  specials):
+    base = _values(n + offset, dtype, seed=seed)
+    with np.errstate(over="ignore"):
+        for at, value in specials:
+            if at < base.size:
+                base[at] = value
+    x = base[offset:]  # offset by that many elements from the allocation
+    y = np.asarray(-1.25, dtype)
+    compiled, _ = _lowered(_members, x, y, x[::-1].copy())
+    _same(compiled, _members, x, y, x[::-1].copy(), equal=bits_equal)
+
+
 def test_misaligned_strided_and_broadcast_inputs_give_numpy_s_bytes(threads):
     def f(x, w):
         return fnp.sin(x) * w + fnp.exp(w * 0.5)
 
     shape = (CHUNK + 3, 5)
-    x, w = _values(2 * shape[0] * shape[1] + 1, "float64").reshape(-1)[:2], None
     base = _values(2 * shape[0] * shape[1] + 1, "float64", seed=3)
     x = base[1:1 + shape[0] * shape[1]].reshape(shape)  # not aligned to 16 bytes
     w = base[-shape[0] * shape[1]:][::-1].reshape(shape)  # reversed: not C-contiguous
