@@ -18,6 +18,7 @@ from functrans import core
 from functrans._api_util import pass_the_input_checks
 from functrans.backends.numpy import Parts, copied, owned_outputs, shared_results
 from functrans.core import ClosedJaxpr, Jaxpr, Zero
+from functrans.core.ir import _sub_jaxprs
 from functrans.interpreters.partial_eval import (
     can_linearize_now,
     linearize_now,
@@ -64,7 +65,8 @@ class GradPlan:
     published whole, the one a call reads first last.  Fork-safe: no thread
     of its own, and no call waits for ``lock``."""
 
-    __slots__ = ("jaxpr", "lines", "placings", "need_value", "part", "met", "lock", "dtype",
+    __slots__ = ("jaxpr", "lines", "flat", "placings", "need_value", "part", "met", "lock",
+                 "dtype",
                  "n_kept", "jvp", "linear", "known", "forward", "backward", "copy_outs",
                  "copy_grads")
 
@@ -74,6 +76,10 @@ class GradPlan:
         #: forms at other lines (``placed``).
         self.lines = core.SourceTable(jaxpr)
         self.placings = core.Placings()
+        #: Whether the program has no sub-programs (loop bodies, branches),
+        #: whose sources a trace's tape does not hold (``PlanGuard``).
+        self.flat = not any(e.params and any(True for _ in _sub_jaxprs(e.params))
+                            for e in jaxpr.eqns)
         self.need_value = need_value
         self.part = max(len(jaxpr.eqns) // 2, MIN_PART)
         self.met = 0
@@ -201,8 +207,9 @@ GUARDED_PLANS = 4
 class PlanGuard:
     """The plans one ``grad`` function ran last, each with the tape of the
     trace that found it (``JaxprTrace``): a call whose trace wrote an equal
-    tape traced the same program, and takes that plan without building and
-    hashing the program's structure key for ``grad_plan`` (which took a
+    tape traced the same program, and takes that plan without making the
+    program (its equations are made from the tape on demand) and without
+    building and hashing its structure key for ``grad_plan`` (which took a
     sixth of a call of a five-operation function).  Equal tapes are equal
     programs as ``Jaxpr.__eq__`` has them, made from the same lines (so the
     plan's errors and warnings name the lines that call's did).  A few are
@@ -216,62 +223,107 @@ class PlanGuard:
     __slots__ = ("recent",)
 
     def __init__(self):
-        #: ``(tape, need_value, plan)`` of the calls that looked a plan up
-        #: last, the most recent first: at most ``GUARDED_PLANS``.
-        self.recent: tuple[tuple[list, bool, GradPlan], ...] = ()
+        #: ``(tape, need_value, plan, code)`` of the calls that looked a plan
+        #: up last, the most recent first: at most ``GUARDED_PLANS``.
+        #: ``code``: where a call found the plan's own lines to be its
+        #: program's (``found_at_lines``), the code object of the tape's
+        #: first equation (``_first_code``), else ``_UNCHECKED``.
+        self.recent: tuple[tuple[list | None, bool, GradPlan, Any], ...] = ()
 
-    def plan(self, jaxpr: Jaxpr, need_value: bool, tape: list) -> GradPlan:
-        """``grad_plan(jaxpr, need_value)``, where ``tape`` is the tape of
-        the trace that made ``jaxpr``."""
+    def plan(self, trace: core.JaxprTrace, need_value: bool) -> GradPlan:
+        """``grad_plan`` of the program of ``trace``, a finished taped trace."""
         if core.checks.checking:
-            return grad_plan(jaxpr, need_value)
+            return grad_plan(trace.closed().jaxpr, need_value)
         recent = self.recent
+        tape = trace.tape
         for k, entry in enumerate(recent):
             if entry[1] == need_value and entry[0] == tape:
                 grad_plan.count_hit()
                 if k:
                     self.recent = (entry, *recent[:k], *recent[k + 1:])
                 return entry[2]
-        plan = grad_plan(jaxpr, need_value)
-        self.recent = ((tape, need_value, plan), *recent[:GUARDED_PLANS - 1])
+        plan = grad_plan(trace.closed().jaxpr, need_value)
+        self.recent = ((tape, need_value, plan, _UNCHECKED), *recent[:GUARDED_PLANS - 1])
         return plan
 
+    def knows_lines(self, plan: GradPlan, trace: core.JaxprTrace) -> bool:
+        """Whether ``plan``, the guard's last answer, for ``trace``, is known
+        to stand at the lines of ``trace``'s program without making it: a
+        call with an equal tape found so (``found_at_lines``), and the tape's
+        first code object is the same (equal tapes compare code objects by
+        their contents; ``SourceTable.matches`` tells a function from its
+        copy at the same lines in another file by the identity of this one)."""
+        recent = self.recent
+        if not recent:
+            return False
+        entry = recent[0]
+        return (entry[2] is plan and entry[3] is not _UNCHECKED
+                and _first_code(trace.tape) is entry[3])
 
-def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any], need_value: bool,
-                        tape: list | None = None,
-                        guard: PlanGuard | None = None) -> tuple[list, list] | None:
-    """``(outputs, gradients)`` of the traced ``closed`` at ``leaves`` by its
-    ``GradPlan`` (the first output None without ``need_value``), or None
-    where ``Linearized`` must do it: an argument that is no float or complex
-    NumPy array or Python float (an integer one, a tracer), a constant that
-    is no NumPy array (a tracer of an enclosing trace, a device array), or a
-    trace active (an effect might have to be recorded).  The backward pass
-    is handed the residuals: each is freed at its last use, or written into
-    where the forward pass made it, so peak memory is the forward pass's
-    results plus the backward pass's live values, not both passes' at once.
-    ``tape`` and ``guard``: the tape of the trace of ``closed`` and the
-    caller's ``PlanGuard``, which finds the plan without ``grad_plan``'s
-    lookup where the caller traced the same program last time."""
+    def found_at_lines(self, plan: GradPlan, trace: core.JaxprTrace) -> None:
+        """Remember that ``plan``, the guard's last answer, stands at the lines
+        of ``trace``'s program (``SourceTable.matches`` said so), for
+        ``knows_lines``; only for a program without sub-programs, whose
+        sources the tape holds all of."""
+        recent = self.recent
+        if recent and plan.flat:
+            entry = recent[0]
+            if entry[2] is plan and entry[0] == trace.tape:
+                self.recent = ((entry[0], entry[1], plan, _first_code(trace.tape)),
+                               *recent[1:])
+
+
+#: ``PlanGuard``'s mark of an entry whose lines no call has checked.
+_UNCHECKED = object()
+
+
+def _first_code(tape: list | None) -> Any:
+    """The code object of the first equation's source on ``tape`` (None if
+    none)."""
+    for record in tape or ():
+        if type(record[0]) is not tuple:  # an equation's (the tape's comment in core.tracing)
+            source = record[2]
+            return None if source is None else source[0]
+    return None
+
+
+def host_value_and_grad(trace: core.JaxprTrace, leaves: Sequence[Any], need_value: bool,
+                        guard: PlanGuard | None = None,
+                        checked: bool = False) -> tuple[list, list] | None:
+    """``(outputs, gradients)`` of the program of ``trace`` (a finished
+    trace, ``core.record``) at ``leaves`` by its ``GradPlan`` (the first
+    output None without ``need_value``), or None where ``Linearized`` must
+    do it: an argument that is no float or complex NumPy array or Python
+    float (an integer one, a tracer), a constant that is no NumPy array (a
+    tracer of an enclosing trace, a device array), or a trace active (an
+    effect might have to be recorded).  The backward pass is handed the
+    residuals: each is freed at its last use, or written into where the
+    forward pass made it, so peak memory is the forward pass's results plus
+    the backward pass's live values, not both passes' at once.  ``guard``:
+    the caller's ``PlanGuard``, which finds the plan without ``grad_plan``'s
+    lookup, and without making the program, where the caller traced the
+    same program last time (``trace`` then has a tape).  ``checked``: the
+    leaves are known to pass ``pass_the_input_checks`` (``diff_args``'s
+    answer for one array argument)."""
     # A caller makes a tape only where no trace is active.
-    if tape is None and core.current_trace() is not None:
+    if trace.tape is None and core.current_trace() is not None:
         return None
-    if not pass_the_input_checks(leaves, False, False):
+    if not (checked or pass_the_input_checks(leaves, False, False)):
         return None
-    consts = closed.consts
+    consts = trace.constvals
     for c in consts:
         if type(c) is not np.ndarray:
             return None
-    if tape is None or guard is None:
-        plan = grad_plan(closed.jaxpr, need_value)
-    else:
-        plan = guard.plan(closed.jaxpr, need_value, tape)
+    if trace.tape is None:
+        guard = None  # it compares tapes
+    plan = grad_plan(trace.closed().jaxpr, need_value) if guard is None else \
+        guard.plan(trace, need_value)
     args = [*consts, *leaves]
-    jaxpr = closed.jaxpr
     forward, backward = plan.forward, plan.backward
     if backward is None or forward is None:
         opened, flags = plan.opened()
         if can_linearize_now(opened, args):
-            return _building(plan, jaxpr, opened, flags, args)
+            return _building(plan, trace.closed().jaxpr, opened, flags, args)
         # Built on the first call, by each thread that meets it unbuilt: the
         # transforms are cached, and the programs are equal.
         forward, known, linear = plan.build_forward()
@@ -281,9 +333,13 @@ def host_value_and_grad(closed: ClosedJaxpr, leaves: Sequence[Any], need_value: 
             plan.compile_step(forward, backward)
         finally:
             plan.lock.release()
-    sources = core.sources_of(jaxpr)
-    if not plan.lines.matches(jaxpr, sources):
-        forward, backward = plan.placed(jaxpr, sources, forward, backward)
+    if guard is None or not guard.knows_lines(plan, trace):
+        jaxpr = trace.closed().jaxpr
+        sources = core.sources_of(jaxpr)
+        if not plan.lines.matches(jaxpr, sources):
+            forward, backward = plan.placed(jaxpr, sources, forward, backward)
+        elif guard is not None:
+            guard.found_at_lines(plan, trace)
     return _run(plan, forward, backward, args)
 
 

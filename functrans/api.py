@@ -43,6 +43,7 @@ from functrans._api_util import (
 from functrans._eager_grad import PlanGuard, host_value_and_grad
 from functrans.core import (
     ClosedJaxpr,
+    JaxprTrace,
     Member,
     ScalarStruct,
     ShapedArray,
@@ -171,10 +172,18 @@ def trace_flat(flat: Callable, leaves: Sequence[Any], name: str, out_cell: list,
     (``TracerConversionError``), with or without values.  ``tape``: the
     trace's tape (``JaxprTrace``), the second trace's where there are two.
     ``layouts``: as for ``core.trace_to_jaxpr``."""
+    with core.collector_paused:
+        return record_flat(flat, leaves, name, out_cell, differentiated, tape, layouts).closed()
+
+
+def record_flat(flat: Callable, leaves: Sequence[Any], name: str, out_cell: list,
+                differentiated: bool = True, tape: list | None = None,
+                layouts: Sequence[Any] | None = None) -> JaxprTrace:
+    """``trace_flat``'s finished trace, whose program is made on demand
+    (``core.record``; the caller pauses the collector)."""
     try:
-        closed, _, _ = core.trace_to_jaxpr(flat, leaves, name=name,
-                                           differentiated=differentiated, tape=tape,
-                                           layouts=layouts)
+        trace, _ = core.record(flat, leaves, name=name, differentiated=differentiated,
+                               tape=tape, layouts=layouts)
     except TracerConversionError:
         raise
     except ConcretizationError:
@@ -183,10 +192,9 @@ def trace_flat(flat: Callable, leaves: Sequence[Any], name: str, out_cell: list,
         out_cell.clear()
         if tape is not None:
             tape.clear()
-        closed, _, _ = core.trace_to_jaxpr(flat, leaves, name=name, concrete=True,
-                                           differentiated=differentiated, tape=tape,
-                                           layouts=layouts)
-    return closed
+        trace, _ = core.record(flat, leaves, name=name, concrete=True,
+                               differentiated=differentiated, tape=tape, layouts=layouts)
+    return trace
 
 
 def _zeros_like_leaf(x: Any) -> np.ndarray:
@@ -248,13 +256,29 @@ def value_and_grad(
     (array(5.), array([2., 4.]))
     """
     check_callable("value_and_grad", f)
-    return _value_and_grad(f, argnums, has_aux, allow_int, holomorphic, need_value=True)
+    call = _value_and_grad(f, argnums, has_aux, allow_int, holomorphic, need_value=True)
+
+    @functools.wraps(f)
+    def value_and_grad_f(*args, **kwargs):
+        with core.collector_paused:  # see _value_and_grad
+            return call(args, kwargs)
+
+    value_and_grad_f.__name__ = value_and_grad_f.__qualname__ = \
+        f"value_and_grad_of_{core.fun_name(f)}"
+    return value_and_grad_f
 
 
 def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomorphic: bool,
-                    need_value: bool) -> Callable:
-    """``value_and_grad``; without ``need_value`` the value is None and the
-    forward pass skips what only it needs (``grad``)."""
+                    need_value: bool) -> Callable[[tuple, dict], Any]:
+    """``value_and_grad`` as a function of the call's ``(args, kwargs)``;
+    without ``need_value`` the value is None and the forward pass skips what
+    only it needs (``grad``).  Its callers run it with the collector paused
+    (``core.collector_paused``) until the call's trace and programs have
+    died by reference counting (when it returns): resumed where the trace
+    ends, the collector would walk them all at the next allocation (one
+    collection a call of a 4k-equation loop, and now and then a full one).
+    ``grad`` and ``value_and_grad`` each call it from their own function,
+    with no layer between (a layer cost a twentieth of a small call)."""
     name = core.fun_name(f)
     label = f"grad({name})"
     argnums = check_argnums(label, argnums)
@@ -274,18 +298,19 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
 
         # Taped where the plan may run: outside any trace.
         tape: list | None = None if core.current_trace() is not None else []
-        closed = trace_flat(flat, leaves, name, aux_cell, tape=tape)
+        trace = record_flat(flat, leaves, name, aux_cell, tape=tape)
         # With debug_nans/debug_infs on, the value is computed even for grad,
         # so that the values f computes are checked (JAX's behaviour): without
         # it, log(v - 1) in sum(log(v - 1)) is dead code for the gradient.
         keep_value = need_value or core.checks.value_checks != (False, False)
-        done = host_value_and_grad(closed, leaves, keep_value, tape, guard)
+        done = host_value_and_grad(trace, leaves, keep_value, guard, checked=single)
         if done is not None:
             outs, flat_grads = done
             if need_value or has_aux:  # none is the caller's array (see _linearized)
-                outs = _owned(outs, leaves, closed.consts)
+                outs = _owned(outs, leaves, trace.constvals)
         else:
-            lin = Linearized(closed, leaves, [True] * len(leaves), drop_first=not keep_value)
+            lin = Linearized(trace.closed(), leaves, [True] * len(leaves),
+                             drop_first=not keep_value)
             outs = _owned(lin.outs, leaves, lin.consts, lin.residuals)
             one = np.ones((), lin.out_avals[0].dtype)
             cts = [one] + [Zero(a.strip_weak()) for a in lin.out_avals[1:]]
@@ -301,17 +326,7 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
             return (outs[0], tree_unflatten(aux_cell[-1], outs[1:])), g
         return outs[0], g
 
-    @functools.wraps(f)
-    def value_and_grad_f(*args, **kwargs):
-        # Paused until the call's trace and programs have died by reference
-        # counting (when ``call`` returns): resumed where the trace ends, the
-        # collector would walk them all at the next allocation (one collection
-        # a call of a 4k-equation loop, and now and then a full one).
-        with core.collector_paused:
-            return call(args, kwargs)
-
-    value_and_grad_f.__name__ = value_and_grad_f.__qualname__ = f"value_and_grad_of_{name}"
-    return value_and_grad_f
+    return call
 
 
 def grad(
@@ -328,11 +343,12 @@ def grad(
     array(6.-8.j)
     """
     check_callable("grad", f)
-    vg = _value_and_grad(f, argnums, has_aux, allow_int, holomorphic, need_value=False)
+    call = _value_and_grad(f, argnums, has_aux, allow_int, holomorphic, need_value=False)
 
     @functools.wraps(f)
     def grad_f(*args, **kwargs):
-        value, g = vg(*args, **kwargs)
+        with core.collector_paused:  # see _value_and_grad
+            value, g = call(args, kwargs)
         return (g, value[1]) if has_aux else g
 
     grad_f.__name__ = grad_f.__qualname__ = f"grad_of_{core.fun_name(f)}"

@@ -65,6 +65,7 @@ from functrans.core.evaluation import (
     eval_jaxpr,
     fun_name,
     jaxpr_runner,
+    record,
     run_jaxpr,
     trace_to_jaxpr,
 )
@@ -128,7 +129,7 @@ __all__ = [
     "effects_muted", "eval_jaxpr", "format_source", "fun_name", "get_aval", "has_effect", "in_jit",
     "install_tracer_layout", "instantiate", "jaxpr_runner", "jaxpr_to_dot", "lazy_backends",
     "load_primitives_on_demand", "lookup_primitive", "memory_layout", "on_value_checks",
-    "open_jaxpr", "placed_sources", "plain_array", "pp_jaxpr", "program_cache",
+    "open_jaxpr", "placed_sources", "plain_array", "pp_jaxpr", "program_cache", "record",
     "register_aval_type", "registry", "remapped", "render_dot", "resourced", "rule_factory",
     "run_jaxpr", "same_sources", "set_host_backend", "set_source", "set_value_checks",
     "source_location", "source_map", "sources_of", "trace_to_jaxpr", "tracer_layout",

@@ -92,12 +92,16 @@ def _line_table(code: types.CodeType):
     return table
 
 
-#: Whether each code object met on the stack is functrans' own (``user_source``
-#: skips those frames), by ``id`` beside the code object: a code object's hash
-#: reads all its constants, which made recording the equations of a long
-#: straight-line function with a literal per line quadratic.  Bounded, since
-#: generated code makes new code objects.
-_library_code: dict[int, tuple[types.CodeType, bool]] = {}
+#: The code objects met on the stack that are functrans' own (``user_source``
+#: skips those frames) and those that are not, each by ``id``: a code
+#: object's hash reads all its constants, which made recording the equations
+#: of a long straight-line function with a literal per line quadratic.  Two
+#: maps of code objects rather than one of ``(code, library)`` pairs: a look
+#: at a frame is then one lookup and one identity test (``user_source`` runs
+#: once per recorded equation).  Bounded, since generated code makes new
+#: code objects.
+_library_code: dict[int, types.CodeType] = {}
+_user_code: dict[int, types.CodeType] = {}
 
 
 def user_source(depth: int = 2) -> Source | None:
@@ -108,19 +112,17 @@ def user_source(depth: int = 2) -> Source | None:
     if source is not None:
         return source
     frame: types.FrameType | None = sys._getframe(depth)
-    known = _library_code
+    library, user = _library_code, _user_code
     while frame is not None:
         code = frame.f_code
-        entry = known.get(id(code))
-        if entry is not None and entry[0] is code:
-            library = entry[1]
-        else:
+        if library.get(id(code)) is not code:
+            if user.get(id(code)) is code:
+                return (code, frame.f_lasti, False)
+            known = library if _is_library_frame(frame) else user
             if len(known) > 4096:
                 known.clear()
-            library = _is_library_frame(frame)
-            known[id(code)] = (code, library)
-        if not library:
-            return (code, frame.f_lasti, False)
+            known[id(code)] = code
+            continue  # the frame again, now known
         frame = frame.f_back
     return None
 

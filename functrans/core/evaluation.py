@@ -1,4 +1,5 @@
-"""Tracing a function and evaluating a Jaxpr: ``trace_to_jaxpr``,
+"""Tracing a function and evaluating a Jaxpr: ``trace_to_jaxpr`` (and
+``record``, its trace finished, the program made on demand),
 ``eval_jaxpr`` (which binds each equation again, so every transform is an
 interpreter of Jaxprs) and ``run_jaxpr`` (a whole program on the backend of
 its inputs).  Installs ``eval_jaxpr`` as what calling a ``ClosedJaxpr`` runs.
@@ -51,12 +52,36 @@ def trace_to_jaxpr(
     the Jaxpr depends on concrete values.  ``f`` takes the tracers
     positionally and returns a flat sequence of outputs.
     """
+    with collector_paused:
+        trace, outs = record(f, args, name, concrete, reason, differentiated, in_jit, tape,
+                             c_assumed, layouts)
+        return trace.closed(), outs, trace.concretized
+
+
+def record(
+    f: Callable,
+    args: Sequence[Any],
+    name: str | None = None,
+    concrete: bool = False,
+    reason: str = "",
+    differentiated: bool = False,
+    in_jit: bool = False,
+    tape: list | None = None,
+    c_assumed: list[int] | None = None,
+    layouts: Sequence[Any] | None = None,
+) -> tuple[JaxprTrace, list[Any]]:
+    """``trace_to_jaxpr``'s trace, finished (``JaxprTrace.finish``), and
+    ``f``'s raw outputs: the program is made when ``trace.closed()`` is
+    first called, which a caller that only compares tapes never does.  The
+    caller pauses the collector (``collector_paused``) while the trace and
+    its program live, as ``trace_to_jaxpr`` does: one pause, not one here
+    inside another."""
     trace = JaxprTrace(name or fun_name(f), concrete=concrete, reason=reason,
                        differentiated=differentiated, in_jit=in_jit, tape=tape)
     trace.arg_values = args
     trace.c_assumed = c_assumed
     trace.arg_layouts = layouts
-    with collector_paused, trace:
+    with trace:
         tracers = [
             trace.new_arg(array_aval(x), x) if type(x) is np.ndarray else
             trace.new_arg(_arg_aval(x), _arg_val(x), x if isinstance(x, Tracer) else None)
@@ -67,8 +92,8 @@ def trace_to_jaxpr(
         finally:
             # The trace may outlive the call; the arrays must not.
             trace.arg_values = trace.arg_layouts = None
-        closed = trace.to_jaxpr(outs)
-    return closed, outs, trace.concretized
+        trace.finish(outs)
+    return trace, outs
 
 
 _ABSTRACT = (ShapedArray, ShapeDtypeStruct)

@@ -270,44 +270,97 @@ class JaxprTrace:
                  tape: list | None = None):
         self.fun_name = fun_name
         self.concrete = concrete
-        self.concretized = False
         self.reason = reason or (" inside jit" if in_jit else "")
         self.differentiated = differentiated
         self.in_jit = in_jit
         self.level = len(_state.stack)
-        self.active = False
-        self.eqns: list[Eqn] = []
+        self._eqns: list[Eqn] = []
         self.invars: list[Var] = []
         self.constvars: list[Var] = []
         self.constvals: list[Any] = []
         self._const_ids: dict[int, Var] = {}
         #: Inputs and constants standing for tracers of enclosing traces, by id of their Var.
         self._outer: dict[int, Tracer] = {}
-        #: The equation making each Var (by id), for ``carries_derivative``; made
-        #: on the first conversion, so recording itself keeps no extra map.
-        self._producers: dict[int, Eqn] | None = None
-        self._producers_upto = 0
-        #: Whether ``constant`` made a tracer here (only then can values be
-        #: known in a trace without values).
-        self.has_constants = False
-        #: The arguments the trace's inputs stand for while the function runs
-        #: (arrays, or avals where none are at hand), set by ``trace_to_jaxpr``:
-        #: where NumPy's answer depends on an input's memory layout (whether
-        #: ``reshape`` makes a view), the array's own layout decides it.
-        self.arg_values: Sequence[Any] | None = None
-        #: Where a list: the positions of the inputs whose layout was taken to
-        #: be C-contiguous for want of an array (``jit`` traces avals), for the
-        #: caller to check against the arrays of each call.
-        self.c_assumed: list[int] | None = None
-        #: Where a sequence: per input, the ``Member`` whose memory layout it
-        #: has (``vmap``'s function gets avals, but each stands for a member of
-        #: an argument), or None where ``arg_values`` tells.
-        self.arg_layouts: Sequence[Any] | None = None
         self._tape = tape
+        self._lean = tape is not None and not concrete
         if tape is not None:
-            #: The number of each variable the tape names, by id, in the order
-            #: the trace bound them (inputs, then constants and results as met).
-            self._num: dict[int, int] = {}
+            self._num: dict[Var, int] = {}
+            self._vars: list[Var] = []
+            self._lits: list[Literal] = []
+
+    # What a new trace starts with, read from the class until set (fewer
+    # stores in ``__init__``: eager grad makes a trace per call).
+    concretized = False
+    active = False
+    #: The equation making each Var (by id), for ``carries_derivative``; made
+    #: on the first conversion, so recording itself keeps no extra map.
+    _producers: dict[int, Eqn] | None = None
+    _producers_upto = 0
+    #: Whether ``constant`` made a tracer here (only then can values be
+    #: known in a trace without values).
+    has_constants = False
+    #: The arguments the trace's inputs stand for while the function runs
+    #: (arrays, or avals where none are at hand), set by ``trace_to_jaxpr``:
+    #: where NumPy's answer depends on an input's memory layout (whether
+    #: ``reshape`` makes a view), the array's own layout decides it.
+    arg_values: Sequence[Any] | None = None
+    #: Where a list: the positions of the inputs whose layout was taken to
+    #: be C-contiguous for want of an array (``jit`` traces avals), for the
+    #: caller to check against the arrays of each call.
+    c_assumed: list[int] | None = None
+    #: Where a sequence: per input, the ``Member`` whose memory layout it
+    #: has (``vmap``'s function gets avals, but each stands for a member of
+    #: an argument), or None where ``arg_values`` tells.
+    arg_layouts: Sequence[Any] | None = None
+    #: ``finish``'s result variables, and the program ``closed`` made of them.
+    _outvars: list | None = None
+    _closed: ClosedJaxpr | None = None
+    # With a tape: ``_lean``, whether equations may be written on the tape
+    # only (``process``: no value can be known in the trace); ``_num``, the
+    # number of each variable the tape names, in the order the trace
+    # bound them (inputs, then constants and results as met), and ``_vars``,
+    # the variables by those numbers.  The tape's records up to ``_made`` are
+    # equations of ``_eqns`` (``_made_vars`` variables bound there); those
+    # after are written only, and made equations when ``eqns`` is read
+    # (``_lits``: their literal operands, in order).
+    _made = 0
+    _made_vars = 0
+
+    @property
+    def tape(self) -> list | None:
+        """The tape the trace writes (the comment below this class), if any."""
+        return self._tape
+
+    @property
+    def eqns(self) -> list[Eqn]:
+        """The equations recorded so far.  A taped trace records the plain
+        ones only on its tape (``process``), and makes their equations
+        here, on the first look: an eager ``grad`` whose plan guard finds
+        the tape it ran last never needs them."""
+        tape = self._tape
+        if tape is not None and self._made < len(tape):
+            self._make_eqns(tape)
+        return self._eqns
+
+    def _make_eqns(self, tape: list) -> None:
+        """The ``Eqn`` of each equation ``tape``, the trace's, holds past ``_made``."""
+        variables, eqns = self._vars, self._eqns
+        lits = iter(self._lits)
+        k = self._made_vars
+        for record in tape[self._made:]:
+            head = record[0]
+            if head is _INPUT or head is _CONSTANT:
+                k += 1
+                continue
+            if head is _RESULTS:
+                break
+            prim, params, source, out = record[:4]
+            inputs = tuple([variables[i] if type(i) is int else next(lits) for i in record[4:]])
+            n_out = len(out) if prim.multiple_results else 1
+            eqns.append(Eqn(prim, inputs, tuple(variables[k:k + n_out]), params, source))
+            k += n_out
+        self._made, self._made_vars = len(tape), k
+        self._lits.clear()
 
     # -- entering and leaving -------------------------------------------
 
@@ -356,8 +409,7 @@ class JaxprTrace:
         var = Var(interned(aval))
         self.invars.append(var)
         if self._tape is not None:
-            self._tape.append(_INPUT)
-            self._record(var)
+            self._record(self._tape, _INPUT, var)
         if outer is not None:
             self._outer[id(var)] = outer
         return Tracer(self, var, val if self.concrete else None)
@@ -367,7 +419,7 @@ class JaxprTrace:
         inside traced code that must be traced too (the array API's
         ``asarray(v, device=tracer.device)``).  It carries ``x`` as its value
         even under ``jit``: a constant's value is known and never changes."""
-        self.has_constants = True
+        self.has_constants, self._lean = True, False
         return Tracer(self, self._const_var(x, get_aval(x), lifted=False), x)
 
     def _input_var(self, x):
@@ -395,8 +447,7 @@ class JaxprTrace:
             var = Var(aval)
             self._const_ids[id(x)] = var
             if self._tape is not None:
-                self._tape.append(_CONSTANT)
-                self._record(var)
+                self._record(self._tape, _CONSTANT, var)
             if lifted:
                 self._outer[id(var)] = x
             self.constvars.append(var)
@@ -411,6 +462,45 @@ class JaxprTrace:
     # -- recording ---------------------------------------------------------
 
     def process(self, prim: Primitive, args: Sequence[Any], params: dict):
+        if self._lean:
+            # Eager grad's path for each operation of the function, written
+            # out (an Eqn, the tape's items one by one and the calls took a
+            # third of recording one): an equation whose operands are this
+            # trace's tracers and Python scalars is only written on the
+            # tape, its Eqn made later if ever (``eqns``).
+            num = self._num
+            ins: list[Any] = []
+            avals: list[ShapedArray] = []
+            literals = None
+            for x in args:
+                if type(x) is Tracer and x._trace is self:
+                    v = x._var
+                    ins.append(num.get(v))  # None for a variable of another trace
+                    avals.append(v.aval)
+                elif type(x) in _SCALAR_AVALS:
+                    literal = Literal(x, _SCALAR_AVALS[type(x)])
+                    literals = [literal] if literals is None else [*literals, literal]
+                    ins.append(literal.key())
+                    avals.append(literal.aval)
+                else:
+                    break
+            else:
+                if None not in ins:
+                    # _abstract_eval's lookup by the avals' ids, written out.
+                    found = None if params else _avals_out_by_id.get((prim, *map(id, avals)))
+                    out = found[0] if found is not None else self._abstract(prim, avals, params)
+                    if literals is not None:
+                        self._lits.extend(literals)
+                    if prim.multiple_results:
+                        return self._record_results(prim, params, tuple(out), ins)
+                    var = Var(out)
+                    num[var] = len(num)
+                    self._vars.append(var)
+                    self._tape.append((prim, params, user_source(3), out, *ins))  # type: ignore[union-attr]  # noqa: E501  # _lean: a tape
+                    return Tracer(self, var)
+        tape = self._tape
+        if tape is not None and self._made < len(tape):
+            self._make_eqns(tape)  # those recorded only first: the equations stay in order
         # One loop and no comprehension on the way of a plain equation: this
         # runs once per equation a trace records (and a comprehension is a
         # function call of its own before Python 3.12).  A tracer of this
@@ -423,29 +513,23 @@ class JaxprTrace:
                 else self._input_var(x)
             invars.append(v)
             avals.append(v.aval)
-        try:
-            out = _abstract_eval(prim, avals, params)
-        except FunctransError as e:
-            raise type(e)(f"{self.fun_name}: {e}") from None
-        outvars = tuple([Var(a) for a in out]) if prim.multiple_results else (Var(out),)
+        out = self._abstract(prim, avals, params)
+        if prim.multiple_results:
+            out = tuple(out)
+            outvars = tuple([Var(a) for a in out])
+        else:
+            outvars = (Var(out),)
         source = user_source(3)
         eqn = Eqn(prim, tuple(invars), outvars, params, source)
-        self.eqns.append(eqn)
-        tape = self._tape
-        if tape is not None:  # written out: this runs once per equation
-            tape.append(prim)
+        self._eqns.append(eqn)
+        if tape is not None:
             num = self._num
-            for v in invars:
-                if type(v) is Literal:
-                    tape.append(v.key())
-                else:  # as _number does, without its call
-                    n = num.get(id(v))
-                    tape.append(object() if n is None else n)
-            tape.append(params)
-            tape.append(source)
             for v in outvars:
-                num[id(v)] = len(num)
-                tape.append(v.aval)
+                num[v] = len(num)
+                self._vars.append(v)
+            tape.append((prim, params, source, out,
+                         *[v.key() if type(v) is Literal else _number(num, v) for v in invars]))
+            self._made, self._made_vars = len(tape), len(self._vars)
         if not (self.concrete or self.has_constants):  # no value can be known
             if prim.multiple_results:
                 return [Tracer(self, v) for v in outvars]
@@ -463,10 +547,31 @@ class JaxprTrace:
         ]
         return tracers if prim.multiple_results else tracers[0]
 
-    def _record(self, var: Var) -> None:
-        """Write the binding of ``var`` (an input or a constant) into the tape."""
-        self._num[id(var)] = len(self._num)
-        self._tape.append(var.aval)  # type: ignore[union-attr]  # the callers check
+    def _record_results(self, prim: Primitive, params: dict, out: tuple, ins: list) -> list:
+        """``process``'s tape-only path for a primitive with multiple results
+        (``out``, their avals; ``ins``, the operands as the tape names them)."""
+        num, variables = self._num, self._vars
+        outvars = [Var(a) for a in out]
+        for v in outvars:
+            num[v] = len(num)
+            variables.append(v)
+        self._tape.append((prim, params, user_source(4), out, *ins))  # type: ignore[union-attr]  # noqa: E501  # _lean: a tape
+        return [Tracer(self, v) for v in outvars]
+
+    def _abstract(self, prim: Primitive, avals: list, params: dict) -> Any:
+        """The result avals of ``prim`` at ``avals``, an error of its shape
+        rule naming the traced function."""
+        try:
+            return _abstract_eval(prim, avals, params)
+        except FunctransError as e:
+            raise type(e)(f"{self.fun_name}: {e}") from None
+
+    def _record(self, tape: list, marker: tuple, var: Var) -> None:
+        """Write the binding of ``var`` (an input or a constant: ``marker``)
+        into ``tape``, the trace's."""
+        self._num[var] = len(self._num)
+        self._vars.append(var)
+        tape.append((marker, var.aval))
 
     def _only_constants(self, args: Sequence[Any]) -> bool:
         """Whether every traced operand is a value-carrying tracer of this trace
@@ -477,14 +582,31 @@ class JaxprTrace:
                    for x in args)
 
     def to_jaxpr(self, outs: Sequence[Any]) -> ClosedJaxpr:
-        outvars = [self._input_var(x) for x in outs]
+        """The program of the function whose results are ``outs``."""
+        self.finish(outs)
+        return self.closed()
+
+    def finish(self, outs: Sequence[Any]) -> None:
+        """End the recording with the function's results ``outs`` (bound as
+        constants or literals where they are no tracers of this trace):
+        the tape is complete, and ``closed`` gives the program."""
+        outvars = self._outvars = [self._input_var(x) for x in outs]
         tape = self._tape
         if tape is not None:
-            tape.append(_RESULTS)
-            for v in outvars:
-                tape.append(v.key() if type(v) is Literal else _number(self._num, v))
-        jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns)
-        return ClosedJaxpr(jaxpr, self.constvals)
+            num = self._num
+            tape.append((_RESULTS, *[v.key() if type(v) is Literal else _number(num, v)
+                                     for v in outvars]))
+
+    def closed(self) -> ClosedJaxpr:
+        """The program recorded, after ``finish``; made on the first call."""
+        closed = self._closed
+        if closed is None:
+            if self._outvars is None:
+                raise RuntimeError(f"functrans: the trace of {self.fun_name!r} was asked for "
+                                   "its program before its end (internal error)")
+            jaxpr = Jaxpr(self.constvars, self.invars, self._outvars, self.eqns)
+            closed = self._closed = ClosedJaxpr(jaxpr, self.constvals)
+        return closed
 
     # -- derivatives of values ------------------------------------------------
 
@@ -561,29 +683,33 @@ class JaxprTrace:
         )
 
 
-# The tape of a trace is the program it records, in the order recorded: an
-# input's or a constant's binding is ``_INPUT`` or ``_CONSTANT`` and its aval,
-# an equation is its primitive, its operands (a variable by the number of
-# its binding, a literal by its ``Literal.key()``), its params, its source
-# and the avals of its results, and the program's results follow
-# ``_RESULTS``.  The items in each place are of types that never compare
-# equal to another place's (a number or a literal's tuple, a dict, a source
-# tuple or None, an aval, a primitive or a marker), so two tapes are equal
-# exactly where the two traces recorded the same program up to the naming
-# of its variables, as ``Jaxpr.__eq__`` compares it (equal avals, params
-# equal under ``==``, literals equal bit for bit), from the same lines: a
-# program equal to the last one but made elsewhere (whose errors, warnings
-# and debug_nans checks would name other lines) is not taken for it.
+# The tape of a trace is the program it records, one tuple per binding in
+# the order recorded: an input's or a constant's is ``(_INPUT, aval)`` or
+# ``(_CONSTANT, aval)``, an equation's ``(primitive, params, source, result
+# aval (a tuple of them for a primitive with multiple results), *operands)``
+# (an operand is a variable by the number of its binding, a literal by its
+# ``Literal.key()``), and the last ``(_RESULTS, *results)``.  The items in
+# each place are of types that never compare equal to another place's (a
+# number or a literal's tuple, a dict, a source tuple or None, an aval, a
+# primitive or a marker), so two tapes are equal exactly where the two
+# traces recorded the same program up to the naming of its variables, as
+# ``Jaxpr.__eq__`` compares it (equal avals, params equal under ``==``,
+# literals equal bit for bit), from the same lines: a program equal to the
+# last one but made elsewhere (whose errors, warnings and debug_nans checks
+# would name other lines) is not taken for it.  One flat tuple per binding,
+# compared in C item by item (small numbers and the shared avals are the
+# same objects): the items written one by one cost a fifth of recording an
+# equation, and nested tuples doubled the comparison.
 _INPUT = ("input",)
 _CONSTANT = ("constant",)
 _RESULTS = ("results",)
 
 
-def _number(num: dict[int, int], var: Var) -> object:
+def _number(num: dict[Var, int], var: Var) -> object:
     """The number of ``var``'s binding in a tape, or, for a variable the trace
     did not bind (a subclass's), a new object that equals nothing: no guard
     can then take the tape for another."""
-    n = num.get(id(var))
+    n = num.get(var)
     return object() if n is None else n
 
 

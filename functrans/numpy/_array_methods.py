@@ -28,14 +28,14 @@ from typing import Any
 import numpy as np
 
 import functrans.numpy as fnp  # mid-import here: its attributes are read at call time
-from functrans.core import Tracer, user_frame_summary
+from functrans.core import Tracer, bind, user_frame_summary
 from functrans.dtypes import is_inexact
 from functrans.numpy import _inplace, _memory_order, _reductions, _shape
 from functrans.numpy._array_api_info import TRACE_DEVICE, normalize_device
 from functrans.numpy._indexing import IndexUpdateHelper, getitem
 from functrans.numpy._scalars import is_scalar, mark_array
 from functrans.numpy._ufunc_routes import foreign_target, label, missing_message
-from functrans.primitives.elementwise import convert_element_type, scalar_pow
+from functrans.primitives.elementwise import convert_element_type, integer_pow_p, scalar_pow
 
 #: ``__op__``/``__rop__`` pairs and the ``functrans.numpy`` function behind each.
 _BINARY_OPERATORS = {
@@ -333,6 +333,10 @@ def _power(self, other):
         if _scalar_operand(other):
             return scalar_pow(self, other)
     elif type(other) is int and other == 2:
+        if is_inexact(self.aval.dtype):
+            # fnp.square's equation, bound at once: an inexact array has no
+            # bool to convert (x ** 2 is the common power).
+            return bind(integer_pow_p, self, y=2)
         return fnp.square(self)
     elif is_inexact(self.dtype):
         if type(other) is float and other == 0.5:

@@ -399,23 +399,22 @@ def test_the_plan_guard_takes_its_last_plan_only_for_the_same_tape_and_value_wis
     x = np.linspace(-1.0, 1.0, 4)
 
     def traced(f):
-        tape: list = []
-        closed, _, _ = core.trace_to_jaxpr(lambda x: [f(x)], [x], tape=tape)
-        return closed.jaxpr, tape
+        trace, _ = core.record(lambda x: [f(x)], [x], tape=[])
+        return trace
 
-    j, tape = traced(_loss)
-    plan = guard.plan(j, False, tape)
-    again, again_tape = traced(_loss)  # another trace of the same program
-    assert again_tape is not tape and guard.plan(again, False, again_tape) is plan
-    with_value = guard.plan(j, True, tape)
+    t = traced(_loss)
+    plan = guard.plan(t, False)
+    again = traced(_loss)  # another trace of the same program
+    assert again.tape is not t.tape and guard.plan(again, False) is plan
+    with_value = guard.plan(t, True)
     assert with_value is not plan and with_value.need_value
-    other_j, other_tape = traced(lambda x: fnp.sum(fnp.cos(x)))
-    other = guard.plan(other_j, True, other_tape)
-    assert other is not with_value and other.jaxpr == other_j
+    other_t = traced(lambda x: fnp.sum(fnp.cos(x)))
+    other = guard.plan(other_t, True)
+    assert other is not with_value and other.jaxpr == other_t.closed().jaxpr
     # While debug_nans is on the guard stands aside and remembers nothing.
     config.update("debug_nans", True)
     try:
-        checked = guard.plan(j, True, tape)
+        checked = guard.plan(t, True)
         assert checked is not with_value and guard.recent[0][2] is other
     finally:
         config.update("debug_nans", False)
