@@ -226,8 +226,9 @@ class PlanGuard:
         #: ``(tape, need_value, plan, code)`` of the calls that looked a plan
         #: up last, the most recent first: at most ``GUARDED_PLANS``.
         #: ``code``: where a call found the plan's own lines to be its
-        #: program's (``found_at_lines``), the code object of the tape's
-        #: first equation (``_first_code``), else ``_UNCHECKED``.
+        #: program's (``found_at_lines``), the position on the tape of its
+        #: first equation and that equation's code object (``_first_code``),
+        #: else ``_UNCHECKED``.
         self.recent: tuple[tuple[list | None, bool, GradPlan, Any], ...] = ()
 
     def plan(self, trace: core.JaxprTrace, need_value: bool) -> GradPlan:
@@ -257,8 +258,11 @@ class PlanGuard:
         if not recent:
             return False
         entry = recent[0]
-        return (entry[2] is plan and entry[3] is not _UNCHECKED
-                and _first_code(trace.tape) is entry[3])
+        if entry[2] is not plan or entry[3] is _UNCHECKED:
+            return False
+        at, code = entry[3]  # the first equation: at the same place on an equal tape
+        source = trace.tape[at][2] if at is not None else None  # type: ignore[index]
+        return (None if source is None else source[0]) is code
 
     def found_at_lines(self, plan: GradPlan, trace: core.JaxprTrace) -> None:
         """Remember that ``plan``, the guard's last answer, stands at the lines
@@ -277,14 +281,14 @@ class PlanGuard:
 _UNCHECKED = object()
 
 
-def _first_code(tape: list | None) -> Any:
-    """The code object of the first equation's source on ``tape`` (None if
-    none)."""
-    for record in tape or ():
+def _first_code(tape: list | None) -> tuple[int | None, Any]:
+    """The position of the first equation on ``tape`` and the code object of
+    its source (None for either where there is none)."""
+    for at, record in enumerate(tape or ()):
         if type(record[0]) is not tuple:  # an equation's (the tape's comment in core.tracing)
             source = record[2]
-            return None if source is None else source[0]
-    return None
+            return at, None if source is None else source[0]
+    return None, None
 
 
 def host_value_and_grad(trace: core.JaxprTrace, leaves: Sequence[Any], need_value: bool,

@@ -151,9 +151,14 @@ class Parts:
     def run(self, args: list) -> list[Any]:
         consume = self._consume
         if len(self._parts) == 1:
+            fn = self._fns[0]
+            if fn is not None and not consume:  # compiled whole: called at once
+                return fn(*self._consts, *args)
             given = [*self._consts, *args]
             if consume:
                 args.clear()
+                if fn is not None:
+                    return fn(given)
             return self._run(0, given)
         env = dict(zip(self._n_in, [*self._consts, *args]))
         if consume:
