@@ -473,9 +473,11 @@ class JaxprTrace:
             avals: list[ShapedArray] = []
             literals = None
             for x in args:
-                if type(x) is Tracer and x._trace is self:
+                if type(x) is Tracer:
+                    # Numbered only where it is this trace's variable (None for
+                    # another trace's: no variable is two traces').
                     v = x._var
-                    ins.append(num.get(v))  # None for a variable of another trace
+                    ins.append(num.get(v))
                     avals.append(v.aval)
                 elif type(x) in _SCALAR_AVALS:
                     literal = Literal(x, _SCALAR_AVALS[type(x)])
@@ -590,7 +592,8 @@ class JaxprTrace:
         """End the recording with the function's results ``outs`` (bound as
         constants or literals where they are no tracers of this trace):
         the tape is complete, and ``closed`` gives the program."""
-        outvars = self._outvars = [self._input_var(x) for x in outs]
+        outvars = self._outvars = [x._var if type(x) is Tracer and x._trace is self
+                                   else self._input_var(x) for x in outs]
         tape = self._tape
         if tape is not None:
             num = self._num

@@ -10,10 +10,12 @@ import gc
 import itertools
 import struct
 import threading
+import warnings
 
 import numpy as np
 import pytest
 from _bits import bytes_equal as _same
+from _modules import module_from_source
 
 import functrans as ft
 import functrans.numpy as fnp
@@ -418,3 +420,60 @@ def test_the_plan_guard_takes_its_last_plan_only_for_the_same_tape_and_value_wis
         assert checked is not with_value and guard.recent[0][2] is other
     finally:
         config.update("debug_nans", False)
+
+
+_SITE = """import functrans.numpy as fnp
+
+
+def site(x):
+    return fnp.sum(fnp.log(x) * x)
+
+
+def body(i, x):
+    return fnp.log(x) * x
+"""
+
+
+def test_the_plan_guard_knows_the_lines_of_a_plan_only_for_the_code_it_checked(tmp_path):
+    # Two modules of the same source in two files: their code objects are
+    # equal (their tapes too), but an equation of each stands in its own file.
+    a = module_from_source(tmp_path / "site_a.py", _SITE)
+    b = module_from_source(tmp_path / "site_b.py", _SITE)
+    x = np.linspace(0.5, 1.5, 4)
+
+    def traced(f):
+        return core.record(lambda x: [f(x)], [x], tape=[])[0]
+
+    guard = _eager_grad.PlanGuard()
+    plan = guard.plan(traced(a.site), False)
+    assert not guard.knows_lines(plan, traced(a.site))  # no call has checked them
+    guard.found_at_lines(plan, traced(a.site))
+    assert guard.knows_lines(plan, traced(a.site))
+    other = traced(b.site)
+    assert other.tape == traced(a.site).tape and guard.plan(other, False) is plan
+    assert not guard.knows_lines(plan, other)
+    # A program with a sub-program: the tape holds none of the sub-program's
+    # sources, so its lines are never taken as known.
+    looped = traced(lambda x: fnp.sum(ft.lax.fori_loop(0, 2, a.body, x)))
+    loop_plan = guard.plan(looped, False)
+    guard.found_at_lines(loop_plan, looped)
+    assert not loop_plan.flat and not guard.knows_lines(loop_plan, looped)
+
+
+def test_one_grad_function_of_two_files_warns_at_the_line_of_each(tmp_path):
+    a = module_from_source(tmp_path / "site_a.py", _SITE)
+    b = module_from_source(tmp_path / "site_b.py", _SITE)
+    state = {"module": a}
+    g = ft.grad(lambda x: state["module"].site(x))
+    good, bad = np.array([0.5, 2.0]), np.array([-1.0, 2.0])
+    for _ in range(6):  # built and compiled, then met at both files' lines
+        for module in (a, b):
+            state["module"] = module
+            g(good)
+    for _ in range(2):
+        for module in (a, b, b, a):
+            state["module"] = module
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                g(bad)
+            assert {w.filename for w in caught} == {module.__file__}

@@ -288,3 +288,56 @@ def test_tapes_hold_the_results_types_and_where_a_constant_is_bound(probe):
     tape_f, jaxpr_f = _taped(lambda x: core.bind(probe, x, k=1)[0] * _C64, (_X3,))
     tape_g, jaxpr_g = _taped(lambda x: fnp.multiply(*core.bind(probe, x, k=1.0)), (_X3,))
     assert jaxpr_f != jaxpr_g and tape_f != tape_g
+
+
+# -- equations written on the tape only, made when first read ----------------------
+
+
+def _updated_in_place(x):
+    y = x * 2.0
+    y[0] = 1.0  # reads the equations so far (where the update's view stands)
+    return fnp.sum(y * x) + 0.5
+
+
+#: Programs whose taped traces write some equations on the tape only (this
+#: trace's tracers and Python scalars) and record others at once (a NumPy
+#: array or scalar operand, a constant bound midway, an update in place).
+_MIXED = {
+    "literals": lambda x: (x * 2.0 + -0.0 * x - _NAN_A) ** 3 * True + 1,
+    "a constant midway": lambda x: fnp.sum(fnp.sin(x) * _C64 + 2.0, axis=0) * x,
+    "a NumPy scalar operand": lambda x: fnp.sin(x) * np.float64(2.0) * 3.0 - x,
+    "results of several equations": lambda x: fnp.linalg.slogdet(x * 0.5 + x.T)[1] * x,
+    "an update in place": _updated_in_place,
+}
+
+
+def _literal_values(jaxpr) -> list:
+    return [(type(a.val), a.key()) for e in jaxpr.eqns for a in e.inputs
+            if type(a) is core.Literal]
+
+
+@pytest.mark.parametrize("case", sorted(_MIXED))
+def test_equations_made_from_the_tape_are_those_recorded_at_once(case):
+    f = _MIXED[case]
+    x = _X33
+    taped, _, _ = core.trace_to_jaxpr(lambda x: [f(x)], [x], tape=[])
+    untaped, _, _ = core.trace_to_jaxpr(lambda x: [f(x)], [x])
+    a, b = taped.jaxpr, untaped.jaxpr
+    assert a == b and str(a) == str(b)
+    assert [e.source for e in a.eqns] == [e.source for e in b.eqns]
+    assert _literal_values(a) == _literal_values(b)
+    assert [type(c) for c in taped.consts] == [type(c) for c in untaped.consts]
+    core.check_jaxpr(a)
+
+
+def test_equations_read_midway_are_made_in_order():
+    seen = []
+
+    def f(x):
+        y = fnp.sin(x * 2.0)
+        seen.append([e.primitive.name for e in core.current_trace().eqns])
+        return y + 1.0
+
+    trace, _ = core.record(lambda x: [f(x)], [_X3], tape=[])
+    assert seen == [["mul", "sin"]]
+    assert [e.primitive.name for e in trace.closed().jaxpr.eqns] == ["mul", "sin", "add"]
