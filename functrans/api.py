@@ -292,6 +292,9 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, allow_int: bool, holomo
         def flat(*xs):
             out = f(*(xs if single else replace_args(args, nums, tree_unflatten(in_tree, xs))),
                     **kwargs)
+            if not has_aux:
+                check_scalar_output(label, name, out, holomorphic)
+                return [out]
             out, aux_leaves = split_aux(label, name, out, has_aux, aux_cell, "value")
             check_scalar_output(label, name, out, holomorphic)
             return [out] + list(aux_leaves)

@@ -82,11 +82,11 @@ def record(
     trace.c_assumed = c_assumed
     trace.arg_layouts = layouts
     with trace:
-        tracers = [
-            trace.new_arg(array_aval(x), x) if type(x) is np.ndarray else
-            trace.new_arg(_arg_aval(x), _arg_val(x), x if isinstance(x, Tracer) else None)
-            for x in args
-        ]
+        tracers = []  # a loop, not a comprehension (a call of its own): eager grad's path
+        for x in args:
+            tracers.append(
+                trace.new_arg(array_aval(x), x) if type(x) is np.ndarray else
+                trace.new_arg(_arg_aval(x), _arg_val(x), x if isinstance(x, Tracer) else None))
         try:
             outs = list(f(*tracers))
         finally:

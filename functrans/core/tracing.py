@@ -592,13 +592,19 @@ class JaxprTrace:
         """End the recording with the function's results ``outs`` (bound as
         constants or literals where they are no tracers of this trace):
         the tape is complete, and ``closed`` gives the program."""
-        outvars = self._outvars = [x._var if type(x) is Tracer and x._trace is self
-                                   else self._input_var(x) for x in outs]
+        # Loops, not comprehensions (each a call of its own): eager grad ends
+        # a trace per call.
+        outvars = self._outvars = []
+        for x in outs:
+            outvars.append(x._var if type(x) is Tracer and x._trace is self
+                           else self._input_var(x))
         tape = self._tape
         if tape is not None:
             num = self._num
-            tape.append((_RESULTS, *[v.key() if type(v) is Literal else _number(num, v)
-                                     for v in outvars]))
+            results: list[Any] = [_RESULTS]
+            for v in outvars:
+                results.append(v.key() if type(v) is Literal else _number(num, v))
+            tape.append(tuple(results))
 
     def closed(self) -> ClosedJaxpr:
         """The program recorded, after ``finish``; made on the first call."""
