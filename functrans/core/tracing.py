@@ -737,8 +737,8 @@ def _values_while_tracing(eqn: Eqn, ins: list) -> Any:
 #: equations of a long program repeat a few (the elementwise ones of a loop
 #: body), and one lookup costs less than the shape and dtype rules (which
 #: took 70% of recording an elementwise equation).  Equations with params
-#: are not memoised: params equal under ``==`` (``2`` and ``2.0``) may give
-#: different avals.  Bounded: cleared when full.
+#: are memoised by the ids of their avals only (``_avals_out_by_id``).
+#: Bounded: cleared when full.
 _avals_out: dict[tuple, Any] = {}
 
 #: The same answers by (primitive, *ids of the operand avals), each beside
@@ -746,14 +746,43 @@ _avals_out: dict[tuple, Any] = {}
 #: entry lives: a lookup hashes a few ints where the other one calls
 #: ``ShapedArray.__hash__`` per operand.  It finds the avals a trace passes
 #: on (each result's is the answer of an earlier lookup) and its inputs'
-#: (``interned``).  Bounded: cleared when full.
+#: (``interned``).  An equation with params is found here too where each
+#: param is an int, a bool, a str, None or a tuple of ints: the key holds
+#: each one's name, type and value, since params equal under ``==`` may
+#: give other avals (``2`` and ``True`` are equal, ``(0,)`` and ``(0.0,)``
+#: too; floats, whose ``0.0`` equals ``-0.0``, are never memoised).
+#: Bounded: cleared when full.
 _avals_out_by_id: dict[tuple, tuple] = {}
+
+#: The types of the params ``_abstract_eval`` memoises (tuples of ints aside).
+_KEYED_PARAMS = frozenset({int, bool, str, type(None)})
 
 
 def _abstract_eval(prim: Primitive, avals: list[ShapedArray], params: dict):
-    """``prim.abstract_eval(*avals, **params)``, memoised where ``params`` is empty."""
+    """``prim.abstract_eval(*avals, **params)``, memoised where ``params`` is
+    empty or of the kinds ``_avals_out_by_id`` says."""
     if params:
-        return prim.abstract_eval(*avals, **params)
+        typed: list[Any] = [prim, *map(id, avals)]
+        for name, value in params.items():
+            kind = type(value)
+            if kind is tuple:
+                for item in value:
+                    if type(item) is not int:
+                        return prim.abstract_eval(*avals, **params)
+            elif kind not in _KEYED_PARAMS:
+                return prim.abstract_eval(*avals, **params)
+            typed += (name, kind, value)
+        key = tuple(typed)
+        found = _avals_out_by_id.get(key)
+        if found is not None:
+            return found[0]
+        out = prim.abstract_eval(*avals, **params)
+        if prim.multiple_results:
+            out = tuple(out)
+        if len(_avals_out_by_id) >= 4096:
+            _avals_out_by_id.clear()
+        _avals_out_by_id[key] = (out, tuple(avals))
+        return out
     # Written out for one and two operands: unpacking a map costs more than
     # the lookup it keys.
     n = len(avals)

@@ -48,6 +48,35 @@ def test_the_abstract_evaluations_by_aval_ids_tell_each_type_apart():
         assert _checked_out_aval(lambda a, b: a * b, f64, f64) == f64
 
 
+
+def _typed_eval(x, *, k):
+    # Params equal under == (and hashing alike) that give other results:
+    # 1 and True, (0,) and (0.0,), 0.0 and -0.0, 2 and 2.0.
+    text = repr(k)
+    return ShapedArray(x.shape, np.float32 if ("True" in text or "." in text) else np.float64)
+
+
+@pytest.fixture
+def typed_probe():
+    name = "test_trace_caches_typed_probe"
+    prim = core.Primitive(name, abstract_eval=_typed_eval, impl=lambda x, *, k: x)
+    try:
+        yield prim
+    finally:
+        core.registry.pop(name, None)
+
+
+def test_the_abstract_evaluations_with_params_tell_their_types_apart(typed_probe):
+    # Traced in turn with each param, twice: the second round is answered
+    # from the cache where a param is memoised, and must give its own result.
+    x = ShapedArray((3,), np.float64)
+    params = [1, True, (0,), (0.0,), (0, 1), (False, 1), 0.0, -0.0, 2, 2.0, "a", None]
+    for _ in range(2):
+        for k in params:
+            assert _checked_out_aval(lambda a, k=k: core.bind(typed_probe, a, k=k), x) == \
+                _typed_eval(x, k=k)
+
+
 def test_interned_avals_keep_shape_dtype_and_weakness():
     a = interned(ShapedArray((3,), np.float64))
     assert interned(ShapedArray((3,), np.float64)) is a
