@@ -66,9 +66,8 @@ class GradPlan:
     of its own, and no call waits for ``lock``."""
 
     __slots__ = ("jaxpr", "lines", "flat", "placings", "need_value", "part", "met", "lock",
-                 "dtype",
-                 "n_kept", "jvp", "linear", "known", "forward", "backward", "copy_outs",
-                 "copy_grads")
+                 "dtype", "n_kept", "jvp", "linear", "known", "forward", "backward",
+                 "copy_outs", "copy_grads")
 
     def __init__(self, jaxpr: Jaxpr, need_value: bool):
         self.jaxpr = jaxpr
@@ -233,8 +232,15 @@ class PlanGuard:
 
     def plan(self, trace: core.JaxprTrace, need_value: bool) -> GradPlan:
         """``grad_plan`` of the program of ``trace``, a finished taped trace."""
+        return self.entry(trace, need_value)[2]
+
+    def entry(self, trace: core.JaxprTrace, need_value: bool) -> tuple:
+        """The entry ``(tape, need_value, plan, code)`` whose plan is
+        ``grad_plan`` of the program of ``trace``, a finished taped trace:
+        found by its tape (made the most recent), or made (one not kept
+        while the value checks are on)."""
         if core.checks.checking:
-            return grad_plan(trace.closed().jaxpr, need_value)
+            return (None, need_value, grad_plan(trace.closed().jaxpr, need_value), _UNCHECKED)
         recent = self.recent
         tape = trace.tape
         for k, entry in enumerate(recent):
@@ -242,39 +248,37 @@ class PlanGuard:
                 grad_plan.count_hit()
                 if k:
                     self.recent = (entry, *recent[:k], *recent[k + 1:])
-                return entry[2]
-        plan = grad_plan(trace.closed().jaxpr, need_value)
-        self.recent = ((tape, need_value, plan, _UNCHECKED), *recent[:GUARDED_PLANS - 1])
-        return plan
+                return entry
+        entry = (tape, need_value, grad_plan(trace.closed().jaxpr, need_value), _UNCHECKED)
+        self.recent = (entry, *recent[:GUARDED_PLANS - 1])
+        return entry
 
-    def knows_lines(self, plan: GradPlan, trace: core.JaxprTrace) -> bool:
-        """Whether ``plan``, the guard's last answer, for ``trace``, is known
-        to stand at the lines of ``trace``'s program without making it: a
-        call with an equal tape found so (``found_at_lines``), and the tape's
-        first code object is the same (equal tapes compare code objects by
-        their contents; ``SourceTable.matches`` tells a function from its
-        copy at the same lines in another file by the identity of this one)."""
-        recent = self.recent
-        if not recent:
+    @staticmethod
+    def knows_lines(entry: tuple, trace: core.JaxprTrace) -> bool:
+        """Whether the plan of ``entry`` (``entry``'s answer for ``trace``) is
+        known to stand at the lines of ``trace``'s program without making
+        it: a call with an equal tape found so (``found_at_lines``), and the
+        tape's first code object is the same (equal tapes compare code
+        objects by their contents; ``SourceTable.matches`` tells a function
+        from its copy at the same lines in another file by the identity of
+        this one)."""
+        checked = entry[3]
+        if checked is _UNCHECKED:
             return False
-        entry = recent[0]
-        if entry[2] is not plan or entry[3] is _UNCHECKED:
-            return False
-        at, code = entry[3]  # the first equation: at the same place on an equal tape
+        at, code = checked  # the first equation: at the same place on an equal tape
         source = trace.tape[at][2] if at is not None else None  # type: ignore[index]
         return (None if source is None else source[0]) is code
 
-    def found_at_lines(self, plan: GradPlan, trace: core.JaxprTrace) -> None:
-        """Remember that ``plan``, the guard's last answer, stands at the lines
-        of ``trace``'s program (``SourceTable.matches`` said so), for
-        ``knows_lines``; only for a program without sub-programs, whose
-        sources the tape holds all of."""
+    def found_at_lines(self, entry: tuple, trace: core.JaxprTrace) -> None:
+        """Remember that the plan of ``entry`` (``entry``'s answer for
+        ``trace``) stands at the lines of ``trace``'s program
+        (``SourceTable.matches`` said so), for ``knows_lines``; only for a
+        program without sub-programs, whose sources the tape holds all of."""
+        if not entry[2].flat or entry[3] is not _UNCHECKED:
+            return
+        checked = (*entry[:3], _first_code(trace.tape))
         recent = self.recent
-        if recent and plan.flat:
-            entry = recent[0]
-            if entry[2] is plan and entry[0] == trace.tape:
-                self.recent = ((entry[0], entry[1], plan, _first_code(trace.tape)),
-                               *recent[1:])
+        self.recent = tuple(checked if e is entry else e for e in recent)
 
 
 #: ``PlanGuard``'s mark of an entry whose lines no call has checked.
@@ -320,8 +324,8 @@ def host_value_and_grad(trace: core.JaxprTrace, leaves: Sequence[Any], need_valu
             return None
     if trace.tape is None:
         guard = None  # it compares tapes
-    plan = grad_plan(trace.closed().jaxpr, need_value) if guard is None else \
-        guard.plan(trace, need_value)
+    entry = None if guard is None else guard.entry(trace, need_value)
+    plan = grad_plan(trace.closed().jaxpr, need_value) if entry is None else entry[2]
     args = [*consts, *leaves]
     forward, backward = plan.forward, plan.backward
     if backward is None or forward is None:
@@ -337,13 +341,13 @@ def host_value_and_grad(trace: core.JaxprTrace, leaves: Sequence[Any], need_valu
             plan.compile_step(forward, backward)
         finally:
             plan.lock.release()
-    if guard is None or not guard.knows_lines(plan, trace):
+    if guard is None or entry is None or not guard.knows_lines(entry, trace):
         jaxpr = trace.closed().jaxpr
         sources = core.sources_of(jaxpr)
         if not plan.lines.matches(jaxpr, sources):
             forward, backward = plan.placed(jaxpr, sources, forward, backward)
-        elif guard is not None:
-            guard.found_at_lines(plan, trace)
+        elif guard is not None and entry is not None:
+            guard.found_at_lines(entry, trace)
     return _run(plan, forward, backward, args)
 
 

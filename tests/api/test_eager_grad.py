@@ -445,19 +445,35 @@ def test_the_plan_guard_knows_the_lines_of_a_plan_only_for_the_code_it_checked(t
         return core.record(lambda x: [f(x)], [x], tape=[])[0]
 
     guard = _eager_grad.PlanGuard()
-    plan = guard.plan(traced(a.site), False)
-    assert not guard.knows_lines(plan, traced(a.site))  # no call has checked them
-    guard.found_at_lines(plan, traced(a.site))
-    assert guard.knows_lines(plan, traced(a.site))
+    entry = guard.entry(traced(a.site), False)
+    assert not guard.knows_lines(entry, traced(a.site))  # no call has checked them
+    guard.found_at_lines(entry, traced(a.site))
+    entry = guard.entry(traced(a.site), False)
+    assert guard.knows_lines(entry, traced(a.site))
     other = traced(b.site)
-    assert other.tape == traced(a.site).tape and guard.plan(other, False) is plan
-    assert not guard.knows_lines(plan, other)
+    assert other.tape == traced(a.site).tape and guard.entry(other, False) is entry
+    assert not guard.knows_lines(entry, other)
+    # One function's two sites: one plan, one first code object, two tapes;
+    # the site checked (and made the most recent since) tells nothing of
+    # the other's lines.
+    def two_sites(x, first):
+        if first:
+            return fnp.sum(fnp.log(x) * x)
+        return fnp.sum(fnp.log(x) * x)
+
+    at_one = traced(lambda x: two_sites(x, True))
+    at_two = traced(lambda x: two_sites(x, False))
+    guard.found_at_lines(guard.entry(at_one, False), at_one)  # the plan's own lines
+    entry_two = guard.entry(at_two, False)
+    assert guard.entry(at_one, False)[2] is entry_two[2] and at_one.tape != at_two.tape
+    assert guard.knows_lines(guard.entry(at_one, False), at_one)
+    assert not guard.knows_lines(entry_two, at_two)
     # A program with a sub-program: the tape holds none of the sub-program's
     # sources, so its lines are never taken as known.
     looped = traced(lambda x: fnp.sum(ft.lax.fori_loop(0, 2, a.body, x)))
-    loop_plan = guard.plan(looped, False)
-    guard.found_at_lines(loop_plan, looped)
-    assert not loop_plan.flat and not guard.knows_lines(loop_plan, looped)
+    guard.found_at_lines(guard.entry(looped, False), looped)
+    entry = guard.entry(looped, False)
+    assert not entry[2].flat and not guard.knows_lines(entry, looped)
 
 
 def test_one_grad_function_of_two_files_warns_at_the_line_of_each(tmp_path):
