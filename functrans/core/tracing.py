@@ -281,7 +281,8 @@ class JaxprTrace:
         self._const_ids: dict[int, Var] = {}
         #: Inputs and constants standing for tracers of enclosing traces, by id of their Var.
         self._outer: dict[int, Tracer] = {}
-        self._tape = tape
+        #: The tape the trace writes (the comment below this class), if any.
+        self.tape = tape
         self._lean = tape is not None and not concrete
         if tape is not None:
             self._num: dict[Var, int] = {}
@@ -327,17 +328,12 @@ class JaxprTrace:
     _made_vars = 0
 
     @property
-    def tape(self) -> list | None:
-        """The tape the trace writes (the comment below this class), if any."""
-        return self._tape
-
-    @property
     def eqns(self) -> list[Eqn]:
         """The equations recorded so far.  A taped trace records the plain
         ones only on its tape (``process``), and makes their equations
         here, on the first look: an eager ``grad`` whose plan guard finds
         the tape it ran last never needs them."""
-        tape = self._tape
+        tape = self.tape
         if tape is not None and self._made < len(tape):
             self._make_eqns(tape)
         return self._eqns
@@ -408,8 +404,8 @@ class JaxprTrace:
         it stands for, if any (its derivative flows through this input)."""
         var = Var(interned(aval))
         self.invars.append(var)
-        if self._tape is not None:
-            self._record(self._tape, _INPUT, var)
+        if self.tape is not None:
+            self._record(self.tape, _INPUT, var)
         if outer is not None:
             self._outer[id(var)] = outer
         return Tracer(self, var, val if self.concrete else None)
@@ -446,8 +442,8 @@ class JaxprTrace:
                 raise _leaked(x)
             var = Var(aval)
             self._const_ids[id(x)] = var
-            if self._tape is not None:
-                self._record(self._tape, _CONSTANT, var)
+            if self.tape is not None:
+                self._record(self.tape, _CONSTANT, var)
             if lifted:
                 self._outer[id(var)] = x
             self.constvars.append(var)
@@ -498,9 +494,9 @@ class JaxprTrace:
                     var = Var(out)
                     num[var] = len(num)
                     self._vars.append(var)
-                    self._tape.append((prim, params, user_source(3), out, *ins))  # type: ignore[union-attr]  # noqa: E501  # _lean: a tape
+                    self.tape.append((prim, params, user_source(3), out, *ins))  # type: ignore[union-attr]  # noqa: E501  # _lean: a tape
                     return Tracer(self, var)
-        tape = self._tape
+        tape = self.tape
         if tape is not None and self._made < len(tape):
             self._make_eqns(tape)  # those recorded only first: the equations stay in order
         # One loop and no comprehension on the way of a plain equation: this
@@ -557,7 +553,7 @@ class JaxprTrace:
         for v in outvars:
             num[v] = len(num)
             variables.append(v)
-        self._tape.append((prim, params, user_source(4), out, *ins))  # type: ignore[union-attr]  # noqa: E501  # _lean: a tape
+        self.tape.append((prim, params, user_source(4), out, *ins))  # type: ignore[union-attr]  # noqa: E501  # _lean: a tape
         return [Tracer(self, v) for v in outvars]
 
     def _abstract(self, prim: Primitive, avals: list, params: dict) -> Any:
@@ -598,7 +594,7 @@ class JaxprTrace:
         for x in outs:
             outvars.append(x._var if type(x) is Tracer and x._trace is self
                            else self._input_var(x))
-        tape = self._tape
+        tape = self.tape
         if tape is not None:
             num = self._num
             results: list[Any] = [_RESULTS]
