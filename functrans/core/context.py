@@ -103,11 +103,17 @@ def _line_table(code: types.CodeType):
 _library_code: dict[int, types.CodeType] = {}
 _user_code: dict[int, types.CodeType] = {}
 
+#: The user's code object found last: the operations of a traced function
+#: mostly come from one frame, told at once by identity (any code object
+#: here is the user's, whichever thread put it).
+_last_user_code: types.CodeType | None = None
+
 
 def user_source(depth: int = 2) -> Source | None:
     """Where the equation being recorded comes from: the source of the
     equation an interpreter is re-emitting, else the innermost stack frame
     outside functrans (``depth`` frames above this call and out)."""
+    global _last_user_code
     source = _state.source
     if source is not None:
         return source
@@ -115,8 +121,11 @@ def user_source(depth: int = 2) -> Source | None:
     library, user = _library_code, _user_code
     while frame is not None:
         code = frame.f_code
+        if code is _last_user_code:
+            return (code, frame.f_lasti, False)
         if library.get(id(code)) is not code:
             if user.get(id(code)) is code:
+                _last_user_code = code
                 return (code, frame.f_lasti, False)
             known = library if _is_library_frame(frame) else user
             if len(known) > 4096:
