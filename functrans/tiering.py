@@ -86,9 +86,14 @@ _PER_FLOP = 1e-10
 _COMPILE_BASE = 0.3
 _COMPILE_PER_EQN = 0.03
 
+#: Elementwise equations with a native form that are not ufuncs: ``where``,
+#: and a NumPy scalar's ``**``, which native kernels compute with C's
+#: ``pow`` as the NumPy tier does (``backends/native/c_power.py``; where
+#: this process's ``pow`` fails its check, the lowering refuses it).
+_NATIVE_ELEMENTWISE = frozenset({"select", "scalar_pow"})
 #: What a loop body may hold for its loop to become one kernel, besides
 #: elementwise ufuncs (``backends/native/body.py``).
-_LOOP_BODY = frozenset({"select", "convert_element_type", "dot_general", "transpose",
+_LOOP_BODY = _NATIVE_ELEMENTWISE | frozenset({"convert_element_type", "dot_general", "transpose",
                         "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
                         "reduce_or", "scan", "while_loop", "recorded_loop", "gather",
                         "dynamic_slice", "slice", "rev", "broadcast_in_dim", "squeeze",
@@ -438,10 +443,10 @@ def assess(closed: ClosedJaxpr, numerics: str = "exact") -> Assessment:
                 if cpu_fusible(e) and have_numexpr():
                     tally.differs.append("transcendental functions numexpr computes in the "
                                          "NumPy tier")
-        elif (ufunc is not None or name == "select") and _real(e):
+        elif (ufunc is not None or name in _NATIVE_ELEMENTWISE) and _real(e):
             tally.saved += _DISPATCH + 0.5 * (cost - _DISPATCH)
             tally.eqns += 1
-        elif ufunc is not None or name == "select":
+        elif ufunc is not None or name in _NATIVE_ELEMENTWISE:
             tally.narrow |= _narrow_floats(e)
     gain = tally.saved / tally.cost if tally.cost else 0.0
     seconds = _COMPILE_BASE + _COMPILE_PER_EQN * tally.eqns

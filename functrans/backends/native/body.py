@@ -52,6 +52,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from functrans.backends.native.c_power import CPower
 from functrans.backends.native.dot import _FLOATS, dot_lines
 from functrans.backends.native.elementwise import _operand_type, native_ufunc
 from functrans.backends.native.kernel import Kernel, Value, type_name
@@ -128,11 +129,16 @@ def _run_shape(ops: Sequence[Value], avals, out: tuple[int, ...]) -> tuple[str, 
 SELECT = "select"
 
 
-def _expression(fn, ops: Sequence[str]) -> str:
+def _expression(k: Kernel, fn, ops: Sequence[str]) -> str:
     """The scalar expression of a body member: a ufunc's call, a scalar
-    type's (a conversion), or a selection."""
+    type's (a conversion), a selection, or C's ``pow`` (``CPower``, whose
+    import joins the kernel's globals)."""
     if fn is SELECT:
         return f"({ops[1]} if {ops[0]} else {ops[2]})"
+    if isinstance(fn, CPower):
+        if fn.imports() not in k.globals:
+            k.globals.append(fn.imports())
+        return fn.expression(list(ops))
     return f"np.{fn.__name__}({', '.join(ops)})"
 
 
@@ -230,7 +236,7 @@ def lower_jaxpr(k: Kernel, jaxpr: Jaxpr, ins: Sequence[Value], pad: str
                 ops.append(_cast(text, a.aval.dtype, d))
             out = e.outputs[0]
             s = scalars[id(out)] = k.fresh("v")
-            lines.append(f"{inner}{s} = {_expression(ufunc, ops)}")
+            lines.append(f"{inner}{s} = {_expression(k, ufunc, ops)}")
             if id(out) in returned or users.get(id(out), set()) - members:
                 buf = Value(k.buffer(shape, out.aval.dtype), shape, out.aval.dtype, owned=True)
                 lines.append(f"{inner}{buf.at(index)} = {s}")
@@ -331,7 +337,7 @@ def lower_jaxpr(k: Kernel, jaxpr: Jaxpr, ins: Sequence[Value], pad: str
             texts = [_cast(value(a).at(()), a.aval.dtype, d) if type(a) is not Literal
                      else k.constant(a.val, d) for a, d in zip(e.inputs, loop[1])]
             s = k.fresh("v")
-            lines.append(f"{pad}{s} = {_expression(loop[0], texts)}")
+            lines.append(f"{pad}{s} = {_expression(k, loop[0], texts)}")
             names[id(e.outputs[0])] = Value(s, (), out.dtype)
             continue
         if group and group[0][1].outputs[0].aval.shape != out.shape:

@@ -48,6 +48,7 @@ from typing import Any, Callable
 import numpy as np
 
 from functrans.backends.native import elementwise, fp_status
+from functrans.backends.native.c_power import CPower
 from functrans.backends.native.cache import _load_compiled
 from functrans.backends.native.elementwise import (
     _REFCOUNTS_EXACT,
@@ -69,17 +70,23 @@ from functrans.passes.fuse import fuse
 CHUNK = 2048
 
 
-def loop_member(e: Eqn) -> tuple[int, tuple[np.dtype, ...]] | None:
+def loop_member(e: Eqn) -> tuple[int | CPower, tuple[np.dtype, ...]] | None:
     """The address and dtypes of the NumPy loop a kernel calls for ``e``: a
     transcendental float function whose loop's address can be taken, on
-    operands in the loop's dtypes, giving the equation's dtype; else None."""
+    operands in the loop's dtypes, giving the equation's dtype; or, for a
+    scalar's ``**``, the C function called on each element (``CPower``), so
+    that the flags it raises are read as a loop's are; else None."""
     found = native_ufunc(e)
-    if found is None or not may_differ(*found) or fp_status.status() is None:
+    if found is None or fp_status.status() is None:
         return None
     ufunc, dtypes = found
+    if not isinstance(ufunc, CPower) and not may_differ(ufunc, dtypes):
+        return None
     if dtypes[-1] != e.outputs[0].aval.dtype or any(
             type(a) is Var and a.aval.dtype != d for a, d in zip(e.inputs, dtypes)):
         return None
+    if isinstance(ufunc, CPower):
+        return ufunc, dtypes
     address = numpy_loop(ufunc, dtypes)
     return None if address is None else (address, dtypes)
 
@@ -182,21 +189,30 @@ def chunked_source(group: Jaxpr) -> tuple[str, list[int]]:
             lines += stage
             held.update((id(v), (v, dest)) for v, dest in zip(targets, stores))
         for m in calls:
-            places = []
             address, dtypes = loops[id(m)]
-            for a, d in zip(m.inputs, dtypes):
-                if type(a) is Var and id(a) in held:
-                    places.append((f"{held[id(a)][1]}.ctypes.data", d.itemsize))
-                    continue
-                cell = k.buffer(("1",), d)
-                value = scalars[id(a)][1] if type(a) is Var else k.constant(a.val, d)
-                cells.append(f"{cell}[0] = {type_name(d)}({value})")
-                places.append((f"{cell}.ctypes.data", 0))  # stride 0, as NumPy's scalars
             out = m.outputs[0]
             dest = out_name.get(id(out)) or k.buffer(("2 * size",), out.aval.dtype)
-            places.append((f"{dest}.ctypes.data", out.aval.dtype.itemsize))
             lines.append(f"{pad}call_status(clear, every)")
-            k.call_loop(address, places, "m", pad, lines)
+            if isinstance(address, CPower):  # the C function on each element
+                if address.imports() not in k.globals:
+                    k.globals.append(address.imports())
+                ops = [f"{held[id(a)][1]}[i0]" if type(a) is Var and id(a) in held
+                       else scalars[id(a)][1] if type(a) is Var else k.constant(a.val, d)
+                       for a, d in zip(m.inputs, dtypes)]
+                lines += [f"{pad}for i0 in range(m):",
+                          f"{pad}    {dest}[i0] = {address.expression(ops)}"]
+            else:
+                places = []
+                for a, d in zip(m.inputs, dtypes):
+                    if type(a) is Var and id(a) in held:
+                        places.append((f"{held[id(a)][1]}.ctypes.data", d.itemsize))
+                        continue
+                    cell = k.buffer(("1",), d)
+                    value = scalars[id(a)][1] if type(a) is Var else k.constant(a.val, d)
+                    cells.append(f"{cell}[0] = {type_name(d)}({value})")
+                    places.append((f"{cell}.ctypes.data", 0))  # stride 0, as NumPy's scalars
+                places.append((f"{dest}.ctypes.data", out.aval.dtype.itemsize))
+                k.call_loop(address, places, "m", pad, lines)
             lines.append(f"{pad}flags |= call_status(test, every)")
             held[id(out)] = (out, dest)
     args = ["start", "stop", "size", "clear", "test", "every",
@@ -269,8 +285,9 @@ def chunked_call(group: Jaxpr, name: str, folder: str = "") -> tuple[Callable, s
     split = size >= elementwise.SPLIT_ELEMENTS and threads > 1
     head = (status.clear, status.test, status.every)
     chunk = CHUNK
-    read = {id(a) for m in group.eqns if loop_member(m) is not None for a in m.inputs}
-    direct = [id(v) in read for v in group.invars]  # inputs a loop call reads
+    read = {id(a) for m in group.eqns if (found := loop_member(m)) is not None
+            and not isinstance(found[0], CPower) for a in m.inputs}
+    direct = [id(v) in read for v in group.invars]  # inputs a NumPy loop's call reads
     kept = _Kept()
     numpy_calls: list[Compiled] = []  # the NumPy tier's calls of the group, at the first need
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from functrans.backends.native.c_power import CPower, power_form
 from functrans.backends.native.cache import _load_compiled
 from functrans.backends.native.numpy_loops import may_differ
 from functrans.backends.native.reducers import FOLDED
@@ -76,6 +77,8 @@ def native_ufunc(e: Eqn, numba: bool = True) -> tuple[Any, tuple[np.dtype, ...]]
     prim = e.primitive
     if prim.multiple_results or len(e.outputs) != 1:
         return None
+    if prim.name == "scalar_pow":
+        return _scalar_pow(e)
     fn = None
     kernel: Any = prim.numpy_kernel  # what the NumPy backend's generated code calls
     if kernel is not None:
@@ -102,6 +105,20 @@ def native_ufunc(e: Eqn, numba: bool = True) -> tuple[Any, tuple[np.dtype, ...]]
         loops = _LOOPS[fn] = _loops(fn)
     signature = "".join(d.char for d in dtypes[:-1]) + "->" + dtypes[-1].char
     return (fn, tuple(dtypes)) if signature in loops else None
+
+
+def _scalar_pow(e: Eqn) -> tuple[CPower, tuple[np.dtype, ...]] | None:
+    """``native_ufunc`` of a NumPy scalar's ``**``: C's ``pow`` or ``powf``
+    (``c_power.py``) on the dtypes ``np.power`` resolves, as the NumPy
+    tier's ``scalar_pow`` takes them; other dtypes stay NumPy calls."""
+    if any(a.aval.dtype.kind not in "biuf" for a in (*e.inputs, *e.outputs)):
+        return None
+    try:
+        dtypes = tuple(np.power.resolve_dtypes((*map(_operand_type, e.inputs), None)))
+    except (TypeError, ValueError, OverflowError):
+        return None
+    form = power_form(dtypes)
+    return None if form is None or dtypes[-1] != e.outputs[0].aval.dtype else (form, dtypes)
 
 
 def _fits(a, dtype: np.dtype) -> bool:
@@ -134,10 +151,13 @@ def transcendental(e: Eqn) -> bool:
 def fusible(e: Eqn, exact: bool = False) -> bool:
     """The equations a native group may hold.  With ``exact`` (the lowering
     of ``jit_tier_numerics="exact"``) not the ``transcendental`` ones: those
-    stay the very NumPy calls the NumPy tier makes, so their bits are its."""
-    if native_ufunc(e) is None:
+    stay the very NumPy calls the NumPy tier makes, so their bits are its;
+    nor a scalar's ``**`` (C's ``pow``), which can raise floating-point
+    exceptions that only ``chunked.py``'s kernels report as NumPy does."""
+    found = native_ufunc(e)
+    if found is None:
         return _native_select(e)
-    return not (exact and transcendental(e))
+    return not (exact and (isinstance(found[0], CPower) or transcendental(e)))
 
 
 # -- the program around the groups -------------------------------------------
@@ -429,7 +449,12 @@ def body(group: Jaxpr, scalars: Sequence[bool], pad: str, rank: int | None = Non
                                        "(internal error); please report it")
                 ufunc, loop = found
                 texts = [operand(a, d, names, shift) for a, d in zip(e.inputs, loop)]
-                call = f"np.{ufunc.__name__}({', '.join(texts)})"
+                if isinstance(ufunc, CPower):
+                    call = ufunc.expression(texts)
+                    if ufunc.imports() not in globs:
+                        globs.append(ufunc.imports())
+                else:
+                    call = f"np.{ufunc.__name__}({', '.join(texts)})"
                 if ufunc is np.power and loop[-1].kind == "f" and not e.inputs[1].aval.ndim:
                     call = _scalar_power(e.inputs[1], *texts)
                 if loop[-1] != out:

@@ -1,13 +1,17 @@
 """Calls by address from a native kernel: of a NumPy loop
-(``numpy_loops.py``), and of the C library's floating-point status
-functions (``fp_status.py``).  Imported by the kernels' source only, once
-Numba is loaded."""
+(``numpy_loops.py``), of the C library's floating-point status functions
+(``fp_status.py``), and of C's ``pow`` and ``powf`` (``c_power.py``).
+Imported by the kernels' source only, once Numba is loaded."""
 
 from __future__ import annotations
 
-from llvmlite import ir
+import numpy as np
+from llvmlite import binding, ir
 from numba import types
 from numba.extending import intrinsic
+from numba.np.numpy_support import from_dtype
+
+from functrans.backends.native.c_power import power_address
 
 
 @intrinsic
@@ -42,3 +46,24 @@ def call_status(typingctx, address, flags):
         return builder.sext(result, ir.IntType(64))
 
     return sig, codegen
+
+
+def _power(dtype: np.dtype) -> types.ExternalFunction | None:
+    """C's ``pow`` (float64) or ``powf`` (float32) as a kernel calls it
+    (``c_power.py``): an external function under a name of ours, bound to
+    the C function's address in this process before any kernel naming it
+    is linked (the machine code cached on disk names the symbol, not the
+    address).  LLVM knows nothing of that name, so it keeps each call as it
+    stands: no ``x * x`` for ``pow(x, 2.0)``, no folding of literals."""
+    address = power_address(dtype)
+    if address is None:
+        return None
+    name = f"functrans_scalar_pow_{np.dtype(dtype).name}"
+    binding.add_symbol(name, address)
+    scalar = from_dtype(np.dtype(dtype))
+    return types.ExternalFunction(name, scalar(scalar, scalar))
+
+
+#: ``scalar_pow`` on float64 and float32 scalars: ``c_pow_float64(x, y)``.
+c_pow_float64 = _power(np.dtype(np.float64))
+c_pow_float32 = _power(np.dtype(np.float32))
