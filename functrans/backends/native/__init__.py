@@ -177,7 +177,10 @@ def lower(closed: ClosedJaxpr, cache_dir: str = "", budget: float | None = None,
             fn, source, spent = chunked_call(chunks, f"native_{len(sources)}", cache_dir)
             sources.append(source)
             seconds += spent
-            eqns.append(Eqn(_NativeCall(fn, source), e.inputs, e.outputs, {}))  # type: ignore[arg-type]
+            # (the group's inputs: an equation alone may also have literals,
+            # or one variable twice, which its group takes once)
+            eqns.append(Eqn(_NativeCall(fn, source), tuple(chunks.invars), e.outputs,  # type: ignore[arg-type]
+                            {}))
             continue
         split = split_ufunc(e) if exact else None
         if split is not None:

@@ -165,6 +165,18 @@ def test_a_constant_exponent_array_stays_an_array_for_numpy_s_loop():
     _same(compiled, f, x)
 
 
+def test_a_function_alone_takes_its_literals_and_repeated_operands_from_its_group():
+    # Its kernel takes the group's inputs: a literal first operand or one
+    # array twice is not an argument of it.
+    def f(x):
+        return fnp.arctan2(2.0, x), fnp.power(1.5, x), fnp.arctan2(x, x)
+
+    x = _values(300, "float64")
+    compiled, sources = _lowered(f, x)
+    assert len(sources) == 3 and all("call_loop(" in s for s in sources)
+    _same(compiled, f, x)
+
+
 def test_a_broadcast_operand_keeps_the_function_out_of_the_arithmetic_s_kernel():
     def f(x, w):
         return fnp.sin(x) * w + x
