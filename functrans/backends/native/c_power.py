@@ -124,3 +124,9 @@ def power_form(dtypes: tuple[np.dtype, ...]) -> CPower | None:
     if form is None or any(d != dtypes[-1] for d in dtypes) or power_address(dtypes[-1]) is None:
         return None
     return form
+
+
+def raises_flags(source: str) -> bool:
+    """Whether a kernel's ``source`` calls C's ``pow`` (``CPower``), whose
+    floating-point exceptions NumPy would report."""
+    return any(form.imports() in source for form in _FORMS.values())

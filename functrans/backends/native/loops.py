@@ -10,12 +10,15 @@ allocated nor written.  Anything else leaves the loop to the NumPy tier.
 
 from __future__ import annotations
 
+import ctypes
 import time
 from typing import Callable, Sequence
 
 import numpy as np
 
+from functrans.backends.native import fp_status
 from functrans.backends.native.body import NESTED, carry_in, carry_out, lower_jaxpr
+from functrans.backends.native.c_power import raises_flags
 from functrans.backends.native.cache import _load
 from functrans.backends.native.elementwise import _KINDS, _scalar, native_ufunc
 from functrans.backends.native.kernel import Kernel, Value, type_name
@@ -294,6 +297,10 @@ def loop_call(e: Eqn, name: str, folder: str,
     if found is None:
         return None
     source, sizes, returned, addresses = found
+    flagged = exact and raises_flags(source)
+    status = fp_status.status() if flagged else None
+    if flagged and status is None:
+        return None  # its C pow's floating-point exceptions could not be read
     signature = (*(types.int64 for _ in sizes), *(_numba_type(v.aval) for v in e.inputs),
                  *(types.int64 for _ in addresses))
     compiled = _compiled(source, folder, signature)
@@ -339,14 +346,32 @@ def loop_call(e: Eqn, name: str, folder: str,
     # An index NumPy refuses raises IndexError in the kernel (movement.py),
     # which writes none of its operands: the NumPy tier reruns the loop and
     # raises its own error.
-    text = (f"def {name}({', '.join(args)}):\n{guard}"
+    # In exact numerics, the floating-point exceptions C's pow raises (a
+    # scalar's ``**``) are read around the call, as NumPy reads them around
+    # each of the NumPy tier's calls: where the caller's np.errstate would
+    # report one, the NumPy tier reruns the loop and warns or raises itself.
+    clear, check = "", ""
+    if status is not None:
+        namespace.update(_clear=_status_function(status.clear),
+                         _test=_status_function(status.test), _every=status.every,
+                         _reported=fp_status.reported, _status=status)
+        clear = "    _clear(_every)\n"
+        check = (f"    if _reported(_test(_every), _status):\n"
+                 f"        return _numpy({', '.join(args)})\n")
+    text = (f"def {name}({', '.join(args)}):\n{guard}{clear}"
             f"    try:\n"
             f"        r = _kernel({', '.join(passed)})\n"
             f"    except IndexError:\n"
-            f"        return _numpy({', '.join(args)})\n"
+            f"        return _numpy({', '.join(args)})\n{check}"
             f"    return [{', '.join(results)}]\n")
     exec(compile(text, f"<functrans native loop {name}>", "exec"), namespace)
     return namespace[name], source, seconds
+
+
+def _status_function(address: int) -> Callable[[int], int]:
+    """``feclearexcept`` or ``fetestexcept`` at ``address`` (``fp_status``)
+    as a Python function of the flags."""
+    return ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(address)
 
 
 def _numpy_tier(e: Eqn) -> Callable[..., list]:
