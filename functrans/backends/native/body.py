@@ -20,6 +20,8 @@ and rewrites on every step:
   lowering (``Kernel.exact``), where it is NumPy's loop on one element,
   as the NumPy tier computes a 0-d array, and a function with no such
   call leaves the loop to the NumPy tier;
+* a NumPy scalar's ``**`` (``scalar_pow``) is a call of C's ``pow`` or
+  ``powf`` (``c_power.py``), the function the NumPy tier computes it with;
 * ``dot_general`` is NumPy's ``matmul`` loop or explicit loops (``dot.py``),
   ``transpose`` a copy;
 * reductions whose result can be NumPy's bit for bit (``loop_reductions.py``);

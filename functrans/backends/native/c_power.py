@@ -24,13 +24,14 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+from typing import Any
 
 import numpy as np
 
 from functrans.core import lookup_primitive
 
 #: The C function computing a scalar's ``**`` for each dtype.
-_NAMES = {np.dtype(np.float64): "pow", np.dtype(np.float32): "powf"}
+_NAMES: dict[np.dtype, str] = {np.dtype(np.float64): "pow", np.dtype(np.float32): "powf"}
 
 #: Bases and exponents whose pairs the check takes: IEEE 754's special
 #: cases of ``pow`` (zeros, infinities, NaN, negative bases with integer and
@@ -40,8 +41,9 @@ _SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0,
             1.7976931348623157e308, 0.9999999, 1.0000001, 1023.0, -1074.0, 0.3333333333333333]
 
 
-def _c_function(name: str, dtype: np.dtype) -> ctypes._CFuncPtr | None:
-    """``name`` from the process's C library, else the math library."""
+def _c_function(name: str, dtype: np.dtype) -> Any:
+    """``name`` from the process's C library, else the math library, as a
+    ctypes function of two ``dtype`` scalars; None where it is in neither."""
     kind = ctypes.c_double if dtype == np.float64 else ctypes.c_float
     for library in (None, ctypes.util.find_library("m")):
         try:
@@ -83,7 +85,8 @@ def power_address(dtype: np.dtype) -> int | None:
         return None
     x, y = _pairs(dtype)
     with np.errstate(all="ignore"):
-        want = np.asarray(lookup_primitive("scalar_pow").numpy_fn(x, y), dtype)
+        numpy_tier: Any = lookup_primitive("scalar_pow").numpy_fn
+        want = np.asarray(numpy_tier(x, y), dtype)
         got = np.array([fn(a, b) for a, b in zip(x.tolist(), y.tolist())], dtype)
     if got.tobytes() != want.tobytes():
         return None
@@ -112,7 +115,7 @@ class CPower:
         return f"from functrans.backends.native.intrinsics import {self.name}"
 
 
-_FORMS = {d: CPower(d) for d in _NAMES}
+_FORMS: dict[np.dtype, CPower] = {d: CPower(d) for d in _NAMES}
 
 
 def power_form(dtypes: tuple[np.dtype, ...]) -> CPower | None:

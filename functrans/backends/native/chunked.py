@@ -13,7 +13,10 @@ arithmetic around the calls (``elementwise.body``) runs over the chunk
 while it is in the cache.  The group's inputs are read once and its
 outputs written once: no intermediate of the whole shape is made.  The
 gradient of ``sum(sin(x) * x + x**2)`` is one such kernel, two loop calls
-and one arithmetic loop per chunk.
+and one arithmetic loop per chunk.  A NumPy scalar's ``**``
+(``scalar_pow``) is a member of the same kind: C's ``pow`` (``c_power.py``)
+called on each element of the chunk, the flags it raises read as a
+loop's.
 
 Same bits.  The arithmetic is IEEE 754's, as in every group, and a NumPy
 loop computes each element from that element alone, whatever the count it

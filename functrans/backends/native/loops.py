@@ -6,6 +6,10 @@ in buffers allocated once per call, the stacked outputs are written row by
 row, and loops nested in the body are loops in the kernel.  A stacked
 output nothing reads (a residual the gradient does not need) is neither
 allocated nor written.  Anything else leaves the loop to the NumPy tier.
+In exact numerics a kernel calling C's ``pow`` (a scalar's ``**``) is
+called between a clear and a read of the floating-point flags; where the
+caller's ``np.errstate`` would report one, the NumPy tier reruns the loop
+and warns or raises as it does.
 """
 
 from __future__ import annotations

@@ -23,12 +23,14 @@ pytest.importorskip("numba")
 pytestmark = pytest.mark.native
 
 from functrans.backends import native  # noqa: E402
+from functrans.backends.native.c_power import CPower  # noqa: E402
 
 #: The largest last-bit difference measured between Numba's and NumPy's
 #: transcendental functions (cbrt at float64; 2 for several float32 ones).
 MAX_ULPS = 3
 
-#: Ufuncs whose results IEEE 754 (or integer arithmetic) fixes exactly.
+#: Ufuncs whose results IEEE 754 (or integer arithmetic) fixes exactly (and
+#: a scalar's ``**``, which is the very C function the NumPy tier calls).
 EXACT = {np.add, np.subtract, np.multiply, np.true_divide, np.sqrt, np.negative,
          np.absolute, np.floor, np.ceil, np.trunc, np.rint, np.equal, np.not_equal,
          np.less, np.less_equal, np.greater, np.greater_equal, np.isfinite, np.invert,
@@ -117,7 +119,7 @@ def test_every_native_primitive_matches_numpy(dtype):
         bits = f"u{want.itemsize}"
         same = (want.view(bits) == out.view(bits)) | (np.isnan(want) & np.isnan(out))
         special = ~np.isfinite(want) | ~np.isfinite(out) | (want == 0) | (out == 0)
-        if ufunc in EXACT or dtype in ("bool",):
+        if ufunc in EXACT or isinstance(ufunc, CPower) or dtype in ("bool",):
             bad = np.nonzero(~same)[0]
         else:
             bad = np.nonzero(~same & special)[0]

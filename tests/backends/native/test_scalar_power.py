@@ -33,8 +33,8 @@ def _pairs(dtype) -> tuple[np.ndarray, np.ndarray]:
     n = 600
     with np.errstate(over="ignore", under="ignore"):
         special = np.array(SPECIAL, dtype)
-        x = np.concatenate([np.repeat(special, special.size),
-                            (rng.standard_normal(n) * 10.0 ** rng.integers(-6, 6, n)).astype(dtype)])
+        bases = rng.standard_normal(n) * 10.0 ** rng.integers(-6, 6, n)
+        x = np.concatenate([np.repeat(special, special.size), bases.astype(dtype)])
         y = np.concatenate([np.tile(special, special.size),
                             rng.choice([2.0, 3.0, 0.5, -1.0, -2.0, 1.3, 2.5], n // 2).astype(dtype),
                             (rng.standard_normal(n - n // 2) * 30.0).astype(dtype)])
