@@ -78,7 +78,7 @@ def native_ufunc(e: Eqn, numba: bool = True) -> tuple[Any, tuple[np.dtype, ...]]
     if prim.multiple_results or len(e.outputs) != 1:
         return None
     if prim.name == "scalar_pow":
-        return _scalar_pow(e)
+        return _c_power_form(e)
     fn = None
     kernel: Any = prim.numpy_kernel  # what the NumPy backend's generated code calls
     if kernel is not None:
@@ -107,7 +107,7 @@ def native_ufunc(e: Eqn, numba: bool = True) -> tuple[Any, tuple[np.dtype, ...]]
     return (fn, tuple(dtypes)) if signature in loops else None
 
 
-def _scalar_pow(e: Eqn) -> tuple[CPower, tuple[np.dtype, ...]] | None:
+def _c_power_form(e: Eqn) -> tuple[CPower, tuple[np.dtype, ...]] | None:
     """``native_ufunc`` of a NumPy scalar's ``**``: C's ``pow`` or ``powf``
     (``c_power.py``) on the dtypes ``np.power`` resolves, as the NumPy
     tier's ``scalar_pow`` takes them; other dtypes stay NumPy calls."""
