@@ -177,8 +177,9 @@ def _reduced(eqn, ins: list[Proxy]) -> Proxy:
     p = ins[0]
     if p is None:
         return None
-    axes = eqn.params["axes"]
-    return np.empty_like(p[tuple(0 if a in axes else slice(None) for a in range(p.ndim))])
+    # A reduction of the proxy itself: it allocates as NumPy's do, and an
+    # axis of length 0 (which no index can stand for) is reduced too.
+    return np.empty_like(np.logical_or.reduce(p, axis=tuple(eqn.params["axes"])), p.dtype)
 
 
 def _sort(eqn, ins: list[Proxy]) -> tuple[Proxy, Proxy]:

@@ -821,3 +821,19 @@ def test_order_a_of_the_real_part_of_a_fortran_complex_array_is_c(make):
     z = np.asfortranarray(X * (1 + 1j))
     want = f(np, z.copy(order="K"))
     np.testing.assert_array_equal(ft.jit(lambda z: f(fnp, z))(z), want)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_a_reduction_over_an_empty_axis_has_numpys_layout(order):
+    """The layout rule of a reduction reduces a model of its operand, so an
+    axis of length 0 is reduced as NumPy reduces it (indexing it failed)."""
+    def f(x):
+        y = np.sum(x, axis=1)
+        r = y.reshape(-1)
+        y += 1.0
+        return r
+
+    x = np.zeros((2, 0, 3), order=order)
+    np.testing.assert_array_equal(ft.jit(f)(x), f(x.copy(order="K")))
+    np.testing.assert_array_equal(ft.jit(lambda a, v: fnp.searchsorted(a, v))(
+        np.array([]), np.zeros((2, 2))), np.zeros((2, 2), int))
