@@ -9,12 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _bits import bits_equal, bytes_equal
+from _tiering import moved
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import functrans as ft
 import functrans.numpy as fnp
-from functrans import config, lax, tiering
+from functrans import lax, tiering
 from functrans.backends import native
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="needs Numba")
@@ -37,27 +38,6 @@ def _functions(x):
             fnp.log1p(fnp.abs(x)) - fnp.arcsinh(x), fnp.abs(x) ** 1.3)
 
 
-@pytest.fixture
-def exact(monkeypatch):
-    """Programs move at their first call with the default exact numerics."""
-    monkeypatch.setattr(config, "jit_compiler", "auto")
-    monkeypatch.setattr(config, "jit_tier_up", "eager")
-    monkeypatch.setattr(config, "jit_tier_numerics", "exact")
-    yield
-    tiering.wait(120.0)
-
-
-def _moved(f, *args):
-    """``jit(f)`` once automatic tiering has moved its program for ``args``."""
-    jf = ft.jit(f)
-    with np.errstate(all="ignore"):
-        jf(*args)
-    assert tiering.wait(120.0)
-    (info,) = jf.cache_info().tiers
-    assert info.tier == "native", info
-    return jf
-
-
 def _sources(jf) -> tuple[str, ...]:
     """The Numba source of the kernels of ``jf``'s one moved program."""
     (slot,) = jf._order.values()
@@ -76,7 +56,7 @@ def _same(jf, f, *args, equal=bytes_equal):
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_top_level_transcendentals_stay_numpy_s_calls(exact, dtype):
     x = _special(dtype)
-    jf = _moved(_functions, x)
+    jf = moved(_functions, x)
     sources = _sources(jf)
     assert sources  # the arithmetic around the functions is fused
     assert not any(f"np.{name}(" in s for s in sources
@@ -100,7 +80,7 @@ def test_large_transcendentals_are_numpy_s_loop_on_chunks_by_threads(exact, monk
     rng = np.random.default_rng(1)
     x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-5, 5, shape)).astype(dtype)
     x.reshape(-1)[:len(SPECIAL)] = _special(dtype)
-    jf = _moved(_functions, x)
+    jf = moved(_functions, x)
     (slot,) = jf._order.values()
     calls = [e.primitive for e in slot.entry.compiled.jaxpr.jaxpr.eqns
              if e.primitive.name == "native_kernel"]
@@ -121,7 +101,7 @@ def test_chunks_on_other_threads_raise_as_numpy_s_call(exact, monkeypatch):
     monkeypatch.setattr(elementwise, "_threads", lambda: 4)
     monkeypatch.setattr(tiering, "SPLIT_ELEMENTS", 64)
     monkeypatch.setattr(tiering, "_CORES", 4)
-    jf = _moved(lambda x: fnp.sin(x) * 2.0 + x, np.ones(4000))
+    jf = moved(lambda x: fnp.sin(x) * 2.0 + x, np.ones(4000))
     x = np.ones(4000)
     x[-1] = np.inf  # in the last chunk, which a helper thread may compute
     for _ in range(20):
@@ -136,7 +116,7 @@ def test_the_gradient_of_a_loss_with_sin_moves_and_keeps_its_bits(exact):
     # (At this size dispatch still dominates: at n=1e6 NumPy's sin and cos,
     # which stay NumPy calls, would be most of the time and it would not move.)
     x = np.concatenate([_special("float64"), np.linspace(-4, 4, 300)])
-    jf = _moved(ft.grad(loss), x)
+    jf = moved(ft.grad(loss), x)
     assert jf.cache_info().tiers[0].reason.startswith("moved by the rule")
     _same(jf, ft.grad(loss), x)
 
@@ -154,7 +134,7 @@ def _scan_of_scalars(c, xs):
 def test_scalars_in_a_scan_body_are_numpy_s_loop_on_one_element(exact, dtype):
     xs = _special(dtype)
     c = np.asarray(0.25, dtype)
-    jf = _moved(_scan_of_scalars, c, xs)
+    jf = moved(_scan_of_scalars, c, xs)
     (source,) = _sources(jf)
     assert "call_loop(" in source and "np.sin(" not in source and "np.tanh(" not in source
     _same(jf, _scan_of_scalars, c, xs)
@@ -176,7 +156,7 @@ def _while_of_arrays(x):
 
 def test_arrays_and_scalars_in_a_while_body(exact):
     x = _special("float64")
-    jf = _moved(_while_of_arrays, x)
+    jf = moved(_while_of_arrays, x)
     _same(jf, _while_of_arrays, x)
     _same(jf, _while_of_arrays, np.linspace(-3, 3, x.size))
 
@@ -255,7 +235,7 @@ def test_the_hessian_of_a_scan_rnn_moves_with_the_numpy_tier_s_bytes(exact, monk
     w = (rng.standard_normal((size, size)) * 0.5).astype(dtype)
     xs = rng.standard_normal((steps, size)).astype(dtype)
     hessian = ft.hessian(_rnn_loss)
-    jf = _moved(hessian, w, xs)
+    jf = moved(hessian, w, xs)
     assert sum("for step" in s for s in _sources(jf)) == 4  # each scan one kernel
     _same(jf, hessian, w, xs)
     _same(jf, hessian, np.full_like(w, -0.0), xs)
@@ -279,7 +259,7 @@ def test_implicitly_broadcast_body_ufuncs_move_with_the_numpy_tier_s_bytes(exact
     rng = np.random.default_rng(9)
     c, y, xs = rng.standard_normal((2, 3)), rng.standard_normal((2, 1)), rng.standard_normal((6, 3))
     y[1, 0], xs[2] = -0.0, [np.nan, np.inf, -np.inf]
-    jf = _moved(_broadcast_body, c, y, xs)
+    jf = moved(_broadcast_body, c, y, xs)
     (source,) = _sources(jf)
     assert "for step" in source
     _same(jf, _broadcast_body, c, y, xs)

@@ -10,9 +10,10 @@ import warnings
 import numpy as np
 import pytest
 from _bits import bits_equal, bytes_equal
+from _tiering import moved
 
 import functrans as ft
-from functrans import config, lax, tiering
+from functrans import lax, tiering
 from functrans.backends import native
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="needs Numba")
@@ -67,26 +68,6 @@ def _warnings(fn, *args) -> list[str]:
     return sorted({str(w.message) for w in caught})
 
 
-@pytest.fixture
-def exact(monkeypatch):
-    """Programs move at their first call with the default exact numerics."""
-    monkeypatch.setattr(config, "jit_compiler", "auto")
-    monkeypatch.setattr(config, "jit_tier_up", "eager")
-    monkeypatch.setattr(config, "jit_tier_numerics", "exact")
-    yield
-    tiering.wait(120.0)
-
-
-def _moved(f, *args):
-    jf = ft.jit(f)
-    with np.errstate(all="ignore"):
-        jf(*args)
-    assert tiering.wait(120.0)
-    (info,) = jf.cache_info().tiers
-    assert info.tier == "native", info
-    return jf
-
-
 # -- top level -------------------------------------------------------------
 
 
@@ -103,7 +84,7 @@ def _top(x, y):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_top_level_scalar_powers_are_c_pow_with_the_numpy_tier_s_bits(exact, dtype):
     x, y = _pairs(dtype)
-    jf = _moved(_top, x, y)
+    jf = moved(_top, x, y)
     sources = _sources(jf)
     # each power is a call of C's function in an exact group's kernel, which
     # reads the flags it raises
@@ -117,7 +98,7 @@ def test_top_level_scalar_powers_are_c_pow_with_the_numpy_tier_s_bits(exact, dty
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_top_level_flags_warn_and_raise_as_the_numpy_tier(exact, dtype):
     x, y = _pairs(dtype)
-    jf = _moved(_top, x, y)
+    jf = moved(_top, x, y)
     with np.errstate(all="ignore"):
         assert _warnings(jf, x, y) == []
     assert _warnings(jf, x, y) == _warnings(ft.jit(_top, compiler="numpy"), x, y)
@@ -159,7 +140,7 @@ def _scan(c, xs):
 def test_scan_body_scalar_powers_are_c_pow_with_the_numpy_tier_s_bits(exact, dtype):
     x, _ = _pairs(dtype)
     c = np.asarray(0.75, dtype)
-    jf = _moved(_scan, c, x)
+    jf = moved(_scan, c, x)
     (source,) = _sources(jf)
     assert source.count(f"c_pow_{dtype}(") == 7
     assert "**" not in source and "np.power(" not in source and "np.sqrt(" not in source
@@ -173,7 +154,7 @@ def test_scan_body_scalar_powers_are_c_pow_with_the_numpy_tier_s_bits(exact, dty
 def test_scan_body_flags_warn_and_raise_as_the_numpy_tier(exact, dtype):
     x, _ = _pairs(dtype)
     c = np.asarray(0.75, dtype)
-    jf = _moved(_scan, c, x)
+    jf = moved(_scan, c, x)
     assert _warnings(jf, c, x) == _warnings(ft.jit(_scan, compiler="numpy"), c, x)
     ok = np.linspace(1.0, 2.0, 9).astype(dtype)
     assert _warnings(jf, c, ok) == []
@@ -196,7 +177,7 @@ def _while(x):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_while_body_scalar_powers_are_c_pow_with_the_numpy_tier_s_bits(exact, dtype):
     x, _ = _pairs(dtype)
-    jf = _moved(lambda x: ft.vmap(_while)(x), x[:40])
+    jf = moved(lambda x: ft.vmap(_while)(x), x[:40])
     (source,) = _sources(jf)
     assert f"c_pow_{dtype}(" in source and "**" not in source
     for start in (x[:40], x[-40:], -x[-40:]):
