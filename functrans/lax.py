@@ -47,21 +47,71 @@ def stop_gradient(x: Any) -> Any:
 
 class _Traced:
     """``fun`` traced at the avals of a pytree of arguments: an open Jaxpr
-    (constants first), the constants, and the output tree."""
+    (constants first), the constants, and the output tree.  ``layouts``:
+    per argument, the ``core.Member`` whose memory layout it has, False
+    (not known) or None (C-contiguous), as ``core.trace_to_jaxpr`` takes
+    them.  The first ``n_carry`` arguments are a loop's carry, which the
+    outputs of the same positions become: ``changed`` lists those whose
+    layout the trace read (``Member.read``, of this trace or an earlier one
+    sharing the Members) and whose output is laid out otherwise."""
 
-    def __init__(self, label: str, fun: Callable, avals: list, in_tree):
+    def __init__(self, label: str, fun: Callable, avals: list, in_tree,
+                 layouts: list | None = None, n_carry: int = 0):
         out_cell: list = []
+        self.changed: list[int] = []
 
         def flat(*xs):
             out = fun(*tree_unflatten(in_tree, xs))
             leaves, tree = check_leaves(label, "output", out)
             out_cell.append(tree)
+            if layouts is not None:  # while the trace can still tell its layouts
+                self.changed = [i for i in range(min(n_carry, len(leaves)))
+                                if _changes_layout(layouts[i], leaves[i])]
             return leaves
 
-        closed, _, _ = core.trace_to_jaxpr(flat, avals, name=core.fun_name(fun))
+        closed, _, _ = core.trace_to_jaxpr(flat, avals, name=core.fun_name(fun), layouts=layouts)
         self.jaxpr, self.consts = open_jaxpr(closed)
         self.out_tree = out_cell[-1]
         self.out_avals = [a.strip_weak() for a in closed.out_avals]
+
+
+#: ``core.memory_layout``'s answer for strides that order nothing: not known.
+_UNKNOWN = (False, ())
+
+
+def _changes_layout(given: Any, new: Any) -> bool:
+    """Whether a loop's carry, laid out as ``given`` (a ``core.Member`` of
+    its initial value) says and read so in the body, becomes ``new``, an
+    output laid out otherwise: NumPy's next iteration gets that layout."""
+    if type(given) is not core.Member or not given.read or given.layout == _UNKNOWN:
+        return False
+    if isinstance(new, Tracer):
+        layout = core.tracer_layout(new)
+    elif type(new) is np.ndarray:
+        layout = core.memory_layout(new)
+    else:
+        layout = None  # a scalar, or an array NumPy makes C-ordered
+    return (_UNKNOWN if layout is False else layout) != given.layout
+
+
+def _carry_layouts(leaves) -> list:
+    """Per leaf of a loop's initial carry, a ``core.Member`` of it where its
+    layout can matter (two axes or more): the body's first iteration gets
+    the value itself, as NumPy's loop does."""
+    return [core.Member(x, None) if np.ndim(x) >= 2 else None for x in leaves]
+
+
+def _trace_loop(label: str, fun: Callable, avals: list, in_tree, layouts: list,
+                n_carry: int) -> _Traced:
+    """The loop body ``fun`` traced with its carry laid out as in every
+    iteration: as its initial value where the body keeps that layout (or
+    never reads it), else not known (traced again)."""
+    while True:
+        body = _Traced(label, fun, avals, in_tree, layouts, n_carry)
+        if not body.changed:
+            return body
+        for i in body.changed:
+            layouts[i] = False
 
 
 def _avals(leaves) -> list[ShapedArray]:
@@ -168,8 +218,16 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     leaves, in_tree = check_leaves(label, "init_val", init_val)
     avals = [a.strip_weak() if a.weak_type else a for a in _avals(leaves)]
     args_tree = tree_flatten((init_val,))[1]
-    cond_t = _Traced(label, cond_fun, avals, args_tree)
-    body_t = _Traced(label, body_fun, avals, args_tree)
+    # Both see the carry laid out as init_val where the body keeps that
+    # layout, else not known (_trace_loop, with cond_fun traced again too).
+    layouts = _carry_layouts(leaves)
+    while True:
+        cond_t = _Traced(label, cond_fun, avals, args_tree, layouts)
+        body_t = _Traced(label, body_fun, avals, args_tree, layouts, len(avals))
+        if not body_t.changed:
+            break
+        for i in body_t.changed:
+            layouts[i] = False
     (pred,) = cond_t.out_avals if len(cond_t.out_avals) == 1 else (None,)
     if pred is None or pred.shape != () or pred.dtype != np.bool_:
         got = "several outputs" if pred is None else pred.str_short()
@@ -206,7 +264,11 @@ def scan(
     carry_avals = [a.strip_weak() for a in _avals(init_leaves)]
     x_avals = [ShapedArray(a.shape[1:], a.dtype) for a in _avals(x_leaves)]
     in_leaves, in_tree = tree_flatten((init, xs))
-    body = _Traced(label, f, carry_avals + x_avals, in_tree)
+    # Each x is laid out as NumPy's xs[i] (a strided view where xs is not
+    # C-ordered), each carry as init or not known (_trace_loop).
+    layouts = _carry_layouts(init_leaves) + [
+        core.Member(x, 0) if np.ndim(x) >= 3 else None for x in x_leaves]
+    body = _trace_loop(label, f, carry_avals + x_avals, in_tree, layouts, len(carry_avals))
     out = tree_unflatten(body.out_tree, list(range(len(body.out_avals))))
     if not (isinstance(out, tuple) and len(out) == 2):
         raise TypeError(f"{label}: f must return a pair (carry, y), got {body.out_tree}")

@@ -44,8 +44,8 @@ def trace_to_jaxpr(
     as avals whose memory layout the trace took to be C-contiguous (an
     in-place update through a ``reshape`` of them), so a caller that traces
     avals can check each call's arrays against it.  ``layouts``: per
-    argument, the ``Member`` whose memory layout it has, or None
-    (``JaxprTrace.arg_layouts``).
+    argument, the ``Member`` whose memory layout it has, False (not known)
+    or None (``JaxprTrace.arg_layouts``).
 
     Returns the Jaxpr, ``f``'s raw outputs (tracers of the finished trace,
     or whatever else ``f`` returned) for the caller to flatten, and whether

@@ -233,19 +233,26 @@ def tracer_layout(t: Tracer) -> Any:
 
 
 class Member:
-    """One member of a mapped argument of ``vmap``, as NumPy's loop over the
-    argument gets it (``x[i]`` for axis 0, ``x[:, i]`` for axis 1 ...):
-    ``of`` is the argument (an array, or a tracer of an enclosing trace) and
-    ``axis`` the mapped one.  The member's memory layout is the argument's
-    with that axis indexed away (a strided view where it was not the
-    slowest), which decides whether its ``reshape`` is a view
-    (``JaxprTrace.arg_layouts``)."""
+    """The memory layout an input of a trace has, where the trace sees an
+    aval: that of ``of`` (an array, or a tracer of an enclosing trace)
+    indexed at ``axis`` as NumPy's loop over it gets its members (``x[i]``
+    for axis 0, ``x[:, i]`` for axis 1 ...: a strided view where the axis
+    was not the slowest), or ``of``'s own where ``axis`` is None (a loop's
+    carry, laid out as the value it starts from).  ``vmap`` and the loops
+    of ``functrans.lax`` hand these to the trace; the layout decides whether
+    a ``reshape`` is a view (``JaxprTrace.arg_layouts``).
 
-    __slots__ = ("of", "axis")
+    ``layout`` is what the trace found when it first asked (``read``): a
+    loop whose carry's layout is a guess checks it only where it was read.
+    """
 
-    def __init__(self, of: Any, axis: int):
+    __slots__ = ("of", "axis", "read", "layout")
+
+    def __init__(self, of: Any, axis: int | None):
         self.of = of
         self.axis = axis
+        self.read = False
+        self.layout: Any = None
 
 
 class JaxprTrace:
@@ -311,7 +318,9 @@ class JaxprTrace:
     c_assumed: list[int] | None = None
     #: Where a sequence: per input, the ``Member`` whose memory layout it
     #: has (``vmap``'s function gets avals, but each stands for a member of
-    #: an argument), or None where ``arg_values`` tells.
+    #: an argument), False where its layout is not known (a loop's carry
+    #: whose layout changes from one iteration to the next), or None where
+    #: ``arg_values`` tells.
     arg_layouts: Sequence[Any] | None = None
     #: ``finish``'s result variables, and the program ``closed`` made of them.
     _outvars: list | None = None

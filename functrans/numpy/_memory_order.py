@@ -546,13 +546,17 @@ def _input_proxy(trace: Any, v: Any, shape: tuple[int, ...]) -> Proxy:
     trace has it (an eager transform's argument; ``_laid_out``), else
     C-contiguous, which is recorded in ``trace.c_assumed`` for the caller to
     check (``jit``, whose trace sees avals, checks each call's arrays).  A
-    member of ``vmap``'s mapped argument has the member's layout
-    (``_member_layout``)."""
+    member of ``vmap``'s mapped argument or of a loop's ``xs``, and a
+    loop's carry, have the layout their ``Member`` gives (``_member_layout``),
+    an input marked False none known."""
     index, value = trace.argument_of(v)
     layouts = trace.arg_layouts
-    if index is not None and layouts is not None and index < len(layouts) \
-            and layouts[index] is not None:
-        layout = _member_layout(layouts[index])
+    given = None if index is None or layouts is None or index >= len(layouts) \
+        else layouts[index]
+    if given is False:
+        layout = _UNKNOWN
+    elif given is not None:
+        layout = _member_layout(given)
     elif type(value) is np.ndarray:
         layout = memory_layout(value)
     else:
@@ -572,8 +576,14 @@ def _member_layout(member: Member) -> tuple[bool, tuple[int, ...]] | None:
     argument's layout (an array's own, or a tracer's in its trace, where
     ``jit`` records what it assumed) with the mapped axis indexed away (a
     member ``x[:, i]`` of a C-ordered ``x`` has gaps).  Every member shares
-    the argument's strides, so the first stands for all."""
-    of, axis = member.of, member.axis
+    the argument's strides, so the first stands for all.  With no axis, the
+    argument's own layout.  Noted on ``member`` for the caller (``read``)."""
+    if not member.read:
+        member.layout, member.read = _of_member(member.of, member.axis), True
+    return member.layout
+
+
+def _of_member(of: Any, axis: int | None) -> tuple[bool, tuple[int, ...]] | None:
     whole: Proxy = None
     if type(of) is np.ndarray:
         whole = of
@@ -581,6 +591,8 @@ def _member_layout(member: Member) -> tuple[bool, tuple[int, ...]] | None:
         whole = model(of) if of._base else _tracer_proxy(of)
     if whole is None:  # not known (or an array of another library: not followed)
         return _UNKNOWN
+    if axis is None:
+        return memory_layout(whole)
     if whole.shape[axis] == 0:  # no member: nothing depends on its layout
         return None
     return memory_layout(whole[(slice(None),) * axis + (0,)])

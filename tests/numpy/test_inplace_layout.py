@@ -837,3 +837,135 @@ def test_a_reduction_over_an_empty_axis_has_numpys_layout(order):
     np.testing.assert_array_equal(ft.jit(f)(x), f(x.copy(order="K")))
     np.testing.assert_array_equal(ft.jit(lambda a, v: fnp.searchsorted(a, v))(
         np.array([]), np.zeros((2, 2))), np.zeros((2, 2), int))
+
+
+# -- the memory layout of a loop body's inputs (functrans.lax) ------------------------------
+
+
+def _scan_ys(f, reverse=False):
+    return lambda xs: ft.lax.scan(lambda c, x: (c, f(x)), 0.0, xs, reverse=reverse)[1]
+
+
+SCANS = {
+    "scan": _scan_ys,
+    "scan(reverse)": lambda f: _scan_ys(f, reverse=True),
+    "jit(scan)": lambda f: ft.jit(_scan_ys(f)),
+    "grad(scan)": lambda f: lambda xs: ft.value_and_grad(lambda a: np.sum(_scan_ys(f)(a)))(xs)[0],
+    "vmap(scan)": lambda f: lambda xs: ft.vmap(_scan_ys(f))(xs[None])[0],
+    "scan(vmap)": lambda f: _scan_ys(lambda x: np.sum(ft.vmap(f)(x[None])))
+}
+
+
+@pytest.mark.parametrize("transform", SCANS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("f", [ufunc_result_reshaped, member_reshaped])
+def test_scan_members_have_the_layout_of_numpys_loop(f, layout, transform):
+    """``scan``'s body gets each ``xs[i]`` laid out as NumPy's ``for x in
+    xs`` gets it (a strided view of an F-ordered or transposed ``xs``): the
+    loop's answer, or the update that would tell a view from a copy is
+    refused where the member itself is reshaped and has gaps (or, under
+    ``vmap``, where its view ``x[None]`` is mapped: a view of an array with
+    gaps is not followed)."""
+    want = _loop(f, LAYOUTS[layout], 0)
+    try:
+        got = SCANS[transform](f)(LAYOUTS[layout]())
+    except InPlaceUpdateError as e:
+        assert "shares memory with or not" in str(e)
+        member = LAYOUTS[layout]()[0]
+        assert f is member_reshaped or transform == "scan(vmap)"
+        assert not (member.flags.c_contiguous or member.flags.f_contiguous)
+        return
+    np.testing.assert_allclose(got, np.sum(want) if "grad" in transform else want, rtol=1e-13)
+
+
+def test_the_reported_scan():
+    def w(np, x):
+        y = x * 1.0
+        r = y.reshape(-1)
+        y += 1.0
+        return np.sum(r)
+
+    xs = np.asfortranarray(np.arange(24.0).reshape(2, 3, 4))
+    want = [w(np, xs[i]) for i in range(2)]
+    assert want == [66.0, 210.0]
+    for transform in (lambda g: g, ft.jit):
+        got = transform(lambda a: ft.lax.scan(lambda c, x: (c, w(fnp, x)), 0.0, a)[1])(xs)
+        np.testing.assert_array_equal(got, want)
+    value = ft.value_and_grad(
+        lambda a: np.sum(ft.lax.scan(lambda c, x: (c, w(fnp, x)), 0.0, a)[1]))(xs)[0]
+    assert value == sum(want)
+
+
+def carry_reshaped(c, keep, xp=fnp):
+    """A step whose ``r`` sees the update only where ``c``'s copy is C-ordered;
+    ``keep`` makes the next carry, in a layout of its choosing."""
+    y = c * 1.0
+    r = y.reshape(-1)
+    y += 1.0
+    return keep(xp, c), np.sum(r * np.arange(r.size))
+
+
+#: How a step makes its next carry: keeping its layout, or changing it.
+KEEPS = {
+    "as is": lambda xp, c: c * 0.5,
+    "in C order": lambda xp, c: xp.ascontiguousarray(c * 0.5),
+    "in F order": lambda xp, c: xp.asfortranarray(c * 0.5),
+}
+
+
+def _carry_loop(keep, init, n):
+    c, ys = init, []
+    for _ in range(n):
+        c, y = carry_reshaped(c, keep, np)
+        ys.append(y)
+    return c, np.array(ys)
+
+
+CARRY_LOOPS = {
+    "scan": lambda keep, init, n: ft.lax.scan(
+        lambda c, _: carry_reshaped(c, keep), init, None, length=n),
+    "scan(reverse)": lambda keep, init, n: ft.lax.scan(
+        lambda c, _: carry_reshaped(c, keep), init, None, length=n, reverse=True),
+    "jit(scan)": lambda keep, init, n: ft.jit(lambda a: ft.lax.scan(
+        lambda c, _: carry_reshaped(c, keep), a, None, length=n))(init),
+    "fori_loop": lambda keep, init, n: ft.lax.fori_loop(
+        0, n, lambda i, cy: (carry_reshaped(cy[0], keep)[0],
+                             cy[1] + carry_reshaped(cy[0], keep)[1]), (init, 0.0)),
+    "jit(fori_loop) traced bounds": lambda keep, init, n: ft.jit(lambda a, m: ft.lax.fori_loop(
+        0, m, lambda i, cy: (carry_reshaped(cy[0], keep)[0],
+                             cy[1] + carry_reshaped(cy[0], keep)[1]), (a, 0.0)))(init, n),
+    "while_loop": lambda keep, init, n: ft.lax.while_loop(
+        lambda s: s[2] < n,
+        lambda s: (carry_reshaped(s[0], keep)[0], s[1] + carry_reshaped(s[0], keep)[1],
+                   s[2] + 1), (init, 0.0, 0))[:2],
+    "grad(scan)": lambda keep, init, n: ft.value_and_grad(lambda a: np.sum(ft.lax.scan(
+        lambda c, _: carry_reshaped(c, keep), a, None, length=n)[1]))(init)[0],
+}
+
+
+@pytest.mark.parametrize("loop", CARRY_LOOPS)
+@pytest.mark.parametrize("keep", KEEPS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_loop_carries_have_the_layout_of_numpys_loop(layout, keep, loop):
+    """A carry is laid out in each iteration as the last one's output: as the
+    initial value where the body keeps its layout, else not known, and the
+    update that would tell a view from a copy is refused.  Never another
+    number than NumPy's loop.  (A row of the transposed or step-sliced
+    array has gaps, which no result of the body keeps.)"""
+    c, ys = _carry_loop(KEEPS[keep], LAYOUTS[layout]()[0], 3)
+    want = {"scan": (c, ys), "scan(reverse)": (c, ys[::-1]), "jit(scan)": (c, ys),
+            "grad(scan)": np.sum(ys)}.get(loop, (c, np.sum(ys)))
+    try:
+        got = CARRY_LOOPS[loop](KEEPS[keep], LAYOUTS[layout]()[0], 3)
+    except InPlaceUpdateError as e:
+        assert "shares memory with or not" in str(e)
+        init = LAYOUTS[layout]()[0]
+        gaps = not (init.flags.c_contiguous or init.flags.f_contiguous)
+        assert gaps or {"as is": False, "in C order": layout == "F",
+                        "in F order": layout == "C"}[keep]
+        return
+    if loop == "grad(scan)":
+        assert got == pytest.approx(want, rel=1e-13)
+        return
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-13)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-13)
