@@ -101,16 +101,20 @@ def _carry_layouts(leaves) -> list:
     return [core.Member(x, None) if np.ndim(x) >= 2 else None for x in leaves]
 
 
-def _trace_loop(label: str, fun: Callable, avals: list, in_tree, layouts: list,
-                n_carry: int) -> _Traced:
-    """The loop body ``fun`` traced with its carry laid out as in every
-    iteration: as its initial value where the body keeps that layout (or
-    never reads it), else not known (traced again)."""
+def _trace_loop(label: str, funs: Sequence[Callable], avals: list, in_tree, layouts: list,
+                n_carry: int) -> list[_Traced]:
+    """A loop's functions traced with its carry laid out as in every
+    iteration: ``while_loop``'s ``cond_fun`` and body, or ``scan``'s body
+    (the last of ``funs``, whose outputs are the next carry).  A carry is
+    laid out as its initial value where the body keeps that layout or no
+    trace reads it, else not known (``layouts`` marked False, all traced
+    again).  A loop that reads no layout is traced once, as before."""
     while True:
-        body = _Traced(label, fun, avals, in_tree, layouts, n_carry)
-        if not body.changed:
-            return body
-        for i in body.changed:
+        traced = [_Traced(label, f, avals, in_tree, layouts, n_carry if f is funs[-1] else 0)
+                  for f in funs]
+        if not traced[-1].changed:
+            return traced
+        for i in traced[-1].changed:
             layouts[i] = False
 
 
@@ -218,16 +222,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     leaves, in_tree = check_leaves(label, "init_val", init_val)
     avals = [a.strip_weak() if a.weak_type else a for a in _avals(leaves)]
     args_tree = tree_flatten((init_val,))[1]
-    # Both see the carry laid out as init_val where the body keeps that
-    # layout, else not known (_trace_loop, with cond_fun traced again too).
-    layouts = _carry_layouts(leaves)
-    while True:
-        cond_t = _Traced(label, cond_fun, avals, args_tree, layouts)
-        body_t = _Traced(label, body_fun, avals, args_tree, layouts, len(avals))
-        if not body_t.changed:
-            break
-        for i in body_t.changed:
-            layouts[i] = False
+    cond_t, body_t = _trace_loop(label, [cond_fun, body_fun], avals, args_tree,
+                                 _carry_layouts(leaves), len(avals))
     (pred,) = cond_t.out_avals if len(cond_t.out_avals) == 1 else (None,)
     if pred is None or pred.shape != () or pred.dtype != np.bool_:
         got = "several outputs" if pred is None else pred.str_short()
@@ -268,7 +264,7 @@ def scan(
     # C-ordered), each carry as init or not known (_trace_loop).
     layouts = _carry_layouts(init_leaves) + [
         core.Member(x, 0) if np.ndim(x) >= 3 else None for x in x_leaves]
-    body = _trace_loop(label, f, carry_avals + x_avals, in_tree, layouts, len(carry_avals))
+    (body,) = _trace_loop(label, [f], carry_avals + x_avals, in_tree, layouts, len(carry_avals))
     out = tree_unflatten(body.out_tree, list(range(len(body.out_avals))))
     if not (isinstance(out, tuple) and len(out) == 2):
         raise TypeError(f"{label}: f must return a pair (carry, y), got {body.out_tree}")

@@ -969,3 +969,75 @@ def test_loop_carries_have_the_layout_of_numpys_loop(layout, keep, loop):
         return
     np.testing.assert_allclose(got[0], want[0], rtol=1e-13)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-13)
+
+
+def test_while_loop_s_condition_sees_the_carry_as_the_body_leaves_it():
+    """``cond_fun`` reads the carry of every iteration: laid out as the
+    initial value where the body keeps it, else refused where it tells."""
+    def cond(s):
+        y = s[0] * 1.0
+        r = y.reshape(-1)
+        y += 1.0
+        return r[1] < 3.0
+
+    for keep, answered in [("as is", True), ("in C order", False)]:
+        def loop(xp):
+            c, n = np.asfortranarray(A3[0]), 0
+            while cond((c, n)):
+                c, n = KEEPS[keep](xp, c) * 4.0 + 0.25, n + 1
+            return n
+        body = lambda s: (KEEPS[keep](fnp, s[0]) * 4.0 + 0.25, s[1] + 1)  # noqa: E731
+        if answered:
+            assert ft.lax.while_loop(cond, body, (np.asfortranarray(A3[0]), 0))[1] == loop(np)
+        else:
+            with pytest.raises(InPlaceUpdateError, match="shares memory with or not"):
+                ft.lax.while_loop(cond, body, (np.asfortranarray(A3[0]), 0))
+
+
+def test_a_loop_that_reads_no_layout_is_traced_once_as_before():
+    """Layouts are only followed where the body reads them: a body that
+    changes its carry's layout but never reshapes and updates is traced
+    once, into the program a C-ordered carry gives."""
+    calls = []
+
+    def step(c, x):
+        calls.append(1)
+        return c @ np.eye(4) * x[0, 0], np.sum(x.reshape(-1))
+
+    def run(c, xs):
+        return ft.lax.scan(step, c, xs)
+
+    f_program = ft.make_jaxpr(run)(np.asfortranarray(A3[0]), np.asfortranarray(A3))
+    assert len(calls) == 1
+    c_program = ft.make_jaxpr(run)(A3[0].copy(), A3.copy())
+    assert str(f_program) == str(c_program)
+    # Where it reads the carry's layout and changes it, it is traced again.
+    calls.clear()
+    with pytest.raises(InPlaceUpdateError):
+        ft.lax.scan(lambda c, x: (step(c, x)[0], carry_reshaped(c, KEEPS["as is"])[1]),
+                    np.asfortranarray(A3[0]), A3)
+    assert len(calls) == 2
+
+
+def test_jit_of_scan_traces_again_for_xs_in_another_layout():
+    jitted = ft.jit(_scan_ys(ufunc_result_reshaped))
+    for make in (LAYOUTS["C"], LAYOUTS["F"], LAYOUTS["F"], LAYOUTS["C"]):
+        np.testing.assert_allclose(jitted(make()), _loop(ufunc_result_reshaped, make, 0),
+                                   rtol=1e-13)
+    info = jitted.cache_info()
+    assert (info.hits, info.misses, info.entries) == (2, 2, 2)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_loop_body_closing_over_an_array_has_its_layout(layout):
+    """A loop-invariant array the body closes over is the array itself: its
+    own layout, concrete or traced by an enclosing transform."""
+    def body(a):
+        def step(c, _):
+            return c + ufunc_result_reshaped(a), None
+        return ft.lax.scan(step, 0.0, None, length=2)[0]
+
+    want = 2 * ufunc_result_reshaped(LAYOUTS[layout]())
+    assert body(LAYOUTS[layout]()) == pytest.approx(want, rel=1e-13)
+    assert ft.value_and_grad(body)(LAYOUTS[layout]())[0] == pytest.approx(want, rel=1e-13)
+    assert ft.jit(body)(LAYOUTS[layout]()) == pytest.approx(want, rel=1e-13)
