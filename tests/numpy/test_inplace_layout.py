@@ -971,7 +971,8 @@ def test_loop_carries_have_the_layout_of_numpys_loop(layout, keep, loop):
     np.testing.assert_allclose(got[1], want[1], rtol=1e-13)
 
 
-def test_while_loop_s_condition_sees_the_carry_as_the_body_leaves_it():
+@pytest.mark.parametrize("keep, answered", [("as is", True), ("in C order", False)])
+def test_while_loop_s_condition_sees_the_carry_as_the_body_leaves_it(keep, answered):
     """``cond_fun`` reads the carry of every iteration: laid out as the
     initial value where the body keeps it, else refused where it tells."""
     def cond(s):
@@ -980,18 +981,18 @@ def test_while_loop_s_condition_sees_the_carry_as_the_body_leaves_it():
         y += 1.0
         return r[1] < 3.0
 
-    for keep, answered in [("as is", True), ("in C order", False)]:
-        def loop(xp):
-            c, n = np.asfortranarray(A3[0]), 0
-            while cond((c, n)):
-                c, n = KEEPS[keep](xp, c) * 4.0 + 0.25, n + 1
-            return n
-        body = lambda s: (KEEPS[keep](fnp, s[0]) * 4.0 + 0.25, s[1] + 1)  # noqa: E731
-        if answered:
-            assert ft.lax.while_loop(cond, body, (np.asfortranarray(A3[0]), 0))[1] == loop(np)
-        else:
-            with pytest.raises(InPlaceUpdateError, match="shares memory with or not"):
-                ft.lax.while_loop(cond, body, (np.asfortranarray(A3[0]), 0))
+    def step(xp, c):
+        return KEEPS[keep](xp, c) * 4.0 + 0.25
+
+    c, n = np.asfortranarray(A3[0]), 0
+    while cond((c, n)):
+        c, n = step(np, c), n + 1
+    init = (np.asfortranarray(A3[0]), 0)
+    if answered:
+        assert ft.lax.while_loop(cond, lambda s: (step(fnp, s[0]), s[1] + 1), init)[1] == n
+    else:
+        with pytest.raises(InPlaceUpdateError, match="shares memory with or not"):
+            ft.lax.while_loop(cond, lambda s: (step(fnp, s[0]), s[1] + 1), init)
 
 
 def test_a_loop_that_reads_no_layout_is_traced_once_as_before():
