@@ -553,8 +553,9 @@ def _input_proxy(trace: Any, v: Any, shape: tuple[int, ...]) -> Proxy:
     layouts = trace.arg_layouts
     given = None if index is None or layouts is None or index >= len(layouts) \
         else layouts[index]
+    layout: tuple[bool, tuple[int, ...]] | None = _UNKNOWN
     if given is False:
-        layout = _UNKNOWN
+        pass
     elif given is not None:
         layout = _member_layout(given)
     elif type(value) is np.ndarray:
