@@ -94,10 +94,10 @@ def _changes_layout(given: Any, new: Any) -> bool:
     return (_UNKNOWN if layout is False else layout) != given.layout
 
 
-def _carry_layouts(leaves) -> list:
-    """Per leaf of a loop's initial carry, a ``core.Member`` of it where its
-    layout can matter (two axes or more): the body's first iteration gets
-    the value itself, as NumPy's loop does."""
+def _own_layouts(leaves) -> list:
+    """Per leaf, a ``core.Member`` of it where its layout can matter (two
+    axes or more): the function gets the value itself, as a branch of
+    ``cond`` does its operands and a loop's first iteration its carry."""
     return [core.Member(x, None) if np.ndim(x) >= 2 else None for x in leaves]
 
 
@@ -179,7 +179,7 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
 def _branch(label, index, funs, operands, names):
     leaves, in_tree = check_leaves(label, "operand ", tuple(operands))
     avals = _avals(leaves)
-    traced = [_Traced(label, f, avals, in_tree) for f in funs]
+    traced = [_Traced(label, f, avals, in_tree, _own_layouts(leaves)) for f in funs]
     for t, name in zip(traced[1:], names[1:]):
         _check_same(label, (names[0], name), traced[0].out_tree, traced[0].out_avals,
                     t.out_tree, t.out_avals)
@@ -223,7 +223,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     avals = [a.strip_weak() if a.weak_type else a for a in _avals(leaves)]
     args_tree = tree_flatten((init_val,))[1]
     cond_t, body_t = _trace_loop(label, [cond_fun, body_fun], avals, args_tree,
-                                 _carry_layouts(leaves), len(avals))
+                                 _own_layouts(leaves), len(avals))
     (pred,) = cond_t.out_avals if len(cond_t.out_avals) == 1 else (None,)
     if pred is None or pred.shape != () or pred.dtype != np.bool_:
         got = "several outputs" if pred is None else pred.str_short()
@@ -262,7 +262,7 @@ def scan(
     in_leaves, in_tree = tree_flatten((init, xs))
     # Each x is laid out as NumPy's xs[i] (a strided view where xs is not
     # C-ordered), each carry as init or not known (_trace_loop).
-    layouts = _carry_layouts(init_leaves) + [
+    layouts = _own_layouts(init_leaves) + [
         core.Member(x, 0) if np.ndim(x) >= 3 else None for x in x_leaves]
     (body,) = _trace_loop(label, [f], carry_avals + x_avals, in_tree, layouts, len(carry_avals))
     out = tree_unflatten(body.out_tree, list(range(len(body.out_avals))))

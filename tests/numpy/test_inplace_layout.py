@@ -1042,3 +1042,20 @@ def test_a_loop_body_closing_over_an_array_has_its_layout(layout):
     assert body(LAYOUTS[layout]()) == pytest.approx(want, rel=1e-13)
     assert ft.value_and_grad(body)(LAYOUTS[layout]())[0] == pytest.approx(want, rel=1e-13)
     assert ft.jit(body)(LAYOUTS[layout]()) == pytest.approx(want, rel=1e-13)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("f", [ufunc_result_reshaped, member_reshaped])
+def test_cond_branches_get_their_operands_layouts(f, layout):
+    """A branch of ``cond`` or ``switch`` gets the operand itself: its layout,
+    as NumPy's call of the branch does (C-ordered was assumed)."""
+    x = LAYOUTS[layout]()[0]
+    want = f(LAYOUTS[layout]()[0])
+    for run in (lambda a: ft.lax.cond(True, f, f, a), lambda a: ft.lax.switch(1, [f, f], a),
+                ft.jit(lambda a: ft.lax.cond(a[0, 0] >= 0, f, f, a))):
+        try:
+            got = run(LAYOUTS[layout]()[0])
+        except InPlaceUpdateError:
+            assert f is member_reshaped and not (x.flags.c_contiguous or x.flags.f_contiguous)
+            continue
+        assert got == pytest.approx(want, rel=1e-13)
