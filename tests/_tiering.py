@@ -9,7 +9,7 @@ from functrans import tiering
 
 def moved(f, *args):
     """``jit(f)`` once automatic tiering has moved its program for ``args``
-    (under the ``exact`` fixture, a program moves at its first call)."""
+    (under the ``exact_tiering`` fixture, a program moves at its first call)."""
     jf = ft.jit(f)
     with np.errstate(all="ignore"):
         jf(*args)
@@ -17,3 +17,4 @@ def moved(f, *args):
     (info,) = jf.cache_info().tiers
     assert info.tier == "native", info
     return jf
+

@@ -163,6 +163,19 @@ def _jitted(transform, compiler="numpy"):
     return wrapped
 
 
+@pytest.fixture
+def exact_tiering(monkeypatch):
+    """Automatic tiering with the default exact numerics, moving a program at
+    its first call (``tests/_tiering.moved`` then returns the moved function)."""
+    from functrans import config, tiering
+
+    monkeypatch.setattr(config, "jit_compiler", "auto")
+    monkeypatch.setattr(config, "jit_tier_up", "eager")
+    monkeypatch.setattr(config, "jit_tier_numerics", "exact")
+    yield
+    tiering.wait(120.0)
+
+
 @pytest.fixture(params=["fake", pytest.param("cupy", marks=pytest.mark.gpu)])
 def device(request):
     """The GPU backend on the stand-in for CuPy (tests/_gpu_fake.py), or on

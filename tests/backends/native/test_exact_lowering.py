@@ -54,7 +54,7 @@ def _same(jf, f, *args, equal=bytes_equal):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_top_level_transcendentals_stay_numpy_s_calls(exact, dtype):
+def test_top_level_transcendentals_stay_numpy_s_calls(exact_tiering, dtype):
     x = _special(dtype)
     jf = moved(_functions, x)
     sources = _sources(jf)
@@ -69,7 +69,7 @@ def test_top_level_transcendentals_stay_numpy_s_calls(exact, dtype):
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("shape", [(1000,), (7, 30)])
-def test_large_transcendentals_are_numpy_s_loop_on_chunks_by_threads(exact, monkeypatch,
+def test_large_transcendentals_are_numpy_s_loop_on_chunks_by_threads(exact_tiering, monkeypatch,
                                                                     dtype, shape):
     from functrans.backends.native import elementwise
 
@@ -94,7 +94,7 @@ def test_large_transcendentals_are_numpy_s_loop_on_chunks_by_threads(exact, monk
     assert all(bytes_equal(a, b) for a, b in zip(first, ft.jit(_functions, compiler="numpy")(x)))
 
 
-def test_chunks_on_other_threads_raise_as_numpy_s_call(exact, monkeypatch):
+def test_chunks_on_other_threads_raise_as_numpy_s_call(exact_tiering, monkeypatch):
     from functrans.backends.native import elementwise
 
     monkeypatch.setattr(elementwise, "SPLIT_ELEMENTS", 64)
@@ -109,7 +109,7 @@ def test_chunks_on_other_threads_raise_as_numpy_s_call(exact, monkeypatch):
             jf(x)
 
 
-def test_the_gradient_of_a_loss_with_sin_moves_and_keeps_its_bits(exact):
+def test_the_gradient_of_a_loss_with_sin_moves_and_keeps_its_bits(exact_tiering):
     def loss(x):
         return fnp.sum(fnp.sin(x) * x + x**2)
 
@@ -131,7 +131,7 @@ def _scan_of_scalars(c, xs):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_scalars_in_a_scan_body_are_numpy_s_loop_on_one_element(exact, dtype):
+def test_scalars_in_a_scan_body_are_numpy_s_loop_on_one_element(exact_tiering, dtype):
     xs = _special(dtype)
     c = np.asarray(0.25, dtype)
     jf = moved(_scan_of_scalars, c, xs)
@@ -154,7 +154,7 @@ def _while_of_arrays(x):
     return lax.while_loop(cond, body, (0, x, x[3]))
 
 
-def test_arrays_and_scalars_in_a_while_body(exact):
+def test_arrays_and_scalars_in_a_while_body(exact_tiering):
     x = _special("float64")
     jf = moved(_while_of_arrays, x)
     _same(jf, _while_of_arrays, x)
@@ -171,7 +171,7 @@ _JITTED: dict = {}
 @settings(max_examples=30, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.lists(_FLOATS, min_size=len(SPECIAL), max_size=len(SPECIAL)))
-def test_random_values_at_top_level_and_in_a_scan(exact, values):
+def test_random_values_at_top_level_and_in_a_scan(exact_tiering, values):
     x = np.array(values)
     for f, args in ((_functions, (x,)), (_scan_of_scalars, (np.float64(0.5), x))):
         jf = _JITTED.setdefault(f, ft.jit(f))
@@ -218,8 +218,8 @@ def _rnn_loss(w, xs):
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("size, steps", [(3, 4), (5, 7), (2, 1), (4, 0)])
-def test_the_hessian_of_a_scan_rnn_moves_with_the_numpy_tier_s_bytes(exact, monkeypatch, dtype,
-                                                                   size, steps):
+def test_the_hessian_of_a_scan_rnn_moves_with_the_numpy_tier_s_bytes(
+        exact_tiering, monkeypatch, dtype, size, steps):
     """Its four scans are kernels; three run natively on every call (the
     zeros its tangents and cotangents start from, views of one value, reach
     their products only through ufuncs); one multiplies those zeros as they
@@ -255,7 +255,7 @@ def _broadcast_body(c, y, xs):
     return lax.scan(step, c, xs)
 
 
-def test_implicitly_broadcast_body_ufuncs_move_with_the_numpy_tier_s_bytes(exact):
+def test_implicitly_broadcast_body_ufuncs_move_with_the_numpy_tier_s_bytes(exact_tiering):
     rng = np.random.default_rng(9)
     c, y, xs = rng.standard_normal((2, 3)), rng.standard_normal((2, 1)), rng.standard_normal((6, 3))
     y[1, 0], xs[2] = -0.0, [np.nan, np.inf, -np.inf]

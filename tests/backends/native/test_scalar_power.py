@@ -1,6 +1,6 @@
 """A NumPy scalar's ``**`` (``scalar_pow``) in native kernels: C's ``pow``
 and ``powf`` called by address (``backends/native/c_power.py``), with the
-NumPy tier's bits and floating-point exceptions, at top level (exact groups
+NumPy tier's bits and floating-point exceptions, at top level (exact_tiering groups
 and forced native kernels) and in scan and while bodies."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def _top(x, y):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_top_level_scalar_powers_are_c_pow_with_the_numpy_tier_s_bits(exact, dtype):
+def test_top_level_scalar_powers_are_c_pow_with_the_numpy_tier_s_bits(exact_tiering, dtype):
     x, y = _pairs(dtype)
     jf = moved(_top, x, y)
     sources = _sources(jf)
@@ -96,7 +96,7 @@ def test_top_level_scalar_powers_are_c_pow_with_the_numpy_tier_s_bits(exact, dty
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_top_level_flags_warn_and_raise_as_the_numpy_tier(exact, dtype):
+def test_top_level_flags_warn_and_raise_as_the_numpy_tier(exact_tiering, dtype):
     x, y = _pairs(dtype)
     jf = moved(_top, x, y)
     with np.errstate(all="ignore"):
@@ -137,7 +137,7 @@ def _scan(c, xs):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_scan_body_scalar_powers_are_c_pow_with_the_numpy_tier_s_bits(exact, dtype):
+def test_scan_body_scalar_powers_are_c_pow_with_the_numpy_tier_s_bits(exact_tiering, dtype):
     x, _ = _pairs(dtype)
     c = np.asarray(0.75, dtype)
     jf = moved(_scan, c, x)
@@ -151,7 +151,7 @@ def test_scan_body_scalar_powers_are_c_pow_with_the_numpy_tier_s_bits(exact, dty
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_scan_body_flags_warn_and_raise_as_the_numpy_tier(exact, dtype):
+def test_scan_body_flags_warn_and_raise_as_the_numpy_tier(exact_tiering, dtype):
     x, _ = _pairs(dtype)
     c = np.asarray(0.75, dtype)
     jf = moved(_scan, c, x)
@@ -175,7 +175,7 @@ def _while(x):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_while_body_scalar_powers_are_c_pow_with_the_numpy_tier_s_bits(exact, dtype):
+def test_while_body_scalar_powers_are_c_pow_with_the_numpy_tier_s_bits(exact_tiering, dtype):
     x, _ = _pairs(dtype)
     jf = moved(lambda x: ft.vmap(_while)(x), x[:40])
     (source,) = _sources(jf)
@@ -187,7 +187,7 @@ def test_while_body_scalar_powers_are_c_pow_with_the_numpy_tier_s_bits(exact, dt
 # -- where C's function cannot be relied on ----------------------------------
 
 
-def test_a_pow_that_fails_its_check_leaves_scalar_powers_to_numpy(exact, monkeypatch):
+def test_a_pow_that_fails_its_check_leaves_scalar_powers_to_numpy(exact_tiering, monkeypatch):
     from functrans.backends.native import c_power
 
     # (the check itself: a C function with other bits than the NumPy tier's)
