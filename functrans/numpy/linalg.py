@@ -33,6 +33,15 @@ factorisation, which is LAPACK's getrf (the routine behind NumPy's solve)
 when SciPy is installed and a NumPy implementation otherwise.  Bad shapes
 raise ``functrans.errors.LinAlgError`` (a subclass) at once.
 
+At NaN and inf entries ``det`` and ``slogdet`` give NumPy's values: both
+read the same LAPACK factors, and a zero pivot makes the determinant 0 (sign
+0, ``logabsdet`` -inf) whatever NaN the rest holds.  ``solve`` and ``inv``
+can give NaN where NumPy gives some finite entries: they apply the row
+interchanges as a product with a permutation matrix (``0 * inf`` is NaN) and
+solve each triangle with a general solver, where NumPy's getrs permutes rows
+and substitutes, so an infinite entry does not reach every result there.
+Finite inputs are unaffected.
+
 >>> import numpy as np
 >>> import functrans as ft
 >>> import functrans.numpy as fnp
@@ -65,7 +74,7 @@ from functrans.primitives import linalg as la
 __all__ = [
     "solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "qr", "svd",
     "svdvals", "pinv", "lstsq", "matrix_power", "multi_dot", "norm", "vector_norm",
-    "matrix_norm", "matrix_transpose", "LinAlgError",
+    "matrix_norm", "matrix_transpose", "cond", "tensorsolve", "LinAlgError",
     "cross", "diagonal", "matmul", "matrix_rank", "outer", "tensordot", "trace", "vecdot",
 ]  # fmt: skip
 
@@ -216,47 +225,61 @@ def inv(a):
 
 
 def _lu_diagonal(a):
+    """U's diagonal of ``a``'s LU factorisation, whether it holds a zero (a
+    singular matrix: LAPACK's getrf reports the first zero pivot, and NumPy
+    then gives ``det = 0`` and ``slogdet = (0, -inf)`` whatever else the
+    factors hold, NaN included), and the sign of the row interchanges."""
     lu, pivots, _ = bind(la.lu_p, a)
     n = a.shape[-1]
     rows = la._constant_for(pivots, np.arange(n, dtype=np.int32))
     swaps = _reductions.sum(_elementwise.not_equal(pivots, rows), -1)
     parity = ew.select(ew.eq(ew.rem(swaps, 2), 1), -1.0, 1.0)
-    return la.diagonal(lu), _shape._convert(parity, a.dtype)
+    # A gather, not la.diagonal's sum of lu * I: an infinite factor off the
+    # diagonal would make that sum NaN.
+    diag = _matrices.diagonal(lu, 0, -2, -1)
+    singular = _reductions.any(ew.eq(diag, 0), axis=-1)
+    return diag, singular, _shape._convert(parity, a.dtype)
 
 
 def det(a):
     """``numpy.linalg.det``: the product of U's diagonal from an LU
-    factorisation, signed by the row interchanges.
+    factorisation, signed by the row interchanges; 0 where U has a zero
+    pivot, as NumPy gives (even where NaN or inf fills the rest).
 
     >>> det(np.array([[1.0, 2.0], [3.0, 4.0]]))
     array(-2.)
     """
     a = _matrix("det", a)
-    diag, parity = _lu_diagonal(a)
-    return ew.mul(parity, _reductions.prod(diag, axis=-1))
+    diag, singular, parity = _lu_diagonal(a)
+    return ew.select(singular, np.zeros((), a.dtype),
+                     ew.mul(parity, _reductions.prod(diag, axis=-1)))
 
 
 def slogdet(a):
     """``numpy.linalg.slogdet``: ``(sign, logabsdet)`` with ``det = sign *
-    exp(logabsdet)``; a singular matrix gives ``(0, -inf)``.
+    exp(logabsdet)``; a singular matrix gives ``(0, -inf)``.  As in NumPy, a
+    NaN on U's diagonal leaves the sign that of the other pivots and makes
+    ``logabsdet`` NaN.
 
     >>> slogdet(np.array([[1.0, 2.0], [3.0, 4.0]]))
     SlogdetResult(sign=array(-1.), logabsdet=array(0.69314718))
     """
     a = _matrix("slogdet", a)
-    diag, parity = _lu_diagonal(a)
+    diag, singular, parity = _lu_diagonal(a)
     size = ew.abs(diag)
     # log(0) = -inf without NumPy's divide-by-zero warning: NumPy's slogdet
     # gives (0, -inf) for a singular matrix quietly.
     zero = ew.eq(size, 0)
     safe = ew.select(zero, np.ones((), size.dtype), size)
-    logabsdet = ew.select(_reductions.any(zero, axis=-1), np.array(-np.inf, size.dtype),
+    logabsdet = ew.select(singular, np.array(-np.inf, size.dtype),
                           _reductions.sum(ew.log(safe), axis=-1))
     if a.dtype.kind == "c":
         unit = ew.select(zero, np.zeros((), a.dtype), ew.div(diag, safe))
     else:
-        unit = ew.sign(diag)
-    sign = ew.mul(parity, _reductions.prod(unit, axis=-1))
+        # NumPy flips the sign at each negative pivot, so a NaN pivot keeps it.
+        unit = ew.select(ew.lt(diag, 0), -np.ones((), a.dtype), np.ones((), a.dtype))
+    sign = ew.select(singular, np.zeros((), a.dtype),
+                     ew.mul(parity, _reductions.prod(unit, axis=-1)))
     return SlogdetResult(sign, logabsdet)
 
 
@@ -727,6 +750,97 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
         x = _shape._convert(x, np.float64)
     return _matrix_norm(x, ord, (-2, -1), keepdims)
 
+
+
+# -- cond, tensorsolve -----------------------------------------------------------------------
+
+_COND_ORDERS = (None, 1, -1, 2, -2, math.inf, -math.inf, "fro", "nuc")
+
+
+def _ratio(num, den):
+    """``num / den`` of nonnegative numbers, with NumPy's ``x / 0`` (inf, or
+    NaN for ``0 / 0``) but without its divide-by-zero warning."""
+    zero = ew.eq(den, 0)
+    inf_or_nan = ew.select(ew.eq(num, 0), np.array(np.nan, num.dtype),
+                           np.array(np.inf, num.dtype))
+    return ew.select(zero, inf_or_nan, ew.div(num, ew.select(zero, np.ones((), den.dtype), den)))
+
+
+def _inverse_or_nan(a):
+    """``inv(a)`` and whether each matrix was singular (a zero pivot), without
+    raising: a singular matrix is replaced by the identity before solving, and
+    its entry is masked by the caller (NumPy's cond takes ``inv`` under
+    ``errstate(all='ignore')``, where a singular matrix gives NaN)."""
+    lu, pivots, perm = bind(la.lu_p, a)
+    singular = _reductions.any(ew.eq(_matrices.diagonal(lu, 0, -2, -1), 0), axis=-1)
+    eye = _eye_like(a)
+    lu = ew.select(_shape.expand_dims(singular, (-2, -1)), eye, lu)
+    return lu_solve_factors(lu, perm, eye), singular
+
+
+def cond(x, p=None):
+    """``numpy.linalg.cond``: the condition number ``norm(x, p) * norm(inv(x), p)``
+    of each matrix in the last two axes; for ``p`` None, 2 or -2 the ratio of
+    the extreme singular values (``x`` may then be rectangular).  A singular
+    matrix gives inf, not an error, unless ``x`` holds NaN (then NaN), as in
+    NumPy.  Derivatives are those of the norms (of the singular values for
+    ``p`` None, 2, -2) wherever the matrix is invertible.
+
+    >>> cond(np.array([[1.0, 0.0], [0.0, 4.0]])), cond(np.array([[1.0, 2.0], [2.0, 4.0]]), 1)
+    (array(4.), array(inf))
+    """
+    if not any(p is q or (q is not None and type(p) is not bool and p == q)
+               for q in _COND_ORDERS):
+        raise ValueError(f"fnp.linalg.cond: p={p!r} is not a matrix norm order; use None, 2, -2, "
+                         "1, -1, inf, -inf, 'fro' or 'nuc'")
+    x = _matrix("cond", x, square=p not in (None, 2, -2))
+    if x.size == 0 and math.prod(x.shape[-2:]) == 0:
+        raise LinAlgError(f"fnp.linalg.cond: the matrices of shape {tuple(x.shape)} are empty, "
+                          "and cond is not defined on empty arrays")
+    if p in (None, 2, -2):
+        s = svd(x, compute_uv=False)
+        big, small = s[..., 0], s[..., -1]
+        r = _ratio(small, big) if p == -2 else _ratio(big, small)
+    else:
+        inverse, singular = _inverse_or_nan(x)
+        r = ew.mul(norm(x, p, axis=(-2, -1)), norm(inverse, p, axis=(-2, -1)))
+        r = ew.select(singular, np.array(np.nan, r.dtype), r)
+    # NumPy turns a NaN condition number into inf unless x itself holds NaN.
+    nan_x = _reductions.any(_elementwise.isnan(x), axis=(-2, -1))
+    to_inf = _elementwise.logical_and(_elementwise.isnan(r), _elementwise.logical_not(nan_x))
+    return ew.select(to_inf, np.array(np.inf, r.dtype), r)
+
+
+def tensorsolve(a, b, axes=None):
+    """``numpy.linalg.tensorsolve``: ``x`` with ``tensordot(a, x, x.ndim) == b``,
+    where ``x`` has the shape of ``a``'s trailing axes after ``axes`` (if
+    given) are moved to the end; ``solve`` of ``a`` reshaped to a square
+    matrix, so its derivatives are ``solve``'s.
+
+    >>> a = np.eye(6).reshape(2, 3, 6)
+    >>> tensorsolve(a, np.arange(6.0).reshape(2, 3)).shape
+    (6,)
+    """
+    a, b = asarray(a), asarray(b)
+    if axes is not None:
+        order = list(range(a.ndim))
+        for k in axes:
+            order.remove(normalize_axis("tensorsolve", k, a.ndim))
+            order.append(normalize_axis("tensorsolve", k, a.ndim))
+        a = _shape.transpose(a, tuple(order))
+    # NumPy's a.shape[-(a.ndim - b.ndim):], which is all of a.shape when the
+    # ranks are equal.
+    x_shape = tuple(a.shape[-(a.ndim - b.ndim):])
+    n = math.prod(x_shape)
+    if a.size != n * n:
+        raise LinAlgError(
+            f"fnp.linalg.tensorsolve: a of shape {tuple(a.shape)} (after moving axes={axes} to "
+            f"the end) and b of shape {tuple(b.shape)} do not make a square system: the "
+            f"unknowns have shape {x_shape} ({n} of them), so a needs {n} * {n} entries; "
+            "a's leading axes must hold as many entries as its trailing ones"
+        )
+    x = solve(_reshape(a, (n, n)), _reshape(b, (b.size,)))
+    return _reshape(x, x_shape)
 
 
 # -- the array API's versions of NumPy's functions -----------------------------------------

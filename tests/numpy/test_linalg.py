@@ -559,3 +559,152 @@ def test_bad_orders_and_arguments_raise():
     with pytest.raises(ValueError, match=r"^fnp\.linalg\.pinv: both rtol= and rcond= were "
                                          r"given"):
         LA.pinv(np.eye(2), rcond=1e-3, rtol=1e-3)
+
+
+# --------------------------------------------------------------------------
+# det, slogdet at NaN and inf; cond; tensorsolve
+# --------------------------------------------------------------------------
+
+
+def _same_special_values(got, want):
+    """Equal to a few ulps where finite, and the same NaN, infinities and signs of zero."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.signbit(got) & ~np.isnan(got),
+                                  np.signbit(want) & ~np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+def _with_special_entries():
+    rng = np.random.default_rng(7)
+    for n in (2, 3):
+        a = rng.standard_normal((n, n))
+        for base in (a, np.triu(a)):
+            for value in (np.nan, np.inf, -np.inf, 0.0):
+                for i in range(n):
+                    for j in range(n):
+                        m = base.copy()
+                        m[i, j] = value
+                        yield m
+
+
+SPECIAL = list(_with_special_entries()) + [
+    np.array([[np.nan, 0.0], [0.0, 0.0]]),   # a zero pivot after a NaN one: NumPy's det is 0
+    np.array([[0.0, np.nan], [0.0, 1.0]]),
+    np.array([[1.0, 2.0], [2.0, 4.0]]),      # singular after a row interchange: +0.0, not -0.0
+]
+
+
+@pytest.mark.parametrize("how", ["eager", "jit", "vmap"])
+def test_det_and_slogdet_of_matrices_holding_nan_and_inf_match_numpy(how):
+    for n in (2, 3):
+        stack = np.stack([m for m in SPECIAL if m.shape == (n, n)])
+        with np.errstate(all="ignore"):
+            want_det, want_slog = np.linalg.det(stack), np.linalg.slogdet(stack)
+        wrap = {"eager": lambda f: f, "jit": ft.jit, "vmap": ft.vmap}[how]
+        _same_special_values(wrap(LA.det)(stack), want_det)
+        sign, logabsdet = wrap(lambda a: tuple(LA.slogdet(a)))(stack)
+        _same_special_values(sign, want_slog.sign)
+        _same_special_values(logabsdet, want_slog.logabsdet)
+
+
+COND_ORDERS = [None, 2, -2, 1, -1, np.inf, -np.inf, "fro", "nuc"]
+
+
+@pytest.mark.parametrize("p", COND_ORDERS, ids=str)
+def test_cond_matches_numpy_for_every_order(p):
+    rng = np.random.default_rng(3)
+    cases = [rng.standard_normal((3, 3)), rng.standard_normal((2, 2, 4, 4)),
+             np.eye(3), rng.standard_normal((3, 3)).astype(np.float32),
+             (rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))),
+             np.array([[2, 1], [1, 3]]), np.array([[1.0, np.nan], [0.0, 1.0]])]
+    if p in (None, 2, -2):
+        cases += [rng.standard_normal((4, 2)), rng.standard_normal((2, 2, 3))]
+    for a in cases:
+        try:
+            want = np.linalg.cond(a, p)
+        except np.linalg.LinAlgError:  # NumPy's svd of a NaN matrix
+            with pytest.raises(np.linalg.LinAlgError):
+                LA.cond(a, p)
+            continue
+        for got in _both(LA.cond, a, p=p):
+            assert got.shape == np.shape(want) and got.dtype == np.asarray(want).dtype
+            np.testing.assert_allclose(got, want, rtol=1e-4 if a.dtype == np.float32 else 1e-10)
+
+
+@pytest.mark.parametrize("p", COND_ORDERS, ids=str)
+def test_cond_of_a_singular_matrix_is_inf_not_an_error(p):
+    stack = np.stack([np.array([[1.0, 0.0], [3.0, 0.0]]), np.zeros((2, 2)),
+                      np.array([[4.0, 1.0], [1.0, 3.0]])])
+    want_last = np.linalg.cond(stack[2], p)
+    for got in _both(LA.cond, stack, p=p):
+        if p == -2:  # 1 / cond: 0 for a singular matrix, and inf for 0 / 0
+            np.testing.assert_array_equal(got[:2], [0.0, np.inf])
+        else:
+            np.testing.assert_array_equal(got[:2], [np.inf, np.inf])
+        np.testing.assert_allclose(got[2], want_last, rtol=1e-12)
+    if p not in ("nuc",):  # NumPy's nuclear norm of its NaN inverse raises instead
+        with np.errstate(all="ignore"):
+            np.testing.assert_allclose(LA.cond(stack, p)[:2], np.linalg.cond(stack[:2], p))
+
+
+@pytest.mark.parametrize("p", COND_ORDERS, ids=str)
+def test_cond_derivatives_and_vmap(p):
+    a = _well_conditioned(np.random.default_rng(5), (2, 3, 3))
+    check_grads(lambda a: LA.cond(a, p), (a,), order=2, modes=("fwd", "rev"), atol=1e-5,
+                rtol=1e-5)
+    _close(ft.vmap(lambda m: LA.cond(m, p))(a), [np.linalg.cond(m, p) for m in a])
+
+
+def test_cond_of_a_rectangular_matrix_has_the_singular_values_derivative():
+    a = np.random.default_rng(6).standard_normal((4, 3))
+    check_grads(LA.cond, (a,), order=2, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5)
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    # d(s0 / s2) = (u0 v0^T s2 - u2 v2^T s0) / s2^2
+    want = (np.outer(u[:, 0], vh[0]) * s[2] - np.outer(u[:, 2], vh[2]) * s[0]) / s[2] ** 2
+    np.testing.assert_allclose(ft.grad(LA.cond)(a), want, rtol=1e-10, atol=1e-12)
+
+
+def test_cond_errors_name_the_order_shape_and_emptiness():
+    with pytest.raises(ValueError, match=r"cond: p=3 is not a matrix norm order; use None"):
+        LA.cond(np.eye(2), 3)
+    with pytest.raises(np.linalg.LinAlgError, match=r"must be square, got shape \(2, 3\)"):
+        LA.cond(np.ones((2, 3)), 1)
+    with pytest.raises(np.linalg.LinAlgError, match=r"cond is not defined on empty arrays"):
+        LA.cond(np.ones((0, 0)))
+    assert LA.cond(np.ones((0, 2, 2))).shape == (0,)
+
+
+TENSOR_A = np.eye(6).reshape(6, 2, 3) * 4 + RNG.standard_normal((6, 2, 3))
+TENSOR_B = RNG.standard_normal(6)
+
+
+def test_tensorsolve_matches_numpy_with_and_without_axes():
+    for got in _both(LA.tensorsolve, TENSOR_A, TENSOR_B):
+        _close(got, np.linalg.tensorsolve(TENSOR_A, TENSOR_B))
+    moved = np.moveaxis(TENSOR_A, 0, 2)
+    for got in _both(LA.tensorsolve, moved, TENSOR_B, axes=(0, 1)):
+        assert got.shape == (2, 3)
+        _close(got, np.linalg.tensorsolve(moved, TENSOR_B, axes=(0, 1)))
+    a4 = np.eye(6).reshape(2, 3, 2, 3) + 0.1 * RNG.standard_normal((2, 3, 2, 3))
+    b2 = RNG.standard_normal((2, 3))
+    _close(LA.tensorsolve(a4, b2), np.linalg.tensorsolve(a4, b2))
+    _close(LA.tensorsolve(np.array([2.0]), np.array([3.0])),
+           np.linalg.tensorsolve(np.array([2.0]), np.array([3.0])))
+
+
+def test_tensorsolve_derivatives_and_vmap():
+    check_grads(LA.tensorsolve, (TENSOR_A, TENSOR_B), order=2, modes=("fwd", "rev"),
+                atol=1e-5, rtol=1e-5)
+    check_grads(lambda a, b: LA.tensorsolve(a, b, axes=(0, 1)), (np.moveaxis(TENSOR_A, 0, 2),
+                TENSOR_B), order=1, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5)
+    stack_a, stack_b = np.stack([TENSOR_A, TENSOR_A + 1]), np.stack([TENSOR_B, -TENSOR_B])
+    _close(ft.vmap(LA.tensorsolve)(stack_a, stack_b),
+           [np.linalg.tensorsolve(x, y) for x, y in zip(stack_a, stack_b)])
+
+
+def test_tensorsolve_of_a_system_that_is_not_square_says_so():
+    with pytest.raises(np.linalg.LinAlgError, match=r"unknowns have shape \(3,\) \(3 of them\), "
+                       r"so a needs 3 \* 3 entries"):
+        LA.tensorsolve(np.ones((2, 3)), np.ones(2))
