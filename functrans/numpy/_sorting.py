@@ -58,6 +58,13 @@ def _sort_operand(name: str, a, axis, order):
     return a, normalize_axis(name, axis, a.ndim)
 
 
+def _0d_as_1d(a):
+    """NumPy's argsort and argpartition take a 0-d array as one of shape (1,)
+    (and give ``array([0])``), where sort and partition refuse its axis."""
+    a = asarray(a)
+    return _shape.reshape(a, (1,)) if a.ndim == 0 else a
+
+
 def sort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
     """``numpy.sort``: a sorted copy along ``axis`` (flattened when None); the
     sort is stable, NaNs go last.  Its derivative moves the tangent along with
@@ -86,7 +93,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False)
     >>> argsort(np.array([1, 3, 1]), descending=True)
     array([1, 0, 2])
     """
-    a, ax = _sort_operand("argsort", a, axis, order)
+    a, ax = _sort_operand("argsort", _0d_as_1d(a), axis, order)
     if descending:
         backwards = _shape.flip(bind(sort_p, _shape.flip(a, ax), axis=ax)[1], ax)
         return _elementwise.subtract(np.asarray(a.shape[ax] - 1, backwards.dtype), backwards)
@@ -126,6 +133,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
 def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     """``numpy.argpartition``: indices that partition ``a``; like ``partition``,
     those of the full (stable) sort."""
+    a = _0d_as_1d(a)
     _check_kth("argpartition", a, kth, axis)
     return argsort(a, axis, order=order)
 

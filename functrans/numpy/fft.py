@@ -32,7 +32,7 @@ import operator
 import numpy as np
 
 from functrans.core import array_module, bind
-from functrans.errors import ShapeError
+from functrans.errors import AxisError
 from functrans.numpy import _shape
 from functrans.numpy._array_api_info import place
 from functrans.numpy._elementwise import subtract
@@ -134,7 +134,8 @@ def _phases(n_in: int, n_out: int, n: int, sign: float) -> np.ndarray:
 def _c2c(name: str, a, n, axis, norm, inverse: bool):
     x = _as_complex(asarray(a))
     if x.ndim == 0:
-        raise ShapeError(f"fnp.fft.{name}: the argument is 0-d; the transform needs an axis")
+        raise AxisError(f"fnp.fft.{name}: axis {axis} is out of bounds for a 0-d array; "
+                        "the transform needs an array of rank 1 or more")
     ax = normalize_axis(f"fft.{name}", axis, x.ndim)
     n = _length(name, n, x.shape[ax])
     x = _resize(x, ax, n)
@@ -163,7 +164,8 @@ def _r2c(name: str, a, n, axis, norm):
     except TypeError as e:
         raise TypeError(f"fnp.fft.{name}: {e}") from None
     if x.ndim == 0:
-        raise ShapeError(f"fnp.fft.{name}: the argument is 0-d; the transform needs an axis")
+        raise AxisError(f"fnp.fft.{name}: axis {axis} is out of bounds for a 0-d array; "
+                        "the transform needs an array of rank 1 or more")
     ax = normalize_axis(f"fft.{name}", axis, x.ndim)
     n = _length(name, n, x.shape[ax])
     x = _resize(x, ax, n)
@@ -185,7 +187,8 @@ def _c2r(name: str, a, n, axis, norm):
     for the frequencies that stand for a pair, 1 for 0 and n/2."""
     x = _as_complex(asarray(a))
     if x.ndim == 0:
-        raise ShapeError(f"fnp.fft.{name}: the argument is 0-d; the transform needs an axis")
+        raise AxisError(f"fnp.fft.{name}: axis {axis} is out of bounds for a 0-d array; "
+                        "the transform needs an array of rank 1 or more")
     ax = normalize_axis(f"fft.{name}", axis, x.ndim)
     n = _length(name, n, 2 * (x.shape[ax] - 1))
     m = n // 2 + 1
@@ -237,10 +240,26 @@ def _axes_and_sizes(name: str, x, s, axes):
     return axes, s
 
 
+def _untransformed(name: str, x, norm):
+    """A transform over no axes (of a 0-d array, or ``axes=()``): NumPy's
+    fftn and ifftn give their argument back as it is, dtype and all."""
+    _norm(name, norm)
+    return x
+
+
+def _no_axes(name: str, x) -> AxisError:
+    # An IndexError, as NumPy's (it indexes the empty list of axes), and a
+    # ValueError, as bad arguments are.
+    return AxisError(f"fnp.fft.{name}: no axes to transform (the argument has shape "
+                     f"{tuple(x.shape)}); give an array of rank 1 or more and at least one axis")
+
+
 def fftn(a, s=None, axes=None, norm=None):
     """``numpy.fft.fftn``: the transform over ``axes`` (all by default)."""
     x = asarray(a)
     axes, s = _axes_and_sizes("fftn", x, s, axes)
+    if not axes:
+        return _untransformed("fftn", x, norm)
     for ax, n in zip(axes, s):
         x = _c2c("fftn", x, n, ax, norm, inverse=False)
     return _as_complex(x)
@@ -250,6 +269,8 @@ def ifftn(a, s=None, axes=None, norm=None):
     """``numpy.fft.ifftn``: the inverse transform over ``axes``."""
     x = asarray(a)
     axes, s = _axes_and_sizes("ifftn", x, s, axes)
+    if not axes:
+        return _untransformed("ifftn", x, norm)
     for ax, n in zip(axes, s):
         x = _c2c("ifftn", x, n, ax, norm, inverse=True)
     return _as_complex(x)
@@ -261,7 +282,7 @@ def rfftn(a, s=None, axes=None, norm=None):
     x = asarray(a)
     axes, s = _axes_and_sizes("rfftn", x, s, axes)
     if not axes:
-        raise ValueError("fnp.fft.rfftn: no axes to transform; give at least one")
+        raise _no_axes("rfftn", x)
     x = _r2c("rfftn", x, s[-1], axes[-1], norm)
     for ax, n in zip(axes[:-1], s[:-1]):
         x = _c2c("rfftn", x, n, ax, norm, inverse=False)
@@ -274,7 +295,7 @@ def irfftn(a, s=None, axes=None, norm=None):
     x = asarray(a)
     axes, s = _axes_and_sizes("irfftn", x, s, axes)
     if not axes:
-        raise ValueError("fnp.fft.irfftn: no axes to transform; give at least one")
+        raise _no_axes("irfftn", x)
     for ax, n in zip(axes[:-1], s[:-1]):
         x = _c2c("irfftn", x, n, ax, norm, inverse=True)
     return _c2r("irfftn", x, s[-1], axes[-1], norm)

@@ -2,12 +2,13 @@
 axis and dtype rule, eagerly, under jit and vmap, and the derivatives
 against finite differences."""
 
+import functools
+
 import numpy as np
 import pytest
 
 import functrans as ft
 import functrans.numpy as fnp
-from functrans.errors import ShapeError
 from functrans.testing import check_grads
 
 F = fnp.fft
@@ -100,7 +101,8 @@ def test_errors():
         F.fft(Z, norm="none")
     with pytest.raises(ValueError, match=r"fnp.fft.rfft: n=0 points; the transform needs n >= 1"):
         F.rfft(R, n=0)
-    with pytest.raises(ShapeError, match=r"fnp.fft.ifft: the argument is 0-d"):
+    with pytest.raises(IndexError, match=r"fnp.fft.ifft: axis -1 is out of bounds for a 0-d "
+                       r"array; the transform needs an array of rank 1 or more"):
         F.ifft(np.float64(1.0))
     with pytest.raises(TypeError, match=r"fnp.fft.rfft: a real array is needed, got complex128"):
         F.rfft(Z)
@@ -112,3 +114,32 @@ def test_errors():
 
     with pytest.raises(TypeError, match=r"fnp.fft.fft: n must be a Python int"):
         ft.jit(traced_length)(np.ones(3))
+
+
+@pytest.mark.parametrize("name", ["fftn", "ifftn"])
+def test_a_transform_over_no_axes_gives_its_argument_as_numpy_does(name):
+    ours, numpys = getattr(F, name), getattr(np.fft, name)
+    for x, kwargs in [(np.array(2.5), {}), (np.array(3), {}), (np.array(1 + 2j), {}),
+                      (np.arange(3), {"axes": ()}), (R, {"s": (), "axes": ()})]:
+        want = numpys(x, **kwargs)
+        for got in (ours(x, **kwargs), ft.jit(functools.partial(ours, **kwargs))(x)):
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+    assert ours(R, axes=()) is R  # NumPy's is its argument itself
+    np.testing.assert_array_equal(ft.grad(lambda x: fnp.real(ours(x)))(np.array(2.5)), 1.0)
+    np.testing.assert_array_equal(ft.vmap(ours)(R[0]), R[0])  # 0-d members
+    with pytest.raises(ValueError, match=rf"fnp.fft.{name}: norm='none'; use 'backward'"):
+        ours(np.array(2.5), norm="none")
+
+
+@pytest.mark.parametrize("name", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "rfftn",
+                                  "irfftn"])
+def test_transforms_of_a_0d_array_raise_numpys_index_error(name):
+    x = np.array(2.5)
+    with pytest.raises(IndexError):
+        getattr(np.fft, name)(x)
+    message = (r"no axes to transform \(the argument has shape \(\)\)" if name.endswith("n")
+               else r"axis -1 is out of bounds for a 0-d array")
+    for how in (lambda f: f, ft.jit):
+        with pytest.raises(IndexError, match=rf"fnp.fft.{name}: {message}"):
+            how(getattr(F, name))(x)

@@ -214,3 +214,25 @@ def test_partition_errors_are_numpys():
     empty = np.zeros((2, 0))
     same(ft.jit(lambda x: np.partition(x, 5))(empty), np.partition(empty, 5))
     same(ft.jit(lambda x: np.argpartition(x, 5, axis=0))(empty), np.argpartition(empty, 5, 0))
+
+
+def test_argsort_of_a_0d_array_is_numpys_array_of_one_index_and_sort_refuses_it():
+    x = np.array(2.5)
+    cases = [(fnp.argsort, np.argsort),
+             (lambda a: fnp.argsort(a, axis=0), lambda a: np.argsort(a, axis=0)),
+             (lambda a: fnp.asarray(a).argsort(), lambda a: a.argsort()),
+             (lambda a: fnp.argpartition(a, 0), lambda a: np.argpartition(a, 0)),
+             (lambda a: fnp.sort(a, axis=None), lambda a: np.sort(a, axis=None))]
+    for ours, numpys in cases:
+        same(ours(x), numpys(x))
+        same(ft.jit(ours)(x), numpys(x))
+    same(ft.vmap(fnp.argsort)(np.array([3.0, 1.0])), np.zeros((2, 1), np.intp))
+    with pytest.raises(np.exceptions.AxisError):
+        np.sort(x)
+    with pytest.raises(IndexError, match=r"fnp.sort: axis -1 is out of bounds for a 0-d array; "
+                                         r"pass axis=None"):
+        fnp.sort(x)
+    with pytest.raises(IndexError, match=r"fnp.partition: axis -1 is out of bounds"):
+        fnp.partition(x, 0)
+    with pytest.raises(IndexError, match=r"axis 5 is out of bounds"):
+        fnp.argsort(x, axis=5)
