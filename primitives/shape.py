@@ -45,7 +45,7 @@ from functrans.core import (
     instantiate,
 )
 from functrans.dtypes import is_inexact, result_type
-from functrans.errors import ShapeError
+from functrans.errors import DTypeError, MissingRuleError, ShapeError
 from functrans.interpreters import sparsity
 
 # Declared in ``broadcasting`` (below every family) and presented here too.
@@ -443,4 +443,83 @@ iota_p = Primitive(
     batch=_iota_batch,
     xp_impl=True,
     doc="`arange` along `dimension`, broadcast to `shape`",
+)
+
+
+# -- bitcast_convert_type -------------------------------------------------------------
+
+
+def _bitcast_abstract_eval(x, *, new_dtype):
+    """The shape of ``x``'s bits read as ``new_dtype`` (as JAX's): the same
+    where the itemsizes agree; a trailing axis of ``old // new`` elements
+    where ``new_dtype`` is smaller; and where it is larger, ``x``'s last
+    axis, which must hold ``new // old`` elements, gone."""
+    new_dtype = np.dtype(new_dtype)
+    for dtype in (x.dtype, new_dtype):
+        if dtype.kind not in "biufc":
+            raise DTypeError(f"bitcast_convert_type: {x.str_short()} to {new_dtype}: only "
+                             "bool, integer, float and complex dtypes have bits to reinterpret")
+    old, new = x.dtype.itemsize, new_dtype.itemsize
+    if max(old, new) % min(old, new):
+        raise DTypeError(f"bitcast_convert_type: {x.str_short()} to {new_dtype}: itemsizes "
+                         f"{old} and {new} do not divide each other")
+    if old == new:
+        return ShapedArray(x.shape, new_dtype)
+    if old > new:
+        return ShapedArray(x.shape + (old // new,), new_dtype)
+    if x.ndim == 0 or x.shape[-1] != new // old:
+        raise ShapeError(f"bitcast_convert_type: {x.str_short()} to {new_dtype}: the last axis "
+                         f"must hold the {new // old} {x.dtype} elements of each {new_dtype} "
+                         "element")
+    return ShapedArray(x.shape[:-1], new_dtype)
+
+
+def _bitcast_impl(x, *, new_dtype):
+    x = as_array(x)
+    old, new = x.dtype.itemsize, np.dtype(new_dtype).itemsize
+    if old == new:
+        return x.view(new_dtype)
+    # A view as another itemsize needs a contiguous last axis (and NumPy's
+    # refuses a 0-d array, as ascontiguousarray makes it 1-d): the trailing
+    # axis of the elements' parts.
+    xp = array_module((x,))
+    if old > new:
+        return xp.ascontiguousarray(x.reshape(x.shape + (1,))).view(new_dtype)
+    return xp.ascontiguousarray(x).view(new_dtype).reshape(x.shape[:-1])
+
+
+def _bitcast_jvp(primals, tangents, *, new_dtype):
+    """Zero where either side is bool or integer (JAX's rule): the result's
+    values are a step function of the operand's.  Between two inexact dtypes
+    a bit pattern's reinterpretation has no useful derivative either, but
+    zero would be wrong for the one sensible use, pairs of floats read as
+    complex numbers (linear), so it is refused with the way to write that."""
+    (x,), (t,) = primals, tangents
+    out = bind(bitcast_convert_type_p, x, new_dtype=new_dtype)
+    aval = get_aval(out).strip_weak()
+    if type(t) is not Zero and is_inexact(get_aval(x).dtype) and is_inexact(aval.dtype):
+        raise MissingRuleError(
+            f"bitcast_convert_type: the bits of {get_aval(x).str_short()} read as "
+            f"{aval.dtype} have no derivative; for pairs of floats as complex numbers write "
+            "x[..., 0] + 1j * x[..., 1] (and stack([z.real, z.imag], -1) back), or apply "
+            "stop_gradient to the operand"
+        )
+    return out, Zero(aval)
+
+
+def _bitcast_batch(x, d, *, new_dtype):
+    if d == get_aval(x).ndim - 1 and get_aval(x).dtype.itemsize != np.dtype(new_dtype).itemsize:
+        x, d = moveaxis(x, d, 0), 0  # the trailing axis is the elements' parts
+    return bind(bitcast_convert_type_p, x, new_dtype=new_dtype), d
+
+
+bitcast_convert_type_p = Primitive(
+    "bitcast_convert_type",
+    abstract_eval=_bitcast_abstract_eval,
+    impl=_bitcast_impl,
+    jvp=_bitcast_jvp,
+    batch=unary_batch(_bitcast_batch),
+    xp_impl=True,
+    doc="`x`'s bits read as `new_dtype`: an added trailing axis of parts for a smaller "
+        "itemsize, the last axis consumed for a larger one",
 )

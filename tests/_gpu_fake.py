@@ -142,8 +142,8 @@ def _method(name):
 
 #: The methods of ``cupy.ndarray`` the stand-in has (every one is CuPy's too,
 #: checked by tests/backends/gpu/test_gpu_rules.py).
-METHODS = ("reshape", "transpose", "copy", "astype", "conj", "squeeze", "sum", "prod", "fill",
-           "min", "max", "all", "any", "argmax", "argmin", "cumsum", "cumprod",
+METHODS = ("reshape", "transpose", "copy", "astype", "view", "conj", "squeeze", "sum", "prod",
+           "fill", "min", "max", "all", "any", "argmax", "argmin", "cumsum", "cumprod",
            "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
            "__truediv__", "__rtruediv__", "__matmul__", "__rmatmul__", "__neg__", "__invert__",
            "__and__", "__rand__", "__or__", "__ror__", "__ne__", "__eq__", "__lt__", "__le__",

@@ -374,6 +374,48 @@ def convert_impl() -> Impl:
     return Impl(draw_args, lambda x, *, new_dtype: np.array(x).astype(new_dtype), exact=True)
 
 
+def _bitcast_ref(x, *, new_dtype):
+    """NumPy's ``view`` with the last axis split into (or joined from) the
+    parts of each element."""
+    x = np.array(x, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
+    old, new = x.dtype.itemsize, new_dtype.itemsize
+    if old > new:
+        return x[..., None].view(new_dtype)
+    if old < new:
+        return x.view(new_dtype)[..., 0]
+    return x.view(new_dtype)
+
+
+def bitcast_impl() -> Impl:
+    """Every dtype to every dtype, NaN, inf and -0.0 among the floats, the
+    last axis of a widening one drawn to hold the parts of an element."""
+
+    def draw_args(draw):
+        old = np.dtype(draw(st.sampled_from(ALL + ("uint8", "float16", "complex64"))))
+        new = np.dtype(draw(st.sampled_from(ALL + ("uint8", "int16", "float16", "complex64"))))
+        shape = draw(fts.shapes(max_rank=3))
+        if new.itemsize > old.itemsize:
+            shape = shape + (new.itemsize // old.itemsize,)
+        x = draw(fts.arrays(dtype=old, shape=shape, allow_nan=old.kind in "fc",
+                            allow_infinity=old.kind in "fc"))
+        return (x,), {"new_dtype": new}
+
+    return Impl(draw_args, _bitcast_ref, exact=True)
+
+
+def bitcast_case() -> DrawCase:
+    """Floats read as integers (or bools) no wider, whose derivative is zero."""
+
+    def draw_case(draw):
+        src = float_dtype(draw)
+        narrower = [t for t in ("int64", "int32", "uint8", "bool")
+                    if np.dtype(t).itemsize <= src.itemsize]
+        new = np.dtype(draw(st.sampled_from(narrower)))
+        return Case((real(draw, draw(SHAPES), -3, 3, src),), {"new_dtype": new})
+
+    return draw_case
+
+
 def unary_case(lo, hi, away=0.0, f32=False, c128=False) -> DrawCase:
     """Values in ``[lo, hi]`` with ``|x| >= away``; float32 and complex128
     operands where ``f32`` and ``c128`` allow."""
@@ -2146,6 +2188,15 @@ SPECS: dict[str, Spec] = {
         ([sa((3,), bool), F3, F4], {}, ShapeError, r"select: shapes .* do not broadcast"),
     ]),
     "convert_element_type": Spec(convert_impl(), convert_case(), accepts_all=True),
+    "bitcast_convert_type": Spec(bitcast_impl(), bitcast_case(), zero_derivative=True, errors=[
+        ([sa((3,), "uint8")], {"new_dtype": np.dtype(np.float64)}, ShapeError,
+         r"bitcast_convert_type: u8\[3\] to float64: the last axis must hold the 8 uint8 "
+         r"elements of each float64 element"),
+        ([sa((), "float32")], {"new_dtype": np.dtype(np.float64)}, ShapeError,
+         r"the last axis must hold the 2 float32 elements"),
+        ([F3], {"new_dtype": np.dtype("V8")}, DTypeError,
+         r"only bool, integer, float and complex dtypes have bits to reinterpret"),
+    ]),
     # -- special functions
     "erf": Spec(special_impl("erf", -3, 3), unary_case(-2, 2), errors=[
         ([sa((3,), complex)], {}, DTypeError, r"erf: expected a real .* got c128\[3\]"),

@@ -72,7 +72,7 @@ from functrans.numpy._scalars import is_scalar, mark_array
 from functrans.numpy._shape import _broadcast_to, _reshape, _transpose, memory_order_arg
 from functrans.numpy._util import asarray, broadcasts_to, normalize_axis
 from functrans.primitives.elementwise import convert_element_type, select_p
-from functrans.primitives.shape import broadcast_in_dim_p
+from functrans.primitives.shape import bitcast_convert_type_p, broadcast_in_dim_p
 
 __all__ = ["copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis"]
 
@@ -592,6 +592,8 @@ def _may_share_memory(a: Any, b: Any) -> bool:
         return False
     if not a._base or not b._base:
         return True  # one is the whole root
+    if any(op[0] is _bitcast_shadow for op in a._base.ops + b._base.ops):
+        return True  # a view as another dtype: its positions do not stand for root elements
     return np.intersect1d(a._base.positions(), b._base.positions()).size > 0
 
 
@@ -1212,10 +1214,9 @@ _new_scalar = _memory_order._new_tracer
 
 def whole_view(x: Any, dtype: Any = None, type: Any = None) -> Any:
     """``x.view()``: an array sharing all of ``x``'s elements (an update
-    through either is seen by the other).  ``dtype`` may only be ``x``'s own:
-    a view as another dtype reinterprets the bits, which no primitive
-    traces.  A value NumPy holds as a scalar gives a copy, as NumPy's
-    scalar ``view`` does."""
+    through either is seen by the other); ``x.view(dtype)`` of another dtype
+    reads ``x``'s bits as ``dtype`` (``_bitcast_view``).  A value NumPy
+    holds as a scalar gives a copy, as NumPy's scalar ``view`` does."""
     if isinstance(dtype, builtins.type) and not isinstance(dtype, np.dtype) and \
             issubclass(dtype, (np.ndarray, Tracer)):
         dtype, type = None, dtype  # x.view(np.ndarray): NumPy reads a type as type=
@@ -1226,17 +1227,114 @@ def whole_view(x: Any, dtype: Any = None, type: Any = None) -> Any:
         raise TypeError(f"{x._trace.fun_name}: {what}: type must be an ndarray type (as NumPy "
                         "says); leave it out for a view of the array")
     if dtype is not None and np.dtype(dtype) != x.dtype:
-        raise TypeError(
-            f"{x._trace.fun_name}: {what} (at {user_frame_summary()}) would reinterpret the "
-            f"bits of a traced {x.aval.str_short()} array as {np.dtype(dtype)}, which functrans "
-            f"cannot trace; convert the values with x.astype({np.dtype(dtype).name}) instead, "
-            "or view the array before it is traced")
+        return _bitcast_view(x, np.dtype(dtype), what)
     if x.ndim == 0 and is_scalar(x):
         return _new_scalar(x)
     out = _new_scalar(x)
     if x.ndim == 0:
         mark_array(out)
     link(out, x, (np.ndarray.view, _new_scalar, (), {}, None))
+    return out
+
+
+# -- x.view(dtype): the bits read as another dtype -------------------------------------------
+
+
+def _bitcast(x: Any, old: np.dtype, new: np.dtype) -> Any:
+    """``x``'s bits read as ``new``, NumPy's way: the last axis scaled by the
+    ratio of the itemsizes (``bitcast_convert_type`` adds or consumes a
+    trailing axis of parts instead)."""
+    if old.itemsize > new.itemsize:
+        out = bind(bitcast_convert_type_p, x, new_dtype=new)
+        return _reshape(out, tuple(x.shape[:-1]) + (x.shape[-1] * (old.itemsize // new.itemsize),))
+    if old.itemsize < new.itemsize:
+        parts = new.itemsize // old.itemsize
+        x = _reshape(x, tuple(x.shape[:-1]) + (x.shape[-1] // parts, parts))
+    return bind(bitcast_convert_type_p, x, new_dtype=new)
+
+
+#: Dtypes standing for the bytes of an element on shadows (by size); a
+#: numeric one where there is one, so that the view functions that follow
+#: (``.real`` ...) replay on it.
+_SHADOW_DTYPES = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64, 16: np.complex128}
+
+
+def _bitcast_shadow(shadow: np.ndarray, old: np.dtype, new: np.dtype) -> np.ndarray:
+    """NumPy's ``view`` of a shadow (whose elements stand for ``old`` ones,
+    whatever their own size) as elements standing for ``new`` ones: a view
+    with the shape and the memory layout (strides in units of elements)
+    that NumPy's ``view(new)`` gives the array itself, raising NumPy's
+    ValueError where that is refused."""
+    size = shadow.itemsize * new.itemsize / old.itemsize
+    if size != int(size):
+        raise _ShadowTooNarrow
+    if size == shadow.itemsize:
+        return shadow.view()  # (a 0-d array has no bytes axis to go through)
+    as_bytes = shadow if shadow.itemsize == 1 else shadow.view(np.int8)
+    return as_bytes.view(_SHADOW_DTYPES.get(int(size), f"V{int(size)}"))
+
+
+class _ShadowTooNarrow(Exception):
+    """A shadow's elements are too small to stand for the parts of a view."""
+
+
+_BITCAST_WRITES = ("writes through a view with another dtype would reinterpret the written bits "
+                   "as the array's own dtype, which is not followed. Update the array itself "
+                   "(x[...] = new.view(x.dtype)), or write into a copy (.copy())")
+
+
+def _bitcast_view(x: Tracer, new: np.dtype, what: str) -> Any:
+    """``x.view(new)``: a view of ``x`` whose elements are ``x``'s bits read
+    as ``new``.  An update of ``x`` is seen through it; a write through it is
+    refused (``_BITCAST_WRITES``).  As NumPy, another itemsize scales the
+    last axis, which must be contiguous in memory (and divisible), and a
+    0-d array keeps its itemsize."""
+    old = x.dtype
+    name, line = x._trace.fun_name, user_frame_summary()
+    if new.kind not in "biufc":
+        raise TypeError(f"{name}: {what} (at {line}): {new} has no numeric bits to read "
+                        f"{old} as; view a traced array as a bool, integer, float or complex "
+                        "dtype")
+    if old.itemsize != new.itemsize:
+        if x.ndim == 0:
+            raise ValueError(f"{name}: {what} (at {line}): changing the dtype of a 0d array is "
+                             f"only supported if the itemsize is unchanged ({old} has "
+                             f"{old.itemsize} bytes, {new} {new.itemsize}), as NumPy says; "
+                             "view x.reshape(1) instead")
+        if (x.shape[-1] * old.itemsize) % new.itemsize:
+            raise ValueError(f"{name}: {what} (at {line}): when changing to a larger dtype, its "
+                             "size must be a divisor of the total size in bytes of the last "
+                             f"axis of the array (NumPy's rule): {x.shape[-1]} {old} elements "
+                             f"are {x.shape[-1] * old.itemsize} bytes, not a multiple of "
+                             f"{new.itemsize}")
+    op = (_bitcast_shadow, _bitcast, (old, new), {}, None)
+    parent = x._base
+    root, ops = (parent.root, parent.ops + (op,)) if parent else (x, (op,))
+    order = _memory_order.root_order(root)
+    if order is None and old.itemsize != new.itemsize:
+        raise MemoryLayoutError(
+            f"{name}: {what} (at {line}) reads the last axis of a traced {x.aval.str_short()} "
+            f"array as {new}, which NumPy allows only where that axis is contiguous in memory, "
+            "and the layout of this array is not known here; view a C-ordered copy instead: "
+            "x.copy().view(...)")
+    # Replayed on the shadow: NumPy's contiguity check, and the shadow the
+    # view's later views replay on (a same-itemsize view's layout is x's).
+    shadow = _memory_order.shadow(tuple(root.shape), order or tuple(range(root.ndim)))
+    try:
+        _replay(shadow, ops, numpy=True)
+    except _ShadowTooNarrow:
+        raise TypeError(f"{name}: {what} (at {line}): a view of a traced {root.dtype} array as "
+                        f"{new}, {new.itemsize} byte(s) per element, is not supported; view a "
+                        "new array of its parts instead, e.g. np.stack([x.real, x.imag], "
+                        "-1).view(...) (a copy)") from None
+    except ValueError as e:  # NumPy's own refusal on the shadow: the last axis is strided
+        raise ValueError(f"{name}: {what} (at {line}): {e} (NumPy's rule: x's last axis is "
+                         "not contiguous in memory here); view a C-ordered copy instead: "
+                         "x.copy().view(...)") from None
+    out = _bitcast(x, old, new)
+    if x.ndim == 0 and is_scalar(x):
+        return out  # a NumPy scalar's view is a new scalar
+    link(out, x, op, refusal=_BITCAST_WRITES)
     return out
 
 
