@@ -1307,7 +1307,7 @@ def _bitcast_view(x: Tracer, new: np.dtype, what: str) -> Any:
                              f"axis of the array (NumPy's rule): {x.shape[-1]} {old} elements "
                              f"are {x.shape[-1] * old.itemsize} bytes, not a multiple of "
                              f"{new.itemsize}")
-    op = (_bitcast_shadow, _bitcast, (old, new), {}, None)
+    op: Op = (_bitcast_shadow, _bitcast, (old, new), {}, None)
     parent = x._base
     root, ops = (parent.root, parent.ops + (op,)) if parent else (x, (op,))
     order = _memory_order.root_order(root)

@@ -19,7 +19,8 @@ Derivatives follow the standard results, and where those need it:
   derivative.
 * ``det``/``slogdet``/``solve``/``inv`` at a singular matrix: the value is
   NumPy's where NumPy gives one, but a derivative (which solves with the
-  factors) raises ``numpy.linalg.LinAlgError``.
+  factors) raises ``numpy.linalg.LinAlgError``; so does that of ``cond``
+  for ``p`` other than None, 2 and -2 (its value there is inf).
 * ``pinv`` (and ``lstsq``): the derivative of the pseudo-inverse at constant
   rank, which needs no distinct singular values.
 * ``norm``: the 2-norm (and the Frobenius norm) of a zero vector has the

@@ -644,6 +644,7 @@ def test_cond_of_a_singular_matrix_is_inf_not_an_error(p):
         else:
             np.testing.assert_array_equal(got[:2], [np.inf, np.inf])
         np.testing.assert_allclose(got[2], want_last, rtol=1e-12)
+    _close(ft.vmap(lambda m: LA.cond(m, p))(stack), LA.cond(stack, p))
     if p not in ("nuc",):  # NumPy's nuclear norm of its NaN inverse raises instead
         with np.errstate(all="ignore"):
             np.testing.assert_allclose(LA.cond(stack, p)[:2], np.linalg.cond(stack[:2], p))
@@ -674,6 +675,9 @@ def test_cond_errors_name_the_order_shape_and_emptiness():
     with pytest.raises(np.linalg.LinAlgError, match=r"cond is not defined on empty arrays"):
         LA.cond(np.ones((0, 0)))
     assert LA.cond(np.ones((0, 2, 2))).shape == (0,)
+    # the derivative at a singular matrix solves with its factors, as det's
+    with pytest.raises(np.linalg.LinAlgError, match=r"Singular matrix"):
+        ft.grad(lambda a: LA.cond(a, 1))(SINGULAR)
 
 
 TENSOR_A = np.eye(6).reshape(6, 2, 3) * 4 + RNG.standard_normal((6, 2, 3))
