@@ -633,6 +633,15 @@ def test_cond_matches_numpy_for_every_order(p):
             np.testing.assert_allclose(got, want, rtol=1e-4 if a.dtype == np.float32 else 1e-10)
 
 
+@settings(max_examples=15)
+@given(a=matrices(), p=st.sampled_from(COND_ORDERS))
+def test_cond_of_drawn_stacks_matches_numpy(a, p):
+    want = np.linalg.cond(a, p)
+    for got in _both(LA.cond, a, p=p):
+        assert got.dtype == want.dtype
+        _close(got, want)
+
+
 @pytest.mark.parametrize("p", COND_ORDERS, ids=str)
 def test_cond_of_a_singular_matrix_is_inf_not_an_error(p):
     stack = np.stack([np.array([[1.0, 0.0], [3.0, 0.0]]), np.zeros((2, 2)),
