@@ -1,6 +1,7 @@
 """Shape primitives: squeeze, expand_dims, concatenate, slice, pad, rev, iota,
-and (declared in ``broadcasting``, below every family) broadcast_in_dim,
-reshape and transpose.
+bitcast_convert_type (an array's bits read as another dtype, which may add or
+consume a trailing axis), and (declared in ``broadcasting``, below every
+family) broadcast_in_dim, reshape and transpose.
 
 Their params are static and normalised (non-negative axes, full shapes), as
 in JAX's ``lax``; ``functrans.numpy`` turns NumPy's friendlier arguments
