@@ -234,6 +234,8 @@ def test_numpy_linalg_calls_on_tracers_dispatch_here():
     a = _spd(RNG, (3, 3))
     _close(ft.jit(np.linalg.det)(a), np.linalg.det(a))
     _close(ft.grad(lambda x: np.linalg.slogdet(x)[1])(a), np.linalg.inv(a).T)
+    _close(ft.jit(lambda x: np.linalg.cond(x, "fro"))(a), np.linalg.cond(a, "fro"))
+    _close(ft.jit(np.linalg.tensorsolve)(a, a[0]), np.linalg.tensorsolve(a, a[0]))
 
 
 # --------------------------------------------------------------------------
