@@ -8,6 +8,7 @@ raise in the same situation, so ``except ValueError`` keeps working.
 
 from __future__ import annotations
 
+import numpy.exceptions
 import numpy.linalg
 
 
@@ -29,8 +30,10 @@ class DTypeError(FunctransError, TypeError):
     """An operand dtype that an operation does not accept."""
 
 
-class AxisError(FunctransError, ValueError, IndexError):
-    """An axis argument out of range for the operand's rank."""
+class AxisError(FunctransError, numpy.exceptions.AxisError):
+    """An axis argument out of range for the operand's rank: NumPy's own
+    ``AxisError`` (a ``ValueError`` and an ``IndexError``), so code written
+    against NumPy's exception catches it."""
 
 
 class ConcretizationError(FunctransError, TypeError):

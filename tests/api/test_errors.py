@@ -20,7 +20,7 @@ HIERARCHY = {
     errors.ShapeError: (ValueError,),
     errors.LinAlgError: (np.linalg.LinAlgError, ValueError),
     errors.DTypeError: (TypeError,),
-    errors.AxisError: (ValueError, IndexError),
+    errors.AxisError: (np.exceptions.AxisError, ValueError, IndexError),
     errors.ConcretizationError: (TypeError,),
     errors.MemoryLayoutError: (ValueError,),
     errors.TracerConversionError: (errors.ConcretizationError, TypeError),
