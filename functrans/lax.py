@@ -50,23 +50,33 @@ class _Traced:
     (constants first), the constants, and the output tree.  ``layouts``:
     per argument, the ``core.Member`` whose memory layout it has, False
     (not known) or None (C-contiguous), as ``core.trace_to_jaxpr`` takes
-    them.  The first ``n_carry`` arguments are a loop's carry, which the
-    outputs of the same positions become: ``changed`` lists those whose
-    layout the trace read (``Member.read``, of this trace or an earlier one
-    sharing the Members) and whose output is laid out otherwise."""
+    them.  ``out_layouts``: per output, its layout as NumPy's call of
+    ``fun`` gives it (``core.tracer_layout``; False: not known).  The first
+    ``n_carry`` arguments are a loop's carry, which the outputs of the same
+    positions become: ``changed`` lists those whose layout the trace read
+    (``Member.read``, of this trace or an earlier one sharing the Members)
+    and whose output is laid out otherwise."""
 
     def __init__(self, label: str, fun: Callable, avals: list, in_tree,
                  layouts: list | None = None, n_carry: int = 0):
         out_cell: list = []
         self.changed: list[int] = []
+        self.out_layouts: list = []
 
         def flat(*xs):
             out = fun(*tree_unflatten(in_tree, xs))
             leaves, tree = check_leaves(label, "output", out)
             out_cell.append(tree)
             if layouts is not None:  # while the trace can still tell its layouts
+                # Asking the outputs' layouts reads the Members they follow:
+                # what the function itself read decides ``changed``.
+                members = [m for m in layouts if type(m) is core.Member]
+                read = [m.read for m in members]
+                self.out_layouts = [_layout(x) for x in leaves]
+                for m, was in zip(members, read):
+                    m.read = was
                 self.changed = [i for i in range(min(n_carry, len(leaves)))
-                                if _changes_layout(layouts[i], leaves[i])]
+                                if _changes_layout(layouts[i], self.out_layouts[i])]
             return leaves
 
         closed, _, _ = core.trace_to_jaxpr(flat, avals, name=core.fun_name(fun), layouts=layouts)
@@ -79,19 +89,36 @@ class _Traced:
 _UNKNOWN = (False, ())
 
 
-def _changes_layout(given: Any, new: Any) -> bool:
+def _layout(x: Any) -> Any:
+    """``x``'s memory layout (``core.tracer_layout``; False: not known)."""
+    if isinstance(x, Tracer):
+        return core.tracer_layout(x)
+    layout = core.memory_layout(x) if type(x) is np.ndarray else None
+    return False if layout == _UNKNOWN else layout  # None: a scalar, or NumPy's C order
+
+
+def _changes_layout(given: Any, layout: Any) -> bool:
     """Whether a loop's carry, laid out as ``given`` (a ``core.Member`` of
-    its initial value) says and read so in the body, becomes ``new``, an
-    output laid out otherwise: NumPy's next iteration gets that layout."""
+    its initial value) says and read so in the body, becomes an output laid
+    out as ``layout`` (False: not known) says otherwise: NumPy's next
+    iteration gets that layout."""
     if type(given) is not core.Member or not given.read or given.layout == _UNKNOWN:
         return False
-    if isinstance(new, Tracer):
-        layout = core.tracer_layout(new)
-    elif type(new) is np.ndarray:
-        layout = core.memory_layout(new)
-    else:
-        layout = None  # a scalar, or an array NumPy makes C-ordered
     return (_UNKNOWN if layout is False else layout) != given.layout
+
+
+def _give_layouts(outs: list, layouts: list) -> None:
+    """Lay out the results of a loop or a branch as NumPy's own Python
+    code returns them (``core.give_layout``)."""
+    for x, layout in zip(outs, layouts):
+        if isinstance(x, Tracer):
+            core.give_layout(x, layout)
+
+
+def _agreed(*layouts: Any) -> Any:
+    """The layout of a result that is one of several values laid out as
+    ``layouts`` say: theirs where they agree, else not known (False)."""
+    return layouts[0] if all(la == layouts[0] for la in layouts) else False
 
 
 def _own_layouts(leaves) -> list:
@@ -193,6 +220,7 @@ def _branch(label, index, funs, operands, names):
         branches.append(_with_ignored_inputs(t.jaxpr, before, len(t.consts), after))
         offset += len(t.consts)
     outs = _coll.bind_over_axes(cond_p, index, *all_consts, *leaves, branches=tuple(branches))
+    _give_layouts(outs, [_agreed(*ls) for ls in zip(*(t.out_layouts for t in traced))])
     return tree_unflatten(traced[0].out_tree, outs)
 
 
@@ -236,6 +264,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         body_jaxpr=body_t.jaxpr, cond_nconsts=len(cond_t.consts),
         body_nconsts=len(body_t.consts),
     )
+    # The final carry is init_val or the body's output, as the count runs.
+    _give_layouts(outs, [_agreed(_layout(x), la) for x, la in zip(leaves, body_t.out_layouts)])
     return tree_unflatten(in_tree, outs)
 
 
@@ -277,6 +307,10 @@ def scan(
         *body.consts, *init_leaves, *x_leaves, jaxpr=body.jaxpr, num_consts=len(body.consts),
         num_carry=n_carry, length=length, reverse=bool(reverse),
     )
+    # NumPy's loop returns the last body output (init where none ran) and
+    # the ys stacked: np.stack makes a C-ordered array.
+    carry_layouts = body.out_layouts[:n_carry] if length else [_layout(x) for x in init_leaves]
+    _give_layouts(outs, carry_layouts + [None] * (len(outs) - n_carry))
     y_tree = tree_flatten(out[1])[1]
     return tree_unflatten(init_tree, outs[:n_carry]), tree_unflatten(y_tree, outs[n_carry:])
 

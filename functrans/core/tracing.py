@@ -215,14 +215,29 @@ def _layout_not_known(t: Tracer) -> Any:
     return False
 
 
+def _layout_not_followed(t: Tracer, layout: Any) -> None:
+    return None
+
+
 _tracer_layout: Callable[[Tracer], Any] = _layout_not_known
+_give_layout: Callable[[Tracer, Any], None] = _layout_not_followed
 
 
-def install_tracer_layout(rule: Callable[[Tracer], Any]) -> None:
-    """Make ``rule`` what ``tracer_layout`` asks: ``functrans.numpy``, whose
-    rules follow memory layouts through traced code, installs its own."""
-    global _tracer_layout
-    _tracer_layout = rule
+def install_tracer_layout(rule: Callable[[Tracer], Any],
+                          give: Callable[[Tracer, Any], None]) -> None:
+    """Make ``rule`` what ``tracer_layout`` asks and ``give`` what
+    ``give_layout`` does: ``functrans.numpy``, whose rules follow memory
+    layouts through traced code, installs its own."""
+    global _tracer_layout, _give_layout
+    _tracer_layout, _give_layout = rule, give
+
+
+def give_layout(t: Tracer, layout: Any) -> None:
+    """Make ``layout`` (as ``tracer_layout`` says it) the memory layout of
+    ``t``, a result no view that a primitive of no layout rule made, where
+    its layout is known otherwise: a loop's result, laid out as the last
+    output of its body that NumPy's loop returns."""
+    _give_layout(t, layout)
 
 
 def tracer_layout(t: Tracer) -> Any:

@@ -432,7 +432,20 @@ def _layout_of(x: np.ndarray | None) -> tuple[bool, tuple[int, ...]] | None:
     return _UNKNOWN if x is None else memory_layout(x)
 
 
-install_tracer_layout(_traced_layout)
+def _give_layout(t: Tracer, layout: tuple[bool, tuple[int, ...]] | None | bool) -> None:
+    """``core.give_layout``: ``t``'s variable, made by a primitive of no
+    rule here (a loop), is laid out as ``layout`` says (False: not known)."""
+    if t._base:
+        return
+    state = _orders(t._trace)
+    var = t._var
+    state.fixed[id(var)] = _laid_out(t._trace, var, tuple(t.shape),
+                                     _UNKNOWN if layout is False else layout)
+    state.vars[id(var)] = var
+    state.memo.pop(id(var), None)
+
+
+install_tracer_layout(_traced_layout, _give_layout)
 
 
 def _tracer_proxy(t: Tracer) -> Proxy:

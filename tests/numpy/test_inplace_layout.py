@@ -1059,3 +1059,95 @@ def test_cond_branches_get_their_operands_layouts(f, layout):
             assert f is member_reshaped and not (x.flags.c_contiguous or x.flags.f_contiguous)
             continue
         assert got == pytest.approx(want, rel=1e-13)
+
+
+def reshaped_and_updated(xp, a):
+    """What NumPy's ``a.reshape(-1)`` sees of ``a += 1``: a view's sum, or a
+    copy's."""
+    r = a.reshape(-1)
+    a += 1.0
+    return xp.sum(r * np.arange(r.size))
+
+
+def _scan_then_probe(xp, scan, keep, init, xs):
+    c, ys = scan(lambda c, x: (keep(xp, c + x), x * 2.0), init, xs)
+    # (An empty array's update is refused, though no element could tell.)
+    return (reshaped_and_updated(xp, ys) if ys.size else 0.0) + 10 * reshaped_and_updated(xp, c)
+
+
+def _numpy_scan(f, init, xs):
+    c, ys = init, []
+    for x in xs:
+        c, y = f(c, x)
+        ys.append(y)
+    return c, np.stack(ys) if ys else np.zeros((0, *init.shape))
+
+
+@pytest.mark.parametrize("transform", ["jit", "grad", "vmap"])
+@pytest.mark.parametrize("n", [0, 2])
+@pytest.mark.parametrize("keep", KEEPS)
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_scan_results_have_the_layout_of_numpys_loop(layout, keep, n, transform):
+    """``scan``'s ys are stacked as ``np.stack`` of the loop's ys (C order)
+    and its final carry is laid out as the last output of the body (the
+    initial value where it ran no step): a reshape of either then an update
+    gives NumPy's loop's answer, or is refused where the carry's layout is
+    not known, never another number."""
+    init = LAYOUTS[layout]()[0].copy(order="K")
+    xs = np.ones((n, 3, 4))
+    want = _scan_then_probe(np, _numpy_scan, KEEPS[keep], init.copy(order="K"), xs)
+    def probe(a, b):
+        return _scan_then_probe(fnp, ft.lax.scan, KEEPS[keep], a, b)
+
+    run = {"jit": ft.jit(probe),
+           "grad": lambda a, b: ft.value_and_grad(probe)(a, b)[0],
+           "vmap": lambda a, b: ft.vmap(probe, in_axes=(None, 0))(a, b[None])[0]}[transform]
+    try:
+        got = run(init, xs)
+    except InPlaceUpdateError as e:
+        assert "shares memory with or not" in str(e)
+        assert n and keep != "as is"  # a body changing the carry's layout: not known
+        return
+    assert got == pytest.approx(want, rel=1e-13)
+
+
+@pytest.mark.parametrize("keep", KEEPS)
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_while_loop_and_cond_results_have_the_layout_of_numpys_code(layout, keep):
+    """``while_loop``'s result is its initial value or its body's output, and
+    ``cond``'s either branch's: laid out as those where they agree (NumPy's
+    code returns one of them), else not known and refused."""
+    init = LAYOUTS[layout]()[0].copy(order="K")
+
+    def loop(xp, a, n, while_loop):
+        return reshaped_and_updated(xp, while_loop(lambda c: c[1] < n, lambda c: (
+            KEEPS[keep](xp, c[0] + 1.0), c[1] + 1), (a, 0))[0])
+
+    def branch(xp, a, cond):
+        return reshaped_and_updated(xp, cond(a[0, 0] > 0, lambda b: KEEPS[keep](xp, b),
+                                             lambda b: b * 2.0, a))
+
+    def numpy_while(cond, body, c):
+        while cond(c):
+            c = body(c)
+        return c
+
+    for n in (0, 2):
+        want = loop(np, init.copy(order="K"), n, numpy_while)
+        for pred in (True, False):
+            a = init.copy(order="K") - (0 if pred else 1)
+            want_b = branch(np, a.copy(order="K"), lambda p, t, f, b: t(b) if p else f(b))
+            try:
+                got_b = ft.jit(lambda b: branch(fnp, b, ft.lax.cond))(a)
+            except InPlaceUpdateError:
+                assert {"as is": False, "in C order": layout == "F",
+                        "in F order": layout == "C"}[keep]
+            else:
+                assert got_b == pytest.approx(want_b, rel=1e-13)
+        try:
+            got = ft.jit(lambda a, m: loop(fnp, a, m, ft.lax.while_loop))(init, n)
+        except InPlaceUpdateError:
+            assert {"as is": False, "in C order": layout == "F",
+                    "in F order": layout == "C"}[keep]
+            continue
+        assert got == pytest.approx(want, rel=1e-13)
