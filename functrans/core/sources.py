@@ -37,6 +37,7 @@ def _nested(jaxpr: Jaxpr) -> list[Jaxpr]:
 
 
 _source = operator.attrgetter("source")
+_code = operator.itemgetter(0)
 
 
 def sources_of(jaxpr: Jaxpr) -> list[Source | None]:
@@ -50,13 +51,15 @@ class SourceTable:
     (a call of eager ``grad`` asks on every call) whether an equal program
     was made at the same lines: ``matches``."""
 
-    __slots__ = ("_jaxpr", "_sources", "_code", "_nested")
+    __slots__ = ("_jaxpr", "_sources", "_placed", "_codes", "_nested")
 
     def __init__(self, jaxpr: Jaxpr, sources: list[Source | None] | None = None):
         self._jaxpr = jaxpr
         self._sources = sources_of(jaxpr) if sources is None else sources
-        first = self._sources[0] if self._sources else None
-        self._code = None if first is None else first[0]
+        #: The positions of the equations made at a line, and the code
+        #: objects they were made in (``matches`` compares them by identity).
+        self._placed = [i for i, src in enumerate(self._sources) if src is not None]
+        self._codes = [self._sources[i][0] for i in self._placed]  # type: ignore[index]
         self._nested = bool(_nested(jaxpr))
 
     @property
@@ -69,13 +72,14 @@ class SourceTable:
         its sub-programs' included (``sources``: ``sources_of(jaxpr)``, where
         the caller has it).  Sources compare as tuples, in C: a code object
         equal to another in contents (the same function at the same lines in
-        another file) is told apart by identity on the first."""
+        another file) is told apart by identity, at every equation (the
+        first may come from a file both programs share: a loop's counter)."""
         if jaxpr is self._jaxpr:
             return True
         if sources is None:
             sources = sources_of(jaxpr)
-        if sources != self._sources or (self._code is not None
-                                        and sources[0][0] is not self._code):  # type: ignore[index]
+        if sources != self._sources or not all(map(
+                operator.is_, map(_code, map(sources.__getitem__, self._placed)), self._codes)):
             return False
         return not self._nested or all(
             SourceTable(a).matches(b) for a, b in zip(_nested(self._jaxpr), _nested(jaxpr)))
