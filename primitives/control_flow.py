@@ -15,8 +15,11 @@ tangents.  Partial evaluation then keeps the first in the forward pass and
 moves the second, with those values as residuals, to the linear side, where
 it is transposed:
 
-* ``cond``: the tangent cond re-runs the taken branch's primal part (one
-  branch: cheap) and its transpose is a cond of transposed branches;
+* ``cond``: each branch's JVP is split by partial evaluation; the primal
+  cond also returns the taken branch's residuals (zeros in the places of
+  the other branches'), so the branch's primal part, and its NumPy
+  warnings, run once; the tangent cond reads them, and its transpose is a
+  cond of transposed branches;
 * ``scan``: the body's JVP is itself split by partial evaluation; the primal
   scan also stacks, per step, the residuals its linear part reads, and the
   tangent scan is that linear part; its transpose is a scan in the other
@@ -116,19 +119,41 @@ def _cond_impl(index, *operands, branches):
 def _cond_jvp(primals, tangents, *, branches):
     index, *ops = primals
     nonzeros = [_is_nonzero(t) for t in tangents[1:]]
-    outs = bind(cond_p, index, *ops, branches=branches)
     out_avals = sj.stripped(branches[0].out_avals)
     out_nz = [is_inexact(a.dtype) for a in out_avals]
     if not any(nonzeros) or not any(out_nz):
-        return outs, [Zero(a) for a in out_avals]
-    # Each branch's JVP, returning its tangent outputs only.
-    only_tangents = [False] * len(out_avals) + [True] * sum(out_nz)
-    # (the primal cond above runs the branch's prints; the tangent one must not)
-    tangent_branches = tuple(sj.select_outputs(sj.jvp(b, nonzeros, out_nz)[0], only_tangents,
-                                               effects=False)
-                             for b in branches)
-    t_outs = bind(cond_p, index, *ops, *_nonzero(tangents[1:]), branches=tangent_branches)
-    return outs, fill_in(out_nz, t_outs, [Zero(a) for a in out_avals])
+        return bind(cond_p, index, *ops, branches=branches), [Zero(a) for a in out_avals]
+    # Each branch's JVP split into its primal part, which also returns the
+    # residuals its tangent part reads, and that tangent part: the taken
+    # branch's primal computation runs once (its warnings are NumPy's, once).
+    n_out = len(out_avals)
+    parts = [sj.partial_eval(sj.jvp(b, nonzeros, out_nz)[0],
+                             [False] * len(ops) + [True] * sum(nonzeros),
+                             [False] * n_out + [True] * sum(out_nz))
+             for b in branches]
+    res_avals = [sj.stripped(known.out_avals[n_out:]) for known, _, _, _ in parts]
+    all_res = [a for avals in res_avals for a in avals]
+    op_avals = [get_aval(x) for x in ops]
+    t_avals = [get_aval(t) for t in _nonzero(tangents[1:])]
+    primal_branches, tangent_branches = [], []
+    for k, (known, tangent, _, n_res) in enumerate(parts):
+        before = sum(len(r) for r in res_avals[:k])
+        after = all_res[before + n_res:]
+
+        def primal(*xs, known=known, before=before, after=after):
+            outs = sj.run(known, xs)
+            return outs[:n_out] + sj.zeros_for(all_res[:before]) + outs[n_out:] + \
+                sj.zeros_for(after)
+
+        def linear(*xs, tangent=tangent, before=before, n_res=n_res):
+            return sj.run(tangent, [*xs[before:before + n_res], *xs[len(all_res):]])
+
+        primal_branches.append(sj.trace(primal, op_avals, "cond branch"))
+        tangent_branches.append(sj.trace(linear, all_res + t_avals, "cond branch"))
+    outs = bind(cond_p, index, *ops, branches=tuple(primal_branches))
+    t_outs = bind(cond_p, index, *outs[n_out:], *_nonzero(tangents[1:]),
+                  branches=tuple(tangent_branches))
+    return outs[:n_out], fill_in(out_nz, t_outs, [Zero(a) for a in out_avals])
 
 
 def _cond_transpose(cts, index, *operands, branches):
