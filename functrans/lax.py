@@ -92,9 +92,10 @@ _UNKNOWN = (False, ())
 def _layout(x: Any) -> Any:
     """``x``'s memory layout (``core.tracer_layout``; False: not known)."""
     if isinstance(x, Tracer):
-        return core.tracer_layout(x)
-    layout = core.memory_layout(x) if type(x) is np.ndarray else None
-    return False if layout == _UNKNOWN else layout  # None: a scalar, or NumPy's C order
+        layout = core.tracer_layout(x)
+    else:  # None: a scalar, or an array NumPy makes C-ordered
+        layout = core.memory_layout(x) if type(x) is np.ndarray else None
+    return False if layout == _UNKNOWN else layout
 
 
 def _changes_layout(given: Any, layout: Any) -> bool:
@@ -113,6 +114,17 @@ def _give_layouts(outs: list, layouts: list) -> None:
     for x, layout in zip(outs, layouts):
         if isinstance(x, Tracer):
             core.give_layout(x, layout)
+
+
+def _stacked(layout: Any, length: int) -> Any:
+    """The layout of ``np.stack`` of ``length`` arrays laid out as ``layout``
+    says: NumPy's ``concatenate`` allocates its result in the order of its
+    operands' strides, the new axis slowest (a stack of F-ordered arrays is
+    no C-ordered array; one of arrays with gaps has none)."""
+    if not length or layout is None or layout is False:
+        return layout if length else None
+    axes = tuple(a + 1 for a in layout[1])
+    return True, (0, *axes) if length > 1 else axes
 
 
 def _agreed(*layouts: Any) -> Any:
@@ -308,9 +320,10 @@ def scan(
         num_carry=n_carry, length=length, reverse=bool(reverse),
     )
     # NumPy's loop returns the last body output (init where none ran) and
-    # the ys stacked: np.stack makes a C-ordered array.
+    # the ys stacked (np.stack).
     carry_layouts = body.out_layouts[:n_carry] if length else [_layout(x) for x in init_leaves]
-    _give_layouts(outs, carry_layouts + [None] * (len(outs) - n_carry))
+    _give_layouts(outs, carry_layouts + [_stacked(la, length)
+                                         for la in body.out_layouts[n_carry:]])
     y_tree = tree_flatten(out[1])[1]
     return tree_unflatten(init_tree, outs[:n_carry]), tree_unflatten(y_tree, outs[n_carry:])
 

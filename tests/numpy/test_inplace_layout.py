@@ -1088,8 +1088,8 @@ def _numpy_scan(f, init, xs):
 @pytest.mark.parametrize("keep", KEEPS)
 @pytest.mark.parametrize("layout", ["C", "F"])
 def test_scan_results_have_the_layout_of_numpys_loop(layout, keep, n, transform):
-    """``scan``'s ys are stacked as ``np.stack`` of the loop's ys (C order)
-    and its final carry is laid out as the last output of the body (the
+    """``scan``'s ys are stacked as ``np.stack`` of the loop's ys (here C
+    ones, so C order) and its final carry is laid out as the last output of the body (the
     initial value where it ran no step): a reshape of either then an update
     gives NumPy's loop's answer, or is refused where the carry's layout is
     not known, never another number."""
@@ -1151,3 +1151,35 @@ def test_while_loop_and_cond_results_have_the_layout_of_numpys_code(layout, keep
                     "in F order": layout == "C"}[keep]
             continue
         assert got == pytest.approx(want, rel=1e-13)
+
+
+#: Steps whose ys NumPy stacks in their own order (np.stack allocates in its
+#: operands' order, the new axis slowest).
+YS = {
+    "the member": lambda xp, x: x,
+    "a ufunc's result": lambda xp, x: x * 1.0,
+    "transposed": lambda xp, x: x.T * 1.0,
+    "in C order": lambda xp, x: xp.ascontiguousarray(x * 1.0),
+}
+
+
+@pytest.mark.parametrize("n", [1, 3])
+@pytest.mark.parametrize("y", YS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_scan_stacks_its_ys_as_np_stack_does(layout, y, n):
+    """``ys.reshape(-1)`` then ``ys += 1`` gives the answer of NumPy's loop
+    with ``np.stack`` of its ys (F-ordered for F-ordered ys), or is refused
+    where the ys' own layout is not known; never another number."""
+    xs = LAYOUTS[layout]()[:n]
+
+    def run(xp, scan, a):
+        ys = scan(lambda c, x: (c, YS[y](xp, x)), 0.0, a)[1]
+        return reshaped_and_updated(xp, ys)
+
+    want = run(np, _numpy_scan, xs.copy(order="K"))
+    try:
+        got = ft.jit(lambda a: run(fnp, ft.lax.scan, a))(xs)
+    except InPlaceUpdateError:
+        assert layout in ("transposed", "step") and y != "in C order"
+        return
+    assert got == pytest.approx(want, rel=1e-13)
