@@ -37,7 +37,7 @@ def _nested(jaxpr: Jaxpr) -> list[Jaxpr]:
 
 
 _source = operator.attrgetter("source")
-_code = operator.itemgetter(0)
+_code: Any = operator.itemgetter(0)  # of a Source: its code object
 
 
 def sources_of(jaxpr: Jaxpr) -> list[Source | None]:

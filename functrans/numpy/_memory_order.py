@@ -432,7 +432,7 @@ def _layout_of(x: np.ndarray | None) -> tuple[bool, tuple[int, ...]] | None:
     return _UNKNOWN if x is None else memory_layout(x)
 
 
-def _give_layout(t: Tracer, layout: tuple[bool, tuple[int, ...]] | None | bool) -> None:
+def _give_layout(t: Tracer, layout: Any) -> None:
     """``core.give_layout``: ``t``'s variable, made by a primitive of no
     rule here (a loop), is laid out as ``layout`` says (False: not known)."""
     if t._base:
