@@ -306,7 +306,9 @@ def scan(
     # C-ordered), each carry as init or not known (_trace_loop).
     layouts = _own_layouts(init_leaves) + [
         core.Member(x, 0) if np.ndim(x) >= 3 else None for x in x_leaves]
-    (body,) = _trace_loop(label, [f], carry_avals + x_avals, in_tree, layouts, len(carry_avals))
+    # A body run at most once never gets its own output as its carry.
+    (body,) = _trace_loop(label, [f], carry_avals + x_avals, in_tree, layouts,
+                          len(carry_avals) if length > 1 else 0)
     out = tree_unflatten(body.out_tree, list(range(len(body.out_avals))))
     if not (isinstance(out, tuple) and len(out) == 2):
         raise TypeError(f"{label}: f must return a pair (carry, y), got {body.out_tree}")

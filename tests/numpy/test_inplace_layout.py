@@ -1183,3 +1183,27 @@ def test_scan_stacks_its_ys_as_np_stack_does(layout, y, n):
         assert layout in ("transposed", "step") and y != "in C order"
         return
     assert got == pytest.approx(want, rel=1e-13)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3])
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_a_carry_whose_layout_alternates(layout, n):
+    """``(c * x[0, 0]).T`` alternates C, F, C ... (or F, C, F ...): a body
+    reading it is refused where it runs twice or more, and where it runs
+    once or never (its output never comes back) it gives NumPy's answer."""
+    init = LAYOUTS[layout]()[0, :3, :3].copy(order="K")
+    xs = np.ones((n, 3, 3))
+
+    def step(xp):
+        return lambda c, x: ((c * x[0, 0]).T, reshaped_and_updated(xp, c * 1.0))
+
+    c, ys = _numpy_scan(step(np), init.copy(order="K"), xs)
+    for run in (lambda a, b: ft.lax.scan(step(fnp), a, b),
+                ft.jit(lambda a, b: ft.lax.scan(step(fnp), a, b))):
+        try:
+            got_c, got_ys = run(init, xs)
+        except InPlaceUpdateError:
+            assert n > 1
+            continue
+        np.testing.assert_allclose(got_c, c, rtol=1e-13)
+        np.testing.assert_allclose(got_ys, ys.reshape(n), rtol=1e-13)
