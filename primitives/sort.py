@@ -37,9 +37,15 @@ def take_along_axis(x, indices, axis: int):
     """``np.take_along_axis`` for ``indices`` of ``x``'s shape (a gather whose
     other coordinates are iotas)."""
     aval = get_aval(indices)
-    coords = [indices if d == axis else
-              bind(shape.iota_p, dtype=aval.dtype, shape=aval.shape, dimension=d)
-              for d in range(aval.ndim)]
+    xp = array_module((indices,))
+
+    def iota(d: int):
+        i = bind(shape.iota_p, dtype=aval.dtype, shape=aval.shape, dimension=d)
+        # The iota's impl makes a host array: eager indices on a device get it
+        # there (traced ones leave that to their program).
+        return i if xp is np else xp.asarray(i)
+
+    coords = [indices if d == axis else iota(d) for d in range(aval.ndim)]
     return bind(indexing.gather_p, x, *coords, spec=(("array",),) * aval.ndim)
 
 

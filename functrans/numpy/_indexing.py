@@ -283,9 +283,19 @@ def _basic_key(idx: Any) -> tuple | None:
     return tuple(key)
 
 
+def _on_device_of(x, index: Index) -> Index:
+    """``index`` with its index lists and NumPy index arrays moved to the GPU
+    where ``x`` is a CuPy array, as CuPy's own indexing takes them."""
+    if not is_device_array(x):
+        return index
+    return index._replace(arrays=tuple(device_put(a, "gpu") if isinstance(a, np.ndarray)
+                                       else a for a in index.arrays))
+
+
 def _gather(x, index: Index):
     if not index.arrays:
         return _basic_getitem(x, index.spec)
+    index = _on_device_of(x, index)
     out = bind(gather_p, x, *index.arrays, spec=index.spec)
     return out if index.perm is None else _transpose(out, index.perm)
 
@@ -445,10 +455,7 @@ class IndexUpdateRef:
 def _scatter(x, idx, values, mode: str):
     name = f"at[...].{mode}"
     x = asarray(x)
-    index = parse_index(name, tuple(x.shape), idx)
-    if is_device_array(x):  # index lists and NumPy index arrays of a CuPy array
-        index = index._replace(arrays=tuple(device_put(a, "gpu") if isinstance(a, np.ndarray)
-                                            else a for a in index.arrays))
+    index = _on_device_of(x, parse_index(name, tuple(x.shape), idx))
     target = x
     if index.inserted:
         target = bind(expand_dims_p, x, dimensions=index.inserted)

@@ -22,6 +22,7 @@ import numpy as np
 
 from functrans import dtypes
 from functrans.core import Tracer, bind, get_aval
+from functrans.devices import device_put, is_device_array
 from functrans.errors import AxisError, ShapeError
 from functrans.numpy import _elementwise, _indexing, _memory_order, _reductions, _shape
 from functrans.numpy._elementwise import (
@@ -210,6 +211,8 @@ def take_along_axis(arr, indices, axis=-1):
     array([[30, 20]])
     """
     arr, indices = asarray(arr), asarray(indices)
+    if is_device_array(arr) and type(indices) is np.ndarray:  # as CuPy's indexing takes them
+        indices = device_put(indices, "gpu")
     if axis is None:
         if indices.ndim != 1:
             raise ValueError(f"fnp.take_along_axis: with axis=None indices index the flattened "

@@ -91,6 +91,11 @@ M = np.arange(12.0).reshape(3, 4) / 7
     ("matmul", lambda x, m: fnp.add(fnp.matmul(m, fnp.transpose(m)),
                                     fnp.einsum("ij,j->i", m, x[:4]))),
     ("pad", lambda x, m: fnp.pad(x, (2, 1))),
+    # Index arrays made on the host (the function's own or the caller's) go
+    # to the device, as CuPy's indexing takes them.
+    ("diagonal", lambda x, m: fnp.diagonal(m, 1)),
+    ("take", lambda x, m: fnp.take(m, np.array([2, 0, 2]), axis=1)),
+    ("take_along_axis", lambda x, m: fnp.take_along_axis(m, np.array([[1], [0], [3]]), 1)),
 ])
 def test_eager_operations_run_on_the_device(fake, name, f):
     want = f(X, M)
