@@ -46,6 +46,7 @@ from functrans.numpy._elementwise import (
     maximum,
     minimum,
     multiply,
+    not_equal,
     subtract,
     where,
 )
@@ -243,6 +244,13 @@ def fmod(x1, x2, /):
     x1, x2 = _arg(x1), _arg(x2)
     dtype = _ufunc_dtype(np.fmod, x1, x2)
     x1, x2 = _cast(x1, dtype), _cast(x2, dtype)
+    if dtype.kind in "iu":
+        # The floored remainder (the sign of x2), moved by one x2 where its
+        # sign is not x1's: no absolute value, which wraps at the most
+        # negative integer (|-128| is -128 in int8), and |r - x2| < |x2|.
+        r = _elementwise.remainder(x1, x2)
+        return where(logical_and(not_equal(r, 0), not_equal(less(r, 0), less(x1, 0))),
+                     subtract(r, x2), r)
     # sign(x1) * (|x1| mod |x2|), exact.  At x1 = -0.0 that sign reads +1 and
     # the remainder is +0.0, so a zero x1 is returned as it is: fmod keeps the
     # sign of a zero dividend, and the derivative in x1 stays 1 at 0.  A NaN

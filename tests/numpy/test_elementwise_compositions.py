@@ -92,6 +92,24 @@ def test_edge_values_of_elementwise_functions():
     assert ft.jit(fnp.allclose)(X, X).dtype == np.bool_
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int64, np.uint8, np.uint64, np.bool_])
+def test_integer_fmod_at_the_ends_of_the_range(dtype):
+    """C's remainder of integers, where |x| wraps (|-128| is -128 in int8)
+    and a divisor of either sign or zero meets every dividend."""
+    info = np.iinfo(dtype) if dtype is not np.bool_ else None
+    if info is None:
+        values = np.array([False, True])
+    else:
+        ends = (info.min, info.min + 1, -7, -1, 0, 1, 3, 7, info.max - 1, info.max)
+        values = np.array(sorted({v for v in ends if info.min <= v <= info.max}), dtype)
+    x1, x2 = np.meshgrid(values, values)
+    with np.errstate(all="ignore"):
+        want = np.fmod(x1, x2)
+        for got in (fnp.fmod(x1, x2), ft.jit(fnp.fmod)(x1, x2)):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+
+
 GRAD_CASES = {
     "fabs": (fnp.fabs, (POS,)),
     "sinc": (fnp.sinc, (X,)),
