@@ -20,7 +20,7 @@ import numpy as np
 from functrans.core import Tracer
 from functrans.numpy._creation import full_like
 from functrans.numpy._elementwise import arctan2, equal, multiply, not_equal
-from functrans.numpy._elementwise_compositions import _arg
+from functrans.numpy._elementwise_compositions import _arg, _ufunc_dtype
 from functrans.numpy._shape import _convert
 from functrans.numpy._util import asarray
 from functrans.primitives import elementwise as ew
@@ -66,7 +66,9 @@ def angle(z, deg: bool = False):
     """
     z = asarray(z)
     if z.dtype.kind in "biu":
-        z = _convert(z, np.float64)
+        # NumPy's angle of a real z is arctan2(0, z) with a Python 0: float16
+        # for an int8 z, float64 for a bool.
+        z = _convert(z, _ufunc_dtype(np.arctan2, 0, z))
     a = arctan2(ew.imag(z), ew.real(z))
     return multiply(a, 180.0 / math.pi) if deg else a
 

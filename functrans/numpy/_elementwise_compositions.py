@@ -163,7 +163,10 @@ def sinc(x, /):
     array([1.        , 0.63661977])
     """
     x = _arg(x)
-    dtype = _ufunc_dtype(np.sin, x)
+    # NumPy computes in the dtype of np.where(x == 0, 1e-20, x): float64 for
+    # integers and bools (not sin's float16 of an int8).
+    dtype = get_aval(x).dtype
+    dtype = dtype if dtype.kind in "fc" else np.dtype(np.float64)
     u = multiply(_cast(x, dtype), math.pi)
     near = less(absolute(u), _SINC_SERIES_BELOW)
     # Each side sees only the inputs it is used for (no NaN or inf leaks

@@ -110,6 +110,23 @@ def test_integer_fmod_at_the_ends_of_the_range(dtype):
             np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int16, np.int64, np.float16,
+                                   np.float32, np.complex64])
+def test_sinc_and_angle_of_every_dtype_are_numpys(dtype):
+    """NumPy's sinc computes in np.where(x == 0, 1e-20, x)'s dtype (float64
+    for an int8), its angle of a real z is arctan2(0, z) (float16 for an int8,
+    float64 for a bool)."""
+    x = np.array([0, 1, 1, 0, 1], dtype) * np.array([1, 1, 2, 3, -3]).astype(dtype)
+    cases = [(np.sinc, fnp.sinc), (np.angle, fnp.angle),
+             (lambda v: np.angle(v, deg=True), lambda v: fnp.angle(v, deg=True))]
+    with np.errstate(all="ignore"):
+        for f, ours in cases:
+            want = f(x)
+            for got in (ours(x), ft.jit(ours)(x)):
+                assert got.dtype == want.dtype
+                np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-30)
+
+
 GRAD_CASES = {
     "fabs": (fnp.fabs, (POS,)),
     "sinc": (fnp.sinc, (X,)),
