@@ -263,16 +263,25 @@ def fmod(x1, x2, /):
     return where(logical_and(equal(x1, 0), equal(r, 0)), x1, r)
 
 
+def _scaled(x, ufunc: np.ufunc, num: float, den: float):
+    """``x * (num / den)`` as NumPy's ``deg2rad``/``rad2deg`` loops compute
+    it: the ratio in the loop's precision (for float32 that is
+    float32(180) / float32(pi), not the float64 ratio rounded: they differ in
+    the last bit of most results), float16 through float32."""
+    x = _arg(x)
+    dtype = _ufunc_dtype(ufunc, x)
+    work = np.dtype(np.float32) if dtype == np.float16 else dtype
+    return _cast(multiply(_cast(x, work), work.type(num) / work.type(den)), dtype)
+
+
 def deg2rad(x, /):
     """``numpy.deg2rad``: degrees to radians."""
-    x = _arg(x)
-    return multiply(_cast(x, _ufunc_dtype(np.deg2rad, x)), math.pi / 180.0)
+    return _scaled(x, np.deg2rad, math.pi, 180.0)
 
 
 def rad2deg(x, /):
     """``numpy.rad2deg``: radians to degrees."""
-    x = _arg(x)
-    return multiply(_cast(x, _ufunc_dtype(np.rad2deg, x)), 180.0 / math.pi)
+    return _scaled(x, np.rad2deg, 180.0, math.pi)
 
 
 radians = deg2rad

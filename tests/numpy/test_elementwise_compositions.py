@@ -127,6 +127,18 @@ def test_sinc_and_angle_of_every_dtype_are_numpys(dtype):
                 np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-30)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.int16])
+@pytest.mark.parametrize("name", ["deg2rad", "rad2deg", "radians", "degrees"])
+def test_angle_conversions_are_numpys_bits(name, dtype):
+    """NumPy's float32 loops multiply by float32(180) / float32(pi) (not the
+    float64 ratio rounded), its float16 loops compute through float32."""
+    x = np.linspace(-1000, 1000, 4001).astype(dtype)
+    want = getattr(np, name)(x)
+    for got in (getattr(fnp, name)(x), ft.jit(getattr(fnp, name))(x)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
 GRAD_CASES = {
     "fabs": (fnp.fabs, (POS,)),
     "sinc": (fnp.sinc, (X,)),
