@@ -546,6 +546,7 @@ def _sub_simplify(eqn, ctx):
 
 
 _LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
 
 
 def _reciprocal_dtype(aval):
@@ -616,6 +617,9 @@ UNARY = [
     Row("log",       np.log,       lambda x, y: div(1.0, x), cuda="log(x)", numexpr="log({0})"),
     Row("log2",      np.log2,      lambda x, y: div(1.0 / _LN2, x),
         cuda={"c": "log(x) / {R}(0.6931471805599453)", "f": "log2(x)"}),
+    Row("log10",     np.log10,     lambda x, y: div(1.0 / _LN10, x),
+        # NumPy's complex log10 scales log(x) by log10(e), part by part.
+        cuda={"c": "log(x) * {R}(0.4342944819032518)", "f": "log10(x)"}),
     Row("log1p",     np.log1p,     lambda x, y: div(1.0, add(x, 1.0)),
         cuda={"c": "log({T}(1) + x)", "f": "log1p(x)"}),
     # exp(x), not expm1(x) + 1, which cancels for x < 0: at x = -30 it was
@@ -940,6 +944,7 @@ exp: Op = _op(unary["exp"])
 exp2: Op = _op(unary["exp2"])
 log: Op = _op(unary["log"])
 log2: Op = _op(unary["log2"])
+log10: Op = _op(unary["log10"])
 log1p: Op = _op(unary["log1p"])
 expm1: Op = _op(unary["expm1"])
 sin: Op = _op(unary["sin"])

@@ -2094,6 +2094,7 @@ SPECS: dict[str, Spec] = {
     "exp2": Spec(unary_impl(np.exp2, -10, 10), unary_case(-2, 2)),
     "log": Spec(unary_impl(np.log, 0.1, 100), unary_case(0.3, 4)),
     "log2": Spec(unary_impl(np.log2, 0.1, 100), unary_case(0.3, 4)),
+    "log10": Spec(unary_impl(np.log10, 0.1, 100), unary_case(0.3, 4)),
     "log1p": Spec(unary_impl(np.log1p, -0.9, 100), unary_case(-0.6, 4)),
     "expm1": Spec(unary_impl(np.expm1, -10, 10), unary_case(-2, 2)),
     "sin": Spec(unary_impl(np.sin, -10, 10), unary_case(-3, 3, f32=True, c128=True)),

@@ -38,7 +38,7 @@ from functrans.primitives.elementwise import (
 )
 
 __all__ = [
-    "positive", "log10", "square", "reciprocal", "round", "around", "isnan", "isinf",
+    "positive", "square", "reciprocal", "round", "around", "isnan", "isinf",
     "power", "pow", "logical_and", "logical_or", "logical_xor", "logical_not",
     "where", "clip",
 ]  # fmt: skip
@@ -118,6 +118,7 @@ exp = _unary("exp", unary["exp"])
 exp2 = _unary("exp2", unary["exp2"])
 log = _unary("log", unary["log"])
 log2 = _unary("log2", unary["log2"])
+log10 = _unary("log10", unary["log10"])
 log1p = _unary("log1p", unary["log1p"])
 expm1 = _unary("expm1", unary["expm1"])
 sin = _unary("sin", unary["sin"])
@@ -166,11 +167,11 @@ right_shift = bitwise_right_shift = _binary("right_shift", binary["shift_right"]
 nextafter = _binary("nextafter", binary["nextafter"])
 
 __all__ += [
-    "negative", "exp", "exp2", "log", "log2", "log1p", "expm1", "sin", "cos", "tan", "arcsin",
-    "asin", "arccos", "acos", "arctan", "atan", "sinh", "cosh", "tanh", "arcsinh", "asinh",
-    "arccosh", "acosh", "arctanh", "atanh", "sqrt", "cbrt", "absolute", "abs", "sign", "floor",
-    "ceil", "trunc", "signbit", "isfinite", "invert", "bitwise_invert", "bitwise_not", "add",
-    "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod",
+    "negative", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan",
+    "arcsin", "asin", "arccos", "acos", "arctan", "atan", "sinh", "cosh", "tanh", "arcsinh",
+    "asinh", "arccosh", "acosh", "arctanh", "atanh", "sqrt", "cbrt", "absolute", "abs", "sign",
+    "floor", "ceil", "trunc", "signbit", "isfinite", "invert", "bitwise_invert", "bitwise_not",
+    "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod",
     "maximum", "minimum", "arctan2", "atan2", "copysign", "equal", "not_equal", "less",
     "less_equal", "greater", "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor",
     "left_shift", "bitwise_left_shift", "right_shift", "bitwise_right_shift", "nextafter",
@@ -179,7 +180,6 @@ __all__ += [
 
 _pow = _binary("power", binary["pow"])
 _rint = _unary("round", unary["round"])
-_LOG10_E = 1.0 / math.log(10.0)
 
 # -- compositions -----------------------------------------------------------------
 
@@ -241,19 +241,6 @@ def positive(x, /):
             "convert with .astype(int) first"
         )
     return _copy(x)
-
-
-def log10(x, /):
-    """``numpy.log10``, as ``log(x) / log(10)``.
-
-    NB: for complex ``x`` at 0 or infinity, where ``log(x)`` has an infinite
-    real part, the imaginary part comes out NaN (the scaling multiplies the
-    infinity by a zero imaginary part); NumPy's is finite.
-
-    >>> log10(np.array([1.0, 100.0]))
-    array([0., 2.])
-    """
-    return multiply(log(x), _LOG10_E)
 
 
 def isnan(x, /):

@@ -139,6 +139,25 @@ def test_angle_conversions_are_numpys_bits(name, dtype):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex64,
+                                   np.complex128])
+def test_log10_and_float_power_are_numpys_bits(dtype):
+    """np.log10 has a loop of its own (not log(x) / log(10)); float_power's
+    float64 loop is C's pow, which np.power's vectorised loops are not."""
+    rng = np.random.default_rng(0)
+    x = np.abs(rng.standard_normal(2000) * 10).astype(dtype)
+    y = rng.standard_normal(2000).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(2000).astype(dtype)
+    with np.errstate(all="ignore"):
+        for np_fn, ours, args in [(np.log10, fnp.log10, (x,)),
+                                  (np.float_power, fnp.float_power, (x, y))]:
+            want = np_fn(*args)
+            for got in (ours(*args), ft.jit(ours)(*args)):
+                assert got.dtype == want.dtype
+                np.testing.assert_array_equal(got, want)
+
+
 GRAD_CASES = {
     "fabs": (fnp.fabs, (POS,)),
     "sinc": (fnp.sinc, (X,)),

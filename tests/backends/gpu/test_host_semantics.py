@@ -123,7 +123,7 @@ def _pool(dtype: np.dtype, finite: bool = False) -> np.ndarray:
     return out
 
 
-_TRANSCENDENTAL = {"exp", "exp2", "log", "log2", "log1p", "expm1", "sin", "cos", "tan",
+_TRANSCENDENTAL = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan",
                    "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
                    "arctanh", "sqrt", "logistic", "pow", "scalar_pow", "sign", "integer_pow",
                    "div"}
