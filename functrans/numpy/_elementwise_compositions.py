@@ -81,10 +81,17 @@ def _ufunc_dtype(ufunc: np.ufunc, *xs) -> np.dtype:
 
 
 def _cast(x, dtype):
-    """``x`` (maybe a Python scalar) as an array of the already resolved ``dtype``."""
+    """``x`` (maybe a Python scalar) as an array of the already resolved
+    ``dtype``.  A traced Python int met with a narrower integer dtype stays
+    weak: the primitives it meets check its value as NumPy does (300 with an
+    int8 array raises OverflowError), where a conversion would wrap it."""
     if type(x) in dtypes.PYTHON_SCALAR_DTYPES:
         return np.asarray(x, dtype)
-    return _convert(asarray(x), dtype)
+    x = asarray(x)
+    aval = get_aval(x)
+    if aval.weak_type and aval.dtype.kind == "i" and dtype.kind in "iu" and dtype != aval.dtype:
+        return x
+    return _convert(x, dtype)
 
 
 def _zero(dtype):

@@ -110,6 +110,21 @@ def test_integer_fmod_at_the_ends_of_the_range(dtype):
             np.testing.assert_array_equal(got, want)
 
 
+def test_a_traced_python_int_out_of_an_integer_dtype_raises_as_in_numpy():
+    """Under jit a Python int argument is traced: fmod must not wrap it into
+    the array's dtype (300 with an int8 array raised in NumPy and gave
+    100 fmod 44 = 12)."""
+    x8 = np.array([-5, 0, 100], np.int8)
+    for args in [(x8, 300), (300, x8), (x8.astype(np.uint8), -1)]:
+        with pytest.raises(OverflowError):
+            np.fmod(*args)
+        for f in (fnp.fmod, ft.jit(fnp.fmod)):
+            with pytest.raises(OverflowError):
+                f(*args)
+    np.testing.assert_array_equal(ft.jit(fnp.fmod)(x8, -7), np.fmod(x8, -7))
+    assert ft.jit(fnp.fmod)(x8, -7).dtype == np.int8
+
+
 @pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int16, np.int64, np.float16,
                                    np.float32, np.complex64])
 def test_sinc_and_angle_of_every_dtype_are_numpys(dtype):
