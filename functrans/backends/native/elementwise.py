@@ -608,7 +608,9 @@ class _Pool:
             return self.executor
 
     def after_fork_in_child(self) -> None:
-        self.__init__()
+        self.lock = threading.Lock()
+        self.executor = None
+        self.workers = 0
 
 
 _pool = _Pool()

@@ -16,8 +16,7 @@ from hypothesis import strategies as st
 import functrans as ft
 import functrans.numpy as fnp
 from functrans import lax, tiering
-from functrans.backends import threads
-from functrans.backends import native
+from functrans.backends import native, threads
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="needs Numba")
 
