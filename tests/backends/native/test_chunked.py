@@ -274,6 +274,40 @@ def test_errors_of_numpy_s_loops_warn_and_raise_as_in_the_numpy_tier(threads, nu
         jf(x)
 
 
+def test_errors_of_the_arithmetic_around_the_loops_warn_and_raise_as_in_the_numpy_tier(
+        threads):
+    def f(x):
+        return fnp.sin(x) * (x * x) + fnp.where(x > 0.0, fnp.cos(x), x)
+
+    x = np.linspace(-2.0, 2.0, 3 * CHUNK + 5)
+    jf, numpy_tier = _moved(f, x), ft.jit(f, compiler="numpy")
+    for at, value, messages in [
+            (-1, 1e200, ["overflow encountered in multiply"]),
+            (CHUNK + 3, np.nan, []),  # (x > 0.0 at NaN: NumPy's comparison does not warn)
+            (-1, -np.inf, ["invalid value encountered in sin",
+                           "invalid value encountered in cos"])]:
+        y = x.copy()
+        y[at] = value
+        with warnings.catch_warnings(record=True) as want:
+            warnings.simplefilter("always")
+            expected = numpy_tier(y)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = jf(y)
+        assert bytes_equal(got, expected)
+        assert [str(w.message) for w in caught] == [str(w.message) for w in want]
+        assert [str(w.message) for w in want] == messages
+        assert all(w.filename == __file__ for w in caught)
+    y = x.copy()
+    y[-1] = 1e200
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="in multiply"):
+        jf(y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(over="ignore"):
+            assert bytes_equal(jf(y), numpy_tier(y))
+
+
 # -- the benchmark's program, threads ------------------------------------------------------
 
 
