@@ -51,6 +51,15 @@ Settings:
     instead of compiling it again; the empty string keeps kernels in memory
     only.  Applies to kernels not yet loaded in this process.
 
+``native_threads`` (default 0: the cores this process may use)
+    How many threads compute one call of a native kernel over
+    ``2**18`` elements or more (docs/jit.md, "The native tier"): the
+    caller's thread and helpers, each taking whole chunks, so the results
+    are the same bits at any count.  ``0`` counts the cores this process
+    may run on (its CPU affinity, as ``taskset`` or a container sets it);
+    ``1`` keeps every call on the caller's thread.  Applies to kernels
+    compiled from then on, and to automatic tiering's estimates.
+
 ``debug_nans``, ``debug_infs`` (default False)
     Check the floating-point results of every primitive, eagerly, under
     every transform and in jitted code, forward and backward: the first
@@ -70,9 +79,10 @@ from typing import Any, Callable
 import numpy as np
 
 from functrans import core
+from functrans.backends import threads
 
 __all__ = ["debug_infs", "debug_nans", "jit_cache_size", "jit_compiler", "jit_tier_numerics",
-           "jit_tier_up", "native_cache_dir", "update"]
+           "jit_tier_up", "native_cache_dir", "native_threads", "update"]
 
 
 def _positive_int(name: str, value: Any) -> int:
@@ -91,6 +101,25 @@ def _parse_int(name: str, text: str) -> int:
         raise ValueError(
             f"functrans.config: {name} must be a positive integer, got the string {text!r}; "
             "use a number such as 256"
+        ) from None
+
+
+def _count(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(
+            f"functrans.config: {name} must be a non-negative integer (0: the cores this "
+            f"process may use), got {value!r}"
+        )
+    return value
+
+
+def _parse_count(name: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(
+            f"functrans.config: {name} must be a non-negative integer (0: the cores this "
+            f"process may use), got the string {text!r}"
         ) from None
 
 
@@ -144,6 +173,10 @@ def _checks_changed() -> None:
     core.set_value_checks(globals()["debug_nans"], globals()["debug_infs"])
 
 
+def _threads_changed() -> None:
+    threads.set_count(globals()["native_threads"])
+
+
 #: name -> (default, check that returns the value to store, parser of the
 #: environment variable's text).
 _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], Callable[[str, str], Any]]] = {
@@ -152,6 +185,7 @@ _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], Callable[[str, str], A
     "jit_tier_up": ("measured", _one_of("measured", "eager", "never"), _text),
     "jit_tier_numerics": ("exact", _one_of("exact", "close"), _text),
     "native_cache_dir": (_default_cache_dir(), _folder, _text),
+    "native_threads": (0, _count, _parse_count),
     "debug_nans": (False, _flag, _parse_flag),
     "debug_infs": (False, _flag, _parse_flag),
 }
@@ -160,6 +194,7 @@ _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], Callable[[str, str], A
 _AFTER: dict[str, Callable[[], None]] = {
     "debug_nans": _checks_changed,
     "debug_infs": _checks_changed,
+    "native_threads": _threads_changed,
 }
 
 jit_cache_size: int
@@ -167,6 +202,7 @@ jit_compiler: str
 jit_tier_up: str
 jit_tier_numerics: str
 native_cache_dir: str
+native_threads: int
 debug_nans: bool
 debug_infs: bool
 
@@ -197,3 +233,4 @@ def _from_environment() -> None:
 
 _from_environment()
 _checks_changed()
+_threads_changed()

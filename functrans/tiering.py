@@ -33,6 +33,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from functrans.backends import threads
 from functrans.core import ClosedJaxpr, Jaxpr, Var
 from functrans.dtypes import is_floating
 from functrans.primitives.elementwise import IEEE_EXACT
@@ -64,20 +65,6 @@ _PER_ELEMENT = 1e-9
 # cos about 8 ns an element, tanh 1.7, arctan 1.2, exp and log 0.8 (float32
 # ones about 0.5, so they count as a pass).
 _PER_TRANSCENDENTAL = 4e-9
-#: The threads a large kernel or NumPy call is split across: Numba's thread
-#: count, which ``NUMBA_NUM_THREADS`` sets and the cores are by default
-#: (read from the environment, as Numba reads it, without importing Numba).
-def _numba_threads() -> int:
-    """``NUMBA_NUM_THREADS``, else the cores; a value Numba would refuse
-    counts as unset here (Numba says so when it loads, where it is used)."""
-    try:
-        threads = int(os.environ.get("NUMBA_NUM_THREADS") or 0)
-    except ValueError:
-        threads = 0
-    return max(1, threads or os.cpu_count() or 1)
-
-
-_CORES = _numba_threads()
 #: ``backends.native.elementwise.SPLIT_ELEMENTS``, the size from which a
 #: native call runs on all cores (written here, not imported, so that
 #: ``import functrans`` does not load the native backend).
@@ -237,7 +224,7 @@ def _split(e) -> bool:
     several threads (``backends/native/chunked.py``; counted only where its
     operands are arrays of its shape and dtype)."""
     out = e.outputs[0].aval
-    return _CORES > 1 and math.prod(out.shape) >= SPLIT_ELEMENTS and all(
+    return threads.count() > 1 and math.prod(out.shape) >= SPLIT_ELEMENTS and all(
         type(a) is Var and a.aval.shape == out.shape and a.aval.dtype == out.dtype
         for a in e.inputs)
 
@@ -408,8 +395,9 @@ def assess(closed: ClosedJaxpr, numerics: str = "exact") -> Assessment:
     its group's kernel: it saves nothing (the estimate leaves out the
     passes over memory the chunks save), and its results are the NumPy
     tier's, unless numexpr computes it in the NumPy tier; over
-    ``SPLIT_ELEMENTS`` or more the kernel runs on all cores, which saves
-    its time but one core's share.  In ``"close"`` numerics
+    ``SPLIT_ELEMENTS`` or more the kernel runs on ``threads.count()``
+    threads (``config.native_threads``), which saves its time but one
+    thread's share.  In ``"close"`` numerics
     it joins a kernel (Numba's C-library code, a few ulp away)."""
     tally = _Tally(numerics)
     for e in closed.jaxpr.eqns:
@@ -436,7 +424,7 @@ def assess(closed: ClosedJaxpr, numerics: str = "exact") -> Assessment:
                 tally.differs.append("transcendental functions")
             else:
                 if _split(e):  # NumPy's own call, made by all cores on chunks
-                    tally.saved += (cost - _DISPATCH) * (1 - 1 / _CORES)
+                    tally.saved += (cost - _DISPATCH) * (1 - 1 / threads.count())
                 else:
                     tally.unfused += cost
                 # (cpu_fusible first: have_numexpr asks the import system, 40 us)
@@ -453,8 +441,9 @@ def assess(closed: ClosedJaxpr, numerics: str = "exact") -> Assessment:
     never = None
     why = "matrix products and other NumPy calls dominate"
     if tally.unfused > tally.cost / 2:
-        why = ("its transcendental functions dominate, which stay NumPy calls in exact "
-               "numerics")
+        why = ("its transcendental functions dominate, which native kernels compute with "
+               "NumPy's own loops in exact numerics, as fast as its calls on one thread or "
+               "under 2**18 elements")
     if tally.loop_misses:
         why = (f"a loop body holds {', '.join(sorted(set(tally.loop_misses)))}, so its loop "
                "stays NumPy calls")

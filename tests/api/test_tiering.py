@@ -20,7 +20,7 @@ from functrans.primitives.linalg import dot_general_p
 import functrans as ft
 import functrans.numpy as fnp
 from functrans import config, lax, tiering
-from functrans.backends import native
+from functrans.backends import native, threads
 from functrans.core import bind
 
 needs_numba = pytest.mark.skipif(not native.available(), reason="needs Numba")
@@ -168,14 +168,15 @@ def test_large_transcendentals_pay_only_on_several_cores(queued, monkeypatch):
     # on several, NumPy's calls are made on chunks by all of them.
     monkeypatch.setattr(config, "jit_tier_up", "eager")
     monkeypatch.setattr(tiering, "have_numexpr", lambda: False)
-    monkeypatch.setattr(tiering, "_CORES", 1)
+    monkeypatch.setattr(threads, "_set", 1)  # (config.native_threads)
     f = ft.jit(ft.grad(sin_loss))
     f(np.linspace(-1, 1, 10**6))
     assert _tier(f).reason == (
         "native kernels would remove only 17% of its estimated time (its transcendental "
-        "functions dominate, which stay NumPy calls in exact numerics; 30% needed)")
+        "functions dominate, which native kernels compute with NumPy's own loops in exact "
+        "numerics, as fast as its calls on one thread or under 2**18 elements; 30% needed)")
     assert queued == []
-    monkeypatch.setattr(tiering, "_CORES", 2)
+    monkeypatch.setattr(threads, "_set", 2)
     g = ft.jit(ft.grad(sin_loss))
     g(np.linspace(-1, 1, 10**6))
     (tier,) = queued
@@ -727,21 +728,36 @@ def test_the_estimate_splits_where_the_native_tier_splits():
 
 
 @needs_numba
-def test_the_estimate_counts_the_threads_numba_runs():
-    # The gain of a split call is counted for Numba's thread count, which
-    # NUMBA_NUM_THREADS sets, read without importing Numba.
-    code = ("from functrans import tiering\n"
+def test_the_estimate_counts_the_threads_the_native_tier_runs():
+    # The gain of a split call is counted for the native tier's thread
+    # count: FUNCTRANS_NATIVE_THREADS where set, else the cores this process
+    # may use (its affinity), read without importing Numba.
+    code = ("import os, sys\n"
+            "from functrans import config, tiering\n"
+            "from functrans.backends import threads\n"
+            "print(config.native_threads, threads.count(), 'numba' in sys.modules)\n"
             "from functrans.backends.native import elementwise\n"
-            "print(tiering._CORES, elementwise._threads())\n")
-    env = {**os.environ, "NUMBA_NUM_THREADS": "1"}
+            "print(elementwise._threads())\n"
+            "if hasattr(os, 'sched_setaffinity'):\n"
+            "    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
+            "config.update('native_threads', 0)\n"
+            "print(elementwise._threads() == (1 if hasattr(os, 'sched_setaffinity') "
+            "else os.cpu_count()))\n")
+    env = {**os.environ, "FUNCTRANS_NATIVE_THREADS": "3"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout.split()
-    assert out == ["1", "1"]
+    assert out == ["3", "3", "False", "3", "True"]
 
 
-def test_a_thread_count_numba_would_refuse_leaves_import_working():
-    code = "from functrans import tiering\nprint(tiering._CORES >= 1)\n"
-    env = {**os.environ, "NUMBA_NUM_THREADS": "four"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, check=True).stdout.split()
-    assert out == ["True"]
+def test_a_bad_thread_count_is_refused_naming_the_setting():
+    with pytest.raises(ValueError, match="native_threads must be a non-negative integer"):
+        config.update("native_threads", -1)
+    with pytest.raises(ValueError, match="native_threads must be a non-negative integer"):
+        config.update("native_threads", True)
+    env = {**os.environ, "FUNCTRANS_NATIVE_THREADS": "four"}
+    run = subprocess.run([sys.executable, "-c", "import functrans"], env=env,
+                         capture_output=True, text=True)
+    assert run.returncode != 0
+    assert ("native_threads must be a non-negative integer (0: the cores this process may "
+            "use), got the string 'four' (in the environment variable "
+            "FUNCTRANS_NATIVE_THREADS)") in run.stderr

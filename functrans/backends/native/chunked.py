@@ -31,11 +31,14 @@ the loop's dtypes (NumPy would convert others first; such a member stays
 a NumPy call).
 
 Errors.  NumPy reports the floating-point exceptions a loop raises as
-``np.errstate`` says (``invalid value encountered in sin``).  The kernel
-returns the flags its loop calls raised (``fp_status.py``); where the
-caller's error state would report one, the group is computed again by the
-NumPy tier's own calls, which warn or raise as that tier does, with the
-same values.
+``np.errstate`` says (``invalid value encountered in sin``, ``overflow
+encountered in multiply``).  The kernel clears the flags before each
+chunk and returns those its chunks raised (``fp_status.py``), in loop
+calls and arithmetic alike; where the caller's error state would report
+one, the group is computed again by the NumPy tier's own calls, which warn
+or raise as that tier does, with the same values.  (A flag the arithmetic
+raises where NumPy's loop does not, such as a comparison with NaN that
+the processor signals, costs that second computation, no more.)
 
 Threads.  Groups of ``elementwise.SPLIT_ELEMENTS`` or more are computed by several
 threads, each taking ranges of whole chunks (``elementwise._run_split``);
@@ -147,7 +150,8 @@ def chunked_source(group: Jaxpr) -> tuple[str, list[int]]:
     length ``size``, the status functions and the flags' bits
     (``fp_status.Status``), the raveled outputs to write, the group's inputs
     (rank 0 as scalars, the others raveled) and the loops; it returns the
-    flags the loop calls raised.
+    flags its chunks raised, in the loop calls and in the arithmetic (which
+    NumPy's calls of the same arithmetic report as well).
 
     Each member's *level* is the number of loop calls on its longest path
     from the inputs.  Per chunk, for each level: one loop over the chunk
@@ -195,7 +199,6 @@ def chunked_source(group: Jaxpr) -> tuple[str, list[int]]:
             address, dtypes = loops[id(m)]
             out = m.outputs[0]
             dest = out_name.get(id(out)) or k.buffer(("2 * size",), out.aval.dtype)
-            lines.append(f"{pad}call_status(clear, every)")
             if isinstance(address, CPower):  # the C function on each element
                 if address.imports() not in k.globals:
                     k.globals.append(address.imports())
@@ -216,7 +219,6 @@ def chunked_source(group: Jaxpr) -> tuple[str, list[int]]:
                     places.append((f"{cell}.ctypes.data", 0))  # stride 0, as NumPy's scalars
                 places.append((f"{dest}.ctypes.data", out.aval.dtype.itemsize))
                 k.call_loop(address, places, "m", pad, lines)
-            lines.append(f"{pad}flags |= call_status(test, every)")
             held[id(out)] = (out, dest)
     args = ["start", "stop", "size", "clear", "test", "every",
             *(f"o{n}" for n in range(len(group.outvars))),
@@ -233,8 +235,9 @@ def chunked_source(group: Jaxpr) -> tuple[str, list[int]]:
             "        e = c + size",
             "        if stop - e < size:  # the range's last chunk takes the remainder",
             "            e = stop",
-            "        m = e - c"]
-    tail = ["        c = e", "    return flags"]
+            "        m = e - c",
+            "        call_status(clear, every)"]
+    tail = ["        flags |= call_status(test, every)", "        c = e", "    return flags"]
     return "\n".join(head + lines + tail) + "\n", [a for _, a in k.loops]
 
 

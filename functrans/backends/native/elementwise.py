@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from functrans.backends import threads as thread_setting
 from functrans.backends.native.c_power import CPower, power_form
 from functrans.backends.native.cache import _load_compiled
 from functrans.backends.native.numpy_loops import may_differ
@@ -569,7 +570,7 @@ _REFCOUNTS_EXACT = not sysconfig.get_config_var("Py_GIL_DISABLED")
 #: Kernels over at least this many elements are run by several threads, each
 #: computing chunks of the outer index (``_run_split``): the sine and cosine
 #: of the gradient at n=1e6 took half the time on two cores.  Below it,
-#: waking threads costs more than they save.
+#: waking threads costs more than they save (docs/jit.md, "The native tier").
 SPLIT_ELEMENTS = 1 << 18
 
 #: Chunks per thread: a thread that starts late (a busy machine) finds the
@@ -578,33 +579,43 @@ _CHUNKS_PER_THREAD = 4
 
 
 def _threads() -> int:
-    """Threads for one kernel call: Numba's ``NUMBA_NUM_THREADS`` (the
-    cores, unless set in the environment)."""
-    from numba.core import config as numba_config
-
-    return max(1, int(getattr(numba_config, "NUMBA_NUM_THREADS", os.cpu_count() or 1)))
+    """Threads for one kernel call (``functrans.config.native_threads``, else
+    the cores this process may use)."""
+    return thread_setting.count()
 
 
 class _Pool:
-    """The helper threads of split kernel calls, made on first use (and again
-    in a forked child, where the parent's threads do not exist)."""
+    """The helper threads of split kernel calls, made on first use, again
+    where a call needs more of them than there are (the setting grew), and
+    again in a forked child, where the parent's threads do not exist (its
+    lock may even have been held by one of them: the child gets a fresh
+    one)."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.executor: Any = None
-        self.pid = 0
+        self.workers = 0
 
     def get(self, workers: int) -> Any:
         with self.lock:
-            if self.executor is None or self.pid != os.getpid():
+            if self.executor is None or self.workers < workers:
                 from concurrent.futures import ThreadPoolExecutor
 
+                if self.executor is not None:  # its threads end once idle
+                    self.executor.shutdown(wait=False)
                 self.executor = ThreadPoolExecutor(workers, "functrans-native")
-                self.pid = os.getpid()
+                self.workers = workers
             return self.executor
+
+    def after_fork_in_child(self) -> None:
+        self.lock = threading.Lock()
+        self.executor = None
+        self.workers = 0
 
 
 _pool = _Pool()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_pool.after_fork_in_child)
 
 
 def _run_split(kernel: Callable, length: int, threads: int, args: tuple,
@@ -612,15 +623,22 @@ def _run_split(kernel: Callable, length: int, threads: int, args: tuple,
     """``kernel`` over the outer index ``range(length)``, in chunks taken in
     turn by this thread and ``threads - 1`` helpers, each starting at a
     multiple of ``align``; the kernel's results.  Each element is computed
-    alone, so the results are the serial loop's bit for bit."""
+    alone, so the results are the serial loop's bit for bit.  Returns once
+    every helper has stopped (none writes an output after); the first
+    exception a chunk raised, in any thread, is raised here, and the chunks
+    not yet taken are not computed."""
     chunks = min(-(-length // align), threads * _CHUNKS_PER_THREAD)
     bounds = [length * c // chunks // align * align for c in range(chunks)] + [length]
     taken = itertools.count()  # next() on it is atomic under the GIL
     results: list = []
+    errors: list = []
 
     def work() -> None:
-        while (c := next(taken)) < chunks:
-            results.append(kernel(bounds[c], bounds[c + 1], *args))
+        try:
+            while not errors and (c := next(taken)) < chunks:
+                results.append(kernel(bounds[c], bounds[c + 1], *args))
+        except BaseException as e:  # raised in the caller's thread below
+            errors.append(e)
 
     helpers: list = []
     try:
@@ -630,8 +648,11 @@ def _run_split(kernel: Callable, length: int, threads: int, args: tuple,
     except RuntimeError:  # the interpreter is shutting down: no more helpers
         pass
     work()
-    for h in helpers:
-        h.result()
+    for h in helpers:  # one not started yet (the helpers busy with another call) never is
+        if not h.cancel():
+            h.result()
+    if errors:
+        raise errors[0]
     return results
 
 

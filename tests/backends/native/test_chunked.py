@@ -5,7 +5,10 @@ and thread count, and report floating-point errors as the NumPy tier does."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -82,15 +85,17 @@ def _same(compiled, f, *args, equal=bytes_equal):
 
 @pytest.fixture(params=[False, True], ids=["one thread", "three threads"])
 def threads(request, monkeypatch):
-    """Kernels of 64 elements or more split across three threads, or none.
-    Either way automatic tiering counts the functions' time saved (as on
-    three cores), so that programs of a few chunks move."""
+    """Kernels of 64 elements or more split across three threads (whatever
+    the machine's cores), or none.  Either way automatic tiering counts the
+    functions' time saved (as on three cores), so that programs of a few
+    chunks move."""
     if request.param:
         monkeypatch.setattr(elementwise, "SPLIT_ELEMENTS", 64)
-        monkeypatch.setattr(elementwise, "_threads", lambda: 3)
     monkeypatch.setattr(tiering, "SPLIT_ELEMENTS", 64)
-    monkeypatch.setattr(tiering, "_CORES", 3)
-    return request.param
+    saved = config.native_threads
+    config.update("native_threads", 3)
+    yield request.param
+    config.update("native_threads", saved)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -269,6 +274,40 @@ def test_errors_of_numpy_s_loops_warn_and_raise_as_in_the_numpy_tier(threads, nu
         jf(x)
 
 
+def test_errors_of_the_arithmetic_around_the_loops_warn_and_raise_as_in_the_numpy_tier(
+        threads):
+    def f(x):
+        return fnp.sin(x) * (x * x) + fnp.where(x > 0.0, fnp.cos(x), x)
+
+    x = np.linspace(-2.0, 2.0, 3 * CHUNK + 5)
+    jf, numpy_tier = _moved(f, x), ft.jit(f, compiler="numpy")
+    for at, value, messages in [
+            (-1, 1e200, ["overflow encountered in multiply"]),
+            (CHUNK + 3, np.nan, []),  # (x > 0.0 at NaN: NumPy's comparison does not warn)
+            (-1, -np.inf, ["invalid value encountered in sin",
+                           "invalid value encountered in cos"])]:
+        y = x.copy()
+        y[at] = value
+        with warnings.catch_warnings(record=True) as want:
+            warnings.simplefilter("always")
+            expected = numpy_tier(y)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = jf(y)
+        assert bytes_equal(got, expected)
+        assert [str(w.message) for w in caught] == [str(w.message) for w in want]
+        assert [str(w.message) for w in want] == messages
+        assert all(w.filename == __file__ for w in caught)
+    y = x.copy()
+    y[-1] = 1e200
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="in multiply"):
+        jf(y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(over="ignore"):
+            assert bytes_equal(jf(y), numpy_tier(y))
+
+
 # -- the benchmark's program, threads ------------------------------------------------------
 
 
@@ -297,3 +336,76 @@ def test_the_moved_gradient_keeps_the_numpy_tier_s_bytes_in_two_threads(threads)
     for w in workers:
         w.join()
     assert failures == []
+
+
+# -- the helper threads --------------------------------------------------------------------
+
+
+def test_a_chunk_s_exception_is_raised_once_after_every_helper_has_stopped(threads):
+    running: list = []
+    ran: list = []
+
+    def kernel(start, stop):
+        running.append(start)
+        try:
+            if start == 0:
+                raise ZeroDivisionError("in the first chunk")
+            time.sleep(0.02)
+            ran.append(start)
+        finally:
+            running.remove(start)
+        return 0
+
+    with pytest.raises(ZeroDivisionError, match="in the first chunk"):
+        elementwise._run_split(kernel, 40 * CHUNK, 3, (), align=CHUNK)
+    assert running == []  # nothing writes an output after the call
+    assert len(ran) < 11  # the chunks not taken when it raised are left
+
+
+def test_a_larger_thread_count_gets_as_many_helpers():
+    met = threading.Barrier(4, timeout=20)  # four chunks at once: three helpers
+
+    def kernel(start, stop):
+        if start < 4:
+            met.wait()
+        return threading.get_ident()
+
+    elementwise._run_split(lambda a, b: 0, 8, 2, ())  # a pool of one helper first
+    idents = elementwise._run_split(kernel, 16, 4, ())
+    assert len(set(idents)) >= 4
+
+
+def test_a_pool_locked_at_fork_serves_the_child(threads):
+    grad = ft.grad(loss)
+    x = _values(4 * CHUNK + 5, "float64", seed=3)
+    compiled, _ = _lowered(grad, x)
+    with np.errstate(all="ignore"):
+        want = compiled(x)[0]
+    held, forked = threading.Event(), threading.Event()
+
+    def hold() -> None:  # another thread of the parent holds the pool's lock at the fork
+        with elementwise._pool.lock:
+            held.set()
+            forked.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(60)
+    pid = os.fork()
+    if pid:
+        forked.set()
+        holder.join()
+    if pid == 0:  # the child: one call through the pool, then out
+        try:
+            with np.errstate(all="ignore"):
+                os._exit(0 if bytes_equal(compiled(x)[0], want) else 3)
+        finally:
+            os._exit(4)
+    deadline = time.monotonic() + 60
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung on the parent's pool")
+    assert os.waitstatus_to_exitcode(done[1]) == 0

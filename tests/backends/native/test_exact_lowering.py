@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import functrans as ft
 import functrans.numpy as fnp
 from functrans import lax, tiering
-from functrans.backends import native
+from functrans.backends import native, threads
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="needs Numba")
 
@@ -74,9 +74,8 @@ def test_large_transcendentals_are_numpy_s_loop_on_chunks_by_threads(exact_tieri
     from functrans.backends.native import elementwise
 
     monkeypatch.setattr(elementwise, "SPLIT_ELEMENTS", 64)  # (2**18 by default)
-    monkeypatch.setattr(elementwise, "_threads", lambda: 3)
     monkeypatch.setattr(tiering, "SPLIT_ELEMENTS", 64)  # the estimate counts them saved
-    monkeypatch.setattr(tiering, "_CORES", 3)
+    monkeypatch.setattr(threads, "_set", 3)  # (config.native_threads)
     rng = np.random.default_rng(1)
     x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-5, 5, shape)).astype(dtype)
     x.reshape(-1)[:len(SPECIAL)] = _special(dtype)
@@ -98,9 +97,8 @@ def test_chunks_on_other_threads_raise_as_numpy_s_call(exact_tiering, monkeypatc
     from functrans.backends.native import elementwise
 
     monkeypatch.setattr(elementwise, "SPLIT_ELEMENTS", 64)
-    monkeypatch.setattr(elementwise, "_threads", lambda: 4)
     monkeypatch.setattr(tiering, "SPLIT_ELEMENTS", 64)
-    monkeypatch.setattr(tiering, "_CORES", 4)
+    monkeypatch.setattr(threads, "_set", 4)
     jf = moved(lambda x: fnp.sin(x) * 2.0 + x, np.ones(4000))
     x = np.ones(4000)
     x[-1] = np.inf  # in the last chunk, which a helper thread may compute
