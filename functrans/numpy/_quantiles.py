@@ -30,7 +30,7 @@ import numpy as np
 
 from functrans.dtypes import is_floating, is_inexact
 from functrans.numpy import _elementwise as E
-from functrans.numpy import _inplace, _reductions, _shape, _sorting
+from functrans.numpy import _inplace, _nan_reductions, _reductions, _shape, _sorting
 from functrans.numpy._util import asarray, is_traced, normalize_axes
 
 __all__ = ["quantile", "percentile", "median", "nanquantile", "nanpercentile", "nanmedian"]
@@ -193,8 +193,10 @@ def _gather(ordered, index):
     (axis 0) at an index array of shape ``q.shape + rest``."""
     rest = ordered.shape[1:]
     qshape = index.shape[: index.ndim - len(rest)]
-    flat = _shape.broadcast_to(_shape.reshape(index, (-1, *index.shape[len(qshape):])),
-                               (math.prod(qshape), *rest))
+    # math.prod, not -1: with an empty rest, -1 would stand for any length.
+    count = math.prod(qshape)
+    flat = _shape.broadcast_to(_shape.reshape(index, (count, *index.shape[len(qshape):])),
+                               (count, *rest))
     return _shape.reshape(_sorting.take_along_axis(ordered, flat, axis=0), (*qshape, *rest))
 
 
@@ -259,6 +261,8 @@ def _quantile(name: str, a, q, axis, method: str, keepdims: bool, weights, scale
 def _nanquantile(name: str, a, q, axis, method: str, keepdims: bool, weights, scale: float):
     q, weak = _fraction(name, q, scale)
     _check_method(name, method, weights)
+    if asarray(a).size == 0:
+        return _nan_of_empty(a, axis, keepdims)
     x, kept = _operand(name, a, axis)
     if not is_floating(x.dtype):  # no NaNs to ignore: NumPy's quantile
         return _quantile(name, a, q, axis, method, keepdims, weights, 1)
@@ -272,6 +276,13 @@ def _nanquantile(name: str, a, q, axis, method: str, keepdims: bool, weights, sc
     count = _reductions.sum(E.logical_not(E.isnan(x)), axis=0)
     res = _quantile_sorted(ordered, count, q, method, weak)
     return _finish(res, q, kept, keepdims, E.equal(count, 0))
+
+
+def _nan_of_empty(a, axis, keepdims: bool):
+    """NumPy's nanquantile, nanpercentile and nanmedian of an empty array:
+    its ``nanmean`` (NaN where a slice is empty, with NumPy's warning; the
+    shape of the mean, without ``q``'s axes)."""
+    return _nan_reductions.nanmean(a, axis=axis, keepdims=keepdims)
 
 
 # -- the public functions -------------------------------------------------------------
@@ -357,8 +368,10 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     >>> nanmedian(np.array([[1.0, np.nan, 3.0, 2.0]]), axis=1)
     array([2.])
     """
+    if asarray(a).size == 0:
+        return _nan_of_empty(a, axis, keepdims)
     x, kept = _operand("nanmedian", a, axis)
-    if not is_floating(x.dtype) or x.shape[0] == 0:
+    if not is_floating(x.dtype):
         return median(a, axis, keepdims=keepdims)
     ordered = _sorting.sort(x, axis=0)
     count = _reductions.sum(E.logical_not(E.isnan(x)), axis=0)

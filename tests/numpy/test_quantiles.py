@@ -164,3 +164,32 @@ def test_weighted_inverted_cdf_bit_for_bit():
     _exact(ft.vmap(lambda r: fnp.quantile(r, 0.5, method="inverted_cdf", weights=w))(
         np.stack([x, -x])),
         np.stack([np.quantile(r, 0.5, method="inverted_cdf", weights=w) for r in (x, -x)]))
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 3), (3, 0), (2, 0, 3)])
+def test_empty_arrays_are_numpys(shape):
+    """A reduction over no elements, or none kept: quantile and median raise
+    or give NaN as NumPy's do, and the nan versions of an empty array give its
+    nanmean (NumPy's shape, without q's axes).  A reduced axis of length 0 with
+    other elements left (nanmedian of (0, 3) along axis 1) raised a ShapeError
+    from inside."""
+    a = np.zeros(shape)
+    cases = [("median", ()), ("nanmedian", ()), ("quantile", (0.5,)),
+             ("nanquantile", ([0.2, 0.5],)), ("nanpercentile", ([[10.0, 50.0]],))]
+    for axis in (None, *range(len(shape))):
+        for name, q in cases:
+            ours = [lambda x, f=getattr(fnp, name), q=q, axis=axis: f(x, *q, axis=axis)]
+            ours.append(ft.jit(ours[0]))
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                try:
+                    want = getattr(np, name)(a, *q, axis=axis)
+                except IndexError:
+                    for f in ours:
+                        with pytest.raises(IndexError):
+                            f(a)
+                    continue
+                for f in ours:
+                    got = f(a)
+                    assert got.shape == want.shape and got.dtype == want.dtype, (name, axis)
+                    np.testing.assert_array_equal(got, want)
