@@ -178,7 +178,8 @@ def test_empty_arrays_are_numpys(shape):
              ("nanquantile", ([0.2, 0.5],)), ("nanpercentile", ([[10.0, 50.0]],))]
     for axis in (None, *range(len(shape))):
         for name, q in cases:
-            ours = [lambda x, f=getattr(fnp, name), q=q, axis=axis: f(x, *q, axis=axis)]
+            fn = getattr(fnp, name)
+            ours = [lambda x, fn=fn, q=q, axis=axis: fn(x, *q, axis=axis)]
             ours.append(ft.jit(ours[0]))
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
