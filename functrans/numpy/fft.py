@@ -44,7 +44,7 @@ from functrans.primitives.linalg import dot_general_p
 
 __all__ = [
     "fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
-    "fftfreq", "rfftfreq", "fftshift", "ifftshift",
+    "fft2", "ifft2", "rfft2", "irfft2", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
 ]  # fmt: skip
 
 _NORMS = ("backward", "ortho", "forward")
@@ -203,6 +203,13 @@ def _c2r(name: str, a, n, axis, norm):
     return subtract(_apply(real(x), ax, cos), _apply(imag(x), ax, sin))
 
 
+def _real_like(a, out):
+    """``out`` (a real signal) in float16 where ``a`` is float16: NumPy's
+    transforms to a real result keep half precision (computing in single),
+    those to a complex one give complex64."""
+    return convert_element_type(out, np.float16) if asarray(a).dtype == np.float16 else out
+
+
 def irfft(a, n=None, axis=-1, norm=None):
     """``numpy.fft.irfft``: the real signal (of ``n`` points, by default
     ``2 * (m - 1)``) whose ``rfft`` is ``a``.
@@ -210,14 +217,14 @@ def irfft(a, n=None, axis=-1, norm=None):
     >>> irfft(rfft(np.array([1.0, 2.0, 0.5, 4.0])))
     array([1. , 2. , 0.5, 4. ])
     """
-    return _c2r("irfft", a, n, axis, norm)
+    return _real_like(a, _c2r("irfft", a, n, axis, norm))
 
 
 def hfft(a, n=None, axis=-1, norm=None):
     """``numpy.fft.hfft``: the real spectrum of a signal with Hermitian
     symmetry, given by its first half ``a``."""
     x = _as_complex(asarray(a))
-    return _c2r("hfft", conj(x), n, axis, _swap(_norm("hfft", norm)))
+    return _real_like(a, _c2r("hfft", conj(x), n, axis, _swap(_norm("hfft", norm))))
 
 
 def ihfft(a, n=None, axis=-1, norm=None):
@@ -298,7 +305,27 @@ def irfftn(a, s=None, axes=None, norm=None):
         raise _no_axes("irfftn", x)
     for ax, n in zip(axes[:-1], s[:-1]):
         x = _c2c("irfftn", x, n, ax, norm, inverse=True)
-    return _c2r("irfftn", x, s[-1], axes[-1], norm)
+    return _real_like(x, _c2r("irfftn", x, s[-1], axes[-1], norm))
+
+
+def fft2(a, s=None, axes=(-2, -1), norm=None):
+    """``numpy.fft.fft2``: ``fftn`` over the last two axes."""
+    return fftn(a, s, axes, norm)
+
+
+def ifft2(a, s=None, axes=(-2, -1), norm=None):
+    """``numpy.fft.ifft2``: ``ifftn`` over the last two axes."""
+    return ifftn(a, s, axes, norm)
+
+
+def rfft2(a, s=None, axes=(-2, -1), norm=None):
+    """``numpy.fft.rfft2``: ``rfftn`` over the last two axes."""
+    return rfftn(a, s, axes, norm)
+
+
+def irfft2(a, s=None, axes=(-2, -1), norm=None):
+    """``numpy.fft.irfft2``: ``irfftn`` over the last two axes."""
+    return irfftn(a, s, axes, norm)
 
 
 def fftfreq(n, d=1.0, *, dtype=None, device=None):

@@ -143,3 +143,22 @@ def test_transforms_of_a_0d_array_raise_numpys_index_error(name):
     for how in (lambda f: f, ft.jit):
         with pytest.raises(IndexError, match=rf"fnp.fft.{name}: {message}"):
             how(getattr(F, name))(x)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex64, np.int8])
+def test_two_axis_transforms_and_real_results_have_numpys_dtypes(dtype):
+    """fft2/ifft2/rfft2/irfft2 are the n-d transforms over the last two axes;
+    a real result keeps half precision where NumPy's does (irfft and hfft of
+    float16, irfftn of a float16 vector), and not after a complex step."""
+    a = (np.arange(8) % 3).astype(dtype)
+    b = np.stack([a, 2 * a, a])
+    real_b = b.real if b.dtype.kind == "c" else b
+    cases = [("irfft", a, {}), ("hfft", a, {}), ("irfftn", a, {}), ("irfftn", b, {}),
+             ("irfft2", b, {}), ("fft2", b, {}), ("ifft2", b, {"s": (2, 5)}),
+             ("rfft2", real_b, {"axes": (0, 1)})]
+    for name, x, kw in cases:
+        want = getattr(np.fft, name)(x, **kw)
+        for got in (getattr(fnp.fft, name)(x, **kw),
+                    ft.jit(lambda v, name=name, kw=kw: getattr(fnp.fft, name)(v, **kw))(x)):
+            assert got.dtype == want.dtype and got.shape == want.shape, name
+            np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
