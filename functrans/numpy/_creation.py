@@ -29,7 +29,9 @@ from functrans.core import Tracer, bind, current_trace, get_aval
 from functrans.devices import is_device_array
 from functrans.numpy import _inplace, _memory_order, _shape
 from functrans.numpy._array_api_info import normalize_device, place
-from functrans.numpy._elementwise import add, divide, multiply, subtract
+from functrans.numpy._elementwise import add, divide, multiply, power, subtract
+from functrans.numpy._elementwise import log10 as _log10
+from functrans.numpy._elementwise import sign as _sign
 from functrans.numpy._scalars import is_scalar, mark_array
 from functrans.numpy._util import asarray as _asarray
 from functrans.numpy._util import is_traced, normalize_axis
@@ -38,7 +40,8 @@ from functrans.primitives.shape import broadcast_in_dim_p, reshape_p, transpose_
 
 __all__ = [
     "array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
-    "full_like", "empty_like", "arange", "linspace", "eye", "identity", "meshgrid",
+    "full_like", "empty_like", "arange", "linspace", "logspace", "geomspace", "eye", "identity",
+    "tri", "meshgrid",
     "from_dlpack", "ascontiguousarray", "asfortranarray", "require",
 ]  # fmt: skip
 
@@ -362,6 +365,82 @@ def _traced_linspace(start, stop, num: int, endpoint: bool):
         last = (np.arange(num) == num - 1).reshape(steps.shape)
         y = bind(select_p, last, stop, y)
     return y, step
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """``numpy.logspace``: ``base ** linspace(start, stop, num)``; traced when
+    ``start``, ``stop`` or ``base`` is.
+
+    >>> logspace(0.0, 3.0, 4)
+    array([   1.,   10.,  100., 1000.])
+    """
+    if not is_traced(start, stop, base):
+        return np.logspace(start, stop, num, endpoint, base, dtype, axis)
+    # NumPy's recipe: a base with axes is broadcast with the end points
+    # (brought to one rank) and given the new axis; a scalar base stays a
+    # scalar (a Python float weak: float32 end points give float32).
+    if isinstance(base, (int, float)) or not get_aval(base).shape:
+        y = linspace(start, stop, num, endpoint, axis=axis)
+    else:
+        rank = max(len(get_aval(v).shape) for v in (start, stop, base))
+        start, stop, base = (_at_least(v, rank) for v in (start, stop, base))
+        y = linspace(start, stop, num, endpoint, axis=axis)
+        base = _shape.expand_dims(base, axis)
+    out = power(base, y)
+    return out if dtype is None else _convert(out, np.dtype(dtype))
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """``numpy.geomspace``: ``num`` values from ``start`` to ``stop`` spaced
+    evenly on a log scale (both of one sign, neither zero), ends exact;
+    traced when ``start`` or ``stop`` is (real values).
+
+    >>> geomspace(1.0, 1000.0, 4)
+    array([   1.,   10.,  100., 1000.])
+    """
+    if not is_traced(start, stop):
+        return np.geomspace(start, stop, num, endpoint, dtype, axis)
+    start, stop = _asarray(start), _asarray(stop)
+    # NumPy's dtype: of the end points, float(num) and a 0-d array of dtype
+    # (float64 when None, so float32 end points give float64).
+    inexact = dtypes.result_type(get_aval(start), get_aval(stop), get_aval(float(num)),
+                                 get_aval(np.zeros((), dtype)))
+    if inexact.kind == "c":
+        raise TypeError("fnp.geomspace: traced complex end points are not supported; pass "
+                        "concrete ones (NumPy arrays or Python numbers) or real ones")
+    start, stop = _convert(start, inexact), _convert(stop, inexact)
+    # NumPy's recipe: the sign taken out, logspace of the log10s, the ends
+    # written exactly, the sign put back.  A zero end point gives NaN or inf
+    # here, where NumPy (seeing values) raises.
+    sign = _sign(start)
+    start, stop = divide(start, sign), divide(stop, sign)
+    y = logspace(_log10(start), _log10(stop), num, endpoint, 10.0, inexact)
+    if num > 0:
+        at = np.arange(num).reshape((num,) + (1,) * (y.ndim - 1))
+        y = bind(select_p, at == 0, start, y)
+        if endpoint and num > 1:
+            y = bind(select_p, at == num - 1, stop, y)
+    y = _move_first_axis(multiply(sign, y), axis)
+    return y if dtype is None else _convert(y, np.dtype(dtype))
+
+
+def _at_least(v, rank: int):
+    """``v`` as an array of ``rank`` axes (leading ones added), as NumPy's
+    ``np.array(v, ndmin=rank)``."""
+    v = v if is_traced(v) else np.asarray(v)
+    missing = rank - len(get_aval(v).shape)
+    return _shape.reshape(v, (1,) * missing + tuple(get_aval(v).shape)) if missing else v
+
+
+def tri(N, M=None, k=0, dtype=float, *, like=None):
+    """``numpy.tri``: ones at and below the ``k``-th diagonal of an ``N`` by
+    ``M`` array, zeros elsewhere.
+
+    >>> tri(2, 3)
+    array([[1., 0., 0.],
+           [1., 1., 0.]])
+    """
+    return np.tri(_static(N), _static(M), _static(k), dtype)
 
 
 def _convert(x, dtype):

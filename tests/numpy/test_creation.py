@@ -13,6 +13,7 @@ import functrans.numpy as fnp
 from functrans.backends.numpy import eval_jaxpr
 from functrans.core import Tracer, check_jaxpr
 from functrans.errors import ConcretizationError
+from functrans.testing import check_grads
 
 pytestmark = pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
 
@@ -176,3 +177,46 @@ def test_creation_results_are_never_tracers():
         return x
 
     functrans.make_jaxpr(f)(np.ones(2))
+
+
+LOG_SPACES = [
+    ("logspace", (0.0, 3.0), {"num": 4}),
+    ("logspace", (0.0, 3.0), {"num": 4, "base": 2.0}),
+    ("logspace", (np.float32(0), np.float32(2)), {"num": 5}),
+    ("logspace", (np.float32(0), np.float32(2)), {"num": 5, "base": np.float64(3)}),
+    ("logspace", (np.array([0.0, 1.0]), np.array([2.0, 4.0])), {"num": 3, "axis": 1}),
+    ("logspace", (np.array([0.0, 1.0]), np.array([2.0, 4.0])),
+     {"num": 3, "axis": 1, "base": np.array([2.0, 3.0])}),
+    ("logspace", (0.0, 1.0), {"num": 4, "endpoint": False, "dtype": np.float32}),
+    ("geomspace", (1.0, 1000.0), {"num": 4}),
+    ("geomspace", (-1.0, -1000.0), {"num": 4}),
+    ("geomspace", (np.float32(2), np.float32(50)), {"num": 7}),
+    ("geomspace", (np.array([1.0, 2.0]), np.array([100.0, 3.0])), {"num": 3, "axis": 1}),
+    ("geomspace", (1.0, 10.0), {"num": 1}),
+    ("geomspace", (1.0, 10.0), {"num": 0}),
+    ("geomspace", (3.0, 7.0), {"num": 5, "endpoint": False}),
+    ("geomspace", (1, 256), {"num": 9, "dtype": int}),
+]
+
+
+@pytest.mark.parametrize("name, args, kw", LOG_SPACES)
+def test_log_spaced_values_are_numpys(name, args, kw):
+    """Concrete end points are NumPy's call; traced ones follow NumPy's
+    recipe (a scalar base stays weak, geomspace computes in at least float64
+    and writes its ends exactly), bit for bit."""
+    want = getattr(np, name)(*args, **kw)
+    for got in (getattr(fnp, name)(*args, **kw),
+                functrans.jit(lambda *a: getattr(fnp, name)(*a, **kw))(*args)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_log_spaces_are_differentiable_in_their_end_points():
+    f = lambda s: fnp.sum(fnp.logspace(s, 2.0, 5)) + fnp.sum(fnp.geomspace(s + 1.0, 20.0, 4))  # noqa: E731
+    check_grads(f, (0.5,), order=2)
+
+
+def test_tri_is_numpys():
+    for args in [(3,), (3, 4, 1), (2, 5, -1)]:
+        np.testing.assert_array_equal(fnp.tri(*args), np.tri(*args))
+    assert fnp.tri(2, dtype=int).dtype == np.tri(2, dtype=int).dtype
