@@ -46,8 +46,8 @@ Python values).
 
 
 #: Functions whose result's shape depends on the values: traced with them.
-_NEED_VALUES = {"unique_all", "unique_counts", "unique_inverse", "unique_values", "nonzero",
-                "flatnonzero", "argwhere"}
+_NEED_VALUES = {"unique", "unique_all", "unique_counts", "unique_inverse", "unique_values",
+                "nonzero", "flatnonzero", "argwhere"}
 
 
 def _examples() -> dict[str, Callable[[], tuple[Callable, list]]]:

@@ -25,12 +25,12 @@ import numpy as np
 from functrans.core import Tracer, bind
 from functrans.errors import ConcretizationError
 from functrans.numpy._elementwise import equal, logical_not
-from functrans.numpy._indexing import getitem
+from functrans.numpy._indexing import getitem, take
 from functrans.numpy._reductions import any as any_
 from functrans.numpy._util import asarray
 from functrans.primitives.shape import reshape_p
 
-__all__ = ["isin", "unique_all", "unique_counts", "unique_inverse", "unique_values"]
+__all__ = ["isin", "unique", "unique_all", "unique_counts", "unique_inverse", "unique_values"]
 
 
 class UniqueAllResult(NamedTuple):
@@ -109,6 +109,32 @@ def unique_all(x, /) -> UniqueAllResult:
     """The distinct values, the flat index of the first occurrence of each,
     the inverse indices (shaped like ``x``) and the counts."""
     return UniqueAllResult(*_unique("unique_all", x))
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+           equal_nan=True, sorted=True):
+    """``numpy.unique``: the sorted distinct values of ``ar`` (of its slices
+    along ``axis``), optionally with the index of each one's first
+    occurrence, the inverse indices and the counts, as NumPy returns them
+    (NaNs one value unless ``equal_nan=False``).  The values are gathered
+    from ``ar``, so their derivative flows back to those first occurrences.
+
+    >>> unique(np.array([3.0, 1.0, 3.0, np.nan, np.nan]), return_counts=True)
+    (array([ 1.,  3., nan]), array([1, 2, 2]))
+    """
+    x = asarray(ar)
+    value = concrete_value("unique", x, "the number of distinct values")
+    extra = {} if sorted else {"sorted": False}  # NumPy 2.3's keyword, passed only when set
+    _, first, inverse, counts = np.unique(value, return_index=True, return_inverse=True,
+                                          return_counts=True, axis=axis, equal_nan=equal_nan,
+                                          **extra)
+    if axis is None:
+        values = getitem(bind(reshape_p, x, new_sizes=(x.size,)), first)
+    else:
+        values = take(x, first, axis=axis)
+    wanted = (first, return_index), (inverse, return_inverse), (counts, return_counts)
+    out = [values, *(r for r, asked in wanted if asked)]
+    return tuple(out) if len(out) > 1 else values
 
 
 def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):

@@ -236,15 +236,15 @@ NO_ARRAY = {
     "isdtype", "issubdtype", "promote_types", "result_type", "can_cast", "ndim", "shape", "size",
     "iscomplexobj", "isrealobj", "broadcast_shapes", "copyto", "put", "place", "putmask", "at",
     "__array_namespace_info__", "zeros", "ones", "full", "empty", "arange", "linspace", "eye",
-    "identity", "from_dlpack", "meshgrid",
+    "identity", "tri", "from_dlpack", "meshgrid",
     # Their values are NumPy's uninitialised memory (functrans gives zeros).
     "empty_like",
 }
 
 #: Functions whose result's shape depends on the values: jit refuses them
 #: (ConcretizationError); the eager trace follows them.
-DATA_DEPENDENT = {"argwhere", "flatnonzero", "nonzero", "unique_all", "unique_counts",
-                  "unique_inverse", "unique_values"}
+DATA_DEPENDENT = {"argwhere", "flatnonzero", "nonzero", "unique", "unique_all",
+                  "unique_counts", "unique_inverse", "unique_values"}
 
 #: Programs that are not run at one input, and why.
 NOT_AT = {
