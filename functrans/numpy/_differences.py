@@ -1,4 +1,4 @@
-"""Discrete differences: ``diff`` and ``gradient``.
+"""Discrete differences: ``diff``, ``ediff1d`` and ``gradient``.
 
 ``diff`` subtracts shifted slices ``n`` times (``!=`` for bools);
 ``gradient`` writes NumPy's finite-difference formulas (central inside,
@@ -23,7 +23,7 @@ from functrans.numpy._shape import _convert
 from functrans.numpy._static_properties import ndim
 from functrans.numpy._util import asarray, is_traced, normalize_axis
 
-__all__ = ["diff", "gradient"]
+__all__ = ["diff", "ediff1d", "gradient"]
 
 
 _NO_VALUE = object()
@@ -65,6 +65,29 @@ def diff(a, n: int = 1, axis: int = -1, prepend=_NO_VALUE, append=_NO_VALUE):
         lo = min(1, size)  # an empty axis stays empty (NumPy's diff of nothing)
         a = op(_shape._slice_axis(a, axis, lo, size), _shape._slice_axis(a, axis, 0, size - lo))
     return a
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+    """``numpy.ediff1d``: the differences of consecutive elements of the
+    flattened ``ary``, with ``to_begin`` and ``to_end`` (flattened, cast to
+    ``ary``'s dtype as NumPy's same-kind rule allows) around them.
+
+    >>> ediff1d(np.array([1, 4, 9]), to_begin=0)
+    array([0, 3, 5])
+    """
+    flat = _shape.ravel(asarray(ary))
+    dtype = flat.dtype
+    pieces = [subtract(flat[1:], flat[:-1])]
+    for name, extra, at in (("to_begin", to_begin, 0), ("to_end", to_end, 1)):
+        if extra is None:
+            continue
+        extra = _shape.ravel(asarray(extra))
+        if not np.can_cast(extra.dtype, dtype, casting="same_kind"):
+            raise TypeError(f"fnp.ediff1d: {name} of dtype {extra.dtype} cannot be cast to the "
+                            f"array's {dtype} under the same_kind rule (NumPy refuses it too); "
+                            f"convert {name} first")
+        pieces.insert(at * len(pieces), _convert(extra, dtype))
+    return pieces[0] if len(pieces) == 1 else _shape.concatenate(pieces)
 
 
 def _along(v, axis: int, rank: int):

@@ -1,5 +1,7 @@
 """Polynomials in NumPy's power form (highest power first): ``polyval``,
-``polyfit`` and the ``vander`` matrix they use.
+``polyfit`` and the ``vander`` matrix they use, and the coefficient
+arithmetic ``polyadd``, ``polysub``, ``polymul``, ``polyder`` and ``polyint``
+(NumPy's recipes, so dtypes and values are NumPy's).
 
 ``polyval`` is Horner's rule in NumPy's order (starting from zeros shaped and
 typed like ``x``), so values agree bit for bit; ``vander`` builds the powers
@@ -17,12 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from functrans.numpy import _convolution, _reductions, _shape, linalg
 from functrans.numpy import _elementwise as E
-from functrans.numpy import _reductions, _shape, linalg
 from functrans.numpy._creation import zeros_like
 from functrans.numpy._util import asarray
 
-__all__ = ["polyval", "polyfit", "vander"]
+__all__ = ["polyval", "polyfit", "vander", "polyadd", "polysub", "polymul", "polyder", "polyint"]
 
 
 def polyval(p, x):
@@ -101,3 +103,88 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     lhs = E.divide(lhs, scale)
     c = linalg.lstsq(lhs, rhs, rcond)[0]
     return _shape.transpose(E.divide(_shape.transpose(c), scale))
+
+
+def _padded(a1, a2):
+    """Both coefficient vectors (at least 1-d) of one length, the shorter
+    with leading zeros of its own dtype, as NumPy's ``polyadd`` pads."""
+    a1, a2 = _shape.atleast_1d(asarray(a1)), _shape.atleast_1d(asarray(a2))
+    diff = a2.shape[0] - a1.shape[0]
+    if diff > 0:
+        a1 = _shape.concatenate([np.zeros(diff, a1.dtype), a1])
+    elif diff < 0:
+        a2 = _shape.concatenate([np.zeros(-diff, a2.dtype), a2])
+    return a1, a2
+
+
+def polyadd(a1, a2):
+    """``numpy.polyadd``: the sum of two polynomials.
+
+    >>> polyadd([1, 2], [9, 5, 4])
+    array([9, 6, 6])
+    """
+    return E.add(*_padded(a1, a2))
+
+
+def polysub(a1, a2):
+    """``numpy.polysub``: the difference of two polynomials."""
+    return E.subtract(*_padded(a1, a2))
+
+
+def polymul(a1, a2):
+    """``numpy.polymul``: the product of two polynomials (the convolution of
+    their coefficients)."""
+    a1, a2 = _shape.atleast_1d(asarray(a1)), _shape.atleast_1d(asarray(a2))
+    return _convolution.convolve(a1, a2)
+
+
+def _coefficients(name: str, p):
+    """``p`` as a 1-d array of coefficients (a 2-d one NumPy would broadcast
+    against the powers, or refuse, by shape)."""
+    p = asarray(p)
+    if p.ndim != 1:
+        raise ValueError(f"fnp.{name}: p has shape {tuple(p.shape)}; pass the 1-d "
+                         "coefficients, highest power first")
+    return p
+
+
+def polyder(p, m=1):
+    """``numpy.polyder``: the ``m``-th derivative of a polynomial.
+
+    >>> polyder(np.array([1.0, 1.0, 1.0, 1.0]))
+    array([3., 2., 1.])
+    """
+    m = int(m)
+    if m < 0:
+        raise ValueError(f"fnp.polyder: the order m={m} is negative; pass m >= 0 (fnp.polyint "
+                         "integrates)")
+    p = _coefficients("polyder", p)
+    for _ in range(m):
+        n = p.shape[0] - 1
+        p = E.multiply(p[:-1], np.arange(n, 0, -1))
+    return p
+
+
+def polyint(p, m=1, k=None):
+    """``numpy.polyint``: the ``m``-th antiderivative of a polynomial, with
+    the integration constants ``k`` (one for all, or one per integration,
+    the first used first; zeros by default).
+
+    >>> polyint(np.array([3.0, 2.0, 1.0]), k=5.0)
+    array([1., 1., 1., 5.])
+    """
+    m = int(m)
+    if m < 0:
+        raise ValueError(f"fnp.polyint: the order m={m} is negative; pass m >= 0 (fnp.polyder "
+                         "differentiates)")
+    k = np.zeros(m, float) if k is None else _shape.atleast_1d(asarray(k))
+    if k.shape[0] == 1 and m > 1:
+        k = E.multiply(k[0], np.ones(m, float))
+    if k.shape[0] < m:
+        raise ValueError(f"fnp.polyint: k has {k.shape[0]} constants for m={m} integrations; "
+                         "pass one constant or at least m")
+    p = _coefficients("polyint", p)
+    for i in range(m):
+        p = _shape.concatenate([E.true_divide(p, np.arange(p.shape[0], 0, -1)),
+                                _shape.atleast_1d(k[i])])
+    return p

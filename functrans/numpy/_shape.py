@@ -26,6 +26,7 @@ from functrans.errors import (
     MemoryLayoutError,
     ShapeError,
 )
+from functrans.numpy._scalars import mark_array
 from functrans.numpy._util import asarray, is_traced, normalize_axes, normalize_axis
 from functrans.primitives.elementwise import convert_element_type_p
 from functrans.primitives.indexing import gather_p
@@ -45,7 +46,7 @@ __all__ = [
     "broadcast_to", "broadcast_arrays", "concatenate", "stack", "hstack", "vstack",
     "dstack", "column_stack", "split", "array_split", "hsplit", "vsplit", "tile",
     "repeat", "flip", "fliplr", "flipud", "atleast_1d", "atleast_2d", "atleast_3d",
-    "concat", "permute_dims", "matrix_transpose", "unstack", "broadcast_shapes",
+    "concat", "permute_dims", "matrix_transpose", "unstack", "broadcast_shapes", "block",
 ]  # fmt: skip
 
 # -- primitive wrappers that skip identities ------------------------------------
@@ -520,6 +521,53 @@ def column_stack(tup):
     xs = _as_list("column_stack", tup)
     xs = [_reshape(x, (x.size, 1)) if x.ndim < 2 else x for x in xs]
     return concatenate(xs, 1)
+
+
+def block(arrays):
+    """``numpy.block``: an array assembled from nested lists of blocks, the
+    innermost lists joined along the last axis, each level out one axis
+    further forward; blocks get leading axes up to the result's rank.
+
+    >>> block([[np.ones((2, 2)), np.zeros((2, 1))], [np.full((1, 3), 5.0)]])
+    array([[1., 1., 0.],
+           [1., 1., 0.],
+           [5., 5., 5.]])
+    """
+    depth = _block_depth(arrays, ())
+    if depth == 0:  # a C-ordered copy in NumPy, an array even at 0-d
+        return mark_array(asarray(arrays).copy(order="C"))
+    rank = max(depth, _block_rank(arrays))
+
+    def assemble(item, level: int):
+        if level == depth:
+            x = asarray(item)
+            return _reshape(x, (1,) * (rank - x.ndim) + tuple(x.shape)) if x.ndim < rank else x
+        return concatenate([assemble(i, level + 1) for i in item], level - depth)
+
+    return assemble(arrays, 0)
+
+
+def _block_depth(item, where: tuple[int, ...]) -> int:
+    """How deep the lists nest, the same along every path (NumPy's errors)."""
+    if type(item) is tuple:
+        raise TypeError(f"fnp.block: arrays{''.join(f'[{i}]' for i in where)} is a tuple; only "
+                        "lists may hold blocks (write a list)")
+    if type(item) is not list:
+        return 0
+    if not item:
+        raise ValueError(f"fnp.block: arrays{''.join(f'[{i}]' for i in where)} is an empty "
+                         "list; each list needs at least one block")
+    depths = {_block_depth(x, (*where, i)) for i, x in enumerate(item)}
+    if len(depths) > 1:
+        raise ValueError(f"fnp.block: the lists under arrays{''.join(f'[{i}]' for i in where)} "
+                         f"nest to different depths {sorted(depths)}; nest every block equally")
+    return depths.pop() + 1
+
+
+def _block_rank(item) -> int:
+    if type(item) is list:
+        return max(_block_rank(x) for x in item)
+    return asarray(item).ndim
 
 
 # -- splitting -------------------------------------------------------------------------------

@@ -74,3 +74,25 @@ def test_errors():
     with pytest.raises(AxisError, match=r"^fnp\.gradient: repeated axis in \(1, 1\); name each "
                                         r"axis once$"):
         fnp.gradient(X, axis=(1, 1))
+
+
+@pytest.mark.parametrize("x, kw", [
+    (np.array([1.0, 5.0, -3.0, 100.0]), {}),
+    (np.array([1, 5, -3, 100], np.int8), {"to_end": [7, 8], "to_begin": -1}),
+    (np.array([[1.0, 5.0], [-3.0, 100.0]]), {"to_begin": np.array([0.5])}),
+    (np.array([2.0]), {"to_end": 1.0}),
+    (np.array([], np.float32), {}),
+])
+def test_ediff1d_is_numpys(x, kw):
+    want = np.ediff1d(x, **kw)
+    got = fnp.ediff1d(x, **kw)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_ediff1d_refuses_a_cast_numpy_refuses():
+    with pytest.raises(TypeError):
+        np.ediff1d(np.array([1, 2], np.int8), to_begin=0.5)
+    with pytest.raises(TypeError, match="fnp.ediff1d: to_begin of dtype float64 cannot be cast"):
+        fnp.ediff1d(np.array([1, 2], np.int8), to_begin=0.5)
+    check_grads(lambda v: fnp.ediff1d(v, to_end=v[:1]), (np.array([1.0, 4.0, 2.0]),), order=2)

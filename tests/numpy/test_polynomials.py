@@ -83,3 +83,35 @@ def test_power_series_polyval_bit_for_bit_with_traced_coefficients():
     # NumPy's own converts traced coefficients: the error names the way out.
     with pytest.raises(Exception, match="np.asarray"):
         ft.grad(lambda c: ours(2.0, c))(c)
+
+
+_P = np.array([1, 5, -3, 100])
+POLY_CASES = [
+    ("polyadd", (_P, _P[:2]), {}), ("polyadd", (_P[:1].astype(np.int8), _P.astype(np.float32)), {}),
+    ("polysub", (_P[:2] * 1.0, _P), {}), ("polymul", (_P, _P[:3]), {}),
+    *[("polyder", (p, m), {}) for p in (_P, _P * 0.5) for m in (0, 1, 3, 5)],
+    *[("polyint", (p, m), kw) for p in (_P, _P * 0.5) for m in (0, 1, 3)
+      for kw in ({}, {"k": 2.0}, {"k": [1.0, 2.0, 3.0]})],
+]
+
+
+@pytest.mark.parametrize("name, args, kw", POLY_CASES)
+def test_polynomial_arithmetic_is_numpys(name, args, kw):
+    want = getattr(np, name)(*args, **kw)
+    # The order m is static: jit traces the coefficients only.
+    traced = 1 if name in ("polyder", "polyint") else 2
+    jitted = ft.jit(lambda *a: getattr(fnp, name)(*a, *args[traced:], **kw))
+    for got in (getattr(fnp, name)(*args, **kw), jitted(*args[:traced])):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_polynomial_arithmetic_errors_and_derivatives():
+    with pytest.raises(ValueError, match="fnp.polyder: the order m=-1 is negative"):
+        fnp.polyder(_P, -1)
+    with pytest.raises(ValueError, match="fnp.polyint: k has 2 constants for m=3"):
+        fnp.polyint(_P, 3, k=[1.0, 2.0])
+    with pytest.raises(ValueError, match=r"fnp.polyder: p has shape \(2, 3\); pass the 1-d"):
+        fnp.polyder(np.ones((2, 3)))
+    p = np.array([0.5, -2.0, 3.0])
+    check_grads(lambda q: fnp.polyint(fnp.polyder(fnp.polymul(q, q), 1), 2, k=q[:1]), (p,), order=2)

@@ -342,3 +342,41 @@ def test_traced_split_and_repeat_counts_are_refused():
         ft.make_jaxpr(lambda x, r: fs.repeat(x, r))(x, np.array([1, 1, 1, 1]))
     with pytest.raises(ConcretizationError, match=r"indices_or_sections must be concrete"):
         ft.make_jaxpr(lambda x, i: fs.array_split(x, i))(x, np.array([1, 2]))
+
+
+_A, _B, _C = np.ones((2, 2)), np.zeros((2, 1)), np.full((1, 3), 5.0)
+BLOCKS = [
+    lambda m, a, b, c: m.block([[a, b], [c]]),
+    lambda m, a, b, c: m.block([a[0], b[:, 0], c[0]]),
+    lambda m, a, b, c: m.block([[[a]], [[a]]]),
+    lambda m, a, b, c: m.block([[1, 2], [3, 4]]),
+    lambda m, a, b, c: m.block([[a, a], [a, a.astype(np.float32)]]),
+    lambda m, a, b, c: m.block([np.array([1, 2], np.int8), 3.5]),
+    lambda m, a, b, c: m.block([[a[0]]]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BLOCKS)))
+def test_block_is_numpys(case):
+    import functrans.numpy as fnp
+
+    f = BLOCKS[case]
+    want = f(np, _A, _B, _C)
+    for got in (f(fnp, _A, _B, _C), ft.jit(lambda *x: f(fnp, *x))(_A, _B, _C)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_block_errors_and_derivative():
+    import functrans.numpy as fnp
+
+    for bad, error, text in [([], ValueError, r"arrays is an empty list"),
+                             ([[_A], _A], ValueError, r"nest to different depths \[0, 1\]"),
+                             ([(_A, _B)], TypeError, r"arrays\[0\] is a tuple"),
+                             ([[_A], []], ValueError, r"arrays\[1\] is an empty list")]:
+        with pytest.raises(error):
+            np.block(bad)
+        with pytest.raises(error, match=text):
+            fnp.block(bad)
+    g = ft.grad(lambda a: fnp.sum(fnp.block([[a, 2 * a], [a, a]]) ** 2))(_A)
+    np.testing.assert_array_equal(g, 2 * _A + 8 * _A + 2 * _A + 2 * _A)
