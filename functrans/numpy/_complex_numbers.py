@@ -19,7 +19,7 @@ import numpy as np
 
 from functrans.core import Tracer
 from functrans.numpy._creation import full_like
-from functrans.numpy._elementwise import arctan2, equal, multiply, not_equal
+from functrans.numpy._elementwise import arctan2, equal, multiply, not_equal, ufunc_keywords
 from functrans.numpy._elementwise_compositions import _arg, _ufunc_dtype
 from functrans.numpy._shape import _convert
 from functrans.numpy._util import asarray
@@ -49,6 +49,7 @@ def imag(val):
     return ew.imag(asarray(val))
 
 
+@ufunc_keywords
 def conjugate(x, /):
     """``numpy.conjugate``: the complex conjugate (a real array unchanged)."""
     return ew.conj(_arg(x))

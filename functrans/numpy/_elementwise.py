@@ -18,6 +18,7 @@ array([0, 1, 4])
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -87,6 +88,28 @@ def _into(name: str, result: Any, out: Any, where: Any) -> Any:
             f"{name}: where= without out= would leave the unselected elements undefined "
             "(uninitialised memory in NumPy); pass out=, or use functrans.numpy.where")
     return _inplace.update(out, result, getattr(np, name), f"{name}(..., out=)", where)
+
+
+def ufunc_keywords(fn: Callable) -> Callable:
+    """``fn``, a ``functrans.numpy`` function written from others for NumPy's
+    ufunc of the same name, taking that ufunc's ``out`` (by keyword, or
+    after the inputs as NumPy allows) and ``where``, written as the
+    generated functions write them (``_into``)."""
+    name = fn.__name__
+    nin = getattr(np, name).nin
+
+    @functools.wraps(fn)
+    def with_keywords(*args, out=None, where=True):
+        if len(args) > nin:
+            if out is not None or len(args) > nin + 1:
+                raise TypeError(f"{name}: takes {nin} input(s) and one out, got {len(args)} "
+                                "positional arguments" + (" and out=" if out is not None else "")
+                                + "; pass out once")
+            args, out = args[:nin], args[nin]
+        result = fn(*args)
+        return result if out is None and where is True else _into(name, result, out, where)
+
+    return with_keywords
 
 
 def _array_arg(x: Any) -> Any:
@@ -184,6 +207,7 @@ _rint = _unary("round", unary["round"])
 # -- compositions -----------------------------------------------------------------
 
 
+@ufunc_keywords
 def power(x1, x2, /):
     """``numpy.power``; a Python int exponent becomes ``integer_pow``, whose
     derivative needs no logarithm.
@@ -204,6 +228,7 @@ def power(x1, x2, /):
 pow = power
 
 
+@ufunc_keywords
 def square(x, /):
     """``numpy.square``: ``x ** 2`` (bool gives int8, as in NumPy).
 
@@ -216,6 +241,7 @@ def square(x, /):
     return bind(integer_pow_p, x, y=2)
 
 
+@ufunc_keywords
 def reciprocal(x, /):
     """``numpy.reciprocal``: ``1 / x``, truncated back to the dtype for integers
     (bool gives int8), as in NumPy.
@@ -232,6 +258,7 @@ def reciprocal(x, /):
     return convert_element_type(divide(1, x), target)
 
 
+@ufunc_keywords
 def positive(x, /):
     """``numpy.positive``: a copy of ``x`` (refused for bool, as in NumPy)."""
     x = asarray(x)
@@ -243,6 +270,7 @@ def positive(x, /):
     return _copy(x)
 
 
+@ufunc_keywords
 def isnan(x, /):
     """``numpy.isnan``: true where ``x != x``.
 
@@ -253,6 +281,7 @@ def isnan(x, /):
     return not_equal(x, x)
 
 
+@ufunc_keywords
 def isinf(x, /):
     """``numpy.isinf``: true where ``|x|`` is infinite (either part, for complex).
 
@@ -293,6 +322,7 @@ def round(a, decimals: int = 0, out: None = None):
 around = round
 
 
+@ufunc_keywords
 def logical_and(x1, x2, /):
     """``numpy.logical_and``: ``and`` of the operands' truth values.
 
@@ -302,16 +332,19 @@ def logical_and(x1, x2, /):
     return bitwise_and(_to_bool(x1), _to_bool(x2))
 
 
+@ufunc_keywords
 def logical_or(x1, x2, /):
     """``numpy.logical_or``: ``or`` of the operands' truth values."""
     return bitwise_or(_to_bool(x1), _to_bool(x2))
 
 
+@ufunc_keywords
 def logical_xor(x1, x2, /):
     """``numpy.logical_xor``: ``xor`` of the operands' truth values."""
     return bitwise_xor(_to_bool(x1), _to_bool(x2))
 
 
+@ufunc_keywords
 def logical_not(x, /):
     """``numpy.logical_not``: ``not`` of the operand's truth value."""
     return invert(_to_bool(x))

@@ -48,6 +48,7 @@ from functrans.numpy._elementwise import (
     multiply,
     not_equal,
     subtract,
+    ufunc_keywords,
     where,
 )
 from functrans.numpy._shape import _convert
@@ -98,6 +99,7 @@ def _zero(dtype):
     return np.zeros((), dtype)
 
 
+@ufunc_keywords
 def fabs(x, /):
     """``numpy.fabs``: the absolute value as a float (complex is refused, as in NumPy)."""
     x = _arg(x)
@@ -203,6 +205,7 @@ def _logaddexp_body(x1, x2, log1p_exp, scale):
     return where(nan, add(x1, x2), out)
 
 
+@ufunc_keywords
 def logaddexp(x1, x2, /):
     """``numpy.logaddexp``: ``log(exp(x1) + exp(x2))`` without overflow.
 
@@ -212,12 +215,14 @@ def logaddexp(x1, x2, /):
     return _logaddexp(x1, x2, lambda g: _elementwise.log1p(_elementwise.exp(g)), 1.0)
 
 
+@ufunc_keywords
 def logaddexp2(x1, x2, /):
     """``numpy.logaddexp2``: ``log2(2**x1 + 2**x2)`` without overflow."""
     return _logaddexp(x1, x2, lambda g: _elementwise.log1p(_elementwise.exp2(g)),
                       1.0 / math.log(2.0))
 
 
+@ufunc_keywords
 def fmax(x1, x2, /):
     """``numpy.fmax``: the elementwise maximum, ignoring a NaN on one side.
 
@@ -228,12 +233,14 @@ def fmax(x1, x2, /):
     return where(isnan(x1), x2, where(isnan(x2), x1, maximum(x1, x2)))
 
 
+@ufunc_keywords
 def fmin(x1, x2, /):
     """``numpy.fmin``: the elementwise minimum, ignoring a NaN on one side."""
     x1, x2 = _arg(x1), _arg(x2)
     return where(isnan(x1), x2, where(isnan(x2), x1, minimum(x1, x2)))
 
 
+@ufunc_keywords
 def hypot(x1, x2, /):
     """``numpy.hypot``: ``sqrt(x1**2 + x2**2)`` without overflow or underflow,
     the ``hypot`` primitive (NumPy's own values; derivative ``x1 / hypot``
@@ -245,6 +252,7 @@ def hypot(x1, x2, /):
     return ew.hypot(_arg(x1), _arg(x2))
 
 
+@ufunc_keywords
 def fmod(x1, x2, /):
     """``numpy.fmod``: the C remainder, with the sign of ``x1``.
 
@@ -281,11 +289,13 @@ def _scaled(x, ufunc: np.ufunc, num: float, den: float):
     return _cast(multiply(_cast(x, work), work.type(num) / work.type(den)), dtype)
 
 
+@ufunc_keywords
 def deg2rad(x, /):
     """``numpy.deg2rad``: degrees to radians."""
     return _scaled(x, np.deg2rad, math.pi, 180.0)
 
 
+@ufunc_keywords
 def rad2deg(x, /):
     """``numpy.rad2deg``: radians to degrees."""
     return _scaled(x, np.rad2deg, 180.0, math.pi)
@@ -296,6 +306,7 @@ radians = deg2rad
 degrees = rad2deg
 
 
+@ufunc_keywords
 def heaviside(x1, x2, /):
     """``numpy.heaviside``: 0 where ``x1 < 0``, 1 where ``x1 > 0``, ``x2`` where
     ``x1 == 0`` (NaN where ``x1`` is NaN).
@@ -361,6 +372,7 @@ def allclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = F
     return out if is_traced(out) else builtins.bool(out)
 
 
+@ufunc_keywords
 def float_power(x1, x2, /):
     """``numpy.float_power``: ``x1 ** x2`` computed in float64 (complex128 for
     complex operands), whatever the operands' dtypes.
