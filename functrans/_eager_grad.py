@@ -10,7 +10,7 @@ when a call qualifies and runs the plan; ``functrans.api`` falls back to
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -203,13 +203,27 @@ def grad_plan(jaxpr: Jaxpr, need_value: bool) -> GradPlan:
 GUARDED_PLANS = 4
 
 
+class PlanEntry(NamedTuple):
+    """A plan a ``PlanGuard`` remembers, with what a call must match to take it."""
+
+    #: The tape of the trace that found the plan (None where none is kept).
+    tape: list | None
+    #: Whether the plan gives the function's value as well as its gradient.
+    need_value: bool
+    plan: GradPlan
+    #: Where a call found the plan's own lines to be its program's
+    #: (``PlanGuard.found_at_lines``): the position on the tape of its first
+    #: equation and that equation's code object (``_first_code``), else
+    #: ``_UNCHECKED``.
+    code: Any
+
+
 class PlanGuard:
     """The plans one ``grad`` function ran last, each with the tape of the
     trace that found it (``JaxprTrace``): a call whose trace wrote an equal
     tape traced the same program, and takes that plan without making the
     program (its equations are made from the tape on demand) and without
-    building and hashing its structure key for ``grad_plan`` (which took a
-    sixth of a call of a five-operation function).  Equal tapes are equal
+    building and hashing its structure key for ``grad_plan``.  Equal tapes are equal
     programs as ``Jaxpr.__eq__`` has them, made from the same lines (so the
     plan's errors and warnings name the lines that call's did).  A few are
     kept, the most recently used first, so that a function whose program
@@ -222,39 +236,36 @@ class PlanGuard:
     __slots__ = ("recent",)
 
     def __init__(self):
-        #: ``(tape, need_value, plan, code)`` of the calls that looked a plan
-        #: up last, the most recent first: at most ``GUARDED_PLANS``.
-        #: ``code``: where a call found the plan's own lines to be its
-        #: program's (``found_at_lines``), the position on the tape of its
-        #: first equation and that equation's code object (``_first_code``),
-        #: else ``_UNCHECKED``.
-        self.recent: tuple[tuple[list | None, bool, GradPlan, Any], ...] = ()
+        #: The entries of the calls that looked a plan up last, the most
+        #: recent first: at most ``GUARDED_PLANS``.
+        self.recent: tuple[PlanEntry, ...] = ()
 
     def plan(self, trace: core.JaxprTrace, need_value: bool) -> GradPlan:
         """``grad_plan`` of the program of ``trace``, a finished taped trace."""
-        return self.entry(trace, need_value)[2]
+        return self.entry(trace, need_value).plan
 
-    def entry(self, trace: core.JaxprTrace, need_value: bool) -> tuple:
-        """The entry ``(tape, need_value, plan, code)`` whose plan is
+    def entry(self, trace: core.JaxprTrace, need_value: bool) -> PlanEntry:
+        """The entry whose plan is
         ``grad_plan`` of the program of ``trace``, a finished taped trace:
         found by its tape (made the most recent), or made (one not kept
         while the value checks are on)."""
         if core.checks.checking:
-            return (None, need_value, grad_plan(trace.closed().jaxpr, need_value), _UNCHECKED)
+            plan = grad_plan(trace.closed().jaxpr, need_value)
+            return PlanEntry(None, need_value, plan, _UNCHECKED)
         recent = self.recent
         tape = trace.tape
         for k, entry in enumerate(recent):
-            if entry[1] == need_value and entry[0] == tape:
+            if entry.need_value == need_value and entry.tape == tape:
                 grad_plan.count_hit()
                 if k:
                     self.recent = (entry, *recent[:k], *recent[k + 1:])
                 return entry
-        entry = (tape, need_value, grad_plan(trace.closed().jaxpr, need_value), _UNCHECKED)
+        entry = PlanEntry(tape, need_value, grad_plan(trace.closed().jaxpr, need_value), _UNCHECKED)
         self.recent = (entry, *recent[:GUARDED_PLANS - 1])
         return entry
 
     @staticmethod
-    def knows_lines(entry: tuple, trace: core.JaxprTrace) -> bool:
+    def knows_lines(entry: PlanEntry, trace: core.JaxprTrace) -> bool:
         """Whether the plan of ``entry`` (``entry``'s answer for ``trace``) is
         known to stand at the lines of ``trace``'s program without making
         it: a call with an equal tape found so (``found_at_lines``), and the
@@ -262,21 +273,21 @@ class PlanGuard:
         objects by their contents; ``SourceTable.matches`` tells a function
         from its copy at the same lines in another file by the identity of
         this one)."""
-        checked = entry[3]
+        checked = entry.code
         if checked is _UNCHECKED:
             return False
         at, code = checked  # the first equation: at the same place on an equal tape
         source = trace.tape[at][2] if at is not None else None  # type: ignore[index]
         return (None if source is None else source[0]) is code
 
-    def found_at_lines(self, entry: tuple, trace: core.JaxprTrace) -> None:
+    def found_at_lines(self, entry: PlanEntry, trace: core.JaxprTrace) -> None:
         """Remember that the plan of ``entry`` (``entry``'s answer for
         ``trace``) stands at the lines of ``trace``'s program
         (``SourceTable.matches`` said so), for ``knows_lines``; only for a
         program without sub-programs, whose sources the tape holds all of."""
-        if not entry[2].flat or entry[3] is not _UNCHECKED:
+        if not entry.plan.flat or entry.code is not _UNCHECKED:
             return
-        checked = (*entry[:3], _first_code(trace.tape))
+        checked = entry._replace(code=_first_code(trace.tape))
         recent = self.recent
         self.recent = tuple(checked if e is entry else e for e in recent)
 
@@ -325,7 +336,7 @@ def host_value_and_grad(trace: core.JaxprTrace, leaves: Sequence[Any], need_valu
     if trace.tape is None:
         guard = None  # it compares tapes
     entry = None if guard is None else guard.entry(trace, need_value)
-    plan = grad_plan(trace.closed().jaxpr, need_value) if entry is None else entry[2]
+    plan = grad_plan(trace.closed().jaxpr, need_value) if entry is None else entry.plan
     args = [*consts, *leaves]
     forward, backward = plan.forward, plan.backward
     if backward is None or forward is None:

@@ -417,7 +417,7 @@ def test_the_plan_guard_takes_its_last_plan_only_for_the_same_tape_and_value_wis
     config.update("debug_nans", True)
     try:
         checked = guard.plan(t, True)
-        assert checked is not with_value and guard.recent[0][2] is other
+        assert checked is not with_value and guard.recent[0].plan is other
     finally:
         config.update("debug_nans", False)
 
@@ -449,6 +449,7 @@ def test_the_plan_guard_knows_the_lines_of_a_plan_only_for_the_code_it_checked(t
     assert not guard.knows_lines(entry, traced(a.site))  # no call has checked them
     guard.found_at_lines(entry, traced(a.site))
     entry = guard.entry(traced(a.site), False)
+    assert entry.code is not None and entry.code[1] is a.site.__code__
     assert guard.knows_lines(entry, traced(a.site))
     other = traced(b.site)
     assert other.tape == traced(a.site).tape and guard.entry(other, False) is entry
@@ -465,7 +466,7 @@ def test_the_plan_guard_knows_the_lines_of_a_plan_only_for_the_code_it_checked(t
     at_two = traced(lambda x: two_sites(x, False))
     guard.found_at_lines(guard.entry(at_one, False), at_one)  # the plan's own lines
     entry_two = guard.entry(at_two, False)
-    assert guard.entry(at_one, False)[2] is entry_two[2] and at_one.tape != at_two.tape
+    assert guard.entry(at_one, False).plan is entry_two.plan and at_one.tape != at_two.tape
     assert guard.knows_lines(guard.entry(at_one, False), at_one)
     assert not guard.knows_lines(entry_two, at_two)
     # A program with a sub-program: the tape holds none of the sub-program's

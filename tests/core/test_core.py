@@ -465,6 +465,17 @@ def test_a_trace_ended_out_of_order_is_an_internal_error():
     inner.__exit__(None, None, None)
 
 
+def test_a_trace_asked_for_its_program_before_its_end_is_an_internal_error():
+    trace = core.JaxprTrace("unfinished")
+    with trace:
+        (trace.new_arg(core.ShapedArray((2,), np.float64)) * 2.0)
+    with pytest.raises(RuntimeError, match=r"^functrans: the trace of 'unfinished' was asked "
+                                           r"for its program before its end \(internal error\)$"):
+        trace.closed()
+    trace.finish([])
+    assert len(trace.closed().jaxpr.outvars) == 0
+
+
 def test_python_if_on_a_traced_comparison():
     with pytest.raises(ConcretizationError, match=r"^_branchy: bool\(\) needs a concrete value"):
         trace(_branchy, np.array(2.0))

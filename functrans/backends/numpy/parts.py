@@ -1,7 +1,7 @@
 """A long program run in consecutive parts, each interpreted until it is
-compiled on its own: ``Parts``.  Python compiles about 30 us of code per
-equation, so compiling a 20k-equation program at once costs a call of its own
-several times over; compiled a part at a time, over the calls that run it,
+compiled on its own: ``Parts``.  Python's ``compile`` takes time in
+proportion to the code's length, so compiling a 20k-equation program at once
+costs a call of its own several times over; compiled a part at a time, over the calls that run it,
 no call pays for all of it (the eager-gradient engine).
 """
 
