@@ -518,7 +518,7 @@ class JaxprTrace:
                     var = Var(out)
                     num[var] = len(num)
                     self._vars.append(var)
-                    self.tape.append((prim, params, user_source(3), out, *ins))  # type: ignore[union-attr]  # noqa: E501  # _lean: a tape
+                    self.tape.append((prim, params, user_source(_FROM_PROCESS), out, *ins))  # type: ignore[union-attr]  # noqa: E501  # _lean: a tape
                     return Tracer(self, var)
         tape = self.tape
         if tape is not None and self._made < len(tape):
@@ -541,7 +541,7 @@ class JaxprTrace:
             outvars = tuple([Var(a) for a in out])
         else:
             outvars = (Var(out),)
-        source = user_source(3)
+        source = user_source(_FROM_PROCESS)
         eqn = Eqn(prim, tuple(invars), outvars, params, source)
         self._eqns.append(eqn)
         if tape is not None:
@@ -577,7 +577,7 @@ class JaxprTrace:
         for v in outvars:
             num[v] = len(num)
             variables.append(v)
-        self.tape.append((prim, params, user_source(4), out, *ins))  # type: ignore[union-attr]  # noqa: E501  # _lean: a tape
+        self.tape.append((prim, params, user_source(_FROM_PROCESS + 1), out, *ins))  # type: ignore[union-attr]  # noqa: E501  # _lean: a tape
         return [Tracer(self, v) for v in outvars]
 
     def _abstract(self, prim: Primitive, avals: list, params: dict) -> Any:
@@ -752,6 +752,16 @@ def _values_while_tracing(eqn: Eqn, ins: list) -> Any:
     finally:
         _state.muted -= 1
 
+
+#: Where ``JaxprTrace.process`` has ``user_source`` start its walk up the
+#: stack: past ``user_source``, ``process`` and ``process``'s caller, which is
+#: ``bind`` or a subclass's ``process`` (the only callers it has), all library
+#: frames the walk would skip anyway, so the first frame walked is the one
+#: that called ``bind`` (the user's where a user calls ``core.bind``).  Starting
+#: there spares the walk three frames per recorded equation; starting deeper
+#: could skip the user's frame.  ``_record_results``, called by ``process``,
+#: starts one frame further.
+_FROM_PROCESS = 3
 
 #: Output avals of param-less equations by (primitive, *operand avals): most
 #: equations of a long program repeat a few (the elementwise ones of a loop

@@ -348,3 +348,36 @@ def test_a_grad_plan_keeps_a_few_placings_of_its_code():
     assert len(plan.placings) == core.sources.PLACINGS
     for k, g in enumerate(grads):
         assert {line for _, line, _ in _warned(g, BAD)} == {10 * k + 2}
+
+
+@pytest.fixture
+def bound_directly():
+    """Two primitives a user binds with ``core.bind`` (one with two results)."""
+    one = core.Primitive("test_sources_bound_directly", abstract_eval=lambda x: x.strip_weak(),
+                         impl=lambda x: np.asarray(x))
+    two = core.Primitive("test_sources_bound_directly_twice", multiple_results=True,
+                         abstract_eval=lambda x: [x.strip_weak()] * 2,
+                         impl=lambda x: [np.asarray(x), np.asarray(x)])
+    try:
+        yield one, two
+    finally:
+        core.registry.pop(one.name, None)
+        core.registry.pop(two.name, None)
+
+
+@pytest.mark.parametrize("tape", [None, []], ids=["equations", "tape"])
+def test_an_equation_a_user_binds_names_the_line_that_binds_it(bound_directly, tape):
+    # The recording starts its walk up the stack at the frame that called
+    # core.bind, here the user's own: each path (the tape's for one and for
+    # several results, the equations') names that line, not one above it.
+    one, two = bound_directly
+
+    def f(x):
+        y = core.bind(one, x)
+        first, second = core.bind(two, y)
+        return [first * second]
+
+    lines = inspect.getsourcelines(f)[1]
+    trace, _ = core.record(f, [np.ones(3)], tape=tape)
+    got = [core.source_location(e.source)[:2] for e in trace.closed().jaxpr.eqns]
+    assert got == [(__file__, lines + 1), (__file__, lines + 2), (__file__, lines + 3)]
