@@ -173,6 +173,9 @@ class GradPlan:
         value = (forward.resourced(mapping), backward.resourced(mapping), forward, backward)
         if form is None:
             self.placings.add(core.SourceTable(jaxpr, sources), value)
+            # Each form holds programs as large as the plan's own: counted
+            # in the equations the plans' cache holds, which bounds them.
+            grad_plan.count_forms((self.jaxpr, self.need_value), self, len(self.placings))
         else:  # placed from programs built again since (by threads building at once)
             form.value = value
         return value[0], value[1]

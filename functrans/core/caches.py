@@ -202,13 +202,28 @@ class ProgramCache(RecentHits):
             placings = found.placings
         kept = placings.add(SourceTable(jaxpr, sources), result).value
         with self._lock:
-            # Counted while the entry is kept (another thread may have evicted it).
-            if self._entries.get(found.key) is found:
-                equations = found.program_equations * (1 + len(placings))
-                self._equations += equations - found.equations
-                found.equations = equations
-                self._evict()
+            self._count_forms(found, len(placings))
         return kept
+
+    def count_forms(self, key: tuple, result: Any, forms: int) -> None:
+        """Count ``forms`` forms at other lines of ``result``, the entry of
+        ``key``'s, in the equations held, each as a program of its own: for
+        a cache with ``resource=None`` whose results keep their own forms
+        (``GradPlan.placed``)."""
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None and found.result is result:
+                self._count_forms(found, forms)
+
+    def _count_forms(self, found: _Stored, forms: int) -> None:
+        """Count ``found`` as its program and ``forms`` forms at other lines
+        (under the lock), and evict over the bounds."""
+        # Counted while the entry is kept (another thread may have evicted it).
+        if self._entries.get(found.key) is found:
+            equations = found.program_equations * (1 + forms)
+            self._equations += equations - found.equations
+            found.equations = equations
+            self._evict()
 
     def _move_to_newest(self, entry: _Stored) -> None:
         entries = self._entries

@@ -136,6 +136,32 @@ def test_the_other_paths_still_give_the_gradient(case):
             np.testing.assert_allclose(gb, 2 * x * (x + 1))
 
 
+def test_a_plan_s_forms_at_other_lines_count_in_its_cache_s_equations():
+    # Three functions of one program at three lines: the plan is made once
+    # and placed at the two other lines, each form a program as large as it.
+    def at_one(x):
+        return fnp.sum(fnp.sin(x) * x)
+
+    def at_two(x):
+        return fnp.sum(fnp.sin(x) * x)
+
+    def at_three(x):
+        return fnp.sum(fnp.sin(x) * x)
+
+    x = np.linspace(-1.0, 1.0, 5)
+    size = len(ft.make_jaxpr(at_one)(x).jaxpr.eqns)
+    _eager_grad.grad_plan.cache_clear()
+    for k, f in enumerate((at_one, at_two, at_three)):
+        g = ft.grad(f)
+        for _ in range(3):  # built, compiled, run
+            np.testing.assert_allclose(g(x), np.sin(x) + x * np.cos(x), rtol=1e-15)
+        info = _eager_grad.grad_plan.cache_info()
+        assert (info.currsize, info.misses, info.equations) == (1, 1, size * (k + 1))
+    for f in (at_one, at_two):  # met again: no form added
+        ft.grad(f)(x)
+    assert _eager_grad.grad_plan.cache_info().equations == size * 3
+
+
 def test_plans_are_dropped_when_the_value_checks_switch():
     x = np.array([0.5, 2.0])
     g = ft.value_and_grad(lambda x: fnp.sum(fnp.log(x)))
