@@ -311,15 +311,30 @@ def round(a, decimals: int = 0, out: None = None):
         )
     # NumPy's own recipe: scale by a power of ten, round to integer, scale back.
     if decimals > 0:
-        scale = 10.0**decimals
+        scale = _power_of_ten(decimals)
         return divide(_rint(multiply(x, scale)), scale)
     inexact = is_inexact(x.dtype)
-    scale = 10.0**-decimals if inexact else 10**-decimals
+    if not inexact and decimals < -308:
+        # NumPy scales an integer array in float64 here, by inf: its answer
+        # is a NaN cast to the integer dtype, which no platform defines.
+        raise ValueError(
+            f"round: decimals={decimals} of an array of dtype {x.dtype} has no defined answer "
+            "(NumPy casts a NaN to the integer dtype); every integer rounds to 0 "
+            "from decimals=-19 on, so pass a decimals of -308 or more"
+        )
+    scale = _power_of_ten(-decimals) if inexact else 10**-decimals
     rounded = multiply(_rint(divide(x, scale)), scale)
     return rounded if inexact else convert_element_type(rounded, x.dtype)
 
 
 around = round
+
+
+def _power_of_ten(k: int) -> float:
+    """``10.0 ** k`` as a float64, inf past its range as NumPy's own scale is
+    (so ``round`` gives NumPy's NaN there); Python's float power raises
+    OverflowError instead."""
+    return 10.0**k if k <= 308 else math.inf
 
 
 @ufunc_keywords

@@ -18,6 +18,8 @@ array(2.)
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from functrans.core import bind
@@ -151,6 +153,10 @@ def _nan_extremum(name: str, reduce, fill: float, a, axis, keepdims: bool):
     if mask is None:
         return best
     all_nan = R.all(mask, axis=axis, keepdims=keepdims)
+    if not is_traced(all_nan) and np.any(all_nan):
+        # NumPy's warning for a NaN that no value of the slice gave; traced,
+        # the slices are not known when the program is built.
+        warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
     return E.where(all_nan, np.asarray(np.nan, best.dtype), best)
 
 

@@ -148,6 +148,22 @@ def test_round_of_integers_to_tens_rounds_half_to_even():
     assert_same(fnp.round(x, -1), np.round(x, -1))
 
 
+@pytest.mark.parametrize("decimals", [308, 309, 400, -308, -309, -400])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_round_past_float64_range_of_decimals_is_numpys(dtype, decimals):
+    # NumPy's scale 10.0**decimals is inf there: NaN, not Python's OverflowError
+    x = np.array([1.5, -0.0, 2.0, np.inf], dtype)
+    check(lambda a: fnp.round(a, decimals), lambda a: np.round(a, decimals), x)
+
+
+def test_round_of_integers_past_float64_range_of_decimals_is_refused():
+    with pytest.raises(ValueError, match=r"round: decimals=-309 of an array of dtype int64 has no "
+                                         r"defined answer .* decimals of -308 or more"):
+        fnp.round(np.array([15, -15]), -309)
+    x = np.array([15, -15], np.int8)
+    assert_same(fnp.round(x, -308), np.round(x, -308))
+
+
 @given(shapes=hnp.mutually_broadcastable_shapes(num_shapes=3, min_dims=0, max_dims=4,
                                                 max_side=3), data=st.data())
 def test_where_three_arguments(shapes, data):

@@ -98,3 +98,13 @@ def test_vmap_is_a_loop():
     for name in NAMES:
         f = getattr(fnp, name)
         _exact(ft.vmap(f)(xn), np.stack([f(r) for r in xn]))
+
+
+@pytest.mark.parametrize("name", ["nanmax", "nanmin"])
+def test_nan_extremum_of_an_all_nan_slice_warns_as_numpy_eagerly(name):
+    x = np.array([[np.nan, np.nan], [1.0, np.nan]])
+    with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
+        expected = getattr(np, name)(x, axis=1)
+    with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
+        got = getattr(fnp, name)(x, axis=1)
+    np.testing.assert_array_equal(np.asarray(got), expected)
