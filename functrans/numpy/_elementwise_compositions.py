@@ -1,7 +1,7 @@
 """The elementwise functions of NumPy that have no primitive of their own:
 ``fabs``, ``sinc``, ``logaddexp``/``logaddexp2``, ``fmax``/``fmin``,
 ``hypot``, ``fmod``, ``deg2rad``/``rad2deg``, ``heaviside``, ``nan_to_num``,
-``isclose`` and ``allclose``.
+``isclose``, ``allclose``, ``rint``, ``fix``, ``divmod``, ``gcd`` and ``lcm``.
 
 Each takes its result dtype from NumPy's own ufunc (``_ufunc_dtype``), casts
 its operands to it and composes the primitives that ``_elementwise.py``
@@ -27,16 +27,20 @@ import math
 
 import numpy as np
 
-from functrans import dtypes
+from functrans import dtypes, lax
 from functrans.core import get_aval
 from functrans.custom_derivatives import custom_jvp
 from functrans.errors import DTypeError
-from functrans.numpy import _elementwise, _reductions
+from functrans.numpy import _elementwise, _reductions, _shape
 from functrans.numpy._elementwise import (
     absolute,
     add,
+    ceil,
     equal,
+    floor,
+    floor_divide,
     greater,
+    greater_equal,
     isfinite,
     isnan,
     less,
@@ -47,6 +51,7 @@ from functrans.numpy._elementwise import (
     minimum,
     multiply,
     not_equal,
+    remainder,
     subtract,
     ufunc_keywords,
     where,
@@ -58,7 +63,7 @@ from functrans.primitives import elementwise as ew
 __all__ = [
     "fabs", "sinc", "logaddexp", "logaddexp2", "fmax", "fmin", "hypot", "fmod",
     "deg2rad", "rad2deg", "degrees", "radians", "heaviside", "nan_to_num", "isclose",
-    "allclose", "float_power",
+    "allclose", "float_power", "rint", "fix", "divmod", "gcd", "lcm",
 ]  # fmt: skip
 
 
@@ -385,3 +390,105 @@ def float_power(x1, x2, /):
     # Its float64 loop is C's pow, as scalar_pow's (np.power's vectorised
     # loops differ from it in the last bit).
     return ew.scalar_pow(_cast(x1, dtype), _cast(x2, dtype))
+
+
+@ufunc_keywords
+def rint(x, /):
+    """``numpy.rint``: to the nearest integer, ties to even, in NumPy's
+    float dtype for the operand (float16 for int8 and bool, as NumPy's).
+
+    >>> rint(np.array([0.5, 1.5, -2.5, 2.7]))
+    array([ 0.,  2., -2.,  3.])
+    """
+    x = _arg(x)
+    return _elementwise._rint(_cast(x, _ufunc_dtype(np.rint, x)))
+
+
+def fix(x, out=None):
+    """``numpy.fix``: rounded toward zero, as NumPy writes it (``floor`` where
+    ``x >= 0``, else ``ceil``), so integers keep their dtype and -0.0 stays.
+
+    >>> fix(np.array([-2.5, -0.0, 2.5]))
+    array([-2., -0.,  2.])
+    """
+    x = _arg(x)
+    result = where(greater_equal(x, 0), floor(x), ceil(x))
+    return result if out is None else _elementwise._into("fix", result, out, True)
+
+
+def divmod(x1, x2, /, out=(None, None)):
+    """``numpy.divmod``: ``(floor_divide(x1, x2), remainder(x1, x2))``, each
+    in NumPy's dtype; ``out`` a pair of arrays (or None) for the two.
+
+    >>> divmod(np.array([7, -7]), 3)
+    (array([ 2, -3]), array([1, 2]))
+    """
+    x1, x2 = _arg(x1), _arg(x2)
+    if type(out) is not tuple or len(out) != 2:
+        raise TypeError("divmod: out= must be a tuple of two arrays (or None), for the "
+                        "quotient and the remainder")
+    results = (floor_divide(x1, x2), remainder(x1, x2))
+    return tuple(r if o is None else _elementwise._into(n, r, o, True)
+                 for n, r, o in zip(("floor_divide", "remainder"), results, out))
+
+
+def _integer_operands(name: str, x1, x2):
+    """The operands of ``gcd``/``lcm`` in their common integer dtype."""
+    dtype = _ufunc_dtype(getattr(np, name), x1, x2)
+    return _cast(x1, dtype), _cast(x2, dtype), dtype
+
+
+def _unsigned_gcd(a, b):
+    """Euclid's algorithm elementwise on unsigned integers of one shape and
+    dtype: ``(a, b) -> (b, a mod b)`` until every ``b`` is 0, each element
+    held once its ``b`` is."""
+    def step(ab):
+        a, b = ab
+        done = equal(b, 0)
+        safe = where(done, np.ones((), b.dtype), b)  # no division by 0
+        return where(done, a, b), where(done, b, remainder(a, safe))
+
+    def running(ab):
+        return _reductions.any(not_equal(ab[1], 0))
+
+    return lax.while_loop(running, step, (a, b))[0]
+
+
+def _gcd_parts(name: str, x1, x2):
+    """``(|x1|, |x2|, gcd)`` in the unsigned dtype of the operands' width, as
+    NumPy's loops compute them: the absolute value of the most negative
+    integer (-128 in int8) is its unsigned magnitude (128)."""
+    x1, x2, dtype = _integer_operands(name, _arg(x1), _arg(x2))
+    shape = np.broadcast_shapes(get_aval(x1).shape, get_aval(x2).shape)
+    udtype = np.dtype(f"u{dtype.itemsize}")
+    a = _convert(asarray(_shape.broadcast_to(absolute(x1), shape)), udtype)
+    b = _convert(asarray(_shape.broadcast_to(absolute(x2), shape)), udtype)
+    return a, b, _unsigned_gcd(a, b), dtype
+
+
+@ufunc_keywords
+def gcd(x1, x2, /):
+    """``numpy.gcd``: the greatest common divisor of the absolute values
+    (``gcd(0, 0)`` is 0; for the most negative integer, its magnitude wrapped
+    back to the signed dtype, as NumPy's).  Integer-valued: no derivative.
+
+    >>> gcd(np.array([12, -18, 0]), 8)
+    array([4, 2, 8])
+    """
+    _, _, g, dtype = _gcd_parts("gcd", x1, x2)
+    return _convert(g, dtype)
+
+
+@ufunc_keywords
+def lcm(x1, x2, /):
+    """``numpy.lcm``: the least common multiple of the absolute values
+    (0 where either is 0), wrapping on overflow in the operands' dtype as
+    NumPy's does.  Integer-valued: no derivative.
+
+    >>> lcm(np.array([4, -6, 0]), 6)
+    array([12,  6,  0])
+    """
+    a, b, g, dtype = _gcd_parts("lcm", x1, x2)
+    zero = equal(g, 0)
+    product = multiply(floor_divide(a, where(zero, np.ones((), g.dtype), g)), b)
+    return _convert(where(zero, np.zeros((), g.dtype), product), dtype)

@@ -1,9 +1,9 @@
 """Tests of functrans/numpy/_elementwise_compositions.py: fabs, sinc,
 logaddexp(2), fmax/fmin, hypot, fmod, deg2rad/rad2deg, heaviside,
-nan_to_num, isclose and allclose.  Values against NumPy on hypothesis-drawn
-inputs (eagerly and under ``jit``) and at the edge values, derivatives
-against finite differences to second order and exactly at the awkward
-points, ``vmap`` against a Python loop."""
+nan_to_num, isclose, allclose, rint, fix, divmod, gcd and lcm.  Values
+against NumPy on hypothesis-drawn inputs (eagerly and under ``jit``) and at
+the edge values, derivatives against finite differences to second order and
+exactly at the awkward points, ``vmap`` against a Python loop."""
 
 from __future__ import annotations
 
@@ -313,3 +313,109 @@ def test_sinc_values_stay_numpys():
             # infinities and NaN have NaN derivatives, finite points finite ones
             d = ft.vmap(ft.grad(lambda a: fnp.real(fnp.sinc(a))))(x)
             assert np.array_equal(np.isnan(d), ~np.isfinite(x))
+
+
+# -- rint, fix, divmod, gcd, lcm ---------------------------------------------------------
+
+_ROUNDING_EDGES = np.array([0.5, 1.5, 2.5, -0.5, -2.5, 2.7, -2.7, -0.0, 0.0, np.nan, np.inf,
+                            -np.inf, 1e300, 4503599627370495.5])
+
+
+@pytest.mark.parametrize("name", ["rint", "fix"])
+@pytest.mark.parametrize("x", [_ROUNDING_EDGES, _ROUNDING_EDGES[:-2].astype(np.float32),
+                               np.array([-128, 0, 127], np.int8), np.array([True, False]),
+                               np.zeros((0, 2)), np.float64(-2.5)])
+def test_rint_fix_are_numpys(name, x):
+    want = getattr(np, name)(x)
+    for fn in (getattr(fnp, name), ft.jit(getattr(fnp, name))):
+        got = np.asarray(fn(x))
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # -0.0 kept
+
+
+def test_rint_fix_derivatives_are_zero_and_vmap_is_a_loop():
+    x = np.array([[0.3, -1.7], [2.5, -0.5]])
+    for name in ("rint", "fix"):
+        fn = getattr(fnp, name)
+        np.testing.assert_array_equal(ft.grad(lambda v, fn=fn: fnp.sum(fn(v)))(x), 0.0)
+        np.testing.assert_array_equal(ft.vmap(fn)(x), np.stack([getattr(np, name)(r) for r in x]))
+    out = np.empty(3)
+    assert fnp.rint(np.array([0.5, 1.5, 2.5]), out=out) is out
+    np.testing.assert_array_equal(out, [0.0, 2.0, 2.0])
+
+
+@pytest.mark.parametrize("x1, x2", [
+    (np.array([7, -7, 0, -128], np.int8), np.array([3, 3, -5, -1], np.int8)),
+    (np.array([7.0, -7.0, -0.0, np.inf, 5.0]), np.array([-0.0, 2.0, 3.0, 2.0, np.nan])),
+    (np.array([7, 9], np.uint8), 4),
+    (np.float32(-3.5), 2),
+    (np.zeros((0, 3)), np.ones(3)),
+])
+def test_divmod_is_numpys(x1, x2):
+    with np.errstate(all="ignore"):
+        want = np.divmod(x1, x2)
+        for fn in (fnp.divmod, ft.jit(fnp.divmod)):
+            got = fn(x1, x2)
+            assert type(got) is tuple and len(got) == 2
+            for g, w in zip(got, want):
+                g = np.asarray(g)
+                assert g.dtype == w.dtype and g.shape == w.shape
+                np.testing.assert_array_equal(g, w)
+                np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
+
+
+def test_divmod_out_and_derivatives():
+    q, r = np.empty(2), np.empty(2)
+    got = fnp.divmod(np.array([7.0, -7.0]), 2.0, out=(q, r))
+    assert got[0] is q and got[1] is r
+    np.testing.assert_array_equal(q, [3.0, -4.0])
+    np.testing.assert_array_equal(r, [1.0, 1.0])
+    with pytest.raises(TypeError, match="divmod: out= must be a tuple of two"):
+        fnp.divmod(np.ones(2), 2.0, out=q)
+    # remainder's derivative: 1 in x1, -floor(x1 / x2) in x2; the quotient's: 0
+    dx1, dx2 = ft.grad(lambda a, b: fnp.sum(fnp.divmod(a, b)[1]), argnums=(0, 1))(
+        np.array([7.3, -7.3]), np.array([2.0, 2.0]))
+    np.testing.assert_array_equal(dx1, [1.0, 1.0])
+    np.testing.assert_array_equal(dx2, [-3.0, 4.0])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_gcd_lcm_are_numpys_on_every_pair_of_bytes(dtype):
+    values = np.arange(np.iinfo(dtype).min, np.iinfo(dtype).max + 1).astype(dtype)
+    a, b = np.meshgrid(values, values)
+    for name in ("gcd", "lcm"):
+        want = getattr(np, name)(a, b)  # lcm wraps as NumPy's does
+        got = getattr(fnp, name)(a, b)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.int32, np.int64, np.uint64])
+def test_gcd_lcm_are_numpys_on_wide_integers(dtype):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(0)
+    a = rng.integers(info.min, info.max, 2000, dtype=dtype, endpoint=True)
+    b = rng.integers(info.min, info.max, 2000, dtype=dtype, endpoint=True)
+    a[:4], b[4:8], b[8:10], a[10:12] = info.min, info.max, 0, 0
+    b[12:20] = a[12:20] * 3 // 7  # common factors
+    for name in ("gcd", "lcm"):
+        want = getattr(np, name)(a, b)
+        for fn in (getattr(fnp, name), ft.jit(getattr(fnp, name))):
+            np.testing.assert_array_equal(fn(a, b), want)
+
+
+def test_gcd_lcm_scalars_broadcasting_vmap_and_errors():
+    assert fnp.gcd(0, 0) == 0 and fnp.lcm(0, 0) == 0
+    np.testing.assert_array_equal(fnp.gcd(np.array([[12], [-18]]), np.array([8, 0, 5])),
+                                  np.gcd(np.array([[12], [-18]]), np.array([8, 0, 5])))
+    assert fnp.gcd(np.zeros((0,), np.int8), 3).shape == (0,)
+    a, b = np.array([[4, 6], [9, 0]]), np.array([[6, 4], [3, 0]])
+    for name in ("gcd", "lcm"):
+        fn = getattr(fnp, name)
+        np.testing.assert_array_equal(ft.vmap(fn)(a, b),
+                                      np.stack([getattr(np, name)(x, y) for x, y in zip(a, b)]))
+        with pytest.raises(DTypeError, match=f"{name}: not defined for operands of type f64"):
+            fn(np.array([1.5]), 2)
+        with pytest.raises(DTypeError, match=f"{name}: not defined .* bool"):
+            fn(np.array([True]), np.array([True]))
