@@ -165,6 +165,7 @@ def _examples() -> dict[str, Callable[[], tuple[Callable, list]]]:
         "bitwise_left_shift": one(fnp.bitwise_left_shift, i, i),
         "gcd": one(fnp.gcd, i, i),
         "lcm": one(fnp.lcm, i, i),
+        "ldexp": one(fnp.ldexp, v, i),
         "right_shift": one(fnp.right_shift, i, i),
         "bitwise_right_shift": one(fnp.bitwise_right_shift, i, i),
         "quantile": one(lambda a: fnp.quantile(a, [0.25, 0.5]), v),

@@ -1,7 +1,8 @@
 """The elementwise functions of NumPy that have no primitive of their own:
 ``fabs``, ``sinc``, ``logaddexp``/``logaddexp2``, ``fmax``/``fmin``,
 ``hypot``, ``fmod``, ``deg2rad``/``rad2deg``, ``heaviside``, ``nan_to_num``,
-``isclose``, ``allclose``, ``rint``, ``fix``, ``divmod``, ``gcd`` and ``lcm``.
+``isclose``, ``allclose``, ``rint``, ``fix``, ``divmod``, ``gcd``, ``lcm`` and
+``ldexp``.
 
 Each takes its result dtype from NumPy's own ufunc (``_ufunc_dtype``), casts
 its operands to it and composes the primitives that ``_elementwise.py``
@@ -28,7 +29,7 @@ import math
 import numpy as np
 
 from functrans import dtypes, lax
-from functrans.core import get_aval
+from functrans.core import bind, get_aval
 from functrans.custom_derivatives import custom_jvp
 from functrans.errors import DTypeError
 from functrans.numpy import _elementwise, _reductions, _shape
@@ -36,6 +37,7 @@ from functrans.numpy._elementwise import (
     absolute,
     add,
     ceil,
+    clip,
     equal,
     floor,
     floor_divide,
@@ -43,6 +45,7 @@ from functrans.numpy._elementwise import (
     greater_equal,
     isfinite,
     isnan,
+    left_shift,
     less,
     less_equal,
     logical_and,
@@ -59,11 +62,13 @@ from functrans.numpy._elementwise import (
 from functrans.numpy._shape import _convert
 from functrans.numpy._util import asarray, is_traced
 from functrans.primitives import elementwise as ew
+from functrans.primitives.shape import bitcast_convert_type_p
 
 __all__ = [
     "fabs", "sinc", "logaddexp", "logaddexp2", "fmax", "fmin", "hypot", "fmod",
     "deg2rad", "rad2deg", "degrees", "radians", "heaviside", "nan_to_num", "isclose",
     "allclose", "float_power", "rint", "fix", "divmod", "gcd", "lcm",
+    "ldexp",
 ]  # fmt: skip
 
 
@@ -492,3 +497,50 @@ def lcm(x1, x2, /):
     zero = equal(g, 0)
     product = multiply(floor_divide(a, where(zero, np.ones((), g.dtype), g)), b)
     return _convert(where(zero, np.zeros((), g.dtype), product), dtype)
+
+
+def _power_of_two(k, dtype: np.dtype):
+    """``2.0 ** k`` in ``dtype`` (float32 or float64), exactly, for an integer
+    array ``k`` within its normal exponents: the bits of the exponent field."""
+    info = np.finfo(dtype)
+    itype = np.dtype(f"i{dtype.itemsize}")
+    field = add(_convert(asarray(k), itype), itype.type(info.maxexp - 1))
+    return bind(bitcast_convert_type_p, left_shift(field, itype.type(info.nmant)),
+                new_dtype=dtype)
+
+
+@ufunc_keywords
+def ldexp(x1, x2, /):
+    """``numpy.ldexp``: ``x1 * 2**x2`` rounded once, as C's ``ldexp``: at most
+    three exact scalings by powers of two that are themselves finite and
+    normal (``2.0**x2`` alone under- or overflows long before the result
+    does), the last of them the only one that can round, into a subnormal
+    result; float16 is computed in float32 and rounded once, as NumPy's loop
+    does.  ``x2`` is an integer; the derivative in ``x1`` is ``2**x2``.
+
+    >>> ldexp(np.array([5e-324, 1.5, 3.0]), np.array([1074, 1023, -1075]))
+    array([1.00000000e+000, 1.34826985e+308, 9.88131292e-324])
+    """
+    x1, x2 = _arg(x1), _arg(x2)
+    dtype = _ufunc_dtype(np.ldexp, x1, x2)
+    work = np.dtype(np.float32) if dtype == np.float16 else dtype
+    info = np.finfo(work)
+    emax, emin = info.maxexp - 1, info.minexp
+    # Below emin + nmant + 1 the result keeps no bit, above 3 * emax every
+    # nonzero finite x1 overflows: clipping there changes no result.
+    n = clip(_cast(x2, np.dtype(np.int64)), 3 * emin - 2 * info.nmant, 3 * emax)
+    y = _cast(x1, work)
+    for _ in range(2):
+        # Up: each step by 2**emax is exact (or overflows, as the result does).
+        up = greater(n, emax)
+        y = multiply(y, where(up, work.type(math.ldexp(1.0, emax)), np.ones((), work)))
+        n = where(up, subtract(n, emax), n)
+    for _ in range(2):
+        # Down: by 2**(emin + nmant + 1), which keeps y normal whenever the
+        # result is not 0, so that only the last scaling rounds.
+        down = less(n, emin)
+        step = emin + info.nmant + 1
+        y = multiply(y, where(down, work.type(math.ldexp(1.0, step)), np.ones((), work)))
+        n = where(down, subtract(n, step), n)
+    y = multiply(y, _power_of_two(clip(n, emin, emax), work))
+    return _convert(y, dtype)

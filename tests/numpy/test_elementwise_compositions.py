@@ -419,3 +419,56 @@ def test_gcd_lcm_scalars_broadcasting_vmap_and_errors():
             fn(np.array([1.5]), 2)
         with pytest.raises(DTypeError, match=f"{name}: not defined .* bool"):
             fn(np.array([True]), np.array([True]))
+
+
+# -- ldexp ---------------------------------------------------------------------------
+
+
+def _ldexp_cases(dtype, rng, size=4000):
+    """Mantissas of every kind (and the special values) with exponents that
+    land the result in the subnormal range, below it, or at overflow."""
+    info = np.finfo(dtype)
+    top = 2 ** 10 if dtype == np.float16 else 2 ** 20
+    x = (rng.uniform(0.5, 1, size) * rng.choice([-1, 1], size)
+         * rng.integers(1, top, size)).astype(dtype)
+    x[:6] = [0.0, -0.0, np.nan, np.inf, -np.inf, info.smallest_subnormal]
+    exponent = np.frexp(x)[1]
+    n = rng.integers(info.minexp - info.nmant - 3, info.minexp + 3, size) - exponent
+    n[: size // 4] = info.maxexp + rng.integers(-3, 2, size // 4) - exponent[: size // 4]
+    n[6:30] = rng.integers(-(2 ** 62), 2 ** 62, 24)
+    n[30:40] = [1074, -1075, 3000, -3000, 0, 1, -1, 2 ** 31, -(2 ** 31), 7]
+    return x, n
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_ldexp_is_numpys_at_subnormal_results_and_overflow(dtype):
+    x, n = _ldexp_cases(dtype, np.random.default_rng(0))
+    with np.errstate(all="ignore"):
+        want = np.ldexp(x, n)
+        for fn in (fnp.ldexp, ft.jit(fnp.ldexp)):
+            got = np.asarray(fn(x, n))
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_ldexp_dtypes_derivative_vmap_and_errors():
+    for x1, x2 in [(np.int8(3), 2), (3, np.int8(2)), (np.array([True]), np.int32(-1)),
+                   (np.float32(1.5), np.array([1, 2], np.int64)), (np.zeros((0, 2)), 3)]:
+        want = np.ldexp(x1, x2)
+        got = fnp.ldexp(x1, x2)
+        assert got.dtype == want.dtype and got.shape == np.shape(want)
+        np.testing.assert_array_equal(got, want)
+    assert fnp.ldexp(5e-324, 1074) == 1.0  # 2.0 ** 1074 alone is inf
+    assert fnp.ldexp(1.5, -1074) == 5e-324 * 2  # 2.0 ** -1074 * 1.5 rounds to even
+    np.testing.assert_array_equal(ft.grad(lambda v: fnp.sum(fnp.ldexp(v, np.array([-3, 4]))))(
+        np.array([2.0, 5.0])), [0.125, 16.0])
+    check_grads(lambda v: fnp.ldexp(v, 3), (np.array([0.3, -1.2]),), order=2)
+    x, n = np.array([[1.0, -2.5], [3.0, 1e-310]]), np.array([[1, -1080], [2000, 20]])
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(ft.vmap(fnp.ldexp)(x, n),
+                                      np.stack([np.ldexp(a, b) for a, b in zip(x, n)]))
+    with pytest.raises(DTypeError, match="ldexp: not defined for operands of type f64"):
+        fnp.ldexp(1.0, 2.0)
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        fnp.ldexp(1e308, 10)
