@@ -1,8 +1,8 @@
 """The elementwise functions of NumPy that have no primitive of their own:
 ``fabs``, ``sinc``, ``logaddexp``/``logaddexp2``, ``fmax``/``fmin``,
 ``hypot``, ``fmod``, ``deg2rad``/``rad2deg``, ``heaviside``, ``nan_to_num``,
-``isclose``, ``allclose``, ``rint``, ``fix``, ``divmod``, ``gcd``, ``lcm`` and
-``ldexp``.
+``isclose``, ``allclose``, ``rint``, ``fix``, ``divmod``, ``gcd``, ``lcm``,
+``ldexp`` and ``spacing``.
 
 Each takes its result dtype from NumPy's own ufunc (``_ufunc_dtype``), casts
 its operands to it and composes the primitives that ``_elementwise.py``
@@ -44,6 +44,7 @@ from functrans.numpy._elementwise import (
     greater,
     greater_equal,
     isfinite,
+    isinf,
     isnan,
     left_shift,
     less,
@@ -68,7 +69,7 @@ __all__ = [
     "fabs", "sinc", "logaddexp", "logaddexp2", "fmax", "fmin", "hypot", "fmod",
     "deg2rad", "rad2deg", "degrees", "radians", "heaviside", "nan_to_num", "isclose",
     "allclose", "float_power", "rint", "fix", "divmod", "gcd", "lcm",
-    "ldexp",
+    "ldexp", "spacing",
 ]  # fmt: skip
 
 
@@ -544,3 +545,28 @@ def ldexp(x1, x2, /):
         n = where(down, subtract(n, step), n)
     y = multiply(y, _power_of_two(clip(n, emin, emax), work))
     return _convert(y, dtype)
+
+
+@ufunc_keywords
+def spacing(x, /):
+    """``numpy.spacing``: the distance from ``x`` to the next float away from
+    zero (toward +inf at 0 and -0.0, and everywhere in float16, as NumPy's),
+    NaN at infinities, in NumPy's float dtype for the operand.  A step
+    function: derivative 0.
+
+    >>> spacing(np.array([1.0, -1.0, 0.0]))
+    array([ 2.22044605e-016, -2.22044605e-016,  4.94065646e-324])
+    """
+    x = _arg(x)
+    dtype = _ufunc_dtype(np.spacing, x)
+    x = _cast(x, dtype)
+    # Infinities step from 0 instead, so that no inf - inf is computed.
+    finite_x = where(isinf(x), _zero(dtype), x)
+    if dtype == np.float16:
+        # NumPy's float16 loop always steps toward +inf: spacing(-1.0) is
+        # +2**-11, the gap above -1, where float32 and float64 give -2**-52.
+        toward = np.array(np.inf, dtype)
+    else:
+        toward = where(less(finite_x, 0), np.array(-np.inf, dtype), np.array(np.inf, dtype))
+    step = subtract(_elementwise.nextafter(finite_x, toward), finite_x)
+    return where(isinf(x), np.array(np.nan, dtype), step)

@@ -8,6 +8,7 @@ exactly at the awkward points, ``vmap`` against a Python loop."""
 from __future__ import annotations
 
 import math
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -472,3 +473,45 @@ def test_ldexp_dtypes_derivative_vmap_and_errors():
         fnp.ldexp(1.0, 2.0)
     with pytest.warns(RuntimeWarning, match="overflow"):
         fnp.ldexp(1e308, 10)
+
+
+# -- spacing -------------------------------------------------------------------------
+
+
+def _every_float16_and_some_wider():
+    halves = np.arange(2 ** 16, dtype=np.uint16).view(np.float16)
+    rng = np.random.default_rng(0)
+    singles = rng.integers(0, 2 ** 32, 20000, dtype=np.uint32).view(np.float32)
+    doubles = rng.integers(0, 2 ** 63, 20000, dtype=np.uint64).view(np.float64)
+    doubles = np.concatenate([doubles, -doubles])
+    return [halves, singles, doubles]
+
+
+@pytest.mark.parametrize("x", _every_float16_and_some_wider(), ids=["f16", "f32", "f64"])
+def test_spacing_is_numpys_bit_for_bit(x):
+    """Every float16 (NumPy's float16 steps toward +inf even below 0), random
+    bit patterns of the wider floats: zeros, subnormals, the largest finite
+    values (inf), infinities and NaNs (NaN) included."""
+    with np.errstate(all="ignore"):
+        want = np.spacing(x)
+        for fn in (fnp.spacing, ft.jit(fnp.spacing)):
+            got = np.asarray(fn(x))
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_spacing_dtypes_derivative_vmap_and_warnings():
+    for x in (np.int8(3), np.array([1, 2], np.int64), np.array([True]), 0.0, -0.0,
+              np.zeros((0, 2), np.float32)):
+        want, got = np.spacing(x), fnp.spacing(x)
+        assert got.dtype == want.dtype and got.shape == np.shape(want)
+        np.testing.assert_array_equal(got, want)
+    x = np.array([[1.0, -3.0], [0.0, 1e300]])
+    np.testing.assert_array_equal(ft.grad(lambda v: fnp.sum(fnp.spacing(v)))(x), 0.0)
+    np.testing.assert_array_equal(ft.vmap(fnp.spacing)(x), np.stack([np.spacing(r) for r in x]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(fnp.spacing(np.array([np.inf, -np.inf, np.nan])), np.nan)
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        fnp.spacing(np.finfo(np.float64).max)
