@@ -92,6 +92,7 @@ from functrans.numpy import (
     _elementwise_compositions,
     _functional,
     _histograms,
+    _index_arithmetic,
     _indexing,
     _inplace,
     _matrices,
@@ -126,6 +127,7 @@ from functrans.numpy._elementwise import *  # noqa: F403
 from functrans.numpy._elementwise_compositions import *  # noqa: F403
 from functrans.numpy._functional import *  # noqa: F403
 from functrans.numpy._histograms import *  # noqa: F403
+from functrans.numpy._index_arithmetic import *  # noqa: F403
 from functrans.numpy._indexing import *  # noqa: F403
 from functrans.numpy._inplace import *  # noqa: F403
 from functrans.numpy._matrices import *  # noqa: F403
@@ -167,7 +169,7 @@ __all__ = [
     *_differences.__all__, *_sorting.__all__, *_array_api_info.__all__, *_searching.__all__,
     *_sets.__all__, *_quantiles.__all__, *_nan_reductions.__all__,
     *_statistics.__all__, *_convolution.__all__, *_samples.__all__,
-    *_polynomials.__all__, *_histograms.__all__,
+    *_polynomials.__all__, *_histograms.__all__, *_index_arithmetic.__all__,
     *_functional.__all__, "fft", "linalg",
     "polynomial",
 ]  # fmt: skip
