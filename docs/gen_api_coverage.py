@@ -47,7 +47,7 @@ Python values).
 
 #: Functions whose result's shape depends on the values: traced with them.
 _NEED_VALUES = {"unique", "unique_all", "unique_counts", "unique_inverse", "unique_values",
-                "nonzero", "flatnonzero", "argwhere"}
+                "nonzero", "flatnonzero", "argwhere", "trim_zeros"}
 
 
 def _examples() -> dict[str, Callable[[], tuple[Callable, list]]]:
@@ -166,6 +166,10 @@ def _examples() -> dict[str, Callable[[], tuple[Callable, list]]]:
         "gcd": one(fnp.gcd, i, i),
         "lcm": one(fnp.lcm, i, i),
         "ldexp": one(fnp.ldexp, v, i),
+        "compress": one(lambda a: fnp.compress([True, False, True], a), v),
+        "delete": one(lambda a: fnp.delete(a, 1), v),
+        "resize": one(lambda a: fnp.resize(a, (2, 4)), v),
+        "insert": one(lambda a, c: fnp.insert(a, [0, 2], c), v, v[:2]),
         "unravel_index": one(lambda k: fnp.unravel_index(k, (2, 3)), i),
         "ravel_multi_index": one(lambda r, c: fnp.ravel_multi_index((r, c), (3, 4)), i, i),
         "triu_indices": one(lambda a: a[fnp.triu_indices(3)], m),

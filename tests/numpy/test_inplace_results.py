@@ -236,7 +236,7 @@ NO_ARRAY = {
     "isdtype", "issubdtype", "promote_types", "result_type", "can_cast", "ndim", "shape", "size",
     "iscomplexobj", "isrealobj", "broadcast_shapes", "copyto", "put", "place", "putmask", "at",
     "__array_namespace_info__", "zeros", "ones", "full", "empty", "arange", "linspace", "eye",
-    "identity", "tri", "from_dlpack", "meshgrid",
+    "identity", "tri", "triu_indices", "tril_indices", "from_dlpack", "meshgrid",
     # Their values are NumPy's uninitialised memory (functrans gives zeros).
     "empty_like",
 }
@@ -244,7 +244,7 @@ NO_ARRAY = {
 #: Functions whose result's shape depends on the values: jit refuses them
 #: (ConcretizationError); the eager trace follows them.
 DATA_DEPENDENT = {"argwhere", "flatnonzero", "nonzero", "unique", "unique_all",
-                  "unique_counts", "unique_inverse", "unique_values"}
+                  "unique_counts", "unique_inverse", "unique_values", "trim_zeros"}
 
 #: Programs that are not run at one input, and why.
 NOT_AT = {
