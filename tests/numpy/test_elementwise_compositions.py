@@ -515,3 +515,39 @@ def test_spacing_dtypes_derivative_vmap_and_warnings():
         np.testing.assert_array_equal(fnp.spacing(np.array([np.inf, -np.inf, np.nan])), np.nan)
     with pytest.warns(RuntimeWarning, match="overflow"):
         fnp.spacing(np.finfo(np.float64).max)
+
+
+# -- i0 ------------------------------------------------------------------------------
+
+
+def test_i0_is_numpys_to_rounding():
+    x = np.concatenate([np.linspace(-30, 30, 6001), np.geomspace(1e-300, 709, 500),
+                        [19.999999, 20.0, 20.000001, 709.7, 709.8, 710.0, 800.0, 0.0, -0.0]])
+    with np.errstate(over="ignore"):
+        want = np.i0(x)
+        for fn in (fnp.i0, ft.jit(fnp.i0)):
+            got = np.asarray(fn(x))
+            assert got.dtype == np.float64
+            # inf from exp(|x|) > max exactly where NumPy's overflows
+            np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+            np.testing.assert_allclose(got[np.isfinite(want)], want[np.isfinite(want)],
+                                       rtol=4e-15)
+
+
+def test_i0_dtypes_edges_derivative_and_vmap():
+    for x in (np.array([0, 1, 3], np.int8), np.array([True]), np.float32([0.5, -4.0, 25.0]),
+              np.float16([1.0, -2.0, 11.0, -11.5, 30.0]), 3, np.zeros((0, 2))):
+        with np.errstate(over="ignore"):  # float16's exp(|x|) beyond 11.09, as NumPy's
+            want, got = np.i0(x), fnp.i0(x)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=2 * np.finfo(want.dtype).eps)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(fnp.i0(np.array([np.inf, -np.inf, np.nan])), np.nan)
+    assert fnp.i0(-0.0) == 1.0
+    with pytest.raises(DTypeError, match="i0: not defined for complex values"):
+        fnp.i0(np.array([1j]))
+    # I0' = I1: odd, 0 at 0; finite differences on both sides of the switch
+    assert ft.grad(fnp.i0)(0.0) == 0.0
+    check_grads(fnp.i0, (np.array([0.3, -2.0, 7.5, 19.5, 21.0, -40.0]),), order=2, rtol=1e-6)
+    x = np.array([[0.5, -25.0], [3.0, 100.0]])
+    np.testing.assert_allclose(ft.vmap(fnp.i0)(x), np.stack([np.i0(r) for r in x]), rtol=4e-15)
