@@ -15,10 +15,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from functrans.backends import threads as thread_setting
+from functrans.backends.native import fp_status
 from functrans.backends.native.c_power import CPower, power_form
 from functrans.backends.native.cache import _load_compiled
 from functrans.backends.native.numpy_loops import may_differ
 from functrans.backends.native.reducers import FOLDED
+from functrans.backends.numpy.codegen import Compiled
 from functrans.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var, lookup_primitive
 
 # -- which equations have a native lowering ---------------------------------
@@ -699,15 +701,37 @@ def _call(group: Jaxpr, name: str, folder: str = "") -> tuple[Callable, str, flo
     else:
         take = f"    {outs} = {fresh}\n"
     operands = f"{', '.join(['_shape', *pad_shapes])}, {outs} {', '.join(passed)}"
-    if split:
+    # The flags the kernel raised (per thread), read around its calls: where
+    # the caller's np.errstate would report one, the NumPy tier computes the
+    # group again and warns or raises as it does, with the same values.
+    watched = fp_status.watched(kernel)
+    if watched is None:  # no status functions: the kernel alone, reporting nothing
         run = (f"    _run_split(_kernel, {shape[0]}, {threads}, ({operands}))\n"
-               f"    return ({outs})\n")
+               f"    return ({outs})\n" if split else f"    return _kernel({operands})\n")
     else:
-        run = f"    return _kernel({operands})\n"
+        if split:
+            run = (f"    _flags = 0\n"
+                   f"    for _, _f in _run_split(_watched, {shape[0]}, {threads}, ({operands})):\n"
+                   f"        _flags |= _f\n"
+                   f"    _result = ({outs})\n")
+        else:
+            run = f"    _result, _flags = _watched({operands})\n"
+        run += (f"    if _flags and _reported(_flags, _status):\n"
+                f"        return _numpy_tier({', '.join(args)})\n"
+                f"    return _result\n")
     text = f"def {name}({', '.join(args)}):\n{take}{run}"
+    numpy_calls: list[Compiled] = []  # the NumPy tier's calls of the group, at the first need
+
+    def numpy_tier(*xs: Any) -> tuple:
+        if not numpy_calls:
+            numpy_calls.append(Compiled(ClosedJaxpr(group, ()), f"{name}_numpy"))
+        return tuple(numpy_calls[0](*xs))
+
     namespace = {"_kernel": kernel, "_shape": tuple(shape), "_scalar": _scalar,
                  "_broadcast_to": np.broadcast_to, "_empty": np.empty,
-                 "_refcount": sys.getrefcount, "_kept": _Kept(), "_run_split": _run_split}
+                 "_refcount": sys.getrefcount, "_kept": _Kept(), "_run_split": _run_split,
+                 "_watched": watched, "_reported": fp_status.reported,
+                 "_status": fp_status.status(), "_numpy_tier": numpy_tier}
     namespace.update((f"_d{k}", d) for k, d in enumerate(dtypes))
     exec(compile(text, f"<functrans native call {name}>", "exec"), namespace)
     return namespace[name], source, seconds
