@@ -6,15 +6,15 @@ in buffers allocated once per call, the stacked outputs are written row by
 row, and loops nested in the body are loops in the kernel.  A stacked
 output nothing reads (a residual the gradient does not need) is neither
 allocated nor written.  Anything else leaves the loop to the NumPy tier.
-In exact numerics a kernel calling C's ``pow`` (a scalar's ``**``) is
-called between a clear and a read of the floating-point flags; where the
-caller's ``np.errstate`` would report one, the NumPy tier reruns the loop
-and warns or raises as it does.
+Each kernel is called between a clear and a read of the thread's
+floating-point flags (``fp_status.watched``): where the caller's
+``np.errstate`` would report one (log(0), 1/0, an overflow in the body, or
+C's ``pow`` in exact numerics), the NumPy tier reruns the loop and warns or
+raises as it does.
 """
 
 from __future__ import annotations
 
-import ctypes
 import time
 from typing import Callable, Sequence
 
@@ -301,9 +301,8 @@ def loop_call(e: Eqn, name: str, folder: str,
     if found is None:
         return None
     source, sizes, returned, addresses = found
-    flagged = exact and raises_flags(source)
-    status = fp_status.status() if flagged else None
-    if flagged and status is None:
+    status = fp_status.status()
+    if exact and raises_flags(source) and status is None:
         return None  # its C pow's floating-point exceptions could not be read
     signature = (*(types.int64 for _ in sizes), *(_numba_type(v.aval) for v in e.inputs),
                  *(types.int64 for _ in addresses))
@@ -350,32 +349,27 @@ def loop_call(e: Eqn, name: str, folder: str,
     # An index NumPy refuses raises IndexError in the kernel (movement.py),
     # which writes none of its operands: the NumPy tier reruns the loop and
     # raises its own error.
-    # In exact numerics, the floating-point exceptions C's pow raises (a
-    # scalar's ``**``) are read around the call, as NumPy reads them around
-    # each of the NumPy tier's calls: where the caller's np.errstate would
-    # report one, the NumPy tier reruns the loop and warns or raises itself.
-    clear, check = "", ""
-    if status is not None:
-        namespace.update(_clear=_status_function(status.clear),
-                         _test=_status_function(status.test), _every=status.every,
-                         _reported=fp_status.reported, _status=status)
-        clear = "    _clear(_every)\n"
-        check = (f"    if _reported(_test(_every), _status):\n"
+    # The floating-point exceptions the body raises (log(0), an overflow,
+    # C's pow in exact numerics) are read around the call, as NumPy reads
+    # them around each of the NumPy tier's calls: where the caller's
+    # np.errstate would report one, the NumPy tier reruns the loop and warns
+    # or raises itself.
+    watched = fp_status.watched(kernel)
+    if watched is None:  # no status functions: the kernel alone, reporting nothing
+        run, check = "r = _kernel", ""
+    else:
+        namespace.update(_watched=watched, _reported=fp_status.reported, _status=status)
+        run = "r, flags = _watched"
+        check = (f"    if flags and _reported(flags, _status):\n"
                  f"        return _numpy({', '.join(args)})\n")
-    text = (f"def {name}({', '.join(args)}):\n{guard}{clear}"
+    text = (f"def {name}({', '.join(args)}):\n{guard}"
             f"    try:\n"
-            f"        r = _kernel({', '.join(passed)})\n"
+            f"        {run}({', '.join(passed)})\n"
             f"    except IndexError:\n"
             f"        return _numpy({', '.join(args)})\n{check}"
             f"    return [{', '.join(results)}]\n")
     exec(compile(text, f"<functrans native loop {name}>", "exec"), namespace)
     return namespace[name], source, seconds
-
-
-def _status_function(address: int) -> Callable[[int], int]:
-    """``feclearexcept`` or ``fetestexcept`` at ``address`` (``fp_status``)
-    as a Python function of the flags."""
-    return ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(address)
 
 
 def _numpy_tier(e: Eqn) -> Callable[..., list]:
