@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import builtins
 import functools
+import importlib
 import math
 
 import numpy as np
 
-from functrans import dtypes, lax
+from functrans import dtypes
 from functrans.core import bind, get_aval
 from functrans.custom_derivatives import custom_jvp
 from functrans.errors import DTypeError
@@ -459,6 +460,9 @@ def _unsigned_gcd(a, b):
     def running(ab):
         return _reductions.any(not_equal(ab[1], 0))
 
+    # functrans.lax brings the control-flow primitives, which importing
+    # functrans leaves for their first use (as the package's __getattr__ does).
+    lax = importlib.import_module("functrans.lax")
     return lax.while_loop(running, step, (a, b))[0]
 
 
