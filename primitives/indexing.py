@@ -269,7 +269,12 @@ def _scatter_impl(x, updates, *indices, spec, mode):
         # Basic indexing never repeats a position: the in-place op is exact.
         out[idx] = _UFUNC_AT[mode](out[idx], updates)
     else:
-        _UFUNC_AT[mode].at(out, idx, updates)
+        # Broadcast here: NumPy's ufunc.at drops updates it should broadcast
+        # over repeated index rows (np.add.at(zeros(1), zeros((2, 2), int),
+        # [1.0, 2.0]) adds 3, not 6, in NumPy 2.4), while the derivatives
+        # count every one.
+        target = indexed_shape("scatter", get_aval(out), spec, [get_aval(i) for i in indices])
+        _UFUNC_AT[mode].at(out, idx, np.broadcast_to(updates, target))
     return out
 
 
@@ -344,6 +349,10 @@ def _scatter_gpu(x, updates, *indices, spec, mode):
         ufunc.at(re, idx, updates.real)
         ufunc.at(im, idx, updates.imag)
         return (re + 1j * im).astype(out.dtype, copy=False)
+    # Broadcast here, as _scatter_impl does (ufunc.at's own broadcasting over
+    # repeated index rows is not to be trusted).
+    updates = xp.broadcast_to(
+        updates, indexed_shape("scatter", get_aval(out), spec, [get_aval(i) for i in indices]))
     if mode in ("min", "max"):
         return _scatter_extremum(xp, out, idx, updates, mode)
     wide = {1: np.int32, 2: np.int32}.get(out.dtype.itemsize) if out.dtype.kind in "biu" else None

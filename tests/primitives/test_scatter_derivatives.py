@@ -119,3 +119,22 @@ def test_vmap_of_the_gradient_equals_a_loop():
         g = ft.grad(lambda x, v, f=f: fnp.sum(f(x, v) ** 2), argnums=1)
         batched = ft.vmap(g)(xs, vs)
         np.testing.assert_allclose(batched, [g(x, v) for x, v in zip(xs, vs)])
+
+
+@pytest.mark.parametrize("mode, ufunc", [("add", np.add), ("mul", np.multiply),
+                                         ("min", np.minimum), ("max", np.maximum)])
+def test_updates_broadcast_over_repeated_index_rows(mode, ufunc):
+    """Each broadcast update counts once per position it reaches: NumPy's
+    ufunc.at itself dropped updates broadcast over repeated rows of an index
+    (np.add.at(zeros(1), zeros((2, 2), int), [1.0, 2.0]) adds 3, not 6, in
+    NumPy 2.4), which the value took while the derivatives counted all."""
+    idx = np.zeros((2, 2), np.int32)
+    x = np.array([0.3])
+    for u in (np.array([1.5, 2.0]), np.array([[1.0, 2.0], [-1.0, 2.0]]), np.array(1.5)):
+        want = x.copy()
+        ufunc.at(want, idx, np.broadcast_to(u, (2, 2)))
+        f = lambda x, u: getattr(fnp.at(x)[idx], mode)(u)  # noqa: E731
+        np.testing.assert_allclose(f(x, u), want, rtol=1e-15)
+        np.testing.assert_allclose(ft.jit(f)(x, u), want, rtol=1e-15)
+    if mode == "add":
+        check_grads(f, (x, np.array([1.5, 2.0])), order=2)
