@@ -379,7 +379,7 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     # NumPy's recipe: a base with axes is broadcast with the end points
     # (brought to one rank) and given the new axis; a scalar base stays a
     # scalar (a Python float weak: float32 end points give float32).
-    if isinstance(base, (int, float)) or not get_aval(base).shape:
+    if not get_aval(base).shape:
         y = linspace(start, stop, num, endpoint, axis=axis)
     else:
         rank = max(len(get_aval(v).shape) for v in (start, stop, base))

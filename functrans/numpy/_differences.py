@@ -76,18 +76,23 @@ def ediff1d(ary, to_end=None, to_begin=None):
     array([0, 3, 5])
     """
     flat = _shape.ravel(asarray(ary))
-    dtype = flat.dtype
-    pieces = [subtract(flat[1:], flat[:-1])]
-    for name, extra, at in (("to_begin", to_begin, 0), ("to_end", to_end, 1)):
-        if extra is None:
-            continue
-        extra = _shape.ravel(asarray(extra))
-        if not np.can_cast(extra.dtype, dtype, casting="same_kind"):
-            raise TypeError(f"fnp.ediff1d: {name} of dtype {extra.dtype} cannot be cast to the "
-                            f"array's {dtype} under the same_kind rule (NumPy refuses it too); "
-                            f"convert {name} first")
-        pieces.insert(at * len(pieces), _convert(extra, dtype))
+    begin = _ediff1d_end("to_begin", to_begin, flat.dtype)
+    end = _ediff1d_end("to_end", to_end, flat.dtype)
+    pieces = [*begin, subtract(flat[1:], flat[:-1]), *end]
     return pieces[0] if len(pieces) == 1 else _shape.concatenate(pieces)
+
+
+def _ediff1d_end(name: str, extra, dtype: np.dtype) -> list:
+    """``ediff1d``'s ``to_begin``/``to_end``: none, or one flat array in the
+    array's dtype where NumPy's same-kind rule allows the cast."""
+    if extra is None:
+        return []
+    extra = _shape.ravel(asarray(extra))
+    if not np.can_cast(extra.dtype, dtype, casting="same_kind"):
+        raise TypeError(f"fnp.ediff1d: {name} of dtype {extra.dtype} cannot be cast to the "
+                        f"array's {dtype} under the same_kind rule (NumPy refuses it too); "
+                        f"convert {name} first")
+    return [_convert(extra, dtype)]
 
 
 def _along(v, axis: int, rank: int):
