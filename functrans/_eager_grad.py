@@ -259,7 +259,7 @@ class PlanGuard:
         tape = trace.tape
         for k, entry in enumerate(recent):
             if entry.need_value == need_value and entry.tape == tape:
-                grad_plan.count_hit()
+                grad_plan.count_hit((entry.plan.jaxpr, need_value), entry.plan)
                 if k:
                     self.recent = (entry, *recent[:k], *recent[k + 1:])
                 return entry

@@ -235,10 +235,19 @@ class ProgramCache(RecentHits):
             elif self._newest is entry:
                 self._newest = None
 
-    def count_hit(self) -> None:
+    def count_hit(self, key: tuple, result: Any) -> None:
         """Count a hit that a caller's guard in front of the cache answered
-        (the entry it looked up last, recognised without a lookup)."""
+        (the entry of ``key``, whose ``result`` the guard holds, recognised
+        without a lookup), and make that entry the most recent, as a lookup
+        would, where the cache keeps it still: a plan the guard answers for
+        call after call must not be the first evicted."""
         next(self._hits)
+        newest = self._newest
+        if newest is not None and newest.result is result:
+            return
+        found = self._entries.get(key)  # the key's hash is kept: no structure walked
+        if found is not None and found.result is result:
+            self._make_newest(found)
 
     def cache_info(self) -> CacheInfo:
         with self._lock:

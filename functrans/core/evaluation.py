@@ -85,7 +85,7 @@ def record(
         tracers = []  # a loop, not a comprehension (a call of its own): eager grad's path
         for x in args:
             tracers.append(
-                trace.new_arg(array_aval(x), x) if type(x) is np.ndarray else
+                trace.new_arg(array_aval(x), x, shared=True) if type(x) is np.ndarray else
                 trace.new_arg(_arg_aval(x), _arg_val(x), x if isinstance(x, Tracer) else None))
         try:
             outs = list(f(*tracers))

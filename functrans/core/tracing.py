@@ -423,13 +423,20 @@ class JaxprTrace:
             return index, None
         return index, args[index]
 
-    def new_arg(self, aval: ShapedArray, val: Any = None, outer: Tracer | None = None) -> Tracer:
+    def new_arg(self, aval: ShapedArray, val: Any = None, outer: Tracer | None = None,
+                shared: bool = False) -> Tracer:
         """A tracer for a new input; ``outer``: the enclosing trace's tracer
-        it stands for, if any (its derivative flows through this input)."""
-        var = Var(interned(aval))
+        it stands for, if any (its derivative flows through this input);
+        ``shared``: ``aval`` is the traces' shared one of its type
+        (``interned``) already."""
+        var = Var(aval if shared else interned(aval))
         self.invars.append(var)
-        if self.tape is not None:
-            self._record(self.tape, _INPUT, var)
+        tape = self.tape
+        if tape is not None:  # _record, written out (eager grad: once per input and call)
+            num = self._num
+            num[var] = len(num)
+            self._vars.append(var)
+            tape.append((_INPUT, var.aval))
         if outer is not None:
             self._outer[id(var)] = outer
         return Tracer(self, var, val if self.concrete else None)
@@ -489,6 +496,26 @@ class JaxprTrace:
             # trace's tracers and Python scalars is only written on the
             # tape, its Eqn made later if ever (``eqns``).
             num = self._num
+            n = len(args)
+            if 0 < n <= 2 and not prim.multiple_results:
+                # The commonest operation, on one or two of this trace's
+                # tracers, written out once more: no lists of operands, and
+                # the lookup of its result's aval by the avals' ids in full.
+                a, b = args[0], args[-1]
+                if type(a) is Tracer and a._trace is self and type(b) is Tracer \
+                        and b._trace is self:
+                    u, w = a._var, b._var
+                    found = None if params else _avals_out_by_id.get(
+                        (prim, id(u.aval)) if n == 1 else (prim, id(u.aval), id(w.aval)))
+                    out = found[0] if found is not None else self._abstract(
+                        prim, [u.aval] if n == 1 else [u.aval, w.aval], params)
+                    source = user_source(_FROM_PROCESS)
+                    self.tape.append((prim, params, source, out, num[u]) if n == 1 else  # type: ignore[union-attr]  # noqa: E501  # _lean: a tape
+                                     (prim, params, source, out, num[u], num[w]))
+                    var = Var(out)
+                    num[var] = len(num)
+                    self._vars.append(var)
+                    return Tracer(self, var)
             ins: list[Any] = []
             avals: list[ShapedArray] = []
             literals = None
@@ -508,8 +535,13 @@ class JaxprTrace:
                     break
             else:
                 if None not in ins:
-                    # _abstract_eval's lookup by the avals' ids, written out.
-                    found = None if params else _avals_out_by_id.get((prim, *map(id, avals)))
+                    # _abstract_eval's lookup by the avals' ids, written out
+                    # (for one and two operands in full: a starred map costs
+                    # more than the lookup).
+                    found = (None if params else
+                             _avals_out_by_id.get((prim, id(avals[0]))) if n == 1 else
+                             _avals_out_by_id.get((prim, id(avals[0]), id(avals[1]))) if n == 2
+                             else _avals_out_by_id.get((prim, *map(id, avals))))
                     out = found[0] if found is not None else self._abstract(prim, avals, params)
                     if literals is not None:
                         self._lits.extend(literals)
@@ -856,9 +888,9 @@ def interned(aval: ShapedArray) -> ShapedArray:
 
 def array_aval(x: np.ndarray) -> ShapedArray:
     """``get_aval(x)`` of a NumPy array: the traces' shared aval of its type
-    (``interned``) where there is one, without making another to look it up."""
+    (``interned``), found without making another to look it up."""
     found = _interned.get((x.shape, x.dtype, False))
-    return found if found is not None else get_aval(x)
+    return found if found is not None else interned(get_aval(x))
 
 
 def _in_this_thread(trace: JaxprTrace) -> bool:

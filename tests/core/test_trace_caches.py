@@ -139,6 +139,43 @@ def test_a_hit_on_an_older_entry_makes_it_the_newest_again():
     assert cached.cache_info()[:4] == (0, 0, 2, 0)
 
 
+def test_a_hit_a_guard_answers_makes_the_entry_the_newest_too():
+    # A caller that recognises its last entry itself (eager grad's plan
+    # guard) counts the hit with count_hit: the entry must then be kept
+    # before one that no call has used since.
+    @core.program_cache(maxsize=2, max_equations=10**6)
+    def cached(jaxpr, tag):
+        return [tag]
+
+    def program(n):
+        return core.trace_to_jaxpr(lambda x: [fnp.sin(x) * float(n)], [np.ones(n)])[0].jaxpr
+
+    a, b, c = program(1), program(2), program(3)
+    result_a = cached(a, "a")
+    cached(b, "b")
+    cached.count_hit((a, "a"), result_a)  # a used through the guard: newer than b
+    cached(c, "c")
+    assert cached(a, "a") is result_a  # kept: b went
+    assert cached.cache_info()[:2] == (2, 3)
+    cached.count_hit((b, "b"), ["b"])  # no longer kept: counted, nothing moved
+    assert cached.cache_info().currsize == 2 and cached(a, "a") is result_a
+
+
+def test_eager_grad_keeps_a_plan_its_guard_answers_for():
+    from functrans import _eager_grad
+
+    g = ft.grad(lambda x: fnp.sum(fnp.sin(x) * x))
+    x = np.linspace(0.1, 1.0, 5)
+    g(x)
+    g(x)  # the guard holds the plan from now on
+    plan = _eager_grad.grad_plan._newest.result
+    for n in range(1, 4):  # other plans stored after it
+        ft.grad(lambda x, n=n: fnp.sum(fnp.cos(x) ** n))(x)
+    g(x)  # answered by the guard: the plan is the newest again
+    assert _eager_grad.grad_plan._newest.result is plan
+    assert list(_eager_grad.grad_plan._entries.values())[-1].result is plan
+
+
 def _fresh_key(jaxpr: core.Jaxpr) -> tuple:
     """``jaxpr``'s structure key walked anew, in a program of its own."""
     return core.Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, jaxpr.eqns)._structure()
