@@ -153,6 +153,51 @@ def test_a_traceback_through_cached_code_names_the_line_called():
     assert (THIS, _line(g, "inv")) in frames and (THIS, _line(f, "inv")) not in frames
 
 
+@pytest.mark.parametrize("transform", [
+    lambda f: ft.value_and_grad(f),
+    lambda f: (lambda x: ft.jvp(f, (x,), (x,))),
+    lambda f: (lambda x: ft.vjp(f, x)[1](1.0)),
+    lambda f: ft.vmap(lambda x: f(x[None])),
+    lambda f: (lambda x: ft.linearize(f, x)[0]),
+], ids=["value_and_grad", "jvp", "vjp", "vmap", "linearize"])
+def test_the_first_interpreted_call_warns_and_raises_at_the_line_called(transform):
+    # A program met the first time runs interpreted, its callables called by
+    # the interpreter: their warnings and tracebacks must still name the
+    # user's line, as the generated code's of the later calls do.
+    def fresh(x):  # a new function, so its programs are new
+        return fnp.sum(fnp.log(x + 0.0) * x)
+
+    line = _line(fresh, "fnp.log")
+    for _ in range(3):  # the first call interpreted, the later ones compiled
+        assert _warned(transform(fresh), BAD) == {(THIS, line, "invalid value")}
+    with np.errstate(invalid="raise"), pytest.raises(FloatingPointError) as info:
+        transform(fresh)(BAD)
+    frames = [(fs.filename, fs.lineno) for fs in traceback.extract_tb(info.value.__traceback__)]
+    assert frames[-1] == (THIS, line)
+
+
+def test_the_interpreter_places_each_call_at_its_own_line_and_file(tmp_path):
+    from functrans.backends.numpy.interpreter import interpret
+
+    other = module_from_source(tmp_path / "elsewhere_logs.py", """
+import functrans.numpy as fnp
+
+def log_of(x):
+    return fnp.log(x)
+""")
+
+    def f(x):
+        y = fnp.sqrt(x)
+        return [other.log_of(x) + y]
+
+    closed = core.trace_to_jaxpr(f, [BAD])[0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        interpret(closed, [BAD])
+    got = {(w.filename, w.lineno) for w in caught}
+    assert got == {(THIS, _line(f, "fnp.sqrt")), (other.__file__, 5)}
+
+
 def test_resourced_programs_are_equal_and_name_the_new_sources():
     f_jaxpr = ft.make_jaxpr(log_f)(GOOD)
     g_jaxpr = ft.make_jaxpr(log_g)(GOOD)

@@ -16,6 +16,7 @@ import numpy as np
 
 from functrans import core
 from functrans.backends.numpy.calls import callable_of
+from functrans.backends.numpy.line_tables import caller_at
 from functrans.core import ClosedJaxpr, Literal
 from functrans.passes.dce import last_uses
 
@@ -69,16 +70,28 @@ def interpret(closed: ClosedJaxpr, args: Sequence[Any], consume: bool = False) -
         # Operands read without a comprehension (a call of its own before
         # Python 3.12) for the common one and two: this loop is the whole cost
         # of the interpreted run beside the NumPy calls.
+        # Each call is made from a frame at the equation's line, where it
+        # has one (``caller_at``), so that NumPy's warnings and tracebacks
+        # name the user's line, as the generated code's do.  The operands
+        # are let go after the call (``del``): each is freed at its last use.
         ins = e.inputs
+        fn = callable_of(e)
+        source = e.source
         if len(ins) == 2:
             a, b = ins
-            out = callable_of(e)(a.val if type(a) is Literal else env[id(a)],
-                               b.val if type(b) is Literal else env[id(b)])
+            x = a.val if type(a) is Literal else env[id(a)]
+            y = b.val if type(b) is Literal else env[id(b)]
+            out = fn(x, y) if source is None else caller_at(source)(fn, x, y)
+            del x, y
         elif len(ins) == 1:
             a = ins[0]
-            out = callable_of(e)(a.val if type(a) is Literal else env[id(a)])
+            x = a.val if type(a) is Literal else env[id(a)]
+            out = fn(x) if source is None else caller_at(source)(fn, x)
+            del x
         else:
-            out = callable_of(e)(*[a.val if type(a) is Literal else env[id(a)] for a in ins])
+            xs = [a.val if type(a) is Literal else env[id(a)] for a in ins]
+            out = fn(*xs) if source is None else caller_at(source)(fn, *xs)
+            del xs
         if checking:
             core.check_values(e.primitive, out if e.primitive.multiple_results else (out,),
                               e.source)

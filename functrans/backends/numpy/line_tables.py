@@ -7,7 +7,8 @@ written directly; Python 3.10's nodes renumbered before compiling).
 from __future__ import annotations
 
 import ast
-from typing import Any
+import types
+from typing import Any, Callable
 
 from functrans import core
 from functrans.core import Jaxpr
@@ -146,3 +147,45 @@ def located(fn: Any, source: core.Source) -> Any:
     code = "\n" * (line - 1) + "def located(*args, **kwargs): return fn(*args, **kwargs)\n"
     exec(compile(code, file, "exec"), namespace)
     return namespace["located"]
+
+
+def _caller_code() -> types.CodeType:
+    """The code of ``call(fn, *args)``, which returns ``fn(*args)``, with its
+    one statement on its first line (``caller_at`` places it)."""
+    namespace: dict[str, Any] = {}
+    exec(compile("def call(fn, /, *args): return fn(*args)\n", "<functrans>", "exec"), namespace)
+    return namespace["call"].__code__
+
+
+_CALLER_CODE = _caller_code()
+
+#: By (id of a code object, instruction offset): the code object and
+#: ``caller_at``'s function for that instruction.  Bounded: cleared when full.
+_callers: dict[tuple[int, int], tuple[types.CodeType, Callable]] = {}
+#: The namespace of the callers placed in each file: its warning registry.
+_caller_namespaces: dict[str, dict[str, Any]] = {}
+
+
+def caller_at(source: core.Source) -> Callable:
+    """``call(fn, *args)``, returning ``fn(*args)`` from a frame at
+    ``source``'s file and line: a warning NumPy raises inside ``fn`` and a
+    traceback through it name the user's line, as they do through generated
+    code (``move_to_user_lines``), for the interpreter, which calls each
+    equation's callable itself.  One function per instruction, kept, and one
+    namespace (warning registry) per file."""
+    code, offset = source[0], source[1]
+    found = _callers.get((id(code), offset))
+    if found is not None and found[0] is code:
+        return found[1]
+    file, line, name = core.source_location(source)
+    namespace = _caller_namespaces.get(file)
+    if namespace is None:
+        if len(_caller_namespaces) > 256:
+            _caller_namespaces.clear()
+        namespace = _caller_namespaces[file] = {"__name__": "functrans.generated"}
+    placed = _CALLER_CODE.replace(co_filename=file, co_firstlineno=line, co_name=name)
+    call = types.FunctionType(placed, namespace, name)
+    if len(_callers) > 4096:
+        _callers.clear()
+    _callers[(id(code), offset)] = (code, call)
+    return call
