@@ -5,7 +5,7 @@ It is a set of rooms, each written with those below it (the import-linter
 contract in pyproject.toml):
 
 * ``evaluation``: ``trace_to_jaxpr``, ``eval_jaxpr``, ``run_jaxpr``;
-* ``tracing``: ``Tracer``, ``JaxprTrace``, ``Member``, ``bind``;
+* ``tracing``: ``Tracer``, ``JaxprTrace``, ``Member``, ``bind``, ``bind_in_wrapper``;
 * ``dispatch``: the backends of concrete arrays, ``apply_impl``, ``check_values``;
 * ``ir``: ``Var``, ``Literal``, ``Eqn``, ``Jaxpr``, ``ClosedJaxpr``, printing, DOT,
   ``check_jaxpr``;
@@ -112,6 +112,7 @@ from functrans.core.tracing import (
     _abstract_eval,
     _avals_out,
     bind,
+    bind_in_wrapper,
     current_trace,
     give_layout,
     in_jit,
@@ -125,7 +126,8 @@ __all__ = [
     "Placings", "Primitive", "ProgramCache", "RecentHits", "RuleFactory", "ScalarStruct",
     "ShapeDtypeStruct", "ShapedArray", "Source", "SourceMap", "SourceTable", "Tracer",
     "UndefinedPrimal", "Var", "Zero", "_abstract_eval", "_avals_out", "_params_key", "apply_impl",
-    "array_module", "backend_of_type", "bind", "check_jaxpr", "check_values", "collector_paused",
+    "array_module", "backend_of_type", "bind", "bind_in_wrapper", "check_jaxpr", "check_values",
+    "collector_paused",
     "count_of", "current_source", "current_trace", "derived_source", "device_backends",
     "effects_muted", "eval_jaxpr", "format_source", "fun_name", "get_aval", "give_layout",
     "has_effect", "in_jit", "install_tracer_layout", "instantiate", "jaxpr_runner",

@@ -488,7 +488,11 @@ class JaxprTrace:
 
     # -- recording ---------------------------------------------------------
 
-    def process(self, prim: Primitive, args: Sequence[Any], params: dict):
+    def process(self, prim: Primitive, args: Sequence[Any], params: dict, skip: int = 0):
+        """Record ``prim`` applied to ``args``, and the tracers of its
+        results.  ``skip``: the library's frames known to stand between the
+        caller of ``bind`` and the user's code (``bind_in_wrapper``), which
+        the search for the user's line then starts above."""
         if self._lean:
             # Eager grad's path for each operation of the function, written
             # out (an Eqn, the tape's items one by one and the calls took a
@@ -509,7 +513,7 @@ class JaxprTrace:
                         (prim, id(u.aval)) if n == 1 else (prim, id(u.aval), id(w.aval)))
                     out = found[0] if found is not None else self._abstract(
                         prim, [u.aval] if n == 1 else [u.aval, w.aval], params)
-                    source = user_source(_FROM_PROCESS)
+                    source = user_source(_FROM_PROCESS + skip)
                     self.tape.append((prim, params, source, out, num[u]) if n == 1 else  # type: ignore[union-attr]  # noqa: E501  # _lean: a tape
                                      (prim, params, source, out, num[u], num[w]))
                     var = Var(out)
@@ -546,11 +550,11 @@ class JaxprTrace:
                     if literals is not None:
                         self._lits.extend(literals)
                     if prim.multiple_results:
-                        return self._record_results(prim, params, tuple(out), ins)
+                        return self._record_results(prim, params, tuple(out), ins, skip)
                     var = Var(out)
                     num[var] = len(num)
                     self._vars.append(var)
-                    self.tape.append((prim, params, user_source(_FROM_PROCESS), out, *ins))  # type: ignore[union-attr]  # noqa: E501  # _lean: a tape
+                    self.tape.append((prim, params, user_source(_FROM_PROCESS + skip), out, *ins))  # type: ignore[union-attr]  # noqa: E501  # _lean: a tape
                     return Tracer(self, var)
         tape = self.tape
         if tape is not None and self._made < len(tape):
@@ -573,7 +577,7 @@ class JaxprTrace:
             outvars = tuple([Var(a) for a in out])
         else:
             outvars = (Var(out),)
-        source = user_source(_FROM_PROCESS)
+        source = user_source(_FROM_PROCESS + skip)
         eqn = Eqn(prim, tuple(invars), outvars, params, source)
         self._eqns.append(eqn)
         if tape is not None:
@@ -601,7 +605,8 @@ class JaxprTrace:
         ]
         return tracers if prim.multiple_results else tracers[0]
 
-    def _record_results(self, prim: Primitive, params: dict, out: tuple, ins: list) -> list:
+    def _record_results(self, prim: Primitive, params: dict, out: tuple, ins: list,
+                        skip: int) -> list:
         """``process``'s tape-only path for a primitive with multiple results
         (``out``, their avals; ``ins``, the operands as the tape names them)."""
         num, variables = self._num, self._vars
@@ -609,7 +614,7 @@ class JaxprTrace:
         for v in outvars:
             num[v] = len(num)
             variables.append(v)
-        self.tape.append((prim, params, user_source(_FROM_PROCESS + 1), out, *ins))  # type: ignore[union-attr]  # noqa: E501  # _lean: a tape
+        self.tape.append((prim, params, user_source(_FROM_PROCESS + 1 + skip), out, *ins))  # type: ignore[union-attr]  # noqa: E501  # _lean: a tape
         return [Tracer(self, v) for v in outvars]
 
     def _abstract(self, prim: Primitive, avals: list, params: dict) -> Any:
@@ -787,7 +792,8 @@ def _values_while_tracing(eqn: Eqn, ins: list) -> Any:
 
 #: Where ``JaxprTrace.process`` has ``user_source`` start its walk up the
 #: stack: past ``user_source``, ``process`` and ``process``'s caller, which is
-#: ``bind`` or a subclass's ``process`` (the only callers it has), all library
+#: ``bind``, ``bind_in_wrapper`` (which also says how many frames above it to
+#: skip) or a subclass's ``process`` (the only callers it has), all library
 #: frames the walk would skip anyway, so the first frame walked is the one
 #: that called ``bind`` (the user's where a user calls ``core.bind``).  Starting
 #: there spares the walk three frames per recorded equation; starting deeper
@@ -947,6 +953,25 @@ def bind(prim: Primitive, *args, **params):
     if checks.checking:
         check_values(prim, out if prim.multiple_results else (out,), user_source())
     return out
+
+
+def bind_in_wrapper(prim: Primitive, *args, **params):
+    """``bind``, for a function of the library's own that users call (a
+    ``functrans.numpy`` ufunc, an operator of ``Tracer``) to call from its
+    own body: that caller is known to be the library's, so the search for
+    the user's line of the equation starts at the frame above it, without
+    looking at (and so making a frame object of) the caller's frame, which
+    cost a fifth of recording an operation.  Only for an innermost trace of
+    this class (a subclass's ``process`` counts its own frames) and an
+    operand traced there; otherwise ``bind``, whose search walks past the
+    caller anyway."""
+    for x in args:
+        if type(x) is Tracer:
+            stack = _state.stack
+            if x._trace.active and stack and type(stack[-1]) is JaxprTrace:
+                return stack[-1].process(prim, args, params, 1)
+            break
+    return bind(prim, *args, **params)
 
 
 install_bind(bind)

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 import functrans.numpy as fnp  # mid-import here: its attributes are read at call time
-from functrans.core import Tracer, bind, user_frame_summary
+from functrans.core import Tracer, bind_in_wrapper, user_frame_summary
 from functrans.dtypes import is_inexact
 from functrans.numpy import _inplace, _memory_order, _reductions, _shape
 from functrans.numpy._array_api_info import TRACE_DEVICE, normalize_device
@@ -336,7 +336,7 @@ def _power(self, other):
         if is_inexact(self.aval.dtype):
             # fnp.square's equation, bound at once: an inexact array has no
             # bool to convert (x ** 2 is the common power).
-            return bind(integer_pow_p, self, y=2)
+            return bind_in_wrapper(integer_pow_p, self, y=2)
         return fnp.square(self)
     elif is_inexact(self.dtype):
         if type(other) is float and other == 0.5:

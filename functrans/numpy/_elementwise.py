@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from functrans.core import Primitive, Tracer, bind
+from functrans.core import Primitive, Tracer, bind, bind_in_wrapper
 from functrans.dtypes import is_floating, is_inexact
 from functrans.errors import ConcretizationError, DTypeError
 from functrans.numpy import _inplace, _memory_order
@@ -52,7 +52,7 @@ def _unary(name: str, prim: Primitive) -> Callable:
         if type(x) in _SEQUENCES:
             x = asarray(x)
         if out is None and where is True:
-            return bind(prim, x)
+            return bind_in_wrapper(prim, x)
         return _into(name, bind(prim, x), out, where)
 
     fn.__name__ = fn.__qualname__ = name
@@ -67,7 +67,7 @@ def _binary(name: str, prim: Primitive) -> Callable:
         if type(x2) in _SEQUENCES:
             x2 = asarray(x2)
         if out is None and where is True:
-            return bind(prim, x1, x2)
+            return bind_in_wrapper(prim, x1, x2)
         return _into(name, bind(prim, x1, x2), out, where)
 
     fn.__name__ = fn.__qualname__ = name

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from functrans.core import Primitive, Tracer, bind
+from functrans.core import Primitive, Tracer, bind, bind_in_wrapper
 from functrans.custom_derivatives import custom_jvp
 from functrans.dtypes import is_floating, is_inexact
 from functrans.errors import AxisError, DTypeError, ShapeError
@@ -81,9 +81,9 @@ def _reduce(name: str, prim: Primitive, a: Any, axis: Any, keepdims: bool, dtype
         # in range or every axis, so nothing to check.
         ndim = len(a.aval.shape)
         if axis is None:
-            return bind(prim, a, axes=tuple(range(ndim)))
+            return bind_in_wrapper(prim, a, axes=tuple(range(ndim)))
         if type(axis) is int and -ndim <= axis < ndim:
-            return bind(prim, a, axes=(axis % ndim,))
+            return bind_in_wrapper(prim, a, axes=(axis % ndim,))
     x = asarray(a)
     return _reduce_axes(prim, x, normalize_axes(name, axis, x.ndim), keepdims, dtype)
 

@@ -426,3 +426,34 @@ def test_an_equation_a_user_binds_names_the_line_that_binds_it(bound_directly, t
     trace, _ = core.record(f, [np.ones(3)], tape=tape)
     got = [core.source_location(e.source)[:2] for e in trace.closed().jaxpr.eqns]
     assert got == [(__file__, lines + 1), (__file__, lines + 2), (__file__, lines + 3)]
+
+
+def _helper_adding_logs(x):
+    return fnp.log(x) + x  # called by the functions below: its line is the innermost user's
+
+
+@pytest.mark.parametrize("tape", [None, []], ids=["equations", "tape"])
+def test_operations_through_the_library_s_wrappers_name_the_innermost_user_line(tape):
+    # ufuncs, operators, x ** 2 and sum record through bind_in_wrapper, which
+    # skips its caller's frame unseen: called from the user's code, from a
+    # user's helper, through NumPy's dispatch and through a library function
+    # calling ufuncs, each equation must name the innermost user line.
+    def f(x):
+        a = fnp.sin(x)
+        b = a * x
+        c = x ** 2
+        d = _helper_adding_logs(c)
+        e = np.cos(d)
+        g = fnp.sinc(e)
+        return [fnp.sum(b + g)]
+
+    trace, _ = core.record(f, [np.ones(3)], tape=tape)
+    got = [(e.primitive.name, core.source_location(e.source)[:2])
+           for e in trace.closed().jaxpr.eqns]
+    at = {text: (THIS, _line(f, text)) for text in ("sin(x)", "a * x", "x ** 2", "cos", "sinc",
+                                                     "sum")}
+    helper = (THIS, _line(_helper_adding_logs, "fnp.log"))
+    assert got[:6] == [("sin", at["sin(x)"]), ("mul", at["a * x"]), ("integer_pow", at["x ** 2"]),
+                       ("log", helper), ("add", helper), ("cos", at["cos"])]
+    assert {where for _, where in got[6:-2]} == {at["sinc"]}  # sinc's own operations
+    assert got[-2:] == [("add", at["sum"]), ("reduce_sum", at["sum"])]
