@@ -76,16 +76,19 @@ def record(
     caller pauses the collector (``collector_paused``) while the trace and
     its program live, as ``trace_to_jaxpr`` does: one pause, not one here
     inside another."""
-    trace = JaxprTrace(name or fun_name(f), concrete=concrete, reason=reason,
-                       differentiated=differentiated, in_jit=in_jit, tape=tape)
+    # Positional: keywords cost a quarter of making the trace (eager grad
+    # makes one per call).
+    trace = JaxprTrace(name or fun_name(f), concrete, reason, differentiated, in_jit, tape)
     trace.arg_values = args
     trace.c_assumed = c_assumed
     trace.arg_layouts = layouts
     with trace:
-        tracers = []  # a loop, not a comprehension (a call of its own): eager grad's path
+        # A loop, not a comprehension (a call of its own), and new_arg's
+        # arguments by position, the shared aval's flag last: eager grad's path.
+        tracers = []
         for x in args:
             tracers.append(
-                trace.new_arg(array_aval(x), x, shared=True) if type(x) is np.ndarray else
+                trace.new_arg(array_aval(x), x, None, True) if type(x) is np.ndarray else
                 trace.new_arg(_arg_aval(x), _arg_val(x), x if isinstance(x, Tracer) else None))
         try:
             outs = list(f(*tracers))
