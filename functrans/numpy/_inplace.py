@@ -49,6 +49,7 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+import math
 import operator
 import warnings
 import weakref
@@ -492,8 +493,10 @@ def _numpy_assigned(how: Callable, value: Any, converted: np.ndarray, dtype: Any
 #: How each ``functrans.numpy`` function (``linalg.`` ones so named) that takes
 #: NumPy's ``out=`` writes its result there, as NumPy's function does: the
 #: casting rule, and whether the result broadcasts to ``out``'s shape (else the
-#: shapes must be equal).  NumPy computes in the result's own dtype, then casts
-#: into ``out``; its rules differ per function (checked against NumPy):
+#: shapes must be equal; ``"sized"``: it broadcasts to an ``out`` of as many
+#: elements, as NumPy's ``round`` checks the sizes and then calls ufuncs).
+#: NumPy computes in the result's own dtype, then casts into ``out``; its
+#: rules differ per function (checked against NumPy):
 #:
 #: - ``"unsafe"``: any cast (complex to real keeps the real part, with NumPy's
 #:   ``ComplexWarning``);
@@ -515,13 +518,13 @@ def _numpy_assigned(how: Callable, value: Any, converted: np.ndarray, dtype: Any
 #: (the total into ``out``, then divided there), ``ptp`` (the maxima, then
 #: less the minima), ``einsum`` (computed in the operands' and ``out``'s common
 #: dtype) and ``clip`` (NumPy's ufunc in disguise).
-OUT_FUNCTIONS: dict[str, tuple[str, bool]] = {
+OUT_FUNCTIONS: dict[str, tuple[str, bool | str]] = {
     **dict.fromkeys(["sum", "prod", "all", "any", "trace", "cumsum", "cumprod",
                      "cumulative_sum", "cumulative_prod", "nansum", "nanprod", "nancumsum",
                      "nancumprod"], ("unsafe", False)),
     **dict.fromkeys(["max", "min", "amax", "amin", "nanmax", "nanmin"], ("extremum", False)),
     **dict.fromkeys(["nanmedian", "nanquantile", "nanpercentile"], ("unsafe", True)),
-    **dict.fromkeys(["round", "around"], ("same_kind", False)),
+    **dict.fromkeys(["round", "around"], ("same_kind", "sized")),
     **dict.fromkeys(["quantile", "percentile", "outer", "matmul"], ("same_kind", True)),
     **dict.fromkeys(["concatenate", "concat", "stack"], ("keyword", False)),
     **dict.fromkeys(["dot", "linalg.multi_dot"], ("exact", False)),
@@ -597,12 +600,13 @@ def _may_share_memory(a: Any, b: Any) -> bool:
     return np.intersect1d(a._base.positions(), b._base.positions()).size > 0
 
 
-def write_out(name: str, result: Any, out: Any, casting: str, broadcast: bool,
+def write_out(name: str, result: Any, out: Any, casting: str, broadcast: bool | str,
               array: Any = None) -> Any:
     """``out`` after NumPy's ``name(..., out=out)`` gave ``result``: the
     result cast by ``casting`` (a rule of ``OUT_FUNCTIONS``; ``array``: the
-    array ``take`` takes from) and, where ``broadcast``, broadcast to
-    ``out``'s shape, is written into ``out`` in place (``assign``).  NumPy
+    array ``take`` takes from) and, where ``broadcast`` (``OUT_FUNCTIONS``'
+    second rule), broadcast to ``out``'s shape, is written into ``out`` in
+    place (``assign``).  NumPy
     computes as if ``out`` shared no memory with the inputs (it buffers where
     they overlap), and so does this: the result is complete before it is
     written."""
@@ -615,6 +619,12 @@ def write_out(name: str, result: Any, out: Any, casting: str, broadcast: bool,
             f"ArrayType), got a {type(out).__name__}; pass an array of the result's shape")
     result = asarray(result)
     _check_out_cast(label, name, casting, result.dtype, out.dtype, array)
+    if broadcast == "sized" and math.prod(result.shape) != math.prod(out.shape):
+        raise ValueError(
+            f"{label}: out= has shape {tuple(out.shape)}, but the result has shape "
+            f"{tuple(result.shape)} (at {user_frame_summary()}); NumPy refuses an out of "
+            f"another size too (invalid output shape): pass an out of {math.prod(result.shape)} "
+            "elements")
     if broadcast:
         value = fit(what, result, out)
     elif tuple(result.shape) != tuple(out.shape):

@@ -144,6 +144,12 @@ def test_functions_that_broadcast_into_out_do_so_as_numpy():
     _check(lambda x, o: np.clip(x[0], 0, 1, out=o), X, np.zeros((2, 3)))
     _check(lambda x, o: np.matmul(x, x.T, out=o), X, np.zeros((4, 2, 2)))
     _check(lambda x, o: np.quantile(x, 0.5, axis=0, out=o), X, np.zeros((2, 3)))
+    # round checks that out has as many elements, then broadcasts as its ufuncs do
+    for decimals in (0, 1, -1):
+        for shape in [(1, 2, 3), (1, 1, 2, 3)]:
+            _check(lambda x, o, d=decimals: np.round(x * 7.25, d, out=o), X, np.zeros(shape))
+            _check(lambda x, o, d=decimals: np.around(x[0] * 7.25, d, out=o), X,
+                   np.zeros(shape[:-2] + (shape[-1],)))
 
 
 # (call, out) that NumPy refuses, each with the exception type NumPy raises.
@@ -160,6 +166,8 @@ REFUSED = [
     (lambda x, o: np.einsum("ij->j", x, out=o), np.zeros(3, np.float32), TypeError),
     (lambda x, o: np.concatenate([x, x], out=o, dtype=float), np.zeros((4, 3)), TypeError),
     (lambda x, o: np.sum(x, out=o), [0.0], TypeError),
+    (lambda x, o: np.round(x, 1, out=o), np.zeros((2, 3, 1)), ValueError),  # not broadcastable
+    (lambda x, o: np.round(x, 1, out=o), np.zeros((4, 3)), ValueError),  # another size
 ]
 
 
@@ -173,7 +181,8 @@ def test_out_numpy_refuses_is_refused_with_its_exception_type(k):
         o = fnp.asarray(out) + 0 * x[0, 0] if type(out) is not list else out
         return call(x, o.astype(np.asarray(out).dtype) if type(out) is not list else o)
 
-    with pytest.raises(error, match=r"out= (has|must)|pass out= or dtype="):
+    with pytest.raises(error, match=r"out= (has|must)|pass out= or dtype=|out=\): "
+                                    r"non-broadcastable output operand"):
         ft.jit(f)(X)
 
 
@@ -193,6 +202,11 @@ def test_error_texts():
     with pytest.raises(TypeError, match=r"sum: out= must be an array \(NumPy says: return arrays "
                                         r"must be of ArrayType\), got a list"):
         ft.jit(lambda x: np.sum(x, out=[0.0]))(X)
+    with pytest.raises(ValueError, match=r"f: round: out= has shape \(4, 3\), but the result "
+                                         r"has shape \(2, 3\) \(at .*\); NumPy refuses an out of "
+                                         r"another size too \(invalid output shape\): pass an out "
+                                         r"of 6 elements"):
+        ft.jit(_into(lambda x, o: np.round(x, 1, out=o)))(X, np.zeros((4, 3)))
     with pytest.raises(TypeError, match=r"concatenate: pass out= or dtype=, not both"):
         ft.jit(_into(lambda x, o: np.concatenate([x], out=o, dtype=float)))(X, X)
 
