@@ -497,9 +497,30 @@ def _triangular_solve_impl(a, b, *, lower, transpose_a, conjugate_a, unit_diagon
         t = np.swapaxes(t, -1, -2)
     if not b.size:
         return np.zeros(b.shape, dtype)
+    t, b = t.astype(dtype, copy=False), b.astype(dtype, copy=False)
+    if not np.isfinite(t).all():
+        return _substituted(t, b, lower != transpose_a)
     # NB: NumPy has no triangular solver; LAPACK's gesv on the triangle is
-    # backward stable too, at O(n^3) instead of O(n^2 k).
-    return np.linalg.solve(t.astype(dtype, copy=False), b.astype(dtype, copy=False))
+    # backward stable too, at O(n^3) instead of O(n^2 k), and its LU of a
+    # triangle is the triangle itself, so it ends in the trsm that NumPy's
+    # solve and inv end in.
+    return np.linalg.solve(t, b)
+
+
+def _substituted(t, b, lower: bool):
+    """``t x = b`` for a triangle ``t`` holding an infinity or a NaN, by
+    substitution: each row of ``x`` from the rows solved before it, as
+    LAPACK's trsm computes it.  gesv would first factor the triangle, and
+    its update multiplies the zeros below the diagonal by the row above
+    (0 * inf is NaN): ``inv([[2, inf], [0.3, 3]])`` would be all NaN where
+    NumPy's second row is ``[0, -0]``."""
+    n = t.shape[-1]
+    x = np.zeros(b.shape, b.dtype)
+    for i in range(n) if lower else range(n - 1, -1, -1):
+        known = slice(0, i) if lower else slice(i + 1, n)
+        rest = np.matmul(t[..., i:i + 1, known], x[..., known, :])[..., 0, :]
+        x[..., i, :] = (b[..., i, :] - rest) / t[..., i, i, None]
+    return x
 
 
 def _triangular_solve_gpu(a, b, *, lower, transpose_a, conjugate_a, unit_diagonal):

@@ -611,6 +611,29 @@ def test_det_and_slogdet_of_matrices_holding_nan_and_inf_match_numpy(how):
         _same_special_values(logabsdet, want_slog.logabsdet)
 
 
+@pytest.mark.parametrize("how", ["eager", "jit", "vmap"])
+def test_inv_and_solve_of_matrices_holding_nan_and_inf_match_numpy(how):
+    # The triangular solves after the LU meet the infinities: solved through
+    # gesv, the triangle's own factorisation multiplied its zeros by them and
+    # every entry was NaN (inv([[2, inf], [0.3, 3]]) has [0, -0] below).
+    wrap = {"eager": lambda f: f, "jit": ft.jit,
+            "vmap": lambda f: lambda a, *b: ft.vmap(f)(a[None], *[v[None] for v in b])[0]}[how]
+    checked = 0
+    for m in SPECIAL:
+        b = np.linspace(-1.0, 2.0, len(m))
+        with np.errstate(all="ignore"):
+            try:
+                want_inv, want_solve = np.linalg.inv(m), np.linalg.solve(m, b)
+            except np.linalg.LinAlgError:
+                with pytest.raises(np.linalg.LinAlgError):
+                    wrap(LA.inv)(m)
+                continue
+            _same_special_values(wrap(LA.inv)(m), want_inv)
+            _same_special_values(wrap(LA.solve)(m, b), want_solve)
+        checked += 1
+    assert checked > 40
+
+
 COND_ORDERS = [None, 2, -2, 1, -1, np.inf, -np.inf, "fro", "nuc"]
 
 
