@@ -423,17 +423,25 @@ def _eye_like(x, n: int | None = None):
     return _constant_for(x, np.eye(aval.shape[-1] if n is None else n, dtype=aval.dtype))
 
 
+def _on_diagonal(x):
+    """``x`` on the diagonals of its (square) matrices, 0 elsewhere: selected,
+    not ``x * I``, which is NaN where ``x`` holds an infinity or a NaN off the
+    diagonal (0 * inf)."""
+    return _masked(x, np.eye(get_aval(x).shape[-1], dtype=bool))
+
+
 def diagonal(x):
     """The main diagonals of the (square) matrices in the last two axes, as a
-    sum over the last axis of ``x * I`` (linear, and free of gathers)."""
-    return reductions.reduce_sum(ew.mul(x, _eye_like(x)), (get_aval(x).ndim - 1,))
+    sum over the last axis of ``_on_diagonal(x)`` (linear, and free of
+    gathers)."""
+    return reductions.reduce_sum(_on_diagonal(x), (get_aval(x).ndim - 1,))
 
 
 def _hermitian_from_lower(x):
     """The Hermitian matrix whose strictly lower triangle is that of ``x``, with
     the real part of its diagonal: what LAPACK's Hermitian routines read."""
     strict = tril(x, -1)
-    diag = ew.mul(x, _eye_like(x))
+    diag = _on_diagonal(x)
     if get_aval(x).dtype.kind == "c":
         diag = ew.convert_element_type(ew.real(diag), get_aval(x).dtype)
     return ew.add(ew.add(strict, mH(strict)), diag)
@@ -860,7 +868,7 @@ def _cholesky_jvp(primals, tangents):
     da = _hermitian_from_lower(ew.fit(t, aval))
     left = triangular_solve(l, da, lower=True)                    # L^-1 dA
     middle = mH(triangular_solve(l, mH(left), lower=True))        # L^-1 dA L^-H
-    phi = ew.sub(tril(middle), ew.mul(ew.mul(middle, _eye_like(middle)), 0.5))
+    phi = ew.sub(tril(middle), ew.mul(_on_diagonal(middle), 0.5))
     return l, matmul(l, phi)
 
 
@@ -957,7 +965,7 @@ def _qr_square_jvp(q, r, da):
     if get_aval(q).dtype.kind == "c":
         # Its diagonal is imaginary: R's diagonal stays real.
         imag_diag = ew.sub(qt_da_rinv, ew.real(qt_da_rinv))
-        omega = ew.add(omega, ew.mul(imag_diag, _eye_like(qt_da_rinv)))
+        omega = ew.add(omega, _on_diagonal(imag_diag))
     dq = ew.add(matmul(q, ew.sub(omega, qt_da_rinv)), da_rinv)
     dr = matmul(ew.sub(qt_da_rinv, omega), r)
     return dq, dr

@@ -634,6 +634,21 @@ def test_inv_and_solve_of_matrices_holding_nan_and_inf_match_numpy(how):
     assert checked > 40
 
 
+@pytest.mark.parametrize("name", ["eigvalsh", "eigh", "cholesky"])
+def test_a_tangent_s_unread_triangle_never_reaches_the_derivative(name):
+    # eigh and cholesky read the lower triangle only: a tangent holding inf or
+    # NaN above the diagonal must give the tangent with zeros there, not the
+    # NaN of 0 * inf (the rules picked the diagonal out as x * I).
+    a = np.array([[2.0, 0.3, 0.1], [0.3, 3.0, -0.2], [0.1, -0.2, 4.0]])
+    fn = {"eigvalsh": LA.eigvalsh, "eigh": lambda m: LA.eigh(m)[0], "cholesky": LA.cholesky}[name]
+    lower = np.tril(np.arange(1.0, 10.0).reshape(3, 3))
+    want = ft.jvp(fn, (a,), (lower,))[1]
+    for junk in (np.inf, -np.inf, np.nan):
+        t = lower + np.triu(np.full((3, 3), junk), 1)
+        got = ft.jvp(fn, (a,), (t,))[1]
+        np.testing.assert_array_equal(got, want)
+
+
 COND_ORDERS = [None, 2, -2, 1, -1, np.inf, -np.inf, "fro", "nuc"]
 
 
