@@ -6,6 +6,8 @@ function called, not those of the first function that built it."""
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
 import threading
 import traceback
 import warnings
@@ -196,6 +198,21 @@ def log_of(x):
         interpret(closed, [BAD])
     got = {(w.filename, w.lineno) for w in caught}
     assert got == {(THIS, _line(f, "fnp.sqrt")), (other.__file__, 5)}
+
+
+def test_a_placed_caller_runs_a_c_function_that_imports_on_its_first_call():
+    # The interpreter's callers once had no builtins: NumPy's ufunc.outer,
+    # which imports on its first call in a process, crashed the interpreter
+    # (a segmentation fault) when called from one.  A fresh process, so that
+    # it is the first call.
+    code = ("import numpy as np\n"
+            "from functrans.backends.numpy.line_tables import caller_at\n"
+            "def f(): pass\n"
+            "call = caller_at((f.__code__, 0, False))\n"
+            "print(call(np.multiply.outer, np.ones(8), np.ones(3)).shape)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "(8, 3)", done.stderr[-2000:]
 
 
 def test_resourced_programs_are_equal_and_name_the_new_sources():

@@ -7,6 +7,7 @@ written directly; Python 3.10's nodes renumbered before compiling).
 from __future__ import annotations
 
 import ast
+import builtins
 import types
 from typing import Any, Callable
 
@@ -182,7 +183,11 @@ def caller_at(source: core.Source) -> Callable:
     if namespace is None:
         if len(_caller_namespaces) > 256:
             _caller_namespaces.clear()
-        namespace = _caller_namespaces[file] = {"__name__": "functrans.generated"}
+        # With the builtins, as exec gives generated code: a C function
+        # that imports on its first call (NumPy's ufunc.outer) crashed
+        # the interpreter when called from a frame without them.
+        namespace = _caller_namespaces[file] = {"__name__": "functrans.generated",
+                                                "__builtins__": builtins}
     placed = _CALLER_CODE.replace(co_filename=file, co_firstlineno=line, co_name=name)
     call = types.FunctionType(placed, namespace, name)
     if len(_callers) > 4096:
