@@ -3,12 +3,13 @@
 
 Both are one product of a window matrix with the shorter sequence: the
 longer sequence, padded with zeros, is gathered into its overlapping windows
-(``windows[i, j] = padded[i + j]``, static indices) and multiplied by the
-other sequence (reversed for ``convolve``, conjugated for ``correlate``), so
-they are linear in each operand and differentiate and batch through gather
-and ``dot_general``.  The ``"same"`` and ``"valid"`` results are NumPy's
-slices of the full one.  The sums run in BLAS order, so values agree with
-NumPy's to rounding, not bit for bit.
+(``windows[i, j] = padded[i + j]``, static indices), multiplied by the
+other sequence (reversed for ``convolve``, conjugated for ``correlate``) and
+summed, so they are linear in each operand and differentiate and batch
+through gather, multiply and sum.  The ``"same"`` and ``"valid"`` results are
+NumPy's slices of the full one.  The sums run in NumPy's pairwise order,
+where NumPy's inner products run in BLAS order, so values agree with NumPy's
+to rounding, not bit for bit.
 
 >>> import numpy as np
 >>> import functrans.numpy as fnp
@@ -20,8 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from functrans.numpy import _contract, _indexing, _padding, _shape
+from functrans.numpy import _indexing, _padding, _reductions, _shape
 from functrans.numpy._complex_numbers import conj
+from functrans.numpy._elementwise import multiply, where
 from functrans.numpy._util import asarray
 
 __all__ = ["convolve", "correlate"]
@@ -46,14 +48,20 @@ def _full(a, w):
     """``out[k + len(w) - 1] = sum_n a[n + k] * w[n]`` for every overlap ``k``.
     The windows run over the longer sequence, ``len(a) + len(w) - 1`` of them,
     each as long as the shorter one; with ``w`` the longer, the same sums are
-    the sequences' roles swapped, read backwards."""
+    the sequences' roles swapped, read backwards.  Each window's terms are
+    multiplied and summed, as NumPy's inner products are: ``w`` is 0 against
+    the zeros padding ``a`` at either end, so a padded term is 0 (a padding
+    zero times ``w``'s inf would be NaN, where NumPy's sum has no such term),
+    and every term on ``a`` is computed, an inf or NaN times 0 included (the
+    matrix product of BLAS skips the columns of a zero in ``w``)."""
     n, m = a.shape[0], w.shape[0]
     if n < m:
         return _shape.flip(_full(w, a), 0)
     padded = _padding.pad(a, (m - 1, m - 1))
     index = np.arange(n + m - 1)[:, None] + np.arange(m)[None, :]
-    windows = _indexing.getitem(padded, index)
-    return _contract.dot(windows, w)
+    on_a = (index >= m - 1) & (index < n + m - 1)
+    terms = multiply(_indexing.getitem(padded, index), where(on_a, w, np.zeros((), w.dtype)))
+    return _reductions.sum(terms, axis=1, dtype=terms.dtype)  # NumPy's: int8 stays int8
 
 
 def _mode(full, n: int, m: int, mode: str, same_start: int):
