@@ -129,11 +129,22 @@ def vecdot(x1, x2, /, *, axis=-1):
         )
     if a.dtype.kind == "c":
         a = bind(conj_p, a)
+    return summed_products(a, b, ax)
+
+
+def summed_products(a, b, axis: int):
+    """``sum(a * b)`` over ``axis`` (negative, counted on the broadcast
+    shape) as NumPy's inner products compute it: in the operands' dtype (a
+    sum would widen small integers to int64), float16 in float32 and rounded
+    once at the end (NumPy's half-precision dot accumulates in float, and
+    rounding each product and partial sum to float16 lost a digit where
+    terms cancel)."""
+    dtype = np.result_type(a.dtype, b.dtype)
+    if dtype == np.float16:
+        a, b = _convert(a, np.dtype(np.float32)), _convert(b, np.dtype(np.float32))
     prod = multiply(a, b)
-    out = bind(reduce_sum_p, prod, axes=(prod.ndim + ax,))
-    # The sum keeps the operands' dtype (NumPy's vecdot does; sum would widen
-    # small integers to int64).
-    return out if out.dtype == prod.dtype else _convert(out, prod.dtype)
+    out = bind(reduce_sum_p, prod, axes=(prod.ndim + axis,))
+    return out if out.dtype == dtype else _convert(out, dtype)
 
 
 # -- matmul ----------------------------------------------------------------------------------

@@ -5,11 +5,11 @@ Both are one product of a window matrix with the shorter sequence: the
 longer sequence, padded with zeros, is gathered into its overlapping windows
 (``windows[i, j] = padded[i + j]``, static indices), multiplied by the
 other sequence (reversed for ``convolve``, conjugated for ``correlate``) and
-summed, so they are linear in each operand and differentiate and batch
-through gather, multiply and sum.  The ``"same"`` and ``"valid"`` results are
-NumPy's slices of the full one.  The sums run in NumPy's pairwise order,
-where NumPy's inner products run in BLAS order, so values agree with NumPy's
-to rounding, not bit for bit.
+summed (``_contract.summed_products``), so they are linear in each operand
+and differentiate and batch through gather, multiply and sum.  The
+``"same"`` and ``"valid"`` results are NumPy's slices of the full one.  The
+sums run in NumPy's pairwise order, where NumPy's inner products run in
+BLAS order, so values agree with NumPy's to rounding, not bit for bit.
 
 >>> import numpy as np
 >>> import functrans.numpy as fnp
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from functrans.numpy import _indexing, _padding, _reductions, _shape
+from functrans.numpy import _contract, _indexing, _padding, _shape
 from functrans.numpy._complex_numbers import conj
-from functrans.numpy._elementwise import multiply, where
+from functrans.numpy._elementwise import where
 from functrans.numpy._util import asarray
 
 __all__ = ["convolve", "correlate"]
@@ -60,8 +60,8 @@ def _full(a, w):
     padded = _padding.pad(a, (m - 1, m - 1))
     index = np.arange(n + m - 1)[:, None] + np.arange(m)[None, :]
     on_a = (index >= m - 1) & (index < n + m - 1)
-    terms = multiply(_indexing.getitem(padded, index), where(on_a, w, np.zeros((), w.dtype)))
-    return _reductions.sum(terms, axis=1, dtype=terms.dtype)  # NumPy's: int8 stays int8
+    return _contract.summed_products(_indexing.getitem(padded, index),
+                                     where(on_a, w, np.zeros((), w.dtype)), -1)
 
 
 def _mode(full, n: int, m: int, mode: str, same_start: int):
