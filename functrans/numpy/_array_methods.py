@@ -37,6 +37,9 @@ from functrans.numpy._scalars import is_scalar, mark_array
 from functrans.numpy._ufunc_routes import foreign_target, label, missing_message
 from functrans.primitives.elementwise import convert_element_type, integer_pow_p, scalar_pow
 
+#: Inputs that the generated ufunc functions convert to arrays first.
+_SEQUENCES = (list, tuple)
+
 #: ``__op__``/``__rop__`` pairs and the ``functrans.numpy`` function behind each.
 _BINARY_OPERATORS = {
     "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
@@ -379,12 +382,15 @@ def _rdivmod(self, other):
 #: call in traced code, and one dict lookup costs a fraction of finding the
 #: function by name.  Only functions found are kept (a missing one raises each
 #: time); bounded, since ``np.frompyfunc`` makes new ufuncs.
-_UFUNC_TARGETS: dict[Any, Callable] = {}
+#: Per NumPy ufunc met: its ``functrans.numpy`` function, and the primitive
+#: that function binds where it is one of the generated ones
+#: (``_elementwise._unary``/``_binary``), else None.
+_UFUNC_TARGETS: dict[Any, tuple[Callable, Any]] = {}
 _FUNCTION_TARGETS: dict[Any, Callable] = {}
 _TARGETS_MAX = 1024
 
 
-def _remember(table: dict[Any, Callable], key: Any, fn: Callable) -> None:
+def _remember(table: dict[Any, Any], key: Any, fn: Any) -> None:
     if len(table) >= _TARGETS_MAX:
         table.clear()
     table[key] = fn
@@ -395,12 +401,20 @@ def _array_ufunc(self, ufunc, method: str, *inputs: Any, **kwargs: Any):
     and ``ufunc.at`` update arrays in place as in NumPy; other ufunc methods
     and keywords (``dtype=``, ...) are refused with the way out."""
     if method == "__call__" and not kwargs:  # the common call: no checks to make
-        fn = _UFUNC_TARGETS.get(ufunc)
-        if fn is None:
+        target = _UFUNC_TARGETS.get(ufunc)
+        if target is None:
             fn = _ufunc_target(ufunc)
             if fn is not None:
-                _remember(_UFUNC_TARGETS, ufunc, fn)
-        if fn is not None:
+                target = (fn, getattr(fn, "primitive", None))
+                _remember(_UFUNC_TARGETS, ufunc, target)
+        if target is not None:
+            fn, prim = target
+            # A generated function's primitive bound from here, as that
+            # function would bind it, where no input is a list or tuple: its
+            # frame is then not made, nor looked at for the user's line.
+            if prim is not None and type(inputs[0]) not in _SEQUENCES and (
+                    len(inputs) == 1 or type(inputs[1]) not in _SEQUENCES):
+                return bind_in_wrapper(prim, *inputs)
             return fn(*inputs)
     name = ufunc.__name__
     if method == "at":

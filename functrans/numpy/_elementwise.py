@@ -57,6 +57,7 @@ def _unary(name: str, prim: Primitive) -> Callable:
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``numpy.{name}``, elementwise, with NumPy's dtypes."
+    fn.primitive = prim  # type: ignore[attr-defined]  # for NumPy's dispatch (_array_methods)
     return fn
 
 
@@ -72,6 +73,7 @@ def _binary(name: str, prim: Primitive) -> Callable:
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``numpy.{name}``, elementwise with broadcasting, with NumPy 2's dtypes."
+    fn.primitive = prim  # type: ignore[attr-defined]  # for NumPy's dispatch (_array_methods)
     return fn
 
 

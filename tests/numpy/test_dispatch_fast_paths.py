@@ -104,7 +104,12 @@ def test_ufunc_target_is_remembered_and_keywords_still_checked():
     x = np.linspace(0.0, 1.0, 4)
     _array_methods._UFUNC_TARGETS.clear()
     ft.make_jaxpr(np.sin)(x)
-    assert _array_methods._UFUNC_TARGETS[np.sin] is fnp.sin
+    fn, prim = _array_methods._UFUNC_TARGETS[np.sin]
+    assert fn is fnp.sin and prim is fnp.sin.primitive  # bound from the dispatch itself
+    # An input that is a list goes through the function, which makes it an array.
+    plain = ft.make_jaxpr(lambda t: np.add(t, t))(x)
+    assert str(ft.make_jaxpr(lambda t: np.add(t, [0.0, 1.0, 2.0, 3.0]))(x)).count("add") == 1
+    assert str(plain).count("add") == 1
     # A remembered ufunc still has its keywords and methods checked.
     with pytest.raises(TypeError, match=r"numpy.sin: keyword arguments dtype are not supported "
                                         r"on traced arrays"):
