@@ -6,7 +6,12 @@ from the sequence 1, 2, 5, 10, 20, 50 ... is chosen once so that one repeat
 takes at least ``target_s``; then every repeat runs that many calls and the
 per-call time of the repeat is recorded.  Repeats of the variants are
 interleaved (variant A, B, A, B ...), so a slow patch of the machine hits all
-of them alike.  The reported figure is the median over repeats; fast
+of them alike.  No repeat starts while automatic tiering compiles in the
+background (``functrans.tiering.wait``, after the loop counts and between
+repeats): a compile that a ``jit`` variant's calls start would otherwise
+share the cores with the repeats of every variant timed meanwhile (the
+eager ``grad`` at n=10 read 30-37 us beside a compiling ``jit`` variant,
+21 us alone).  The reported figure is the median over repeats; fast
 (microsecond) calls get more repeats, since their spread is wider.
 
 Two kinds of workload measure something ``timeit`` cannot:
@@ -32,6 +37,7 @@ from __future__ import annotations
 import gc
 import itertools
 import statistics
+import sys
 import time
 import timeit
 import tracemalloc
@@ -161,6 +167,7 @@ def measure(workload: Workload, mode: str = "full") -> list[dict[str, Any]]:
         fn()  # warm caches (dtype rules, imports) before counting loops
         numbers[name], per_call[name] = _loop_count(fn, cfg["target_s"])
         timers[name] = timeit.Timer(fn)
+    _compiles_done()
     fast = min(per_call.values()) < FAST_CALL_S
     repeats = cfg["repeats_fast"] if fast else cfg["repeats"]
     samples: dict[str, list[float]] = {name: [] for name in workload.variants}
@@ -171,6 +178,7 @@ def measure(workload: Workload, mode: str = "full") -> list[dict[str, Any]]:
             for name, timer in timers.items():
                 samples[name].append(timer.timeit(numbers[name]) / numbers[name])
             gc.collect()
+            _compiles_done()
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -200,6 +208,14 @@ def measure(workload: Workload, mode: str = "full") -> list[dict[str, Any]]:
             record["note"] = workload.notes[name]
         records.append(record)
     return _with_steady(workload, records, mode)
+
+
+def _compiles_done(timeout: float = 300.0) -> None:
+    """Wait for automatic tiering's background compiles, where functrans'
+    tiering is loaded (a run without functrans' jit never loads it)."""
+    tiering = sys.modules.get("functrans.tiering")
+    if tiering is not None:
+        tiering.wait(timeout)
 
 
 def _with_steady(workload: Workload, records: list[dict], mode: str) -> list[dict]:

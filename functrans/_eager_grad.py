@@ -214,10 +214,12 @@ class PlanEntry(NamedTuple):
     #: Whether the plan gives the function's value as well as its gradient.
     need_value: bool
     plan: GradPlan
-    #: Where a call found the plan's own lines to be its program's
-    #: (``PlanGuard.found_at_lines``): the position on the tape of its first
-    #: equation and that equation's code object (``_first_code``), else
-    #: ``_UNCHECKED``.
+    #: Where a call found the lines of its program (``PlanGuard.found_at_lines``):
+    #: the position on the tape of its first equation, that equation's code
+    #: object (``_first_code``) and the parts that run at those lines: None
+    #: for the plan's own, else ``(forward, backward, placed_forward,
+    #: placed_backward)``, the plan's built parts and their form there
+    #: (``GradPlan.placed``); else ``_UNCHECKED``.
     code: Any
 
 
@@ -268,29 +270,44 @@ class PlanGuard:
         return entry
 
     @staticmethod
-    def knows_lines(entry: PlanEntry, trace: core.JaxprTrace) -> bool:
-        """Whether the plan of ``entry`` (``entry``'s answer for ``trace``) is
-        known to stand at the lines of ``trace``'s program without making
-        it: a call with an equal tape found so (``found_at_lines``), and the
-        tape's first code object is the same (equal tapes compare code
-        objects by their contents; ``SourceTable.matches`` tells a function
-        from its copy at the same lines in another file by the identity of
-        this one)."""
+    def parts_at_lines(entry: PlanEntry, trace: core.JaxprTrace, forward: Parts,
+                       backward: Parts) -> tuple[Parts, Parts] | None:
+        """The parts to run at the lines of ``trace``'s program, for the plan
+        of ``entry`` (``entry``'s answer for ``trace``) whose built parts are
+        ``forward`` and ``backward``, where known without making the
+        program: a call with an equal tape found them (``found_at_lines``),
+        and the tape's first code object is the same (equal tapes compare
+        code objects by their contents; ``SourceTable.matches`` tells a
+        function from its copy at the same lines in another file by the
+        identity of this one).  None where not known: no call found them,
+        or the plan's parts were built again since."""
         checked = entry.code
         if checked is _UNCHECKED:
-            return False
-        at, code = checked  # the first equation: at the same place on an equal tape
+            return None
+        at, code, placed = checked  # the first equation: at the same place on an equal tape
         source = trace.tape[at][2] if at is not None else None  # type: ignore[index]
-        return (None if source is None else source[0]) is code
+        if (None if source is None else source[0]) is not code:
+            return None
+        if placed is None:
+            return forward, backward
+        of_forward, of_backward, placed_forward, placed_backward = placed
+        if of_forward is forward and of_backward is backward:
+            return placed_forward, placed_backward
+        return None
 
-    def found_at_lines(self, entry: PlanEntry, trace: core.JaxprTrace) -> None:
-        """Remember that the plan of ``entry`` (``entry``'s answer for
-        ``trace``) stands at the lines of ``trace``'s program
-        (``SourceTable.matches`` said so), for ``knows_lines``; only for a
-        program without sub-programs, whose sources the tape holds all of."""
-        if not entry.plan.flat or entry.code is not _UNCHECKED:
+    def found_at_lines(self, entry: PlanEntry, trace: core.JaxprTrace,
+                       placed: tuple[Parts, Parts, Parts, Parts] | None = None) -> None:
+        """Remember the parts that run at the lines of ``trace``'s program,
+        for ``parts_at_lines``: the plan's own (``placed`` None:
+        ``SourceTable.matches`` said they are its lines), or ``placed``,
+        the plan's built parts and their form at those lines, once every
+        part is compiled (a form kept before would miss the parts compiled
+        later).  Only for a program without sub-programs, whose sources the
+        tape holds all of."""
+        if not entry.plan.flat or placed is not None and not (placed[0].done
+                                                             and placed[1].done):
             return
-        checked = entry._replace(code=_first_code(trace.tape))
+        checked = entry._replace(code=(*_first_code(trace.tape), placed))
         recent = self.recent
         self.recent = tuple(checked if e is entry else e for e in recent)
 
@@ -355,13 +372,21 @@ def host_value_and_grad(trace: core.JaxprTrace, leaves: Sequence[Any], need_valu
             plan.compile_step(forward, backward)
         finally:
             plan.lock.release()
-    if guard is None or entry is None or not guard.knows_lines(entry, trace):
+    known = None if guard is None or entry is None else \
+        guard.parts_at_lines(entry, trace, forward, backward)
+    if known is not None:
+        forward, backward = known
+    else:
         jaxpr = trace.closed().jaxpr
         sources = core.sources_of(jaxpr)
-        if not plan.lines.matches(jaxpr, sources):
-            forward, backward = plan.placed(jaxpr, sources, forward, backward)
-        elif guard is not None and entry is not None:
-            guard.found_at_lines(entry, trace)
+        if plan.lines.matches(jaxpr, sources):
+            placed = None
+        else:
+            placed_forward, placed_backward = plan.placed(jaxpr, sources, forward, backward)
+            placed = (forward, backward, placed_forward, placed_backward)
+            forward, backward = placed_forward, placed_backward
+        if guard is not None and entry is not None:
+            guard.found_at_lines(entry, trace, placed)
     return _run(plan, forward, backward, args)
 
 
