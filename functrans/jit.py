@@ -371,13 +371,8 @@ class _Jitted(RecentHits):
                     self._make_newest(slot)
                 entry = slot.entry
                 tier = entry.tier
-                if tier is not None and tier.watching:  # timed for the tiering rule
-                    start = time.perf_counter()
-                    outs = entry.compiled.fn(*args)
-                    tier.seconds += time.perf_counter() - start
-                    tier.calls += 1
-                    if tier.seconds >= tier.threshold:
-                        tier.hot()
+                if tier is not None and (tier.watching or tier.undo is not None):
+                    outs = _timed(entry, tier, args)  # for the tiering rule
                 else:
                     outs = entry.compiled.fn(*args)
                 return outs[0] if entry.single_output else tree_unflatten(entry.out_tree, outs)
@@ -434,14 +429,8 @@ class _Jitted(RecentHits):
         ):
             outs = core.eval_jaxpr(entry.jaxpr.jaxpr, entry.jaxpr.consts, *leaves)
             outs = [_fresh(x) for x in outs]
-        elif entry.tier is not None and entry.tier.watching:  # timed for the tiering rule
-            tier = entry.tier
-            start = time.perf_counter()
-            outs = entry.compiled.fn(*leaves)
-            tier.seconds += time.perf_counter() - start
-            tier.calls += 1
-            if tier.seconds >= tier.threshold:
-                tier.hot()
+        elif entry.tier is not None and (entry.tier.watching or entry.tier.undo is not None):
+            outs = _timed(entry, entry.tier, leaves)  # for the tiering rule
         else:
             outs = entry.compiled.fn(*leaves)
         return tree_unflatten(entry.out_tree, outs)
@@ -573,19 +562,33 @@ class _Jitted(RecentHits):
             return False
         new = old._replace(compiled=compiled, native_seconds=lowering.compile_seconds,
                            native_sources=tuple(lowering.sources))
+        this = weakref.ref(self)
+
+        def undo() -> bool:
+            jitted = this()
+            return jitted is not None and jitted._swap(key, new, old)
+
         with self._lock:
-            slot = self._entries.get(key)
-            if slot is None or slot.entry is not old or core.checks.value_checks != (False, False):
+            if core.checks.value_checks != (False, False) or not self._swap(key, old, new):
                 tier.stay("it left the cache while its native compile ran")
                 return False
-            moved = slot._replace(entry=new)
-            self._entries[key] = moved
-            if slot.fast_key is not None and self._fast.get(slot.fast_key) is slot:
-                self._fast[slot.fast_key] = moved
-            if slot.token in self._order:
-                self._order[slot.token] = moved
             self._native_time += lowering.compile_seconds
-            tier.moved(len(lowering.sources))
+            tier.moved(len(lowering.sources), undo)
+        return True
+
+    def _swap(self, key, current: _Entry, new: _Entry) -> bool:
+        """Put ``new`` in the place of ``current`` under ``key`` (a move to
+        the native tier, or back); False where ``current`` is not there."""
+        with self._lock:  # (reentrant: _install holds it)
+            slot = self._entries.get(key)
+            if slot is None or slot.entry is not current:
+                return False
+            swapped = slot._replace(entry=new)
+            self._entries[key] = swapped
+            if slot.fast_key is not None and self._fast.get(slot.fast_key) is slot:
+                self._fast[slot.fast_key] = swapped
+            if slot.token in self._order:
+                self._order[slot.token] = swapped
         return True
 
     def _insert(self, key, fast_key, entry: _Entry) -> _Entry:
@@ -778,6 +781,23 @@ class _Jitted(RecentHits):
             self._reset_hits()
             self._misses = self._evictions = 0
             self._compile_time = self._native_time = 0.0
+
+
+def _timed(entry: _Entry, tier: tiering.Tier, args: Sequence[Any]) -> list[Any]:
+    """``entry``'s program run on ``args`` and timed for the tiering rule:
+    while the rule watches the NumPy tier's calls, or while the native
+    tier is on trial after a move (``Tier.timed``)."""
+    start = time.perf_counter()
+    outs = entry.compiled.fn(*args)
+    seconds = time.perf_counter() - start
+    if tier.watching:
+        tier.seconds += seconds
+        tier.calls += 1
+        if tier.seconds >= tier.threshold:
+            tier.hot()
+    else:
+        tier.timed(seconds)
+    return outs
 
 
 def _laid_out_as_assumed(c_inputs: Sequence[int], leaves: Sequence[Any]) -> bool:

@@ -53,6 +53,16 @@ TOTAL_BUDGET = 300.0
 MIN_GAIN = 0.3
 #: ... and not before it has been called this many times.
 MIN_CALLS = 3
+#: After a move in exact numerics, this many native calls are timed (after
+#: ``_TRIAL_SKIP`` left out while caches warm) and compared with the NumPy
+#: tier's calls: a program the native tier runs slower (by ``_SLOWER``)
+#: moves back (the cost model cannot see a kernel call's own cost, which
+#: decides small programs).
+TRIAL_CALLS = 64
+_TRIAL_SKIP = 8
+#: How much slower the native calls must be to move back: a margin for the
+#: machine's noise between the two tiers' timings.
+_SLOWER = 1.1
 
 # The cost model, in seconds (measured on the project's test machine: one
 # NumPy call costs about a microsecond of dispatch, a float64 elementwise
@@ -483,6 +493,11 @@ class Tier:
         self.watching = False
         self.calls = 0
         self.seconds = 0.0
+        #: While the native tier is on trial (``moved``): what puts the NumPy
+        #: tier's program back, and the native calls timed so far.
+        self.undo: Callable[[], bool] | None = None
+        self.trial = 0
+        self.trial_seconds = 0.0
         #: NumPy-tier seconds after which the move pays: time x gain >= compile time.
         self.threshold = math.inf if assessment is None or assessment.gain <= 0 \
             else assessment.compile_seconds / assessment.gain
@@ -494,12 +509,41 @@ class Tier:
         self.install, self.cache_dir = install, cache_dir
         self.watching = True
 
-    def moved(self, kernels: int) -> None:
-        """Say that the program now runs in the native tier."""
+    def moved(self, kernels: int, undo: Callable[[], bool] | None = None) -> None:
+        """Say that the program now runs in the native tier; ``undo`` puts
+        the NumPy tier's program back (False where it left the cache), for
+        the trial of its first native calls (``timed``), made where the
+        native results are the NumPy tier's bit for bit and the NumPy
+        tier's calls were timed."""
         self.name = "native"
         self.reason = (f"moved by the rule after {self.calls} calls and "
                        f"{self.seconds * 1e3:.1f} ms in the NumPy tier ({kernels} kernels)")
         self.closed = self.install = None
+        exact = self.assessment is not None and self.assessment.exact
+        self.undo = undo if exact and self.calls else None
+
+    def timed(self, seconds: float) -> None:
+        """Count a native call of ``seconds`` during the trial; after
+        ``TRIAL_CALLS`` of them, move the program back where its native
+        calls were slower than its NumPy tier's.  (Counted without a lock,
+        as the watched calls are; one thread judges.)"""
+        self.trial += 1
+        if self.trial <= _TRIAL_SKIP:
+            return
+        self.trial_seconds += seconds
+        if self.trial < _TRIAL_SKIP + TRIAL_CALLS:
+            return
+        with _lock:
+            undo, self.undo = self.undo, None
+        if undo is None:
+            return
+        native, numpy = self.trial_seconds / TRIAL_CALLS, self.seconds / self.calls
+        times = (f"{native * 1e6:.1f} us a native call against {numpy * 1e6:.1f} us in the "
+                 "NumPy tier")
+        if native > _SLOWER * numpy and undo():
+            self.stay(f"moved back after {TRIAL_CALLS} native calls: {times}")
+        else:
+            self.reason += f"; {times}"
 
     def hot(self) -> None:
         """Called by jit once ``seconds`` (the NumPy-tier time of the timed

@@ -761,3 +761,58 @@ def test_a_bad_thread_count_is_refused_naming_the_setting():
     assert ("native_threads must be a non-negative integer (0: the cores this process may "
             "use), got the string 'four' (in the environment variable "
             "FUNCTRANS_NATIVE_THREADS)") in run.stderr
+
+
+# -- the trial after a move ------------------------------------------------------------
+
+
+def _trial(numpy_seconds: float, native_seconds: float, exact: bool = True, undone=True):
+    """A tier moved after 100 NumPy-tier calls of ``numpy_seconds`` each,
+    then timed for its trial at ``native_seconds`` a call; its undo calls."""
+    undos = []
+    tier = tiering.Tier("numpy", "", tiering.Assessment(0.5, 0.4, exact, None))
+    tier.calls, tier.seconds = 100, 100 * numpy_seconds
+    tier.moved(2, lambda: undos.append(1) or undone)
+    for _ in range(tiering._TRIAL_SKIP + tiering.TRIAL_CALLS + 10):
+        tier.timed(native_seconds)
+    return tier, undos
+
+
+def test_a_move_that_made_the_calls_slower_is_undone():
+    tier, undos = _trial(2e-6, 3e-6)
+    assert undos == [1] and tier.name == "numpy" and tier.undo is None
+    assert tier.reason == ("moved back after 64 native calls: 3.0 us a native call against "
+                           "2.0 us in the NumPy tier")
+    tier, undos = _trial(3e-6, 2e-6)  # faster: kept, and the figures said
+    assert undos == [] and tier.name == "native" and tier.undo is None
+    assert tier.reason.endswith("kernels); 2.0 us a native call against 3.0 us in the NumPy tier")
+    # Results that could differ from the NumPy tier's are never switched back and forth.
+    tier, undos = _trial(2e-6, 3e-6, exact=False)
+    assert undos == [] and tier.name == "native"
+    # A program that left the cache meanwhile stays where it is.
+    tier, undos = _trial(2e-6, 3e-6, undone=False)
+    assert undos == [1] and tier.name == "native"
+
+
+@needs_numba
+def test_the_trial_moves_a_program_back_with_the_numpy_tiers_bits(monkeypatch):
+    # The NumPy tier's calls made to look a thousand times faster than they
+    # were: the native calls of the trial are slower, and the program moves
+    # back; made to look slower, it stays.
+    monkeypatch.setattr(config, "jit_compiler", "auto")
+    monkeypatch.setattr(config, "jit_tier_up", "measured")
+    x = np.linspace(-1.0, 1.0, 1000)
+    reference = ft.jit(ft.grad(poly_loss), compiler="numpy")(x)
+    for factor, where in ((1e-3, "numpy"), (1e3, "native")):
+        f = ft.jit(ft.grad(poly_loss))
+        assert bits_equal(f(x), reference)
+        tier = list(f._order.values())[0].entry.tier
+        assert tier.watching
+        tier.calls, tier.seconds = 100, 100 * factor * 1e-5
+        tier.queue()
+        assert tiering.wait(120.0)
+        for _ in range(tiering._TRIAL_SKIP + tiering.TRIAL_CALLS + 5):
+            assert bits_equal(f(x), reference)
+        info = _tier(f)
+        assert info.tier == where, info
+        assert ("moved back after 64 native calls" in info.reason) == (where == "numpy")
