@@ -94,14 +94,27 @@ def digitize(x, bins, right=False):
 
 
 def _increasing(bins):
-    """Whether ``bins`` increase (True) or decrease (False): NumPy's check where
-    they are known; traced, the comparison of the ends decides."""
+    """Whether ``bins`` increase (True) or decrease (False), by NumPy's rule:
+    the first edge after ``bins[0]`` that differs from it decides
+    (``bins[0] < it`` means increasing, anything else, NaN included,
+    decreasing), and edges that are all equal, or one edge, increase.
+    Comparing the two ends instead reads ``[-1.5, inf, nan]`` (sorted, NaN
+    last) as decreasing and gives every index from the wrong end.  Known
+    bins that step against that direction are refused, as NumPy does (a
+    comparison with NaN never refuses)."""
     if is_traced(bins):
-        return E.less_equal(bins[0], bins[-1]) if bins.shape[0] else True
-    diffs = np.diff(np.asarray(bins))
-    if np.all(diffs >= 0):
-        return True
-    if np.all(diffs <= 0):
+        if bins.shape[0] < 2:
+            return True
+        differs = E.not_equal(bins[1:], bins[0])
+        first_other = bins[1:][_reductions.argmax(differs)]
+        return E.logical_or(E.logical_not(_reductions.any(differs)),
+                            E.less(bins[0], first_other))
+    b = np.asarray(bins)
+    differs = np.flatnonzero(b[1:] != b[0]) if b.shape[0] else ()
+    if len(differs) == 0 or b[0] < b[1:][differs[0]]:
+        if not np.any(b[:-1] > b[1:]):
+            return True
+    elif not np.any(b[:-1] < b[1:]):
         return False
     raise ValueError("fnp.digitize: bins must be monotonically increasing or decreasing")
 

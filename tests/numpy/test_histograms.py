@@ -62,6 +62,25 @@ def test_digitize(right):
         fnp.digitize(v, np.array([0.0, 2.0, 1.0]))
 
 
+@pytest.mark.parametrize("bins", [[np.nan], [np.nan, np.nan], [-1.5, 2.5, np.nan],
+                                  [-0.0, 0.0, 2.0], [3.0, 3.0, -1.0], [np.inf, np.inf], []],
+                         ids=["nan", "nans", "nan-last", "signed-zeros", "ties-then-down",
+                              "infs", "empty"])
+@pytest.mark.parametrize("right", [False, True])
+def test_digitize_direction_follows_numpy(bins, right):
+    # NumPy's direction: the first edge after bins[0] that differs from it
+    # decides, NaN reading as decreasing and all-equal edges as increasing.
+    # Under jit the two ends decided ([nan] read as decreasing) and eagerly
+    # NaN edges were refused, both unlike NumPy.  (Edges that NumPy accepts
+    # but that are not sorted in its order, NaN inside, are left out: NumPy's
+    # answer there is whatever its binary search meets.)
+    bins = np.array(bins)
+    v = np.array([-np.inf, -1.5, -0.0, 0.0, 1.0, 2.5, 3.0, np.inf, np.nan])
+    want = np.digitize(v, bins, right)
+    _exact(fnp.digitize(v, bins, right), want)
+    _exact(ft.jit(lambda v, b: fnp.digitize(v, b, right))(v, bins), want)
+
+
 @pytest.mark.parametrize("kw", [{}, {"bins": 7}, {"bins": 5, "range": (-1, 1)}, {"bins": EDGES},
                                 {"bins": 4, "density": True},
                                 {"bins": 6, "weights": RNG.random(50)},
