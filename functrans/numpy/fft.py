@@ -89,6 +89,11 @@ def _as_real(x):
 
 def _length(name: str, n, default: int) -> int:
     if n is None:
+        if default < 1:
+            # NumPy refuses a transform of no points, rather than return an
+            # empty spectrum (or, for hfft of one point, a length 0 one).
+            raise ValueError(f"fnp.fft.{name}: the transformed axis gives {default} points; "
+                             "the transform needs n >= 1 (pass n=, or a longer axis)")
         return default
     if is_traced(n):
         raise TypeError(f"fnp.fft.{name}: n must be a Python int (it sets the result's shape), "

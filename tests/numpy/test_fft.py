@@ -162,3 +162,19 @@ def test_two_axis_transforms_and_real_results_have_numpys_dtypes(dtype):
                     ft.jit(lambda v, name=name, kw=kw: getattr(fnp.fft, name)(v, **kw))(x)):
             assert got.dtype == want.dtype and got.shape == want.shape, name
             np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("name, shape", [("fft", (0,)), ("ifft", (0,)), ("rfft", (3, 0)),
+                                         ("hfft", (1,)), ("fftn", (0,)), ("rfftn", (2, 0)),
+                                         ("fft2", (3, 0)), ("rfft2", (3, 0))])
+def test_a_transform_of_no_points_is_refused_as_numpy_refuses_it(name, shape):
+    # An empty transformed axis (hfft: one point, which gives 2 (1 - 1) = 0)
+    # returned an empty or zero spectrum, eagerly and under jit; NumPy raises.
+    x = np.zeros(shape)
+    with pytest.raises(ValueError, match="Invalid number of FFT data points"):
+        getattr(np.fft, name)(x)
+    for how in (lambda f: f, ft.jit):
+        with pytest.raises(ValueError, match=r"fnp\.fft\.\w+: the transformed axis gives 0 "
+                                             r"points; the transform needs n >= 1 \(pass n=, "
+                                             r"or a longer axis\)"):
+            how(getattr(F, name))(x)
