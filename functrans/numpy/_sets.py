@@ -57,12 +57,20 @@ def concrete_value(name: str, x: Any, what: str) -> np.ndarray:
     if not isinstance(x, Tracer):
         return np.asarray(x)
     if x.val is None:
+        # Under jit the trace says so; a value-less trace outside jit is vmap's
+        # (which never sees its members one by one), make_jaxpr's or eval_shape's.
+        if x._trace.reason:
+            where, advice = x._trace.reason, (
+                "Call it outside jit (grad and vjp of an eager call see the values), or "
+                "compute it on concrete data before the jitted function")
+        else:
+            where, advice = " under vmap (or make_jaxpr, eval_shape)", (
+                "Loop over the batch in Python instead of vmap (each member's result has its "
+                "own shape), or compute it on concrete data before the transformed function")
         raise ConcretizationError(
-            f"{x._trace.fun_name}: fnp.{name} of a traced {x.aval.str_short()} array "
-            f"inside jit: {what} decides the shape of the result, and shapes must be known "
-            "while tracing. Call it outside jit (grad and vjp of an eager call see the "
-            "values), or compute it on concrete data before the jitted function"
-        )
+            f"{x._trace.fun_name}: fnp.{name} of a traced {x.aval.str_short()} array{where}: "
+            f"{what} decides the shape of the result, and shapes must be known while "
+            f"tracing. {advice}")
     return np.asarray(x._concrete(f"fnp.{name}"))
 
 

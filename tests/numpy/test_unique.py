@@ -46,3 +46,14 @@ def test_the_values_derivative_reaches_the_first_occurrences():
 def test_unique_under_jit_names_the_function_and_the_way_out():
     with pytest.raises(ConcretizationError, match="fnp.unique of a traced f64.8. array inside jit"):
         ft.jit(fnp.unique)(X)
+
+
+def test_unique_under_vmap_does_not_claim_a_jit():
+    # Under vmap the message said "inside jit" and "call it outside jit",
+    # which the user never called.
+    with pytest.raises(ConcretizationError,
+                       match=r"unique: fnp.unique of a traced f64\[4\] array under vmap \(or "
+                             r"make_jaxpr, eval_shape\): the number of distinct values decides "
+                             r"the shape of the result, and shapes must be known while tracing. "
+                             r"Loop over the batch in Python instead of vmap"):
+        ft.vmap(fnp.unique)(X.reshape(2, 4))
