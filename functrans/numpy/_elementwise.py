@@ -28,7 +28,7 @@ import numpy as np
 from functrans.core import Primitive, Tracer, bind, bind_in_wrapper
 from functrans.dtypes import is_floating, is_inexact
 from functrans.errors import ConcretizationError, DTypeError
-from functrans.numpy import _inplace, _memory_order
+from functrans.numpy import _inplace, _memory_order, _shape
 from functrans.numpy._util import asarray, is_traced
 from functrans.primitives.elementwise import (
     binary,
@@ -296,9 +296,9 @@ def isinf(x, /):
 def round(a, decimals: int = 0, out: None = None):
     """``numpy.round``: round half to even, to ``decimals`` digits.
 
-    NB: with ``decimals != 0``, a complex element with an infinite part gives
-    NaN parts (the scaling is a complex multiplication); NumPy scales the
-    real and imaginary parts separately.
+    Complex numbers are rounded part by part, as NumPy does (scaling a
+    complex number by a power of ten would turn an infinite part's partner
+    into NaN).
 
     >>> round(np.array([0.5, 1.5, 2.25]), 1)
     array([0.5, 1.5, 2.2])
@@ -311,6 +311,9 @@ def round(a, decimals: int = 0, out: None = None):
             f"round: decimals={decimals} is not defined for a bool array (NumPy refuses "
             "it too); convert with .astype(float) first"
         )
+    if x.dtype.kind == "c":
+        parts = (bind(unary["real"], x), bind(unary["imag"], x))
+        return _shape.complex_from_parts(*(round(p, decimals) for p in parts))
     # NumPy's own recipe: scale by a power of ten, round to integer, scale back.
     if decimals > 0:
         scale = _power_of_ten(decimals)

@@ -348,7 +348,7 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None)
     if x.dtype.kind == "c":
         re = nan_to_num(ew.real(x), nan=nan, posinf=posinf, neginf=neginf)
         im = nan_to_num(ew.imag(x), nan=nan, posinf=posinf, neginf=neginf)
-        return add(_convert(re, x.dtype), multiply(_convert(im, x.dtype), 1j))
+        return _shape.complex_from_parts(re, im)
     info = np.finfo(x.dtype)
     big = info.max if posinf is None else posinf
     small = info.min if neginf is None else neginf

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from functrans.core import Tracer, bind
+from functrans.custom_derivatives import custom_jvp
 from functrans.errors import (
     AxisError,
     ConcretizationError,
@@ -28,9 +29,10 @@ from functrans.errors import (
 )
 from functrans.numpy._scalars import mark_array
 from functrans.numpy._util import asarray, is_traced, normalize_axes, normalize_axis
-from functrans.primitives.elementwise import convert_element_type_p
+from functrans.primitives.elementwise import add, convert_element_type_p, mul
 from functrans.primitives.indexing import gather_p
 from functrans.primitives.shape import (
+    bitcast_convert_type_p,
     broadcast_in_dim_p,
     concatenate_p,
     expand_dims_p,
@@ -397,6 +399,27 @@ def broadcast_to(array, shape, subok=False):
             f"{shape}; each trailing axis must match or be 1"
         )
     return _broadcast_to(x, shape)
+
+
+@custom_jvp
+def complex_from_parts(re, im):
+    """The complex array of real part ``re`` and imaginary part ``im`` (real
+    arrays of one float dtype, broadcast together), bit for bit: the pairs'
+    bits read as complex numbers.  ``re + 1j * im`` is not that: ``1j * inf``
+    has a NaN real part, and ``1j * -0.0`` a ``+0.0`` imaginary part."""
+    re, im = asarray(re), asarray(im)
+    shape = _broadcast_shape("complex_from_parts", tuple(re.shape), tuple(im.shape))
+    pairs = [bind(reshape_p, _broadcast_to(p, shape), new_sizes=shape + (1,)) for p in (re, im)]
+    both = bind(concatenate_p, *pairs, dimension=len(shape))
+    return bind(bitcast_convert_type_p, both, new_dtype=np.result_type(re.dtype, 1j))
+
+
+@complex_from_parts.defjvp
+def _complex_from_parts_jvp(primals, tangents):
+    # Linear in both parts; tangents are finite, so the plain sum is exact.
+    out = complex_from_parts(*primals)
+    t_re, t_im = (bind(convert_element_type_p, t, new_dtype=out.dtype) for t in tangents)
+    return out, add(t_re, mul(t_im, np.asarray(1j, out.dtype)))
 
 
 def broadcast_shapes(*shapes) -> tuple[int, ...]:

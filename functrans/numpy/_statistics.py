@@ -193,5 +193,6 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     c = E.divide(c, _shape.expand_dims(stddev, 1))
     c = E.divide(c, _shape.expand_dims(stddev, 0))
     if c.dtype.kind == "c":
-        return E.add(E.clip(real(c), -1, 1), E.multiply(1j, E.clip(imag(c), -1, 1)))
+        # Part by part, as NumPy clips them in place (1j * part would spread NaN).
+        return _shape.complex_from_parts(E.clip(real(c), -1, 1), E.clip(imag(c), -1, 1))
     return E.clip(c, -1, 1)

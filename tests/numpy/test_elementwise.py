@@ -254,3 +254,25 @@ def test_dtype_errors_name_the_operation():
         fnp.positive(np.ones(2, bool))
     out = np.full(2, 5.0)  # out= writes into a NumPy array as NumPy does
     assert fnp.clip(np.array([-1.0, 3.0]), 0, 1, out) is out and out.tolist() == [0.0, 1.0]
+
+
+def _same_parts(got, want):
+    """Complex arrays equal part by part: NaN where NumPy has NaN, else the
+    same value and the same sign of zero."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    for g, w in ((got.real, want.real), (got.imag, want.imag)):
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(np.signbit(g) | np.isnan(g), np.signbit(w) | np.isnan(w))
+
+
+@pytest.mark.parametrize("decimals", [1, 2, -1, 0])
+def test_round_of_complex_numbers_rounds_each_part_as_numpy_does(decimals):
+    # Scaling by 10**decimals as a complex product gave an infinite part's
+    # partner NaN ((inf + 1j) * 10 is inf + nanj), eagerly and under jit.
+    z = np.empty(7, np.complex128)
+    z.real = [1.0, np.inf, 0.25, -0.04, np.nan, -0.0, 2.55]
+    z.imag = [np.nan, 1.0, -np.inf, -0.0, 2.0, np.inf, -0.05]
+    for how in (lambda f: f, functrans.jit):
+        _same_parts(how(lambda z: fnp.round(z, decimals))(z), np.round(z, decimals))
+    z64 = z.astype(np.complex64)
+    _same_parts(fnp.round(z64, decimals), np.round(z64, decimals))

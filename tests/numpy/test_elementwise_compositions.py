@@ -551,3 +551,18 @@ def test_i0_dtypes_edges_derivative_and_vmap():
     check_grads(fnp.i0, (np.array([0.3, -2.0, 7.5, 19.5, 21.0, -40.0]),), order=2, rtol=1e-6)
     x = np.array([[0.5, -25.0], [3.0, 100.0]])
     np.testing.assert_allclose(ft.vmap(fnp.i0)(x), np.stack([np.i0(r) for r in x]), rtol=4e-15)
+
+
+def test_nan_to_num_of_complex_numbers_keeps_each_parts_bits():
+    # Reassembled as re + 1j * im, a -0.0 imaginary part came back +0.0.
+    z = np.empty(5, np.complex128)
+    z.real = [np.nan, -0.0, np.inf, 1.5, -np.inf]
+    z.imag = [-0.0, np.nan, -np.inf, -0.0, 2.0]
+    want = np.nan_to_num(z, nan=2.0, posinf=3.0)
+    for how in (lambda f: f, ft.jit):
+        got = how(lambda z: fnp.nan_to_num(z, nan=2.0, posinf=3.0))(z)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
+    # Where nothing is replaced the derivative is the identity's, in each part.
+    w = np.array([0.5 - 1j, -2 + 0.25j])
+    check_grads(lambda x: fnp.real(fnp.nan_to_num(x * w) * (1 - 2j)), (np.array([0.3, 1.1]),))
