@@ -144,7 +144,17 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correc
     """``numpy.nanstd``: the square root of ``nanvar`` (with ``out=``, written
     there, then its square root in place, as NumPy does)."""
     var = nanvar(a, axis, dtype, out, ddof=ddof, keepdims=keepdims, correction=correction)
-    return E.sqrt(var) if out is None else E.sqrt(var, out=var)
+    if out is not None:
+        return E.sqrt(var, out=var)
+    x, mask = _replaced(a, 0)
+    if mask is None or not is_traced(var):
+        return E.sqrt(var)
+    # A slice of one value has the variance 0 whatever the value, so its std is
+    # constant: derivative 0.  sqrt' at 0 is inf, and forward mode made NaN of
+    # inf * 0 (reverse mode gave 0), so those slices take sqrt of a stand-in.
+    lone = E.less_equal(_count(mask, normalize_axes("nanstd", axis, x.ndim), keepdims), 1)
+    safe = E.where(lone, np.ones((), var.dtype), var)
+    return E.where(lone, E.sqrt(bind(stop_gradient_p, var)), E.sqrt(safe))
 
 
 def _nan_extremum(name: str, reduce, fill: float, a, axis, keepdims: bool):

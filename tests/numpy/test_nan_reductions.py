@@ -108,3 +108,25 @@ def test_nan_extremum_of_an_all_nan_slice_warns_as_numpy_eagerly(name):
     with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
         got = getattr(fnp, name)(x, axis=1)
     np.testing.assert_array_equal(np.asarray(got), expected)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"axis": 0}, {"axis": 1, "keepdims": True}])
+def test_nanstd_of_a_slice_of_one_value_has_derivative_zero_in_both_modes(kwargs):
+    # Such a slice's std is 0 whatever its value.  Forward mode gave NaN
+    # (sqrt' at 0 is inf, times a zero tangent) where reverse mode gave 0.
+    x = (np.array([[0.5, np.nan, 1.5], [np.nan, 3.0, 2.0], [np.nan, np.nan, 4.0]]) if kwargs
+         else np.array([0.5]))
+
+    def f(x):
+        return fnp.nanstd(x, **kwargs)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nor does sqrt' warn of a division by zero
+        fwd, rev = ft.jacfwd(f)(x), ft.jacrev(f)(x)
+        t = np.ones_like(x)
+        out, tangent = ft.jit(lambda x, t: ft.jvp(f, (x,), (t,)))(x, t)
+    np.testing.assert_array_equal(out, np.nanstd(x, **kwargs))
+    assert not np.isnan(fwd).any()
+    np.testing.assert_allclose(fwd, rev, rtol=1e-14, atol=0)
+    lone = np.sum(~np.isnan(x), **kwargs) <= 1
+    np.testing.assert_array_equal(np.where(lone, tangent, 0), 0)
