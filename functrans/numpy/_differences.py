@@ -112,7 +112,10 @@ def gradient(f, *varargs, axis=None, edge_order: int = 1):
     array([1. , 1.5, 2.5, 3. ])
     """
     f = asarray(f)
-    if f.dtype.kind in "biu":
+    if f.dtype == np.bool_:
+        raise TypeError("fnp.gradient: f is bool, whose differences are not defined (NumPy "
+                        "refuses them too); pass f.astype(float)")
+    if f.dtype.kind in "iu":
         f = _convert(f, np.float64)
     nd = f.ndim
     if axis is None:

@@ -51,13 +51,18 @@ _METHODS = ("inverted_cdf", "averaged_inverted_cdf", "closest_observation",
 # -- arguments ------------------------------------------------------------------------
 
 
-def _operand(name: str, a, axis):
-    """``a`` with the reduced axes moved to the front and merged into axis 0,
-    and the shape ``keepdims`` gives the result."""
+def _real_operand(name: str, a):
     a = asarray(a)
     if a.dtype.kind == "c":
         raise TypeError(f"fnp.{name}: a is complex ({a.dtype.name}); quantiles are defined for "
                         "real numbers: pass a.real, a.imag or abs(a)")
+    return a
+
+
+def _operand(name: str, a, axis):
+    """``a`` with the reduced axes moved to the front and merged into axis 0,
+    and the shape ``keepdims`` gives the result."""
+    a = _real_operand(name, a)
     axes = normalize_axes(name, axis, a.ndim)
     kept = tuple(1 if d in axes else s for d, s in enumerate(a.shape))
     rest = tuple(s for d, s in enumerate(a.shape) if d not in axes)
@@ -261,7 +266,7 @@ def _quantile(name: str, a, q, axis, method: str, keepdims: bool, weights, scale
 def _nanquantile(name: str, a, q, axis, method: str, keepdims: bool, weights, scale: float):
     q, weak = _fraction(name, q, scale)
     _check_method(name, method, weights)
-    if asarray(a).size == 0:
+    if _real_operand(name, a).size == 0:  # complex ones too are refused, as by NumPy
         return _nan_of_empty(a, axis, keepdims)
     x, kept = _operand(name, a, axis)
     if not is_floating(x.dtype):  # no NaNs to ignore: NumPy's quantile

@@ -69,6 +69,12 @@ def interp(x, xp, fp, left=None, right=None, period=None):
                          "give one value per sample point")
     if xp.shape[0] == 0:
         raise ValueError("fnp.interp: xp and fp are empty; give at least one sample")
+    for name, v in (("x", x), ("xp", xp)):
+        if v.dtype.kind == "c":
+            # The conversion to float64 below would drop the imaginary part.
+            raise TypeError(f"fnp.interp: {name} is complex ({v.dtype}); coordinates are real "
+                            f"(NumPy refuses them too): pass {name}.real, or interpolate "
+                            "along a real coordinate")
     dtype = np.complex128 if fp.dtype.kind == "c" else np.float64
     x, xp, fp = (v.astype(d) if v.dtype != d else v
                  for v, d in ((x, np.float64), (xp, np.float64), (fp, dtype)))

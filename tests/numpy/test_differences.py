@@ -96,3 +96,15 @@ def test_ediff1d_refuses_a_cast_numpy_refuses():
     with pytest.raises(TypeError, match="fnp.ediff1d: to_begin of dtype float64 cannot be cast"):
         fnp.ediff1d(np.array([1, 2], np.int8), to_begin=0.5)
     check_grads(lambda v: fnp.ediff1d(v, to_end=v[:1]), (np.array([1.0, 4.0, 2.0]),), order=2)
+
+
+def test_gradient_refuses_a_bool_array_as_numpy_does():
+    # It was converted to float64 and differenced; NumPy's subtraction of
+    # booleans raises.
+    f = np.array([True, False, True])
+    with pytest.raises(TypeError):
+        np.gradient(f)
+    with pytest.raises(TypeError, match=r"fnp.gradient: f is bool, whose differences are not "
+                                        r"defined \(NumPy refuses them too\); pass "
+                                        r"f.astype\(float\)"):
+        fnp.gradient(f)

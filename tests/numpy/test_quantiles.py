@@ -194,3 +194,16 @@ def test_empty_arrays_are_numpys(shape):
                     got = f(a)
                     assert got.shape == want.shape and got.dtype == want.dtype, (name, axis)
                     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name, q", [("nanquantile", 0.3), ("nanpercentile", 30)])
+def test_an_empty_complex_array_is_refused_as_numpy_refuses_it(name, q):
+    # The shortcut for an empty array returned nan+nanj before the dtype was
+    # looked at; NumPy refuses complex arrays of every size.
+    z = np.zeros((3, 0), np.complex128)
+    with pytest.raises(TypeError, match="real numbers"):
+        getattr(np, name)(z, q)
+    for how in (lambda f: f, ft.jit):
+        with pytest.raises(TypeError, match=rf"fnp.{name}: a is complex \(complex128\); "
+                                            r"quantiles are defined for real numbers"):
+            how(lambda z: getattr(fnp, name)(z, q))(z)

@@ -85,3 +85,17 @@ def test_interp_errors():
         fnp.interp(1.0, np.arange(3.0), np.arange(2.0))
     with pytest.raises(ValueError, match=r"period must be a non-zero value"):
         fnp.interp(1.0, np.arange(3.0), np.arange(3.0), period=0)
+
+
+@pytest.mark.parametrize("which", ["x", "xp"])
+def test_interp_refuses_complex_coordinates_as_numpy_does(which):
+    # They were cast to float64, silently dropping the imaginary part.
+    x, xp, fp = np.array([0.5, 1.5]), np.array([0.0, 1.0, 2.0]), np.array([1.0, 2.0, 4.0])
+    args = {"x": x, "xp": xp, "fp": fp}
+    args[which] = args[which] + 1j
+    with pytest.raises(TypeError):
+        np.interp(**args)
+    for how in (lambda f: f, ft.jit):
+        with pytest.raises(TypeError, match=rf"fnp.interp: {which} is complex \(complex128\); "
+                                            r"coordinates are real \(NumPy refuses them too\)"):
+            how(fnp.interp)(args["x"], args["xp"], args["fp"])
