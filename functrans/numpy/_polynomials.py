@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from functrans.core import Tracer
 from functrans.numpy import _convolution, _reductions, _shape, linalg
 from functrans.numpy import _elementwise as E
 from functrans.numpy._creation import zeros_like
@@ -133,9 +134,29 @@ def polysub(a1, a2):
 
 def polymul(a1, a2):
     """``numpy.polymul``: the product of two polynomials (the convolution of
-    their coefficients)."""
-    a1, a2 = _shape.atleast_1d(asarray(a1)), _shape.atleast_1d(asarray(a2))
+    their coefficients).  NumPy first drops each operand's leading zero
+    coefficients (it makes them ``poly1d`` objects; no coefficients at all
+    become ``[0]``), and so does this on concrete arrays.  NB: on traced
+    coefficients (under ``jit``, ``vmap``, ``grad``) which of them are zero is
+    not known while tracing, and the product keeps them: the same
+    polynomial, with the leading zeros NumPy leaves out.
+
+    >>> polymul(np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0]))
+    array([1., 5., 6.])
+    """
+    a1, a2 = (_without_leading_zeros(_shape.atleast_1d(asarray(a))) for a in (a1, a2))
     return _convolution.convolve(a1, a2)
+
+
+def _without_leading_zeros(p):
+    """``poly1d(p)``'s coefficients where ``p``'s values are known, else ``p``."""
+    if isinstance(p, Tracer) and p.val is None:
+        return p
+    value = np.asarray(p._concrete("fnp.polymul") if isinstance(p, Tracer) else p)
+    nonzero = np.flatnonzero(value != 0)
+    if len(nonzero) == 0:
+        return np.zeros(1, value.dtype)
+    return p[int(nonzero[0]):] if nonzero[0] else p
 
 
 def _coefficients(name: str, p):

@@ -115,3 +115,19 @@ def test_polynomial_arithmetic_errors_and_derivatives():
         fnp.polyder(np.ones((2, 3)))
     p = np.array([0.5, -2.0, 3.0])
     check_grads(lambda q: fnp.polyint(fnp.polyder(fnp.polymul(q, q), 1), 2, k=q[:1]), (p,), order=2)
+
+
+@pytest.mark.parametrize("a1, a2", [([0.0, 1.0, 2.0], [1.0, 3.0]), ([-0.0, 0.0], [2.0]),
+                                    ([], [1.0]), ([np.nan, 1.0], [0.0, 2.0]),
+                                    ([0, 0, 3], [0, 1])])
+def test_polymul_drops_leading_zeros_as_numpy_does(a1, a2):
+    # NumPy's polymul makes poly1d objects of its operands, which drop their
+    # leading zero coefficients; the product was one longer per zero (and
+    # empty coefficients were refused).
+    a1, a2 = np.array(a1), np.array(a2)
+    want, got = np.polymul(a1, a2), fnp.polymul(a1, a2)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    # Traced, the zeros are not known: the same polynomial, its zeros kept.
+    traced = ft.jit(fnp.polymul)(a1, a2) if a1.size else got
+    np.testing.assert_array_equal(np.polyval(traced, 1.7), np.polyval(want, 1.7))
