@@ -29,7 +29,6 @@ from functrans.numpy._elementwise import (
     add,
     isnan,
     less,
-    less_equal,
     logical_and,
     logical_or,
     where,
@@ -37,6 +36,7 @@ from functrans.numpy._elementwise import (
 from functrans.numpy._elementwise_compositions import _arg, _cast
 from functrans.numpy._static_properties import shape
 from functrans.numpy._util import asarray, is_traced, normalize_axis
+from functrans.primitives import elementwise as ew
 from functrans.primitives.sort import sort_p
 from functrans.primitives.sort import take_along_axis as _take_along_same_shape
 
@@ -159,14 +159,31 @@ def searchsorted(a, v, side="left", sorter=None):
         a = _indexing.getitem(a, asarray(sorter))
     v = _arg(v)
     v_col = _shape.expand_dims(asarray(v), -1)
-    nan_v = isnan(v_col)
     if side == "left":
-        before = logical_or(less(a, v_col), logical_and(nan_v, _elementwise.logical_not(isnan(a))))
+        before = _sorts_before(a, v_col)
     else:
-        before = logical_or(less_equal(a, v_col), nan_v)
+        before = _elementwise.logical_not(_sorts_before(v_col, a))
     out = _reductions.sum(before, axis=-1, dtype=np.intp)
     # NumPy's indices are a new C-ordered array, whatever v's order.
     return _memory_order.laid_out(out, _memory_order.c_proxy(tuple(out.shape)))
+
+
+def _sorts_before(x, y):
+    """``x < y`` in NumPy's sort order, elementwise: NaNs last, and complex
+    numbers by real part, then imaginary part, where a NaN part sorts after
+    every number (NumPy's order: R + Rj, R + nanj, nan + Rj, nan + nanj).
+    Plain ``<`` on complex numbers is False against any NaN part, which put
+    those values anywhere."""
+    x, y = asarray(x), asarray(y)
+    if x.dtype.kind != "c" and y.dtype.kind != "c":
+        return logical_or(less(x, y), logical_and(isnan(y), _elementwise.logical_not(isnan(x))))
+    xr, xi, yr, yi = ew.real(x), ew.imag(x), ew.real(y), ew.imag(y)
+    x_im_ok, y_im_nan = _elementwise.logical_not(isnan(xi)), isnan(yi)
+    imag_before = logical_or(less(xi, yi), logical_and(y_im_nan, x_im_ok))
+    same_real = logical_or(_elementwise.equal(xr, yr), logical_and(isnan(xr), isnan(yr)))
+    return where(less(xr, yr), logical_or(x_im_ok, y_im_nan),
+                 where(_elementwise.greater(xr, yr), logical_and(y_im_nan, x_im_ok),
+                       where(same_real, imag_before, isnan(yr))))
 
 
 def select(condlist, choicelist, default=0):

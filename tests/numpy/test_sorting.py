@@ -236,3 +236,18 @@ def test_argsort_of_a_0d_array_is_numpys_array_of_one_index_and_sort_refuses_it(
         fnp.partition(x, 0)
     with pytest.raises(IndexError, match=r"axis 5 is out of bounds"):
         fnp.argsort(x, axis=5)
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_traced_searchsorted_orders_complex_nan_parts_as_numpy_sorts_them(side):
+    # NumPy sorts R + Rj, R + nanj, nan + Rj, nan + nanj; the traced path
+    # compared complex numbers with <, False against any NaN part.
+    parts = [(-1.5, 0.0), (1.0, -np.inf), (1.0, 2.0), (np.inf, np.nan), (1.0, np.nan),
+             (np.nan, -1.0), (np.nan, 3.0), (np.nan, np.nan), (-0.0, -0.0)]
+    z = np.empty(len(parts), np.complex128)  # set part by part: 1j * inf would be nan + infj
+    z.real, z.imag = [p[0] for p in parts], [p[1] for p in parts]
+    a = np.sort(z[[0, 2, 4, 5, 7]])
+    want = np.searchsorted(a, z, side)
+    np.testing.assert_array_equal(ft.jit(lambda a, v: fnp.searchsorted(a, v, side))(a, z), want)
+    np.testing.assert_array_equal(
+        ft.vmap(lambda v: fnp.searchsorted(a, v, side))(z[:, None])[:, 0], want)
