@@ -47,18 +47,22 @@ def _replaced(a, value):
     return E.where(mask, np.asarray(value, x.dtype), x), mask
 
 
-def nansum(a, axis=None, dtype=None, out=None, keepdims=False):
-    """``numpy.nansum``: the sum with NaNs counted as 0.
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    """``numpy.nansum``: the sum with NaNs counted as 0 (``initial`` and
+    ``where`` as in ``sum``).
 
     >>> nansum(np.array([[1.0, np.nan], [2.0, 3.0]]), axis=1)
     array([1., 5.])
     """
-    return R.sum(_replaced(a, 0)[0], axis=axis, dtype=dtype, keepdims=keepdims)
+    return R.sum(_replaced(a, 0)[0], axis=axis, dtype=dtype, keepdims=keepdims,
+                 initial=initial, where=where)
 
 
-def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
-    """``numpy.nanprod``: the product with NaNs counted as 1."""
-    return R.prod(_replaced(a, 1)[0], axis=axis, dtype=dtype, keepdims=keepdims)
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    """``numpy.nanprod``: the product with NaNs counted as 1 (``initial`` and
+    ``where`` as in ``prod``)."""
+    return R.prod(_replaced(a, 1)[0], axis=axis, dtype=dtype, keepdims=keepdims,
+                  initial=initial, where=where)
 
 
 def nancumsum(a, axis=None, dtype=None, out=None):

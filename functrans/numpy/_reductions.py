@@ -279,23 +279,28 @@ amax = max
 amin = min
 
 
-def all(a, axis=None, out=None, keepdims=False):
-    """``numpy.all``: whether every element along ``axis`` is true (nonzero).
+def all(a, axis=None, out=None, keepdims=False, *, where=True):
+    """``numpy.all``: whether every element along ``axis`` is true (nonzero);
+    ``where=False`` positions are left out (an empty slice is True).
 
     >>> all(np.array([[1, 0], [2, 3]]), axis=1)
     array([False,  True])
     """
-    return _reduce("all", reduce_and_p, _truth(a), axis, keepdims)
+    return _reduce("all", reduce_and_p, _truth("all", a, where, True), axis, keepdims)
 
 
-def any(a, axis=None, out=None, keepdims=False):
-    """``numpy.any``: whether some element along ``axis`` is true (nonzero)."""
-    return _reduce("any", reduce_or_p, _truth(a), axis, keepdims)
+def any(a, axis=None, out=None, keepdims=False, *, where=True):
+    """``numpy.any``: whether some element along ``axis`` is true (nonzero);
+    ``where=False`` positions are left out (an empty slice is False)."""
+    return _reduce("any", reduce_or_p, _truth("any", a, where, False), axis, keepdims)
 
 
-def _truth(a):
-    x = asarray(a)
-    return _convert(x, np.bool_)
+def _truth(name: str, a, where, identity: bool):
+    """``a``'s truth values, with ``identity`` at the positions ``where`` leaves out."""
+    x = _convert(asarray(a), np.bool_)
+    if where is True:
+        return x
+    return _where(_where_mask(name, where, tuple(x.shape)), x, np.asarray(identity))
 
 
 # -- mean, var, std -------------------------------------------------------------------

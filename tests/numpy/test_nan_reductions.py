@@ -130,3 +130,27 @@ def test_nanstd_of_a_slice_of_one_value_has_derivative_zero_in_both_modes(kwargs
     np.testing.assert_allclose(fwd, rev, rtol=1e-14, atol=0)
     lone = np.sum(~np.isnan(x), **kwargs) <= 1
     np.testing.assert_array_equal(np.where(lone, tangent, 0), 0)
+
+
+_W = np.array([[True, True, False], [False, True, True]])
+
+
+@pytest.mark.parametrize("name", ["nansum", "nanprod"])
+@pytest.mark.parametrize("kw", [{"where": _W}, {"where": _W[0], "axis": 0}, {"initial": 2.0},
+                                {"initial": -1.0, "where": _W, "axis": 1, "keepdims": True}],
+                         ids=["where", "where-axis0", "initial", "both-keepdims"])
+def test_nansum_and_nanprod_take_numpys_initial_and_where(name, kw):
+    # Both were refused with Python's "unexpected keyword argument".
+    x = np.array([[1.5, np.nan, -0.0], [np.inf, 2.0, np.nan]])
+
+    def ours(x):
+        return getattr(fnp, name)(x, **kw)
+
+    want = getattr(np, name)(x, **kw)
+    for got in (ours(x), ft.jit(ours)(x)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    # Left-out and NaN positions get no derivative.
+    g = ft.grad(lambda x: getattr(fnp, name)(x * x, where=_W[1]))(np.array([1.0, 2.0, np.nan]))
+    np.testing.assert_array_equal(g, [0.0, 4.0, 0.0])

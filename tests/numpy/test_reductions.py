@@ -254,3 +254,27 @@ def test_numpy_functions_dispatch_on_tracers():
     assert {"reduce_sum", "reduce_max", "sqrt"} <= names
     (out,) = eval_jaxpr(jaxpr, x)
     assert_same(np.asarray(out), f(x))
+
+
+_ROWS = np.array([[1.0, 0.0, np.nan], [0.0, 0.0, 2.0]])
+
+
+@pytest.mark.parametrize("name", ["all", "any"])
+@pytest.mark.parametrize("where, kw", [
+    (np.array([True, False, True]), {}),
+    (np.array([[False, True, False], [False, False, False]]), {"axis": 1}),
+    (np.array([False, True, True]), {"axis": 0, "keepdims": True}),
+], ids=["all-axes", "axis1", "axis0-keepdims"])
+def test_all_and_any_take_numpys_where(name, where, kw):
+    # where= was refused with Python's "unexpected keyword argument".
+    def ours(x):
+        return getattr(fnp, name)(x, where=where, **kw)
+
+    want = getattr(np, name)(_ROWS, where=where, **kw)
+    for got in (ours(_ROWS), functrans.jit(ours)(_ROWS)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    row_mask = where[-1] if where.ndim > 1 else where
+    np.testing.assert_array_equal(
+        functrans.vmap(lambda r: getattr(fnp, name)(r, where=row_mask))(_ROWS),
+        [getattr(np, name)(r, where=row_mask) for r in _ROWS])
