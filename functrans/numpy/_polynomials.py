@@ -149,7 +149,10 @@ def polymul(a1, a2):
 
 
 def _without_leading_zeros(p):
-    """``poly1d(p)``'s coefficients where ``p``'s values are known, else ``p``."""
+    """``poly1d(p)``'s coefficients where ``p``'s values are known (and for
+    no coefficients, traced or not), else ``p``."""
+    if p.shape[0] == 0:
+        return np.zeros(1, p.dtype)
     if isinstance(p, Tracer) and p.val is None:
         return p
     value = np.asarray(p._concrete("fnp.polymul") if isinstance(p, Tracer) else p)
