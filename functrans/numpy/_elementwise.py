@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from functrans.core import Primitive, Tracer, bind, bind_in_wrapper
+from functrans.core import Primitive, Tracer, bind, bind_in_wrapper, user_frame_summary
 from functrans.dtypes import is_floating, is_inexact
 from functrans.errors import ConcretizationError, DTypeError
 from functrans.numpy import _inplace, _memory_order, _shape
@@ -89,7 +89,13 @@ def _into(name: str, result: Any, out: Any, where: Any) -> Any:
         raise TypeError(
             f"{name}: where= without out= would leave the unselected elements undefined "
             "(uninitialised memory in NumPy); pass out=, or use functrans.numpy.where")
-    return _inplace.update(out, result, getattr(np, name), f"{name}(..., out=)", where)
+    ufunc = _UFUNC_BEHIND.get(name) or getattr(np, name)
+    return _inplace.update(out, result, ufunc, f"{name}(..., out=)", where)
+
+
+#: The ufunc that NumPy's function of each name here, not itself a ufunc,
+#: writes ``out`` with: its casting error names that ufunc.
+_UFUNC_BEHIND = {"clip": np._core.umath.clip, "fix": np.trunc}  # type: ignore[attr-defined]
 
 
 def ufunc_keywords(fn: Callable) -> Callable:
@@ -293,8 +299,9 @@ def isinf(x, /):
     return equal(absolute(x), math.inf)
 
 
-def round(a, decimals: int = 0, out: None = None):
-    """``numpy.round``: round half to even, to ``decimals`` digits.
+def round(a, decimals: int = 0, out=None):
+    """``numpy.round``: round half to even, to ``decimals`` digits; into
+    ``out`` in NumPy's steps (``_round_into``).
 
     Complex numbers are rounded part by part, as NumPy does (scaling a
     complex number by a power of ten would turn an infinite part's partner
@@ -304,6 +311,8 @@ def round(a, decimals: int = 0, out: None = None):
     array([0.5, 1.5, 2.2])
     """
     x = asarray(a)
+    if out is not None:
+        return _round_into(x, decimals, out)
     if decimals == 0 or (decimals > 0 and x.dtype.kind in "iu"):
         return _rint(x)
     if x.dtype == np.bool_:
@@ -333,6 +342,44 @@ def round(a, decimals: int = 0, out: None = None):
 
 
 around = round
+
+
+def _round_into(x: Any, decimals: int, out: Any) -> Any:
+    """``out`` after NumPy's ``round(x, decimals, out=out)``, which writes
+    into ``out`` step by step, each step an assignment or a ufunc into
+    ``out`` (so it casts by ``same_kind`` and broadcasts, once the sizes are
+    checked): an integer ``x`` at ``decimals >= 0`` is copied in; at
+    ``decimals == 0``, ``rint`` of ``x`` is; otherwise ``x`` is scaled by a
+    power of ten (a Python float: in ``x``'s dtype, float64 for integers and
+    bools), cast into ``out``, then rounded and scaled back in ``out``'s own
+    dtype.  The intermediate rounding to ``out``'s dtype shows: a float64 ``x``
+    into a float32 ``out`` is not ``x`` rounded then cast, an integer ``-15``
+    at ``decimals=-2`` is ``-0.0`` in a float ``out``, and an integer ``out``
+    of a scaled ``x`` is NumPy's casting error.  A complex ``x`` is cast into
+    ``out`` and rounded there (with ``round``'s complex scaling)."""
+    _inplace.check_sized_out("round", tuple(x.shape), out)
+    what = "round(..., out=)"
+    if x.dtype.kind == "c" or (decimals >= 0 and x.dtype.kind in "iu"):
+        if not np.can_cast(x.dtype, out.dtype, "same_kind"):
+            raise TypeError(
+                f"round: cannot cast array data from {x.dtype!r} to {out.dtype!r} according "
+                f"to the rule 'same_kind' (at {user_frame_summary()}), as NumPy's round says: "
+                f"pass an out of dtype {x.dtype}")
+        _inplace.update(out, x, np.positive, what)
+        if x.dtype.kind == "c":
+            _inplace.update(out, round(out, decimals), np.positive, what)
+        return out
+    if decimals == 0:
+        return _inplace.update(out, round(x), np.rint, what)
+    scale = _power_of_ten(decimals if decimals > 0 else -decimals)  # (abs is NumPy's here)
+    scale_by, unscale_by = (np.multiply, np.divide) if decimals > 0 else (np.divide, np.multiply)
+    _inplace.update(out, _SCALINGS[scale_by](x, scale), scale_by, what)
+    _inplace.update(out, _rint(out), np.rint, what)
+    return _inplace.update(out, _SCALINGS[unscale_by](out, scale), unscale_by, what)
+
+
+#: round's scalings, by the NumPy ufunc whose casting error each gives.
+_SCALINGS: dict[Any, Callable] = {np.multiply: multiply, np.divide: divide}
 
 
 def _power_of_ten(k: int) -> float:

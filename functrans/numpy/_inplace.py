@@ -440,9 +440,21 @@ def update(target: Any, result: Any, ufunc: Any, what: str, where: Any = True) -
         raise scalar_target_error(target, what, "NumPy says return arrays must be of ArrayType")
     value = cast_for_update(fit(what, result, target), target, ufunc)
     if where is not True:
-        mask = fit(what, asarray(where), target)
-        value = bind(select_p, _as_bool(mask), value, target)
+        value = bind(select_p, _where_mask(what, where, target), value, target)
     return assign(target, value, what)
+
+
+def _where_mask(what: str, where: Any, target: Any) -> Any:
+    """``where=`` as a bool mask of ``target``'s shape.  NumPy converts a
+    Python or NumPy scalar or a list to bool, and refuses an array of
+    another dtype (it casts by ``safe``), as this does for a traced one."""
+    mask = asarray(where)
+    if mask.dtype != np.bool_ and (isinstance(where, (np.ndarray, Tracer))):
+        raise TypeError(
+            f"{what}: cannot cast array data from {mask.dtype!r} to dtype('bool') according "
+            f"to the rule 'safe' (at {user_frame_summary()}), as NumPy says of where=: pass a "
+            f"bool array (where=mask != 0)")
+    return _as_bool(fit(what, mask, target))
 
 
 def _as_bool(x):
@@ -493,15 +505,14 @@ def _numpy_assigned(how: Callable, value: Any, converted: np.ndarray, dtype: Any
 #: How each ``functrans.numpy`` function (``linalg.`` ones so named) that takes
 #: NumPy's ``out=`` writes its result there, as NumPy's function does: the
 #: casting rule, and whether the result broadcasts to ``out``'s shape (else the
-#: shapes must be equal; ``"sized"``: it broadcasts to an ``out`` of as many
-#: elements, as NumPy's ``round`` checks the sizes and then calls ufuncs).
+#: shapes must be equal).
 #: NumPy computes in the result's own dtype, then casts into ``out``; its
 #: rules differ per function (checked against NumPy):
 #:
 #: - ``"unsafe"``: any cast (complex to real keeps the real part, with NumPy's
 #:   ``ComplexWarning``);
 #: - ``"same_kind"``: NumPy's rule of that name, where NumPy ends in a ufunc
-#:   (``round``, the quantiles' ``add``);
+#:   (the quantiles' ``add``);
 #: - ``"keyword"``: the function's ``casting=`` keyword;
 #: - ``"exact"``: ``out`` has the result's dtype (``dot``);
 #: - ``"index"``: ``out`` casts safely to ``intp`` (the arg-reductions);
@@ -516,15 +527,15 @@ def _numpy_assigned(how: Callable, value: Any, converted: np.ndarray, dtype: Any
 #: whose NumPy writes into ``out`` in steps take ``out`` themselves and follow
 #: those steps: ``mean``, ``var``, ``std``, ``median`` and their ``nan`` forms
 #: (the total into ``out``, then divided there), ``ptp`` (the maxima, then
-#: less the minima), ``einsum`` (computed in the operands' and ``out``'s common
-#: dtype) and ``clip`` (NumPy's ufunc in disguise).
-OUT_FUNCTIONS: dict[str, tuple[str, bool | str]] = {
+#: less the minima), ``round`` (scaled into ``out``, rounded and scaled back
+#: there), ``einsum`` (computed in the operands' and ``out``'s common dtype) and
+#: ``clip`` (NumPy's ufunc in disguise).
+OUT_FUNCTIONS: dict[str, tuple[str, bool]] = {
     **dict.fromkeys(["sum", "prod", "all", "any", "trace", "cumsum", "cumprod",
                      "cumulative_sum", "cumulative_prod", "nansum", "nanprod", "nancumsum",
                      "nancumprod"], ("unsafe", False)),
     **dict.fromkeys(["max", "min", "amax", "amin", "nanmax", "nanmin"], ("extremum", False)),
     **dict.fromkeys(["nanmedian", "nanquantile", "nanpercentile"], ("unsafe", True)),
-    **dict.fromkeys(["round", "around"], ("same_kind", "sized")),
     **dict.fromkeys(["quantile", "percentile", "outer", "matmul"], ("same_kind", True)),
     **dict.fromkeys(["concatenate", "concat", "stack"], ("keyword", False)),
     **dict.fromkeys(["dot", "linalg.multi_dot"], ("exact", False)),
@@ -600,7 +611,7 @@ def _may_share_memory(a: Any, b: Any) -> bool:
     return np.intersect1d(a._base.positions(), b._base.positions()).size > 0
 
 
-def write_out(name: str, result: Any, out: Any, casting: str, broadcast: bool | str,
+def write_out(name: str, result: Any, out: Any, casting: str, broadcast: bool,
               array: Any = None) -> Any:
     """``out`` after NumPy's ``name(..., out=out)`` gave ``result``: the
     result cast by ``casting`` (a rule of ``OUT_FUNCTIONS``; ``array``: the
@@ -611,20 +622,10 @@ def write_out(name: str, result: Any, out: Any, casting: str, broadcast: bool | 
     they overlap), and so does this: the result is complete before it is
     written."""
     what = f"{name}(..., out=)"
-    trace = current_trace()
-    label = f"{trace.fun_name}: {name}" if trace is not None else name
-    if type(out) is not Tracer and not isinstance(out, np.ndarray):
-        raise TypeError(
-            f"{label}: out= must be an array (NumPy says: return arrays must be of "
-            f"ArrayType), got a {type(out).__name__}; pass an array of the result's shape")
+    label = _label(name)
+    _check_out_type(label, out)
     result = asarray(result)
     _check_out_cast(label, name, casting, result.dtype, out.dtype, array)
-    if broadcast == "sized" and math.prod(result.shape) != math.prod(out.shape):
-        raise ValueError(
-            f"{label}: out= has shape {tuple(out.shape)}, but the result has shape "
-            f"{tuple(result.shape)} (at {user_frame_summary()}); NumPy refuses an out of "
-            f"another size too (invalid output shape): pass an out of {math.prod(result.shape)} "
-            "elements")
     if broadcast:
         value = fit(what, result, out)
     elif tuple(result.shape) != tuple(out.shape):
@@ -642,6 +643,32 @@ def write_out(name: str, result: Any, out: Any, casting: str, broadcast: bool | 
     if value.dtype != out.dtype:
         value = convert_element_type(value, out.dtype)
     return assign(out, value, what)
+
+
+def _label(name: str) -> str:
+    """``name`` prefixed by the traced function's name, where one is traced."""
+    trace = current_trace()
+    return f"{trace.fun_name}: {name}" if trace is not None else name
+
+
+def _check_out_type(label: str, out: Any) -> None:
+    if type(out) is not Tracer and not isinstance(out, np.ndarray):
+        raise TypeError(
+            f"{label}: out= must be an array (NumPy says: return arrays must be of "
+            f"ArrayType), got a {type(out).__name__}; pass an array of the result's shape")
+
+
+def check_sized_out(name: str, shape: tuple[int, ...], out: Any) -> None:
+    """Refuse an ``out`` for a result of ``shape`` where NumPy's ``name``
+    (``round``, which checks the sizes and then writes with ufuncs) does: one
+    that is not an array, or one of another number of elements."""
+    label = _label(name)
+    _check_out_type(label, out)
+    if math.prod(shape) != math.prod(out.shape):
+        raise ValueError(
+            f"{label}: out= has shape {tuple(out.shape)}, but the result has shape "
+            f"{tuple(shape)} (at {user_frame_summary()}); NumPy refuses an out of another "
+            f"size too (invalid output shape): pass an out of {math.prod(shape)} elements")
 
 
 def _check_out_cast(label: str, name: str, casting: Any, have: np.dtype, to: np.dtype,
@@ -709,7 +736,7 @@ def copyto(dst, src, casting="same_kind", where=True):
     value = fit("copyto", src, dst)
     value = value if value.dtype == dst.dtype else convert_element_type(value, dst.dtype)
     if where is not True:
-        value = bind(select_p, _as_bool(fit("copyto", asarray(where), dst)), value, dst)
+        value = bind(select_p, _where_mask("copyto", where, dst), value, dst)
     assign(dst, value, "copyto(dst, src)")
     return None
 

@@ -135,8 +135,8 @@ def test_same_kind_functions_take_float32_and_refuse_int_as_numpy(name):
         return
     with pytest.raises(TypeError):
         call(X.copy(), np.zeros(shape, int))
-    with pytest.raises(TypeError, match=r"out= has dtype int64|Cannot cast ufunc 'sqrt' output "
-                                        r"from dtype\('float64'\) to dtype\('int64'\)"):
+    with pytest.raises(TypeError, match=r"out= has dtype int64|Cannot cast ufunc '(sqrt|multiply)' "
+                                        r"output from dtype\('float64'\) to dtype\('int64'\)"):
         ft.jit(_into(call))(X, np.zeros(shape, int))
 
 
@@ -372,3 +372,103 @@ def test_view_of_a_scalar_is_a_copy_and_of_a_0d_array_a_view():
 def test_view_as_a_type_that_is_no_ndarray_is_refused_clearly():
     with pytest.raises(TypeError, match=r"x.view\(type=list\): type must be an ndarray type"):
         ft.jit(lambda x: x.view(type=list))(np.zeros(2))
+
+
+def _bits(a):
+    a = np.asarray(a)
+    return a.view(f"u{a.itemsize}") if a.dtype.kind in "fc" else a
+
+
+ROUND_VALUES = np.array([-15.0, 125.73, -5356693.5, 9470809.6, 0.0125, -0.35, 6404.2265, 3e4,
+                         -6.1e4, 2.5])
+
+
+@pytest.mark.parametrize("x_dtype", [np.float64, np.float32, np.float16, np.int64, np.int8,
+                                     np.bool_])
+@pytest.mark.parametrize("out_dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("decimals", [-2, -1, 0, 1, 3])
+def test_round_into_out_rounds_in_outs_dtype_as_numpy(x_dtype, out_dtype, decimals):
+    # NumPy scales x into out, then rounds and scales back there: a float64
+    # array into a float32 out is not the rounded array cast, -15 at
+    # decimals=-2 is -0.0 in a float out, a float16 out overflows where
+    # x * 10**decimals does, and a bool array takes any decimals into a float out.
+    x = (ROUND_VALUES if x_dtype is not np.bool_ else ROUND_VALUES > 0)
+    x = np.clip(x, -128, 127).astype(x_dtype) if x_dtype is np.int8 else x.astype(x_dtype)
+    want = np.zeros(x.shape, out_dtype)
+    with np.errstate(over="ignore"):
+        np.round(x, decimals, out=want)
+        got = ft.jit(_into(lambda x, o: np.round(x, decimals, out=o)))(x, np.zeros_like(want))
+        eager = fnp.round(x, decimals, out=np.zeros_like(want))
+    assert got.dtype == want.dtype and eager.dtype == want.dtype
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+    np.testing.assert_array_equal(_bits(eager), _bits(want))
+
+
+def test_round_into_an_integer_out_is_numpys_answer_or_its_refusal():
+    ints = np.array([-15, 25, 100, 7], np.int64)
+    for x, decimals, out in [(ints, 0, np.zeros(4, np.int16)), (ints, 2, np.zeros(4, np.int8)),
+                             (ints, -1, np.zeros(4, np.int64)), (ints * 1.5, 1, np.zeros(4, int)),
+                             (ints, 1, np.zeros(4, np.uint8))]:
+        try:
+            want = np.round(x, decimals, out=out.copy())
+        except TypeError as error:
+            with pytest.raises(TypeError, match=r"Cannot cast ufunc '(divide|multiply)' output|"
+                                                r"cannot cast array data from dtype\('int64'\) to "
+                                                r"dtype\('uint8'\) according to the rule "
+                                                r"'same_kind' \(at .*\), as NumPy's round says"):
+                ft.jit(_into(lambda x, o, d=decimals: np.round(x, d, out=o)))(x, out)
+            assert "divide" in str(error) or "multiply" in str(error) or "uint8" in str(error)
+            continue
+        got = ft.jit(_into(lambda x, o, d=decimals: np.round(x, d, out=o)))(x, out)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+
+
+def test_round_into_out_under_vmap_is_the_loop():
+    def f(x):
+        o = x.astype(np.float32)  # a traced array of the function's own
+        np.round(x, 1, out=o)
+        return o
+
+    x = np.array([[125.73, -7037352.35806993], [136646.34705497, -7434992.49353808]])
+    want = np.stack([f(row) for row in x])
+    np.testing.assert_array_equal(_bits(ft.vmap(f)(x)), _bits(want))
+    np.testing.assert_array_equal(_bits(want), _bits(np.round(x, 1, out=np.zeros(x.shape,
+                                                                                  np.float32))))
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, o, w: np.add(x, 1.0, out=o, where=w),
+    lambda x, o, w: fnp.multiply(x, 2.0, out=o, where=w),
+    lambda x, o, w: np.copyto(o, x, where=w),
+])
+def test_where_of_another_dtype_than_bool_is_refused_as_numpy(call):
+    x = np.arange(3.0)
+    for where in [np.array([1, 0, 1]), np.array([1.0, 0.0, 2.0]), np.array([1, 0, 1], np.int8)]:
+        with pytest.raises(TypeError, match=r"according to the rule 'safe'"):
+            call(x, np.zeros(3), where)
+        with pytest.raises(TypeError, match=r"cannot cast array data from dtype\('(int64|float64|"
+                                            r"int8)'\) to dtype\('bool'\) according to the rule "
+                                            r"'safe' \(at .*\), as NumPy says of where=: pass a "
+                                            r"bool array"):
+            ft.jit(lambda x, o, w: (call(x, o, w), o)[1])(x, np.zeros(3), where)
+    # a Python or NumPy scalar, or a list, is converted to bool, as NumPy converts it
+    for where in [1, 0.0, np.int8(1), [1, 0, 2], [True, False, True]]:
+        want = np.zeros(3)
+        call(x, want, where)
+        got = ft.jit(lambda x, o, w=where: (call(x, o, w), o)[1])(x, np.zeros(3))
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name, call", [
+    ("clip", lambda x, o: np.clip(x, 0, 1, out=o)),
+    ("trunc", lambda x, o: np.fix(x, out=o)),
+])
+def test_casting_errors_of_clip_and_fix_name_numpys_ufunc(name, call):
+    with pytest.raises(TypeError) as numpy_error:
+        call(np.arange(3.0), np.zeros(3, np.int8))
+    with pytest.raises(TypeError) as error:
+        ft.jit(_into(call))(np.arange(3.0), np.zeros(3, np.int8))
+    assert str(error.value).startswith(str(numpy_error.value))  # its text (str failed before)
+    assert f"Cannot cast ufunc '{name}' output from dtype('float64') to dtype('int8')" in str(
+        error.value)
