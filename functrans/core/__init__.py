@@ -5,7 +5,8 @@ It is a set of rooms, each written with those below it (the import-linter
 contract in pyproject.toml):
 
 * ``evaluation``: ``trace_to_jaxpr``, ``eval_jaxpr``, ``run_jaxpr``;
-* ``tracing``: ``Tracer``, ``JaxprTrace``, ``Member``, ``bind``, ``bind_in_wrapper``;
+* ``tracing``: ``Tracer``, ``JaxprTrace``, ``Member``, ``bind``, ``bind_in_wrapper``,
+  ``bind_shared`` with ``shared_params``;
 * ``dispatch``: the backends of concrete arrays, ``apply_impl``, ``check_values``;
 * ``ir``: ``Var``, ``Literal``, ``Eqn``, ``Jaxpr``, ``ClosedJaxpr``, printing, DOT,
   ``check_jaxpr``;
@@ -113,11 +114,13 @@ from functrans.core.tracing import (
     _avals_out,
     bind,
     bind_in_wrapper,
+    bind_shared,
     current_trace,
     give_layout,
     in_jit,
     install_tracer_layout,
     memory_layout,
+    shared_params,
     tracer_layout,
 )
 
@@ -126,8 +129,8 @@ __all__ = [
     "Placings", "Primitive", "ProgramCache", "RecentHits", "RuleFactory", "ScalarStruct",
     "ShapeDtypeStruct", "ShapedArray", "Source", "SourceMap", "SourceTable", "Tracer",
     "UndefinedPrimal", "Var", "Zero", "_abstract_eval", "_avals_out", "_params_key", "apply_impl",
-    "array_module", "backend_of_type", "bind", "bind_in_wrapper", "check_jaxpr", "check_values",
-    "collector_paused",
+    "array_module", "backend_of_type", "bind", "bind_in_wrapper", "bind_shared", "check_jaxpr",
+    "check_values", "collector_paused",
     "count_of", "current_source", "current_trace", "derived_source", "device_backends",
     "effects_muted", "eval_jaxpr", "format_source", "fun_name", "get_aval", "give_layout",
     "has_effect", "in_jit", "install_tracer_layout", "instantiate", "jaxpr_runner",
@@ -136,6 +139,7 @@ __all__ = [
     "open_jaxpr", "placed_sources", "plain_array", "pp_jaxpr", "program_cache", "record",
     "register_aval_type", "registry", "remapped", "render_dot", "resourced", "rule_factory",
     "run_jaxpr", "same_sources", "set_host_backend", "set_source", "set_value_checks",
+    "shared_params",
     "source_location", "source_map", "sources_of", "trace_to_jaxpr", "tracer_layout",
     "user_frame_summary", "user_source", "zero_derivative",
 ]

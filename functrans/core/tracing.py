@@ -509,8 +509,15 @@ class JaxprTrace:
                 if type(a) is Tracer and a._trace is self and type(b) is Tracer \
                         and b._trace is self:
                     u, w = a._var, b._var
-                    found = None if params else _avals_out_by_id.get(
-                        (prim, id(u.aval)) if n == 1 else (prim, id(u.aval), id(w.aval)))
+                    if not params:
+                        found = _avals_out_by_id.get(
+                            (prim, id(u.aval)) if n == 1 else (prim, id(u.aval), id(w.aval)))
+                    elif n == 1:
+                        # by the params' id where they are ``shared_params``'
+                        # (an unshared dict's id is no key)
+                        found = _avals_out_by_id.get((prim, id(params), id(u.aval)))
+                    else:
+                        found = None
                     out = found[0] if found is not None else self._abstract(
                         prim, [u.aval] if n == 1 else [u.aval, w.aval], params)
                     source = user_source(_FROM_PROCESS + skip)
@@ -826,9 +833,47 @@ _avals_out_by_id: dict[tuple, tuple] = {}
 _KEYED_PARAMS = frozenset({int, bool, str, type(None)})
 
 
+#: The dicts ``shared_params`` gave, by their params' names, types and values.
+_shared_params: dict[tuple, dict] = {}
+
+#: The same dicts by their ids (each kept alive here, so no other object
+#: has its id).
+_shared_ids: dict[int, dict] = {}
+
+
+def shared_params(**params) -> dict:
+    """One dict of ``params`` (of hashable values), the same one for every
+    call with the same names, types and values: the params of the
+    equations a library function binds with ``bind_shared``, whose result
+    types are then found by the dict's id (0.1 us) where the params'
+    names, types and values are read and hashed on each call (0.7 us).
+    Never freed: for the few params each such function uses (``axes`` of
+    every axis at each rank, ``y=2``).  Never to be changed."""
+    key = tuple((name, type(value), value) for name, value in params.items())
+    found = _shared_params.get(key)
+    if found is None:
+        found = _shared_params[key] = params
+        _shared_ids[id(params)] = params
+    return found
+
+
 def _abstract_eval(prim: Primitive, avals: list[ShapedArray], params: dict):
     """``prim.abstract_eval(*avals, **params)``, memoised where ``params`` is
-    empty or of the kinds ``_avals_out_by_id`` says."""
+    empty, a ``shared_params`` dict, or of the kinds ``_avals_out_by_id`` says."""
+    if params and _shared_ids.get(id(params)) is params:
+        # The params' id in the place of the first aval's: no aval's (each
+        # key's avals live beside it, the shared dicts for good).
+        key = (prim, id(params), *map(id, avals))
+        found = _avals_out_by_id.get(key)
+        if found is not None:
+            return found[0]
+        out = prim.abstract_eval(*avals, **params)
+        if prim.multiple_results:
+            out = tuple(out)
+        if len(_avals_out_by_id) >= 4096:
+            _avals_out_by_id.clear()
+        _avals_out_by_id[key] = (out, tuple(avals))
+        return out
     if params:
         typed: list[Any] = [prim, *map(id, avals)]
         for name, value in params.items():
@@ -965,6 +1010,19 @@ def bind_in_wrapper(prim: Primitive, *args, **params):
     this class (a subclass's ``process`` counts its own frames) and an
     operand traced there; otherwise ``bind``, whose search walks past the
     caller anyway."""
+    for x in args:
+        if type(x) is Tracer:
+            stack = _state.stack
+            if x._trace.active and stack and type(stack[-1]) is JaxprTrace:
+                return stack[-1].process(prim, args, params, 1)
+            break
+    return bind(prim, *args, **params)
+
+
+def bind_shared(prim: Primitive, params: dict, *args):
+    """``bind_in_wrapper(prim, *args, **params)`` for ``params`` from
+    ``shared_params``, passed on as that dict: the recorded equation's
+    result types are found by its id."""
     for x in args:
         if type(x) is Tracer:
             stack = _state.stack

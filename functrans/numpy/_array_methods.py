@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 import functrans.numpy as fnp  # mid-import here: its attributes are read at call time
-from functrans.core import Tracer, bind_in_wrapper, user_frame_summary
+from functrans.core import Tracer, bind_in_wrapper, bind_shared, shared_params, user_frame_summary
 from functrans.dtypes import is_inexact
 from functrans.numpy import _inplace, _memory_order, _reductions, _shape
 from functrans.numpy._array_api_info import TRACE_DEVICE, normalize_device
@@ -322,6 +322,10 @@ def _dlpack(self, /, **kwargs):
     )
 
 
+#: ``integer_pow``'s params of ``x ** 2`` (``shared_params``).
+_SQUARE = shared_params(y=2)
+
+
 def _power(self, other):
     """``x ** y`` as NumPy computes it.  A NumPy scalar's ``**`` with another
     scalar or a Python number is C's ``pow`` (``scalar_pow``).  On an array
@@ -339,7 +343,7 @@ def _power(self, other):
         if is_inexact(self.aval.dtype):
             # fnp.square's equation, bound at once: an inexact array has no
             # bool to convert (x ** 2 is the common power).
-            return bind_in_wrapper(integer_pow_p, self, y=2)
+            return bind_shared(integer_pow_p, _SQUARE, self)
         return fnp.square(self)
     elif is_inexact(self.dtype):
         if type(other) is float and other == 0.5:

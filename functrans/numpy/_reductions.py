@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from functrans.core import Primitive, Tracer, bind, bind_in_wrapper
+from functrans.core import Primitive, Tracer, bind, bind_shared, shared_params
 from functrans.custom_derivatives import custom_jvp
 from functrans.dtypes import is_floating, is_inexact
 from functrans.errors import AxisError, DTypeError, ShapeError
@@ -74,6 +74,12 @@ __all__ = [
 ]  # fmt: skip
 
 
+#: The params of a reduction over every axis, by rank, and over one axis,
+#: by the axis (``shared_params``).
+_EVERY_AXIS: dict[int, dict] = {}
+_ONE_AXIS: dict[int, dict] = {}
+
+
 def _reduce(name: str, prim: Primitive, a: Any, axis: Any, keepdims: bool, dtype: Any = None):
     """``prim`` over NumPy's ``axis`` of ``a``."""
     if type(a) is Tracer and dtype is None and keepdims is False:
@@ -81,9 +87,16 @@ def _reduce(name: str, prim: Primitive, a: Any, axis: Any, keepdims: bool, dtype
         # in range or every axis, so nothing to check.
         ndim = len(a.aval.shape)
         if axis is None:
-            return bind_in_wrapper(prim, a, axes=tuple(range(ndim)))
+            every = _EVERY_AXIS.get(ndim)
+            if every is None:
+                every = _EVERY_AXIS[ndim] = shared_params(axes=tuple(range(ndim)))
+            return bind_shared(prim, every, a)
         if type(axis) is int and -ndim <= axis < ndim:
-            return bind_in_wrapper(prim, a, axes=(axis % ndim,))
+            axis %= ndim
+            one = _ONE_AXIS.get(axis)
+            if one is None:
+                one = _ONE_AXIS[axis] = shared_params(axes=(axis,))
+            return bind_shared(prim, one, a)
     x = asarray(a)
     return _reduce_axes(prim, x, normalize_axes(name, axis, x.ndim), keepdims, dtype)
 

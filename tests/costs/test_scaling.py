@@ -167,6 +167,40 @@ def test_the_shape_rule_of_a_repeated_param_less_equation_runs_once(monkeypatch)
     assert len(calls) == 1
 
 
+def test_shared_params_are_one_dict_per_names_types_and_values():
+    assert core.shared_params(axes=(0, 1)) is core.shared_params(axes=(0, 1))
+    assert core.shared_params(y=2) is not core.shared_params(y=True)  # 2 == True
+    assert core.shared_params(y=2) == {"y": 2}
+
+
+def test_shape_rules_with_shared_params_run_once_and_keep_ranks_and_dtypes_apart(monkeypatch):
+    calls = []
+    for prim in (reduce_sum_p, integer_pow_p):
+        monkeypatch.setattr(prim, "abstract_eval", lambda *avals, rule=prim.abstract_eval,
+                            **params: calls.append(1) or rule(*avals, **params))
+    tracing._avals_out_by_id.clear()
+
+    def f(x):
+        return fnp.sum(x ** 2) + fnp.sum(x, axis=0)[0] + fnp.sum(x ** 2, axis=-1)[0]
+
+    for _ in range(3):
+        jaxpr = ft.make_jaxpr(f)(np.ones((2, 3))).jaxpr
+        assert jaxpr.outvars[0].aval == ShapedArray((), np.dtype(np.float64))
+    assert len(calls) == 4  # x ** 2, every axis, axis 0, axis 1: once each
+    every = core.shared_params(axes=(0, 1))  # found by its id, the rule not asked
+    assert any(key[:2] == (reduce_sum_p, id(every)) for key in tracing._avals_out_by_id)
+    # Another rank and dtype with the same params are other keys.
+    assert ft.make_jaxpr(f)(np.ones((3, 3, 3), np.float32)).jaxpr.outvars[0].aval \
+        == ShapedArray((3,), np.dtype(np.float32))
+    assert len(calls) == 8
+    # The same params in a dict of their own: found by value, the same result.
+    tracer_aval = ShapedArray((2, 3), np.dtype(np.float64))
+    assert core._abstract_eval(reduce_sum_p, [tracer_aval], {"axes": (0, 1)}) \
+        == ShapedArray((), np.dtype(np.float64))
+    np.testing.assert_array_equal(ft.grad(lambda x: fnp.sum(x ** 2))(np.arange(3.0)),
+                                  [0.0, 2.0, 4.0])
+
+
 def test_memoised_shape_rules_keep_weak_types_dtypes_and_errors_apart():
     f32 = np.ones(3, np.float32)
     assert ft.make_jaxpr(lambda x: x + 1.0)(f32).jaxpr.outvars[0].aval.dtype == np.float32
