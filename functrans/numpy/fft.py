@@ -10,7 +10,11 @@ and no new primitive is needed.  NB: the cost is O(n^2) per transformed
 axis, not the O(n log n) of NumPy's pocketfft: fine for the sizes of
 signal-processing losses and spectral features (a few thousand points), not
 for long signals.  Results agree with NumPy's to a few units in the last
-place times the length.
+place times the length.  An infinity or NaN in the input makes every output
+along its axis NaN (each output sums every input times a phase, and a
+phase's zero part times an infinity is NaN), where pocketfft's butterflies
+keep some infinities: ``fft([1, inf, 2, 3])`` is NaN throughout here,
+``[inf, -1-infj, -inf, -1+infj]`` in NumPy.
 
 Dtypes follow NumPy 2: single precision stays single (float32 and complex64
 give complex64), integers and bools compute in float64.
