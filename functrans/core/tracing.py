@@ -527,6 +527,35 @@ class JaxprTrace:
                     num[var] = len(num)
                     self._vars.append(var)
                     return Tracer(self, var)
+                if n == 2 and not params:
+                    # One of this trace's tracers and a Python scalar (x * 0.5,
+                    # 1.0 - x), written out too: the records of the loop below.
+                    if type(a) is Tracer and a._trace is self:
+                        scalar = _SCALAR_AVALS.get(type(b))
+                        literal_first = False
+                    elif type(b) is Tracer and b._trace is self:
+                        scalar = _SCALAR_AVALS.get(type(a))
+                        literal_first = True
+                    else:
+                        scalar = None
+                    if scalar is not None:
+                        if literal_first:
+                            literal, u = Literal(a, scalar), b._var
+                            found = _avals_out_by_id.get((prim, id(scalar), id(u.aval)))
+                        else:
+                            literal, u = Literal(b, scalar), a._var
+                            found = _avals_out_by_id.get((prim, id(u.aval), id(scalar)))
+                        out = found[0] if found is not None else self._abstract(
+                            prim, [scalar, u.aval] if literal_first else [u.aval, scalar], params)
+                        self._lits.append(literal)
+                        var = Var(out)
+                        num[var] = len(num)
+                        self._vars.append(var)
+                        source = user_source(_FROM_PROCESS + skip)
+                        self.tape.append(  # type: ignore[union-attr]  # _lean: a tape
+                            (prim, params, source, out, literal.key(), num[u]) if literal_first
+                            else (prim, params, source, out, num[u], literal.key()))
+                        return Tracer(self, var)
             ins: list[Any] = []
             avals: list[ShapedArray] = []
             literals = None

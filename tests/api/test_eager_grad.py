@@ -569,3 +569,18 @@ def test_one_grad_function_of_two_files_warns_at_the_line_of_each(tmp_path):
                 warnings.simplefilter("always")
                 g(bad)
             assert {w.filename for w in caught} == {module.__file__}
+
+
+def test_eager_grad_with_python_scalars_on_either_side_of_an_operation():
+    # The tape's path for a tracer and a Python scalar keeps the operands'
+    # order: 1.5 - x is not x - 1.5, nor 3 / x x / 3.
+    def f(x):
+        return fnp.sum((1.5 - x) / 2 + 3 / (x + 1) - x * 0.5 + (2 - x) ** 2 - True * x)
+
+    x = np.array([0.5, 1.0, 3.0])
+    want = -0.5 - 3 / (x + 1) ** 2 - 0.5 - 2 * (2 - x) - 1.0
+    for _ in range(3):  # the first call, then the plan's
+        np.testing.assert_allclose(ft.grad(f)(x), want, rtol=1e-15)
+    g = ft.grad(f)
+    for _ in range(3):
+        np.testing.assert_allclose(g(x), want, rtol=1e-15)

@@ -229,6 +229,8 @@ _DIFFERENT = {
                        (_X3,), (_X3,)),
     "params": (lambda x: fnp.sum(x, axis=0), lambda x: fnp.sum(x, axis=1), (_X33,), (_X33,)),
     "literal value": (lambda x: x * 2.0, lambda x: x * 3.0, (_X3,), (_X3,)),
+    "literal side": (lambda x: x - 1.0, lambda x: 1.0 - x, (_X3,), (_X3,)),
+    "literal type": (lambda x: x * 2.0, lambda x: x * 2, (_X3,), (_X3,)),
     "literal sign of zero": (lambda x: x * 0.0, lambda x: x * -0.0, (_X3,), (_X3,)),
     "literal NaN bits": (lambda x: x + _NAN_A, lambda x: x + _NAN_B, (_X3,), (_X3,)),
     "literal weakness": (lambda x: x * 2.0, lambda x: x * np.float64(2.0), (_X3,), (_X3,)),
@@ -370,6 +372,7 @@ def _updated_in_place(x):
 #: array or scalar operand, a constant bound midway, an update in place).
 _MIXED = {
     "literals": lambda x: (x * 2.0 + -0.0 * x - _NAN_A) ** 3 * True + 1,
+    "literals on either side": lambda x: (1.5 - x) / 2 + 3 / (x + 1) - (True - x) * 2j,
     "a constant midway": lambda x: fnp.sum(fnp.sin(x) * _C64 + 2.0, axis=0) * x,
     "a NumPy scalar operand": lambda x: fnp.sin(x) * np.float64(2.0) * 3.0 - x,
     "results of several equations": lambda x: fnp.linalg.slogdet(x * 0.5 + x.T)[1] * x,
