@@ -3,9 +3,11 @@ contraction: the dense counterpart of ``structured``'s bands.
 
 Once the input basis of a ``hessian``/``jacfwd`` meets a matrix product it
 is dense: in a GLM's Hessian the basis pushed through ``X @ w`` is ``X.T``
-(rows x n).  The linear program then scales it elementwise by unbatched
-residuals (the sigmoid's derivative, signs, masks), each one a pass over
-``rows * n`` elements, and contracts it with ``X`` again.  Here such a value
+(rows x n; ``structured``'s contraction rule writes it from ``X`` without
+a product with the basis, its zeros structural).  The linear program then
+scales it elementwise by unbatched residuals (the sigmoid's derivative,
+signs, masks), each one a pass over ``rows * n`` elements, and contracts it
+with ``X`` again.  Here such a value
 is ``Scaled``: ``T[g, ...] = root[g, ...] * factor[...]``, the dense batched
 ``root`` left alone and the scalings multiplied into the unbatched
 ``factor`` (``O(n)`` each).  At a ``dot_general`` that contracts every axis
@@ -21,7 +23,9 @@ makes the masked entries that unbatched value (the same for every row), kept
 beside the product and scaled with it; at the contraction the masked
 entries are zeroed in the root and the factor, and their own product
 added back, so a NaN in the root, the factor or the masked values reaches
-only what it reaches in the batched program.  The root is zeroed under a
+only what it reaches in the batched program (less, where the root is the
+basis contracted with a matrix: a NaN of ``X`` stays in its own entries of
+``X.T``, where the batched push's ``nan * 0`` spreads it along its row).  The root is zeroed under a
 ``cond`` on whether any entry is masked: a pass over it costs as much as
 the products around it, and is the identity where nothing is masked.
 

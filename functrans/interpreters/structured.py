@@ -14,8 +14,10 @@ kinds:
   (slices, pads, concatenations, reshapes) or scales them elementwise (``mul``
   or ``div`` by an unbatched value, ``neg``, ``select`` with an unbatched
   predicate, dtype conversion) turns bands into bands at ``O(n)`` cost,
-  ``add``/``sub`` merge them offset by offset, and a sum to one element per
-  row gives each row's total from the vectors;
+  ``add``/``sub`` merge them offset by offset, a sum to one element per
+  row gives each row's total from the vectors, and a contraction of every
+  axis with an unbatched array (``A @ v``) gives the dense batched value
+  of ``A``'s entries times the vectors, without a product with the basis;
 * ``(value, None)``: the same for every row (residuals, constants);
 * ``(value, dim)``: an ordinary batched value with its batch axis at ``dim``.
 
@@ -31,8 +33,10 @@ Semantics: entries outside every band are structural zeros and stay ``+0``
 whatever the program multiplies them by, so a NaN or inf residual reaches
 only the entries that depend on it (as a closed-form Hessian or
 ``functrans.sparse.hessian`` has it), where pushing a dense basis computes
-``0 * nan`` across whole columns.  Entries on a band are computed by the
-same operations on the same operands as the dense push, bit for bit.
+``0 * nan`` across whole columns; a contraction's product keeps them out
+too (an inf in ``A`` stays in its own entry of ``A @ v``'s rows).  Entries
+on a band are computed by the same operations on the same operands as the
+dense push, bit for bit.
 
 ``basis_program`` traces the linear Jaxpr on the whole basis once, into a
 program of the residuals whose outputs are each output's band vectors (or,
@@ -315,6 +319,52 @@ def _concatenate_rule(e, ins, rows):
     return _made(out, bands, rows)
 
 
+def _contract_rule(e, ins, rows):
+    """``dot_general`` of bands and an unbatched value ``x`` over every axis
+    of the banded operand, without batch axes (a matrix times the basis of
+    a vector): row ``g`` of the result holds ``x`` at contracted position
+    ``g - k`` times ``d[g - k]``, summed over the bands.  So the result is
+    ``x`` times each band's vector along its contracted axes, moved into
+    place, in O(size of x), where the materialised basis cost a matrix
+    product of O(rows * size of x).  Dense (no bands): the batch axis last.
+
+    The values are the dense push's, whose sums add zeros to that one
+    product, except a -0.0 product (the push's sum of it and +0.0 gives
+    +0.0) and a non-finite ``x``, which stays in its own row here, as band
+    entries do, where the push's ``inf * 0`` spreads NaN along the others."""
+    (lc, rc), (lb, _) = e.params["dimension_numbers"]
+    a, b = ins
+    if type(b) is Bands and type(a) is not Bands and a[1] is None:
+        banded, x, x_axes, banded_axes = b, a[0], lc, rc
+    elif type(a) is Bands and type(b) is not Bands and b[1] is None:
+        banded, x, x_axes, banded_axes = a, b[0], rc, lc
+    else:
+        return None
+    if lb or sorted(banded_axes) != list(range(banded.aval.ndim)):
+        return None
+    out = e.outputs[0].aval.strip_weak()
+    x_aval = get_aval(x)
+    free = [ax for ax in range(x_aval.ndim) if ax not in x_axes]
+    # x's contracted axes in the banded operand's order, raveled last
+    contracted = [x_axes[list(banded_axes).index(ax)] for ax in range(banded.aval.ndim)]
+    if free + contracted != list(range(x_aval.ndim)):
+        x = bind(_prim("transpose"), x, permutation=tuple(free + contracted))
+    size = banded.aval.size
+    kept = tuple(x_aval.shape[ax] for ax in free)
+    x = _fit(bind(_prim("reshape"), x, new_sizes=kept + (size,)), out)
+    total = None
+    for k in sorted(banded.bands):
+        flat = _fit(_shaped(banded.bands[k], ShapedArray((size,), banded.aval.dtype)), out)
+        product = bind(_prim("mul"), x, flat)
+        if k or rows != size:
+            product = bind(_prim("pad"), product, np.zeros((), out.dtype),
+                           padding_config=((0, 0, 0),) * len(kept) + ((k, rows - size - k, 0),))
+        total = product if total is None else bind(_prim("add"), total, product)
+    if total is None:
+        return (np.zeros(out.shape, out.dtype), None)
+    return (total, len(kept))
+
+
 def _aval_of(v, var) -> ShapedArray:
     return v.aval if type(v) is Bands else var.aval
 
@@ -339,6 +389,7 @@ _RULES: dict[str, Callable] = {
     "slice": _slice_rule,
     "pad": _pad_rule,
     "concatenate": _concatenate_rule,
+    "dot_general": _contract_rule,
 }
 
 

@@ -379,7 +379,9 @@ def test_programs_without_selection_are_unchanged(program):
     selection_free_programs.json), equation for equation.  The forward-over-
     reverse entries of products were printed again when dense Jacobians
     started contracting scaled bases as matrix products
-    (functrans/interpreters/scaled.py); none holds a selection."""
+    (functrans/interpreters/scaled.py), and again when the basis contracted
+    with a matrix became that matrix (functrans/interpreters/structured.py);
+    none holds a selection."""
     golden = json.loads(_GOLDEN.read_text())
     for tn, t in _TRANSFORMS.items():
         arg = np.stack([_X, _X + 1]) if tn == "vmap_grad" else _X

@@ -230,6 +230,88 @@ def test_a_bidiagonal_jacobian_has_two_bands():
     assert_same(ft.jacfwd(f)(x), dense_push(ft.jacfwd(f), x))
 
 
+_R = np.random.default_rng(11)
+_M = _R.normal(size=(5, 4))
+_T = _R.normal(size=(2, 3, 4))
+_W = _R.normal(size=(4, 3))
+
+#: Contractions of the basis with a matrix (an argument, so that no product
+#: is made while tracing), the matrix, and the Jacobian it gives.
+_CONTRACTIONS = {
+    "matrix @ vector": (lambda w, m: m @ w, _M, (4,), lambda m: m),
+    "vector @ matrix": (lambda w, m: w @ m.T, _M, (4,), lambda m: m),
+    "tensordot over two axes": (lambda w, t: fnp.tensordot(t, w, axes=([1, 2], [1, 0])), _T,
+                                (4, 3), lambda t: t.transpose(0, 2, 1)),
+    "contracted in another order": (lambda w, t: fnp.einsum("ijk,kj->i", t, w), _T, (4, 3),
+                                    lambda t: t.transpose(0, 2, 1)),
+    "a slice of the input": (lambda w, m: m[:, :3] @ w[1:], _M, (4,),
+                             lambda m: np.concatenate([np.zeros((5, 1)), m[:, :3]], axis=1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_CONTRACTIONS))
+def test_the_basis_contracted_with_a_matrix_is_its_columns(case):
+    """A contraction of the whole basis is the matrix itself (no product
+    with the materialised basis), bit for bit, eagerly and under jit."""
+    f, m, shape, jacobian = _CONTRACTIONS[case]
+    w, want = _R.normal(size=shape), jacobian(m)
+    for jac in (ft.jacfwd(f), ft.jit(ft.jacfwd(f))):
+        np.testing.assert_array_equal(jac(w, m), want)
+    assert_same(ft.jacfwd(f)(w, m), dense_push(ft.jacfwd(f), w, m), exact=True)
+    program = ft.make_jaxpr(ft.jacfwd(f))(w, m)  # the primal's product only
+    assert not [e for e in program.jaxpr.eqns if e.primitive.name == "dot_general"
+                and e.outputs[0].aval.size >= want.size], case
+
+
+def test_the_basis_of_several_inputs_contracted_with_matrices():
+    # Bands at offsets 0 and 4 over 4 + 5 basis rows, in float32 and float64.
+    a, b = _R.normal(size=(3, 4)), _R.normal(size=(3, 5)).astype(np.float32)
+    f = lambda u, v: a @ u + b @ v  # noqa: E731
+    u, v = _R.normal(size=4), _R.normal(size=5).astype(np.float32)
+    for jac in (ft.jacfwd(f, argnums=(0, 1)), ft.jit(ft.jacfwd(f, argnums=(0, 1)))):
+        ju, jv = jac(u, v)
+        np.testing.assert_array_equal(ju, a)
+        np.testing.assert_array_equal(jv, b.astype(np.float64))
+        assert ju.dtype == jv.dtype == np.float64
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_contraction_keeps_inf_nan_and_minus_zero_in_their_own_entries():
+    """The Jacobian of M @ w is M, its infinities, NaN and -0.0 included;
+    the dense push's inf * 0 spread NaN along their rows and its sums made
+    -0.0 into +0.0."""
+    m = _M.copy()
+    m[0, 1], m[2, 3], m[4, 0] = np.inf, np.nan, -0.0
+    f = lambda w: m @ w  # noqa: E731
+    w = _R.normal(size=4)
+    for jac in (ft.jacfwd(f), ft.jit(ft.jacfwd(f))):
+        got = jac(w)
+        np.testing.assert_array_equal(got, m)
+        assert np.signbit(got[4, 0])
+    old = dense_push(ft.jacfwd(f), w)
+    assert np.isnan(old[0, [0, 2, 3]]).all() and not np.signbit(old[4, 0])
+
+
+def test_the_glm_hessian_multiplies_no_identity_matrix():
+    """Forward over reverse of X @ w: the Hessian of a logistic regression's
+    loss is one product X.T @ (d * X), not a product with the basis first."""
+    rng = np.random.default_rng(5)
+    x, y, w = rng.normal(size=(40, 6)), (rng.random(40) < 0.5) * 1.0, rng.normal(size=6) * 0.1
+
+    def loss(w, x, y):  # x an argument: a product with it is no constant
+        z = x @ w
+        return fnp.sum(fnp.logaddexp(0.0, z) - y * z)
+
+    s = 1.0 / (1.0 + np.exp(-(x @ w)))
+    want = x.T @ ((s * (1.0 - s))[:, None] * x)
+    closed = ft.make_jaxpr(ft.hessian(loss))(w, x, y)
+    products = [e for e in closed.jaxpr.eqns if e.primitive.name == "dot_general"
+                and sum(n > 1 for n in e.outputs[0].aval.shape) >= 2]  # matrix results
+    assert len(products) == 1  # the dense push also multiplied X by the (6, 6) basis
+    for hess in (ft.hessian(loss), ft.jit(ft.hessian(loss))):
+        np.testing.assert_allclose(hess(w, x, y), want, rtol=1e-12, atol=1e-14)
+
+
 def _linear(f, x, **options):
     captured = {}
     saved = api._structured_basis
