@@ -18,7 +18,12 @@ debug line on the ``functrans.jit`` logger.
 The compiler thread is a daemon that compiles one program at a time within
 a per-program budget and a total budget per process; it is started on the
 first need, and it (and Numba) is absent from a forked child until the
-child needs it.  See docs/jit.md, "Tiers".
+child needs it.  While it compiles, the interpreter switches threads every
+0.1 ms instead of 5 (``sys.setswitchinterval``, restored after): a thread
+calling small programs in a loop holds the GIL, and the compiler thread,
+which gives the GIL up at every file it reads while Numba imports and
+loads its cache, waited a whole interval for it each time.  See
+docs/jit.md, "Tiers".
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -47,6 +53,10 @@ _log = logging.getLogger("functrans.jit")
 PROGRAM_BUDGET = 60.0
 #: Seconds of native compiling one process spends on automatic tiering in all.
 TOTAL_BUDGET = 300.0
+#: The interpreter's switch interval (seconds) while the compiler thread
+#: compiles: behind a thread calling a 3 us program in a loop, Numba's
+#: import took over 20 s at the default 5 ms, 2 s at this one.
+SWITCH_INTERVAL = 1e-4
 
 #: A program moves only if native kernels would remove at least this share
 #: of its estimated NumPy-tier time.
@@ -608,9 +618,14 @@ def _work() -> None:
             while not _queue:
                 _wake.wait()
             tier = _running = _queue.popleft()
+        before = sys.getswitchinterval()
+        sys.setswitchinterval(min(before, SWITCH_INTERVAL))
+        ours = sys.getswitchinterval()
         try:
             _compile(tier)
         finally:
+            if sys.getswitchinterval() == ours:  # unless changed meanwhile
+                sys.setswitchinterval(before)
             with _lock:
                 _running = None
                 _wake.notify_all()

@@ -656,6 +656,33 @@ def test_the_ordinary_rule_starts_no_compiler_thread_for_small_programs():
     assert out.stdout.split() == ["False", "False"]
 
 
+@pytest.mark.parametrize("changed", [False, True])
+def test_the_compiler_thread_switches_threads_often_while_it_compiles(
+        eager, monkeypatch, changed):
+    # A caller looping over a small program holds the GIL: the compiler
+    # thread, giving it up at each file read, waited the whole switch
+    # interval for it back (Numba's import took over 20 s behind such a loop).
+    seen = []
+
+    def compile_(tier):
+        seen.append(sys.getswitchinterval())
+        if changed:  # the program's own change meanwhile is left alone
+            sys.setswitchinterval(0.002)
+        tier.stay("recorded")
+
+    monkeypatch.setattr(tiering, "_compile", compile_)
+    before = sys.getswitchinterval()
+    try:
+        f = ft.jit(ft.grad(poly_loss))
+        f(np.linspace(-1, 1, 1000))
+        assert tiering.wait(60.0)
+        assert seen == [pytest.approx(tiering.SWITCH_INTERVAL)]
+        assert _tier(f).reason == "recorded"
+        assert sys.getswitchinterval() == (pytest.approx(0.002) if changed else before)
+    finally:
+        sys.setswitchinterval(before)
+
+
 @needs_numba
 def test_exit_is_prompt_with_a_compile_in_flight():
     start = time.monotonic()
