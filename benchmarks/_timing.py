@@ -227,10 +227,11 @@ def _with_steady(workload: Workload, records: list[dict], mode: str) -> list[dic
 
 
 def _is_final(tier: Any) -> bool:
-    """Whether a ``TierInfo`` is final: native, or in the NumPy tier neither
-    watched by the tiering rule nor compiling in the background."""
+    """Whether a ``TierInfo`` is final: native and past its trial, or in the
+    NumPy tier neither watched by the tiering rule nor compiling in the
+    background."""
     if tier.tier != "numpy":
-        return True
+        return not tier.reason.endswith("; on trial")
     return not (tier.reason.startswith("compiling") or "rule watches its calls" in tier.reason)
 
 

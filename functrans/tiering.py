@@ -73,6 +73,8 @@ _TRIAL_SKIP = 8
 #: How much slower the native calls must be to move back: a margin for the
 #: machine's noise between the two tiers' timings.
 _SLOWER = 1.1
+#: What a moved program's reason ends with until its trial's verdict.
+_ON_TRIAL = "; on trial"
 
 # The cost model, in seconds (measured on the project's test machine: one
 # NumPy call costs about a microsecond of dispatch, a float64 elementwise
@@ -531,6 +533,8 @@ class Tier:
         self.closed = self.install = None
         exact = self.assessment is not None and self.assessment.exact
         self.undo = undo if exact and self.calls else None
+        if self.undo is not None:
+            self.reason += _ON_TRIAL
 
     def timed(self, seconds: float) -> None:
         """Count a native call of ``seconds`` during the trial; after
@@ -553,7 +557,7 @@ class Tier:
         if native > _SLOWER * numpy and undo():
             self.stay(f"moved back after {TRIAL_CALLS} native calls: {times}")
         else:
-            self.reason += f"; {times}"
+            self.reason = self.reason.removesuffix(_ON_TRIAL) + f"; {times}"
 
     def hot(self) -> None:
         """Called by jit once ``seconds`` (the NumPy-tier time of the timed

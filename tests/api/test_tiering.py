@@ -805,6 +805,25 @@ def _trial(numpy_seconds: float, native_seconds: float, exact: bool = True, undo
     return tier, undos
 
 
+def test_a_moved_program_says_it_is_on_trial_until_the_verdict():
+    tier = tiering.Tier("numpy", "", tiering.Assessment(0.5, 0.4, True, None))
+    tier.calls, tier.seconds = 100, 100 * 3e-6
+    tier.moved(2, lambda: True)
+    assert tier.reason == "moved by the rule after 100 calls and 0.3 ms in the NumPy tier " \
+        "(2 kernels); on trial"
+    for _ in range(tiering._TRIAL_SKIP + tiering.TRIAL_CALLS - 1):
+        tier.timed(2e-6)
+        assert tier.reason.endswith("; on trial")
+    tier.timed(2e-6)
+    assert tier.reason == "moved by the rule after 100 calls and 0.3 ms in the NumPy tier " \
+        "(2 kernels); 2.0 us a native call against 3.0 us in the NumPy tier"
+    # No trial where the results could differ: no such words.
+    tier = tiering.Tier("numpy", "", tiering.Assessment(0.5, 0.4, False, None))
+    tier.calls, tier.seconds = 100, 1e-4
+    tier.moved(1, lambda: True)
+    assert tier.reason.endswith("(1 kernels)")
+
+
 def test_a_move_that_made_the_calls_slower_is_undone():
     tier, undos = _trial(2e-6, 3e-6)
     assert undos == [1] and tier.name == "numpy" and tier.undo is None

@@ -185,3 +185,24 @@ def test_eager_steadiness_ignores_one_slow_call():
     assert _settled_at([ms] * 6 + [9 * ms] + [ms] * 6) == (0, True)  # the machine, not the engine
     assert _settled_at([ms] * 10 + [5 * ms] * 3) == (13, False)  # slower at the end
     assert _settled_at([ms] * 5) == (5, False)  # too few calls to say
+
+
+def test_a_program_on_trial_is_not_yet_in_its_final_tier():
+    # A move is judged by its first native calls, and may be undone: the
+    # steady state is the verdict's tier.
+    from benchmarks import _timing
+
+    from functrans.jit import TierInfo
+
+    def info(tier, reason):
+        return TierInfo("f64[10]", tier, reason)
+
+    assert not _timing._is_final(info("native", "moved by the rule after 9 calls and 1.0 ms in "
+                                                "the NumPy tier (1 kernels); on trial"))
+    assert _timing._is_final(info("native", "moved by the rule after 9 calls and 1.0 ms in the "
+                                            "NumPy tier (1 kernels); 2.0 us a native call "
+                                            "against 3.0 us in the NumPy tier"))
+    assert _timing._is_final(info("numpy", "moved back after 64 native calls: 3.5 us a native "
+                                           "call against 2.0 us in the NumPy tier"))
+    assert not _timing._is_final(info("numpy", "compiling for the native tier (hot: 9 calls, "
+                                               "1.0 ms in the NumPy tier)"))
