@@ -191,7 +191,6 @@ def test_a_program_on_trial_is_not_yet_in_its_final_tier():
     # A move is judged by its first native calls, and may be undone: the
     # steady state is the verdict's tier.
     from benchmarks import _timing
-
     from functrans.jit import TierInfo
 
     def info(tier, reason):
