@@ -173,13 +173,14 @@ def _add_rule(e, ins, rows):
 
 
 def _select_rule(e, ins, rows):
-    """``select`` with an unbatched predicate between banded (or known-zero) cases."""
+    """``select`` with an unbatched predicate between banded (or known-zero) cases
+    (a known zero of any shape: a scalar ``0.0`` has no vectors to place)."""
     out = e.outputs[0].aval
     pred = ins[0]
     if type(pred) is Bands or pred[1] is not None:
         return None
     cases = [_as_bands(v, _aval_of(v, x)) for v, x in zip(ins[1:], e.inputs[1:])]
-    if any(c is None or not _keeps_order(c.aval, out) for c in cases):
+    if any(c is None or c.bands and not _keeps_order(c.aval, out) for c in cases):
         return None
     zero = np.zeros((), out.dtype)
     bands = {}
@@ -225,9 +226,10 @@ def _reduce_sum_rule(e, ins, rows):
     total = None
     size = a.aval.size
     for k in sorted(a.bands, reverse=True):  # in the order of the row's elements
-        flat = _fit(_shaped(a.bands[k], ShapedArray((size,), a.aval.dtype)), out)
-        placed = bind(_prim("pad"), flat, np.zeros((), out.dtype),
-                      padding_config=((k, rows - size - k, 0),))
+        placed = _fit(_shaped(a.bands[k], ShapedArray((size,), a.aval.dtype)), out)
+        if k or rows != size:
+            placed = bind(_prim("pad"), placed, np.zeros((), out.dtype),
+                          padding_config=((k, rows - size - k, 0),))
         total = placed if total is None else bind(_prim("add"), total, placed)
     if total is None:
         return (np.zeros(out.shape, out.dtype), None)

@@ -220,6 +220,21 @@ def test_a_full_sum_makes_each_row_from_the_vectors():
     np.testing.assert_allclose(ft.jit(ft.jacfwd(f))(x), ft.grad(f)(x), rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.parametrize("other", [0.0, 2.0])
+def test_a_select_against_a_scalar_zero_keeps_the_bands(other):
+    # The tangent of where(mask, x, c) selects against a scalar zero, a
+    # structural zero of any shape (max's derivative selects this way too);
+    # it materialised the basis.
+    n = 40
+    mask = np.random.default_rng(4).random(n) > 0.5
+    f = lambda x: fnp.sum(fnp.where(mask, x, other) ** 2) * fnp.sin(x)  # noqa: E731
+    x = np.linspace(-1.0, 1.0, n)
+    big = _big_equations(ft.make_jaxpr(ft.jacfwd(f))(x), n)
+    assert "select" not in big
+    assert_same(ft.jacfwd(f)(x), dense_push(ft.jacfwd(f), x))
+    assert_same(ft.jit(ft.jacfwd(f))(x), ft.jacfwd(f)(x), exact=True)
+
+
 def test_a_bidiagonal_jacobian_has_two_bands():
     f = lambda x: x[1:] * x[:-1] + fnp.sin(x[1:])  # noqa: E731
     x = np.linspace(0.1, 1.0, 9)
