@@ -642,7 +642,7 @@ def _vector_norm(x, ord, axis: tuple[int, ...], keepdims: bool):
                          "inf, -inf, 0 or a real p ('fro' and 'nuc' are matrix norms: give two "
                          "axes)")
     if ord == math.inf:
-        return r.max(ew.abs(x), axis=axis, keepdims=keepdims)
+        return _max_or_zero(ew.abs(x), axis, keepdims)
     if ord == -math.inf:
         return r.min(ew.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
@@ -660,6 +660,18 @@ def _vector_norm(x, ord, axis: tuple[int, ...], keepdims: bool):
     return _elementwise.power(total, 1.0 / p)
 
 
+def _max_or_zero(x, axis, keepdims: bool = False):
+    """The max of nonnegative ``x`` (absolute values, their sums, singular
+    values) over ``axis``, and 0 where that is empty: NumPy's norm reduces
+    with ``initial=0`` there, so that the inf-, 1- and 2-norms of an empty
+    array are 0.  A non-empty max of nonnegative numbers is unchanged by 0,
+    so the plain max (and its derivative) is kept there; the min of -inf,
+    -1 and -2 has no such value and stays refused, as in NumPy."""
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    empty = any(x.shape[ax] == 0 for ax in axes)
+    return _reductions.max(x, axis=axis, keepdims=keepdims, initial=0 if empty else None)
+
+
 def _svd_norm(x, row: int, col: int, reduce):
     y = _shape.moveaxis(x, (row, col), (-2, -1))
     return reduce(svd(y, compute_uv=False), axis=-1)
@@ -672,15 +684,15 @@ def _matrix_norm(x, ord, axis: tuple[int, int], keepdims: bool):
         raise ValueError(f"fnp.linalg.norm: axis={tuple(axis)} names axis {row} twice; a matrix "
                          "norm needs two different axes")
     if ord == 2:
-        out = _svd_norm(x, row, col, r.max)
+        out = _svd_norm(x, row, col, _max_or_zero)
     elif ord == -2:
         out = _svd_norm(x, row, col, r.min)
     elif ord in (1, -1):
         sums = r.sum(ew.abs(x), axis=row)
-        out = (r.max if ord == 1 else r.min)(sums, axis=col - (col > row))
+        out = (_max_or_zero if ord == 1 else r.min)(sums, axis=col - (col > row))
     elif ord in (math.inf, -math.inf):
         sums = r.sum(ew.abs(x), axis=col)
-        out = (r.max if ord > 0 else r.min)(sums, axis=row - (row > col))
+        out = (_max_or_zero if ord > 0 else r.min)(sums, axis=row - (row > col))
     elif ord is None or ord in ("fro", "f"):
         out = _root_of_squares(r.sum(_abs2(x), axis=(row, col)))
     elif ord == "nuc":

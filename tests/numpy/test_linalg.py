@@ -761,3 +761,77 @@ def test_tensorsolve_of_a_system_that_is_not_square_says_so():
     with pytest.raises(np.linalg.LinAlgError, match=r"unknowns have shape \(3,\) \(3 of them\), "
                        r"so a needs 3 \* 3 entries"):
         LA.tensorsolve(np.ones((2, 3)), np.ones(2))
+
+
+# --------------------------------------------------------------------------
+# Empty arrays and integer inputs, against NumPy's value, dtype and shape
+# --------------------------------------------------------------------------
+
+
+def _same(got, want):
+    """``got`` is NumPy's ``want``: value, dtype and shape."""
+    got = np.asarray(got)
+    assert got.dtype == np.asarray(want).dtype and got.shape == np.shape(want), (got, want)
+    np.testing.assert_array_equal(got, want)
+
+
+def _eager_jit_vmap(fn, x):
+    """``fn(x)`` eagerly, under ``jit`` and as ``vmap`` over a stack of two
+    (that stack's rows each ``fn(x)``), for comparison with NumPy."""
+    stacked = ft.vmap(fn)(np.stack([x, x]))
+    return fn(x), ft.jit(fn)(x), stacked
+
+
+EMPTY_NORMS = [  # (shape, ord, axis): NumPy's norm is 0 for each
+    ((0,), np.inf, None), ((0,), np.inf, 0), ((2, 0), np.inf, 1), ((0, 3), np.inf, None),
+    ((0, 0), np.inf, None), ((3, 0), 1, None), ((0, 0), 1, None), ((0, 3), 2, None),
+    ((3, 0), 2, None), ((0, 0), 2, None), ((0, 3), 1, None), ((3, 0), np.inf, None),
+    ((2, 0, 3), np.inf, (1, 2)), ((3, 0, 2), 1, (0, 1)), ((0, 3, 2), 2, (1, 0)),
+    ((0, 3), "nuc", None), ((0, 3), None, None), ((0, 3), "fro", (0, 1)),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex64, np.int64, np.bool_])
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize(("shape", "ord_", "axis"), EMPTY_NORMS, ids=str)
+def test_norms_of_empty_arrays_are_numpys_zero(shape, ord_, axis, keepdims, dtype):
+    x = np.zeros(shape, dtype)
+    want = np.linalg.norm(x, ord_, axis, keepdims)
+    got, jitted, stacked = _eager_jit_vmap(lambda v: LA.norm(v, ord_, axis, keepdims), x)
+    _same(got, want)
+    _same(jitted, want)
+    _same(stacked, np.stack([want, want]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128, np.int32])
+def test_vector_and_matrix_norm_of_empty_arrays_are_numpys_zero(dtype):
+    for shape in [(0,), (2, 0)]:
+        x = np.zeros(shape, dtype)
+        for got in _both(lambda v: LA.vector_norm(v, ord=np.inf, axis=-1, keepdims=True), x):
+            _same(got, np.linalg.vector_norm(x, ord=np.inf, axis=-1, keepdims=True))
+    for shape in [(0, 3), (3, 0), (0, 0), (2, 0, 3)]:
+        x = np.zeros(shape, dtype)
+        for ord_ in [1, 2, np.inf]:
+            for got in _both(LA.matrix_norm, x, ord=ord_):
+                _same(got, np.linalg.matrix_norm(x, ord=ord_))
+
+
+@pytest.mark.parametrize(("shape", "ord_"), [
+    ((0,), -np.inf), ((0, 3), -np.inf), ((0, 0), -1), ((3, 0), -1), ((0, 3), -2), ((3, 0), -2),
+])
+def test_norms_of_empty_arrays_with_no_value_refuse_as_numpy_does(shape, ord_):
+    x = np.zeros(shape)
+    with pytest.raises(ValueError):
+        np.linalg.norm(x, ord_)
+    for how in (LA.norm, ft.jit(LA.norm, static_argnums=1)):
+        with pytest.raises(ValueError, match=r"fnp\.min: the min over .* is empty"):
+            how(x, ord_)
+
+
+@pytest.mark.parametrize(("ord_", "x"), [
+    (np.inf, np.array([0.5, -2.0, 1.5])), (np.inf, TALL), (1, TALL), (2, TALL),
+    (np.inf, np.array([1.0 + 2.0j, -0.5j, 0.3])),
+])
+def test_norm_derivatives_where_the_array_is_not_empty_are_unchanged(ord_, x):
+    check_grads(lambda v: LA.norm(v, ord_), (x,), order=2, modes=("fwd", "rev"), atol=1e-5,
+                rtol=1e-5)
