@@ -455,11 +455,15 @@ def pinv(a, rcond=None, hermitian: bool = False, *, rtol=_NO_VALUE):
     array([[1., 0.],
            [0., 0.]])
     """
+    a = asarray(a)
+    if a.ndim >= 2 and 0 in a.shape[-2:]:
+        # NumPy gives the empty (n, m) matrices in a's own dtype: it returns
+        # before converting integers and bools (or refusing float16) for the SVD.
+        _pinv_cutoff(a, rcond, rtol)
+        m, n = a.shape[-2:]
+        return np.zeros(tuple(a.shape[:-2]) + (n, m), a.dtype)
     a = _matrix("pinv", a, square=False)
     cutoff = _pinv_cutoff(a, rcond, rtol)
-    m, n = a.shape[-2:]
-    if m == 0 or n == 0:
-        return np.zeros(tuple(a.shape[:-2]) + (n, m), a.dtype)
     if is_traced(cutoff):
         raise TypeError("pinv: rcond/rtol must be concrete, not a traced value")
     cutoff = np.asarray(cutoff, dtype=np.float64)

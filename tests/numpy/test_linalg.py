@@ -835,3 +835,24 @@ def test_norms_of_empty_arrays_with_no_value_refuse_as_numpy_does(shape, ord_):
 def test_norm_derivatives_where_the_array_is_not_empty_are_unchanged(ord_, x):
     check_grads(lambda v: LA.norm(v, ord_), (x,), order=2, modes=("fwd", "rev"), atol=1e-5,
                 rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.bool_, np.float16, np.float32,
+                                   np.complex64])
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 0), (2, 0, 3), (2, 3, 0), (0, 2, 2)])
+def test_pinv_of_empty_matrices_keeps_numpys_dtype(shape, dtype):
+    x = np.zeros(shape, dtype)
+    if dtype == np.float16 and 0 not in shape[-2:]:
+        # No matrices, but each would be 2 x 2: the SVD refuses float16, as NumPy's does.
+        with pytest.raises(TypeError, match="float16 is unsupported"):
+            np.linalg.pinv(x)
+        with pytest.raises(DTypeError, match=r"pinv: array type float16 is unsupported"):
+            LA.pinv(x)
+        return
+    want = np.linalg.pinv(x)
+    for got in _both(LA.pinv, x):
+        _same(got, want)
+    _same(ft.vmap(LA.pinv)(np.stack([x, x])), np.stack([want, want]))
+    _same(LA.pinv(x, hermitian=True), np.linalg.pinv(x, hermitian=True))
+    with pytest.raises(ValueError, match="both rtol= and rcond= were given"):
+        LA.pinv(x, 0.1, rtol=0.1)
