@@ -478,12 +478,14 @@ def lstsq(a, b, rcond=None):
 
     ``residuals`` holds the squared residual norms when ``a`` has full column
     rank and ``m > n``, else it is empty; a traced ``a`` has no known rank,
-    so it then always holds them when ``m > n``.
+    so it then always holds them when ``m > n``.  ``rank`` is NumPy's int32
+    (a 0-d int32 array when traced).  An empty ``a`` gives NumPy's results from
+    its shapes alone, under ``jit`` too.
 
     >>> x, res, rank, s = lstsq(np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]]),
     ...                         np.array([1.0, 2.0, 2.0]))
     >>> x, rank
-    (array([1.16666667, 0.5       ]), 2)
+    (array([1.16666667, 0.5       ]), np.int32(2))
     """
     a = _matrix("lstsq", a, square=False)
     b = asarray(b)
@@ -504,11 +506,13 @@ def lstsq(a, b, rcond=None):
     if rcond is None:
         rcond = np.finfo(a.dtype).eps * max(m, n)
     s = svd(a, compute_uv=False)
-    if m == 0 or n == 0:
-        x = np.zeros((n,) + tuple(b.shape[1:]), a.dtype)
-        return x, np.zeros((0,), real), 0, np.asarray(s)
+    # An empty a has an empty pseudo-inverse, so x is zeros (n > 0) or empty,
+    # and its rank is 0: full column rank when n == 0, so with m > 0 the
+    # residuals are b's squared norms, as NumPy gives.  All of that follows
+    # from the shapes, so it holds under jit too.
     x = _contract.matmul(pinv(a, rcond), b)
-    rank = _reductions.sum(_elementwise.greater(s, ew.mul(rcond, _reductions.max(s))))
+    rank = _reductions.sum(_elementwise.greater(s, ew.mul(rcond, _max_or_zero(s, 0))),
+                           dtype=np.int32)  # LAPACK's rank, an int32 in NumPy
     traced = is_traced(a, b)
     full_rank = traced or int(rank) == n
     if m > n and full_rank:
@@ -520,7 +524,7 @@ def lstsq(a, b, rcond=None):
     else:
         resids = np.zeros((0,), real)
     if not traced:
-        rank = int(rank)
+        rank = np.int32(rank)
     return x, resids, rank, s
 
 

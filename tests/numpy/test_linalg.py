@@ -856,3 +856,29 @@ def test_pinv_of_empty_matrices_keeps_numpys_dtype(shape, dtype):
     _same(LA.pinv(x, hermitian=True), np.linalg.pinv(x, hermitian=True))
     with pytest.raises(ValueError, match="both rtol= and rcond= were given"):
         LA.pinv(x, 0.1, rtol=0.1)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex64, np.int64])
+@pytest.mark.parametrize("rhs", [(), (2,), (0,)], ids=["vector", "two_columns", "no_columns"])
+@pytest.mark.parametrize("shape", [(0, 0), (0, 3), (3, 0)])
+def test_lstsq_of_empty_matrices_matches_numpy_eagerly_under_jit_and_vmap(shape, rhs, dtype):
+    a = np.zeros(shape, dtype)
+    b = (np.arange(1, shape[0] * math.prod(rhs) + 1) - 2.5).reshape(shape[:1] + rhs)
+    want = np.linalg.lstsq(a, b)
+    eager = LA.lstsq(a, b)
+    assert type(eager[2]) is np.int32
+    for got in (eager, ft.jit(LA.lstsq)(a, b)):
+        for g, w in zip(got, want, strict=True):
+            _same(g, w)
+    stacked = ft.vmap(LA.lstsq)(np.stack([a, a]), np.stack([b, -b]))
+    other = np.linalg.lstsq(a, -b)
+    for g, w, v in zip(stacked, want, other, strict=True):
+        _same(g, np.stack([w, v]))
+
+
+def test_lstsq_rank_is_numpys_int32():
+    a, b = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]]), np.array([1.0, 2.0, 2.0])
+    rank = LA.lstsq(a, b)[2]
+    assert type(rank) is type(np.linalg.lstsq(a, b)[2]) is np.int32 and rank == 2
+    _same(ft.jit(LA.lstsq)(a, b)[2], np.int32(2))
+    _same(ft.jit(LA.lstsq)(a[:, :1].repeat(2, 1), b)[2], np.int32(1))
