@@ -197,6 +197,7 @@ def _examples() -> dict[str, Callable[[], tuple[Callable, list]]]:
         "solve": one(la.solve, m, v),
         "lstsq": one(lambda a, y: la.lstsq(a, y)[0], m, v),
         "matrix_power": one(lambda a: la.matrix_power(a, 3), m),
+        "matrix_rank": one(la.matrix_rank, m),
         "tensorsolve": one(lambda a, y: la.tensorsolve(a.reshape(3, 3, 1), y), m, v),
         "multi_dot": one(lambda a: la.multi_dot([a, a, a]), m),
         "matrix_transpose": one(la.matrix_transpose, m),

@@ -923,17 +923,25 @@ def outer(x1, x2, /):
 def matrix_rank(x, /, *, rtol=None, tol=None, hermitian: bool = False):
     """``numpy.linalg.matrix_rank``: how many singular values exceed the
     cutoff, ``tol`` (absolute) or ``rtol * max(s)`` (by default ``rtol`` is
-    ``max(m, n) * eps``); an integer, with no derivative.
+    ``max(m, n) * eps``); an integer, with no derivative.  As in NumPy, the
+    rank of a vector is 1 unless all its entries are 0 (a Python int).
 
     >>> matrix_rank(np.array([[1.0, 2.0], [2.0, 4.0]]))
     array(1)
     """
-    a = _matrix("matrix_rank", x, square=False)
-    if a.size == 0:
-        return np.zeros(a.shape[:-2], np.intp)
     if rtol is not None and tol is not None:
         raise ValueError("fnp.linalg.matrix_rank: both rtol= and tol= were given; pass one "
                          "(tol is absolute, rtol relative to the largest singular value)")
+    x = asarray(x)
+    if x.ndim < 2:
+        # NumPy's rank of a vector (or scalar): 1 unless every entry is 0.
+        nonzero = _reductions.any(_elementwise.not_equal(x, 0))
+        return _shape._convert(nonzero, np.intp) if is_traced(nonzero) else int(nonzero)
+    # hermitian=True takes the singular values from eigh, which needs square
+    # matrices even when there are none (NumPy refuses those too).
+    a = _matrix("matrix_rank", x, square=bool(hermitian))
+    if a.size == 0:
+        return np.zeros(a.shape[:-2], np.intp)
     s = svd(a, compute_uv=False, hermitian=hermitian)
     if tol is not None:
         cutoff = _per_matrix(tol)

@@ -882,3 +882,29 @@ def test_lstsq_rank_is_numpys_int32():
     assert type(rank) is type(np.linalg.lstsq(a, b)[2]) is np.int32 and rank == 2
     _same(ft.jit(LA.lstsq)(a, b)[2], np.int32(2))
     _same(ft.jit(LA.lstsq)(a[:, :1].repeat(2, 1), b)[2], np.int32(1))
+
+
+@pytest.mark.parametrize("x", [np.zeros(0), np.zeros(3, np.int64), np.array([0, 2, 0]),
+                               np.array([False, True]), np.array(0.0), np.array(-1.5),
+                               np.array([0.0, np.nan])], ids=repr)
+def test_matrix_rank_of_a_vector_or_scalar_is_numpys(x):
+    want = np.linalg.matrix_rank(x)
+    got = LA.matrix_rank(x)
+    assert type(got) is type(want) is int and got == want
+    _same(ft.jit(LA.matrix_rank)(x), np.intp(want))
+    _same(ft.vmap(LA.matrix_rank)(np.stack([x, np.zeros_like(x)])),
+          np.array([want, 0], np.intp))
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (2, 0, 3), (2, 3)])
+def test_matrix_rank_hermitian_of_non_square_matrices_refuses_as_numpy_does(shape):
+    x = np.zeros(shape)
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.matrix_rank(x, hermitian=True)
+    for how in (LA.matrix_rank, ft.jit(LA.matrix_rank, static_argnames="hermitian")):
+        with pytest.raises(LinAlgError, match=r"matrix_rank: the last two dimensions of the "
+                                              r"array must be square"):
+            how(x, hermitian=True)
+    for square in [(0, 0), (2, 0, 0)]:
+        _same(LA.matrix_rank(np.zeros(square), hermitian=True),
+              np.linalg.matrix_rank(np.zeros(square), hermitian=True))
