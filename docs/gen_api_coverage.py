@@ -199,6 +199,7 @@ def _examples() -> dict[str, Callable[[], tuple[Callable, list]]]:
         "matrix_power": one(lambda a: la.matrix_power(a, 3), m),
         "matrix_rank": one(la.matrix_rank, m),
         "tensorsolve": one(lambda a, y: la.tensorsolve(a.reshape(3, 3, 1), y), m, v),
+        "tensorinv": one(lambda a: la.tensorinv(a, ind=1), m),
         "multi_dot": one(lambda a: la.multi_dot([a, a, a]), m),
         "matrix_transpose": one(la.matrix_transpose, m),
         "norm": one(lambda a: la.norm(a, "nuc"), m),

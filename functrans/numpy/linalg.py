@@ -75,7 +75,7 @@ from functrans.primitives import linalg as la
 __all__ = [
     "solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "qr", "svd",
     "svdvals", "pinv", "lstsq", "matrix_power", "multi_dot", "norm", "vector_norm",
-    "matrix_norm", "matrix_transpose", "cond", "tensorsolve", "LinAlgError",
+    "matrix_norm", "matrix_transpose", "cond", "tensorsolve", "tensorinv", "LinAlgError",
     "cross", "diagonal", "matmul", "matrix_rank", "outer", "tensordot", "trace", "vecdot",
 ]  # fmt: skip
 
@@ -862,6 +862,41 @@ def tensorsolve(a, b, axes=None):
         )
     x = solve(_reshape(a, (n, n)), _reshape(b, (b.size,)))
     return _reshape(x, x_shape)
+
+
+def tensorinv(a, ind=2):
+    """``numpy.linalg.tensorinv``: the inverse of ``a`` under ``tensordot``
+    over its first ``ind`` axes, of shape ``a.shape[ind:] + a.shape[:ind]``:
+    ``inv`` of ``a`` reshaped to a square matrix (as NumPy reshapes it), so
+    its derivatives are ``inv``'s.
+
+    >>> a = np.eye(6).reshape(6, 2, 3)
+    >>> tensorinv(a, ind=1).shape
+    (2, 3, 6)
+    """
+    a = asarray(a)
+    try:
+        ind = operator.index(ind)
+    except TypeError:
+        raise TypeError(f"fnp.linalg.tensorinv: ind must be an int, got {ind!r}") from None
+    if ind <= 0:
+        raise ValueError(f"fnp.linalg.tensorinv: ind={ind}, but it counts a's leading axes "
+                         "(those that the inverse's tensordot sums over); pass 1 or more")
+    n = math.prod(a.shape[ind:])
+    if n == 0:
+        raise ValueError(
+            f"fnp.linalg.tensorinv: a of shape {tuple(a.shape)} has no entries in its axes "
+            f"after ind={ind}, so it is no square system (NumPy cannot reshape it either); its "
+            f"inverse would be the empty array of shape {tuple(a.shape[ind:] + a.shape[:ind])}"
+        )
+    if a.size != n * n:
+        raise LinAlgError(
+            f"fnp.linalg.tensorinv: a of shape {tuple(a.shape)} is no square system at "
+            f"ind={ind}: its first {ind} axes hold {a.size // n} entries and the others {n}; "
+            "choose ind so that both hold as many"
+        )
+    inverse = inv(_reshape(a, (n, n)))
+    return _reshape(inverse, tuple(a.shape[ind:]) + tuple(a.shape[:ind]))
 
 
 # -- the array API's versions of NumPy's functions -----------------------------------------

@@ -908,3 +908,36 @@ def test_matrix_rank_hermitian_of_non_square_matrices_refuses_as_numpy_does(shap
     for square in [(0, 0), (2, 0, 0)]:
         _same(LA.matrix_rank(np.zeros(square), hermitian=True),
               np.linalg.matrix_rank(np.zeros(square), hermitian=True))
+
+
+@pytest.mark.parametrize(("shape", "ind"), [((4, 6, 8, 3), 2), ((24, 8, 3), 1), ((2, 3, 6), 2),
+                                            ((3, 3), 1), ((1, 1, 1), 1)])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.int64])
+def test_tensorinv_matches_numpy(shape, ind, dtype):
+    # Integer entries, diagonally dominant: invertible in every dtype.
+    a = np.rint(4 * _well_conditioned(RNG, (math.prod(shape[ind:]),) * 2)).reshape(shape)
+    a = a.astype(dtype) * (1 - 0.5j if dtype == np.complex128 else 1)
+    want = np.linalg.tensorinv(a, ind)
+    for got in _both(LA.tensorinv, a, ind=ind):
+        _close(got, want)
+        assert got.dtype == want.dtype and got.shape == want.shape
+    _close(ft.jit(lambda x: np.linalg.tensorinv(x, ind))(a), want)  # NumPy's own name traces
+    if dtype == np.float64:
+        check_grads(lambda x: LA.tensorinv(x, ind), (a,), order=1, modes=("fwd", "rev"),
+                    atol=1e-5, rtol=1e-5)
+        _close(ft.vmap(lambda x: LA.tensorinv(x, ind))(np.stack([a, 2 * a])),
+               np.stack([want, want / 2]))
+
+
+@pytest.mark.parametrize(("shape", "ind", "numpy_error", "match"), [
+    ((0, 0), 1, ValueError, r"a of shape \(0, 0\) has no entries in its axes after ind=1"),
+    ((2, 2), 2, np.linalg.LinAlgError,
+     r"a of shape \(2, 2\) is no square system at ind=2: its first 2 axes hold 4 entries and "
+     r"the others 1"),
+    ((4, 2, 2), 0, ValueError, r"ind=0, but it counts a's leading axes"),
+])
+def test_tensorinv_refuses_what_numpy_refuses_and_says_why(shape, ind, numpy_error, match):
+    with pytest.raises(numpy_error):
+        np.linalg.tensorinv(np.ones(shape), ind)
+    with pytest.raises(numpy_error, match=r"fnp\.linalg\.tensorinv: " + match):
+        LA.tensorinv(np.ones(shape), ind)
