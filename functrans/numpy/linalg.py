@@ -860,6 +860,14 @@ def tensorsolve(a, b, axes=None):
             f"unknowns have shape {x_shape} ({n} of them), so a needs {n} * {n} entries; "
             "a's leading axes must hold as many entries as its trailing ones"
         )
+    # NumPy's rule above takes an empty a with no unknowns ((3, 0) too) as the
+    # 0 x 0 system: b must then be empty as well.
+    if b.size != n:
+        raise LinAlgError(
+            f"fnp.linalg.tensorsolve: b of shape {tuple(b.shape)} has {b.size} entries, but "
+            f"a of shape {tuple(a.shape)} (after moving axes={axes} to the end) has {n} "
+            "equations; b needs one entry per equation"
+        )
     x = solve(_reshape(a, (n, n)), _reshape(b, (b.size,)))
     return _reshape(x, x_shape)
 

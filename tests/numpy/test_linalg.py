@@ -941,3 +941,27 @@ def test_tensorinv_refuses_what_numpy_refuses_and_says_why(shape, ind, numpy_err
         np.linalg.tensorinv(np.ones(shape), ind)
     with pytest.raises(numpy_error, match=r"fnp\.linalg\.tensorinv: " + match):
         LA.tensorinv(np.ones(shape), ind)
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape", "match"), [
+    ((3, 0), (3,), r"b of shape \(3,\) has 3 entries, but a of shape \(3, 0\) .* has 0 "
+                   r"equations; b needs one entry per equation"),
+    ((2, 3, 6), (1, 1), r"b of shape \(1, 1\) has 1 entries, but a of shape \(2, 3, 6\) .* "
+                        r"has 6 equations"),
+])
+def test_tensorsolve_of_a_b_of_the_wrong_size_names_b(a_shape, b_shape, match):
+    a, b = np.ones(a_shape), np.ones(b_shape)
+    with pytest.raises(ValueError):  # NumPy's LinAlgError or its solve's ValueError
+        np.linalg.tensorsolve(a, b)
+    for how in (LA.tensorsolve, ft.jit(LA.tensorsolve)):
+        with pytest.raises(np.linalg.LinAlgError, match=r"fnp\.linalg\.tensorsolve: " + match):
+            how(a, b)
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape"), [((0, 0), (0,)), ((2, 0, 0), (2, 0)),
+                                                  ((0, 0, 0), (0,)), ((3, 0), (0,))])
+def test_tensorsolve_of_empty_systems_matches_numpy(a_shape, b_shape):
+    a, b = np.zeros(a_shape, np.int64), np.zeros(b_shape, np.int64)
+    want = np.linalg.tensorsolve(a, b)
+    for got in _both(LA.tensorsolve, a, b):
+        _same(got, want)
