@@ -524,7 +524,7 @@ def lstsq(a, b, rcond=None):
     else:
         resids = np.zeros((0,), real)
     if not traced:
-        rank = np.int32(rank)
+        rank = np.int32(int(rank))  # int() first: a CuPy array converts only that way
     return x, resids, rank, s
 
 

@@ -57,3 +57,20 @@ def test_a_matrix_with_nan_or_inf_solves_to_what_the_cpu_gives(device, bad):
         want = fnp.linalg.inv(a)
         got = fnp.linalg.inv(ft.device_put(a, "gpu"))
     np.testing.assert_array_equal(np.asarray(ft.device_put(got, "cpu")), want)
+
+
+def test_lstsq_on_device_arrays_gives_numpys_four_results(device):
+    """rank is NumPy's int32 read back from the device; the arrays stay there."""
+    a, b = A[0, :, :3], A[0, :, 3]
+    x, res, rank, s = fnp.linalg.lstsq(ft.device_put(a, "gpu"), ft.device_put(b, "gpu"))
+    wx, wres, wrank, ws = np.linalg.lstsq(a, b)
+    assert type(rank) is np.int32 and rank == wrank
+    for g, w in ((x, wx), (res, wres), (s, ws)):
+        assert gpu.is_device_array(g)
+        np.testing.assert_allclose(np.asarray(ft.device_put(g, "cpu")), w, atol=1e-9)
+
+
+def test_matrix_rank_of_a_device_vector_is_numpys_int(device):
+    for v in (np.zeros(3), np.array([0.0, 2.0])):
+        got = fnp.linalg.matrix_rank(ft.device_put(v, "gpu"))
+        assert type(got) is int and got == np.linalg.matrix_rank(v)
