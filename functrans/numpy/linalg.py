@@ -106,15 +106,9 @@ class SVDResult(NamedTuple):
 
 def _matrix(name: str, a, square: bool = True):
     """``a`` as an array of float32/64 or complex64/128 matrices: bools and
-    integers become float64, as in NumPy; anything else is refused."""
+    integers become float64, as in NumPy; anything else is refused.  The
+    shape is checked first, as NumPy does (a float16 vector is a LinAlgError)."""
     a = asarray(a)
-    if a.dtype.kind in "biu":
-        a = _shape._convert(a, np.float64)
-    elif a.dtype not in la._LINALG_DTYPES:
-        raise DTypeError(
-            f"{name}: array type {a.dtype} is unsupported in linalg; convert it with "
-            ".astype(np.float64) first"
-        )
     if a.ndim < 2:
         raise LinAlgError(
             f"{name}: {a.ndim}-dimensional array given; the array must be at least "
@@ -124,6 +118,13 @@ def _matrix(name: str, a, square: bool = True):
         raise LinAlgError(
             f"{name}: the last two dimensions of the array must be square, got shape "
             f"{tuple(a.shape)}"
+        )
+    if a.dtype.kind in "biu":
+        return _shape._convert(a, np.float64)
+    if a.dtype not in la._LINALG_DTYPES:
+        raise DTypeError(
+            f"{name}: array type {a.dtype} is unsupported in linalg; convert it with "
+            ".astype(np.float64) first"
         )
     return a
 
@@ -302,12 +303,15 @@ def cholesky(a, /, *, upper: bool = False):
     return bind(la.cholesky_p, a)
 
 
-def _lower_view(a, UPLO: str):
+def _eigh(name: str, a, UPLO: str):
+    """Eigenvalues and eigenvectors of the Hermitian matrix of one triangle
+    of ``a``; errors name the caller, ``name``."""
+    a = _matrix(name, a)
     if UPLO not in ("L", "U"):
-        raise ValueError(f"fnp.linalg.eigh: UPLO must be 'L' (read the lower triangle) or 'U' "
-                         f"(the upper one), got {UPLO!r}")
+        raise ValueError(f"fnp.linalg.{name}: UPLO must be 'L' (read the lower triangle) or "
+                         f"'U' (the upper one), got {UPLO!r}")
     # The Hermitian matrix of a's upper triangle is that of a^H's lower one.
-    return a if UPLO == "L" else _conj_t(a)
+    return bind(la.eigh_p, a if UPLO == "L" else _conj_t(a))
 
 
 def eigh(a, UPLO: str = "L"):
@@ -317,14 +321,13 @@ def eigh(a, UPLO: str = "L"):
     >>> eigh(np.array([[2.0, 0.0], [0.0, 1.0]])).eigenvalues
     array([1., 2.])
     """
-    a = _matrix("eigh", a)
-    w, v = bind(la.eigh_p, _lower_view(a, UPLO))
+    w, v = _eigh("eigh", a, UPLO)
     return EighResult(w, v)
 
 
 def eigvalsh(a, UPLO: str = "L"):
     """``numpy.linalg.eigvalsh``: the eigenvalues of ``eigh``, ascending."""
-    return eigh(a, UPLO).eigenvalues
+    return _eigh("eigvalsh", a, UPLO)[0]
 
 
 _QR_MODES = ("reduced", "complete", "r", "raw")
@@ -814,10 +817,11 @@ def cond(x, p=None):
                for q in _COND_ORDERS):
         raise ValueError(f"fnp.linalg.cond: p={p!r} is not a matrix norm order; use None, 2, -2, "
                          "1, -1, inf, -inf, 'fro' or 'nuc'")
-    x = _matrix("cond", x, square=p not in (None, 2, -2))
-    if x.size == 0 and math.prod(x.shape[-2:]) == 0:
+    x = asarray(x)
+    if x.size == 0 and math.prod(x.shape[-2:]) == 0:  # NumPy's first check
         raise LinAlgError(f"fnp.linalg.cond: the matrices of shape {tuple(x.shape)} are empty, "
                           "and cond is not defined on empty arrays")
+    x = _matrix("cond", x, square=p not in (None, 2, -2))
     if p in (None, 2, -2):
         s = svd(x, compute_uv=False)
         big, small = s[..., 0], s[..., -1]

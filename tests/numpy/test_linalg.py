@@ -965,3 +965,22 @@ def test_tensorsolve_of_empty_systems_matches_numpy(a_shape, b_shape):
     want = np.linalg.tensorsolve(a, b)
     for got in _both(LA.tensorsolve, a, b):
         _same(got, want)
+
+
+@pytest.mark.parametrize("name", ["det", "slogdet", "inv", "cholesky", "eigh", "eigvalsh",
+                                  "svd", "qr", "cond", "matrix_rank"])
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (0, 3), (0, 0)], ids=str)
+def test_a_bad_shape_is_refused_before_an_unsupported_dtype_as_in_numpy(name, shape):
+    x = np.zeros(shape, np.float16)
+    try:
+        want = getattr(np.linalg, name)(x)
+    except (np.linalg.LinAlgError, TypeError) as e:
+        error = type(e) if isinstance(e, np.linalg.LinAlgError) else TypeError
+    else:
+        assert name == "matrix_rank" and x.ndim == 1  # a vector's rank needs no linalg
+        _same(LA.matrix_rank(x), want)
+        return
+    for how in (getattr(LA, name), ft.jit(getattr(LA, name))):
+        with pytest.raises(error) as info:
+            how(x)
+        assert name in str(info.value)
