@@ -65,7 +65,7 @@ import numpy as np
 
 from functrans.core import array_module, bind
 from functrans.custom_derivatives import custom_jvp
-from functrans.errors import DTypeError, LinAlgError
+from functrans.errors import DTypeError, LinAlgError, ShapeError
 from functrans.numpy import _contract, _elementwise, _matrices, _reductions, _shape, _sorting
 from functrans.numpy._shape import _broadcast_shape, _broadcast_to, _reshape
 from functrans.numpy._util import asarray, is_traced, normalize_axis
@@ -655,7 +655,7 @@ def _vector_norm(x, ord, axis: tuple[int, ...], keepdims: bool):
     if ord == math.inf:
         return _max_or_zero(ew.abs(x), axis, keepdims)
     if ord == -math.inf:
-        return r.min(ew.abs(x), axis=axis, keepdims=keepdims)
+        return _min_or_refuse(ew.abs(x), axis, keepdims, ord=ord, shape=tuple(x.shape))
     if ord == 0:
         real = np.dtype(x.dtype.char.lower()) if x.dtype.kind == "c" else x.dtype
         return r.sum(_shape._convert(_elementwise.not_equal(x, 0), real), axis=axis,
@@ -683,6 +683,20 @@ def _max_or_zero(x, axis, keepdims: bool = False):
     return _reductions.max(x, axis=axis, keepdims=keepdims, initial=0 if empty else None)
 
 
+def _min_or_refuse(x, axis, keepdims: bool = False, *, ord, shape: tuple[int, ...]):
+    """The min of ``x`` over ``axis`` for the -inf, -1 and -2 norms of an
+    array of ``shape``; over an empty axis it has no value (NumPy refuses it
+    too), and the refusal names the norm rather than the min inside it."""
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if any(x.shape[ax] == 0 for ax in axes):
+        raise ShapeError(
+            f"fnp.linalg: the ord={ord!r} norm of an array of shape {shape} is a minimum over "
+            "no entries, which has no value (NumPy refuses it too); check the size first, or "
+            f"use ord={-ord!r}, which is 0 for an empty array"
+        )
+    return _reductions.min(x, axis=axis, keepdims=keepdims)
+
+
 def _svd_norm(x, row: int, col: int, reduce):
     y = _shape.moveaxis(x, (row, col), (-2, -1))
     return reduce(svd(y, compute_uv=False), axis=-1)
@@ -694,16 +708,18 @@ def _matrix_norm(x, ord, axis: tuple[int, int], keepdims: bool):
     if row == col:
         raise ValueError(f"fnp.linalg.norm: axis={tuple(axis)} names axis {row} twice; a matrix "
                          "norm needs two different axes")
+    given = tuple(x.shape)
+    smallest = functools.partial(_min_or_refuse, ord=ord, shape=given)
     if ord == 2:
         out = _svd_norm(x, row, col, _max_or_zero)
     elif ord == -2:
-        out = _svd_norm(x, row, col, r.min)
+        out = _svd_norm(x, row, col, smallest)
     elif ord in (1, -1):
         sums = r.sum(ew.abs(x), axis=row)
-        out = (_max_or_zero if ord == 1 else r.min)(sums, axis=col - (col > row))
+        out = (_max_or_zero if ord == 1 else smallest)(sums, axis=col - (col > row))
     elif ord in (math.inf, -math.inf):
         sums = r.sum(ew.abs(x), axis=col)
-        out = (_max_or_zero if ord > 0 else r.min)(sums, axis=row - (row > col))
+        out = (_max_or_zero if ord > 0 else smallest)(sums, axis=row - (row > col))
     elif ord is None or ord in ("fro", "f"):
         out = _root_of_squares(r.sum(_abs2(x), axis=(row, col)))
     elif ord == "nuc":

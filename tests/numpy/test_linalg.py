@@ -7,6 +7,7 @@ and the errors for singular, non-square and non-positive-definite input.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -823,9 +824,17 @@ def test_norms_of_empty_arrays_with_no_value_refuse_as_numpy_does(shape, ord_):
     x = np.zeros(shape)
     with pytest.raises(ValueError):
         np.linalg.norm(x, ord_)
+    text = (rf"fnp\.linalg: the ord={ord_!r} norm of an array of shape {re.escape(str(shape))} "
+            rf"is a minimum over no entries, which has no value .* use ord={-ord_!r}")
     for how in (LA.norm, ft.jit(LA.norm, static_argnums=1)):
-        with pytest.raises(ValueError, match=r"fnp\.min: the min over .* is empty"):
+        with pytest.raises(ValueError, match=text):
             how(x, ord_)
+    if x.ndim == 2:
+        with pytest.raises(ValueError, match=text):
+            LA.matrix_norm(x, ord=ord_)
+    else:
+        with pytest.raises(ValueError, match=text):
+            LA.vector_norm(x, ord=ord_)
 
 
 @pytest.mark.parametrize(("ord_", "x"), [
