@@ -889,32 +889,23 @@ def shared_params(**params) -> dict:
 def _abstract_eval(prim: Primitive, avals: list[ShapedArray], params: dict):
     """``prim.abstract_eval(*avals, **params)``, memoised where ``params`` is
     empty, a ``shared_params`` dict, or of the kinds ``_avals_out_by_id`` says."""
-    if params and _shared_ids.get(id(params)) is params:
-        # The params' id in the place of the first aval's: no aval's (each
-        # key's avals live beside it, the shared dicts for good).
-        key = (prim, id(params), *map(id, avals))
-        found = _avals_out_by_id.get(key)
-        if found is not None:
-            return found[0]
-        out = prim.abstract_eval(*avals, **params)
-        if prim.multiple_results:
-            out = tuple(out)
-        if len(_avals_out_by_id) >= 4096:
-            _avals_out_by_id.clear()
-        _avals_out_by_id[key] = (out, tuple(avals))
-        return out
     if params:
-        typed: list[Any] = [prim, *map(id, avals)]
-        for name, value in params.items():
-            kind = type(value)
-            if kind is tuple:
-                for item in value:
-                    if type(item) is not int:
-                        return prim.abstract_eval(*avals, **params)
-            elif kind not in _KEYED_PARAMS:
-                return prim.abstract_eval(*avals, **params)
-            typed += (name, kind, value)
-        key = tuple(typed)
+        if _shared_ids.get(id(params)) is params:
+            # The params' id in the place of the first aval's: no aval's
+            # (each key's avals live beside it, the shared dicts for good).
+            key = (prim, id(params), *map(id, avals))
+        else:
+            typed: list[Any] = [prim, *map(id, avals)]
+            for name, value in params.items():
+                kind = type(value)
+                if kind is tuple:
+                    for item in value:
+                        if type(item) is not int:
+                            return prim.abstract_eval(*avals, **params)
+                elif kind not in _KEYED_PARAMS:
+                    return prim.abstract_eval(*avals, **params)
+                typed += (name, kind, value)
+            key = tuple(typed)
         found = _avals_out_by_id.get(key)
         if found is not None:
             return found[0]
@@ -1051,7 +1042,9 @@ def bind_in_wrapper(prim: Primitive, *args, **params):
 def bind_shared(prim: Primitive, params: dict, *args):
     """``bind_in_wrapper(prim, *args, **params)`` for ``params`` from
     ``shared_params``, passed on as that dict: the recorded equation's
-    result types are found by its id."""
+    result types are found by its id.  Its body is ``bind_in_wrapper``'s,
+    written out: a call between would be one more frame per operation, and
+    ``process``'s frame count (``skip``) would differ between the two."""
     for x in args:
         if type(x) is Tracer:
             stack = _state.stack
